@@ -1,0 +1,4 @@
+//! toolgate policy files.
+
+pub mod model;
+pub use model::*;

@@ -1,0 +1,287 @@
+//! The typed policy: what a policy file means once it has been parsed and validated.
+//!
+//! These types are plain data. They are produced by [`crate::load`] (YAML file, JSON Schema
+//! check, semantic checks) and consumed by the engine, which never reads the file itself.
+//! A Rust user may also build a [`Policy`] in code, starting from [`Policy::default`].
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// A place in a policy file, 1-based, for error messages that point at the line and column.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Position {
+    pub file: PathBuf,
+    pub line: u32,
+    pub column: u32,
+}
+
+impl std::fmt::Display for Position {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}:{}", self.file.display(), self.line, self.column)
+    }
+}
+
+/// The whole policy.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    /// The file the policy came from (`None` when built in code); relative paths in the policy
+    /// (scripts, plugins, catalogs, the local store) are resolved against its directory.
+    pub source: Option<PathBuf>,
+    /// Format version; only `1` exists.
+    pub version: u32,
+    /// Which provider's tool-name rules every model-facing name must satisfy (N6).
+    pub name_profile: NameProfile,
+    /// Dispatch defaults for every tool.
+    pub dispatch: DispatchSettings,
+    /// Per-tool overrides, in file order. The most specific match wins (G8).
+    pub tools: Vec<ToolOverride>,
+    /// Tool-name and argument-name aliases, keyed by the real tool name.
+    pub aliases: BTreeMap<String, AliasSpec>,
+    /// Declarative allow/deny rules, checked before any script (G1).
+    pub rules: Rules,
+    /// Rhai scripts, one per hook.
+    pub scripts: Scripts,
+    /// Plugins to load, in order.
+    pub plugins: Vec<PluginSpec>,
+    /// Large-result reduction (issue 3); `None` = off.
+    pub reduction: Option<ReductionSettings>,
+    /// Tool search over a catalog (issue 4); `None` = off.
+    pub search: Option<SearchSettings>,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            source: None,
+            version: 1,
+            name_profile: NameProfile::Mcp,
+            dispatch: DispatchSettings::default(),
+            tools: Vec::new(),
+            aliases: BTreeMap::new(),
+            rules: Rules::default(),
+            scripts: Scripts::default(),
+            plugins: Vec::new(),
+            reduction: None,
+            search: None,
+        }
+    }
+}
+
+/// N6: which provider's name rules apply on top of N1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NameProfile {
+    /// 1-128 bytes of `[A-Za-z0-9_.-]` (N1 only).
+    #[default]
+    Mcp,
+    /// At most 64 bytes, no `.`.
+    Openai,
+    /// No `.`.
+    Anthropic,
+}
+
+/// What a failed call does to its turn (D6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnError {
+    /// The failure becomes that call's tool message, marked as an error.
+    #[default]
+    Model,
+    /// The turn aborts with the typed error.
+    Fail,
+}
+
+/// Dispatch defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DispatchSettings {
+    /// Run a turn's calls one by one, in order (D1).
+    pub sequential: bool,
+    /// At most this many calls of one turn at once (`None` = no cap).
+    pub concurrency: Option<usize>,
+    /// Per-call timeout (`None` = no timeout). Default 60 s.
+    pub timeout: Option<Duration>,
+    /// Cap on text results in Unicode characters; `-1` = no cap. Default 100,000 (G3).
+    pub max_result_chars: i64,
+    pub on_error: OnError,
+    /// Sequential mode only: skip the calls after a failure (D7).
+    pub stop_on_error: bool,
+}
+
+impl Default for DispatchSettings {
+    fn default() -> Self {
+        DispatchSettings {
+            sequential: false,
+            concurrency: None,
+            timeout: Some(Duration::from_secs(60)),
+            max_result_chars: 100_000,
+            on_error: OnError::Model,
+            stop_on_error: false,
+        }
+    }
+}
+
+/// Per-tool settings, matched by exact name or glob (`fs.*`, `*_search`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOverride {
+    /// Exact tool name or glob pattern (`*`, `?`, `[abc]`).
+    pub pattern: String,
+    /// `Some(None)` = explicitly no timeout; `None` = inherit.
+    pub timeout: Option<Option<Duration>>,
+    pub max_result_chars: Option<i64>,
+    /// Calls in the same group never run at the same time, even in parallel mode.
+    pub sequential_group: Option<String>,
+    /// Rules that apply to the matched tools only (their `tools` list is implied).
+    pub rules: Rules,
+    pub position: Option<Position>,
+}
+
+/// Aliases for one real tool.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AliasSpec {
+    /// Other names the model may use for the tool.
+    pub names: Vec<String>,
+    /// Real argument name -> names the model may use instead.
+    pub arguments: BTreeMap<String, Vec<String>>,
+    pub position: Option<Position>,
+}
+
+/// Allow and deny rules. A call is denied when any deny rule matches; otherwise, when there is
+/// at least one allow rule, it must match one of them. Deny wins.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Rules {
+    pub allow: Vec<Rule>,
+    pub deny: Vec<Rule>,
+}
+
+impl Rules {
+    pub fn is_empty(&self) -> bool {
+        self.allow.is_empty() && self.deny.is_empty()
+    }
+}
+
+/// One declarative rule. Every condition given must hold for the rule to match.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Rule {
+    /// Real tool names or globs; empty = every tool (or the override's tools).
+    pub tools: Vec<String>,
+    /// Top-level argument name -> glob that the argument's value (a string, or a number or
+    /// boolean in its JSON text) must match. A missing argument does not match.
+    pub args: BTreeMap<String, String>,
+    /// Session ids or globs; empty = any session.
+    pub sessions: Vec<String>,
+    /// Told to the model when a deny rule matches.
+    pub reason: Option<String>,
+    pub position: Option<Position>,
+}
+
+/// Which hook a script serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Hook {
+    /// Rewrites the arguments (D2-D3).
+    Rewrite,
+    /// Authorises a call (G1).
+    Before,
+    /// Audits a call after it finished (G7).
+    After,
+    /// Answers a call to an unknown tool (D4).
+    UnknownTool,
+}
+
+/// The scripts, at most one per hook.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Scripts {
+    pub rewrite: Option<ScriptSource>,
+    pub before: Option<ScriptSource>,
+    pub after: Option<ScriptSource>,
+    pub unknown_tool: Option<ScriptSource>,
+}
+
+/// A script's text and where it came from, so compile errors point into the right file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScriptSource {
+    pub code: String,
+    /// The file holding the code (the policy for inline scripts, else the `.rhai` file).
+    pub file: PathBuf,
+    /// 1-based line in `file` where `code`'s first line is (1 for a `.rhai` file).
+    pub line_offset: u32,
+}
+
+/// A plugin to load.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PluginSpec {
+    /// Where the library is.
+    pub location: PluginLocation,
+    /// JSON configuration handed to the plugin when it is loaded.
+    pub config: serde_json::Value,
+    /// Put this plugin's tools in the search catalog instead of always showing them.
+    pub searchable: bool,
+    pub position: Option<Position>,
+}
+
+/// Where to find a plugin library.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PluginLocation {
+    /// `path:` in the policy, resolved against the policy's directory.
+    Path(PathBuf),
+    /// `name:` in the policy: the engine looks for the platform's file name for
+    /// `toolgate_plugin_<name>` (`libtoolgate_plugin_<name>.so` on Linux) in the directories of
+    /// `TOOLGATE_PLUGIN_PATH`, then beside the running program and in its parent directory.
+    Name(String),
+}
+
+/// Large-result reduction (R1-R9).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReductionSettings {
+    /// Store URL: `memory://`, `file:///path`, `s3://bucket/prefix`. `None` = the default
+    /// local folder chosen by the host program.
+    pub store: Option<String>,
+    /// S3 options (endpoint, region, credentials...), passed to the store builder.
+    pub store_options: BTreeMap<String, String>,
+    /// Results strictly larger than this many bytes are offloaded. Default 50,000.
+    pub max_result_bytes: u64,
+    /// Characters of the start and end of an offloaded result shown in its notice.
+    pub preview_head_chars: u64,
+    pub preview_tail_chars: u64,
+    /// Offload older tool rounds once the history reaches this estimate. Default 160,000.
+    pub max_context_tokens: u64,
+    /// Rounds kept as they are. Default 1.
+    pub keep_recent_tool_rounds: u64,
+    /// Tool results under this many bytes are left in place when rounds are offloaded.
+    pub min_offload_bytes: u64,
+    /// Answer a read of another session's result with "not found" instead of "access denied".
+    pub hide_foreign_results: bool,
+}
+
+impl Default for ReductionSettings {
+    fn default() -> Self {
+        ReductionSettings {
+            store: None,
+            store_options: BTreeMap::new(),
+            max_result_bytes: 50_000,
+            preview_head_chars: 1_000,
+            preview_tail_chars: 500,
+            max_context_tokens: 160_000,
+            keep_recent_tool_rounds: 1,
+            min_offload_bytes: 1_024,
+            hide_foreign_results: false,
+        }
+    }
+}
+
+/// Tool search over a catalog (S1-S6).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SearchSettings {
+    /// JSONL catalogs (`{"name","description","parameters"}` per line), resolved paths.
+    pub catalogs: Vec<PathBuf>,
+    /// Tool names or globs of plugin/native tools to move into the catalog.
+    pub searchable_tools: Vec<String>,
+    /// Extra search keywords per tool name.
+    pub keywords: BTreeMap<String, Vec<String>>,
+    /// Allow calling a catalog tool that has not been found yet (S4).
+    pub allow_direct_calls: bool,
+    /// Hand the catalog to the provider's native search (S5).
+    pub use_model_native: bool,
+    /// A prebuilt index file (`toolgate index build`), memory-mapped at start.
+    pub index_file: Option<PathBuf>,
+    /// Default `max_results` of `tool_search`. Default 5.
+    pub default_max_results: u64,
+}
