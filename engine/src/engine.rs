@@ -1,0 +1,378 @@
+//! [`Engine`]: built once from a [`Policy`], then used for every call of every session.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio_util::sync::CancellationToken;
+use toolgate_policy::{Hook, Policy};
+
+use crate::error::{At, BuildError, TurnError};
+use crate::events::{Event, Events, Listener};
+use crate::guard::{
+    AfterHookLayer, ArgumentsLayer, BeforeLayer, Endpoint, GroupLayer, Guard, Invocation, Layer,
+    LimitLayer, Outcome, RewriteLayer, RulesLayer, TimeoutLayer,
+};
+use crate::history::{Message, ToolCall};
+use crate::registry::{Registry, ToolSource};
+use crate::script::{ScriptLimits, ScriptSet};
+use crate::session::{Session, SessionError};
+use crate::settings::{Explanation, SettingsResolver, ToolSettings};
+use crate::tool::{Tool, ToolSpec};
+
+/// Builds an [`Engine`]: the policy, plus native tools, listeners and extra layers.
+pub struct EngineBuilder {
+    policy: Policy,
+    natives: Vec<(Arc<dyn Tool>, bool)>,
+    listeners: Vec<Listener>,
+    layers: Vec<Arc<dyn Layer>>,
+    script_limits: ScriptLimits,
+}
+
+impl EngineBuilder {
+    pub fn new(policy: Policy) -> Self {
+        EngineBuilder {
+            policy,
+            natives: Vec::new(),
+            listeners: Vec::new(),
+            layers: Vec::new(),
+            script_limits: ScriptLimits::default(),
+        }
+    }
+
+    /// Registers a native tool, always visible.
+    pub fn tool(mut self, tool: impl Tool) -> Self {
+        self.natives.push((Arc::new(tool), false));
+        self
+    }
+
+    /// Registers a native tool already in an `Arc`.
+    pub fn tool_arc(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.natives.push((tool, false));
+        self
+    }
+
+    /// Listens to every event (E1).
+    pub fn on_event(mut self, f: impl Fn(&Event) + Send + Sync + 'static) -> Self {
+        self.listeners.push(Arc::new(f));
+        self
+    }
+
+    /// Adds a layer of your own, run after the before hook, just before the tool.
+    pub fn layer(mut self, layer: impl Layer) -> Self {
+        self.layers.push(Arc::new(layer));
+        self
+    }
+
+    pub fn script_limits(mut self, limits: ScriptLimits) -> Self {
+        self.script_limits = limits;
+        self
+    }
+
+    /// Loads plugins, checks every name and alias, compiles the scripts and assembles the guard.
+    pub fn build(self) -> Result<Engine, BuildError> {
+        let policy = self.policy;
+        let profile = policy.name_profile;
+        let mut registry = Registry::new();
+        for (tool, searchable) in self.natives {
+            registry.insert(tool, ToolSource::Native, searchable, profile)?;
+        }
+        for spec in &policy.plugins {
+            let plugin = crate::plugin::load(spec)?;
+            let source = ToolSource::Plugin {
+                plugin: plugin.name().to_string(),
+                path: plugin.path().display().to_string(),
+            };
+            for tool in crate::plugin::tools(&plugin) {
+                registry
+                    .insert(tool, source.clone(), spec.searchable, profile)
+                    .map_err(|e| match e {
+                        BuildError::InvalidName {
+                            name,
+                            source_desc,
+                            reason,
+                            ..
+                        } => BuildError::InvalidName {
+                            name,
+                            source_desc,
+                            reason,
+                            at: At(spec.position.clone()),
+                        },
+                        other => other,
+                    })?;
+            }
+        }
+        let reserved = reserved_names(&policy);
+        for name in &reserved {
+            if let Some(entry) = registry.get(name) {
+                return Err(BuildError::InvalidName {
+                    name: name.to_string(),
+                    source_desc: entry.source.to_string(),
+                    reason: format!(
+                        "{name} is reserved for the built-in tool while {} is on",
+                        if *name == READ_TOOL_RESULT { "reduction" } else { "search" }
+                    ),
+                    at: At(None),
+                });
+            }
+        }
+        registry.add_aliases(&policy.aliases, profile, &reserved)?;
+
+        let resolver = SettingsResolver::new(&policy.dispatch, &policy.rules, &policy.tools)?;
+        let scripts = Arc::new(ScriptSet::compile(&policy.scripts, &self.script_limits)?);
+
+        let mut settings = HashMap::new();
+        let mut arg_aliases = HashMap::new();
+        for (name, entry) in registry.entries() {
+            settings.insert(name.to_string(), Arc::new(resolver.resolve(name)));
+            if !entry.arg_aliases.is_empty() {
+                arg_aliases.insert(name.to_string(), entry.arg_aliases.clone());
+            }
+        }
+
+        let events = Events::default();
+        for l in self.listeners {
+            events.add(l);
+        }
+
+        let mut layers: Vec<Arc<dyn Layer>> = Vec::new();
+        if scripts.has(Hook::After) {
+            layers.push(Arc::new(AfterHookLayer {
+                scripts: scripts.clone(),
+                events: events.clone(),
+            }));
+        }
+        layers.push(Arc::new(TimeoutLayer));
+        layers.push(Arc::new(LimitLayer {
+            reduction: policy.reduction.is_some(),
+        }));
+        layers.push(Arc::new(ArgumentsLayer {
+            aliases: arg_aliases,
+        }));
+        layers.push(Arc::new(RulesLayer));
+        if scripts.has(Hook::Rewrite) {
+            layers.push(Arc::new(RewriteLayer {
+                scripts: scripts.clone(),
+            }));
+        }
+        if scripts.has(Hook::Before) {
+            layers.push(Arc::new(BeforeLayer {
+                scripts: scripts.clone(),
+            }));
+        }
+        if settings.values().any(|s| s.sequential_group.is_some()) {
+            layers.push(Arc::new(GroupLayer));
+        }
+        layers.extend(self.layers);
+
+        let suggest_registry = registry.clone();
+        let endpoint = Endpoint {
+            scripts: scripts.clone(),
+            suggest: Arc::new(move |name: &str| {
+                suggest_registry.suggestions(name, |n| {
+                    suggest_registry
+                        .resolve(n)
+                        .is_some_and(|r| !r.entry.searchable)
+                })
+            }),
+            unknown_hint: String::new(),
+        };
+        let guard = Guard::new(layers, endpoint, events.clone());
+        Ok(Engine {
+            inner: Arc::new(Inner {
+                policy,
+                registry,
+                resolver,
+                settings,
+                guard,
+                events,
+                sessions: Default::default(),
+            }),
+        })
+    }
+}
+
+/// The built-in tool that pages through offloaded results (reserved while reduction is on).
+pub const READ_TOOL_RESULT: &str = "read_tool_result";
+/// The built-in search meta-tool (reserved while search is on).
+pub const TOOL_SEARCH: &str = "tool_search";
+
+/// N3: the names reserved by the policy's features.
+fn reserved_names(policy: &Policy) -> Vec<&'static str> {
+    let mut r = Vec::new();
+    if policy.reduction.is_some() {
+        r.push(READ_TOOL_RESULT);
+    }
+    if policy.search.is_some() {
+        r.push(TOOL_SEARCH);
+    }
+    r
+}
+
+struct Inner {
+    policy: Policy,
+    registry: Registry,
+    resolver: SettingsResolver,
+    settings: HashMap<String, Arc<ToolSettings>>,
+    guard: Guard,
+    events: Events,
+    sessions: crate::session::Sessions,
+}
+
+/// The engine. Cheap to clone; share one across tasks.
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("tools", &self.inner.registry.entries().count())
+            .finish()
+    }
+}
+
+impl Engine {
+    /// Starts building an engine from a policy.
+    pub fn builder(policy: Policy) -> EngineBuilder {
+        EngineBuilder::new(policy)
+    }
+
+    /// The policy the engine was built from.
+    pub fn policy(&self) -> &Policy {
+        &self.inner.policy
+    }
+
+    /// Every registered tool, with its source.
+    pub fn registry(&self) -> &Registry {
+        &self.inner.registry
+    }
+
+    /// A session handle: `Some(id)` for a named session (its state is shared by every handle of
+    /// the same id), `None` for calls without a session.
+    pub fn session(&self, id: Option<&str>) -> Result<Session, SessionError> {
+        self.inner.sessions.get(id)
+    }
+
+    /// The tools the model sees now in this session, by name.
+    pub fn visible_tools(&self, _session: &Session) -> Vec<ToolSpec> {
+        self.inner
+            .registry
+            .entries()
+            .filter(|(_, e)| !e.searchable)
+            .map(|(_, e)| e.tool.spec().clone())
+            .collect()
+    }
+
+    /// Which settings apply to a tool, and where each came from (G8).
+    pub fn explain(&self, tool: &str) -> Explanation {
+        let real = self
+            .inner
+            .registry
+            .resolve(tool)
+            .map(|r| r.name.to_string())
+            .unwrap_or_else(|| tool.to_string());
+        self.inner.resolver.resolve(&real).explanation
+    }
+
+    /// A channel that receives every event from now on. Nothing is dropped: drain it.
+    pub fn subscribe(&self) -> tokio::sync::mpsc::UnboundedReceiver<Event> {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        self.inner.events.add(Arc::new(move |e: &Event| {
+            let _ = tx.send(e.clone());
+        }));
+        rx
+    }
+
+    pub(crate) fn invocation(
+        &self,
+        session: &Session,
+        call: &ToolCall,
+        cancel: CancellationToken,
+    ) -> Invocation {
+        let started = Instant::now();
+        let model_name = call.function.name.clone();
+        let (tool_name, tool, settings) = match self.inner.registry.resolve(&model_name) {
+            Some(r) => (
+                r.name.to_string(),
+                Some(r.entry.tool.clone()),
+                self.inner
+                    .settings
+                    .get(r.name)
+                    .cloned()
+                    .unwrap_or_else(|| Arc::new(self.inner.resolver.resolve(r.name))),
+            ),
+            None => (
+                model_name.clone(),
+                None,
+                Arc::new(self.inner.resolver.resolve(&model_name)),
+            ),
+        };
+        Invocation {
+            call_id: call.id.clone(),
+            model_name,
+            tool_name,
+            tool,
+            raw_arguments: call.function.arguments.clone(),
+            args: serde_json::Value::Null,
+            session: session.id().map(str::to_string),
+            deadline: settings.timeout.map(|t| started + t),
+            settings,
+            started,
+            cancel,
+            progress: None,
+        }
+    }
+
+    /// Runs one call through the whole guard.
+    pub async fn call(&self, session: &Session, call: &ToolCall) -> Outcome {
+        let inv = self.invocation(session, call, CancellationToken::new());
+        self.inner.guard.run(inv).await
+    }
+
+    /// Runs one assistant turn's calls (D1, D6, D7): in parallel unless the policy says
+    /// `sequential`, results in the order of the calls. Under `on_error: fail` the first failure
+    /// aborts the turn.
+    pub async fn dispatch(
+        &self,
+        session: &Session,
+        calls: &[ToolCall],
+    ) -> Result<Vec<Outcome>, TurnError> {
+        self.dispatch_with_cancel(session, calls, &CancellationToken::new())
+            .await
+    }
+
+    /// Like [`Engine::dispatch`], with a token that cancels the whole turn.
+    pub async fn dispatch_with_cancel(
+        &self,
+        session: &Session,
+        calls: &[ToolCall],
+        cancel: &CancellationToken,
+    ) -> Result<Vec<Outcome>, TurnError> {
+        crate::dispatch::dispatch(self, session, calls, cancel).await
+    }
+
+    /// The model-free core of an agent turn: runs the tool calls of the last assistant message
+    /// and returns the tool messages that answer them, in call order.
+    pub async fn run_turn(
+        &self,
+        session: &Session,
+        history: &[Message],
+    ) -> Result<Vec<Message>, TurnError> {
+        let calls = match history.iter().rev().find(|m| matches!(m, Message::Assistant { .. })) {
+            Some(Message::Assistant { tool_calls, .. }) => tool_calls.clone(),
+            _ => Vec::new(),
+        };
+        let outcomes = self.dispatch(session, &calls).await?;
+        Ok(outcomes.iter().map(Message::from_outcome).collect())
+    }
+
+    pub(crate) fn guard(&self) -> &Guard {
+        &self.inner.guard
+    }
+
+    pub(crate) fn dispatch_settings(&self) -> &toolgate_policy::DispatchSettings {
+        &self.inner.policy.dispatch
+    }
+}

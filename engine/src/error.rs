@@ -1,0 +1,169 @@
+//! Typed errors. [`CallError`] is what one tool call can fail with; its [`CallError::kind`] is a
+//! stable snake_case name that the command line prints and scripts see. [`BuildError`] is why an
+//! engine could not be built from a policy. [`TurnError`] aborts a turn under `on_error: fail`.
+
+use std::time::Duration;
+
+use thiserror::Error;
+
+pub use toolgate_policy::Hook;
+
+/// Who denied a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeniedBy {
+    /// A declarative `allow`/`deny` rule of the policy.
+    Rule,
+    /// The `before` script.
+    Script,
+    /// Tool search gating: the tool has not been found yet (S4).
+    Search,
+}
+
+/// Why one tool call failed. Every message is written for the model: what failed and what to do.
+#[derive(Debug, Clone, Error, PartialEq)]
+pub enum CallError {
+    #[error("tool call timed out after {}", fmt_duration(*.after))]
+    Timeout { after: Duration },
+
+    #[error("tool call denied: {reason}")]
+    Denied { reason: String, by: DeniedBy },
+
+    #[error("{message}")]
+    UnknownTool {
+        name: String,
+        suggestions: Vec<String>,
+        message: String,
+    },
+
+    #[error("invalid arguments for {tool}: {reason}")]
+    InvalidArguments { tool: String, reason: String },
+
+    #[error("{tool} failed: {message}")]
+    ToolFailed { tool: String, message: String },
+
+    #[error("tool execution panic in {tool}: {message}")]
+    ToolExecutionPanic { tool: String, message: String },
+
+    #[error("tool policy panic in the {} script: {message}", hook_name(*.hook))]
+    ToolPolicyPanic { hook: Hook, message: String },
+
+    #[error("tool call cancelled")]
+    Cancelled,
+
+    #[error("skipped: an earlier call of this turn ({failed_call_id}) failed and stop_on_error is set")]
+    Skipped { failed_call_id: String },
+
+    #[error("{tool}: {message}")]
+    Store { tool: String, message: String },
+}
+
+impl CallError {
+    /// The stable snake_case kind: `timeout`, `denied`, `unknown_tool`, `invalid_arguments`,
+    /// `tool_error`, `tool_execution_panic`, `tool_policy_panic`, `cancelled`, `skipped`,
+    /// `store_error`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            CallError::Timeout { .. } => "timeout",
+            CallError::Denied { .. } => "denied",
+            CallError::UnknownTool { .. } => "unknown_tool",
+            CallError::InvalidArguments { .. } => "invalid_arguments",
+            CallError::ToolFailed { .. } => "tool_error",
+            CallError::ToolExecutionPanic { .. } => "tool_execution_panic",
+            CallError::ToolPolicyPanic { .. } => "tool_policy_panic",
+            CallError::Cancelled => "cancelled",
+            CallError::Skipped { .. } => "skipped",
+            CallError::Store { .. } => "store_error",
+        }
+    }
+}
+
+/// The name of a hook as written in the policy.
+pub fn hook_name(hook: Hook) -> &'static str {
+    match hook {
+        Hook::Rewrite => "rewrite",
+        Hook::Before => "before",
+        Hook::After => "after",
+        Hook::UnknownTool => "unknown_tool",
+    }
+}
+
+pub(crate) fn fmt_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms >= 1000 && ms % 1000 == 0 {
+        format!("{}s", ms / 1000)
+    } else if ms > 0 {
+        format!("{ms}ms")
+    } else {
+        format!("{}µs", d.as_micros())
+    }
+}
+
+/// Why an engine could not be built. Each variant names what is wrong and, where the policy
+/// says it, the file position.
+#[derive(Debug, Error)]
+pub enum BuildError {
+    #[error("{}", .0)]
+    Policy(#[from] toolgate_policy::PolicyError),
+
+    #[error("{at}invalid tool name {name:?} ({source_desc}): {reason}")]
+    InvalidName {
+        name: String,
+        source_desc: String,
+        reason: String,
+        at: At,
+    },
+
+    #[error("duplicate tool name {name:?}: provided by {first} and by {second}")]
+    DuplicateName {
+        name: String,
+        first: String,
+        second: String,
+    },
+
+    #[error("{at}{message}")]
+    Alias { message: String, at: At },
+
+    #[error("{at}{message}")]
+    Setting { message: String, at: At },
+
+    #[error("{message}")]
+    Script { message: String },
+
+    #[error("{at}plugin {path}: {message}")]
+    Plugin {
+        path: String,
+        message: String,
+        at: At,
+    },
+
+    #[error("{message}")]
+    Other { message: String },
+}
+
+/// An optional `file:line:col: ` prefix for build errors that come from a policy position.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct At(pub Option<toolgate_policy::Position>);
+
+impl std::fmt::Display for At {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Some(p) => write!(f, "{p}: "),
+            None => Ok(()),
+        }
+    }
+}
+
+impl From<Option<toolgate_policy::Position>> for At {
+    fn from(p: Option<toolgate_policy::Position>) -> Self {
+        At(p)
+    }
+}
+
+/// A turn aborted under `on_error: fail` (D6): which call failed and how.
+#[derive(Debug, Clone, Error, PartialEq)]
+#[error("tool call {call_id} ({tool}) failed: {error}")]
+pub struct TurnError {
+    pub call_id: String,
+    pub tool: String,
+    pub error: CallError,
+}

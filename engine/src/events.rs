@@ -1,0 +1,123 @@
+//! Events of each call (E1): `start`, `update` (progress from a tool), `end` (with the outcome)
+//! and `error` (problems that do not fail the call, such as a failing after hook or a store
+//! that could not keep a large result).
+//!
+//! Subscribe with [`crate::Engine::subscribe`] (an unbounded channel: nothing is dropped) or
+//! register a listener with [`crate::EngineBuilder::on_event`]. When nobody listens, no event
+//! is built at all.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, RwLock};
+
+use serde::Serialize;
+
+use crate::guard::{Invocation, Outcome};
+
+/// What happened.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum EventKind {
+    Start,
+    Update { message: String },
+    End { outcome: Arc<OutcomeSummary> },
+    Error { message: String, kind: &'static str },
+}
+
+/// The outcome as events report it.
+#[derive(Debug, Clone, Serialize)]
+pub struct OutcomeSummary {
+    pub content: crate::guard::Content,
+    pub is_error: bool,
+    pub error_kind: Option<&'static str>,
+    pub error: Option<String>,
+    pub truncated: bool,
+    pub output_chars: u64,
+    pub duration_ms: f64,
+    pub result_id: Option<String>,
+}
+
+impl From<&Outcome> for OutcomeSummary {
+    fn from(o: &Outcome) -> Self {
+        OutcomeSummary {
+            content: o.content.clone(),
+            is_error: o.is_error(),
+            error_kind: o.error_kind(),
+            error: o.error.as_ref().map(|e| e.to_string()),
+            truncated: o.truncated,
+            output_chars: o.output_chars,
+            duration_ms: o.duration.as_secs_f64() * 1000.0,
+            result_id: o.result_id.clone(),
+        }
+    }
+}
+
+/// One event.
+#[derive(Debug, Clone, Serialize)]
+pub struct Event {
+    #[serde(flatten)]
+    pub kind: EventKind,
+    pub call_id: String,
+    pub session: Option<String>,
+    /// The name the model used (D8).
+    pub model_name: String,
+    /// The real tool name (D8).
+    pub tool_name: String,
+    /// The arguments as the model sent them.
+    pub arguments: String,
+}
+
+impl Event {
+    pub(crate) fn new(kind: EventKind, inv: &Invocation) -> Self {
+        Event {
+            kind,
+            call_id: inv.call_id.clone(),
+            session: inv.session.clone(),
+            model_name: inv.model_name.clone(),
+            tool_name: inv.tool_name.clone(),
+            arguments: inv.raw_arguments.clone(),
+        }
+    }
+
+    pub(crate) fn end(inv: &Invocation, outcome: &Outcome) -> Self {
+        Event::new(
+            EventKind::End {
+                outcome: Arc::new(OutcomeSummary::from(outcome)),
+            },
+            inv,
+        )
+    }
+}
+
+/// A listener.
+pub type Listener = Arc<dyn Fn(&Event) + Send + Sync>;
+
+/// The subscribers; cheap to clone.
+#[derive(Clone, Default)]
+pub struct Events {
+    listeners: Arc<RwLock<Vec<Listener>>>,
+}
+
+impl Events {
+    pub fn add(&self, listener: Listener) {
+        if let Ok(mut l) = self.listeners.write() {
+            l.push(listener);
+        }
+    }
+
+    /// Whether anyone listens.
+    pub fn active(&self) -> bool {
+        self.listeners.read().map(|l| !l.is_empty()).unwrap_or(false)
+    }
+
+    /// Delivers an event to every listener. A panicking listener is logged and skipped.
+    pub fn emit(&self, event: Event) {
+        let Ok(listeners) = self.listeners.read() else {
+            return;
+        };
+        for l in listeners.iter() {
+            if catch_unwind(AssertUnwindSafe(|| l(&event))).is_err() {
+                tracing::error!("an event listener panicked; the event was skipped for it");
+            }
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! Plugin tools: finds and loads plugin libraries (through `toolgate-plugin-api`'s host side)
+//! and adapts each of their tools to [`Tool`].
+//!
+//! A plugin call is a blocking C call, so it runs on tokio's blocking pool. When the call is
+//! cancelled (timeout, turn cancelled) its cancellation flag is set for the plugin to poll, and
+//! the guard stops waiting at once: a plugin that ignores cancellation finishes on its own
+//! thread and its late result is discarded. Libraries are never unloaded.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use toolgate_plugin_api::host::{CancelFlag, LoadedPlugin, PluginOutcome};
+use toolgate_plugin_api::{Part, library_file_name};
+use toolgate_policy::{PluginLocation, PluginSpec};
+
+use crate::error::{At, BuildError};
+use crate::tool::{BoxFuture, ContentPart, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+
+/// Environment variable with extra directories to look for plugins named by `name:`.
+pub const PLUGIN_PATH_ENV: &str = "TOOLGATE_PLUGIN_PATH";
+
+/// Where a plugin named `name` may be: the directories of `TOOLGATE_PLUGIN_PATH`, then beside
+/// the running program and in its parent directory (test binaries live in `target/*/deps`).
+pub fn search_dirs() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::env::var_os(PLUGIN_PATH_ENV)
+        .map(|v| std::env::split_paths(&v).collect())
+        .unwrap_or_default();
+    if let Ok(exe) = std::env::current_exe()
+        && let Some(dir) = exe.parent()
+    {
+        dirs.push(dir.to_path_buf());
+        if let Some(parent) = dir.parent() {
+            dirs.push(parent.to_path_buf());
+        }
+    }
+    dirs
+}
+
+/// The library file of a plugin spec.
+pub fn resolve(spec: &PluginSpec) -> Result<PathBuf, BuildError> {
+    match &spec.location {
+        PluginLocation::Path(p) => Ok(p.clone()),
+        PluginLocation::Name(name) => {
+            let file = library_file_name(&format!("toolgate_plugin_{}", name.replace('-', "_")));
+            let dirs = search_dirs();
+            dirs.iter()
+                .map(|d| d.join(&file))
+                .find(|p| p.is_file())
+                .ok_or_else(|| BuildError::Plugin {
+                    path: file.clone(),
+                    message: format!(
+                        "plugin {name:?} not found; looked in {} (set {PLUGIN_PATH_ENV}, or build it with `cargo build -p toolgate-plugin-{name}`)",
+                        dirs.iter()
+                            .map(|d| d.display().to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                    at: At(spec.position.clone()),
+                })
+        }
+    }
+}
+
+/// Loads the plugin of a spec.
+pub fn load(spec: &PluginSpec) -> Result<Arc<LoadedPlugin>, BuildError> {
+    let path = resolve(spec)?;
+    LoadedPlugin::load(&path, &spec.config)
+        .map(Arc::new)
+        .map_err(|e| BuildError::Plugin {
+            path: path.display().to_string(),
+            message: e.to_string(),
+            at: At(spec.position.clone()),
+        })
+}
+
+/// The tools of a loaded plugin.
+pub fn tools(plugin: &Arc<LoadedPlugin>) -> Vec<Arc<dyn Tool>> {
+    plugin
+        .tools()
+        .iter()
+        .map(|t| {
+            Arc::new(PluginTool {
+                plugin: plugin.clone(),
+                spec: ToolSpec::new(t.name.clone(), t.description.clone(), t.parameters.clone()),
+            }) as Arc<dyn Tool>
+        })
+        .collect()
+}
+
+/// One tool of a plugin.
+pub struct PluginTool {
+    plugin: Arc<LoadedPlugin>,
+    spec: ToolSpec,
+}
+
+impl PluginTool {
+    pub fn plugin_path(&self) -> &Path {
+        self.plugin.path()
+    }
+}
+
+/// Sets the flag when the waiting future is dropped (a timeout drops it).
+struct CancelOnDrop(CancelFlag);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
+}
+
+impl Tool for PluginTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn call(
+        &self,
+        ctx: ToolContext,
+        args: serde_json::Value,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        let plugin = self.plugin.clone();
+        let name = self.spec.name.clone();
+        Box::pin(async move {
+            let flag = CancelFlag::new();
+            let _on_drop = CancelOnDrop(flag.clone());
+            let thread_flag = flag.clone();
+            let progress = ctx.progress.clone();
+            let args = args.to_string();
+            let handle = tokio::task::spawn_blocking(move || {
+                let mut report = |m: &str| {
+                    if let Some(p) = &progress {
+                        p(m);
+                    }
+                };
+                plugin.call(&name, &args, &thread_flag, &mut report)
+            });
+            let outcome = tokio::select! {
+                joined = handle => joined.map_err(|e| ToolError::panic(format!("the plugin call's thread failed: {e}")))?,
+                () = ctx.cancel.cancelled() => {
+                    flag.cancel();
+                    return Err(ToolError::new("cancelled"));
+                }
+            };
+            match outcome {
+                PluginOutcome::Ok(parts) => Ok(output_of(parts)),
+                PluginOutcome::Error(message) => Err(ToolError::new(message)),
+                PluginOutcome::InvalidArguments(message) => Err(ToolError::invalid_arguments(message)),
+                PluginOutcome::Panic(message) => Err(ToolError::panic(message)),
+            }
+        })
+    }
+}
+
+fn output_of(parts: Vec<Part>) -> ToolOutput {
+    let only_text = parts.iter().all(|p| matches!(p, Part::Text(_)));
+    if only_text {
+        let mut text = String::new();
+        for p in parts {
+            if let Part::Text(t) = p {
+                text.push_str(&t);
+            }
+        }
+        return ToolOutput::Text(text);
+    }
+    ToolOutput::Parts(
+        parts
+            .into_iter()
+            .map(|p| match p {
+                Part::Text(text) => ContentPart::Text { text },
+                Part::Image {
+                    mime_type,
+                    data_base64,
+                } => ContentPart::Image {
+                    mime_type,
+                    data: data_base64,
+                },
+            })
+            .collect(),
+    )
+}

@@ -1,0 +1,422 @@
+//! Policy scripts in a sandboxed Rhai engine.
+//!
+//! Scripts are compiled once, when the engine is built; a script that does not compile fails the
+//! build with its file and line. The engine starts from [`rhai::Engine::new_raw`] (no module
+//! resolver, so no `import` of files; no output on stdout: `print` and `debug` go to `tracing`)
+//! and has explicit limits on operations, call depth, expression depth, string, array and map
+//! sizes, because Rhai's defaults differ between debug and release builds. A call's deadline is
+//! checked while a script runs, so `loop {}` ends with a `tool_policy_panic` for that call.
+//!
+//! Every script sees these variables: `tool` (the real tool name), `model_name` (the name the
+//! model used), `args` (the arguments, a map), `call_id` and `session` (`()` without one).
+//! (`call` is a Rhai keyword, so the call's fields are variables of their own.)
+//!
+//! | hook | also sees | returns |
+//! |---|---|---|
+//! | `rewrite` | | a map of new arguments, or `()` for unchanged |
+//! | `before` | | `()` or `true` to allow; `false` or a string (the reason) to deny |
+//! | `after` | `outcome` = `#{duration_ms, is_error, error_kind, error, chars, truncated}` | ignored |
+//! | `unknown_tool` | `suggestions` (array of names) | the text answer, or `()` for the default |
+
+use std::cell::Cell;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use rhai::{AST, Dynamic, Engine, EvalAltResult, Scope};
+use tokio_util::sync::CancellationToken;
+use toolgate_policy::{Hook, ScriptSource, Scripts};
+
+use crate::error::{BuildError, CallError, hook_name};
+
+/// Resource limits for policy scripts. The defaults are the same in debug and release builds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScriptLimits {
+    pub max_operations: u64,
+    pub max_call_levels: usize,
+    pub max_expr_depth: usize,
+    pub max_function_expr_depth: usize,
+    pub max_string_size: usize,
+    pub max_array_size: usize,
+    pub max_map_size: usize,
+    pub max_variables: usize,
+    pub max_functions: usize,
+}
+
+impl Default for ScriptLimits {
+    fn default() -> Self {
+        ScriptLimits {
+            max_operations: 1_000_000,
+            max_call_levels: 32,
+            max_expr_depth: 64,
+            max_function_expr_depth: 32,
+            max_string_size: 1 << 20,
+            max_array_size: 10_000,
+            max_map_size: 10_000,
+            max_variables: 1_000,
+            max_functions: 256,
+        }
+    }
+}
+
+thread_local! {
+    /// The deadline and cancellation of the call whose script runs on this thread.
+    static BUDGET: Cell<Option<(Instant, *const CancellationToken)>> = const { Cell::new(None) };
+}
+
+/// Builds the sandboxed engine.
+pub fn sandbox(limits: &ScriptLimits) -> Engine {
+    let mut engine = Engine::new_raw();
+    engine.register_global_module(
+        rhai::packages::Package::as_shared_module(&rhai::packages::StandardPackage::new()),
+    );
+    engine
+        .set_max_operations(limits.max_operations)
+        .set_max_call_levels(limits.max_call_levels)
+        .set_max_expr_depths(limits.max_expr_depth, limits.max_function_expr_depth)
+        .set_max_string_size(limits.max_string_size)
+        .set_max_array_size(limits.max_array_size)
+        .set_max_map_size(limits.max_map_size)
+        .set_max_variables(limits.max_variables)
+        .set_max_functions(limits.max_functions)
+        .set_max_modules(0);
+    engine.disable_symbol("eval");
+    engine.on_print(|s| tracing::info!(target: "toolgate::script", "{s}"));
+    engine.on_debug(|s, src, pos| tracing::debug!(target: "toolgate::script", ?src, %pos, "{s}"));
+    engine.on_progress(|ops| {
+        if ops % 256 != 0 {
+            return None;
+        }
+        BUDGET.with(|b| match b.get() {
+            Some((deadline, token)) => {
+                // SAFETY: the pointer is set by `Budget::enter` from a reference that outlives
+                // the evaluation, and cleared before that reference goes away.
+                let cancelled = unsafe { (*token).is_cancelled() };
+                if cancelled || Instant::now() >= deadline {
+                    Some(Dynamic::from("the call's deadline passed while the script ran"))
+                } else {
+                    None
+                }
+            }
+            None => None,
+        })
+    });
+    engine
+}
+
+/// Sets this thread's script budget for the duration of one evaluation.
+struct Budget;
+
+impl Budget {
+    fn enter(deadline: Option<Instant>, cancel: &CancellationToken) -> Budget {
+        let deadline = deadline.unwrap_or_else(|| Instant::now() + std::time::Duration::from_secs(3600));
+        BUDGET.with(|b| b.set(Some((deadline, cancel as *const _))));
+        Budget
+    }
+}
+
+impl Drop for Budget {
+    fn drop(&mut self) {
+        BUDGET.with(|b| b.set(None));
+    }
+}
+
+struct Compiled {
+    ast: AST,
+    file: PathBuf,
+    line_offset: u32,
+}
+
+impl Compiled {
+    fn locate(&self, pos: rhai::Position) -> String {
+        match pos.line() {
+            Some(line) => format!(
+                "{}:{}:{}",
+                self.file.display(),
+                line as u32 + self.line_offset - 1,
+                pos.position().unwrap_or(1)
+            ),
+            None => self.file.display().to_string(),
+        }
+    }
+}
+
+/// The view of a call that scripts get.
+#[derive(Debug, Clone, Copy)]
+pub struct CallView<'a> {
+    pub tool: &'a str,
+    pub model_name: &'a str,
+    pub args: &'a serde_json::Value,
+    pub call_id: &'a str,
+    pub session: Option<&'a str>,
+}
+
+/// The view of an outcome that the `after` script gets.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct OutcomeView<'a> {
+    pub duration_ms: f64,
+    pub is_error: bool,
+    pub error_kind: Option<&'a str>,
+    pub error: Option<String>,
+    pub chars: u64,
+    pub truncated: bool,
+}
+
+/// What the `before` script decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Allow,
+    Deny(String),
+}
+
+/// The compiled scripts of a policy.
+pub struct ScriptSet {
+    engine: Arc<Engine>,
+    rewrite: Option<Compiled>,
+    before: Option<Compiled>,
+    after: Option<Compiled>,
+    unknown_tool: Option<Compiled>,
+}
+
+impl std::fmt::Debug for ScriptSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScriptSet")
+            .field("rewrite", &self.rewrite.is_some())
+            .field("before", &self.before.is_some())
+            .field("after", &self.after.is_some())
+            .field("unknown_tool", &self.unknown_tool.is_some())
+            .finish()
+    }
+}
+
+impl ScriptSet {
+    /// Compiles every script of the policy. The first one that does not compile fails with
+    /// `file:line:col: rhai: <message> (in the <hook> script)`.
+    pub fn compile(scripts: &Scripts, limits: &ScriptLimits) -> Result<ScriptSet, BuildError> {
+        let engine = Arc::new(sandbox(limits));
+        let compile = |hook: Hook, src: &Option<ScriptSource>| -> Result<Option<Compiled>, BuildError> {
+            let Some(src) = src else { return Ok(None) };
+            match engine.compile(&src.code) {
+                Ok(ast) => Ok(Some(Compiled {
+                    ast,
+                    file: src.file.clone(),
+                    line_offset: src.line_offset.max(1),
+                })),
+                Err(e) => {
+                    let c = Compiled {
+                        ast: AST::empty(),
+                        file: src.file.clone(),
+                        line_offset: src.line_offset.max(1),
+                    };
+                    Err(BuildError::Script {
+                        message: format!(
+                            "{}: the {} script does not compile: {}",
+                            c.locate(e.1),
+                            hook_name(hook),
+                            e.0
+                        ),
+                    })
+                }
+            }
+        };
+        Ok(ScriptSet {
+            rewrite: compile(Hook::Rewrite, &scripts.rewrite)?,
+            before: compile(Hook::Before, &scripts.before)?,
+            after: compile(Hook::After, &scripts.after)?,
+            unknown_tool: compile(Hook::UnknownTool, &scripts.unknown_tool)?,
+            engine,
+        })
+    }
+
+    pub fn has(&self, hook: Hook) -> bool {
+        self.get(hook).is_some()
+    }
+
+    fn get(&self, hook: Hook) -> Option<&Compiled> {
+        match hook {
+            Hook::Rewrite => self.rewrite.as_ref(),
+            Hook::Before => self.before.as_ref(),
+            Hook::After => self.after.as_ref(),
+            Hook::UnknownTool => self.unknown_tool.as_ref(),
+        }
+    }
+
+    fn run(
+        &self,
+        hook: Hook,
+        mut scope: Scope<'_>,
+        deadline: Option<Instant>,
+        cancel: &CancellationToken,
+    ) -> Option<Result<Dynamic, CallError>> {
+        let compiled = self.get(hook)?;
+        let policy_panic = |message: String| CallError::ToolPolicyPanic { hook, message };
+        let _budget = Budget::enter(deadline, cancel);
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            self.engine
+                .eval_ast_with_scope::<Dynamic>(&mut scope, &compiled.ast)
+        }));
+        Some(match result {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(policy_panic(describe(&e, compiled))),
+            Err(panic) => Err(policy_panic(format!(
+                "the script engine panicked: {}",
+                crate::guard::panic_message(&*panic)
+            ))),
+        })
+    }
+
+    /// Runs the `rewrite` script. `Ok(None)`: no script, or the script kept the arguments.
+    pub fn rewrite(
+        &self,
+        call: CallView<'_>,
+        deadline: Option<Instant>,
+        cancel: &CancellationToken,
+    ) -> Result<Option<serde_json::Value>, CallError> {
+        let Some(r) = self.run(Hook::Rewrite, scope_for(call)?, deadline, cancel) else {
+            return Ok(None);
+        };
+        let v = r?;
+        if v.is_unit() {
+            return Ok(None);
+        }
+        if !v.is_map() {
+            return Err(CallError::ToolPolicyPanic {
+                hook: Hook::Rewrite,
+                message: format!(
+                    "the rewrite script must return a map of arguments or (), not a {}",
+                    v.type_name()
+                ),
+            });
+        }
+        rhai::serde::from_dynamic::<serde_json::Value>(&v)
+            .map(Some)
+            .map_err(|e| CallError::ToolPolicyPanic {
+                hook: Hook::Rewrite,
+                message: format!("the rewrite script returned arguments that are not JSON: {e}"),
+            })
+    }
+
+    /// Runs the `before` script.
+    pub fn before(
+        &self,
+        call: CallView<'_>,
+        deadline: Option<Instant>,
+        cancel: &CancellationToken,
+    ) -> Result<Verdict, CallError> {
+        let Some(r) = self.run(Hook::Before, scope_for(call)?, deadline, cancel) else {
+            return Ok(Verdict::Allow);
+        };
+        let v = r?;
+        if v.is_unit() {
+            return Ok(Verdict::Allow);
+        }
+        if let Ok(b) = v.as_bool() {
+            return Ok(if b {
+                Verdict::Allow
+            } else {
+                Verdict::Deny("the before hook denied this call".into())
+            });
+        }
+        if v.is_string() {
+            return Ok(Verdict::Deny(v.to_string()));
+        }
+        Err(CallError::ToolPolicyPanic {
+            hook: Hook::Before,
+            message: format!(
+                "the before script must return (), true, false or a reason string, not a {}",
+                v.type_name()
+            ),
+        })
+    }
+
+    /// Runs the `after` script. Its failure is reported as an error event by the caller; the
+    /// result stands (G6).
+    pub fn after(&self, call: CallView<'_>, outcome: &OutcomeView<'_>) -> Result<(), CallError> {
+        if !self.has(Hook::After) {
+            return Ok(());
+        }
+        let mut scope = scope_for(call)?;
+        let outcome = rhai::serde::to_dynamic(outcome).map_err(|e| CallError::ToolPolicyPanic {
+            hook: Hook::After,
+            message: format!("cannot convert the outcome for the script: {e}"),
+        })?;
+        scope.push_constant("outcome", outcome);
+        let never = CancellationToken::new();
+        let deadline = Instant::now() + std::time::Duration::from_secs(5);
+        match self.run(Hook::After, scope, Some(deadline), &never) {
+            Some(r) => r.map(|_| ()),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs the `unknown_tool` script. `Ok(None)`: no script, or it returned `()`.
+    pub fn unknown_tool(
+        &self,
+        call: CallView<'_>,
+        suggestions: &[String],
+        deadline: Option<Instant>,
+        cancel: &CancellationToken,
+    ) -> Result<Option<String>, CallError> {
+        if !self.has(Hook::UnknownTool) {
+            return Ok(None);
+        }
+        let mut scope = scope_for(call)?;
+        let s: rhai::Array = suggestions.iter().map(|s| Dynamic::from(s.clone())).collect();
+        scope.push_constant("suggestions", s);
+        let Some(r) = self.run(Hook::UnknownTool, scope, deadline, cancel) else {
+            return Ok(None);
+        };
+        let v = r?;
+        if v.is_unit() {
+            Ok(None)
+        } else if v.is_string() {
+            Ok(Some(v.to_string()))
+        } else {
+            Err(CallError::ToolPolicyPanic {
+                hook: Hook::UnknownTool,
+                message: format!(
+                    "the unknown_tool script must return a string or (), not a {}",
+                    v.type_name()
+                ),
+            })
+        }
+    }
+}
+
+fn scope_for(call: CallView<'_>) -> Result<Scope<'static>, CallError> {
+    let args = rhai::serde::to_dynamic(call.args).map_err(|e| CallError::InvalidArguments {
+        tool: call.tool.to_string(),
+        reason: format!("arguments cannot be given to the policy scripts: {e}"),
+    })?;
+    let mut scope = Scope::new();
+    scope.push_constant("tool", call.tool.to_string());
+    scope.push_constant("model_name", call.model_name.to_string());
+    scope.push_constant("args", args);
+    scope.push_constant("call_id", call.call_id.to_string());
+    scope.push_constant(
+        "session",
+        call.session.map_or(Dynamic::UNIT, |s| s.into()),
+    );
+    Ok(scope)
+}
+
+fn describe(e: &EvalAltResult, compiled: &Compiled) -> String {
+    let what = match e {
+        EvalAltResult::ErrorTooManyOperations(_) => {
+            "the script ran too many operations (is there an endless loop?)".to_string()
+        }
+        EvalAltResult::ErrorStackOverflow(_) => {
+            "the script called functions too deeply (is there endless recursion?)".to_string()
+        }
+        EvalAltResult::ErrorTerminated(reason, _) => reason.to_string(),
+        EvalAltResult::ErrorRuntime(v, _) => format!("the script threw: {v}"),
+        other => other.to_string(),
+    };
+    let what = what
+        .split(" (line ")
+        .next()
+        .unwrap_or(&what)
+        .to_string();
+    format!("{}: {what}", compiled.locate(e.position()))
+}

@@ -1,0 +1,255 @@
+//! What a tool is: its [`ToolSpec`], the [`Tool`] trait every source implements (plugins,
+//! Rust closures, built-ins), the [`ToolContext`] a call receives and the [`ToolOutput`] it
+//! returns.
+//!
+//! A Rust user registers a native tool with [`FnTool`]:
+//!
+//! ```
+//! use toolgate::tool::{FnTool, ToolOutput};
+//! use serde_json::json;
+//!
+//! let add = FnTool::new(
+//!     "add",
+//!     "Add two integers.",
+//!     json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}),
+//!     |_ctx, args| async move {
+//!         let a = args["a"].as_i64().unwrap_or(0);
+//!         let b = args["b"].as_i64().unwrap_or(0);
+//!         Ok(ToolOutput::text((a + b).to_string()))
+//!     },
+//! );
+//! # let _ = add;
+//! ```
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use futures::stream::BoxStream;
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+/// A boxed, sendable future: the return type of [`Tool::call`].
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What the model is told about a tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub parameters: serde_json::Value,
+}
+
+impl ToolSpec {
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        parameters: serde_json::Value,
+    ) -> Self {
+        ToolSpec {
+            name: name.into(),
+            description: description.into(),
+            parameters,
+        }
+    }
+}
+
+/// One part of a multimodal result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentPart {
+    Text { text: String },
+    /// An image, base64-encoded.
+    Image { mime_type: String, data: String },
+}
+
+impl ContentPart {
+    pub fn text(text: impl Into<String>) -> Self {
+        ContentPart::Text { text: text.into() }
+    }
+}
+
+/// What a tool returns.
+pub enum ToolOutput {
+    Text(String),
+    /// Text and image parts, in order.
+    Parts(Vec<ContentPart>),
+    /// Text chunks produced over time. The guard reads the stream under the call's timeout and
+    /// result cap, and closes it as soon as the cap is reached (G5).
+    Stream(BoxStream<'static, Result<String, ToolError>>),
+}
+
+impl ToolOutput {
+    pub fn text(text: impl Into<String>) -> Self {
+        ToolOutput::Text(text.into())
+    }
+}
+
+impl fmt::Debug for ToolOutput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ToolOutput::Text(t) => f.debug_tuple("Text").field(t).finish(),
+            ToolOutput::Parts(p) => f.debug_tuple("Parts").field(p).finish(),
+            ToolOutput::Stream(_) => f.write_str("Stream(..)"),
+        }
+    }
+}
+
+/// What kind of failure a [`ToolError`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolErrorKind {
+    /// The tool ran and failed (`tool_error`).
+    Failed,
+    /// The arguments do not fit the tool (`invalid_arguments`).
+    InvalidArguments,
+    /// The tool panicked (`tool_execution_panic`); set by adapters such as plugins, whose
+    /// panics are caught on the other side of an FFI boundary.
+    Panicked,
+}
+
+/// A tool's own failure, written for the model ("file not found: a.txt").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolError {
+    pub message: String,
+    pub kind: ToolErrorKind,
+}
+
+impl ToolError {
+    pub fn new(message: impl Into<String>) -> Self {
+        ToolError {
+            message: message.into(),
+            kind: ToolErrorKind::Failed,
+        }
+    }
+
+    /// Arguments the tool cannot use.
+    pub fn invalid_arguments(message: impl Into<String>) -> Self {
+        ToolError {
+            message: message.into(),
+            kind: ToolErrorKind::InvalidArguments,
+        }
+    }
+
+    /// A panic caught by an adapter.
+    pub fn panic(message: impl Into<String>) -> Self {
+        ToolError {
+            message: message.into(),
+            kind: ToolErrorKind::Panicked,
+        }
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ToolError {}
+
+/// Receives progress messages from a running tool (turned into `update` events).
+pub type ProgressFn = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// What a tool knows about the call it serves.
+#[derive(Clone)]
+pub struct ToolContext {
+    /// The session the call belongs to, if any.
+    pub session: Option<String>,
+    /// The model's id for this call.
+    pub call_id: String,
+    /// The name the model used (an alias, perhaps); the tool's own name is in its spec.
+    pub model_name: String,
+    /// Fires when the call is cancelled (timeout, turn cancelled). Tools must stop promptly.
+    pub cancel: CancellationToken,
+    pub(crate) progress: Option<ProgressFn>,
+}
+
+impl ToolContext {
+    /// A context for calling a tool outside the guard (tests, benchmarks, direct use).
+    pub fn detached(call_id: impl Into<String>) -> Self {
+        ToolContext {
+            session: None,
+            call_id: call_id.into(),
+            model_name: String::new(),
+            cancel: CancellationToken::new(),
+            progress: None,
+        }
+    }
+
+    /// Reports progress; it reaches event subscribers as an `update` event.
+    pub fn progress(&self, message: &str) {
+        if let Some(p) = &self.progress {
+            p(message);
+        }
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+}
+
+impl fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("session", &self.session)
+            .field("call_id", &self.call_id)
+            .field("model_name", &self.model_name)
+            .field("cancelled", &self.cancel.is_cancelled())
+            .finish()
+    }
+}
+
+/// A tool the engine can run. Implementations must be safe to call concurrently.
+pub trait Tool: Send + Sync + 'static {
+    fn spec(&self) -> &ToolSpec;
+    /// Runs the tool. `args` is the JSON arguments object after aliases and the rewrite.
+    fn call(
+        &self,
+        ctx: ToolContext,
+        args: serde_json::Value,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>>;
+}
+
+/// A native tool made from an async closure.
+pub struct FnTool<F> {
+    spec: ToolSpec,
+    f: F,
+}
+
+impl<F, Fut> FnTool<F>
+where
+    F: Fn(ToolContext, serde_json::Value) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<ToolOutput, ToolError>> + Send + 'static,
+{
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        parameters: serde_json::Value,
+        f: F,
+    ) -> Self {
+        FnTool {
+            spec: ToolSpec::new(name, description, parameters),
+            f,
+        }
+    }
+}
+
+impl<F, Fut> Tool for FnTool<F>
+where
+    F: Fn(ToolContext, serde_json::Value) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<ToolOutput, ToolError>> + Send + 'static,
+{
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn call(
+        &self,
+        ctx: ToolContext,
+        args: serde_json::Value,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        Box::pin((self.f)(ctx, args))
+    }
+}

@@ -1,0 +1,138 @@
+//! Native tools and helpers shared by the engine's specification tests.
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use toolgate::history::ToolCall;
+use toolgate::tool::{FnTool, ToolError, ToolOutput};
+use toolgate::{Engine, Outcome, Policy};
+
+pub fn obj(props: Value) -> Value {
+    json!({"type": "object", "properties": props})
+}
+
+/// `echo {text}`: returns the text.
+pub fn echo(name: &str) -> impl toolgate::tool::Tool {
+    FnTool::new(name, "Echo the text.", obj(json!({"text": {"type": "string"}})), |_ctx, args: Value| async move {
+        Ok(ToolOutput::text(args["text"].as_str().unwrap_or("").to_string()))
+    })
+}
+
+pub fn script(code: &str) -> toolgate_policy::ScriptSource {
+    toolgate_policy::ScriptSource { code: code.to_string(), file: "inline.rhai".into(), line_offset: 1 }
+}
+
+/// `show_args {..}`: returns its arguments as JSON text.
+pub fn show_args(name: &str) -> impl toolgate::tool::Tool {
+    FnTool::new(name, "Show the arguments.", obj(json!({"path": {"type": "string"}})), |_ctx, args: Value| async move {
+        Ok(ToolOutput::text(args.to_string()))
+    })
+}
+
+/// `sleep {ms}`: sleeps; honours cancellation because its future is dropped.
+pub fn sleeper(name: &str) -> impl toolgate::tool::Tool {
+    FnTool::new(name, "Sleep.", obj(json!({"ms": {"type": "integer"}})), |_ctx, args: Value| async move {
+        let ms = args["ms"].as_u64().unwrap_or(0);
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+        Ok(ToolOutput::text(format!("slept {ms}ms")))
+    })
+}
+
+/// `fail {message}`.
+pub fn failer(name: &str) -> impl toolgate::tool::Tool {
+    FnTool::new(name, "Fail.", obj(json!({"message": {"type": "string"}})), |_ctx, args: Value| async move {
+        Err(ToolError::new(args["message"].as_str().unwrap_or("failed").to_string()))
+    })
+}
+
+/// `panic {}`.
+pub fn panicker(name: &str) -> impl toolgate::tool::Tool {
+    FnTool::new(name, "Panic.", obj(json!({})), |_ctx, _args: Value| async move {
+        if true {
+            panic!("the tool exploded");
+        }
+        Ok(ToolOutput::text("unreachable"))
+    })
+}
+
+/// `text {n}`: returns `n` copies of `é`.
+pub fn texter(name: &str) -> impl toolgate::tool::Tool {
+    FnTool::new(name, "Text.", obj(json!({"n": {"type": "integer"}})), |_ctx, args: Value| async move {
+        Ok(ToolOutput::text("é".repeat(args["n"].as_u64().unwrap_or(0) as usize)))
+    })
+}
+
+/// A tool that counts its runs.
+pub fn counter(name: &str, runs: Arc<AtomicUsize>) -> impl toolgate::tool::Tool {
+    FnTool::new(name, "Count.", obj(json!({})), move |_ctx, _args: Value| {
+        let runs = runs.clone();
+        async move {
+            runs.fetch_add(1, Ordering::SeqCst);
+            Ok(ToolOutput::text("counted"))
+        }
+    })
+}
+
+/// A tool that sets `dropped` when its future is dropped before finishing, and `cancelled`
+/// when it saw its token fire.
+pub fn observer(name: &str, dropped: Arc<AtomicBool>, cancelled: Arc<AtomicBool>) -> impl toolgate::tool::Tool {
+    FnTool::new(name, "Observe cancellation.", obj(json!({})), move |ctx, _args: Value| {
+        let dropped = dropped.clone();
+        let cancelled = cancelled.clone();
+        async move {
+            struct OnDrop(Arc<AtomicBool>, bool);
+            impl Drop for OnDrop {
+                fn drop(&mut self) {
+                    if !self.1 {
+                        self.0.store(true, Ordering::SeqCst);
+                    }
+                }
+            }
+            let mut guard = OnDrop(dropped, false);
+            let token = ctx.cancel.clone();
+            let watcher = cancelled.clone();
+            tokio::spawn(async move {
+                token.cancelled().await;
+                watcher.store(true, Ordering::SeqCst);
+            });
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            guard.1 = true;
+            Ok(ToolOutput::text("finished"))
+        }
+    })
+}
+
+pub fn call(id: &str, name: &str, args: Value) -> ToolCall {
+    ToolCall::new(id, name, args.to_string())
+}
+
+pub fn raw_call(id: &str, name: &str, args: &str) -> ToolCall {
+    ToolCall::new(id, name, args)
+}
+
+pub async fn one(engine: &Engine, name: &str, args: Value) -> Outcome {
+    let session = engine.session(None).expect("session");
+    engine.call(&session, &call("c1", name, args)).await
+}
+
+pub fn policy_with(f: impl FnOnce(&mut Policy)) -> Policy {
+    let mut p = Policy::default();
+    f(&mut p);
+    p
+}
+
+/// Loads a policy from YAML text; relative files resolve against `dir`.
+pub fn yaml_policy(text: &str, dir: &std::path::Path) -> Policy {
+    toolgate_policy::load_str(text, &dir.join("policy.yaml"))
+        .unwrap_or_else(|e| panic!("test policy does not load:\n{e}"))
+}
+
+/// The directory of the built workspace artefacts (target/debug or target/release).
+pub fn target_dir() -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    let deps = exe.parent().expect("deps dir");
+    deps.parent().expect("profile dir").to_path_buf()
+}
