@@ -1,0 +1,183 @@
+//! Plugin tools through the whole engine, with the real `testkit` plugin (built by
+//! `cargo build --workspace`), and every way loading a plugin can go wrong.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::json;
+use toolgate::events::EventKind;
+use toolgate::{BuildError, Content, Engine, Policy};
+use toolgate_policy::{PluginLocation, PluginSpec};
+
+fn lib(name: &str) -> std::path::PathBuf {
+    let path = target_dir().join(toolgate_plugin_api::library_file_name(name));
+    assert!(path.is_file(), "{} is missing: run `cargo build --workspace` first", path.display());
+    path
+}
+
+fn plugin_policy(location: PluginLocation, f: impl FnOnce(&mut Policy)) -> Policy {
+    policy_with(|p| {
+        p.plugins.push(PluginSpec { location, config: json!({}), searchable: false, position: None });
+        f(p)
+    })
+}
+
+fn testkit(f: impl FnOnce(&mut Policy)) -> Engine {
+    lib("toolgate_plugin_testkit");
+    Engine::builder(plugin_policy(PluginLocation::Name("testkit".into()), f)).build().expect("testkit loads")
+}
+
+fn build_error(location: PluginLocation) -> String {
+    match Engine::builder(plugin_policy(location, |_| {})).build() {
+        Ok(_) => panic!("the build should fail"),
+        Err(e) => {
+            assert!(matches!(e, BuildError::Plugin { .. }), "{e:?}");
+            e.to_string()
+        }
+    }
+}
+
+#[tokio::test]
+async fn plugin_tools_are_registered_by_name_from_the_plugin() {
+    let engine = testkit(|_| {});
+    let s = engine.session(None).unwrap();
+    let mut names: Vec<String> = engine.visible_tools(&s).into_iter().map(|t| t.name).collect();
+    names.sort();
+    assert_eq!(names, ["big_output", "echo", "fail", "multimodal", "panic", "progress", "sleep", "stubborn_sleep"]);
+}
+
+#[tokio::test]
+async fn plugin_echo_returns_its_text() {
+    let engine = testkit(|_| {});
+    assert_eq!(one(&engine, "echo", json!({"text": "héllo"})).await.content.text(), "héllo");
+}
+
+#[tokio::test]
+async fn plugin_panic_becomes_tool_execution_panic_and_the_host_survives() {
+    let engine = testkit(|_| {});
+    let o = one(&engine, "panic", json!({})).await;
+    assert_eq!(o.error_kind(), Some("tool_execution_panic"));
+    assert_eq!(one(&engine, "echo", json!({"text": "still here"})).await.content.text(), "still here");
+}
+
+#[tokio::test]
+async fn plugin_failure_becomes_tool_error() {
+    let engine = testkit(|_| {});
+    let o = one(&engine, "fail", json!({"message": "no disk"})).await;
+    assert_eq!(o.error_kind(), Some("tool_error"));
+    assert!(o.content.text().contains("no disk"));
+}
+
+#[tokio::test]
+async fn plugin_arguments_of_the_wrong_shape_are_invalid_arguments() {
+    let engine = testkit(|_| {});
+    let o = one(&engine, "sleep", json!({"ms": "long"})).await;
+    assert_eq!(o.error_kind(), Some("invalid_arguments"));
+}
+
+#[tokio::test]
+async fn g2_plugin_sleep_is_cancelled_at_the_deadline() {
+    let engine = testkit(|p| p.dispatch.timeout = Some(Duration::from_millis(100)));
+    let started = Instant::now();
+    let o = one(&engine, "sleep", json!({"ms": 5000})).await;
+    assert_eq!(o.error_kind(), Some("timeout"));
+    assert!(started.elapsed() < Duration::from_secs(3));
+}
+
+#[tokio::test]
+async fn g2_a_plugin_that_ignores_cancellation_does_not_hold_the_turn() {
+    let engine = testkit(|p| p.dispatch.timeout = Some(Duration::from_millis(100)));
+    let s = engine.session(None).unwrap();
+    let started = Instant::now();
+    let out = engine
+        .dispatch(&s, &[call("1", "stubborn_sleep", json!({"ms": 4000})), call("2", "echo", json!({"text": "x"}))])
+        .await
+        .unwrap();
+    assert_eq!(out[0].error_kind(), Some("timeout"));
+    assert_eq!(out[1].content.text(), "x");
+    assert!(started.elapsed() < Duration::from_secs(3), "the turn ended at the deadline");
+}
+
+#[tokio::test]
+async fn g3_plugin_big_output_is_capped_by_characters() {
+    let engine = testkit(|_| {});
+    let o = one(&engine, "big_output", json!({"bytes": 150_000})).await;
+    assert_eq!((o.output_chars, o.truncated), (100_000, true));
+}
+
+#[tokio::test]
+async fn g4_plugin_multimodal_output_keeps_its_parts_in_order() {
+    let engine = testkit(|_| {});
+    let o = one(&engine, "multimodal", json!({})).await;
+    match &o.content {
+        Content::Parts(parts) => {
+            let kinds: Vec<&str> = parts
+                .iter()
+                .map(|p| match p {
+                    toolgate::tool::ContentPart::Text { .. } => "text",
+                    toolgate::tool::ContentPart::Image { .. } => "image",
+                })
+                .collect();
+            assert_eq!(kinds, ["text", "image", "text"]);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn e1_plugin_progress_becomes_update_events() {
+    let engine = testkit(|_| {});
+    let mut rx = engine.subscribe();
+    one(&engine, "progress", json!({"steps": 3})).await;
+    let updates = std::iter::from_fn(|| rx.try_recv().ok())
+        .filter(|e| matches!(e.kind, EventKind::Update { .. }))
+        .count();
+    assert_eq!(updates, 3);
+}
+
+#[tokio::test]
+async fn n2_a_plugin_tool_and_a_native_tool_with_the_same_name_fail_naming_both() {
+    lib("toolgate_plugin_testkit");
+    let e = Engine::builder(plugin_policy(PluginLocation::Name("testkit".into()), |_| {}))
+        .tool(echo("echo"))
+        .build()
+        .expect_err("duplicate");
+    let text = e.to_string();
+    assert!(text.contains("a native tool") && text.contains("plugin testkit"), "{text}");
+}
+
+#[test]
+fn a_missing_plugin_file_is_a_clear_build_error() {
+    let e = build_error(PluginLocation::Path("/nonexistent/libnothing.so".into()));
+    assert!(e.contains("/nonexistent/libnothing.so"), "{e}");
+}
+
+#[test]
+fn an_unknown_plugin_name_says_where_it_looked() {
+    let e = build_error(PluginLocation::Name("nosuchplugin".into()));
+    assert!(e.contains("plugin \"nosuchplugin\" not found; looked in"), "{e}");
+    assert!(e.contains("cargo build -p toolgate-plugin-nosuchplugin"), "{e}");
+}
+
+#[test]
+fn a_library_that_is_not_a_toolgate_plugin_is_refused() {
+    let e = build_error(PluginLocation::Path(lib("toolgate_test_not_a_plugin")));
+    assert!(e.contains("is not a toolgate plugin"), "{e}");
+}
+
+#[test]
+fn a_plugin_built_for_another_abi_version_is_refused() {
+    let e = build_error(PluginLocation::Path(lib("toolgate_test_broken_abi")));
+    assert!(e.contains("ABI 999"), "{e}");
+}
+
+#[test]
+fn a_file_that_is_not_a_library_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = dir.path().join("libfake.so");
+    std::fs::write(&fake, "not a library").unwrap();
+    let e = build_error(PluginLocation::Path(fake));
+    assert!(e.contains("libfake.so"), "{e}");
+}
