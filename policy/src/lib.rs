@@ -1,4 +1,65 @@
-//! toolgate policy files.
+//! toolgate policy files: YAML in, a typed, validated [`Policy`] out, and errors that point at
+//! the line and column of the mistake.
+//!
+//! A policy is how a user tells toolgate what to do with the tools an LLM agent calls: time
+//! limits, result caps, allow/deny rules, aliases, Rhai hooks, plugins, large-result reduction
+//! and tool search. This crate reads the file; the engine (crate `toolgate`) consumes the
+//! [`Policy`] and never sees YAML.
+//!
+//! # Loading
+//!
+//! ```
+//! use std::path::Path;
+//! use std::time::Duration;
+//!
+//! let yaml = "\
+//! version: 1
+//! dispatch:
+//!   timeout: 30s
+//! tools:
+//!   \"fs.*\": { timeout: 5s }
+//! ";
+//! let policy = toolgate_policy::load_str(yaml, Path::new("policy.yaml"))?;
+//! assert_eq!(policy.dispatch.timeout, Some(Duration::from_secs(30)));
+//! assert_eq!(policy.tools[0].pattern, "fs.*");
+//! # Ok::<(), toolgate_policy::PolicyError>(())
+//! ```
+//!
+//! # The pipeline
+//!
+//! 1. **YAML to a positioned tree**: built from the events of
+//!    the parser under `serde-saphyr`, so every key and value keeps its line and column. Only
+//!    `true`/`false` are booleans (`yes`/`no`/`on`/`off` are strings), duplicate keys are
+//!    errors, and syntax errors carry their position.
+//! 2. **JSON Schema** ([`SCHEMA`], draft 2020-12): the tree, as JSON, is validated against the
+//!    schema, which rejects unknown keys everywhere. Every violation is reported, each mapped
+//!    back to the line and column of the offending key.
+//! 3. **Typed policy and semantic checks**: durations are parsed ([`parse_duration`]), globs
+//!    compiled ([`glob::Glob`]), script files read and catalogs looked for, with relative
+//!    paths resolved against the policy file's directory.
+//!
+//! Any problem makes a [`PolicyError`], whose `Display` prints one `file:line:col: message`
+//! per [`Diagnostic`], like a compiler.
+//!
+//! The reference for every key is `docs/policy.md`; a test keeps it in step with the schema.
 
+#![warn(missing_docs)]
+
+mod duration;
+mod error;
+pub mod glob;
+mod load;
 pub mod model;
+mod schema;
+mod yaml;
+
+pub use duration::{format_duration, parse_duration};
+pub use error::{Diagnostic, DiagnosticKind, DurationError, GlobError, PolicyError};
+pub use load::{load_file, load_str};
 pub use model::*;
+
+/// The policy JSON Schema (draft 2020-12), as shipped in `schemas/policy.schema.json`.
+///
+/// Editors that speak the YAML language server protocol use it when a policy starts with
+/// `# yaml-language-server: $schema=../schemas/policy.schema.json`.
+pub const SCHEMA: &str = include_str!("../../schemas/policy.schema.json");

@@ -1,6 +1,6 @@
 //! The typed policy: what a policy file means once it has been parsed and validated.
 //!
-//! These types are plain data. They are produced by [`crate::load`] (YAML file, JSON Schema
+//! These types are plain data. They are produced by [`crate::load_file`] (YAML file, JSON Schema
 //! check, semantic checks) and consumed by the engine, which never reads the file itself.
 //! A Rust user may also build a [`Policy`] in code, starting from [`Policy::default`].
 
@@ -11,8 +11,11 @@ use std::time::Duration;
 /// A place in a policy file, 1-based, for error messages that point at the line and column.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Position {
+    /// The policy file, as given to the loader.
     pub file: PathBuf,
+    /// 1-based line.
     pub line: u32,
+    /// 1-based column, in characters.
     pub column: u32,
 }
 
@@ -101,6 +104,7 @@ pub struct DispatchSettings {
     pub timeout: Option<Duration>,
     /// Cap on text results in Unicode characters; `-1` = no cap. Default 100,000 (G3).
     pub max_result_chars: i64,
+    /// What a failed call does to its turn (D6). Default [`OnError::Model`].
     pub on_error: OnError,
     /// Sequential mode only: skip the calls after a failure (D7).
     pub stop_on_error: bool,
@@ -126,11 +130,13 @@ pub struct ToolOverride {
     pub pattern: String,
     /// `Some(None)` = explicitly no timeout; `None` = inherit.
     pub timeout: Option<Option<Duration>>,
+    /// Result cap for the matched tools (`-1` = no cap); `None` = inherit.
     pub max_result_chars: Option<i64>,
     /// Calls in the same group never run at the same time, even in parallel mode.
     pub sequential_group: Option<String>,
     /// Rules that apply to the matched tools only (their `tools` list is implied).
     pub rules: Rules,
+    /// Where the override's key is in the policy file.
     pub position: Option<Position>,
 }
 
@@ -141,6 +147,7 @@ pub struct AliasSpec {
     pub names: Vec<String>,
     /// Real argument name -> names the model may use instead.
     pub arguments: BTreeMap<String, Vec<String>>,
+    /// Where the real tool's key is in the policy file.
     pub position: Option<Position>,
 }
 
@@ -148,11 +155,14 @@ pub struct AliasSpec {
 /// at least one allow rule, it must match one of them. Deny wins.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Rules {
+    /// When non-empty, a call must match one of these.
     pub allow: Vec<Rule>,
+    /// A call matching any of these is denied.
     pub deny: Vec<Rule>,
 }
 
 impl Rules {
+    /// Whether there are no rules at all (every call passes).
     pub fn is_empty(&self) -> bool {
         self.allow.is_empty() && self.deny.is_empty()
     }
@@ -170,6 +180,7 @@ pub struct Rule {
     pub sessions: Vec<String>,
     /// Told to the model when a deny rule matches.
     pub reason: Option<String>,
+    /// Where the rule is in the policy file.
     pub position: Option<Position>,
 }
 
@@ -189,15 +200,20 @@ pub enum Hook {
 /// The scripts, at most one per hook.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Scripts {
+    /// See [`Hook::Rewrite`].
     pub rewrite: Option<ScriptSource>,
+    /// See [`Hook::Before`].
     pub before: Option<ScriptSource>,
+    /// See [`Hook::After`].
     pub after: Option<ScriptSource>,
+    /// See [`Hook::UnknownTool`].
     pub unknown_tool: Option<ScriptSource>,
 }
 
 /// A script's text and where it came from, so compile errors point into the right file.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScriptSource {
+    /// The Rhai code.
     pub code: String,
     /// The file holding the code (the policy for inline scripts, else the `.rhai` file).
     pub file: PathBuf,
@@ -214,6 +230,7 @@ pub struct PluginSpec {
     pub config: serde_json::Value,
     /// Put this plugin's tools in the search catalog instead of always showing them.
     pub searchable: bool,
+    /// Where the plugin's entry is in the policy file.
     pub position: Option<Position>,
 }
 
@@ -238,8 +255,9 @@ pub struct ReductionSettings {
     pub store_options: BTreeMap<String, String>,
     /// Results strictly larger than this many bytes are offloaded. Default 50,000.
     pub max_result_bytes: u64,
-    /// Characters of the start and end of an offloaded result shown in its notice.
+    /// Characters of the start of an offloaded result shown in its notice. Default 1,000.
     pub preview_head_chars: u64,
+    /// Characters of the end of an offloaded result shown in its notice. Default 500.
     pub preview_tail_chars: u64,
     /// Offload older tool rounds once the history reaches this estimate. Default 160,000.
     pub max_context_tokens: u64,
@@ -268,7 +286,7 @@ impl Default for ReductionSettings {
 }
 
 /// Tool search over a catalog (S1-S6).
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SearchSettings {
     /// JSONL catalogs (`{"name","description","parameters"}` per line), resolved paths.
     pub catalogs: Vec<PathBuf>,
@@ -284,4 +302,18 @@ pub struct SearchSettings {
     pub index_file: Option<PathBuf>,
     /// Default `max_results` of `tool_search`. Default 5.
     pub default_max_results: u64,
+}
+
+impl Default for SearchSettings {
+    fn default() -> Self {
+        SearchSettings {
+            catalogs: Vec::new(),
+            searchable_tools: Vec::new(),
+            keywords: BTreeMap::new(),
+            allow_direct_calls: false,
+            use_model_native: false,
+            index_file: None,
+            default_max_results: 5,
+        }
+    }
 }

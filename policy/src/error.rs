@@ -1,0 +1,156 @@
+//! Errors: what is wrong with a policy file, and exactly where.
+//!
+//! Loading a policy never stops at the first problem it can recover from: a [`PolicyError`]
+//! holds every [`Diagnostic`] found, sorted by position, and prints them one per line the way
+//! a compiler does:
+//!
+//! ```text
+//! policies/bad.yaml:3:1: unknown key "dispatchh" (did you mean "dispatch"? expected one of: version, name_profile, dispatch, ...)
+//! policies/bad.yaml:12:5: tools."fs.*".timeout: expected a duration like 30s or 500ms (...), found "30 seconds"
+//! ```
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// One problem in a policy file, at a 1-based line and column.
+///
+/// `line` and `column` are 0 only when the problem concerns the file as a whole (it could
+/// not be read); [`fmt::Display`] then prints `file: message`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// The policy file (or the `.rhai` file) the problem is in, as given to the loader.
+    pub file: PathBuf,
+    /// 1-based line.
+    pub line: u32,
+    /// 1-based column, in characters.
+    pub column: u32,
+    /// What is wrong and what was expected, starting with the key path when there is one
+    /// (`dispatch.timeout: expected ...`).
+    pub message: String,
+    /// Which rule was broken.
+    pub kind: DiagnosticKind,
+}
+
+/// The rule a [`Diagnostic`] reports a breach of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DiagnosticKind {
+    /// The file could not be read.
+    Io,
+    /// Not well-formed YAML: bad indentation, an unclosed quote, a tab, ...
+    Syntax,
+    /// A key appears twice in one mapping.
+    DuplicateKey,
+    /// A YAML feature policy files do not use (several documents, tags).
+    Unsupported,
+    /// The JSON Schema rejected the value; `keyword` is the schema keyword that failed
+    /// (`type`, `enum`, `pattern`, `minimum`, `additionalProperties`, `oneOf`, ...).
+    Schema {
+        /// The failing keyword, as the schema spells it.
+        keyword: String,
+    },
+    /// A duration the schema accepted but that cannot be used (out of order units, overflow).
+    Duration,
+    /// A tool or session pattern that is not a valid glob.
+    Glob,
+    /// A file the policy refers to (a script, a catalog) cannot be read.
+    MissingFile,
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}: {}", self.file.display(), self.message)
+        } else {
+            write!(
+                f,
+                "{}:{}:{}: {}",
+                self.file.display(),
+                self.line,
+                self.column,
+                self.message
+            )
+        }
+    }
+}
+
+/// Why a policy could not be loaded: one or more [`Diagnostic`]s, sorted by position.
+///
+/// Its `Display` prints one diagnostic per line, ready for a terminal.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", render(.diagnostics))]
+pub struct PolicyError {
+    diagnostics: Vec<Diagnostic>,
+}
+
+fn render(diagnostics: &[Diagnostic]) -> String {
+    let lines: Vec<String> = diagnostics.iter().map(ToString::to_string).collect();
+    lines.join("\n")
+}
+
+impl PolicyError {
+    /// Builds an error from diagnostics, sorting them by file, line and column and dropping
+    /// exact repeats. (The loader never builds one from an empty list.)
+    pub fn new(mut diagnostics: Vec<Diagnostic>) -> PolicyError {
+        diagnostics.sort_by(|a, b| {
+            (&a.file, a.line, a.column, &a.message).cmp(&(&b.file, b.line, b.column, &b.message))
+        });
+        diagnostics.dedup();
+        PolicyError { diagnostics }
+    }
+
+    /// Every problem found, sorted by position.
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        &self.diagnostics
+    }
+
+    /// Consumes the error, giving its diagnostics.
+    pub fn into_diagnostics(self) -> Vec<Diagnostic> {
+        self.diagnostics
+    }
+
+    pub(crate) fn io(file: &Path, error: &std::io::Error) -> PolicyError {
+        PolicyError::new(vec![Diagnostic {
+            file: file.to_path_buf(),
+            line: 0,
+            column: 0,
+            message: format!("cannot read the policy file: {error}"),
+            kind: DiagnosticKind::Io,
+        }])
+    }
+}
+
+/// Why a duration string was refused by [`crate::parse_duration`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    /// Not of the form `<digits><unit>...` or `none`.
+    #[error(
+        "{text:?} is not a duration like 30s or 500ms (units ms, s, m, h; combined like 1m30s) or none"
+    )]
+    Invalid {
+        /// The text as written.
+        text: String,
+    },
+    /// Units must go from the largest to the smallest, each at most once (`1m30s`, not `30s1m`).
+    #[error("{text:?}: units must go from largest to smallest, each at most once (like 1h2m3s)")]
+    UnitOrder {
+        /// The text as written.
+        text: String,
+    },
+    /// The total does not fit in a `Duration`.
+    #[error("{text:?} is too long a duration")]
+    Overflow {
+        /// The text as written.
+        text: String,
+    },
+}
+
+/// Why a pattern was refused by [`crate::glob::Glob::new`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{pattern:?} is not a valid glob: {reason}")]
+pub struct GlobError {
+    /// The pattern as written.
+    pub pattern: String,
+    /// What is wrong with it, as the glob compiler says.
+    pub reason: String,
+}
