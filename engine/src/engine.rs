@@ -19,10 +19,13 @@ use crate::script::{ScriptLimits, ScriptSet};
 use crate::session::{Session, SessionError};
 use crate::settings::{Explanation, SettingsResolver, ToolSettings};
 use crate::tool::{Tool, ToolSpec};
+use toolgate_store::ResultStore;
 
 /// Builds an [`Engine`]: the policy, plus native tools, listeners and extra layers.
 pub struct EngineBuilder {
     policy: Policy,
+    store: Option<Arc<dyn ResultStore>>,
+    default_store_url: Option<String>,
     natives: Vec<(Arc<dyn Tool>, bool)>,
     listeners: Vec<Listener>,
     layers: Vec<Arc<dyn Layer>>,
@@ -33,6 +36,8 @@ impl EngineBuilder {
     pub fn new(policy: Policy) -> Self {
         EngineBuilder {
             policy,
+            store: None,
+            default_store_url: None,
             natives: Vec::new(),
             listeners: Vec::new(),
             layers: Vec::new(),
@@ -61,6 +66,20 @@ impl EngineBuilder {
     /// Adds a layer of your own, run after the before hook, just before the tool.
     pub fn layer(mut self, layer: impl Layer) -> Self {
         self.layers.push(Arc::new(layer));
+        self
+    }
+
+    /// The result store for reduction, instead of the one the policy names. Any implementation
+    /// works; the id and session rules (R7) are enforced around it.
+    pub fn result_store(mut self, store: impl ResultStore) -> Self {
+        self.store = Some(Arc::new(toolgate_store::Validated::new(store)));
+        self
+    }
+
+    /// The store URL used when reduction is on and the policy names no store (the library's
+    /// own default is `memory://`; the command line passes a folder of the user's).
+    pub fn default_store_url(mut self, url: impl Into<String>) -> Self {
+        self.default_store_url = Some(url.into());
         self
     }
 
@@ -116,6 +135,27 @@ impl EngineBuilder {
                 });
             }
         }
+        let store = match &policy.reduction {
+            Some(settings) => Some(match self.store {
+                Some(s) => s,
+                None => crate::reduction::open_store(settings, self.default_store_url.as_deref())
+                    .map_err(|e| BuildError::Other {
+                        message: format!("reduction: cannot open the result store: {e}"),
+                    })?,
+            }),
+            None => None,
+        };
+        if let (Some(store), Some(settings)) = (&store, &policy.reduction) {
+            registry.insert(
+                Arc::new(crate::reduction::ReadToolResult::new(
+                    store.clone(),
+                    settings.hide_foreign_results,
+                )),
+                ToolSource::Builtin,
+                false,
+                profile,
+            )?;
+        }
         registry.add_aliases(&policy.aliases, profile, &reserved)?;
 
         let resolver = SettingsResolver::new(&policy.dispatch, &policy.rules, &policy.tools)?;
@@ -139,6 +179,14 @@ impl EngineBuilder {
         if scripts.has(Hook::After) {
             layers.push(Arc::new(AfterHookLayer {
                 scripts: scripts.clone(),
+                events: events.clone(),
+            }));
+        }
+        if let (Some(store), Some(settings)) = (&store, &policy.reduction) {
+            layers.push(Arc::new(crate::reduction::ReduceLayer {
+                store: store.clone(),
+                settings: settings.clone(),
+                fallback_chars: u64::try_from(policy.dispatch.max_result_chars).ok(),
                 events: events.clone(),
             }));
         }
@@ -186,6 +234,7 @@ impl EngineBuilder {
                 settings,
                 guard,
                 events,
+                store,
                 sessions: Default::default(),
             }),
         })
@@ -216,6 +265,7 @@ struct Inner {
     settings: HashMap<String, Arc<ToolSettings>>,
     guard: Guard,
     events: Events,
+    store: Option<Arc<dyn ResultStore>>,
     sessions: crate::session::Sessions,
 }
 
@@ -242,6 +292,12 @@ impl Engine {
     /// The policy the engine was built from.
     pub fn policy(&self) -> &Policy {
         &self.inner.policy
+    }
+
+    /// The result store, when reduction is on: for administration (listing, pruning). It is not
+    /// scoped to a session; the model's reader is.
+    pub fn result_store(&self) -> Option<&Arc<dyn ResultStore>> {
+        self.inner.store.as_ref()
     }
 
     /// Every registered tool, with its source.

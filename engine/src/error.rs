@@ -53,14 +53,20 @@ pub enum CallError {
     #[error("skipped: an earlier call of this turn ({failed_call_id}) failed and stop_on_error is set")]
     Skipped { failed_call_id: String },
 
+    /// A failure with a stable kind of its own, such as the result store's `not_found`,
+    /// `access_denied` or `store_error`.
     #[error("{tool}: {message}")]
-    Store { tool: String, message: String },
+    Store {
+        tool: String,
+        kind: &'static str,
+        message: String,
+    },
 }
 
 impl CallError {
     /// The stable snake_case kind: `timeout`, `denied`, `unknown_tool`, `invalid_arguments`,
-    /// `tool_error`, `tool_execution_panic`, `tool_policy_panic`, `cancelled`, `skipped`,
-    /// `store_error`.
+    /// `tool_error`, `tool_execution_panic`, `tool_policy_panic`, `cancelled`, `skipped`, and
+    /// the result store's kinds (`not_found`, `access_denied`, `store_error`, ...).
     pub fn kind(&self) -> &'static str {
         match self {
             CallError::Timeout { .. } => "timeout",
@@ -72,7 +78,7 @@ impl CallError {
             CallError::ToolPolicyPanic { .. } => "tool_policy_panic",
             CallError::Cancelled => "cancelled",
             CallError::Skipped { .. } => "skipped",
-            CallError::Store { .. } => "store_error",
+            CallError::Store { kind, .. } => kind,
         }
     }
 }

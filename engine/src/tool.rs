@@ -107,6 +107,8 @@ pub enum ToolErrorKind {
     /// The tool panicked (`tool_execution_panic`); set by adapters such as plugins, whose
     /// panics are caught on the other side of an FFI boundary.
     Panicked,
+    /// A failure with a stable snake_case kind of its own (`not_found`, `access_denied`, ...).
+    Coded(&'static str),
 }
 
 /// A tool's own failure, written for the model ("file not found: a.txt").
@@ -129,6 +131,14 @@ impl ToolError {
         ToolError {
             message: message.into(),
             kind: ToolErrorKind::InvalidArguments,
+        }
+    }
+
+    /// A failure with a stable kind of its own, reported as that kind.
+    pub fn coded(kind: &'static str, message: impl Into<String>) -> Self {
+        ToolError {
+            message: message.into(),
+            kind: ToolErrorKind::Coded(kind),
         }
     }
 

@@ -287,6 +287,11 @@ impl Endpoint {
                         tool: inv.tool_name.clone(),
                         message: e.message,
                     },
+                    ToolErrorKind::Coded(kind) => CallError::Store {
+                        tool: inv.tool_name.clone(),
+                        kind,
+                        message: e.message,
+                    },
                 }),
                 Err(panic) => Err(CallError::ToolExecutionPanic {
                     tool: inv.tool_name.clone(),

@@ -1,0 +1,306 @@
+//! Large-result reduction (R1-R4, R9): inside the guard, a text result over
+//! `max_result_bytes` is stored whole in the [`ResultStore`] and the model gets a notice with
+//! its id, size, a head and tail preview and how to read it with the built-in
+//! `read_tool_result` tool, which pages through it by Unicode characters, only within the
+//! session that owns it.
+//!
+//! The offload runs outside the call's timeout (the tool's output must not be lost because the
+//! store was slow) but under its own store timeout; a store that fails or does not answer in time
+//! never loses the result silently (R9): the model gets the capped text and a notice saying the
+//! full output could not be saved, and an `error` event is emitted.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use toolgate_policy::ReductionSettings;
+use toolgate_store::{
+    ForeignResult, NewResult, ObjectResultStore, ResultId, ResultStore, SessionId, StoreError,
+    read_scoped,
+};
+
+use crate::engine::READ_TOOL_RESULT;
+use crate::error::CallError;
+use crate::events::{Event, EventKind, Events};
+use crate::guard::{CallResult, Invocation, Layer, Next, cap_text};
+use crate::tool::{BoxFuture, ContentPart, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+
+/// The most characters one `read_tool_result` call returns, and its default `limit`.
+pub const MAX_PAGE_CHARS: u64 = 20_000;
+
+/// How long an offload may take before it counts as a store failure.
+pub const STORE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Opens the store a policy names; `default_url` is used when the policy names none (the
+/// command line passes a folder under the user's data directory; the library default is
+/// `memory://`).
+pub fn open_store(
+    settings: &ReductionSettings,
+    default_url: Option<&str>,
+) -> Result<Arc<dyn ResultStore>, StoreError> {
+    let url = settings
+        .store
+        .as_deref()
+        .or(default_url)
+        .unwrap_or("memory://");
+    let store = ObjectResultStore::from_url_opts(url, settings.store_options.clone())?;
+    Ok(Arc::new(store))
+}
+
+/// The notice that replaces an offloaded result (R1).
+pub fn notice(id: &str, text: &str, bytes: u64, chars: u64, head: u64, tail: u64) -> String {
+    let head_text: String = text.chars().take(head as usize).collect();
+    let tail_start = chars.saturating_sub(tail).max(head);
+    let tail_text: String = if tail_start < chars {
+        // Walk from the end: the tail is short, the text may be huge.
+        let mut t: Vec<char> = text.chars().rev().take((chars - tail_start) as usize).collect();
+        t.reverse();
+        t.into_iter().collect()
+    } else {
+        String::new()
+    };
+    let mut n = format!(
+        "[This tool result is too large to show here: {bytes} bytes ({chars} characters). It was saved whole as \"{id}\". \
+         Read it in pages with read_tool_result {{\"id\": \"{id}\", \"offset\": 0, \"limit\": {MAX_PAGE_CHARS}}}.]\n\
+         --- first {} characters ---\n{head_text}",
+        head_text.chars().count()
+    );
+    if !tail_text.is_empty() {
+        let omitted = tail_start - head_text.chars().count() as u64;
+        n.push_str(&format!(
+            "\n--- {omitted} characters omitted; last {} characters ---\n{tail_text}",
+            tail_text.chars().count()
+        ));
+    }
+    n
+}
+
+/// The reduce layer.
+pub struct ReduceLayer {
+    pub store: Arc<dyn ResultStore>,
+    pub settings: ReductionSettings,
+    /// The dispatch cap, used for the fallback text when the store fails (R9).
+    pub fallback_chars: Option<u64>,
+    pub events: Events,
+}
+
+impl Layer for ReduceLayer {
+    fn call<'a>(&'a self, inv: &'a mut Invocation, next: Next<'a>) -> BoxFuture<'a, CallResult> {
+        Box::pin(async move {
+            let mut reply = next.run(inv).await?;
+            // R2: the reader's own output is never reduced again.
+            if inv.tool_name == READ_TOOL_RESULT || inv.tool_name == crate::engine::TOOL_SEARCH {
+                return Ok(reply);
+            }
+            let text = match &reply.output {
+                ToolOutput::Text(t) if t.len() as u64 > self.settings.max_result_bytes => t.clone(),
+                ToolOutput::Parts(parts) => {
+                    let joined = text_of(parts);
+                    if joined.len() as u64 <= self.settings.max_result_bytes {
+                        return Ok(reply);
+                    }
+                    joined
+                }
+                _ => return Ok(reply),
+            };
+            let bytes = text.len() as u64;
+            let chars = text.chars().count() as u64;
+            let session = match inv.session.as_deref().map(SessionId::parse).transpose() {
+                Ok(s) => s,
+                Err(e) => return Err(store_error(inv, format!("bad session id: {e}"))),
+            };
+            let new = NewResult::new(session).with_tool(inv.tool_name.clone());
+            let id = new.id.to_string();
+            let saved = tokio::time::timeout(STORE_TIMEOUT, self.store.save(new, &text)).await;
+            let failure = match saved {
+                Ok(Ok(_meta)) => None,
+                Ok(Err(e)) => Some(e.to_string()),
+                Err(_) => Some(format!("the store did not answer within {}s", STORE_TIMEOUT.as_secs())),
+            };
+            if let Some(why) = failure {
+                return Ok(self.fallback(inv, reply, text, &why));
+            }
+            let n = notice(
+                &id,
+                &text,
+                bytes,
+                chars,
+                self.settings.preview_head_chars,
+                self.settings.preview_tail_chars,
+            );
+            reply.chars = n.chars().count() as u64;
+            reply.output = match std::mem::replace(&mut reply.output, ToolOutput::Text(String::new())) {
+                ToolOutput::Parts(parts) => {
+                    let mut kept: Vec<ContentPart> = parts
+                        .into_iter()
+                        .filter(|p| matches!(p, ContentPart::Image { .. }))
+                        .collect();
+                    kept.insert(0, ContentPart::text(n));
+                    ToolOutput::Parts(kept)
+                }
+                _ => ToolOutput::Text(n),
+            };
+            reply.truncated = false;
+            reply.result_id = Some(id);
+            Ok(reply)
+        })
+    }
+}
+
+impl ReduceLayer {
+    /// R9: the store failed; keep what fits and say so.
+    fn fallback(
+        &self,
+        inv: &Invocation,
+        mut reply: crate::guard::Reply,
+        mut text: String,
+        why: &str,
+    ) -> crate::guard::Reply {
+        tracing::error!(tool = %inv.tool_name, "could not offload a large result: {why}");
+        if self.events.active() {
+            let mut ev = Event::new(EventKind::Start, inv);
+            ev.kind = EventKind::Error {
+                message: format!("could not save the full output of {}: {why}", inv.tool_name),
+                kind: "store_error",
+            };
+            self.events.emit(ev);
+        }
+        let total = text.chars().count();
+        let cap = self
+            .fallback_chars
+            .unwrap_or(self.settings.preview_head_chars + self.settings.preview_tail_chars)
+            .max(1);
+        let (kept, cut) = cap_text(&mut text, Some(cap));
+        text.push_str(&format!(
+            "\n[The full output ({total} characters) could not be saved for reading later: {why}. \
+             {} shown.]",
+            if cut {
+                format!("Only the first {kept} characters are")
+            } else {
+                "All of it is".to_string()
+            }
+        ));
+        reply.chars = kept;
+        reply.truncated = cut;
+        reply.output = ToolOutput::Text(text);
+        reply
+    }
+}
+
+fn text_of(parts: &[ContentPart]) -> String {
+    parts
+        .iter()
+        .filter_map(|p| match p {
+            ContentPart::Text { text } => Some(text.as_str()),
+            ContentPart::Image { .. } => None,
+        })
+        .collect::<Vec<_>>()
+        .join("")
+}
+
+fn store_error(inv: &Invocation, message: String) -> CallError {
+    CallError::Store {
+        tool: inv.tool_name.clone(),
+        kind: "store_error",
+        message,
+    }
+}
+
+/// The built-in `read_tool_result` tool (R3, R4).
+pub struct ReadToolResult {
+    spec: ToolSpec,
+    store: Arc<dyn ResultStore>,
+    foreign: ForeignResult,
+}
+
+impl ReadToolResult {
+    pub fn new(store: Arc<dyn ResultStore>, hide_foreign: bool) -> Self {
+        ReadToolResult {
+            spec: ToolSpec::new(
+                READ_TOOL_RESULT,
+                "Read a tool result that was too large to show, in pages of Unicode characters. \
+                 Give the id from the notice; continue with the next_offset it reports.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "string", "description": "The result id from the notice."},
+                        "offset": {"type": "integer", "minimum": 0, "description": "First character to read (default 0)."},
+                        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_CHARS, "description": "Characters to read (default and at most 20000)."}
+                    },
+                    "required": ["id"],
+                    "additionalProperties": false
+                }),
+            ),
+            store,
+            foreign: if hide_foreign {
+                ForeignResult::Hide
+            } else {
+                ForeignResult::Deny
+            },
+        }
+    }
+}
+
+fn arg_u64(args: &Value, name: &str, default: u64) -> Result<u64, ToolError> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(default),
+        Some(v) => v.as_u64().ok_or_else(|| {
+            ToolError::invalid_arguments(format!(
+                "{name} must be a whole number of 0 or more, not {v}"
+            ))
+        }),
+    }
+}
+
+impl Tool for ReadToolResult {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn call(&self, ctx: ToolContext, args: Value) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        let store = self.store.clone();
+        let foreign = self.foreign;
+        Box::pin(async move {
+            let id = match args.get("id") {
+                Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
+                Some(Value::String(_)) | None => {
+                    return Err(ToolError::invalid_arguments("id is required and must not be blank"));
+                }
+                Some(other) => {
+                    return Err(ToolError::invalid_arguments(format!("id must be a string, not {other}")));
+                }
+            };
+            let offset = arg_u64(&args, "offset", 0)?;
+            let limit = arg_u64(&args, "limit", MAX_PAGE_CHARS)?;
+            if limit == 0 {
+                return Err(ToolError::invalid_arguments("limit must be at least 1"));
+            }
+            let limit = limit.min(MAX_PAGE_CHARS);
+            let id = ResultId::parse(&id).map_err(|e| coded(StoreError::InvalidId(e)))?;
+            let caller = ctx
+                .session
+                .as_deref()
+                .map(SessionId::parse)
+                .transpose()
+                .map_err(|e| coded(StoreError::InvalidSession(e)))?;
+            let page = read_scoped(&*store, caller.as_ref(), &id, offset, limit, foreign)
+                .await
+                .map_err(coded)?;
+            let mut out = page.text;
+            out.push_str(&format!(
+                "\n\n[tool result \"{}\": characters {}-{} of {}",
+                id, page.offset, page.end, page.total_chars
+            ));
+            if page.end < page.total_chars {
+                out.push_str(&format!("; next_offset={}", page.end));
+            }
+            out.push(']');
+            Ok(ToolOutput::Text(out))
+        })
+    }
+}
+
+/// A store error as a tool error with its stable kind (`not_found`, `access_denied`, ...).
+fn coded(e: StoreError) -> ToolError {
+    ToolError::coded(e.kind(), e.to_string())
+}
