@@ -13,7 +13,7 @@ use crate::guard::{
     AfterHookLayer, ArgumentsLayer, BeforeLayer, Endpoint, GroupLayer, Guard, Invocation, Layer,
     LimitLayer, Outcome, RewriteLayer, RulesLayer, TimeoutLayer,
 };
-use crate::history::{Message, ToolCall};
+use crate::history::{ByteEstimator, Message, Prepared, TokenEstimator, ToolCall};
 use crate::registry::{Registry, ToolSource};
 use crate::script::{ScriptLimits, ScriptSet};
 use crate::session::{Session, SessionError};
@@ -422,6 +422,53 @@ impl Engine {
         };
         let outcomes = self.dispatch(session, &calls).await?;
         Ok(outcomes.iter().map(Message::from_outcome).collect())
+    }
+
+    /// Prepares a history for the next model request, returning a new one and leaving the
+    /// caller's untouched (P2): dangling calls get synthetic answers (P1), and with reduction
+    /// on, the results of older tool rounds are offloaded once the estimate reaches
+    /// `max_context_tokens` (R5, R6).
+    pub async fn prepare(&self, session: &Session, history: &[Message]) -> Prepared {
+        self.prepare_with(session, history, &ByteEstimator).await
+    }
+
+    /// [`Engine::prepare`] with a token estimator of your own (a real tokenizer).
+    pub async fn prepare_with(
+        &self,
+        session: &Session,
+        history: &[Message],
+        estimator: &dyn TokenEstimator,
+    ) -> Prepared {
+        let (repaired, repair) = crate::history::repair(history);
+        let (messages, offload) = match (&self.inner.store, &self.inner.policy.reduction) {
+            (Some(store), Some(settings)) => {
+                let tools = self.visible_tools(session);
+                crate::history::budget::offload_rounds(
+                    &repaired,
+                    &tools,
+                    session.id(),
+                    settings,
+                    store,
+                    estimator,
+                )
+                .await
+            }
+            _ => {
+                let tokens = ByteEstimator.tools(&self.visible_tools(session))
+                    + repaired.iter().map(|m| estimator.message(m)).sum::<u64>();
+                let report = crate::history::OffloadReport {
+                    tokens_before: tokens,
+                    tokens_after: tokens,
+                    ..Default::default()
+                };
+                (repaired, report)
+            }
+        };
+        Prepared {
+            messages,
+            repair,
+            offload,
+        }
     }
 
     pub(crate) fn guard(&self) -> &Guard {

@@ -1,0 +1,139 @@
+//! Fixtures shared by the tests: one store per backend, test text, the S3 test server's settings.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use toolgate_store::{ObjectResultStore, ResultId};
+
+/// The backends every behaviour runs against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Memory,
+    File,
+    S3,
+}
+
+/// A store under test, and what it takes to open a second, independent instance over the same data.
+pub struct Fixture {
+    pub kind: Kind,
+    pub store: ObjectResultStore,
+    pub url: String,
+    pub options: BTreeMap<String, String>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl Fixture {
+    /// A fresh, empty store of `kind`, or `None` (after saying so) when the S3 server is not configured.
+    pub fn new(kind: Kind) -> Option<Fixture> {
+        match kind {
+            Kind::Memory => Some(Fixture {
+                kind,
+                store: ObjectResultStore::from_url("memory://").unwrap(),
+                url: "memory://".into(),
+                options: BTreeMap::new(),
+                _dir: None,
+            }),
+            Kind::File => {
+                let dir = tempfile::tempdir().unwrap();
+                let url = format!("file://{}/results", dir.path().display());
+                Some(Fixture {
+                    kind,
+                    store: ObjectResultStore::from_url(&url).unwrap(),
+                    url,
+                    options: BTreeMap::new(),
+                    _dir: Some(dir),
+                })
+            }
+            Kind::S3 => {
+                let options = s3_options()?;
+                let bucket = std::env::var("TOOLGATE_TEST_S3_BUCKET").unwrap();
+                // Every test gets its own prefix, so tests never see each other's results.
+                let url = format!("s3://{bucket}/t/{}", ResultId::generate());
+                Some(Fixture {
+                    kind,
+                    store: ObjectResultStore::from_url_opts(&url, &options).unwrap(),
+                    url,
+                    options,
+                    _dir: None,
+                })
+            }
+        }
+    }
+
+    /// A second store instance over the same data, as another process would open it. For `memory://`,
+    /// where a URL names no shared data, it shares the first instance's backend.
+    pub fn reopen(&self) -> ObjectResultStore {
+        match self.kind {
+            Kind::Memory => ObjectResultStore::new(
+                Arc::clone(self.store.backend()),
+                self.store.prefix().as_ref(),
+            )
+            .unwrap(),
+            Kind::File | Kind::S3 => {
+                ObjectResultStore::from_url_opts(&self.url, &self.options).unwrap()
+            }
+        }
+    }
+}
+
+/// The options for the S3 test server started by `scripts/s3-server.sh`, from `TOOLGATE_TEST_S3_*`.
+///
+/// Without them the S3 tests are skipped with a message, except on CI (`CI` set), where a missing
+/// server is a failure: a green run must not hide that the S3 backend went untested.
+pub fn s3_options() -> Option<BTreeMap<String, String>> {
+    let Ok(endpoint) = std::env::var("TOOLGATE_TEST_S3_ENDPOINT") else {
+        if std::env::var_os("CI").is_some() {
+            panic!(
+                "S3 test server not configured: run `eval \"$(scripts/s3-server.sh start)\"` before the tests \
+                 (TOOLGATE_TEST_S3_ENDPOINT is unset)"
+            );
+        }
+        eprintln!(
+            "SKIPPED: S3 test server not configured; run `eval \"$(scripts/s3-server.sh start)\"` to test the S3 backend"
+        );
+        return None;
+    };
+    let var = |name: &str| {
+        std::env::var(name)
+            .unwrap_or_else(|_| panic!("{name} is unset while TOOLGATE_TEST_S3_ENDPOINT is set"))
+    };
+    Some(BTreeMap::from([
+        ("endpoint".to_owned(), endpoint),
+        (
+            "access_key_id".to_owned(),
+            var("TOOLGATE_TEST_S3_ACCESS_KEY_ID"),
+        ),
+        (
+            "secret_access_key".to_owned(),
+            var("TOOLGATE_TEST_S3_SECRET_ACCESS_KEY"),
+        ),
+        ("region".to_owned(), var("TOOLGATE_TEST_S3_REGION")),
+        ("allow_http".to_owned(), "true".to_owned()),
+    ]))
+}
+
+/// 1000 characters of ASCII, Latin, CJK and emoji (1 to 4 bytes each), repeated to build big texts.
+pub fn block() -> String {
+    let mut s = String::new();
+    let pieces = ["plain ascii ", "Grüße ", "中文字符 ", "😀🦀 ", "\n"];
+    let mut i = 0;
+    while s.chars().count() < 1000 {
+        s.push_str(pieces[i % pieces.len()]);
+        i += 1;
+    }
+    s.chars().take(1000).collect()
+}
+
+/// A text of at least `bytes` bytes made of whole [`block`]s.
+pub fn big_text(bytes: usize) -> String {
+    let b = block();
+    b.repeat(bytes.div_ceil(b.len()))
+}
+
+/// Characters `from..to` of `text`, the slow, obviously right way.
+pub fn chars_slice(text: &str, from: u64, to: u64) -> String {
+    text.chars()
+        .skip(from as usize)
+        .take((to - from) as usize)
+        .collect()
+}
