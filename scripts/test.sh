@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh clone: builds every crate (the plugins and the `toolgate`
+# binary that the tests load and drive), installs and starts the S3 test server on 127.0.0.1,
+# runs every test, and stops the server. Needs only Rust, Python 3 and the package registries.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== build (plugins and the toolgate binary are test inputs)" >&2
+cargo build --workspace --locked
+
+echo "== S3 test server" >&2
+eval "$(bash scripts/s3-server.sh start)"
+trap 'bash scripts/s3-server.sh stop >&2 || true' EXIT
+
+echo "== tests" >&2
+cargo test --workspace --locked --no-fail-fast
