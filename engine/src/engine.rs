@@ -121,6 +121,38 @@ impl EngineBuilder {
                     })?;
             }
         }
+        if let Some(search) = &policy.search {
+            for file in &search.catalogs {
+                let docs = toolgate_search::read_catalog_jsonl(file).map_err(|e| BuildError::Other {
+                    message: format!("search: {e}"),
+                })?;
+                let source = ToolSource::Catalog {
+                    file: file.display().to_string(),
+                };
+                for doc in docs {
+                    let spec = ToolSpec::new(doc.name, doc.description, doc.parameters);
+                    registry.insert(
+                        Arc::new(crate::search::CatalogOnly { spec }),
+                        source.clone(),
+                        true,
+                        profile,
+                    )?;
+                }
+            }
+            let globs = search
+                .searchable_tools
+                .iter()
+                .map(|p| {
+                    globset::Glob::new(p)
+                        .map(|g| g.compile_matcher())
+                        .map_err(|e| BuildError::Setting {
+                            message: format!("search.searchable_tools: bad pattern {p:?}: {e}"),
+                            at: At(None),
+                        })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            registry.mark_searchable(|name| globs.iter().any(|g| g.is_match(name)));
+        }
         let reserved = reserved_names(&policy);
         for name in &reserved {
             if let Some(entry) = registry.get(name) {
@@ -157,6 +189,49 @@ impl EngineBuilder {
             )?;
         }
         registry.add_aliases(&policy.aliases, profile, &reserved)?;
+
+        let sessions = Arc::new(crate::session::Sessions::default());
+        let mut visibility = None;
+        if let Some(search) = &policy.search {
+            let docs: Vec<toolgate_search::ToolDoc> = registry
+                .entries()
+                .filter(|(_, e)| e.searchable)
+                .map(|(name, e)| {
+                    let spec = e.tool.spec();
+                    toolgate_search::ToolDoc {
+                        name: name.to_string(),
+                        description: spec.description.clone(),
+                        parameters: spec.parameters.clone(),
+                        aliases: registry.aliases_of(name),
+                        keywords: search.keywords.get(name).cloned().unwrap_or_default(),
+                    }
+                })
+                .collect();
+            let catalog: std::collections::HashSet<String> =
+                docs.iter().map(|d| d.name.clone()).collect();
+            if !search.use_model_native {
+                let index = crate::search::build_index(docs, search.index_file.as_deref())
+                    .map_err(|message| BuildError::Other {
+                        message: format!("search: cannot build the index: {message}"),
+                    })?;
+                registry.insert(
+                    Arc::new(crate::search::ToolSearch::new(
+                        toolgate_search::LiveIndex::new(index),
+                        sessions.clone(),
+                        search.default_max_results.max(1) as usize,
+                    )),
+                    ToolSource::Builtin,
+                    false,
+                    profile,
+                )?;
+                if !search.allow_direct_calls {
+                    visibility = Some(crate::search::VisibilityLayer {
+                        catalog,
+                        sessions: sessions.clone(),
+                    });
+                }
+            }
+        }
 
         let resolver = SettingsResolver::new(&policy.dispatch, &policy.rules, &policy.tools)?;
         let scripts = Arc::new(ScriptSet::compile(&policy.scripts, &self.script_limits)?);
@@ -197,6 +272,9 @@ impl EngineBuilder {
         layers.push(Arc::new(ArgumentsLayer {
             aliases: arg_aliases,
         }));
+        if let Some(v) = visibility {
+            layers.push(Arc::new(v));
+        }
         layers.push(Arc::new(RulesLayer));
         if scripts.has(Hook::Rewrite) {
             layers.push(Arc::new(RewriteLayer {
@@ -223,7 +301,11 @@ impl EngineBuilder {
                         .is_some_and(|r| !r.entry.searchable)
                 })
             }),
-            unknown_hint: String::new(),
+            unknown_hint: if policy.search.as_ref().is_some_and(|s| !s.use_model_native) {
+                ", or find more with tool_search".to_string()
+            } else {
+                String::new()
+            },
         };
         let guard = Guard::new(layers, endpoint, events.clone());
         Ok(Engine {
@@ -235,7 +317,7 @@ impl EngineBuilder {
                 guard,
                 events,
                 store,
-                sessions: Default::default(),
+                sessions,
             }),
         })
     }
@@ -266,7 +348,7 @@ struct Inner {
     guard: Guard,
     events: Events,
     store: Option<Arc<dyn ResultStore>>,
-    sessions: crate::session::Sessions,
+    sessions: Arc<crate::session::Sessions>,
 }
 
 /// The engine. Cheap to clone; share one across tasks.
@@ -311,14 +393,30 @@ impl Engine {
         self.inner.sessions.get(id)
     }
 
-    /// The tools the model sees now in this session, by name.
-    pub fn visible_tools(&self, _session: &Session) -> Vec<ToolSpec> {
+    /// The tools the model sees now in this session, by name: the ordinary tools (and
+    /// `tool_search` while search is on) plus the catalog tools the session has found (S1, S3, S5).
+    pub fn visible_tools(&self, session: &Session) -> Vec<ToolSpec> {
         self.inner
             .registry
             .entries()
-            .filter(|(_, e)| !e.searchable)
+            .filter(|(name, e)| !e.searchable || session.state().is_revealed(name))
             .map(|(_, e)| e.tool.spec().clone())
             .collect()
+    }
+
+    /// With `use_model_native`, the catalog tools to hand to the provider's own tool search
+    /// (for example as deferred tools); otherwise empty (S5).
+    pub fn deferred_tools(&self) -> Vec<ToolSpec> {
+        match &self.inner.policy.search {
+            Some(s) if s.use_model_native => self
+                .inner
+                .registry
+                .entries()
+                .filter(|(_, e)| e.searchable)
+                .map(|(_, e)| e.tool.spec().clone())
+                .collect(),
+            _ => Vec::new(),
+        }
     }
 
     /// Which settings apply to a tool, and where each came from (G8).

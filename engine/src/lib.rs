@@ -37,6 +37,7 @@ pub mod plugin;
 pub mod reduction;
 pub mod registry;
 pub mod script;
+pub mod search;
 pub mod session;
 pub mod settings;
 pub mod tool;

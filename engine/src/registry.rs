@@ -239,6 +239,27 @@ impl Registry {
         Some(Resolved { name, entry })
     }
 
+    /// Moves the tools whose name matches into the search catalog.
+    pub fn mark_searchable(&mut self, matches: impl Fn(&str) -> bool) {
+        for (name, entry) in self.entries.iter_mut() {
+            if matches(name) {
+                entry.searchable = true;
+            }
+        }
+    }
+
+    /// The name aliases of one tool.
+    pub fn aliases_of(&self, tool: &str) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .aliases
+            .iter()
+            .filter(|(_, real)| real.as_str() == tool)
+            .map(|(a, _)| a.clone())
+            .collect();
+        v.sort();
+        v
+    }
+
     pub fn get(&self, name: &str) -> Option<&Entry> {
         self.entries.get(name)
     }

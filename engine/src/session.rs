@@ -75,18 +75,20 @@ impl Session {
     }
 }
 
-/// Every named session's state, shared by all handles of the same id.
+/// Every named session's state, shared by all handles of the same id; calls without a session
+/// share one state of their own.
 #[derive(Debug, Default)]
-pub(crate) struct Sessions {
+pub struct Sessions {
     map: Mutex<HashMap<String, Arc<SessionState>>>,
+    anonymous: Arc<SessionState>,
 }
 
 impl Sessions {
-    pub(crate) fn get(&self, id: Option<&str>) -> Result<Session, SessionError> {
+    pub fn get(&self, id: Option<&str>) -> Result<Session, SessionError> {
         let Some(id) = id else {
             return Ok(Session {
                 id: None,
-                state: Arc::default(),
+                state: self.anonymous.clone(),
             });
         };
         check_session_id(id)?;

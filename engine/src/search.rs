@@ -1,0 +1,215 @@
+//! Tool search (S1-S6): a large catalog hides behind the `tool_search` meta-tool.
+//!
+//! * The catalog is every tool marked searchable (plugins with `searchable: true`, tools matched
+//!   by `search.searchable_tools`) plus the JSONL catalogs of the policy. Catalog-only entries
+//!   (no implementation in this engine) can be found and shown, and a call to one says so.
+//! * The model first sees the ordinary tools and `tool_search`, whose description reminds it of
+//!   the catalog's names (S1).
+//! * `tool_search {query, max_results?}` ranks the catalog with the [`toolgate_search`] index
+//!   (S2, S6); the tools it returns become visible for the rest of the session (S3). The visible
+//!   set lives in the session's state, not in the history.
+//! * A catalog tool that was not found yet cannot be called (S4), unless the policy allows
+//!   direct calls; the [`VisibilityLayer`] refuses it with a message that says to search first.
+//! * With `use_model_native`, there is no `tool_search`: the catalog is handed to the provider's
+//!   own search through [`crate::Engine::deferred_tools`] and its tools may be called (S5).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use toolgate_search::{LiveIndex, Query, SearchIndex, ToolDoc};
+
+use crate::engine::TOOL_SEARCH;
+use crate::error::{CallError, DeniedBy};
+use crate::guard::{CallResult, Invocation, Layer, Next};
+use crate::session::Sessions;
+use crate::tool::{BoxFuture, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+
+/// Names listed in the reminder before "and N more".
+const REMINDER_NAMES: usize = 60;
+
+/// A catalog entry with no implementation in this engine.
+pub struct CatalogOnly {
+    pub spec: ToolSpec,
+}
+
+impl Tool for CatalogOnly {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn call(&self, _ctx: ToolContext, _args: Value) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        let name = self.spec.name.clone();
+        Box::pin(async move {
+            Err(ToolError::coded(
+                "not_implemented",
+                format!("{name} is described in a catalog but has no implementation in this engine"),
+            ))
+        })
+    }
+}
+
+/// The `tool_search` meta-tool.
+pub struct ToolSearch {
+    spec: ToolSpec,
+    index: Arc<LiveIndex>,
+    sessions: Arc<Sessions>,
+    default_max: usize,
+}
+
+impl ToolSearch {
+    pub fn new(index: Arc<LiveIndex>, sessions: Arc<Sessions>, default_max: usize) -> Self {
+        let current = index.current();
+        let mut names: Vec<&str> = current.names().collect();
+        names.sort_unstable();
+        let mut reminder = names.iter().take(REMINDER_NAMES).copied().collect::<Vec<_>>().join(", ");
+        if names.len() > REMINDER_NAMES {
+            reminder.push_str(&format!(" and {} more", names.len() - REMINDER_NAMES));
+        }
+        let description = format!(
+            "Search the catalog of {} more tools that are not shown yet, by what you want to do. \
+             Found tools become available to call. Use \"select:name1,name2\" to load tools by exact \
+             name, and \"+word\" for a word that must match. Catalog: {reminder}.",
+            names.len()
+        );
+        ToolSearch {
+            spec: ToolSpec::new(
+                TOOL_SEARCH,
+                description,
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "query": {"type": "string", "description": "What the tool should do, or select:name1,name2."},
+                        "max_results": {"type": "integer", "minimum": 1, "maximum": 50, "description": "How many tools to return (default 5)."}
+                    },
+                    "required": ["query"],
+                    "additionalProperties": false
+                }),
+            ),
+            index,
+            sessions,
+            default_max,
+        }
+    }
+}
+
+impl Tool for ToolSearch {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn call(&self, ctx: ToolContext, args: Value) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        let index = self.index.current();
+        let sessions = self.sessions.clone();
+        let default_max = self.default_max;
+        Box::pin(async move {
+            let query = match args.get("query") {
+                Some(Value::String(q)) => q.clone(),
+                Some(other) => {
+                    return Err(ToolError::invalid_arguments(format!("query must be a string, not {other}")));
+                }
+                None => return Err(ToolError::invalid_arguments("query is required")),
+            };
+            let max = match args.get("max_results") {
+                None | Some(Value::Null) => default_max,
+                Some(v) => match v.as_u64() {
+                    Some(n) if (1..=50).contains(&n) => n as usize,
+                    _ => {
+                        return Err(ToolError::invalid_arguments(format!(
+                            "max_results must be a whole number from 1 to 50, not {v}"
+                        )));
+                    }
+                },
+            };
+            let parsed = Query::parse(&query).map_err(|e| ToolError::invalid_arguments(e.to_string()))?;
+            let results = index.search(&parsed, max);
+            let found: Vec<String> = results.hits.iter().map(|h| h.name.clone()).collect();
+            if let Ok(session) = sessions.get(ctx.session.as_deref()) {
+                session.state().reveal(found.iter().cloned());
+            }
+            let tools: Vec<Value> = results
+                .hits
+                .iter()
+                .map(|h| {
+                    let doc = index.get(&h.name);
+                    let why: Vec<String> = h
+                        .why
+                        .iter()
+                        .map(|m| format!("{} ~ {} in {} ({:?})", m.term, m.matched, m.field.as_str(), m.kind).to_lowercase())
+                        .collect();
+                    json!({
+                        "name": h.name,
+                        "description": doc.as_ref().map(|d| d.description.to_string()).unwrap_or_default(),
+                        "parameters": doc.as_ref().and_then(|d| d.parameters().ok()).unwrap_or(Value::Null),
+                        "why": why,
+                    })
+                })
+                .collect();
+            let mut out = json!({ "tools": tools });
+            if !results.not_found.is_empty() {
+                out["not_found"] = json!(results.not_found);
+            }
+            out["note"] = Value::String(if found.is_empty() {
+                "No tool matched. Try other words, or fewer of them.".into()
+            } else {
+                "These tools are now available to call.".into()
+            });
+            Ok(ToolOutput::Text(out.to_string()))
+        })
+    }
+}
+
+/// S4: refuses catalog tools the session has not found yet.
+pub struct VisibilityLayer {
+    pub catalog: HashSet<String>,
+    pub sessions: Arc<Sessions>,
+}
+
+impl Layer for VisibilityLayer {
+    fn call<'a>(&'a self, inv: &'a mut Invocation, next: Next<'a>) -> BoxFuture<'a, CallResult> {
+        Box::pin(async move {
+            if inv.is_known() && self.catalog.contains(&inv.tool_name) {
+                let revealed = self
+                    .sessions
+                    .get(inv.session.as_deref())
+                    .map(|s| s.state().is_revealed(&inv.tool_name))
+                    .unwrap_or(false);
+                if !revealed {
+                    return Err(CallError::Denied {
+                        reason: format!(
+                            "{} is not available yet: call tool_search first to find it (for example tool_search {{\"query\": \"select:{}\"}})",
+                            inv.tool_name, inv.tool_name
+                        ),
+                        by: DeniedBy::Search,
+                    });
+                }
+            }
+            next.run(inv).await
+        })
+    }
+}
+
+/// Builds the index over the catalog, or opens the prebuilt one when its names match.
+pub fn build_index(docs: Vec<ToolDoc>, index_file: Option<&std::path::Path>) -> Result<SearchIndex, String> {
+    if let Some(path) = index_file
+        && path.is_file()
+    {
+        match SearchIndex::open(path) {
+            Ok(idx) => {
+                let mut a: Vec<&str> = idx.names().collect();
+                let mut b: Vec<&str> = docs.iter().map(|d| d.name.as_str()).collect();
+                a.sort_unstable();
+                b.sort_unstable();
+                if a == b {
+                    return Ok(idx);
+                }
+                tracing::warn!(
+                    "index file {} does not match the catalog; building the index in memory (run `toolgate index build` again)",
+                    path.display()
+                );
+            }
+            Err(e) => tracing::warn!("cannot open index file {}: {e}; building the index in memory", path.display()),
+        }
+    }
+    SearchIndex::build(docs).map_err(|e| e.to_string())
+}
