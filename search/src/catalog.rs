@@ -1,0 +1,131 @@
+//! Tool documents and the JSON Lines catalog format.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Everything the index knows about one tool.
+///
+/// Only `name` is required to be non-empty; every other field may be empty
+/// and simply contributes no terms.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolDoc {
+    /// The unique tool name, as the model will call it.
+    pub name: String,
+    /// Free-text description shown to the model.
+    #[serde(default)]
+    pub description: String,
+    /// The JSON Schema of the arguments. Property names and descriptions
+    /// (nested ones and array `items` too) are indexed.
+    #[serde(default = "empty_object")]
+    pub parameters: serde_json::Value,
+    /// Other names the tool is known by.
+    #[serde(default)]
+    pub aliases: Vec<String>,
+    /// Extra search words given by whoever registered the tool.
+    #[serde(default)]
+    pub keywords: Vec<String>,
+}
+
+fn empty_object() -> serde_json::Value {
+    serde_json::Value::Object(serde_json::Map::new())
+}
+
+impl ToolDoc {
+    /// A tool with a name and description and no parameters.
+    pub fn new(name: impl Into<String>, description: impl Into<String>) -> ToolDoc {
+        ToolDoc {
+            name: name.into(),
+            description: description.into(),
+            parameters: empty_object(),
+            aliases: Vec::new(),
+            keywords: Vec::new(),
+        }
+    }
+}
+
+/// An error reading a catalog file. Every variant names the file; parse
+/// errors also name the 1-based line.
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    /// The file could not be opened or read.
+    #[error("cannot read catalog {path}: {source}")]
+    Io {
+        /// The catalog file.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A line is not a JSON object with at least a string `name`.
+    #[error("{path}:{line}: not a tool document: {source}")]
+    Parse {
+        /// The catalog file.
+        path: PathBuf,
+        /// The 1-based line number.
+        line: usize,
+        /// What serde_json did not like.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// Reads a catalog in JSON Lines form: one tool document per line, at least
+/// `{"name": ..}` and usually `"description"` and `"parameters"`; `aliases`
+/// and `keywords` are optional, unknown keys are ignored. Blank lines are
+/// skipped.
+pub fn read_catalog_jsonl(path: &Path) -> Result<Vec<ToolDoc>, CatalogError> {
+    let io = |source| CatalogError::Io { path: path.to_path_buf(), source };
+    let reader = BufReader::new(File::open(path).map_err(io)?);
+    let mut docs = Vec::new();
+    for (i, line) in reader.lines().enumerate() {
+        let line = line.map_err(io)?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let doc = serde_json::from_str(&line).map_err(|source| CatalogError::Parse {
+            path: path.to_path_buf(),
+            line: i + 1,
+            source,
+        })?;
+        docs.push(doc);
+    }
+    Ok(docs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn catalog_lines_become_tool_docs() {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        writeln!(f, r#"{{"name":"a","description":"first","parameters":{{"type":"object"}}}}"#)
+            .unwrap();
+        writeln!(f).unwrap();
+        writeln!(f, r#"{{"name":"b","aliases":["bee"],"category":"ignored"}}"#).unwrap();
+        let docs = read_catalog_jsonl(f.path()).unwrap();
+        assert_eq!(docs.len(), 2);
+        assert_eq!(docs[0].description, "first");
+        assert_eq!(docs[1].aliases, ["bee"]);
+    }
+
+    #[test]
+    fn catalog_parse_error_names_file_and_line() {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        writeln!(f, r#"{{"name":"a"}}"#).unwrap();
+        writeln!(f, r#"{{"description":"no name"}}"#).unwrap();
+        let err = read_catalog_jsonl(f.path()).unwrap_err().to_string();
+        assert!(err.contains(&format!("{}:2:", f.path().display())), "{err}");
+    }
+
+    #[test]
+    fn missing_catalog_is_an_io_error_naming_the_file() {
+        let err = read_catalog_jsonl(Path::new("/nonexistent/cat.jsonl")).unwrap_err();
+        assert!(matches!(err, CatalogError::Io { .. }));
+        assert!(err.to_string().contains("/nonexistent/cat.jsonl"));
+    }
+}

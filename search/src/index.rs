@@ -1,0 +1,960 @@
+//! The search index: building, storing, opening and querying it.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::Write;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use fst::automaton::{Automaton, Levenshtein, Str};
+use fst::{IntoStreamer, Map, MapBuilder, Streamer};
+
+use crate::format::{self, Posting, Postings, Reader};
+use crate::query::Query;
+use crate::text;
+use crate::{FIELDS, Field};
+
+/// An error building, writing or opening an index.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    /// Two tools have the same name.
+    #[error("duplicate tool name '{0}': tool names must be unique")]
+    DuplicateName(String),
+    /// A tool has an empty name.
+    #[error("a tool has an empty name")]
+    EmptyName,
+    /// Reading or writing the index file failed.
+    #[error("index file {path}: {source}")]
+    Io {
+        /// The index file.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not an index this version can read: too short, another
+    /// format, another version, truncated, or corrupted.
+    #[error("index file {path} is not a usable toolgate search index: {reason}")]
+    Invalid {
+        /// The index file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The term dictionary could not be built.
+    #[error("building the term dictionary failed: {0}")]
+    Fst(#[from] fst::Error),
+}
+
+/// How a query word matched an indexed term.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum MatchKind {
+    /// The same word.
+    Exact,
+    /// The same stem (`files` and `file`).
+    Stem,
+    /// The query word (4 characters or more) is a prefix of the term.
+    Prefix,
+    /// Within a small edit distance of the term.
+    Typo,
+}
+
+/// One reason a tool was found: a query word matched a term in a field.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Match {
+    /// The query word, lowercased.
+    pub term: String,
+    /// The indexed term it matched (a stem for stem, prefix and typo matches).
+    pub matched: String,
+    /// Where the term was found.
+    pub field: Field,
+    /// How it matched.
+    pub kind: MatchKind,
+}
+
+/// One search result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hit {
+    /// The tool name.
+    pub name: String,
+    /// The relevance score; only comparable within one search.
+    pub score: f32,
+    /// Why the tool matched, ordered by query word, then field.
+    pub why: Vec<Match>,
+}
+
+/// What a search returns.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SearchResults {
+    /// The hits, best first; ties are broken by name.
+    pub hits: Vec<Hit>,
+    /// For `select:` queries, the requested names that are not in the index,
+    /// in query order. Always empty for free-text queries.
+    pub not_found: Vec<String>,
+}
+
+/// The ranking parameters: a field-weighted BM25 (BM25F) with typo and
+/// prefix penalties and a bonus for covering more of the query.
+///
+/// For each query term `t` and tool `d`, the field frequencies are first
+/// combined into one pseudo frequency
+///
+/// ```text
+/// tf(t, d) = sum over fields f of  weight[f] * tf_f / (1 - b[f] + b[f] * len_f / avg_len_f)
+/// ```
+///
+/// and the tool's score is `sum over t of idf(t) * tf / (k1 + tf)`, with
+/// `idf = ln(1 + (N - df + 0.5) / (df + 0.5))` over tools. A term reached
+/// only by a prefix or a typo is multiplied by `prefix_factor` or
+/// `typo_factor`. Finally the sum is multiplied by `coverage ^
+/// coverage_exponent`, where `coverage` is the fraction of query terms the
+/// tool matched at all, so a tool matching three different words beats one
+/// matching a single rare word, and by `1 + name_coverage * name_fraction`,
+/// where `name_fraction` is the fraction of the parts of the tool's name that
+/// the query matched exactly or by stem: of `get_current_weather`, a query
+/// with "current weather" explains two thirds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Ranking {
+    /// Term frequency saturation.
+    pub k1: f32,
+    /// Weight of each field, indexed by [`Field`] as `usize`.
+    pub weight: [f32; FIELDS],
+    /// Length normalisation of each field (0 = none, 1 = full).
+    pub b: [f32; FIELDS],
+    /// Multiplier for prefix matches (less than 1).
+    pub prefix_factor: f32,
+    /// Multiplier for typo matches (less than `prefix_factor`).
+    pub typo_factor: f32,
+    /// Exponent of the query coverage factor (0 disables it).
+    pub coverage_exponent: f32,
+    /// Bonus for explaining the tool's name: the score is multiplied by
+    /// `1 + name_coverage * (name parts matched / name parts)`.
+    pub name_coverage: f32,
+}
+
+impl Default for Ranking {
+    fn default() -> Ranking {
+        Ranking {
+            k1: 1.2,
+            // name, description, parameter name, parameter description, alias, keyword
+            weight: [3.0, 1.0, 0.6, 0.4, 2.5, 2.0],
+            b: [0.5, 0.75, 0.5, 0.75, 0.5, 0.5],
+            prefix_factor: 0.5,
+            typo_factor: 0.3,
+            coverage_exponent: 1.0,
+            name_coverage: 0.5,
+        }
+    }
+}
+
+/// The bytes behind an index: a memory map or, for a freshly built index,
+/// a vector.
+enum Storage {
+    Mapped(memmap2::Mmap),
+    Owned(Vec<u8>),
+}
+
+impl AsRef<[u8]> for Storage {
+    fn as_ref(&self) -> &[u8] {
+        match self {
+            Storage::Mapped(m) => m,
+            Storage::Owned(v) => v,
+        }
+    }
+}
+
+/// A section of the storage, shared so the fst maps can own their bytes.
+#[derive(Clone)]
+struct Section {
+    storage: Arc<Storage>,
+    range: Range<usize>,
+}
+
+impl AsRef<[u8]> for Section {
+    fn as_ref(&self) -> &[u8] {
+        // The range was checked against the storage length when opening.
+        AsRef::<[u8]>::as_ref(&*self.storage).get(self.range.clone()).unwrap_or(&[])
+    }
+}
+
+/// An immutable, searchable index over a tool catalog.
+///
+/// Build it from [`ToolDoc`](crate::ToolDoc)s with [`SearchIndex::build`],
+/// save it with [`SearchIndex::write`] and load it again, memory-mapped, with
+/// [`SearchIndex::open`]. A built and an opened index behave identically:
+/// building serialises to the file format in memory and reads that back.
+///
+/// Tools are numbered in name order, so "ties by name" and "ties by tool
+/// number" are the same thing.
+pub struct SearchIndex {
+    storage: Arc<Storage>,
+    stems: Map<Section>,
+    surfaces: Map<Section>,
+    postings: Range<usize>,
+    doc_offsets: Range<usize>,
+    docs: Range<usize>,
+    field_lens: Range<usize>,
+    len: usize,
+    avg_len: [f32; FIELDS],
+    ranking: Ranking,
+}
+
+impl std::fmt::Debug for SearchIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SearchIndex")
+            .field("len", &self.len)
+            .field("terms", &self.stems.len())
+            .field("bytes", &self.storage.as_ref().as_ref().len())
+            .finish()
+    }
+}
+
+/// A borrowed view of one tool stored in an index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolDocRef<'a> {
+    /// The tool name.
+    pub name: &'a str,
+    /// The description.
+    pub description: &'a str,
+    /// The parameter schema as JSON text.
+    pub parameters_json: &'a str,
+    /// The aliases.
+    pub aliases: Vec<&'a str>,
+    /// The keywords.
+    pub keywords: Vec<&'a str>,
+}
+
+impl ToolDocRef<'_> {
+    /// The parameter schema, parsed.
+    pub fn parameters(&self) -> Result<serde_json::Value, serde_json::Error> {
+        serde_json::from_str(self.parameters_json)
+    }
+
+    /// An owned copy of the document.
+    pub fn to_tool_doc(&self) -> Result<crate::ToolDoc, serde_json::Error> {
+        Ok(crate::ToolDoc {
+            name: self.name.to_string(),
+            description: self.description.to_string(),
+            parameters: self.parameters()?,
+            aliases: self.aliases.iter().map(|s| s.to_string()).collect(),
+            keywords: self.keywords.iter().map(|s| s.to_string()).collect(),
+        })
+    }
+}
+
+/// The surface terms of each field of a tool.
+fn doc_fields(doc: &crate::ToolDoc) -> [Vec<String>; FIELDS] {
+    let mut f: [Vec<String>; FIELDS] = Default::default();
+    f[Field::Name as usize] = text::name_terms(&doc.name);
+    f[Field::Description as usize] = text::terms(&doc.description);
+    let (names, descriptions) = (&mut Vec::new(), &mut Vec::new());
+    walk_schema(&doc.parameters, names, descriptions, 0);
+    f[Field::ParamName as usize] = std::mem::take(names);
+    f[Field::ParamDescription as usize] = std::mem::take(descriptions);
+    for a in &doc.aliases {
+        f[Field::Alias as usize].extend(text::name_terms(a));
+    }
+    for k in &doc.keywords {
+        f[Field::Keyword as usize].extend(text::terms(k));
+    }
+    f
+}
+
+/// Collects property names and descriptions (and `enum` strings) from a JSON
+/// Schema, descending into nested `properties`, `items` and the
+/// `anyOf`/`oneOf`/`allOf` alternatives. Depth is bounded so a hostile schema
+/// cannot overflow the stack.
+fn walk_schema(
+    schema: &serde_json::Value,
+    names: &mut Vec<String>,
+    descriptions: &mut Vec<String>,
+    depth: usize,
+) {
+    use serde_json::Value;
+    if depth > 32 {
+        return;
+    }
+    let Value::Object(obj) = schema else { return };
+    if let Some(Value::Object(props)) = obj.get("properties") {
+        for (name, sub) in props {
+            names.extend(text::terms(name));
+            if let Some(Value::String(d)) = sub.get("description") {
+                descriptions.extend(text::terms(d));
+            }
+            if let Some(Value::Array(values)) = sub.get("enum") {
+                for v in values {
+                    if let Value::String(s) = v {
+                        descriptions.extend(text::terms(s));
+                    }
+                }
+            }
+            walk_schema(sub, names, descriptions, depth + 1);
+        }
+    }
+    if let Some(items) = obj.get("items") {
+        walk_schema(items, names, descriptions, depth + 1);
+    }
+    for key in ["anyOf", "oneOf", "allOf"] {
+        if let Some(Value::Array(alts)) = obj.get(key) {
+            for alt in alts {
+                walk_schema(alt, names, descriptions, depth + 1);
+            }
+        }
+    }
+}
+
+/// Interns terms and collects their postings while tools are added in order.
+#[derive(Default)]
+struct TermTable {
+    ids: HashMap<String, u32>,
+    postings: Vec<Vec<Posting>>,
+}
+
+impl TermTable {
+    fn id(&mut self, term: &str) -> u32 {
+        if let Some(&id) = self.ids.get(term) {
+            return id;
+        }
+        let id = self.postings.len() as u32;
+        self.ids.insert(term.to_string(), id);
+        self.postings.push(Vec::new());
+        id
+    }
+
+    /// Adds one tool's `(term id, field)` occurrences.
+    fn add(&mut self, doc: u32, occurrences: &mut [(u32, u8)]) {
+        occurrences.sort_unstable();
+        let mut i = 0;
+        while i < occurrences.len() {
+            let term = occurrences[i].0;
+            let mut tf = [0u8; FIELDS];
+            while i < occurrences.len() && occurrences[i].0 == term {
+                let f = usize::from(occurrences[i].1);
+                tf[f] = tf[f].saturating_add(1);
+                i += 1;
+            }
+            self.postings[term as usize].push(Posting { doc, tf });
+        }
+    }
+
+    /// Writes all postings lists to `out` and returns the fst mapping each
+    /// term to its list's offset.
+    fn finish(self, out: &mut Vec<u8>) -> Result<Vec<u8>, IndexError> {
+        let mut terms: Vec<(String, u32)> = self.ids.into_iter().collect();
+        terms.sort_unstable();
+        let mut builder = MapBuilder::memory();
+        for (term, id) in terms {
+            builder.insert(&term, out.len() as u64)?;
+            format::put_postings(out, &self.postings[id as usize]);
+        }
+        Ok(builder.into_inner()?)
+    }
+}
+
+impl SearchIndex {
+    /// Indexes `docs`. Tool names must be non-empty and unique.
+    pub fn build(mut docs: Vec<crate::ToolDoc>) -> Result<SearchIndex, IndexError> {
+        docs.sort_by(|a, b| a.name.cmp(&b.name));
+        for pair in docs.windows(2) {
+            if pair[0].name == pair[1].name {
+                return Err(IndexError::DuplicateName(pair[0].name.clone()));
+            }
+        }
+        if docs.first().is_some_and(|d| d.name.is_empty()) {
+            return Err(IndexError::EmptyName);
+        }
+        let n = u32::try_from(docs.len()).map_err(|_| IndexError::Invalid {
+            path: PathBuf::new(),
+            reason: "more than 2^32 tools".into(),
+        })?;
+
+        let mut stems = TermTable::default();
+        let mut surfaces = TermTable::default();
+        let mut field_lens = Vec::with_capacity(docs.len() * FIELDS * 2);
+        let mut total_len = [0f64; FIELDS];
+        let mut doc_offsets = Vec::with_capacity(docs.len() * 8);
+        let mut records = Vec::new();
+        let (mut stem_occ, mut surface_occ) = (Vec::new(), Vec::new());
+        for (id, doc) in (0..n).zip(&docs) {
+            let fields = doc_fields(doc);
+            stem_occ.clear();
+            surface_occ.clear();
+            for (f, terms) in fields.iter().enumerate() {
+                total_len[f] += terms.len() as f64;
+                let len = u16::try_from(terms.len()).unwrap_or(u16::MAX);
+                field_lens.extend_from_slice(&len.to_le_bytes());
+                for t in terms {
+                    surface_occ.push((surfaces.id(t), f as u8));
+                    stem_occ.push((stems.id(&text::stem(t)), f as u8));
+                }
+            }
+            stems.add(id, &mut stem_occ);
+            surfaces.add(id, &mut surface_occ);
+
+            doc_offsets.extend_from_slice(&(records.len() as u64).to_le_bytes());
+            format::put_str(&mut records, &doc.name);
+            format::put_str(&mut records, &doc.description);
+            format::put_str(&mut records, &doc.parameters.to_string());
+            for list in [&doc.aliases, &doc.keywords] {
+                records.extend_from_slice(&(list.len() as u32).to_le_bytes());
+                for s in list {
+                    format::put_str(&mut records, s);
+                }
+            }
+        }
+
+        let mut postings = Vec::new();
+        let stem_fst = stems.finish(&mut postings)?;
+        let surface_fst = surfaces.finish(&mut postings)?;
+        let sections: [&[u8]; format::SECTIONS] =
+            [&stem_fst, &surface_fst, &postings, &doc_offsets, &records, &field_lens];
+
+        let mut out = Vec::with_capacity(
+            format::HEADER_LEN + sections.iter().map(|s| s.len()).sum::<usize>(),
+        );
+        out.extend_from_slice(format::MAGIC);
+        out.extend_from_slice(&format::VERSION.to_le_bytes());
+        out.extend_from_slice(&n.to_le_bytes());
+        for total in total_len {
+            let avg = if n == 0 { 0.0 } else { total / f64::from(n) };
+            out.extend_from_slice(&(avg as f32).to_le_bytes());
+        }
+        let mut offset = format::HEADER_LEN as u64;
+        for s in &sections {
+            out.extend_from_slice(&offset.to_le_bytes());
+            out.extend_from_slice(&(s.len() as u64).to_le_bytes());
+            offset += s.len() as u64;
+        }
+        out.extend_from_slice(&[0; 8]); // checksum, filled in below
+        out.extend_from_slice(&offset.to_le_bytes());
+        for s in &sections {
+            out.extend_from_slice(s);
+        }
+        let sum = format::checksum(&[&out[..format::CHECKSUM_AT], &out[format::HEADER_LEN..]]);
+        out[format::CHECKSUM_AT..format::CHECKSUM_AT + 8].copy_from_slice(&sum.to_le_bytes());
+        SearchIndex::from_storage(Storage::Owned(out), Path::new("<memory>"))
+    }
+
+    /// Writes the index to `path` as a single file (replacing it). The file
+    /// is written beside `path` first and renamed into place, so a reader
+    /// never sees a half-written index.
+    pub fn write(&self, path: &Path) -> Result<(), IndexError> {
+        let io = |source| IndexError::Io { path: path.to_path_buf(), source };
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".tmp");
+        let tmp = PathBuf::from(tmp);
+        let mut file = File::create(&tmp).map_err(io)?;
+        file.write_all(self.storage.as_ref().as_ref()).map_err(io)?;
+        file.sync_all().map_err(io)?;
+        drop(file);
+        std::fs::rename(&tmp, path).map_err(io)
+    }
+
+    /// Opens an index file written by [`SearchIndex::write`], memory-mapped.
+    ///
+    /// The header, every section bound and a checksum over the whole file
+    /// are verified, so a truncated, corrupted or foreign file is reported
+    /// as [`IndexError::Invalid`].
+    ///
+    /// As with any memory map, the file must not be modified while the index
+    /// is open; [`SearchIndex::write`] replaces files by renaming, which is
+    /// safe.
+    pub fn open(path: &Path) -> Result<SearchIndex, IndexError> {
+        let io = |source| IndexError::Io { path: path.to_path_buf(), source };
+        let file = File::open(path).map_err(io)?;
+        let len = file.metadata().map_err(io)?.len();
+        if len < format::HEADER_LEN as u64 {
+            // Too short to map usefully (and mapping an empty file fails).
+            return Err(IndexError::Invalid {
+                path: path.to_path_buf(),
+                reason: format!("{len} bytes is shorter than the {} byte header", format::HEADER_LEN),
+            });
+        }
+        // SAFETY: the map is read-only, and every read of it is bounds-checked
+        // against its length. Modifying the file while it is mapped is
+        // undefined behaviour; this is documented above, and `write` never
+        // modifies a file in place.
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
+        SearchIndex::from_storage(Storage::Mapped(map), path)
+    }
+
+    fn from_storage(storage: Storage, path: &Path) -> Result<SearchIndex, IndexError> {
+        let invalid = |reason: String| IndexError::Invalid { path: path.to_path_buf(), reason };
+        let bytes = storage.as_ref();
+        let mut r = Reader::new(bytes, 0);
+        let header = || invalid("truncated header".into());
+        if r.take(8).ok_or_else(header)? != format::MAGIC {
+            return Err(invalid("wrong magic bytes (not an index file)".into()));
+        }
+        let version = r.u32().ok_or_else(header)?;
+        if version != format::VERSION {
+            return Err(invalid(format!(
+                "format version {version}, this build reads version {}: rebuild the index",
+                format::VERSION
+            )));
+        }
+        let len = r.u32().ok_or_else(header)? as usize;
+        let mut avg_len = [0f32; FIELDS];
+        for a in &mut avg_len {
+            *a = r.f32().ok_or_else(header)?;
+        }
+        let mut sections = Vec::with_capacity(format::SECTIONS);
+        for _ in 0..format::SECTIONS {
+            let (off, n) = (r.u64().ok_or_else(header)?, r.u64().ok_or_else(header)?);
+            let range = usize::try_from(off)
+                .ok()
+                .zip(usize::try_from(n).ok())
+                .and_then(|(o, n)| Some(o..o.checked_add(n)?))
+                .filter(|range| range.start >= format::HEADER_LEN && range.end <= bytes.len())
+                .ok_or_else(|| invalid("a section lies outside the file (truncated?)".into()))?;
+            sections.push(range);
+        }
+        let stored_sum = r.u64().ok_or_else(header)?;
+        let stored_len = r.u64().ok_or_else(header)?;
+        if stored_len != bytes.len() as u64 {
+            return Err(invalid(format!(
+                "file is {} bytes, header says {stored_len} (truncated or extended)",
+                bytes.len()
+            )));
+        }
+        let sum = format::checksum(&[&bytes[..format::CHECKSUM_AT], &bytes[format::HEADER_LEN..]]);
+        if sum != stored_sum {
+            return Err(invalid("checksum mismatch (the file is corrupted)".into()));
+        }
+        if sections[format::SEC_DOC_OFFSETS].len() != len * 8
+            || sections[format::SEC_FIELD_LENS].len() != len * FIELDS * 2
+        {
+            return Err(invalid("tool tables do not match the tool count".into()));
+        }
+        let storage = Arc::new(storage);
+        let fst_at = |i: usize| {
+            let section = Section { storage: Arc::clone(&storage), range: sections[i].clone() };
+            Map::new(section).map_err(|e| invalid(format!("bad term dictionary: {e}")))
+        };
+        Ok(SearchIndex {
+            stems: fst_at(format::SEC_STEMS)?,
+            surfaces: fst_at(format::SEC_SURFACES)?,
+            postings: sections[format::SEC_POSTINGS].clone(),
+            doc_offsets: sections[format::SEC_DOC_OFFSETS].clone(),
+            docs: sections[format::SEC_DOCS].clone(),
+            field_lens: sections[format::SEC_FIELD_LENS].clone(),
+            storage,
+            len,
+            avg_len,
+            ranking: Ranking::default(),
+        })
+    }
+
+    /// The same index with other ranking parameters (they are not stored in
+    /// the file).
+    pub fn with_ranking(mut self, ranking: Ranking) -> SearchIndex {
+        self.ranking = ranking;
+        self
+    }
+
+    /// The ranking parameters in use.
+    pub fn ranking(&self) -> &Ranking {
+        &self.ranking
+    }
+
+    /// The number of tools.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True if the index holds no tools.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The size of the index in bytes (the file size).
+    pub fn size_bytes(&self) -> usize {
+        self.bytes().len()
+    }
+
+    /// All tool names, in name order.
+    pub fn names(&self) -> impl Iterator<Item = &str> + '_ {
+        (0..self.len).filter_map(|i| self.name_of(i))
+    }
+
+    /// The tool called exactly `name`.
+    pub fn get(&self, name: &str) -> Option<ToolDocRef<'_>> {
+        let id = self.id_of(name)?;
+        self.doc(id)
+    }
+
+    fn bytes(&self) -> &[u8] {
+        self.storage.as_ref().as_ref()
+    }
+
+    fn section(&self, range: &Range<usize>) -> &[u8] {
+        self.bytes().get(range.clone()).unwrap_or(&[])
+    }
+
+    fn record(&self, id: usize) -> Option<Reader<'_>> {
+        let mut r = Reader::new(self.section(&self.doc_offsets), id.checked_mul(8)?);
+        let offset = usize::try_from(r.u64()?).ok()?;
+        Some(Reader::new(self.section(&self.docs), offset))
+    }
+
+    fn name_of(&self, id: usize) -> Option<&str> {
+        self.record(id)?.str()
+    }
+
+    fn id_of(&self, name: &str) -> Option<usize> {
+        let (mut lo, mut hi) = (0, self.len);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.name_of(mid)?.cmp(name) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some(mid),
+            }
+        }
+        None
+    }
+
+    fn doc(&self, id: usize) -> Option<ToolDocRef<'_>> {
+        let mut r = self.record(id)?;
+        let (name, description, parameters_json) = (r.str()?, r.str()?, r.str()?);
+        let mut lists = [Vec::new(), Vec::new()];
+        for list in &mut lists {
+            for _ in 0..r.u32()? {
+                list.push(r.str()?);
+            }
+        }
+        let [aliases, keywords] = lists;
+        Some(ToolDocRef { name, description, parameters_json, aliases, keywords })
+    }
+
+    fn field_len(&self, id: usize, field: usize) -> f32 {
+        let at = (id * FIELDS + field) * 2;
+        let mut r = Reader::new(self.section(&self.field_lens), at);
+        let lo = r.u8().unwrap_or(0);
+        let hi = r.u8().unwrap_or(0);
+        f32::from(u16::from_le_bytes([lo, hi]))
+    }
+
+    fn postings_at(&self, offset: u64) -> Postings<'_> {
+        let offset = usize::try_from(offset).unwrap_or(usize::MAX);
+        Postings::new(self.section(&self.postings), offset)
+    }
+
+    /// Runs a query and returns at most `max_results` hits, best first.
+    ///
+    /// Free-text queries are ranked as described on [`Ranking`]; equal scores
+    /// are ordered by name, so results are deterministic. `select:` queries
+    /// return every named tool that exists, in the order named (ignoring
+    /// `max_results`), and list the others in
+    /// [`SearchResults::not_found`].
+    pub fn search(&self, query: &Query, max_results: usize) -> SearchResults {
+        match query {
+            Query::Select(names) => self.select(names),
+            Query::Terms { text, required } => SearchResults {
+                hits: self.search_terms(text, required, max_results),
+                not_found: Vec::new(),
+            },
+        }
+    }
+
+    fn select(&self, names: &[String]) -> SearchResults {
+        let mut out = SearchResults::default();
+        for name in names {
+            if self.id_of(name).is_some() {
+                out.hits.push(Hit {
+                    name: name.clone(),
+                    score: 1.0,
+                    why: vec![Match {
+                        term: name.clone(),
+                        matched: name.to_lowercase(),
+                        field: Field::Name,
+                        kind: MatchKind::Exact,
+                    }],
+                });
+            } else {
+                out.not_found.push(name.clone());
+            }
+        }
+        out
+    }
+
+    fn search_terms(&self, free: &str, required: &[String], max_results: usize) -> Vec<Hit> {
+        if max_results == 0 || self.len == 0 {
+            return Vec::new();
+        }
+        let terms = query_terms(free, required);
+        let n_required = terms.iter().filter(|t| t.required).count();
+        let required_mask: u64 = if n_required == 0 { 0 } else { u64::MAX >> (64 - n_required) };
+
+        let n = self.len;
+        let mut score = vec![0f32; n];
+        let mut exact_mask = vec![0u64; n];
+        let mut any_mask = vec![0u64; n];
+        let mut name_hits = vec![0u8; n];
+        let mut norm_cache: Vec<Option<[f32; FIELDS]>> = vec![None; n];
+        let mut lookups = Vec::with_capacity(terms.len());
+        for (i, term) in terms.iter().enumerate() {
+            let bit = 1u64 << i;
+            let lookup = self.lookup(term);
+            match &lookup {
+                Lookup::Found(offset) => {
+                    let list = self.postings_at(*offset);
+                    let idf = self.idf(list.len());
+                    for p in list {
+                        let d = p.doc as usize;
+                        if d >= n {
+                            break;
+                        }
+                        let s = self.term_score(&mut norm_cache, p, idf);
+                        score[d] += s;
+                        exact_mask[d] |= bit;
+                        any_mask[d] |= bit;
+                        if p.tf[Field::Name as usize] > 0 {
+                            name_hits[d] = name_hits[d].saturating_add(1);
+                        }
+                    }
+                }
+                Lookup::Expanded(expansions) => {
+                    let mut best: HashMap<u32, f32> = HashMap::new();
+                    for e in expansions {
+                        let list = self.postings_at(e.offset);
+                        let idf = self.idf(list.len());
+                        let factor = match e.kind {
+                            MatchKind::Prefix => self.ranking.prefix_factor,
+                            _ => self.ranking.typo_factor,
+                        };
+                        for p in list {
+                            if (p.doc as usize) >= n {
+                                break;
+                            }
+                            let s = factor * self.term_score(&mut norm_cache, p, idf);
+                            let slot = best.entry(p.doc).or_insert(0.0);
+                            if s > *slot {
+                                *slot = s;
+                            }
+                        }
+                    }
+                    for (d, s) in best {
+                        score[d as usize] += s;
+                        any_mask[d as usize] |= bit;
+                    }
+                }
+                Lookup::Missing => {}
+            }
+            lookups.push(lookup);
+        }
+
+        let total = terms.len().max(1) as f32;
+        let mut ranked: Vec<(f32, u32)> = (0..n)
+            .filter(|&d| score[d] > 0.0 && exact_mask[d] & required_mask == required_mask)
+            .map(|d| {
+                let coverage = any_mask[d].count_ones() as f32 / total;
+                let name_len = self.field_len(d, Field::Name as usize);
+                let parts = if name_len > 1.0 { name_len - 1.0 } else { 1.0 };
+                let name_fraction = (f32::from(name_hits[d]) / parts).min(1.0);
+                let boost = 1.0 + self.ranking.name_coverage * name_fraction;
+                (score[d] * coverage.powf(self.ranking.coverage_exponent) * boost, d as u32)
+            })
+            .collect();
+        let by_rank = |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+        if ranked.len() > max_results {
+            ranked.select_nth_unstable_by(max_results - 1, by_rank);
+            ranked.truncate(max_results);
+        }
+        ranked.sort_unstable_by(by_rank);
+        self.explain(&terms, &lookups, ranked)
+    }
+
+    /// BM25F contribution of one posting.
+    fn term_score(&self, cache: &mut [Option<[f32; FIELDS]>], p: Posting, idf: f32) -> f32 {
+        let d = p.doc as usize;
+        let norm = match cache[d] {
+            Some(norm) => norm,
+            None => {
+                let r = &self.ranking;
+                let mut norm = [0f32; FIELDS];
+                for (f, slot) in norm.iter_mut().enumerate() {
+                    let avg = self.avg_len[f];
+                    let rel = if avg > 0.0 { self.field_len(d, f) / avg } else { 1.0 };
+                    *slot = r.weight[f] / (1.0 - r.b[f] + r.b[f] * rel);
+                }
+                cache[d] = Some(norm);
+                norm
+            }
+        };
+        let tf: f32 = p.tf.iter().zip(norm).map(|(&t, w)| f32::from(t) * w).sum();
+        idf * tf / (self.ranking.k1 + tf)
+    }
+
+    fn idf(&self, df: u64) -> f32 {
+        let (n, df) = (self.len as f32, df as f32);
+        (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+    }
+
+    /// Finds a query term in the dictionary: by its stem, or failing that by
+    /// prefix (terms of 4+ characters) and by edit distance (1 for 4-7
+    /// characters, 2 for longer ones).
+    fn lookup(&self, term: &QueryTerm) -> Lookup {
+        if let Some(offset) = self.stems.get(&term.stem) {
+            return Lookup::Found(offset);
+        }
+        const MAX_EXPANSIONS: usize = 32;
+        let mut expansions: Vec<Expansion> = Vec::new();
+        let chars = term.word.chars().count();
+        if chars >= 4 && !term.required {
+            let mut stream = self.stems.search(Str::new(&term.stem).starts_with()).into_stream();
+            while let Some((key, offset)) = stream.next() {
+                if expansions.len() >= MAX_EXPANSIONS {
+                    break;
+                }
+                let matched = String::from_utf8_lossy(key).into_owned();
+                expansions.push(Expansion { matched, offset, kind: MatchKind::Prefix });
+            }
+            let distance = if chars <= 7 { 1 } else { 2 };
+            if let Ok(lev) = Levenshtein::new_with_limit(&term.stem, distance, 10_000) {
+                let mut stream = self.stems.search(lev).into_stream();
+                while let Some((key, offset)) = stream.next() {
+                    if expansions.len() >= MAX_EXPANSIONS {
+                        break;
+                    }
+                    if !expansions.iter().any(|e| e.matched.as_bytes() == key) {
+                        let matched = String::from_utf8_lossy(key).into_owned();
+                        expansions.push(Expansion { matched, offset, kind: MatchKind::Typo });
+                    }
+                }
+            }
+        }
+        if expansions.is_empty() { Lookup::Missing } else { Lookup::Expanded(expansions) }
+    }
+
+    /// Turns ranked tool numbers into hits, re-reading the postings of the
+    /// query terms to say which fields matched and how.
+    fn explain(&self, terms: &[QueryTerm], lookups: &[Lookup], ranked: Vec<(f32, u32)>) -> Vec<Hit> {
+        let mut top: Vec<u32> = ranked.iter().map(|&(_, d)| d).collect();
+        top.sort_unstable();
+        let mut why: HashMap<u32, Vec<Match>> = HashMap::new();
+        let fields_of = |offset: u64| -> Vec<(u32, u8)> {
+            let mut found = Vec::new();
+            for p in self.postings_at(offset) {
+                if top.binary_search(&p.doc).is_ok() {
+                    let mask = p.tf.iter().enumerate().fold(0u8, |m, (i, &t)| {
+                        if t > 0 { m | 1 << i } else { m }
+                    });
+                    found.push((p.doc, mask));
+                }
+            }
+            found
+        };
+        for (term, lookup) in terms.iter().zip(lookups) {
+            match lookup {
+                Lookup::Found(offset) => {
+                    let exact: HashMap<u32, u8> = match self.surfaces.get(&term.word) {
+                        Some(o) => fields_of(o).into_iter().collect(),
+                        None => HashMap::new(),
+                    };
+                    for (doc, mask) in fields_of(*offset) {
+                        let exact_mask = exact.get(&doc).copied().unwrap_or(0);
+                        for field in Field::ALL {
+                            let bit = 1u8 << field as u8;
+                            if mask & bit != 0 {
+                                let kind =
+                                    if exact_mask & bit != 0 { MatchKind::Exact } else { MatchKind::Stem };
+                                why.entry(doc).or_default().push(Match {
+                                    term: term.word.clone(),
+                                    matched: term.stem.clone(),
+                                    field,
+                                    kind,
+                                });
+                            }
+                        }
+                    }
+                }
+                Lookup::Expanded(expansions) => {
+                    for e in expansions {
+                        for (doc, mask) in fields_of(e.offset) {
+                            for field in Field::ALL {
+                                if mask & (1u8 << field as u8) != 0 {
+                                    why.entry(doc).or_default().push(Match {
+                                        term: term.word.clone(),
+                                        matched: e.matched.clone(),
+                                        field,
+                                        kind: e.kind,
+                                    });
+                                }
+                            }
+                        }
+                    }
+                }
+                Lookup::Missing => {}
+            }
+        }
+        ranked
+            .into_iter()
+            .filter_map(|(score, d)| {
+                Some(Hit {
+                    name: self.name_of(d as usize)?.to_string(),
+                    score,
+                    why: why.remove(&d).unwrap_or_default(),
+                })
+            })
+            .collect()
+    }
+}
+
+/// A normalised query term.
+#[derive(Clone, Debug)]
+struct QueryTerm {
+    /// The lowercased word.
+    word: String,
+    /// Its stem, the dictionary key.
+    stem: String,
+    /// From a `+word`.
+    required: bool,
+}
+
+enum Lookup {
+    Found(u64),
+    Expanded(Vec<Expansion>),
+    Missing,
+}
+
+struct Expansion {
+    matched: String,
+    offset: u64,
+    kind: MatchKind,
+}
+
+/// The most distinct terms a query is searched with; the rest are ignored.
+const MAX_QUERY_TERMS: usize = 64;
+
+/// Required terms first (all their parts, stop words kept), then the free
+/// text's terms and any whole identifiers in it (`get_weather`), each stem
+/// once.
+fn query_terms(free: &str, required: &[String]) -> Vec<QueryTerm> {
+    let mut out: Vec<QueryTerm> = Vec::new();
+    let mut push = |word: String, required: bool| {
+        let stem = text::stem(&word);
+        if out.len() < MAX_QUERY_TERMS && !out.iter().any(|t| t.stem == stem) {
+            out.push(QueryTerm { word, stem, required });
+        }
+    };
+    for r in required {
+        for w in text::words(r) {
+            push(w, true);
+        }
+    }
+    for w in text::terms(free) {
+        push(w, false);
+    }
+    for token in free.split_whitespace() {
+        let token = token.trim_matches(|c: char| !c.is_alphanumeric());
+        if text::words(token).len() > 1 && !token.contains(char::is_whitespace) {
+            let whole = token.to_lowercase();
+            if whole.chars().all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | '-')) {
+                push(whole, false);
+            }
+        }
+    }
+    out
+}
