@@ -1,0 +1,156 @@
+//! `toolgate validate`: a policy is loaded and the engine built from it; problems come out as
+//! `file:line:col: message` on stderr with a non-zero exit.
+
+use std::path::{Path, PathBuf};
+
+use toolgate_e2e::{repo_root, toolgate};
+
+/// Every policy shipped in `policies/` and `policies/examples/`.
+fn shipped_policies() -> Vec<PathBuf> {
+    let mut all = Vec::new();
+    for dir in ["policies", "policies/examples"] {
+        for entry in std::fs::read_dir(repo_root().join(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "yaml" || e == "yml") {
+                all.push(path);
+            }
+        }
+    }
+    all.sort();
+    assert!(!all.is_empty());
+    all
+}
+
+/// Writes `text` as `policy.yaml` in a fresh folder and validates it.
+fn validate_text(text: &str) -> (tempfile::TempDir, PathBuf, toolgate_e2e::Run) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("policy.yaml");
+    std::fs::write(&path, text).unwrap();
+    let run = toolgate(&["validate", path.to_str().unwrap()]);
+    (dir, path, run)
+}
+
+/// The run failed with exit 3, and stderr has a `file:line:col: ` line for `file`.
+#[track_caller]
+fn assert_diagnostic_at(run: &toolgate_e2e::Run, file: &Path, line: u32, needle: &str) {
+    run.assert_code(3);
+    let prefix = format!("{}:{line}:", file.display());
+    assert!(
+        run.stderr
+            .lines()
+            .any(|l| l.starts_with(&prefix) && l.contains(needle)),
+        "expected a line starting with {prefix:?} mentioning {needle:?} on stderr:\n{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+}
+
+#[test]
+fn every_shipped_policy_validates() {
+    for policy in shipped_policies() {
+        let run = toolgate(&["validate", policy.to_str().unwrap()]);
+        assert_eq!(
+            run.code,
+            0,
+            "{} does not validate:\n{}",
+            policy.display(),
+            run.stderr
+        );
+        assert!(run.stdout.contains(": ok"), "{}", run.stdout);
+    }
+}
+
+#[test]
+fn validate_without_a_policy_checks_the_built_in_one() {
+    let run = toolgate(&["validate"]);
+    run.assert_code(0);
+    assert!(
+        run.stdout.starts_with("<embedded default policy>: ok"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("fs.read_file"), "{}", run.stdout);
+}
+
+#[test]
+fn the_summary_lists_tools_by_source_aliases_and_hooks() {
+    let policy = repo_root().join("policies/examples/aliases.yaml");
+    let run = toolgate(&["validate", policy.to_str().unwrap()]);
+    run.assert_code(0);
+    assert!(run.stdout.contains("plugin testkit"), "{}", run.stdout);
+    assert!(run.stdout.contains("say -> echo"), "{}", run.stdout);
+    assert!(run.stdout.contains("unknown_tool"), "{}", run.stdout);
+}
+
+#[test]
+fn malformed_yaml_fails_at_its_line() {
+    let (_d, path, run) = validate_text("version: 1\ndispatch:\n  timeout: [1s\n");
+    run.assert_code(3);
+    assert!(
+        run.stderr.starts_with(&format!("{}:", path.display())),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn an_unknown_key_fails_at_its_line_and_column() {
+    let (_d, path, run) = validate_text("version: 1\ndispatchh: {}\n");
+    assert_diagnostic_at(&run, &path, 2, "dispatchh");
+}
+
+#[test]
+fn a_schema_violation_fails_at_its_line() {
+    let (_d, path, run) = validate_text("version: 1\ndispatch:\n  concurrency: many\n");
+    assert_diagnostic_at(&run, &path, 3, "concurrency");
+}
+
+#[test]
+fn yes_is_not_a_boolean() {
+    let (_d, path, run) = validate_text("version: 1\ndispatch:\n  sequential: yes\n");
+    assert_diagnostic_at(&run, &path, 3, "sequential");
+}
+
+#[test]
+fn a_script_that_does_not_compile_fails_at_its_line() {
+    let (_d, path, run) = validate_text(
+        "version: 1\nplugins: [{name: testkit}]\nscripts:\n  before:\n    code: |\n      let x = ;\n",
+    );
+    run.assert_code(3);
+    assert!(
+        run.stderr.starts_with(&format!("{}:", path.display())),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("before"), "{}", run.stderr);
+}
+
+#[test]
+fn a_missing_plugin_file_fails_naming_the_file() {
+    let (_d, path, run) = validate_text("version: 1\nplugins:\n  - path: ./no-such-plugin.so\n");
+    assert_diagnostic_at(&run, &path, 3, "no-such-plugin.so");
+}
+
+#[test]
+fn a_missing_policy_file_fails_with_exit_3() {
+    let run = toolgate(&["validate", "no/such/policy.yaml"]);
+    run.assert_code(3);
+    assert!(run.stderr.contains("no/such/policy.yaml"), "{}", run.stderr);
+}
+
+#[test]
+fn every_problem_of_a_policy_is_reported() {
+    let (_d, path, run) = validate_text("version: 1\nfoo: 1\nbar: 2\n");
+    run.assert_code(3);
+    let at = |line: u32| format!("{}:{line}:", path.display());
+    assert!(run.stderr.contains(&at(2)), "{}", run.stderr);
+    assert!(run.stderr.contains(&at(3)), "{}", run.stderr);
+}
+
+#[test]
+fn tools_and_call_refuse_a_bad_policy_with_exit_3() {
+    let (_d, path, _) = validate_text("version: 1\ndispatchh: {}\n");
+    let policy = path.to_str().unwrap();
+    toolgate(&["tools", "--policy", policy]).assert_code(3);
+    toolgate(&["call", "--policy", policy, "echo", "{}"]).assert_code(3);
+}
