@@ -233,7 +233,7 @@ fn plugin(c: &mut Criterion) {
     // What every plugin call pays before the plugin runs: a hop to tokio's blocking pool and
     // back (the plugin adapter's `spawn_blocking`), here with an empty closure.
     g.bench_function("spawn_blocking_baseline", |b| {
-        b.iter(|| rt.block_on(tokio::task::spawn_blocking(|| black_box(1u8))).ok())
+        b.iter(|| rt.block_on(async { tokio::task::spawn_blocking(|| black_box(1u8)).await.ok() }))
     });
     g.finish();
 }
