@@ -44,7 +44,9 @@ fn echo() -> Arc<dyn Tool> {
         "Echo the text.",
         json!({"type": "object", "properties": {"text": {"type": "string"}}}),
         |_ctx, args: Value| async move {
-            Ok(ToolOutput::text(args["text"].as_str().unwrap_or("").to_string()))
+            Ok(ToolOutput::text(
+                args["text"].as_str().unwrap_or("").to_string(),
+            ))
         },
     ))
 }
@@ -185,9 +187,21 @@ fn hooks(c: &mut Criterion) {
     };
     let parts: [(&str, Engine, &str); 4] = [
         ("aliases_only", only(|_| {}), "hi"),
-        ("aliases_rewrite", only(|p| p.scripts.rewrite = script(REWRITE)), "HI"),
-        ("aliases_before", only(|p| p.scripts.before = script(BEFORE)), "hi"),
-        ("aliases_after", only(|p| p.scripts.after = script(AFTER)), "hi"),
+        (
+            "aliases_rewrite",
+            only(|p| p.scripts.rewrite = script(REWRITE)),
+            "HI",
+        ),
+        (
+            "aliases_before",
+            only(|p| p.scripts.before = script(BEFORE)),
+            "hi",
+        ),
+        (
+            "aliases_after",
+            only(|p| p.scripts.after = script(AFTER)),
+            "hi",
+        ),
     ];
     let session = full.session(None).expect("session");
     // Both aliases used: the name `say` and the argument `message`.
@@ -213,7 +227,9 @@ fn hooks(c: &mut Criterion) {
 // 3. a plugin call over a native call, 1 KB payload (goal: plugin - native < 5 µs)
 
 fn plugin(c: &mut Criterion) {
-    let Some(plugin) = testkit_engine() else { return };
+    let Some(plugin) = testkit_engine() else {
+        return;
+    };
     let rt = current_thread();
     let native = native_engine(Policy::default(), echo());
     let session = native.session(None).expect("session");
@@ -254,9 +270,15 @@ fn dispatch(c: &mut Criterion) {
     let session = native.session(None).expect("session");
     let check = |outcomes: &[Outcome]| {
         assert_eq!(outcomes.len(), calls.len());
-        assert!(outcomes.iter().all(|o| o.error.is_none()), "every sleep succeeds");
+        assert!(
+            outcomes.iter().all(|o| o.error.is_none()),
+            "every sleep succeeds"
+        );
     };
-    check(&rt.block_on(native.dispatch(&session, &calls)).expect("turn"));
+    check(
+        &rt.block_on(native.dispatch(&session, &calls))
+            .expect("turn"),
+    );
 
     let mut g = c.benchmark_group("dispatch");
     g.sample_size(10);
@@ -266,7 +288,10 @@ fn dispatch(c: &mut Criterion) {
     // For information: plugin calls are blocking C calls on tokio's blocking pool (at most
     // 512 threads by default), so 1,000 of them cannot all sleep at once.
     if let Some(plugin) = testkit_engine() {
-        check(&rt.block_on(plugin.dispatch(&session, &calls)).expect("turn"));
+        check(
+            &rt.block_on(plugin.dispatch(&session, &calls))
+                .expect("turn"),
+        );
         g.bench_function("plugin_sleep_10ms_x1000", |b| {
             b.iter(|| black_box(rt.block_on(plugin.dispatch(&session, black_box(&calls)))))
         });

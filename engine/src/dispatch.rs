@@ -37,8 +37,15 @@ pub(crate) async fn dispatch(
     let settings = engine.dispatch_settings();
     let fail_fast = settings.on_error == OnError::Fail;
     if settings.sequential || calls.len() <= 1 {
-        return sequential(engine, session, calls, cancel, fail_fast, settings.stop_on_error)
-            .await;
+        return sequential(
+            engine,
+            session,
+            calls,
+            cancel,
+            fail_fast,
+            settings.stop_on_error,
+        )
+        .await;
     }
 
     let limit = settings.concurrency.map(|n| Arc::new(Semaphore::new(n)));

@@ -123,9 +123,10 @@ impl EngineBuilder {
         }
         if let Some(search) = &policy.search {
             for file in &search.catalogs {
-                let docs = toolgate_search::read_catalog_jsonl(file).map_err(|e| BuildError::Other {
-                    message: format!("search: {e}"),
-                })?;
+                let docs =
+                    toolgate_search::read_catalog_jsonl(file).map_err(|e| BuildError::Other {
+                        message: format!("search: {e}"),
+                    })?;
                 let source = ToolSource::Catalog {
                     file: file.display().to_string(),
                 };
@@ -161,7 +162,11 @@ impl EngineBuilder {
                     source_desc: entry.source.to_string(),
                     reason: format!(
                         "{name} is reserved for the built-in tool while {} is on",
-                        if *name == READ_TOOL_RESULT { "reduction" } else { "search" }
+                        if *name == READ_TOOL_RESULT {
+                            "reduction"
+                        } else {
+                            "search"
+                        }
                     ),
                     at: At(None),
                 });
@@ -172,8 +177,8 @@ impl EngineBuilder {
                 Some(s) => s,
                 None => crate::reduction::open_store(settings, self.default_store_url.as_deref())
                     .map_err(|e| BuildError::Other {
-                        message: format!("reduction: cannot open the result store: {e}"),
-                    })?,
+                    message: format!("reduction: cannot open the result store: {e}"),
+                })?,
             }),
             None => None,
         };
@@ -514,7 +519,11 @@ impl Engine {
         session: &Session,
         history: &[Message],
     ) -> Result<Vec<Message>, TurnError> {
-        let calls = match history.iter().rev().find(|m| matches!(m, Message::Assistant { .. })) {
+        let calls = match history
+            .iter()
+            .rev()
+            .find(|m| matches!(m, Message::Assistant { .. }))
+        {
             Some(Message::Assistant { tool_calls, .. }) => tool_calls.clone(),
             _ => Vec::new(),
         };

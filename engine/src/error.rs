@@ -50,7 +50,9 @@ pub enum CallError {
     #[error("tool call cancelled")]
     Cancelled,
 
-    #[error("skipped: an earlier call of this turn ({failed_call_id}) failed and stop_on_error is set")]
+    #[error(
+        "skipped: an earlier call of this turn ({failed_call_id}) failed and stop_on_error is set"
+    )]
     Skipped { failed_call_id: String },
 
     /// A failure with a stable kind of its own, such as the result store's `not_found`,

@@ -106,7 +106,10 @@ impl Events {
 
     /// Whether anyone listens.
     pub fn active(&self) -> bool {
-        self.listeners.read().map(|l| !l.is_empty()).unwrap_or(false)
+        self.listeners
+            .read()
+            .map(|l| !l.is_empty())
+            .unwrap_or(false)
     }
 
     /// Delivers an event to every listener. A panicking listener is logged and skipped.

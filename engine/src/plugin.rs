@@ -144,7 +144,9 @@ impl Tool for PluginTool {
             match outcome {
                 PluginOutcome::Ok(parts) => Ok(output_of(parts)),
                 PluginOutcome::Error(message) => Err(ToolError::new(message)),
-                PluginOutcome::InvalidArguments(message) => Err(ToolError::invalid_arguments(message)),
+                PluginOutcome::InvalidArguments(message) => {
+                    Err(ToolError::invalid_arguments(message))
+                }
                 PluginOutcome::Panic(message) => Err(ToolError::panic(message)),
             }
         })

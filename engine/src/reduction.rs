@@ -53,7 +53,11 @@ pub fn notice(id: &str, text: &str, bytes: u64, chars: u64, head: u64, tail: u64
     let tail_start = chars.saturating_sub(tail).max(head);
     let tail_text: String = if tail_start < chars {
         // Walk from the end: the tail is short, the text may be huge.
-        let mut t: Vec<char> = text.chars().rev().take((chars - tail_start) as usize).collect();
+        let mut t: Vec<char> = text
+            .chars()
+            .rev()
+            .take((chars - tail_start) as usize)
+            .collect();
         t.reverse();
         t.into_iter().collect()
     } else {
@@ -115,7 +119,10 @@ impl Layer for ReduceLayer {
             let failure = match saved {
                 Ok(Ok(_meta)) => None,
                 Ok(Err(e)) => Some(e.to_string()),
-                Err(_) => Some(format!("the store did not answer within {}s", STORE_TIMEOUT.as_secs())),
+                Err(_) => Some(format!(
+                    "the store did not answer within {}s",
+                    STORE_TIMEOUT.as_secs()
+                )),
             };
             if let Some(why) = failure {
                 return Ok(self.fallback(inv, reply, text, &why));
@@ -129,17 +136,18 @@ impl Layer for ReduceLayer {
                 self.settings.preview_tail_chars,
             );
             reply.chars = n.chars().count() as u64;
-            reply.output = match std::mem::replace(&mut reply.output, ToolOutput::Text(String::new())) {
-                ToolOutput::Parts(parts) => {
-                    let mut kept: Vec<ContentPart> = parts
-                        .into_iter()
-                        .filter(|p| matches!(p, ContentPart::Image { .. }))
-                        .collect();
-                    kept.insert(0, ContentPart::text(n));
-                    ToolOutput::Parts(kept)
-                }
-                _ => ToolOutput::Text(n),
-            };
+            reply.output =
+                match std::mem::replace(&mut reply.output, ToolOutput::Text(String::new())) {
+                    ToolOutput::Parts(parts) => {
+                        let mut kept: Vec<ContentPart> = parts
+                            .into_iter()
+                            .filter(|p| matches!(p, ContentPart::Image { .. }))
+                            .collect();
+                        kept.insert(0, ContentPart::text(n));
+                        ToolOutput::Parts(kept)
+                    }
+                    _ => ToolOutput::Text(n),
+                };
             reply.truncated = false;
             reply.result_id = Some(id);
             Ok(reply)
@@ -257,17 +265,25 @@ impl Tool for ReadToolResult {
         &self.spec
     }
 
-    fn call(&self, ctx: ToolContext, args: Value) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+    fn call(
+        &self,
+        ctx: ToolContext,
+        args: Value,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
         let store = self.store.clone();
         let foreign = self.foreign;
         Box::pin(async move {
             let id = match args.get("id") {
                 Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
                 Some(Value::String(_)) | None => {
-                    return Err(ToolError::invalid_arguments("id is required and must not be blank"));
+                    return Err(ToolError::invalid_arguments(
+                        "id is required and must not be blank",
+                    ));
                 }
                 Some(other) => {
-                    return Err(ToolError::invalid_arguments(format!("id must be a string, not {other}")));
+                    return Err(ToolError::invalid_arguments(format!(
+                        "id must be a string, not {other}"
+                    )));
                 }
             };
             let offset = arg_u64(&args, "offset", 0)?;

@@ -345,7 +345,11 @@ pub fn closest<'a>(name: &str, names: impl Iterator<Item = &'a str>, n: usize) -
         .collect();
     scored.sort();
     scored.dedup_by(|a, b| a.1 == b.1);
-    scored.into_iter().take(n).map(|(_, s)| s.to_string()).collect()
+    scored
+        .into_iter()
+        .take(n)
+        .map(|(_, s)| s.to_string())
+        .collect()
 }
 
 fn levenshtein(a: &str, b: &str) -> usize {
@@ -371,7 +375,10 @@ mod tests {
     fn closest_prefers_smaller_edit_distance() {
         let names = ["search", "web_search", "echo", "sleep"];
         assert_eq!(closest("serch", names.into_iter(), 3), vec!["search"]);
-        assert_eq!(closest("websearch", names.into_iter(), 3), vec!["web_search", "search"]);
+        assert_eq!(
+            closest("websearch", names.into_iter(), 3),
+            vec!["web_search", "search"]
+        );
     }
 
     #[test]

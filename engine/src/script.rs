@@ -68,9 +68,9 @@ thread_local! {
 /// Builds the sandboxed engine.
 pub fn sandbox(limits: &ScriptLimits) -> Engine {
     let mut engine = Engine::new_raw();
-    engine.register_global_module(
-        rhai::packages::Package::as_shared_module(&rhai::packages::StandardPackage::new()),
-    );
+    engine.register_global_module(rhai::packages::Package::as_shared_module(
+        &rhai::packages::StandardPackage::new(),
+    ));
     engine
         .set_max_operations(limits.max_operations)
         .set_max_call_levels(limits.max_call_levels)
@@ -94,7 +94,9 @@ pub fn sandbox(limits: &ScriptLimits) -> Engine {
                 // the evaluation, and cleared before that reference goes away.
                 let cancelled = unsafe { (*token).is_cancelled() };
                 if cancelled || Instant::now() >= deadline {
-                    Some(Dynamic::from("the call's deadline passed while the script ran"))
+                    Some(Dynamic::from(
+                        "the call's deadline passed while the script ran",
+                    ))
                 } else {
                     None
                 }
@@ -110,7 +112,8 @@ struct Budget;
 
 impl Budget {
     fn enter(deadline: Option<Instant>, cancel: &CancellationToken) -> Budget {
-        let deadline = deadline.unwrap_or_else(|| Instant::now() + std::time::Duration::from_secs(3600));
+        let deadline =
+            deadline.unwrap_or_else(|| Instant::now() + std::time::Duration::from_secs(3600));
         BUDGET.with(|b| b.set(Some((deadline, cancel as *const _))));
         Budget
     }
@@ -195,31 +198,32 @@ impl ScriptSet {
     /// `file:line:col: rhai: <message> (in the <hook> script)`.
     pub fn compile(scripts: &Scripts, limits: &ScriptLimits) -> Result<ScriptSet, BuildError> {
         let engine = Arc::new(sandbox(limits));
-        let compile = |hook: Hook, src: &Option<ScriptSource>| -> Result<Option<Compiled>, BuildError> {
-            let Some(src) = src else { return Ok(None) };
-            match engine.compile(&src.code) {
-                Ok(ast) => Ok(Some(Compiled {
-                    ast,
-                    file: src.file.clone(),
-                    line_offset: src.line_offset.max(1),
-                })),
-                Err(e) => {
-                    let c = Compiled {
-                        ast: AST::empty(),
+        let compile =
+            |hook: Hook, src: &Option<ScriptSource>| -> Result<Option<Compiled>, BuildError> {
+                let Some(src) = src else { return Ok(None) };
+                match engine.compile(&src.code) {
+                    Ok(ast) => Ok(Some(Compiled {
+                        ast,
                         file: src.file.clone(),
                         line_offset: src.line_offset.max(1),
-                    };
-                    Err(BuildError::Script {
-                        message: format!(
-                            "{}: the {} script does not compile: {}",
-                            c.locate(e.1),
-                            hook_name(hook),
-                            e.0
-                        ),
-                    })
+                    })),
+                    Err(e) => {
+                        let c = Compiled {
+                            ast: AST::empty(),
+                            file: src.file.clone(),
+                            line_offset: src.line_offset.max(1),
+                        };
+                        Err(BuildError::Script {
+                            message: format!(
+                                "{}: the {} script does not compile: {}",
+                                c.locate(e.1),
+                                hook_name(hook),
+                                e.0
+                            ),
+                        })
+                    }
                 }
-            }
-        };
+            };
         Ok(ScriptSet {
             rewrite: compile(Hook::Rewrite, &scripts.rewrite)?,
             before: compile(Hook::Before, &scripts.before)?,
@@ -362,7 +366,10 @@ impl ScriptSet {
             return Ok(None);
         }
         let mut scope = scope_for(call)?;
-        let s: rhai::Array = suggestions.iter().map(|s| Dynamic::from(s.clone())).collect();
+        let s: rhai::Array = suggestions
+            .iter()
+            .map(|s| Dynamic::from(s.clone()))
+            .collect();
         scope.push_constant("suggestions", s);
         let Some(r) = self.run(Hook::UnknownTool, scope, deadline, cancel) else {
             return Ok(None);
@@ -394,10 +401,7 @@ fn scope_for(call: CallView<'_>) -> Result<Scope<'static>, CallError> {
     scope.push_constant("model_name", call.model_name.to_string());
     scope.push_constant("args", args);
     scope.push_constant("call_id", call.call_id.to_string());
-    scope.push_constant(
-        "session",
-        call.session.map_or(Dynamic::UNIT, |s| s.into()),
-    );
+    scope.push_constant("session", call.session.map_or(Dynamic::UNIT, |s| s.into()));
     Ok(scope)
 }
 
@@ -413,10 +417,6 @@ fn describe(e: &EvalAltResult, compiled: &Compiled) -> String {
         EvalAltResult::ErrorRuntime(v, _) => format!("the script threw: {v}"),
         other => other.to_string(),
     };
-    let what = what
-        .split(" (line ")
-        .next()
-        .unwrap_or(&what)
-        .to_string();
+    let what = what.split(" (line ").next().unwrap_or(&what).to_string();
     format!("{}: {what}", compiled.locate(e.position()))
 }

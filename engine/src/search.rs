@@ -38,12 +38,18 @@ impl Tool for CatalogOnly {
         &self.spec
     }
 
-    fn call(&self, _ctx: ToolContext, _args: Value) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+    fn call(
+        &self,
+        _ctx: ToolContext,
+        _args: Value,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
         let name = self.spec.name.clone();
         Box::pin(async move {
             Err(ToolError::coded(
                 "not_implemented",
-                format!("{name} is described in a catalog but has no implementation in this engine"),
+                format!(
+                    "{name} is described in a catalog but has no implementation in this engine"
+                ),
             ))
         })
     }
@@ -62,7 +68,12 @@ impl ToolSearch {
         let current = index.current();
         let mut names: Vec<&str> = current.names().collect();
         names.sort_unstable();
-        let mut reminder = names.iter().take(REMINDER_NAMES).copied().collect::<Vec<_>>().join(", ");
+        let mut reminder = names
+            .iter()
+            .take(REMINDER_NAMES)
+            .copied()
+            .collect::<Vec<_>>()
+            .join(", ");
         if names.len() > REMINDER_NAMES {
             reminder.push_str(&format!(" and {} more", names.len() - REMINDER_NAMES));
         }
@@ -98,7 +109,11 @@ impl Tool for ToolSearch {
         &self.spec
     }
 
-    fn call(&self, ctx: ToolContext, args: Value) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+    fn call(
+        &self,
+        ctx: ToolContext,
+        args: Value,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
         let index = self.index.current();
         let sessions = self.sessions.clone();
         let default_max = self.default_max;
@@ -106,7 +121,9 @@ impl Tool for ToolSearch {
             let query = match args.get("query") {
                 Some(Value::String(q)) => q.clone(),
                 Some(other) => {
-                    return Err(ToolError::invalid_arguments(format!("query must be a string, not {other}")));
+                    return Err(ToolError::invalid_arguments(format!(
+                        "query must be a string, not {other}"
+                    )));
                 }
                 None => return Err(ToolError::invalid_arguments("query is required")),
             };
@@ -121,7 +138,8 @@ impl Tool for ToolSearch {
                     }
                 },
             };
-            let parsed = Query::parse(&query).map_err(|e| ToolError::invalid_arguments(e.to_string()))?;
+            let parsed =
+                Query::parse(&query).map_err(|e| ToolError::invalid_arguments(e.to_string()))?;
             let results = index.search(&parsed, max);
             let found: Vec<String> = results.hits.iter().map(|h| h.name.clone()).collect();
             if let Ok(session) = sessions.get(ctx.session.as_deref()) {
@@ -190,7 +208,10 @@ impl Layer for VisibilityLayer {
 }
 
 /// Builds the index over the catalog, or opens the prebuilt one when its names match.
-pub fn build_index(docs: Vec<ToolDoc>, index_file: Option<&std::path::Path>) -> Result<SearchIndex, String> {
+pub fn build_index(
+    docs: Vec<ToolDoc>,
+    index_file: Option<&std::path::Path>,
+) -> Result<SearchIndex, String> {
     if let Some(path) = index_file
         && path.is_file()
     {
@@ -208,7 +229,10 @@ pub fn build_index(docs: Vec<ToolDoc>, index_file: Option<&std::path::Path>) -> 
                     path.display()
                 );
             }
-            Err(e) => tracing::warn!("cannot open index file {}: {e}; building the index in memory", path.display()),
+            Err(e) => tracing::warn!(
+                "cannot open index file {}: {e}; building the index in memory",
+                path.display()
+            ),
         }
     }
     SearchIndex::build(docs).map_err(|e| e.to_string())

@@ -47,7 +47,10 @@ impl SessionState {
     }
 
     pub fn is_revealed(&self, name: &str) -> bool {
-        self.visible.lock().map(|v| v.contains(name)).unwrap_or(false)
+        self.visible
+            .lock()
+            .map(|v| v.contains(name))
+            .unwrap_or(false)
     }
 
     pub fn revealed(&self) -> Vec<String> {

@@ -60,9 +60,14 @@ impl ToolSpec {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentPart {
-    Text { text: String },
+    Text {
+        text: String,
+    },
     /// An image, base64-encoded.
-    Image { mime_type: String, data: String },
+    Image {
+        mime_type: String,
+        data: String,
+    },
 }
 
 impl ContentPart {

@@ -13,20 +13,31 @@ use toolgate_policy::{PluginLocation, PluginSpec};
 
 fn lib(name: &str) -> std::path::PathBuf {
     let path = target_dir().join(toolgate_plugin_api::library_file_name(name));
-    assert!(path.is_file(), "{} is missing: run `cargo build --workspace` first", path.display());
+    assert!(
+        path.is_file(),
+        "{} is missing: run `cargo build --workspace` first",
+        path.display()
+    );
     path
 }
 
 fn plugin_policy(location: PluginLocation, f: impl FnOnce(&mut Policy)) -> Policy {
     policy_with(|p| {
-        p.plugins.push(PluginSpec { location, config: json!({}), searchable: false, position: None });
+        p.plugins.push(PluginSpec {
+            location,
+            config: json!({}),
+            searchable: false,
+            position: None,
+        });
         f(p)
     })
 }
 
 fn testkit(f: impl FnOnce(&mut Policy)) -> Engine {
     lib("toolgate_plugin_testkit");
-    Engine::builder(plugin_policy(PluginLocation::Name("testkit".into()), f)).build().expect("testkit loads")
+    Engine::builder(plugin_policy(PluginLocation::Name("testkit".into()), f))
+        .build()
+        .expect("testkit loads")
 }
 
 fn build_error(location: PluginLocation) -> String {
@@ -43,15 +54,37 @@ fn build_error(location: PluginLocation) -> String {
 async fn plugin_tools_are_registered_by_name_from_the_plugin() {
     let engine = testkit(|_| {});
     let s = engine.session(None).unwrap();
-    let mut names: Vec<String> = engine.visible_tools(&s).into_iter().map(|t| t.name).collect();
+    let mut names: Vec<String> = engine
+        .visible_tools(&s)
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
     names.sort();
-    assert_eq!(names, ["big_output", "echo", "fail", "multimodal", "panic", "progress", "sleep", "stubborn_sleep"]);
+    assert_eq!(
+        names,
+        [
+            "big_output",
+            "echo",
+            "fail",
+            "multimodal",
+            "panic",
+            "progress",
+            "sleep",
+            "stubborn_sleep"
+        ]
+    );
 }
 
 #[tokio::test]
 async fn plugin_echo_returns_its_text() {
     let engine = testkit(|_| {});
-    assert_eq!(one(&engine, "echo", json!({"text": "héllo"})).await.content.text(), "héllo");
+    assert_eq!(
+        one(&engine, "echo", json!({"text": "héllo"}))
+            .await
+            .content
+            .text(),
+        "héllo"
+    );
 }
 
 #[tokio::test]
@@ -59,7 +92,13 @@ async fn plugin_panic_becomes_tool_execution_panic_and_the_host_survives() {
     let engine = testkit(|_| {});
     let o = one(&engine, "panic", json!({})).await;
     assert_eq!(o.error_kind(), Some("tool_execution_panic"));
-    assert_eq!(one(&engine, "echo", json!({"text": "still here"})).await.content.text(), "still here");
+    assert_eq!(
+        one(&engine, "echo", json!({"text": "still here"}))
+            .await
+            .content
+            .text(),
+        "still here"
+    );
 }
 
 #[tokio::test]
@@ -92,12 +131,21 @@ async fn g2_a_plugin_that_ignores_cancellation_does_not_hold_the_turn() {
     let s = engine.session(None).unwrap();
     let started = Instant::now();
     let out = engine
-        .dispatch(&s, &[call("1", "stubborn_sleep", json!({"ms": 4000})), call("2", "echo", json!({"text": "x"}))])
+        .dispatch(
+            &s,
+            &[
+                call("1", "stubborn_sleep", json!({"ms": 4000})),
+                call("2", "echo", json!({"text": "x"})),
+            ],
+        )
         .await
         .unwrap();
     assert_eq!(out[0].error_kind(), Some("timeout"));
     assert_eq!(out[1].content.text(), "x");
-    assert!(started.elapsed() < Duration::from_secs(3), "the turn ended at the deadline");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "the turn ended at the deadline"
+    );
 }
 
 #[tokio::test]
@@ -140,12 +188,18 @@ async fn e1_plugin_progress_becomes_update_events() {
 #[tokio::test]
 async fn n2_a_plugin_tool_and_a_native_tool_with_the_same_name_fail_naming_both() {
     lib("toolgate_plugin_testkit");
-    let e = Engine::builder(plugin_policy(PluginLocation::Name("testkit".into()), |_| {}))
-        .tool(echo("echo"))
-        .build()
-        .expect_err("duplicate");
+    let e = Engine::builder(plugin_policy(
+        PluginLocation::Name("testkit".into()),
+        |_| {},
+    ))
+    .tool(echo("echo"))
+    .build()
+    .expect_err("duplicate");
     let text = e.to_string();
-    assert!(text.contains("a native tool") && text.contains("plugin testkit"), "{text}");
+    assert!(
+        text.contains("a native tool") && text.contains("plugin testkit"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -157,8 +211,14 @@ fn a_missing_plugin_file_is_a_clear_build_error() {
 #[test]
 fn an_unknown_plugin_name_says_where_it_looked() {
     let e = build_error(PluginLocation::Name("nosuchplugin".into()));
-    assert!(e.contains("plugin \"nosuchplugin\" not found; looked in"), "{e}");
-    assert!(e.contains("cargo build -p toolgate-plugin-nosuchplugin"), "{e}");
+    assert!(
+        e.contains("plugin \"nosuchplugin\" not found; looked in"),
+        "{e}"
+    );
+    assert!(
+        e.contains("cargo build -p toolgate-plugin-nosuchplugin"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -12,15 +12,25 @@ use toolgate::tool::{FnTool, ToolOutput};
 
 #[tokio::test]
 async fn e1_each_call_emits_start_updates_and_end_with_names_arguments_id_and_outcome() {
-    let tool = FnTool::new("work", "Work with progress.", obj(json!({})), |ctx, _args: Value| async move {
-        ctx.progress("step 1");
-        ctx.progress("step 2");
-        Ok(ToolOutput::text("done"))
-    });
-    let engine = Engine::builder(Default::default()).tool(tool).build().unwrap();
+    let tool = FnTool::new(
+        "work",
+        "Work with progress.",
+        obj(json!({})),
+        |ctx, _args: Value| async move {
+            ctx.progress("step 1");
+            ctx.progress("step 2");
+            Ok(ToolOutput::text("done"))
+        },
+    );
+    let engine = Engine::builder(Default::default())
+        .tool(tool)
+        .build()
+        .unwrap();
     let mut rx = engine.subscribe();
     let s = engine.session(Some("s-1")).unwrap();
-    engine.call(&s, &call("call-7", "work", json!({"a": 1}))).await;
+    engine
+        .call(&s, &call("call-7", "work", json!({"a": 1})))
+        .await;
     let events: Vec<_> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
     let kinds: Vec<String> = events
         .iter()
@@ -64,11 +74,13 @@ async fn e1_listeners_registered_on_the_builder_see_every_event_and_a_panicking_
 
 #[tokio::test]
 async fn e1_events_serialise_to_json_with_a_kind_tag() {
-    let engine = Engine::builder(Default::default()).tool(echo("echo")).build().unwrap();
+    let engine = Engine::builder(Default::default())
+        .tool(echo("echo"))
+        .build()
+        .unwrap();
     let mut rx = engine.subscribe();
     one(&engine, "echo", json!({"text": "x"})).await;
     let first = serde_json::to_value(rx.try_recv().unwrap()).unwrap();
     assert_eq!(first["event"], "start");
     assert_eq!(first["tool_name"], "echo");
 }
-

@@ -16,7 +16,12 @@ use tracing_subscriber::layer::SubscriberExt;
 struct SpanFields(Arc<Mutex<Vec<Vec<(String, String)>>>>);
 
 impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for SpanFields {
-    fn on_new_span(&self, attrs: &tracing::span::Attributes<'_>, _id: &tracing::span::Id, _ctx: tracing_subscriber::layer::Context<'_, S>) {
+    fn on_new_span(
+        &self,
+        attrs: &tracing::span::Attributes<'_>,
+        _id: &tracing::span::Id,
+        _ctx: tracing_subscriber::layer::Context<'_, S>,
+    ) {
         if attrs.metadata().name() != "tool_call" {
             return;
         }
@@ -40,15 +45,26 @@ fn e1_every_call_runs_in_a_tracing_span_with_tool_call_id_and_session() {
     let fields = SpanFields::default();
     let subscriber = tracing_subscriber::registry().with(fields.clone());
     let _guard = tracing::subscriber::set_default(subscriber);
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async {
-        let engine = Engine::builder(Default::default()).tool(echo("echo")).build().unwrap();
+        let engine = Engine::builder(Default::default())
+            .tool(echo("echo"))
+            .build()
+            .unwrap();
         let s = engine.session(Some("sess-9")).unwrap();
         engine.call(&s, &call("id-3", "echo", json!({}))).await;
     });
     let spans = fields.0.lock().unwrap();
     assert_eq!(spans.len(), 1);
-    let get = |k: &str| spans[0].iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    let get = |k: &str| {
+        spans[0]
+            .iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.clone())
+    };
     assert_eq!(get("tool").as_deref(), Some("echo"));
     assert_eq!(get("call_id").as_deref(), Some("id-3"));
     assert_eq!(get("session").as_deref(), Some("sess-9"));

@@ -2,15 +2,15 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use common::*;
 use futures::StreamExt;
 use serde_json::{Value, json};
 use toolgate::events::EventKind;
-use toolgate::guard::{Invocation, Layer, Next, CallResult, TRUNCATION_MARKER};
+use toolgate::guard::{CallResult, Invocation, Layer, Next, TRUNCATION_MARKER};
 use toolgate::tool::{BoxFuture, ContentPart, FnTool, ToolOutput};
 use toolgate::{CallError, Engine};
 use toolgate_policy::{Rule, Rules, ToolOverride};
@@ -18,7 +18,10 @@ use toolgate_policy::{Rule, Rules, ToolOverride};
 fn deny_rule(tools: &[&str], args: &[(&str, &str)], reason: Option<&str>) -> Rule {
     Rule {
         tools: tools.iter().map(|s| s.to_string()).collect(),
-        args: args.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        args: args
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
         sessions: vec![],
         reason: reason.map(str::to_string),
         position: None,
@@ -28,8 +31,13 @@ fn deny_rule(tools: &[&str], args: &[(&str, &str)], reason: Option<&str>) -> Rul
 #[tokio::test]
 async fn g1_the_before_hook_can_deny_and_the_tool_does_not_run() {
     let runs = Arc::new(AtomicUsize::new(0));
-    let p = policy_with(|p| p.scripts.before = Some(script(r#"if tool == "count" { "not today" } else { () }"#)));
-    let engine = Engine::builder(p).tool(counter("count", runs.clone())).build().unwrap();
+    let p = policy_with(|p| {
+        p.scripts.before = Some(script(r#"if tool == "count" { "not today" } else { () }"#))
+    });
+    let engine = Engine::builder(p)
+        .tool(counter("count", runs.clone()))
+        .build()
+        .unwrap();
     let o = one(&engine, "count", json!({})).await;
     assert_eq!(o.error_kind(), Some("denied"));
     assert!(o.content.text().contains("not today"));
@@ -40,29 +48,51 @@ async fn g1_the_before_hook_can_deny_and_the_tool_does_not_run() {
 async fn g1_before_returning_false_denies_and_true_allows() {
     let p = policy_with(|p| p.scripts.before = Some(script(r#"args.ok"#)));
     let engine = Engine::builder(p).tool(echo("echo")).build().unwrap();
-    assert_eq!(one(&engine, "echo", json!({"ok": false})).await.error_kind(), Some("denied"));
-    assert_eq!(one(&engine, "echo", json!({"ok": true, "text": "y"})).await.content.text(), "y");
+    assert_eq!(
+        one(&engine, "echo", json!({"ok": false}))
+            .await
+            .error_kind(),
+        Some("denied")
+    );
+    assert_eq!(
+        one(&engine, "echo", json!({"ok": true, "text": "y"}))
+            .await
+            .content
+            .text(),
+        "y"
+    );
 }
 
 #[tokio::test]
 async fn g1_the_after_hook_still_runs_and_sees_the_denial() {
     let p = policy_with(|p| {
         p.scripts.before = Some(script(r#""denied by test""#));
-        p.scripts.after = Some(script(r#"throw "after: " + outcome.error_kind + " / " + outcome.error"#));
+        p.scripts.after = Some(script(
+            r#"throw "after: " + outcome.error_kind + " / " + outcome.error"#,
+        ));
     });
     let engine = Engine::builder(p).tool(echo("echo")).build().unwrap();
     let mut events = engine.subscribe();
     one(&engine, "echo", json!({})).await;
     let msgs: Vec<String> = std::iter::from_fn(|| events.try_recv().ok())
-        .filter_map(|e| match e.kind { EventKind::Error { message, .. } => Some(message), _ => None })
+        .filter_map(|e| match e.kind {
+            EventKind::Error { message, .. } => Some(message),
+            _ => None,
+        })
         .collect();
-    assert!(msgs.iter().any(|m| m.contains("after: denied / tool call denied: denied by test")), "{msgs:?}");
+    assert!(
+        msgs.iter()
+            .any(|m| m.contains("after: denied / tool call denied: denied by test")),
+        "{msgs:?}"
+    );
 }
 
 #[tokio::test]
 async fn g1_declarative_rules_are_checked_before_scripts() {
     let p = policy_with(|p| {
-        p.rules.deny.push(deny_rule(&["echo"], &[], Some("rule says no")));
+        p.rules
+            .deny
+            .push(deny_rule(&["echo"], &[], Some("rule says no")));
         p.scripts.before = Some(script(r#"throw "the script must not run""#));
     });
     let engine = Engine::builder(p).tool(echo("echo")).build().unwrap();
@@ -75,25 +105,59 @@ async fn g1_declarative_rules_are_checked_before_scripts() {
 async fn g1_deny_wins_over_allow() {
     let p = policy_with(|p| {
         p.rules.allow.push(deny_rule(&["show"], &[], None));
-        p.rules.deny.push(deny_rule(&["show"], &[("path", "/etc/*")], Some("system files are off limits")));
+        p.rules.deny.push(deny_rule(
+            &["show"],
+            &[("path", "/etc/*")],
+            Some("system files are off limits"),
+        ));
     });
-    let engine = Engine::builder(p).tool(show_args("show")).tool(echo("echo")).build().unwrap();
-    assert_eq!(one(&engine, "show", json!({"path": "/etc/passwd"})).await.error_kind(), Some("denied"));
-    assert!(!one(&engine, "show", json!({"path": "/tmp/x"})).await.is_error());
+    let engine = Engine::builder(p)
+        .tool(show_args("show"))
+        .tool(echo("echo"))
+        .build()
+        .unwrap();
+    assert_eq!(
+        one(&engine, "show", json!({"path": "/etc/passwd"}))
+            .await
+            .error_kind(),
+        Some("denied")
+    );
+    assert!(
+        !one(&engine, "show", json!({"path": "/tmp/x"}))
+            .await
+            .is_error()
+    );
     // Not in the allow list:
-    assert_eq!(one(&engine, "echo", json!({})).await.error_kind(), Some("denied"));
+    assert_eq!(
+        one(&engine, "echo", json!({})).await.error_kind(),
+        Some("denied")
+    );
 }
 
 #[tokio::test]
 async fn g1_rules_match_sessions() {
     let p = policy_with(|p| {
-        p.rules.deny.push(Rule { sessions: vec!["guest-*".into()], ..deny_rule(&[], &[], Some("guests cannot")) })
+        p.rules.deny.push(Rule {
+            sessions: vec!["guest-*".into()],
+            ..deny_rule(&[], &[], Some("guests cannot"))
+        })
     });
     let engine = Engine::builder(p).tool(echo("echo")).build().unwrap();
     let guest = engine.session(Some("guest-1")).unwrap();
     let admin = engine.session(Some("admin")).unwrap();
-    assert_eq!(engine.call(&guest, &call("1", "echo", json!({}))).await.error_kind(), Some("denied"));
-    assert!(!engine.call(&admin, &call("1", "echo", json!({}))).await.is_error());
+    assert_eq!(
+        engine
+            .call(&guest, &call("1", "echo", json!({})))
+            .await
+            .error_kind(),
+        Some("denied")
+    );
+    assert!(
+        !engine
+            .call(&admin, &call("1", "echo", json!({})))
+            .await
+            .is_error()
+    );
 }
 
 #[tokio::test]
@@ -101,10 +165,19 @@ async fn g2_the_timeout_cancels_the_tool_and_its_token_fires() {
     let dropped = Arc::new(AtomicBool::new(false));
     let cancelled = Arc::new(AtomicBool::new(false));
     let p = policy_with(|p| p.dispatch.timeout = Some(Duration::from_millis(100)));
-    let engine = Engine::builder(p).tool(observer("slow", dropped.clone(), cancelled.clone())).build().unwrap();
+    let engine = Engine::builder(p)
+        .tool(observer("slow", dropped.clone(), cancelled.clone()))
+        .build()
+        .unwrap();
     let o = one(&engine, "slow", json!({})).await;
-    assert!(matches!(o.error, Some(CallError::Timeout { after }) if after == Duration::from_millis(100)));
-    assert!(o.content.text().contains("timed out after 100ms"), "{}", o.content.text());
+    assert!(
+        matches!(o.error, Some(CallError::Timeout { after }) if after == Duration::from_millis(100))
+    );
+    assert!(
+        o.content.text().contains("timed out after 100ms"),
+        "{}",
+        o.content.text()
+    );
     assert!(dropped.load(Ordering::SeqCst), "the future was dropped");
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert!(cancelled.load(Ordering::SeqCst), "the token fired");
@@ -113,16 +186,26 @@ async fn g2_the_timeout_cancels_the_tool_and_its_token_fires() {
 #[tokio::test]
 async fn g2_a_tool_that_ignores_cancellation_does_not_hold_the_turn() {
     // A blocking sleep on another thread: the guard stops waiting at the deadline.
-    let stubborn = FnTool::new("stubborn", "Ignore cancellation.", obj(json!({})), |_ctx, _args: Value| async move {
-        tokio::task::spawn_blocking(|| std::thread::sleep(Duration::from_secs(3))).await.ok();
-        Ok(ToolOutput::text("late"))
-    });
+    let stubborn = FnTool::new(
+        "stubborn",
+        "Ignore cancellation.",
+        obj(json!({})),
+        |_ctx, _args: Value| async move {
+            tokio::task::spawn_blocking(|| std::thread::sleep(Duration::from_secs(3)))
+                .await
+                .ok();
+            Ok(ToolOutput::text("late"))
+        },
+    );
     let p = policy_with(|p| p.dispatch.timeout = Some(Duration::from_millis(100)));
     let engine = Engine::builder(p).tool(stubborn).build().unwrap();
     let started = Instant::now();
     let o = one(&engine, "stubborn", json!({})).await;
     assert_eq!(o.error_kind(), Some("timeout"));
-    assert!(started.elapsed() < Duration::from_secs(2), "the turn ended at the deadline, not when the tool did");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "the turn ended at the deadline, not when the tool did"
+    );
 }
 
 #[tokio::test]
@@ -131,8 +214,15 @@ async fn g2_the_timeout_covers_the_before_hook() {
         p.dispatch.timeout = Some(Duration::from_millis(100));
         p.scripts.before = Some(script("let x = 0; loop { x += 1; }"));
     });
-    let limits = toolgate::script::ScriptLimits { max_operations: u64::MAX, ..Default::default() };
-    let engine = Engine::builder(p).tool(echo("echo")).script_limits(limits).build().unwrap();
+    let limits = toolgate::script::ScriptLimits {
+        max_operations: u64::MAX,
+        ..Default::default()
+    };
+    let engine = Engine::builder(p)
+        .tool(echo("echo"))
+        .script_limits(limits)
+        .build()
+        .unwrap();
     let started = Instant::now();
     let o = one(&engine, "echo", json!({})).await;
     assert_eq!(o.error_kind(), Some("timeout"));
@@ -169,30 +259,59 @@ async fn g3_a_result_at_the_cap_is_not_cut() {
 
 #[tokio::test]
 async fn g3_minus_one_means_no_cap_and_the_default_is_100000() {
-    assert_eq!(toolgate::Policy::default().dispatch.max_result_chars, 100_000);
-    let engine = Engine::builder(Default::default()).tool(texter("text")).build().unwrap();
+    assert_eq!(
+        toolgate::Policy::default().dispatch.max_result_chars,
+        100_000
+    );
+    let engine = Engine::builder(Default::default())
+        .tool(texter("text"))
+        .build()
+        .unwrap();
     let o = one(&engine, "text", json!({"n": 100_001})).await;
     assert_eq!((o.output_chars, o.truncated), (100_000, true));
-    let engine = Engine::builder(policy_with(|p| p.dispatch.max_result_chars = -1)).tool(texter("text")).build().unwrap();
+    let engine = Engine::builder(policy_with(|p| p.dispatch.max_result_chars = -1))
+        .tool(texter("text"))
+        .build()
+        .unwrap();
     let o = one(&engine, "text", json!({"n": 200_000})).await;
     assert_eq!((o.output_chars, o.truncated), (200_000, false));
 }
 
 #[tokio::test]
 async fn g4_multimodal_cap_counts_text_parts_and_keeps_images() {
-    let image = ContentPart::Image { mime_type: "image/png".into(), data: "iVBORw0KGgo=".into() };
+    let image = ContentPart::Image {
+        mime_type: "image/png".into(),
+        data: "iVBORw0KGgo=".into(),
+    };
     let img = image.clone();
-    let tool = FnTool::new("mm", "Multimodal.", obj(json!({})), move |_ctx, _args: Value| {
-        let img = img.clone();
-        async move {
-            Ok(ToolOutput::Parts(vec![ContentPart::text("ab"), img, ContentPart::text("cdef"), ContentPart::text("later")]))
-        }
-    });
-    let engine = Engine::builder(policy_with(|p| p.dispatch.max_result_chars = 3)).tool(tool).build().unwrap();
+    let tool = FnTool::new(
+        "mm",
+        "Multimodal.",
+        obj(json!({})),
+        move |_ctx, _args: Value| {
+            let img = img.clone();
+            async move {
+                Ok(ToolOutput::Parts(vec![
+                    ContentPart::text("ab"),
+                    img,
+                    ContentPart::text("cdef"),
+                    ContentPart::text("later"),
+                ]))
+            }
+        },
+    );
+    let engine = Engine::builder(policy_with(|p| p.dispatch.max_result_chars = 3))
+        .tool(tool)
+        .build()
+        .unwrap();
     let o = one(&engine, "mm", json!({})).await;
     assert_eq!(
         o.content,
-        toolgate::Content::Parts(vec![ContentPart::text("ab"), image, ContentPart::text(format!("c{TRUNCATION_MARKER}"))])
+        toolgate::Content::Parts(vec![
+            ContentPart::text("ab"),
+            image,
+            ContentPart::text(format!("c{TRUNCATION_MARKER}"))
+        ])
     );
     assert_eq!((o.output_chars, o.truncated), (3, true));
 }
@@ -202,32 +321,51 @@ async fn g5_stream_cap_counts_across_chunks_and_closes_the_source() {
     let closed = Arc::new(AtomicBool::new(false));
     let pulled = Arc::new(AtomicUsize::new(0));
     let (c, p2) = (closed.clone(), pulled.clone());
-    let tool = FnTool::new("stream", "Stream.", obj(json!({})), move |_ctx, _args: Value| {
-        let closed = c.clone();
-        let pulled = p2.clone();
-        async move {
-            struct Close(Arc<AtomicBool>);
-            impl Drop for Close { fn drop(&mut self) { self.0.store(true, Ordering::SeqCst); } }
-            let close = Close(closed);
-            let s = futures::stream::iter(0..1000).map(move |i| {
-                let _keep = &close;
-                pulled.fetch_add(1, Ordering::SeqCst);
-                Ok(format!("{i:03}|"))
-            });
-            Ok(ToolOutput::Stream(s.boxed()))
-        }
-    });
-    let engine = Engine::builder(policy_with(|p| p.dispatch.max_result_chars = 10)).tool(tool).build().unwrap();
+    let tool = FnTool::new(
+        "stream",
+        "Stream.",
+        obj(json!({})),
+        move |_ctx, _args: Value| {
+            let closed = c.clone();
+            let pulled = p2.clone();
+            async move {
+                struct Close(Arc<AtomicBool>);
+                impl Drop for Close {
+                    fn drop(&mut self) {
+                        self.0.store(true, Ordering::SeqCst);
+                    }
+                }
+                let close = Close(closed);
+                let s = futures::stream::iter(0..1000).map(move |i| {
+                    let _keep = &close;
+                    pulled.fetch_add(1, Ordering::SeqCst);
+                    Ok(format!("{i:03}|"))
+                });
+                Ok(ToolOutput::Stream(s.boxed()))
+            }
+        },
+    );
+    let engine = Engine::builder(policy_with(|p| p.dispatch.max_result_chars = 10))
+        .tool(tool)
+        .build()
+        .unwrap();
     let o = one(&engine, "stream", json!({})).await;
     assert_eq!(o.content.text(), format!("000|001|00{TRUNCATION_MARKER}"));
     assert_eq!((o.output_chars, o.truncated), (10, true));
     assert!(closed.load(Ordering::SeqCst), "the source was closed");
-    assert_eq!(pulled.load(Ordering::SeqCst), 3, "no chunk read after the cut");
+    assert_eq!(
+        pulled.load(Ordering::SeqCst),
+        3,
+        "no chunk read after the cut"
+    );
 }
 
 #[tokio::test]
 async fn g6_a_tool_panic_becomes_tool_execution_panic() {
-    let engine = Engine::builder(Default::default()).tool(panicker("boom")).build().unwrap();
+    let engine = Engine::builder(Default::default())
+        .tool(panicker("boom"))
+        .build()
+        .unwrap();
     let o = one(&engine, "boom", json!({})).await;
     assert_eq!(o.error_kind(), Some("tool_execution_panic"));
     assert!(o.content.text().contains("the tool exploded"));
@@ -235,11 +373,25 @@ async fn g6_a_tool_panic_becomes_tool_execution_panic() {
 
 #[tokio::test]
 async fn g6_a_panic_while_reading_a_stream_becomes_tool_execution_panic() {
-    let tool = FnTool::new("s", "Stream.", obj(json!({})), |_ctx, _args: Value| async move {
-        let s = futures::stream::iter(0..3).map(|i| if i == 1 { panic!("stream broke") } else { Ok("x".to_string()) });
-        Ok(ToolOutput::Stream(s.boxed()))
-    });
-    let engine = Engine::builder(Default::default()).tool(tool).build().unwrap();
+    let tool = FnTool::new(
+        "s",
+        "Stream.",
+        obj(json!({})),
+        |_ctx, _args: Value| async move {
+            let s = futures::stream::iter(0..3).map(|i| {
+                if i == 1 {
+                    panic!("stream broke")
+                } else {
+                    Ok("x".to_string())
+                }
+            });
+            Ok(ToolOutput::Stream(s.boxed()))
+        },
+    );
+    let engine = Engine::builder(Default::default())
+        .tool(tool)
+        .build()
+        .unwrap();
     let o = one(&engine, "s", json!({})).await;
     assert_eq!(o.error_kind(), Some("tool_execution_panic"));
     assert!(o.content.text().contains("stream broke"));
@@ -254,7 +406,11 @@ impl Layer for PanickingLayer {
 
 #[tokio::test]
 async fn g6_a_middleware_panic_becomes_tool_execution_panic() {
-    let engine = Engine::builder(Default::default()).tool(echo("echo")).layer(PanickingLayer).build().unwrap();
+    let engine = Engine::builder(Default::default())
+        .tool(echo("echo"))
+        .layer(PanickingLayer)
+        .build()
+        .unwrap();
     let o = one(&engine, "echo", json!({})).await;
     assert_eq!(o.error_kind(), Some("tool_execution_panic"));
     assert!(o.content.text().contains("middleware bug"));
@@ -272,10 +428,23 @@ async fn g6_script_failures_become_tool_policy_panic() {
             }
         });
         let engine = Engine::builder(p).tool(echo("echo")).build().unwrap();
-        let name = if hook == "unknown_tool" { "nope" } else { "echo" };
+        let name = if hook == "unknown_tool" {
+            "nope"
+        } else {
+            "echo"
+        };
         let o = one(&engine, name, json!({})).await;
-        assert_eq!(o.error_kind(), Some("tool_policy_panic"), "{hook}: {:?}", o.error);
-        assert!(o.content.text().contains(hook), "{hook}: {}", o.content.text());
+        assert_eq!(
+            o.error_kind(),
+            Some("tool_policy_panic"),
+            "{hook}: {:?}",
+            o.error
+        );
+        assert!(
+            o.content.text().contains(hook),
+            "{hook}: {}",
+            o.content.text()
+        );
     }
 }
 
@@ -285,7 +454,11 @@ async fn g6_a_script_that_loops_forever_ends_with_tool_policy_panic() {
     let engine = Engine::builder(p).tool(echo("echo")).build().unwrap();
     let o = one(&engine, "echo", json!({})).await;
     assert_eq!(o.error_kind(), Some("tool_policy_panic"));
-    assert!(o.content.text().contains("too many operations"), "{}", o.content.text());
+    assert!(
+        o.content.text().contains("too many operations"),
+        "{}",
+        o.content.text()
+    );
 }
 
 #[tokio::test]
@@ -318,28 +491,53 @@ async fn g7_the_after_hook_gets_duration_error_chars_and_truncation() {
             r#"throw `d=${outcome.duration_ms >= 20.0} e=${outcome.is_error} k=${outcome.error_kind} c=${outcome.chars} t=${outcome.truncated}`"#,
         ));
     });
-    let engine = Engine::builder(p).tool(texter("text")).tool(sleeper("sleep")).build().unwrap();
+    let engine = Engine::builder(p)
+        .tool(texter("text"))
+        .tool(sleeper("sleep"))
+        .build()
+        .unwrap();
     let mut events = engine.subscribe();
     one(&engine, "text", json!({"n": 9})).await;
     one(&engine, "sleep", json!({"ms": 25})).await;
     let msgs: Vec<String> = std::iter::from_fn(|| events.try_recv().ok())
-        .filter_map(|e| match e.kind { EventKind::Error { message, .. } => Some(message), _ => None })
+        .filter_map(|e| match e.kind {
+            EventKind::Error { message, .. } => Some(message),
+            _ => None,
+        })
         .collect();
     assert!(msgs[0].contains("e=false k= c=4 t=true"), "{msgs:?}");
     assert!(msgs[1].contains("d=true e=false"), "{msgs:?}");
 }
 
 fn over(pattern: &str, cap: i64) -> ToolOverride {
-    ToolOverride { pattern: pattern.into(), timeout: None, max_result_chars: Some(cap), sequential_group: None, rules: Rules::default(), position: None }
+    ToolOverride {
+        pattern: pattern.into(),
+        timeout: None,
+        max_result_chars: Some(cap),
+        sequential_group: None,
+        rules: Rules::default(),
+        position: None,
+    }
 }
 
 #[tokio::test]
 async fn g8_the_most_specific_override_wins() {
     let p = policy_with(|p| p.tools = vec![over("text*", 3), over("text", 2), over("*", 9)]);
-    let engine = Engine::builder(p).tool(texter("text")).tool(texter("textual")).tool(texter("other")).build().unwrap();
+    let engine = Engine::builder(p)
+        .tool(texter("text"))
+        .tool(texter("textual"))
+        .tool(texter("other"))
+        .build()
+        .unwrap();
     assert_eq!(one(&engine, "text", json!({"n": 20})).await.output_chars, 2);
-    assert_eq!(one(&engine, "textual", json!({"n": 20})).await.output_chars, 3);
-    assert_eq!(one(&engine, "other", json!({"n": 20})).await.output_chars, 9);
+    assert_eq!(
+        one(&engine, "textual", json!({"n": 20})).await.output_chars,
+        3
+    );
+    assert_eq!(
+        one(&engine, "other", json!({"n": 20})).await.output_chars,
+        9
+    );
 }
 
 #[tokio::test]
@@ -360,11 +558,26 @@ async fn g8_explain_says_which_setting_came_from_where() {
 async fn g8_override_rules_apply_to_matched_tools_only() {
     let mut o = over("show", 100);
     o.max_result_chars = None;
-    o.rules.deny.push(deny_rule(&[], &[("path", "*.pem")], Some("no keys")));
+    o.rules
+        .deny
+        .push(deny_rule(&[], &[("path", "*.pem")], Some("no keys")));
     let p = policy_with(|p| p.tools = vec![o]);
-    let engine = Engine::builder(p).tool(show_args("show")).tool(show_args("other")).build().unwrap();
-    assert_eq!(one(&engine, "show", json!({"path": "a.pem"})).await.error_kind(), Some("denied"));
-    assert!(!one(&engine, "other", json!({"path": "a.pem"})).await.is_error());
+    let engine = Engine::builder(p)
+        .tool(show_args("show"))
+        .tool(show_args("other"))
+        .build()
+        .unwrap();
+    assert_eq!(
+        one(&engine, "show", json!({"path": "a.pem"}))
+            .await
+            .error_kind(),
+        Some("denied")
+    );
+    assert!(
+        !one(&engine, "other", json!({"path": "a.pem"}))
+            .await
+            .is_error()
+    );
 }
 
 #[tokio::test]
@@ -372,22 +585,32 @@ async fn g8_a_sequential_group_serialises_its_calls() {
     let live = Arc::new(AtomicUsize::new(0));
     let peak = Arc::new(AtomicUsize::new(0));
     let (l, pk) = (live.clone(), peak.clone());
-    let tool = FnTool::new("disk", "Disk.", obj(json!({})), move |_ctx, _args: Value| {
-        let (live, peak) = (l.clone(), pk.clone());
-        async move {
-            let now = live.fetch_add(1, Ordering::SeqCst) + 1;
-            peak.fetch_max(now, Ordering::SeqCst);
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            live.fetch_sub(1, Ordering::SeqCst);
-            Ok(ToolOutput::text("ok"))
-        }
-    });
+    let tool = FnTool::new(
+        "disk",
+        "Disk.",
+        obj(json!({})),
+        move |_ctx, _args: Value| {
+            let (live, peak) = (l.clone(), pk.clone());
+            async move {
+                let now = live.fetch_add(1, Ordering::SeqCst) + 1;
+                peak.fetch_max(now, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                live.fetch_sub(1, Ordering::SeqCst);
+                Ok(ToolOutput::text("ok"))
+            }
+        },
+    );
     let mut o = over("disk", 100);
     o.max_result_chars = None;
     o.sequential_group = Some("disk".into());
-    let engine = Engine::builder(policy_with(|p| p.tools = vec![o])).tool(tool).build().unwrap();
+    let engine = Engine::builder(policy_with(|p| p.tools = vec![o]))
+        .tool(tool)
+        .build()
+        .unwrap();
     let s = engine.session(None).unwrap();
-    let calls: Vec<_> = (0..4).map(|i| call(&i.to_string(), "disk", json!({}))).collect();
+    let calls: Vec<_> = (0..4)
+        .map(|i| call(&i.to_string(), "disk", json!({})))
+        .collect();
     engine.dispatch(&s, &calls).await.unwrap();
     assert_eq!(peak.load(Ordering::SeqCst), 1);
 }
@@ -395,7 +618,10 @@ async fn g8_a_sequential_group_serialises_its_calls() {
 #[tokio::test]
 async fn bad_json_arguments_get_invalid_arguments_and_the_tool_does_not_run() {
     let runs = Arc::new(AtomicUsize::new(0));
-    let engine = Engine::builder(Default::default()).tool(counter("count", runs.clone())).build().unwrap();
+    let engine = Engine::builder(Default::default())
+        .tool(counter("count", runs.clone()))
+        .build()
+        .unwrap();
     let s = engine.session(None).unwrap();
     for raw in ["{oops", "[1,2]", "\"text\""] {
         let o = engine.call(&s, &raw_call("1", "count", raw)).await;

@@ -4,7 +4,12 @@ use serde_json::{Value, json};
 use toolgate::history::{Message, ToolCall, repair};
 
 fn assistant(calls: &[(&str, &str)]) -> Message {
-    Message::assistant_calls(calls.iter().map(|(id, name)| ToolCall::new(*id, *name, "{}")).collect())
+    Message::assistant_calls(
+        calls
+            .iter()
+            .map(|(id, name)| ToolCall::new(*id, *name, "{}"))
+            .collect(),
+    )
 }
 
 fn tool(id: &str, text: &str) -> Message {
@@ -14,8 +19,14 @@ fn tool(id: &str, text: &str) -> Message {
 fn ids(h: &[Message]) -> Vec<String> {
     h.iter()
         .map(|m| match m {
-            Message::Tool { tool_call_id, content, .. } => {
-                let synthetic = content.as_str().is_some_and(|c| c.starts_with("Error: the call"));
+            Message::Tool {
+                tool_call_id,
+                content,
+                ..
+            } => {
+                let synthetic = content
+                    .as_str()
+                    .is_some_and(|c| c.starts_with("Error: the call"));
                 format!("tool:{tool_call_id}{}", if synthetic { "*" } else { "" })
             }
             other => other.role().to_string(),
@@ -25,9 +36,17 @@ fn ids(h: &[Message]) -> Vec<String> {
 
 #[test]
 fn p1_a_dangling_call_gets_a_synthetic_answer_after_the_existing_answers() {
-    let h = vec![Message::user("hi"), assistant(&[("a", "x"), ("b", "y"), ("c", "z")]), tool("a", "A"), Message::user("next")];
+    let h = vec![
+        Message::user("hi"),
+        assistant(&[("a", "x"), ("b", "y"), ("c", "z")]),
+        tool("a", "A"),
+        Message::user("next"),
+    ];
     let (out, report) = repair(&h);
-    assert_eq!(ids(&out), ["user", "assistant", "tool:a", "tool:b*", "tool:c*", "user"]);
+    assert_eq!(
+        ids(&out),
+        ["user", "assistant", "tool:a", "tool:b*", "tool:c*", "user"]
+    );
     assert_eq!(report.added, ["b", "c"]);
 }
 
@@ -35,12 +54,20 @@ fn p1_a_dangling_call_gets_a_synthetic_answer_after_the_existing_answers() {
 fn p1_the_synthetic_answer_has_the_call_id_and_tool_name_and_is_marked_as_an_error() {
     let (out, _) = repair(&[assistant(&[("a", "search")])]);
     match &out[1] {
-        Message::Tool { tool_call_id, name, content, .. } => {
+        Message::Tool {
+            tool_call_id,
+            name,
+            content,
+            ..
+        } => {
             assert_eq!(tool_call_id, "a");
             assert_eq!(name.as_deref(), Some("search"));
             let text = content.as_str().unwrap();
             assert!(text.starts_with("Error:"), "{text}");
-            assert!(text.contains("search") && text.contains("interrupted"), "{text}");
+            assert!(
+                text.contains("search") && text.contains("interrupted"),
+                "{text}"
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -48,7 +75,13 @@ fn p1_the_synthetic_answer_has_the_call_id_and_tool_name_and_is_marked_as_an_err
 
 #[test]
 fn p1_orphan_tool_messages_are_removed() {
-    let h = vec![Message::user("hi"), tool("ghost", "?"), assistant(&[("a", "x")]), tool("a", "A"), tool("zzz", "?")];
+    let h = vec![
+        Message::user("hi"),
+        tool("ghost", "?"),
+        assistant(&[("a", "x")]),
+        tool("a", "A"),
+        tool("zzz", "?"),
+    ];
     let (out, report) = repair(&h);
     assert_eq!(ids(&out), ["user", "assistant", "tool:a"]);
     assert_eq!(report.removed_orphans, ["ghost", "zzz"]);
@@ -56,7 +89,11 @@ fn p1_orphan_tool_messages_are_removed() {
 
 #[test]
 fn p1_duplicate_answers_are_removed() {
-    let h = vec![assistant(&[("a", "x")]), tool("a", "first"), tool("a", "second")];
+    let h = vec![
+        assistant(&[("a", "x")]),
+        tool("a", "first"),
+        tool("a", "second"),
+    ];
     let (out, report) = repair(&h);
     assert_eq!(out.len(), 2);
     assert_eq!(report.removed_duplicates, ["a"]);
@@ -74,13 +111,26 @@ fn p1_a_call_id_reused_across_turns_is_matched_by_position() {
         assistant(&[("call_0", "x")]),
     ];
     let (out, report) = repair(&h);
-    assert_eq!(ids(&out), ["assistant", "tool:call_0", "user", "assistant", "tool:call_0*"]);
+    assert_eq!(
+        ids(&out),
+        [
+            "assistant",
+            "tool:call_0",
+            "user",
+            "assistant",
+            "tool:call_0*"
+        ]
+    );
     assert_eq!(report.added, ["call_0"]);
 }
 
 #[test]
 fn p1_a_valid_history_is_unchanged() {
-    let h = vec![Message::user("hi"), assistant(&[("a", "x")]), tool("a", "A")];
+    let h = vec![
+        Message::user("hi"),
+        assistant(&[("a", "x")]),
+        tool("a", "A"),
+    ];
     let (out, report) = repair(&h);
     assert_eq!(out, h);
     assert!(report.is_clean());
@@ -113,7 +163,9 @@ fn arguments_sent_as_an_object_are_read_as_json_text() {
     let raw = json!({"role": "assistant", "tool_calls": [{"id": "a", "type": "function", "function": {"name": "f", "arguments": {"x": 1}}}]});
     let m: Message = serde_json::from_value(raw).unwrap();
     match m {
-        Message::Assistant { tool_calls, .. } => assert_eq!(tool_calls[0].function.arguments, r#"{"x":1}"#),
+        Message::Assistant { tool_calls, .. } => {
+            assert_eq!(tool_calls[0].function.arguments, r#"{"x":1}"#)
+        }
         other => panic!("{other:?}"),
     }
 }

@@ -47,7 +47,10 @@ fn n1_name_with_a_forbidden_character_fails_naming_the_tool_and_the_character() 
 fn n1_name_of_129_bytes_fails_and_128_bytes_passes() {
     let e = build_err(Default::default(), vec![&"a".repeat(129)]);
     assert!(e.contains("at most 128 bytes"), "{e}");
-    Engine::builder(Default::default()).tool(echo(&"a".repeat(128))).build().expect("128 bytes is fine");
+    Engine::builder(Default::default())
+        .tool(echo(&"a".repeat(128)))
+        .build()
+        .expect("128 bytes is fine");
 }
 
 #[test]
@@ -64,14 +67,20 @@ fn n1_non_ascii_name_fails() {
 
 #[test]
 fn n1_dots_dashes_and_underscores_are_allowed() {
-    Engine::builder(Default::default()).tool(echo("fs.read-file_v2")).build().expect("valid name");
+    Engine::builder(Default::default())
+        .tool(echo("fs.read-file_v2"))
+        .build()
+        .expect("valid name");
 }
 
 #[test]
 fn n2_duplicate_names_fail_naming_both_sources() {
     let e = build_err(Default::default(), vec!["echo", "echo"]);
     assert!(e.contains("duplicate tool name \"echo\""), "{e}");
-    assert!(e.contains("provided by a native tool and by a native tool"), "{e}");
+    assert!(
+        e.contains("provided by a native tool and by a native tool"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -83,7 +92,10 @@ fn n3_read_tool_result_is_reserved_while_reduction_is_on() {
 
 #[test]
 fn n3_read_tool_result_is_an_ordinary_name_while_reduction_is_off() {
-    Engine::builder(Default::default()).tool(echo("read_tool_result")).build().expect("not reserved");
+    Engine::builder(Default::default())
+        .tool(echo("read_tool_result"))
+        .build()
+        .expect("not reserved");
 }
 
 #[test]
@@ -166,7 +178,11 @@ fn n4_the_same_argument_alias_under_two_tools_is_fine() {
         a.extend(aliases("other", &[], &[("text", &["t"])]));
         p.aliases = a;
     });
-    Engine::builder(p).tool(echo("echo")).tool(echo("other")).build().expect("fine");
+    Engine::builder(p)
+        .tool(echo("echo"))
+        .tool(echo("other"))
+        .build()
+        .expect("fine");
 }
 
 #[test]
@@ -179,8 +195,11 @@ fn n5_result_limit_below_minus_one_fails() {
 #[test]
 fn n5_negative_timeout_in_a_policy_file_fails_at_load() {
     let dir = tempfile::tempdir().unwrap();
-    let err = toolgate_policy::load_str("version: 1\ndispatch:\n  timeout: -5s\n", &dir.path().join("p.yaml"))
-        .expect_err("negative timeout");
+    let err = toolgate_policy::load_str(
+        "version: 1\ndispatch:\n  timeout: -5s\n",
+        &dir.path().join("p.yaml"),
+    )
+    .expect_err("negative timeout");
     let text = err.to_string();
     assert!(text.contains("p.yaml:3:"), "{text}");
 }
@@ -203,7 +222,10 @@ fn n6_openai_profile_rejects_dots_and_names_over_64_bytes() {
     assert!(e.contains("openai"), "{e}");
     let e = build_err(p.clone(), vec![&"a".repeat(65)]);
     assert!(e.contains("64 bytes"), "{e}");
-    Engine::builder(p).tool(echo(&"a".repeat(64))).build().expect("64 bytes is fine");
+    Engine::builder(p)
+        .tool(echo(&"a".repeat(64)))
+        .build()
+        .expect("64 bytes is fine");
 }
 
 #[test]
@@ -216,7 +238,10 @@ fn n6_anthropic_profile_rejects_dots() {
 #[test]
 fn n6_mcp_profile_is_the_default_and_allows_dots() {
     assert_eq!(toolgate::Policy::default().name_profile, NameProfile::Mcp);
-    Engine::builder(Default::default()).tool(echo("fs.read")).build().expect("mcp allows dots");
+    Engine::builder(Default::default())
+        .tool(echo("fs.read"))
+        .build()
+        .expect("mcp allows dots");
 }
 
 #[test]
@@ -231,6 +256,8 @@ fn n6_aliases_are_checked_against_the_profile_too() {
 
 #[test]
 fn build_errors_are_typed() {
-    let r = Engine::builder(Default::default()).tool(echo("a b")).build();
+    let r = Engine::builder(Default::default())
+        .tool(echo("a b"))
+        .build();
     assert!(matches!(r, Err(BuildError::InvalidName { .. })));
 }

@@ -10,17 +10,34 @@ use toolgate::{Engine, Policy};
 use toolgate_policy::ReductionSettings;
 
 fn engine_with(store: &str, f: impl FnOnce(&mut ReductionSettings)) -> Engine {
-    let mut r = ReductionSettings { store: Some(store.into()), ..Default::default() };
+    let mut r = ReductionSettings {
+        store: Some(store.into()),
+        ..Default::default()
+    };
     f(&mut r);
-    Engine::builder(Policy { reduction: Some(r), ..Default::default() }).tool(echo("echo")).build().unwrap()
+    Engine::builder(Policy {
+        reduction: Some(r),
+        ..Default::default()
+    })
+    .tool(echo("echo"))
+    .build()
+    .unwrap()
 }
 
 /// `rounds` tool rounds, each an assistant call to `tool` answered by `size` bytes of text.
 fn history(rounds: usize, size: usize, tool: &str) -> Vec<Message> {
     let mut h = vec![Message::user("start")];
     for r in 0..rounds {
-        h.push(Message::assistant_calls(vec![ToolCall::new(format!("call_{r}"), tool, "{}")]));
-        h.push(Message::tool(format!("call_{r}"), Some(tool.into()), Value::String(format!("{r}:{}", "x".repeat(size)))));
+        h.push(Message::assistant_calls(vec![ToolCall::new(
+            format!("call_{r}"),
+            tool,
+            "{}",
+        )]));
+        h.push(Message::tool(
+            format!("call_{r}"),
+            Some(tool.into()),
+            Value::String(format!("{r}:{}", "x".repeat(size))),
+        ));
     }
     h
 }
@@ -47,8 +64,16 @@ async fn r5_past_the_budget_older_rounds_are_offloaded_and_the_recent_round_kept
     assert_eq!(p.messages[8], h[8], "the last round is unchanged");
     // The offloaded text is readable in the same session.
     let id = &p.offload.offloaded[0].1;
-    let o = engine.call(&s, &call("r", "read_tool_result", json!({"id": id}))).await;
-    assert!(o.content.text().starts_with(&format!("0:{}", "x".repeat(100))), "{:?}", o.error);
+    let o = engine
+        .call(&s, &call("r", "read_tool_result", json!({"id": id})))
+        .await;
+    assert!(
+        o.content
+            .text()
+            .starts_with(&format!("0:{}", "x".repeat(100))),
+        "{:?}",
+        o.error
+    );
 }
 
 #[tokio::test]
@@ -64,17 +89,27 @@ async fn r5_under_the_budget_nothing_is_offloaded() {
 #[tokio::test]
 async fn r5_each_round_is_offloaded_at_most_once() {
     let dir = tempfile::tempdir().unwrap();
-    let engine = engine_with(&format!("file://{}", dir.path().display()), |r| r.max_context_tokens = 1_000);
+    let engine = engine_with(&format!("file://{}", dir.path().display()), |r| {
+        r.max_context_tokens = 1_000
+    });
     let s = engine.session(Some("s")).unwrap();
     let h = history(3, 4_000, "echo");
     let first = engine.prepare(&s, &h).await;
     let second = engine.prepare(&s, &h).await;
-    assert_eq!(first.offload.offloaded, second.offload.offloaded, "the same ids are reused");
+    assert_eq!(
+        first.offload.offloaded, second.offload.offloaded,
+        "the same ids are reused"
+    );
     assert_eq!(first.messages, second.messages);
     // Preparing the already-prepared history offloads nothing new: notices are small.
     let third = engine.prepare(&s, &first.messages).await;
     assert!(third.offload.offloaded.is_empty());
-    let stored = engine.result_store().unwrap().list(&toolgate::store::ListFilter::all()).await.unwrap();
+    let stored = engine
+        .result_store()
+        .unwrap()
+        .list(&toolgate::store::ListFilter::all())
+        .await
+        .unwrap();
     assert_eq!(stored.len(), 2, "one record per offloaded round");
 }
 
@@ -111,7 +146,9 @@ async fn r5_a_history_of_10000_messages_is_prepared_with_each_round_offloaded_on
     let s = engine.session(Some("long")).unwrap();
     // 1 user message + 4,999 rounds of two messages + a dangling call at the end.
     let mut h = history(4_999, 2_000, "echo");
-    h.push(Message::assistant_calls(vec![ToolCall::new("dangling", "echo", "{}")]));
+    h.push(Message::assistant_calls(vec![ToolCall::new(
+        "dangling", "echo", "{}",
+    )]));
     assert_eq!(h.len(), 10_000);
     let p = engine.prepare(&s, &h).await;
     assert_eq!(p.repair.added, ["dangling"]);
@@ -122,7 +159,11 @@ async fn r5_a_history_of_10000_messages_is_prepared_with_each_round_offloaded_on
     ids.sort();
     ids.dedup();
     assert_eq!(ids.len(), 4_999, "one id per round");
-    assert!(p.offload.tokens_after * 5 < p.offload.tokens_before, "{:?}", (p.offload.tokens_before, p.offload.tokens_after));
+    assert!(
+        p.offload.tokens_after * 5 < p.offload.tokens_before,
+        "{:?}",
+        (p.offload.tokens_before, p.offload.tokens_after)
+    );
     let again = engine.prepare(&s, &h).await;
     assert_eq!(again.offload.offloaded, p.offload.offloaded);
 }
@@ -155,34 +196,67 @@ fn r6_an_image_part_counts_a_fixed_amount_not_its_base64_length() {
 async fn r6_the_tool_schemas_count_and_the_estimator_can_be_swapped() {
     struct Fixed;
     impl TokenEstimator for Fixed {
-        fn message(&self, _: &Message) -> u64 { 1_000_000 }
-        fn tools(&self, _: &[toolgate::tool::ToolSpec]) -> u64 { 0 }
+        fn message(&self, _: &Message) -> u64 {
+            1_000_000
+        }
+        fn tools(&self, _: &[toolgate::tool::ToolSpec]) -> u64 {
+            0
+        }
     }
     let engine = engine_with("memory://", |_| {});
     let s = engine.session(None).unwrap();
     let h = history(2, 3_000, "echo");
     let p = engine.prepare_with(&s, &h, &Fixed).await;
-    assert_eq!(p.offload.offloaded.len(), 1, "the swapped estimator says the budget is reached");
+    assert_eq!(
+        p.offload.offloaded.len(),
+        1,
+        "the swapped estimator says the budget is reached"
+    );
     let schema_only = engine.prepare(&s, &[]).await;
-    assert!(schema_only.offload.tokens_before > 0, "the tool schemas are counted");
+    assert!(
+        schema_only.offload.tokens_before > 0,
+        "the tool schemas are counted"
+    );
 }
 
 #[tokio::test]
 async fn r8_results_written_by_one_engine_are_readable_by_another_on_the_same_store() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("file://{}", dir.path().display());
-    let big = toolgate::tool::FnTool::new("big", "Big.", obj(json!({})), |_ctx, _args: Value| async move {
-        Ok(toolgate::tool::ToolOutput::text("z".repeat(70_000)))
-    });
-    let first = Engine::builder(Policy { reduction: Some(ReductionSettings { store: Some(url.clone()), ..Default::default() }), ..Default::default() })
-        .tool(big)
-        .build()
-        .unwrap();
+    let big = toolgate::tool::FnTool::new(
+        "big",
+        "Big.",
+        obj(json!({})),
+        |_ctx, _args: Value| async move { Ok(toolgate::tool::ToolOutput::text("z".repeat(70_000))) },
+    );
+    let first = Engine::builder(Policy {
+        reduction: Some(ReductionSettings {
+            store: Some(url.clone()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    })
+    .tool(big)
+    .build()
+    .unwrap();
     let s1 = first.session(Some("persist")).unwrap();
-    let id = first.call(&s1, &call("1", "big", json!({}))).await.result_id.unwrap();
+    let id = first
+        .call(&s1, &call("1", "big", json!({})))
+        .await
+        .result_id
+        .unwrap();
     drop(first);
     let second = engine_with(&url, |_| {});
     let s2 = second.session(Some("persist")).unwrap();
-    let o = second.call(&s2, &call("2", "read_tool_result", json!({"id": id, "limit": 10}))).await;
-    assert!(o.content.text().starts_with("zzzzzzzzzz\n\n[tool result"), "{:?}", o.error);
+    let o = second
+        .call(
+            &s2,
+            &call("2", "read_tool_result", json!({"id": id, "limit": 10})),
+        )
+        .await;
+    assert!(
+        o.content.text().starts_with("zzzzzzzzzz\n\n[tool result"),
+        "{:?}",
+        o.error
+    );
 }

@@ -15,10 +15,17 @@ use toolgate_policy::ReductionSettings;
 
 /// `big {n, unit?}`: `n` copies of `unit` (default "a").
 fn big() -> impl toolgate::tool::Tool {
-    FnTool::new("big", "Big output.", obj(json!({"n": {"type": "integer"}, "unit": {"type": "string"}})), |_ctx, args: Value| async move {
-        let unit = args["unit"].as_str().unwrap_or("a").to_string();
-        Ok(ToolOutput::text(unit.repeat(args["n"].as_u64().unwrap_or(0) as usize)))
-    })
+    FnTool::new(
+        "big",
+        "Big output.",
+        obj(json!({"n": {"type": "integer"}, "unit": {"type": "string"}})),
+        |_ctx, args: Value| async move {
+            let unit = args["unit"].as_str().unwrap_or("a").to_string();
+            Ok(ToolOutput::text(
+                unit.repeat(args["n"].as_u64().unwrap_or(0) as usize),
+            ))
+        },
+    )
 }
 
 /// A store location per backend; the temp dir lives as long as the value.
@@ -30,15 +37,25 @@ struct Backend {
 
 fn backend(kind: &str) -> Option<Backend> {
     match kind {
-        "memory" => Some(Backend { url: "memory://".into(), options: BTreeMap::new(), _dir: None }),
+        "memory" => Some(Backend {
+            url: "memory://".into(),
+            options: BTreeMap::new(),
+            _dir: None,
+        }),
         "file" => {
             let dir = tempfile::tempdir().unwrap();
-            Some(Backend { url: format!("file://{}", dir.path().display()), options: BTreeMap::new(), _dir: Some(dir) })
+            Some(Backend {
+                url: format!("file://{}", dir.path().display()),
+                options: BTreeMap::new(),
+                _dir: Some(dir),
+            })
         }
         "s3" => {
             let Ok(endpoint) = std::env::var("TOOLGATE_TEST_S3_ENDPOINT") else {
                 if std::env::var_os("CI").is_some() {
-                    panic!("S3 test server not configured: run `eval \"$(scripts/s3-server.sh start)\"` first");
+                    panic!(
+                        "S3 test server not configured: run `eval \"$(scripts/s3-server.sh start)\"` first"
+                    );
                 }
                 eprintln!("SKIPPED: S3 test server not configured (scripts/s3-server.sh start)");
                 return None;
@@ -49,8 +66,14 @@ fn backend(kind: &str) -> Option<Backend> {
                 url: format!("s3://{}/engine-{prefix}", var("TOOLGATE_TEST_S3_BUCKET")),
                 options: BTreeMap::from([
                     ("endpoint".into(), endpoint),
-                    ("access_key_id".into(), var("TOOLGATE_TEST_S3_ACCESS_KEY_ID")),
-                    ("secret_access_key".into(), var("TOOLGATE_TEST_S3_SECRET_ACCESS_KEY")),
+                    (
+                        "access_key_id".into(),
+                        var("TOOLGATE_TEST_S3_ACCESS_KEY_ID"),
+                    ),
+                    (
+                        "secret_access_key".into(),
+                        var("TOOLGATE_TEST_S3_SECRET_ACCESS_KEY"),
+                    ),
                     ("region".into(), var("TOOLGATE_TEST_S3_REGION")),
                     ("allow_http".into(), "true".into()),
                 ]),
@@ -62,13 +85,29 @@ fn backend(kind: &str) -> Option<Backend> {
 }
 
 fn engine_on(b: &Backend, f: impl FnOnce(&mut ReductionSettings)) -> Engine {
-    let mut r = ReductionSettings { store: Some(b.url.clone()), store_options: b.options.clone(), ..Default::default() };
+    let mut r = ReductionSettings {
+        store: Some(b.url.clone()),
+        store_options: b.options.clone(),
+        ..Default::default()
+    };
     f(&mut r);
-    let policy = Policy { reduction: Some(r), ..Default::default() };
-    Engine::builder(policy).tool(big()).tool(echo("echo")).build().expect("engine with reduction")
+    let policy = Policy {
+        reduction: Some(r),
+        ..Default::default()
+    };
+    Engine::builder(policy)
+        .tool(big())
+        .tool(echo("echo"))
+        .build()
+        .expect("engine with reduction")
 }
 
-async fn call_in(engine: &Engine, session: Option<&str>, name: &str, args: Value) -> toolgate::Outcome {
+async fn call_in(
+    engine: &Engine,
+    session: Option<&str>,
+    name: &str,
+    args: Value,
+) -> toolgate::Outcome {
     let s = engine.session(session).unwrap();
     engine.call(&s, &call("c", name, args)).await
 }
@@ -84,7 +123,10 @@ async fn r1_a_result_over_the_threshold_is_stored_whole_and_replaced_by_a_notice
     let id = o.result_id.clone().expect("offloaded");
     let text = o.content.text();
     assert!(text.contains(&id), "{text}");
-    assert!(text.contains("60000 bytes"), "the size with its unit: {text}");
+    assert!(
+        text.contains("60000 bytes"),
+        "the size with its unit: {text}"
+    );
     assert!(text.contains("read_tool_result"), "{text}");
     assert!(text.contains("--- first 1000 characters ---"), "{text}");
     assert!(text.contains("last 500 characters"), "{text}");
@@ -119,8 +161,14 @@ async fn r1_previews_are_cut_on_character_boundaries(b: Backend) {
 
 async fn r1_each_result_gets_a_fresh_id(b: Backend) {
     let engine = engine_on(&b, |_| {});
-    let a = call_in(&engine, None, "big", json!({"n": 60_000})).await.result_id.unwrap();
-    let c = call_in(&engine, None, "big", json!({"n": 60_000})).await.result_id.unwrap();
+    let a = call_in(&engine, None, "big", json!({"n": 60_000}))
+        .await
+        .result_id
+        .unwrap();
+    let c = call_in(&engine, None, "big", json!({"n": 60_000}))
+        .await
+        .result_id
+        .unwrap();
     assert_ne!(a, c);
     assert!(a.len() >= 20, "unguessable: {a}");
 }
@@ -137,32 +185,128 @@ async fn r3_read_tool_result_pages_by_characters_with_next_offset(b: Backend) {
     let id = o.result_id.unwrap();
     let p1 = call_in(&engine, Some("s"), "read_tool_result", json!({"id": id})).await;
     let t1 = p1.content.text();
-    assert_eq!(footer(&t1), format!("[tool result \"{id}\": characters 0-20000 of 30000; next_offset=20000]"));
+    assert_eq!(
+        footer(&t1),
+        format!("[tool result \"{id}\": characters 0-20000 of 30000; next_offset=20000]")
+    );
     assert_eq!(t1.chars().filter(|c| *c == 'é').count(), 20_000);
-    let p2 = call_in(&engine, Some("s"), "read_tool_result", json!({"id": id, "offset": 20_000, "limit": 50_000})).await;
-    assert_eq!(footer(&p2.content.text()), format!("[tool result \"{id}\": characters 20000-30000 of 30000]"));
+    let p2 = call_in(
+        &engine,
+        Some("s"),
+        "read_tool_result",
+        json!({"id": id, "offset": 20_000, "limit": 50_000}),
+    )
+    .await;
+    assert_eq!(
+        footer(&p2.content.text()),
+        format!("[tool result \"{id}\": characters 20000-30000 of 30000]")
+    );
     assert_eq!(p2.result_id, None, "a page is never reduced again");
 }
 
 async fn r3_bad_read_arguments_are_errors(b: Backend) {
     let engine = engine_on(&b, |r| r.max_result_bytes = 100);
-    let id = call_in(&engine, None, "big", json!({"n": 200})).await.result_id.unwrap();
+    let id = call_in(&engine, None, "big", json!({"n": 200}))
+        .await
+        .result_id
+        .unwrap();
     let kind = |o: toolgate::Outcome| o.error_kind().map(str::to_string);
-    assert_eq!(kind(call_in(&engine, None, "read_tool_result", json!({"id": id, "offset": 201})).await).as_deref(), Some("offset_out_of_range"));
-    assert_eq!(kind(call_in(&engine, None, "read_tool_result", json!({"id": id, "offset": -1})).await).as_deref(), Some("invalid_arguments"));
-    assert_eq!(kind(call_in(&engine, None, "read_tool_result", json!({"id": id, "limit": -5})).await).as_deref(), Some("invalid_arguments"));
-    assert_eq!(kind(call_in(&engine, None, "read_tool_result", json!({"id": "  "})).await).as_deref(), Some("invalid_arguments"));
-    assert_eq!(kind(call_in(&engine, None, "read_tool_result", json!({"id": "../../etc/passwd"})).await).as_deref(), Some("invalid_id"));
-    assert_eq!(kind(call_in(&engine, None, "read_tool_result", json!({"id": "r_doesnotexist0000000000000000"})).await).as_deref(), Some("not_found"));
+    assert_eq!(
+        kind(
+            call_in(
+                &engine,
+                None,
+                "read_tool_result",
+                json!({"id": id, "offset": 201})
+            )
+            .await
+        )
+        .as_deref(),
+        Some("offset_out_of_range")
+    );
+    assert_eq!(
+        kind(
+            call_in(
+                &engine,
+                None,
+                "read_tool_result",
+                json!({"id": id, "offset": -1})
+            )
+            .await
+        )
+        .as_deref(),
+        Some("invalid_arguments")
+    );
+    assert_eq!(
+        kind(
+            call_in(
+                &engine,
+                None,
+                "read_tool_result",
+                json!({"id": id, "limit": -5})
+            )
+            .await
+        )
+        .as_deref(),
+        Some("invalid_arguments")
+    );
+    assert_eq!(
+        kind(call_in(&engine, None, "read_tool_result", json!({"id": "  "})).await).as_deref(),
+        Some("invalid_arguments")
+    );
+    assert_eq!(
+        kind(
+            call_in(
+                &engine,
+                None,
+                "read_tool_result",
+                json!({"id": "../../etc/passwd"})
+            )
+            .await
+        )
+        .as_deref(),
+        Some("invalid_id")
+    );
+    assert_eq!(
+        kind(
+            call_in(
+                &engine,
+                None,
+                "read_tool_result",
+                json!({"id": "r_doesnotexist0000000000000000"})
+            )
+            .await
+        )
+        .as_deref(),
+        Some("not_found")
+    );
     // Offset exactly at the end is an empty last page, not an error.
-    let end = call_in(&engine, None, "read_tool_result", json!({"id": id, "offset": 200})).await;
+    let end = call_in(
+        &engine,
+        None,
+        "read_tool_result",
+        json!({"id": id, "offset": 200}),
+    )
+    .await;
     assert!(!end.is_error(), "{:?}", end.error);
 }
 
 async fn r4_a_result_is_readable_only_in_its_own_session(b: Backend) {
     let engine = engine_on(&b, |r| r.max_result_bytes = 100);
-    let id = call_in(&engine, Some("alice"), "big", json!({"n": 200})).await.result_id.unwrap();
-    assert!(!call_in(&engine, Some("alice"), "read_tool_result", json!({"id": id})).await.is_error());
+    let id = call_in(&engine, Some("alice"), "big", json!({"n": 200}))
+        .await
+        .result_id
+        .unwrap();
+    assert!(
+        !call_in(
+            &engine,
+            Some("alice"),
+            "read_tool_result",
+            json!({"id": id})
+        )
+        .await
+        .is_error()
+    );
     let other = call_in(&engine, Some("bob"), "read_tool_result", json!({"id": id})).await;
     assert_eq!(other.error_kind(), Some("access_denied"));
     let none = call_in(&engine, None, "read_tool_result", json!({"id": id})).await;
@@ -171,9 +315,21 @@ async fn r4_a_result_is_readable_only_in_its_own_session(b: Backend) {
 
 async fn r4_a_result_saved_without_a_session_is_readable_only_without_one(b: Backend) {
     let engine = engine_on(&b, |r| r.max_result_bytes = 100);
-    let id = call_in(&engine, None, "big", json!({"n": 200})).await.result_id.unwrap();
-    assert!(!call_in(&engine, None, "read_tool_result", json!({"id": id})).await.is_error());
-    assert_eq!(call_in(&engine, Some("x"), "read_tool_result", json!({"id": id})).await.error_kind(), Some("access_denied"));
+    let id = call_in(&engine, None, "big", json!({"n": 200}))
+        .await
+        .result_id
+        .unwrap();
+    assert!(
+        !call_in(&engine, None, "read_tool_result", json!({"id": id}))
+            .await
+            .is_error()
+    );
+    assert_eq!(
+        call_in(&engine, Some("x"), "read_tool_result", json!({"id": id}))
+            .await
+            .error_kind(),
+        Some("access_denied")
+    );
 }
 
 async fn r4_foreign_results_can_be_hidden_as_not_found(b: Backend) {
@@ -181,8 +337,16 @@ async fn r4_foreign_results_can_be_hidden_as_not_found(b: Backend) {
         r.max_result_bytes = 100;
         r.hide_foreign_results = true;
     });
-    let id = call_in(&engine, Some("alice"), "big", json!({"n": 200})).await.result_id.unwrap();
-    assert_eq!(call_in(&engine, Some("bob"), "read_tool_result", json!({"id": id})).await.error_kind(), Some("not_found"));
+    let id = call_in(&engine, Some("alice"), "big", json!({"n": 200}))
+        .await
+        .result_id
+        .unwrap();
+    assert_eq!(
+        call_in(&engine, Some("bob"), "read_tool_result", json!({"id": id}))
+            .await
+            .error_kind(),
+        Some("not_found")
+    );
 }
 
 macro_rules! per_backend {
@@ -227,14 +391,21 @@ async fn r9_an_unreachable_store_never_loses_the_result_silently() {
     };
     let engine = Engine::builder(policy).tool(big()).build().unwrap();
     let mut events = engine.subscribe();
-    let o = tokio::time::timeout(Duration::from_secs(60), call_in(&engine, None, "big", json!({"n": 120_000})))
-        .await
-        .expect("the call answers");
+    let o = tokio::time::timeout(
+        Duration::from_secs(60),
+        call_in(&engine, None, "big", json!({"n": 120_000})),
+    )
+    .await
+    .expect("the call answers");
     assert!(!o.is_error(), "the call still answers: {:?}", o.error);
     assert_eq!(o.result_id, None);
     let text = o.content.text();
     assert!(text.starts_with(&"a".repeat(1000)), "the text is kept");
-    assert!(text.contains("could not be saved"), "{}", &text[text.len() - 300..]);
+    assert!(
+        text.contains("could not be saved"),
+        "{}",
+        &text[text.len() - 300..]
+    );
     assert!(o.truncated);
     assert_eq!(o.output_chars, 100_000);
     let errors = std::iter::from_fn(|| events.try_recv().ok())
@@ -246,17 +417,34 @@ async fn r9_an_unreachable_store_never_loses_the_result_silently() {
 #[tokio::test]
 async fn d5_read_tool_result_runs_under_the_same_guard() {
     let b = backend("memory").unwrap();
-    let mut r = ReductionSettings { store: Some(b.url.clone()), max_result_bytes: 100, ..Default::default() };
+    let mut r = ReductionSettings {
+        store: Some(b.url.clone()),
+        max_result_bytes: 100,
+        ..Default::default()
+    };
     r.max_result_bytes = 100;
-    let mut policy = Policy { reduction: Some(r), ..Default::default() };
-    policy.rules.deny.push(toolgate_policy::Rule { tools: vec!["read_tool_result".into()], reason: Some("reading is off".into()), ..Default::default() });
+    let mut policy = Policy {
+        reduction: Some(r),
+        ..Default::default()
+    };
+    policy.rules.deny.push(toolgate_policy::Rule {
+        tools: vec!["read_tool_result".into()],
+        reason: Some("reading is off".into()),
+        ..Default::default()
+    });
     let engine = Engine::builder(policy).tool(big()).build().unwrap();
     let mut events = engine.subscribe();
-    let id = call_in(&engine, None, "big", json!({"n": 200})).await.result_id.unwrap();
+    let id = call_in(&engine, None, "big", json!({"n": 200}))
+        .await
+        .result_id
+        .unwrap();
     let o = call_in(&engine, None, "read_tool_result", json!({"id": id})).await;
     assert_eq!(o.error_kind(), Some("denied"));
     let ends = std::iter::from_fn(|| events.try_recv().ok())
-        .filter(|e| e.tool_name == "read_tool_result" && matches!(e.kind, toolgate::events::EventKind::End { .. }))
+        .filter(|e| {
+            e.tool_name == "read_tool_result"
+                && matches!(e.kind, toolgate::events::EventKind::End { .. })
+        })
         .count();
     assert_eq!(ends, 1);
 }

@@ -14,29 +14,54 @@ fn catalog_file(dir: &std::path::Path) -> std::path::PathBuf {
         json!({"name": "sendEmailMessage", "description": "Send an email to a recipient.", "parameters": {"type": "object", "properties": {"to": {"type": "string"}}}}),
         json!({"name": "stock.quote", "description": "Latest price of a stock ticker.", "parameters": {"type": "object", "properties": {"ticker": {"type": "string"}}}}),
     ];
-    std::fs::write(&path, lines.iter().map(|l| l.to_string()).collect::<Vec<_>>().join("\n")).unwrap();
+    std::fs::write(
+        &path,
+        lines
+            .iter()
+            .map(|l| l.to_string())
+            .collect::<Vec<_>>()
+            .join("\n"),
+    )
+    .unwrap();
     path
 }
 
 fn engine(dir: &std::path::Path, f: impl FnOnce(&mut SearchSettings)) -> Engine {
-    let mut s = SearchSettings { catalogs: vec![catalog_file(dir)], default_max_results: 5, ..Default::default() };
+    let mut s = SearchSettings {
+        catalogs: vec![catalog_file(dir)],
+        default_max_results: 5,
+        ..Default::default()
+    };
     f(&mut s);
-    Engine::builder(Policy { search: Some(s), ..Default::default() })
-        .tool(echo("echo"))
-        .tool(show_args("translate_text"))
-        .build()
-        .unwrap()
+    Engine::builder(Policy {
+        search: Some(s),
+        ..Default::default()
+    })
+    .tool(echo("echo"))
+    .tool(show_args("translate_text"))
+    .build()
+    .unwrap()
 }
 
 fn names(engine: &Engine, session: &toolgate::Session) -> Vec<String> {
-    let mut n: Vec<String> = engine.visible_tools(session).into_iter().map(|t| t.name).collect();
+    let mut n: Vec<String> = engine
+        .visible_tools(session)
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
     n.sort();
     n
 }
 
 fn found(o: &toolgate::Outcome) -> Vec<String> {
-    let v: Value = serde_json::from_str(&o.content.text()).unwrap_or_else(|_| panic!("{}", o.content.text()));
-    v["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect()
+    let v: Value =
+        serde_json::from_str(&o.content.text()).unwrap_or_else(|_| panic!("{}", o.content.text()));
+    v["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect()
 }
 
 #[tokio::test]
@@ -44,9 +69,22 @@ async fn s1_the_model_first_sees_ordinary_tools_and_tool_search_with_a_reminder(
     let dir = tempfile::tempdir().unwrap();
     let engine = engine(dir.path(), |_| {});
     let s = engine.session(Some("s")).unwrap();
-    assert_eq!(names(&engine, &s), ["echo", "tool_search", "translate_text"]);
-    let search = engine.visible_tools(&s).into_iter().find(|t| t.name == "tool_search").unwrap();
-    assert!(search.description.contains("get_weather, sendEmailMessage, stock.quote"), "{}", search.description);
+    assert_eq!(
+        names(&engine, &s),
+        ["echo", "tool_search", "translate_text"]
+    );
+    let search = engine
+        .visible_tools(&s)
+        .into_iter()
+        .find(|t| t.name == "tool_search")
+        .unwrap();
+    assert!(
+        search
+            .description
+            .contains("get_weather, sendEmailMessage, stock.quote"),
+        "{}",
+        search.description
+    );
 }
 
 #[tokio::test]
@@ -54,11 +92,23 @@ async fn s2_tool_search_returns_matches_best_first_with_name_and_description() {
     let dir = tempfile::tempdir().unwrap();
     let engine = engine(dir.path(), |_| {});
     let s = engine.session(Some("s")).unwrap();
-    let o = engine.call(&s, &call("1", "tool_search", json!({"query": "what is the weather in Paris"}))).await;
+    let o = engine
+        .call(
+            &s,
+            &call(
+                "1",
+                "tool_search",
+                json!({"query": "what is the weather in Paris"}),
+            ),
+        )
+        .await;
     assert!(!o.is_error(), "{:?}", o.error);
     assert_eq!(found(&o)[0], "get_weather");
     let v: Value = serde_json::from_str(&o.content.text()).unwrap();
-    assert_eq!(v["tools"][0]["description"], "Get the current weather for a city.");
+    assert_eq!(
+        v["tools"][0]["description"],
+        "Get the current weather for a city."
+    );
     assert!(!v["tools"][0]["why"].as_array().unwrap().is_empty());
 }
 
@@ -67,7 +117,16 @@ async fn s2_select_picks_tools_by_exact_name_in_order() {
     let dir = tempfile::tempdir().unwrap();
     let engine = engine(dir.path(), |_| {});
     let s = engine.session(Some("s")).unwrap();
-    let o = engine.call(&s, &call("1", "tool_search", json!({"query": "select:stock.quote,get_weather,nope"}))).await;
+    let o = engine
+        .call(
+            &s,
+            &call(
+                "1",
+                "tool_search",
+                json!({"query": "select:stock.quote,get_weather,nope"}),
+            ),
+        )
+        .await;
     assert_eq!(found(&o), ["stock.quote", "get_weather"]);
     let v: Value = serde_json::from_str(&o.content.text()).unwrap();
     assert_eq!(v["not_found"], json!(["nope"]));
@@ -78,9 +137,23 @@ async fn s2_max_results_limits_and_plus_words_must_match() {
     let dir = tempfile::tempdir().unwrap();
     let engine = engine(dir.path(), |_| {});
     let s = engine.session(Some("s")).unwrap();
-    let o = engine.call(&s, &call("1", "tool_search", json!({"query": "send weather stock email", "max_results": 1}))).await;
+    let o = engine
+        .call(
+            &s,
+            &call(
+                "1",
+                "tool_search",
+                json!({"query": "send weather stock email", "max_results": 1}),
+            ),
+        )
+        .await;
     assert_eq!(found(&o).len(), 1);
-    let o = engine.call(&s, &call("2", "tool_search", json!({"query": "get +email"}))).await;
+    let o = engine
+        .call(
+            &s,
+            &call("2", "tool_search", json!({"query": "get +email"})),
+        )
+        .await;
     assert_eq!(found(&o), ["sendEmailMessage"]);
 }
 
@@ -89,10 +162,18 @@ async fn s3_found_tools_stay_visible_for_the_rest_of_the_session_only() {
     let dir = tempfile::tempdir().unwrap();
     let engine = engine(dir.path(), |_| {});
     let s = engine.session(Some("a")).unwrap();
-    engine.call(&s, &call("1", "tool_search", json!({"query": "select:get_weather"}))).await;
+    engine
+        .call(
+            &s,
+            &call("1", "tool_search", json!({"query": "select:get_weather"})),
+        )
+        .await;
     assert!(names(&engine, &s).contains(&"get_weather".to_string()));
     let again = engine.session(Some("a")).unwrap();
-    assert!(names(&engine, &again).contains(&"get_weather".to_string()), "state lives in the session");
+    assert!(
+        names(&engine, &again).contains(&"get_weather".to_string()),
+        "state lives in the session"
+    );
     let other = engine.session(Some("b")).unwrap();
     assert!(!names(&engine, &other).contains(&"get_weather".to_string()));
 }
@@ -102,12 +183,30 @@ async fn s4_a_catalog_tool_not_found_yet_cannot_be_called() {
     let dir = tempfile::tempdir().unwrap();
     let engine = engine(dir.path(), |_| {});
     let s = engine.session(Some("s")).unwrap();
-    let o = engine.call(&s, &call("1", "get_weather", json!({"city": "Oslo"}))).await;
+    let o = engine
+        .call(&s, &call("1", "get_weather", json!({"city": "Oslo"})))
+        .await;
     assert_eq!(o.error_kind(), Some("denied"));
-    assert!(o.content.text().contains("call tool_search first"), "{}", o.content.text());
-    engine.call(&s, &call("2", "tool_search", json!({"query": "select:get_weather"}))).await;
-    let o = engine.call(&s, &call("3", "get_weather", json!({"city": "Oslo"}))).await;
-    assert_eq!(o.error_kind(), Some("not_implemented"), "found, so it runs (a catalog-only entry): {:?}", o.error);
+    assert!(
+        o.content.text().contains("call tool_search first"),
+        "{}",
+        o.content.text()
+    );
+    engine
+        .call(
+            &s,
+            &call("2", "tool_search", json!({"query": "select:get_weather"})),
+        )
+        .await;
+    let o = engine
+        .call(&s, &call("3", "get_weather", json!({"city": "Oslo"})))
+        .await;
+    assert_eq!(
+        o.error_kind(),
+        Some("not_implemented"),
+        "found, so it runs (a catalog-only entry): {:?}",
+        o.error
+    );
 }
 
 #[tokio::test]
@@ -122,13 +221,23 @@ async fn s4_the_policy_can_allow_direct_calls() {
 #[tokio::test]
 async fn s5_ordinary_tools_are_always_visible_and_searchable_natives_are_gated() {
     let dir = tempfile::tempdir().unwrap();
-    let engine = engine(dir.path(), |s| s.searchable_tools = vec!["translate_*".into()]);
+    let engine = engine(dir.path(), |s| {
+        s.searchable_tools = vec!["translate_*".into()]
+    });
     let s = engine.session(None).unwrap();
     assert_eq!(names(&engine, &s), ["echo", "tool_search"]);
-    let o = engine.call(&s, &call("1", "tool_search", json!({"query": "translate"}))).await;
+    let o = engine
+        .call(&s, &call("1", "tool_search", json!({"query": "translate"})))
+        .await;
     assert_eq!(found(&o), ["translate_text"]);
-    let o = engine.call(&s, &call("2", "translate_text", json!({"path": "p"}))).await;
-    assert!(!o.is_error(), "found tools run under the same guard: {:?}", o.error);
+    let o = engine
+        .call(&s, &call("2", "translate_text", json!({"path": "p"})))
+        .await;
+    assert!(
+        !o.is_error(),
+        "found tools run under the same guard: {:?}",
+        o.error
+    );
 }
 
 #[tokio::test]
@@ -137,7 +246,11 @@ async fn s5_use_model_native_hands_the_catalog_to_the_provider() {
     let engine = engine(dir.path(), |s| s.use_model_native = true);
     let s = engine.session(None).unwrap();
     assert_eq!(names(&engine, &s), ["echo", "translate_text"]);
-    let mut deferred: Vec<String> = engine.deferred_tools().into_iter().map(|t| t.name).collect();
+    let mut deferred: Vec<String> = engine
+        .deferred_tools()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
     deferred.sort();
     assert_eq!(deferred, ["get_weather", "sendEmailMessage", "stock.quote"]);
 }
@@ -147,11 +260,20 @@ async fn s6_camel_case_names_and_parameter_words_are_found_and_typos_tolerated()
     let dir = tempfile::tempdir().unwrap();
     let engine = engine(dir.path(), |_| {});
     let s = engine.session(None).unwrap();
-    let o = engine.call(&s, &call("1", "tool_search", json!({"query": "email message"}))).await;
+    let o = engine
+        .call(
+            &s,
+            &call("1", "tool_search", json!({"query": "email message"})),
+        )
+        .await;
     assert_eq!(found(&o)[0], "sendEmailMessage");
-    let o = engine.call(&s, &call("2", "tool_search", json!({"query": "ticker"}))).await;
+    let o = engine
+        .call(&s, &call("2", "tool_search", json!({"query": "ticker"})))
+        .await;
     assert_eq!(found(&o)[0], "stock.quote");
-    let o = engine.call(&s, &call("3", "tool_search", json!({"query": "wether"}))).await;
+    let o = engine
+        .call(&s, &call("3", "tool_search", json!({"query": "wether"})))
+        .await;
     assert_eq!(found(&o)[0], "get_weather");
 }
 
@@ -160,17 +282,42 @@ async fn s6_bad_queries_are_error_results_never_a_crash() {
     let dir = tempfile::tempdir().unwrap();
     let engine = engine(dir.path(), |_| {});
     let s = engine.session(None).unwrap();
-    for args in [json!({"query": ""}), json!({"query": "   "}), json!({"query": "?!.,"}), json!({"query": "x".repeat(100_000)}), json!({"query": "select:"}), json!({"query": "select:bad name"}), json!({}), json!({"query": 5}), json!({"query": "a", "max_results": 0})] {
-        let o = engine.call(&s, &call("1", "tool_search", args.clone())).await;
-        assert_eq!(o.error_kind(), Some("invalid_arguments"), "{args}: {:?}", o.content.text().chars().take(200).collect::<String>());
+    for args in [
+        json!({"query": ""}),
+        json!({"query": "   "}),
+        json!({"query": "?!.,"}),
+        json!({"query": "x".repeat(100_000)}),
+        json!({"query": "select:"}),
+        json!({"query": "select:bad name"}),
+        json!({}),
+        json!({"query": 5}),
+        json!({"query": "a", "max_results": 0}),
+    ] {
+        let o = engine
+            .call(&s, &call("1", "tool_search", args.clone()))
+            .await;
+        assert_eq!(
+            o.error_kind(),
+            Some("invalid_arguments"),
+            "{args}: {:?}",
+            o.content.text().chars().take(200).collect::<String>()
+        );
     }
 }
 
 #[tokio::test]
 async fn d5_tool_search_runs_under_the_same_guard() {
     let dir = tempfile::tempdir().unwrap();
-    let mut policy = Policy { search: Some(SearchSettings { catalogs: vec![catalog_file(dir.path())], ..Default::default() }), ..Default::default() };
-    policy.scripts.before = Some(script(r#"if tool == "tool_search" { "no searching today" } else { () }"#));
+    let mut policy = Policy {
+        search: Some(SearchSettings {
+            catalogs: vec![catalog_file(dir.path())],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    policy.scripts.before = Some(script(
+        r#"if tool == "tool_search" { "no searching today" } else { () }"#,
+    ));
     let engine = Engine::builder(policy).build().unwrap();
     let o = one(&engine, "tool_search", json!({"query": "weather"})).await;
     assert_eq!(o.error_kind(), Some("denied"));

@@ -131,8 +131,22 @@ fn the_hooks_example_inline_script_offset_points_at_its_first_line() {
 /// The variables each hook's script sees (`call` would be natural, but Rhai reserves it).
 fn variables_of(hook: &str) -> &'static [&'static str] {
     match hook {
-        "after" => &["tool", "model_name", "args", "call_id", "session", "outcome"],
-        "unknown_tool" => &["tool", "model_name", "args", "call_id", "session", "suggestions"],
+        "after" => &[
+            "tool",
+            "model_name",
+            "args",
+            "call_id",
+            "session",
+            "outcome",
+        ],
+        "unknown_tool" => &[
+            "tool",
+            "model_name",
+            "args",
+            "call_id",
+            "session",
+            "suggestions",
+        ],
         _ => &["tool", "model_name", "args", "call_id", "session"],
     }
 }

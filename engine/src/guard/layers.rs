@@ -4,12 +4,12 @@ use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use futures::FutureExt;
 use super::{CallResult, Invocation, Layer, Next, Reply, panic_message};
 use crate::error::{CallError, DeniedBy};
 use crate::events::{Event, EventKind, Events};
 use crate::script::{CallView, OutcomeView, ScriptSet, Verdict};
 use crate::tool::{BoxFuture, ToolContext, ToolErrorKind, ToolOutput};
+use futures::FutureExt;
 
 fn view(inv: &Invocation) -> CallView<'_> {
     CallView {
@@ -78,8 +78,7 @@ impl Layer for TimeoutLayer {
             let (Some(deadline), Some(after)) = (inv.deadline, inv.settings.timeout) else {
                 return next.run(inv).await;
             };
-            let result =
-                tokio::time::timeout_at(deadline.into(), next.run(&mut *inv)).await;
+            let result = tokio::time::timeout_at(deadline.into(), next.run(&mut *inv)).await;
             match result {
                 Ok(r) => r,
                 Err(_) => {
@@ -113,17 +112,16 @@ impl ArgumentsLayer {
         if !v.is_object() {
             return Err(CallError::InvalidArguments {
                 tool: tool.to_string(),
-                reason: format!(
-                    "the arguments must be a JSON object, not {}",
-                    json_type(&v)
-                ),
+                reason: format!("the arguments must be a JSON object, not {}", json_type(&v)),
             });
         }
         Ok(v)
     }
 
     pub fn rename(args: &mut serde_json::Value, aliases: &BTreeMap<String, String>) {
-        let Some(obj) = args.as_object_mut() else { return };
+        let Some(obj) = args.as_object_mut() else {
+            return;
+        };
         if aliases.is_empty() {
             return;
         }
@@ -325,4 +323,3 @@ impl Endpoint {
         })
     }
 }
-

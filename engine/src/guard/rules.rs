@@ -36,13 +36,21 @@ impl CompiledRule {
     fn new(rule: &Rule) -> Result<Self, BuildError> {
         let at = At(rule.position.clone());
         Ok(CompiledRule {
-            tools: rule.tools.iter().map(|p| glob(p, &at)).collect::<Result<_, _>>()?,
+            tools: rule
+                .tools
+                .iter()
+                .map(|p| glob(p, &at))
+                .collect::<Result<_, _>>()?,
             args: rule
                 .args
                 .iter()
                 .map(|(k, p)| Ok((k.clone(), glob(p, &at)?)))
                 .collect::<Result<_, BuildError>>()?,
-            sessions: rule.sessions.iter().map(|p| glob(p, &at)).collect::<Result<_, _>>()?,
+            sessions: rule
+                .sessions
+                .iter()
+                .map(|p| glob(p, &at))
+                .collect::<Result<_, _>>()?,
             reason: rule.reason.clone(),
             at,
         })
@@ -78,8 +86,16 @@ pub struct CompiledRules {
 impl CompiledRules {
     pub fn compile(rules: &Rules) -> Result<Self, BuildError> {
         Ok(CompiledRules {
-            allow: rules.allow.iter().map(CompiledRule::new).collect::<Result<_, _>>()?,
-            deny: rules.deny.iter().map(CompiledRule::new).collect::<Result<_, _>>()?,
+            allow: rules
+                .allow
+                .iter()
+                .map(CompiledRule::new)
+                .collect::<Result<_, _>>()?,
+            deny: rules
+                .deny
+                .iter()
+                .map(CompiledRule::new)
+                .collect::<Result<_, _>>()?,
         })
     }
 
@@ -97,7 +113,10 @@ impl CompiledRules {
         if let Some(rule) = self.deny.iter().find(|r| r.matches(tool, args, session)) {
             return Err(match &rule.reason {
                 Some(r) => r.clone(),
-                None => format!("a deny rule of the policy matches this call ({}rule)", rule.at),
+                None => format!(
+                    "a deny rule of the policy matches this call ({}rule)",
+                    rule.at
+                ),
             });
         }
         if !self.allow.is_empty() && !self.allow.iter().any(|r| r.matches(tool, args, session)) {
@@ -116,7 +135,8 @@ impl Layer for RulesLayer {
     fn call<'a>(&'a self, inv: &'a mut Invocation, next: Next<'a>) -> BoxFuture<'a, CallResult> {
         Box::pin(async move {
             for group in inv.settings.rules.iter() {
-                if let Err(reason) = group.check(&inv.tool_name, &inv.args, inv.session.as_deref()) {
+                if let Err(reason) = group.check(&inv.tool_name, &inv.args, inv.session.as_deref())
+                {
                     return Err(CallError::Denied {
                         reason,
                         by: DeniedBy::Rule,

@@ -64,11 +64,17 @@ fn value_tokens(v: &Value) -> u64 {
         Value::String(s) => text_tokens(s) + 1,
         Value::Array(a) => a.iter().map(value_tokens).sum::<u64>() + 1,
         Value::Object(o) => {
-            let image = matches!(o.get("type").and_then(Value::as_str), Some("image_url" | "image" | "input_image"));
+            let image = matches!(
+                o.get("type").and_then(Value::as_str),
+                Some("image_url" | "image" | "input_image")
+            );
             if image {
                 return IMAGE_TOKENS;
             }
-            o.iter().map(|(k, v)| k.len() as u64 / 4 + value_tokens(v)).sum::<u64>() + 1
+            o.iter()
+                .map(|(k, v)| k.len() as u64 / 4 + value_tokens(v))
+                .sum::<u64>()
+                + 1
         }
         other => other.to_string().len() as u64 / 4 + 1,
     }
@@ -86,7 +92,11 @@ impl TokenEstimator for ByteEstimator {
     fn tools(&self, tools: &[ToolSpec]) -> u64 {
         tools
             .iter()
-            .map(|t| serde_json::to_string(t).map(|s| text_tokens(&s)).unwrap_or(0))
+            .map(|t| {
+                serde_json::to_string(t)
+                    .map(|s| text_tokens(&s))
+                    .unwrap_or(0)
+            })
             .sum()
     }
 }
@@ -110,7 +120,9 @@ fn stable_id(parts: &[&[u8]]) -> String {
     for p in parts {
         for &byte in p.iter().chain(&[0xff]) {
             a = (a ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3);
-            b = (b ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3).rotate_left(5);
+            b = (b ^ u64::from(byte))
+                .wrapping_mul(0x0000_0100_0000_01b3)
+                .rotate_left(5);
         }
     }
     format!("h_{a:016x}{b:016x}")
@@ -131,7 +143,10 @@ fn content_text(v: &Value) -> Option<String> {
         Value::Array(parts) => {
             let mut out = String::new();
             for p in parts {
-                match (p.get("type").and_then(Value::as_str), p.get("text").and_then(Value::as_str)) {
+                match (
+                    p.get("type").and_then(Value::as_str),
+                    p.get("text").and_then(Value::as_str),
+                ) {
                     (Some("text"), Some(t)) => out.push_str(t),
                     _ => return None,
                 }
@@ -166,7 +181,9 @@ pub async fn offload_rounds(
     let rounds: Vec<usize> = history
         .iter()
         .enumerate()
-        .filter(|(_, m)| matches!(m, Message::Assistant { tool_calls, .. } if !tool_calls.is_empty()))
+        .filter(
+            |(_, m)| matches!(m, Message::Assistant { tool_calls, .. } if !tool_calls.is_empty()),
+        )
         .map(|(i, _)| i)
         .collect();
     let keep = settings.keep_recent_tool_rounds as usize;
@@ -174,15 +191,24 @@ pub async fn offload_rounds(
     let session_id = match session.map(SessionId::parse).transpose() {
         Ok(s) => s,
         Err(e) => {
-            report.failed.push((String::new(), format!("bad session id: {e}")));
+            report
+                .failed
+                .push((String::new(), format!("bad session id: {e}")));
             report.tokens_after = report.tokens_before;
             return (out, report);
         }
     };
     for &start in &rounds[..old] {
-        let Message::Assistant { tool_calls, .. } = &history[start] else { continue };
+        let Message::Assistant { tool_calls, .. } = &history[start] else {
+            continue;
+        };
         let mut i = start + 1;
-        while let Some(Message::Tool { tool_call_id, content, .. }) = history.get(i) {
+        while let Some(Message::Tool {
+            tool_call_id,
+            content,
+            ..
+        }) = history.get(i)
+        {
             let name = tool_calls
                 .iter()
                 .find(|c| &c.id == tool_call_id)
@@ -193,11 +219,17 @@ pub async fn offload_rounds(
             if name == TOOL_SEARCH || name == READ_TOOL_RESULT {
                 continue;
             }
-            let Some(text) = content_text(content) else { continue };
+            let Some(text) = content_text(content) else {
+                continue;
+            };
             if (text.len() as u64) < settings.min_offload_bytes.max(1) {
                 continue;
             }
-            let id_text = stable_id(&[session.unwrap_or("").as_bytes(), tool_call_id.as_bytes(), text.as_bytes()]);
+            let id_text = stable_id(&[
+                session.unwrap_or("").as_bytes(),
+                tool_call_id.as_bytes(),
+                text.as_bytes(),
+            ]);
             let id = match ResultId::parse(&id_text) {
                 Ok(id) => id,
                 Err(e) => {
@@ -205,7 +237,9 @@ pub async fn offload_rounds(
                     continue;
                 }
             };
-            let new = NewResult::new(session_id.clone()).with_id(id).with_tool(name.to_string());
+            let new = NewResult::new(session_id.clone())
+                .with_id(id)
+                .with_tool(name.to_string());
             match store.save(new, &text).await {
                 Ok(_) | Err(StoreError::AlreadyExists { .. }) => {}
                 Err(e) => {

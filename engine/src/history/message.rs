@@ -75,7 +75,11 @@ impl Message {
 
     /// The tool message that answers a call with this outcome.
     pub fn from_outcome(o: &Outcome) -> Self {
-        Message::tool(o.call_id.clone(), Some(o.model_name.clone()), content_json(&o.content))
+        Message::tool(
+            o.call_id.clone(),
+            Some(o.model_name.clone()),
+            content_json(&o.content),
+        )
     }
 
     pub fn role(&self) -> &'static str {
@@ -125,7 +129,11 @@ fn function_type() -> String {
 }
 
 impl ToolCall {
-    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: impl Into<String>) -> Self {
+    pub fn new(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        arguments: impl Into<String>,
+    ) -> Self {
         ToolCall {
             id: id.into(),
             kind: function_type(),

@@ -27,7 +27,9 @@ pub struct RepairReport {
 
 impl RepairReport {
     pub fn is_clean(&self) -> bool {
-        self.added.is_empty() && self.removed_orphans.is_empty() && self.removed_duplicates.is_empty()
+        self.added.is_empty()
+            && self.removed_orphans.is_empty()
+            && self.removed_duplicates.is_empty()
     }
 }
 

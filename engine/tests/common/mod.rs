@@ -16,53 +16,91 @@ pub fn obj(props: Value) -> Value {
 
 /// `echo {text}`: returns the text.
 pub fn echo(name: &str) -> impl toolgate::tool::Tool {
-    FnTool::new(name, "Echo the text.", obj(json!({"text": {"type": "string"}})), |_ctx, args: Value| async move {
-        Ok(ToolOutput::text(args["text"].as_str().unwrap_or("").to_string()))
-    })
+    FnTool::new(
+        name,
+        "Echo the text.",
+        obj(json!({"text": {"type": "string"}})),
+        |_ctx, args: Value| async move {
+            Ok(ToolOutput::text(
+                args["text"].as_str().unwrap_or("").to_string(),
+            ))
+        },
+    )
 }
 
 pub fn script(code: &str) -> toolgate_policy::ScriptSource {
-    toolgate_policy::ScriptSource { code: code.to_string(), file: "inline.rhai".into(), line_offset: 1 }
+    toolgate_policy::ScriptSource {
+        code: code.to_string(),
+        file: "inline.rhai".into(),
+        line_offset: 1,
+    }
 }
 
 /// `show_args {..}`: returns its arguments as JSON text.
 pub fn show_args(name: &str) -> impl toolgate::tool::Tool {
-    FnTool::new(name, "Show the arguments.", obj(json!({"path": {"type": "string"}})), |_ctx, args: Value| async move {
-        Ok(ToolOutput::text(args.to_string()))
-    })
+    FnTool::new(
+        name,
+        "Show the arguments.",
+        obj(json!({"path": {"type": "string"}})),
+        |_ctx, args: Value| async move { Ok(ToolOutput::text(args.to_string())) },
+    )
 }
 
 /// `sleep {ms}`: sleeps; honours cancellation because its future is dropped.
 pub fn sleeper(name: &str) -> impl toolgate::tool::Tool {
-    FnTool::new(name, "Sleep.", obj(json!({"ms": {"type": "integer"}})), |_ctx, args: Value| async move {
-        let ms = args["ms"].as_u64().unwrap_or(0);
-        tokio::time::sleep(Duration::from_millis(ms)).await;
-        Ok(ToolOutput::text(format!("slept {ms}ms")))
-    })
+    FnTool::new(
+        name,
+        "Sleep.",
+        obj(json!({"ms": {"type": "integer"}})),
+        |_ctx, args: Value| async move {
+            let ms = args["ms"].as_u64().unwrap_or(0);
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            Ok(ToolOutput::text(format!("slept {ms}ms")))
+        },
+    )
 }
 
 /// `fail {message}`.
 pub fn failer(name: &str) -> impl toolgate::tool::Tool {
-    FnTool::new(name, "Fail.", obj(json!({"message": {"type": "string"}})), |_ctx, args: Value| async move {
-        Err(ToolError::new(args["message"].as_str().unwrap_or("failed").to_string()))
-    })
+    FnTool::new(
+        name,
+        "Fail.",
+        obj(json!({"message": {"type": "string"}})),
+        |_ctx, args: Value| async move {
+            Err(ToolError::new(
+                args["message"].as_str().unwrap_or("failed").to_string(),
+            ))
+        },
+    )
 }
 
 /// `panic {}`.
 pub fn panicker(name: &str) -> impl toolgate::tool::Tool {
-    FnTool::new(name, "Panic.", obj(json!({})), |_ctx, _args: Value| async move {
-        if true {
-            panic!("the tool exploded");
-        }
-        Ok(ToolOutput::text("unreachable"))
-    })
+    FnTool::new(
+        name,
+        "Panic.",
+        obj(json!({})),
+        |_ctx, _args: Value| async move {
+            if true {
+                panic!("the tool exploded");
+            }
+            Ok(ToolOutput::text("unreachable"))
+        },
+    )
 }
 
 /// `text {n}`: returns `n` copies of `é`.
 pub fn texter(name: &str) -> impl toolgate::tool::Tool {
-    FnTool::new(name, "Text.", obj(json!({"n": {"type": "integer"}})), |_ctx, args: Value| async move {
-        Ok(ToolOutput::text("é".repeat(args["n"].as_u64().unwrap_or(0) as usize)))
-    })
+    FnTool::new(
+        name,
+        "Text.",
+        obj(json!({"n": {"type": "integer"}})),
+        |_ctx, args: Value| async move {
+            Ok(ToolOutput::text(
+                "é".repeat(args["n"].as_u64().unwrap_or(0) as usize),
+            ))
+        },
+    )
 }
 
 /// A tool that counts its runs.
@@ -78,31 +116,40 @@ pub fn counter(name: &str, runs: Arc<AtomicUsize>) -> impl toolgate::tool::Tool 
 
 /// A tool that sets `dropped` when its future is dropped before finishing, and `cancelled`
 /// when it saw its token fire.
-pub fn observer(name: &str, dropped: Arc<AtomicBool>, cancelled: Arc<AtomicBool>) -> impl toolgate::tool::Tool {
-    FnTool::new(name, "Observe cancellation.", obj(json!({})), move |ctx, _args: Value| {
-        let dropped = dropped.clone();
-        let cancelled = cancelled.clone();
-        async move {
-            struct OnDrop(Arc<AtomicBool>, bool);
-            impl Drop for OnDrop {
-                fn drop(&mut self) {
-                    if !self.1 {
-                        self.0.store(true, Ordering::SeqCst);
+pub fn observer(
+    name: &str,
+    dropped: Arc<AtomicBool>,
+    cancelled: Arc<AtomicBool>,
+) -> impl toolgate::tool::Tool {
+    FnTool::new(
+        name,
+        "Observe cancellation.",
+        obj(json!({})),
+        move |ctx, _args: Value| {
+            let dropped = dropped.clone();
+            let cancelled = cancelled.clone();
+            async move {
+                struct OnDrop(Arc<AtomicBool>, bool);
+                impl Drop for OnDrop {
+                    fn drop(&mut self) {
+                        if !self.1 {
+                            self.0.store(true, Ordering::SeqCst);
+                        }
                     }
                 }
+                let mut guard = OnDrop(dropped, false);
+                let token = ctx.cancel.clone();
+                let watcher = cancelled.clone();
+                tokio::spawn(async move {
+                    token.cancelled().await;
+                    watcher.store(true, Ordering::SeqCst);
+                });
+                tokio::time::sleep(Duration::from_secs(30)).await;
+                guard.1 = true;
+                Ok(ToolOutput::text("finished"))
             }
-            let mut guard = OnDrop(dropped, false);
-            let token = ctx.cancel.clone();
-            let watcher = cancelled.clone();
-            tokio::spawn(async move {
-                token.cancelled().await;
-                watcher.store(true, Ordering::SeqCst);
-            });
-            tokio::time::sleep(Duration::from_secs(30)).await;
-            guard.1 = true;
-            Ok(ToolOutput::text("finished"))
-        }
-    })
+        },
+    )
 }
 
 pub fn call(id: &str, name: &str, args: Value) -> ToolCall {
