@@ -73,8 +73,18 @@ start() {
     port="$(free_port)"
     echo "$port" >"$STATE/port"
     # TMPDIR: moto spools large objects to temporary files; keep them in the server's own directory.
-    (cd "$data" && TMPDIR="$data" nohup setsid "$VENV/bin/moto_server" -H 127.0.0.1 -p "$port" \
-        >"$STATE/server.log" 2>&1 </dev/null & echo $! >"$STATE/pid")
+    # Started by a short-lived Python launcher in a session of its own, so that this script has no
+    # child to wait for: `eval "$(scripts/s3-server.sh start)"` returns as soon as the server is up.
+    "$VENV/bin/python" - "$data" "$port" "$STATE" "$VENV/bin/moto_server" <<'PY'
+import os, subprocess, sys
+data, port, state, exe = sys.argv[1:5]
+log = open(os.path.join(state, "server.log"), "wb")
+p = subprocess.Popen([exe, "-H", "127.0.0.1", "-p", port], cwd=data, stdin=subprocess.DEVNULL,
+                     stdout=log, stderr=log, start_new_session=True, close_fds=True,
+                     env={**os.environ, "TMPDIR": data})
+with open(os.path.join(state, "pid"), "w") as f:
+    f.write(str(p.pid))
+PY
     # Wait until it answers, then create the bucket (an unsigned request is fine for moto).
     "$VENV/bin/python" - "$port" "$BUCKET" <<'PY' || { log "did not come up; log:"; cat "$STATE/server.log" >&2; stop; exit 1; }
 import sys, time, urllib.request, urllib.error
