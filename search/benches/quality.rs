@@ -14,7 +14,10 @@ use toolgate_search::eval::{
 
 fn main() -> ExitCode {
     // `cargo bench` passes `--bench`; a filter argument selects data sets.
-    let filters: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let filters: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
     let dir = eval::datasets_dir();
     println!("data sets: {}", dir.display());
     println!(
@@ -28,7 +31,10 @@ fn main() -> ExitCode {
         let data = match eval::load_dataset(&dir, name) {
             Ok(d) => d,
             Err(e) => {
-                eprintln!("error: {e} (set {} to the data set directory)", eval::DATASETS_ENV);
+                eprintln!(
+                    "error: {e} (set {} to the data set directory)",
+                    eval::DATASETS_ENV
+                );
                 return ExitCode::FAILURE;
             }
         };
@@ -44,8 +50,11 @@ fn main() -> ExitCode {
             ("bm25", &Bm25Baseline::new(&data.catalog)),
             ("ours", &ours),
         ];
-        let splits: [(&str, Option<Half>); 3] =
-            [("all", None), ("tune", Some(Half::Tune)), ("holdout", Some(Half::Holdout))];
+        let splits: [(&str, Option<Half>); 3] = [
+            ("all", None),
+            ("tune", Some(Half::Tune)),
+            ("holdout", Some(Half::Holdout)),
+        ];
         for (split, half) in splits {
             let queries: Vec<&EvalQuery> = data
                 .queries
@@ -53,7 +62,12 @@ fn main() -> ExitCode {
                 .filter(|q| half.is_none_or(|h| eval::half_of(&q.id) == h))
                 .collect();
             for (system, ranker) in systems {
-                print_row(name, split, system, &eval::evaluate(ranker, queries.iter().copied()));
+                print_row(
+                    name,
+                    split,
+                    system,
+                    &eval::evaluate(ranker, queries.iter().copied()),
+                );
             }
         }
     }

@@ -2,8 +2,8 @@
 //! tool below first place, with what ranked above it.
 //! `cargo run --release --example inspect -- bfcl 40`.
 
-use toolgate_search::eval::{self, Half, Ranker};
 use toolgate_search::SearchIndex;
+use toolgate_search::eval::{self, Half, Ranker};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
@@ -12,7 +12,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let data = eval::load_dataset(&eval::datasets_dir(), name)?;
     let index = SearchIndex::build(data.catalog.clone())?;
     let mut shown = 0;
-    for q in data.queries.iter().filter(|q| eval::half_of(&q.id) == Half::Tune).step_by(7) {
+    for q in data
+        .queries
+        .iter()
+        .filter(|q| eval::half_of(&q.id) == Half::Tune)
+        .step_by(7)
+    {
         let ranked = index.rank(&q.query, 5);
         if ranked.first().is_some_and(|n| q.relevant.contains(n)) {
             continue;
@@ -20,11 +25,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("Q {}\n  want {:?}", q.query, q.relevant);
         for r in &q.relevant {
             if let Some(d) = index.get(r) {
-                println!("  = {}: {}", d.name, d.description.chars().take(150).collect::<String>());
+                println!(
+                    "  = {}: {}",
+                    d.name,
+                    d.description.chars().take(150).collect::<String>()
+                );
             }
         }
         for n in &ranked {
-            let d = index.get(n).map(|d| d.description.chars().take(100).collect::<String>());
+            let d = index
+                .get(n)
+                .map(|d| d.description.chars().take(100).collect::<String>());
             println!("  - {n}: {}", d.unwrap_or_default());
         }
         shown += 1;

@@ -10,8 +10,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut sets = Vec::new();
     for name in DATASETS {
         let data = eval::load_dataset(&dir, name)?;
-        let tune: Vec<EvalQuery> =
-            data.queries.into_iter().filter(|q| eval::half_of(&q.id) == Half::Tune).collect();
+        let tune: Vec<EvalQuery> = data
+            .queries
+            .into_iter()
+            .filter(|q| eval::half_of(&q.id) == Half::Tune)
+            .collect();
         let bm25 = eval::evaluate(&Bm25Baseline::new(&data.catalog), &tune).ndcg_at_5;
         let index = SearchIndex::build(data.catalog)?;
         sets.push((name, index, tune, bm25));

@@ -77,7 +77,10 @@ pub enum CatalogError {
 /// and `keywords` are optional, unknown keys are ignored. Blank lines are
 /// skipped.
 pub fn read_catalog_jsonl(path: &Path) -> Result<Vec<ToolDoc>, CatalogError> {
-    let io = |source| CatalogError::Io { path: path.to_path_buf(), source };
+    let io = |source| CatalogError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
     let reader = BufReader::new(File::open(path).map_err(io)?);
     let mut docs = Vec::new();
     for (i, line) in reader.lines().enumerate() {
@@ -103,10 +106,17 @@ mod tests {
     #[test]
     fn catalog_lines_become_tool_docs() {
         let mut f = tempfile::NamedTempFile::new().unwrap();
-        writeln!(f, r#"{{"name":"a","description":"first","parameters":{{"type":"object"}}}}"#)
-            .unwrap();
+        writeln!(
+            f,
+            r#"{{"name":"a","description":"first","parameters":{{"type":"object"}}}}"#
+        )
+        .unwrap();
         writeln!(f).unwrap();
-        writeln!(f, r#"{{"name":"b","aliases":["bee"],"category":"ignored"}}"#).unwrap();
+        writeln!(
+            f,
+            r#"{{"name":"b","aliases":["bee"],"category":"ignored"}}"#
+        )
+        .unwrap();
         let docs = read_catalog_jsonl(f.path()).unwrap();
         assert_eq!(docs.len(), 2);
         assert_eq!(docs[0].description, "first");

@@ -104,9 +104,15 @@ pub fn datasets_dir() -> PathBuf {
 pub fn load_dataset(dir: &Path, name: &str) -> Result<Dataset, DatasetError> {
     let catalog = read_catalog_jsonl(&dir.join(name).join("catalog.jsonl"))?;
     let path = dir.join(name).join("queries.jsonl");
-    let io = |source| DatasetError::Io { path: path.clone(), source };
+    let io = |source| DatasetError::Io {
+        path: path.clone(),
+        source,
+    };
     let mut queries = Vec::new();
-    for (i, line) in BufReader::new(File::open(&path).map_err(io)?).lines().enumerate() {
+    for (i, line) in BufReader::new(File::open(&path).map_err(io)?)
+        .lines()
+        .enumerate()
+    {
         let line = line.map_err(io)?;
         if line.trim().is_empty() {
             continue;
@@ -118,7 +124,11 @@ pub fn load_dataset(dir: &Path, name: &str) -> Result<Dataset, DatasetError> {
         })?;
         queries.push(q);
     }
-    Ok(Dataset { name: name.to_string(), catalog, queries })
+    Ok(Dataset {
+        name: name.to_string(),
+        catalog,
+        queries,
+    })
 }
 
 /// Which half of a data set a query belongs to.
@@ -136,7 +146,11 @@ pub fn half_of(id: &str) -> Half {
     for b in id.bytes() {
         h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
     }
-    if h & 1 == 0 { Half::Tune } else { Half::Holdout }
+    if h & 1 == 0 {
+        Half::Tune
+    } else {
+        Half::Holdout
+    }
 }
 
 /// Anything that ranks tools for a query.
@@ -149,7 +163,12 @@ impl Ranker for SearchIndex {
     /// Parses `query` and searches; a query that does not parse ranks nothing.
     fn rank(&self, query: &str, k: usize) -> Vec<String> {
         match Query::parse(query) {
-            Ok(q) => self.search(&q, k).hits.into_iter().map(|h| h.name).collect(),
+            Ok(q) => self
+                .search(&q, k)
+                .hits
+                .into_iter()
+                .map(|h| h.name)
+                .collect(),
             Err(_) => Vec::new(),
         }
     }
@@ -175,7 +194,11 @@ pub fn recall_at(ranked: &[String], relevant: &[String], k: usize) -> f64 {
     if relevant.is_empty() {
         return 0.0;
     }
-    let found = ranked.iter().take(k).filter(|n| relevant.contains(n)).count();
+    let found = ranked
+        .iter()
+        .take(k)
+        .filter(|n| relevant.contains(n))
+        .count();
     found as f64 / relevant.len() as f64
 }
 
@@ -229,32 +252,180 @@ pub fn evaluate<'a>(
 /// Sorts `(score, index)` pairs best first, ties by name, and returns the
 /// first `k` names.
 fn top_k(mut scored: Vec<(f64, usize)>, names: &[String], k: usize) -> Vec<String> {
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| names[a.1].cmp(&names[b.1])));
-    scored.into_iter().take(k).map(|(_, i)| names[i].clone()).collect()
+    scored.sort_by(|a, b| {
+        b.0.total_cmp(&a.0)
+            .then_with(|| names[a.1].cmp(&names[b.1]))
+    });
+    scored
+        .into_iter()
+        .take(k)
+        .map(|(_, i)| names[i].clone())
+        .collect()
 }
 
 /// Lowercased runs of alphanumeric characters.
 fn plain_words(text: &str) -> impl Iterator<Item = String> + '_ {
-    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase)
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
 }
 
 /// English stop words removed by [`Bm25Baseline`]: NLTK's list (the forms
 /// without apostrophes; the tokenizer splits at them).
 const BASELINE_STOP_WORDS: &[&str] = &[
-    "a", "about", "above", "after", "again", "against", "ain", "all", "am", "an", "and", "any",
-    "are", "aren", "as", "at", "be", "because", "been", "before", "being", "below", "between",
-    "both", "but", "by", "can", "couldn", "d", "did", "didn", "do", "does", "doesn", "doing",
-    "don", "down", "during", "each", "few", "for", "from", "further", "had", "hadn", "has",
-    "hasn", "have", "haven", "having", "he", "her", "here", "hers", "herself", "him", "himself",
-    "his", "how", "i", "if", "in", "into", "is", "isn", "it", "its", "itself", "just", "ll", "m",
-    "ma", "me", "mightn", "more", "most", "mustn", "my", "myself", "needn", "no", "nor", "not",
-    "now", "o", "of", "off", "on", "once", "only", "or", "other", "our", "ours", "ourselves",
-    "out", "over", "own", "re", "s", "same", "shan", "she", "should", "shouldn", "so", "some",
-    "such", "t", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there",
-    "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "ve",
-    "very", "was", "wasn", "we", "were", "weren", "what", "when", "where", "which", "while",
-    "who", "whom", "why", "will", "with", "won", "wouldn", "y", "you", "your", "yours",
-    "yourself", "yourselves",
+    "a",
+    "about",
+    "above",
+    "after",
+    "again",
+    "against",
+    "ain",
+    "all",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "aren",
+    "as",
+    "at",
+    "be",
+    "because",
+    "been",
+    "before",
+    "being",
+    "below",
+    "between",
+    "both",
+    "but",
+    "by",
+    "can",
+    "couldn",
+    "d",
+    "did",
+    "didn",
+    "do",
+    "does",
+    "doesn",
+    "doing",
+    "don",
+    "down",
+    "during",
+    "each",
+    "few",
+    "for",
+    "from",
+    "further",
+    "had",
+    "hadn",
+    "has",
+    "hasn",
+    "have",
+    "haven",
+    "having",
+    "he",
+    "her",
+    "here",
+    "hers",
+    "herself",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "i",
+    "if",
+    "in",
+    "into",
+    "is",
+    "isn",
+    "it",
+    "its",
+    "itself",
+    "just",
+    "ll",
+    "m",
+    "ma",
+    "me",
+    "mightn",
+    "more",
+    "most",
+    "mustn",
+    "my",
+    "myself",
+    "needn",
+    "no",
+    "nor",
+    "not",
+    "now",
+    "o",
+    "of",
+    "off",
+    "on",
+    "once",
+    "only",
+    "or",
+    "other",
+    "our",
+    "ours",
+    "ourselves",
+    "out",
+    "over",
+    "own",
+    "re",
+    "s",
+    "same",
+    "shan",
+    "she",
+    "should",
+    "shouldn",
+    "so",
+    "some",
+    "such",
+    "t",
+    "than",
+    "that",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "themselves",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "through",
+    "to",
+    "too",
+    "under",
+    "until",
+    "up",
+    "ve",
+    "very",
+    "was",
+    "wasn",
+    "we",
+    "were",
+    "weren",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "why",
+    "will",
+    "with",
+    "won",
+    "wouldn",
+    "y",
+    "you",
+    "your",
+    "yours",
+    "yourself",
+    "yourselves",
 ];
 
 /// The reference system's keyword scoring (see the module documentation).
@@ -272,8 +443,14 @@ impl KeywordBaseline {
         KeywordBaseline {
             names: catalog.iter().map(|d| d.name.clone()).collect(),
             lower_names: catalog.iter().map(|d| d.name.to_lowercase()).collect(),
-            name_parts: catalog.iter().map(|d| crate::text::words(&d.name)).collect(),
-            descriptions: catalog.iter().map(|d| d.description.to_lowercase()).collect(),
+            name_parts: catalog
+                .iter()
+                .map(|d| crate::text::words(&d.name))
+                .collect(),
+            descriptions: catalog
+                .iter()
+                .map(|d| d.description.to_lowercase())
+                .collect(),
         }
     }
 
@@ -367,7 +544,9 @@ impl Ranker for Bm25Baseline {
             if BASELINE_STOP_WORDS.binary_search(&w.as_str()).is_ok() {
                 continue;
             }
-            let Some(list) = self.postings.get(&w) else { continue };
+            let Some(list) = self.postings.get(&w) else {
+                continue;
+            };
             let df = list.len() as f64;
             let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
             for &(i, tf) in list {
@@ -376,7 +555,11 @@ impl Ranker for Bm25Baseline {
                 scores[i] += idf * tf * (Self::K1 + 1.0) / (tf + Self::K1 * norm);
             }
         }
-        let scored = scores.into_iter().enumerate().filter(|&(_, s)| s > 0.0).map(|(i, s)| (s, i));
+        let scored = scores
+            .into_iter()
+            .enumerate()
+            .filter(|&(_, s)| s > 0.0)
+            .map(|(i, s)| (s, i));
         top_k(scored.collect(), &self.names, k)
     }
 }
@@ -456,7 +639,10 @@ mod tests {
         ];
         let kb = KeywordBaseline::new(&catalog);
         // 10 (part equal) vs 5 (part contains) vs 2 (description)
-        assert_eq!(kb.rank("weather", 3), ["weather_now", "weatherstation", "forecast"]);
+        assert_eq!(
+            kb.rank("weather", 3),
+            ["weather_now", "weatherstation", "forecast"]
+        );
     }
 
     #[test]
@@ -477,7 +663,9 @@ mod tests {
 
     #[test]
     fn halves_split_roughly_evenly_and_stably() {
-        let tune = (0..1000).filter(|i| half_of(&format!("q{i}")) == Half::Tune).count();
+        let tune = (0..1000)
+            .filter(|i| half_of(&format!("q{i}")) == Half::Tune)
+            .count();
         assert!((400..600).contains(&tune), "{tune}");
         assert_eq!(half_of("q1"), half_of("q1"));
     }

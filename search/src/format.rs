@@ -146,7 +146,10 @@ pub(crate) fn put_postings(out: &mut Vec<u8>, postings: &[Posting]) {
     for p in postings {
         put_varint(out, u64::from(p.doc - prev));
         prev = p.doc;
-        let mask = p.tf.iter().enumerate().fold(0u8, |m, (i, &t)| if t > 0 { m | 1 << i } else { m });
+        let mask =
+            p.tf.iter()
+                .enumerate()
+                .fold(0u8, |m, (i, &t)| if t > 0 { m | 1 << i } else { m });
         out.push(mask);
         out.extend(p.tf.iter().copied().filter(|&t| t > 0));
     }
@@ -164,7 +167,11 @@ impl<'a> Postings<'a> {
     pub(crate) fn new(bytes: &'a [u8], offset: usize) -> Postings<'a> {
         let mut reader = Reader::new(bytes, offset);
         let left = reader.varint().unwrap_or(0);
-        Postings { reader, left, doc: 0 }
+        Postings {
+            reader,
+            left,
+            doc: 0,
+        }
     }
 
     /// The number of tools in the list (the document frequency).
@@ -213,9 +220,18 @@ mod tests {
     #[test]
     fn postings_round_trip() {
         let list = [
-            Posting { doc: 0, tf: [1, 0, 0, 0, 0, 0] },
-            Posting { doc: 7, tf: [0, 3, 0, 255, 0, 1] },
-            Posting { doc: 300_000, tf: [2, 2, 2, 2, 2, 2] },
+            Posting {
+                doc: 0,
+                tf: [1, 0, 0, 0, 0, 0],
+            },
+            Posting {
+                doc: 7,
+                tf: [0, 3, 0, 255, 0, 1],
+            },
+            Posting {
+                doc: 300_000,
+                tf: [2, 2, 2, 2, 2, 2],
+            },
         ];
         let mut buf = vec![9u8];
         put_postings(&mut buf, &list);
@@ -225,7 +241,10 @@ mod tests {
 
     #[test]
     fn truncated_postings_stop_without_panicking() {
-        let list = [Posting { doc: 5, tf: [1, 1, 1, 1, 1, 1] }; 3];
+        let list = [Posting {
+            doc: 5,
+            tf: [1, 1, 1, 1, 1, 1],
+        }; 3];
         let mut buf = Vec::new();
         put_postings(&mut buf, &list);
         for cut in 0..buf.len() {

@@ -174,7 +174,9 @@ struct Section {
 impl AsRef<[u8]> for Section {
     fn as_ref(&self) -> &[u8] {
         // The range was checked against the storage length when opening.
-        AsRef::<[u8]>::as_ref(&*self.storage).get(self.range.clone()).unwrap_or(&[])
+        AsRef::<[u8]>::as_ref(&*self.storage)
+            .get(self.range.clone())
+            .unwrap_or(&[])
     }
 }
 
@@ -198,6 +200,9 @@ pub struct SearchIndex {
     len: usize,
     avg_len: [f32; FIELDS],
     ranking: Ranking,
+    /// Per tool and field, `weight / (1 - b + b * len / avg_len)`: computed
+    /// on the first search, since it depends on the ranking parameters.
+    norms: std::sync::OnceLock<Vec<[f32; FIELDS]>>,
 }
 
 impl std::fmt::Debug for SearchIndex {
@@ -407,8 +412,14 @@ impl SearchIndex {
         let mut postings = Vec::new();
         let stem_fst = stems.finish(&mut postings)?;
         let surface_fst = surfaces.finish(&mut postings)?;
-        let sections: [&[u8]; format::SECTIONS] =
-            [&stem_fst, &surface_fst, &postings, &doc_offsets, &records, &field_lens];
+        let sections: [&[u8]; format::SECTIONS] = [
+            &stem_fst,
+            &surface_fst,
+            &postings,
+            &doc_offsets,
+            &records,
+            &field_lens,
+        ];
 
         let mut out = Vec::with_capacity(
             format::HEADER_LEN + sections.iter().map(|s| s.len()).sum::<usize>(),
@@ -440,7 +451,10 @@ impl SearchIndex {
     /// is written beside `path` first and renamed into place, so a reader
     /// never sees a half-written index.
     pub fn write(&self, path: &Path) -> Result<(), IndexError> {
-        let io = |source| IndexError::Io { path: path.to_path_buf(), source };
+        let io = |source| IndexError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
         let mut tmp = path.as_os_str().to_owned();
         tmp.push(".tmp");
         let tmp = PathBuf::from(tmp);
@@ -461,14 +475,20 @@ impl SearchIndex {
     /// is open; [`SearchIndex::write`] replaces files by renaming, which is
     /// safe.
     pub fn open(path: &Path) -> Result<SearchIndex, IndexError> {
-        let io = |source| IndexError::Io { path: path.to_path_buf(), source };
+        let io = |source| IndexError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
         let file = File::open(path).map_err(io)?;
         let len = file.metadata().map_err(io)?.len();
         if len < format::HEADER_LEN as u64 {
             // Too short to map usefully (and mapping an empty file fails).
             return Err(IndexError::Invalid {
                 path: path.to_path_buf(),
-                reason: format!("{len} bytes is shorter than the {} byte header", format::HEADER_LEN),
+                reason: format!(
+                    "{len} bytes is shorter than the {} byte header",
+                    format::HEADER_LEN
+                ),
             });
         }
         // SAFETY: the map is read-only, and every read of it is bounds-checked
@@ -480,7 +500,10 @@ impl SearchIndex {
     }
 
     fn from_storage(storage: Storage, path: &Path) -> Result<SearchIndex, IndexError> {
-        let invalid = |reason: String| IndexError::Invalid { path: path.to_path_buf(), reason };
+        let invalid = |reason: String| IndexError::Invalid {
+            path: path.to_path_buf(),
+            reason,
+        };
         let bytes = storage.as_ref();
         let mut r = Reader::new(bytes, 0);
         let header = || invalid("truncated header".into());
@@ -529,7 +552,10 @@ impl SearchIndex {
         }
         let storage = Arc::new(storage);
         let fst_at = |i: usize| {
-            let section = Section { storage: Arc::clone(&storage), range: sections[i].clone() };
+            let section = Section {
+                storage: Arc::clone(&storage),
+                range: sections[i].clone(),
+            };
             Map::new(section).map_err(|e| invalid(format!("bad term dictionary: {e}")))
         };
         Ok(SearchIndex {
@@ -543,6 +569,7 @@ impl SearchIndex {
             len,
             avg_len,
             ranking: Ranking::default(),
+            norms: std::sync::OnceLock::new(),
         })
     }
 
@@ -550,6 +577,7 @@ impl SearchIndex {
     /// the file).
     pub fn with_ranking(mut self, ranking: Ranking) -> SearchIndex {
         self.ranking = ranking;
+        self.norms = std::sync::OnceLock::new();
         self
     }
 
@@ -625,7 +653,13 @@ impl SearchIndex {
             }
         }
         let [aliases, keywords] = lists;
-        Some(ToolDocRef { name, description, parameters_json, aliases, keywords })
+        Some(ToolDocRef {
+            name,
+            description,
+            parameters_json,
+            aliases,
+            keywords,
+        })
     }
 
     fn field_len(&self, id: usize, field: usize) -> f32 {
@@ -685,14 +719,18 @@ impl SearchIndex {
         }
         let terms = query_terms(free, required);
         let n_required = terms.iter().filter(|t| t.required).count();
-        let required_mask: u64 = if n_required == 0 { 0 } else { u64::MAX >> (64 - n_required) };
+        let required_mask: u64 = if n_required == 0 {
+            0
+        } else {
+            u64::MAX >> (64 - n_required)
+        };
 
         let n = self.len;
         let mut score = vec![0f32; n];
         let mut exact_mask = vec![0u64; n];
         let mut any_mask = vec![0u64; n];
         let mut name_hits = vec![0u8; n];
-        let mut norm_cache: Vec<Option<[f32; FIELDS]>> = vec![None; n];
+        let norms = self.norms();
         let mut lookups = Vec::with_capacity(terms.len());
         for (i, term) in terms.iter().enumerate() {
             let bit = 1u64 << i;
@@ -706,7 +744,7 @@ impl SearchIndex {
                         if d >= n {
                             break;
                         }
-                        let s = self.term_score(&mut norm_cache, p, idf);
+                        let s = self.term_score(norms, p, idf);
                         score[d] += s;
                         exact_mask[d] |= bit;
                         any_mask[d] |= bit;
@@ -728,7 +766,7 @@ impl SearchIndex {
                             if (p.doc as usize) >= n {
                                 break;
                             }
-                            let s = factor * self.term_score(&mut norm_cache, p, idf);
+                            let s = factor * self.term_score(norms, p, idf);
                             let slot = best.entry(p.doc).or_insert(0.0);
                             if s > *slot {
                                 *slot = s;
@@ -754,7 +792,10 @@ impl SearchIndex {
                 let parts = if name_len > 1.0 { name_len - 1.0 } else { 1.0 };
                 let name_fraction = (f32::from(name_hits[d]) / parts).min(1.0);
                 let boost = 1.0 + self.ranking.name_coverage * name_fraction;
-                (score[d] * coverage.powf(self.ranking.coverage_exponent) * boost, d as u32)
+                (
+                    score[d] * coverage.powf(self.ranking.coverage_exponent) * boost,
+                    d as u32,
+                )
             })
             .collect();
         let by_rank = |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
@@ -766,22 +807,31 @@ impl SearchIndex {
         self.explain(&terms, &lookups, ranked)
     }
 
+    fn norms(&self) -> &[[f32; FIELDS]] {
+        self.norms.get_or_init(|| {
+            let r = &self.ranking;
+            (0..self.len)
+                .map(|d| {
+                    let mut norm = [0f32; FIELDS];
+                    for (f, slot) in norm.iter_mut().enumerate() {
+                        let avg = self.avg_len[f];
+                        let rel = if avg > 0.0 {
+                            self.field_len(d, f) / avg
+                        } else {
+                            1.0
+                        };
+                        *slot = r.weight[f] / (1.0 - r.b[f] + r.b[f] * rel);
+                    }
+                    norm
+                })
+                .collect()
+        })
+    }
+
     /// BM25F contribution of one posting.
-    fn term_score(&self, cache: &mut [Option<[f32; FIELDS]>], p: Posting, idf: f32) -> f32 {
-        let d = p.doc as usize;
-        let norm = match cache[d] {
-            Some(norm) => norm,
-            None => {
-                let r = &self.ranking;
-                let mut norm = [0f32; FIELDS];
-                for (f, slot) in norm.iter_mut().enumerate() {
-                    let avg = self.avg_len[f];
-                    let rel = if avg > 0.0 { self.field_len(d, f) / avg } else { 1.0 };
-                    *slot = r.weight[f] / (1.0 - r.b[f] + r.b[f] * rel);
-                }
-                cache[d] = Some(norm);
-                norm
-            }
+    fn term_score(&self, norms: &[[f32; FIELDS]], p: Posting, idf: f32) -> f32 {
+        let Some(norm) = norms.get(p.doc as usize) else {
+            return 0.0;
         };
         let tf: f32 = p.tf.iter().zip(norm).map(|(&t, w)| f32::from(t) * w).sum();
         idf * tf / (self.ranking.k1 + tf)
@@ -794,7 +844,8 @@ impl SearchIndex {
 
     /// Finds a query term in the dictionary: by its stem, or failing that by
     /// prefix (terms of 4+ characters) and by edit distance (1 for 4-7
-    /// characters, 2 for longer ones).
+    /// characters, 2 for longer ones). Only words of letters are expanded:
+    /// `1500` or `r2d2` are values, not misspellings.
     fn lookup(&self, term: &QueryTerm) -> Lookup {
         if let Some(offset) = self.stems.get(&term.stem) {
             return Lookup::Found(offset);
@@ -802,14 +853,21 @@ impl SearchIndex {
         const MAX_EXPANSIONS: usize = 32;
         let mut expansions: Vec<Expansion> = Vec::new();
         let chars = term.word.chars().count();
-        if chars >= 4 && !term.required {
-            let mut stream = self.stems.search(Str::new(&term.stem).starts_with()).into_stream();
+        if chars >= 4 && !term.required && term.word.chars().all(char::is_alphabetic) {
+            let mut stream = self
+                .stems
+                .search(Str::new(&term.stem).starts_with())
+                .into_stream();
             while let Some((key, offset)) = stream.next() {
                 if expansions.len() >= MAX_EXPANSIONS {
                     break;
                 }
                 let matched = String::from_utf8_lossy(key).into_owned();
-                expansions.push(Expansion { matched, offset, kind: MatchKind::Prefix });
+                expansions.push(Expansion {
+                    matched,
+                    offset,
+                    kind: MatchKind::Prefix,
+                });
             }
             let distance = if chars <= 7 { 1 } else { 2 };
             if let Ok(lev) = Levenshtein::new_with_limit(&term.stem, distance, 10_000) {
@@ -820,27 +878,47 @@ impl SearchIndex {
                     }
                     if !expansions.iter().any(|e| e.matched.as_bytes() == key) {
                         let matched = String::from_utf8_lossy(key).into_owned();
-                        expansions.push(Expansion { matched, offset, kind: MatchKind::Typo });
+                        expansions.push(Expansion {
+                            matched,
+                            offset,
+                            kind: MatchKind::Typo,
+                        });
                     }
                 }
             }
         }
-        if expansions.is_empty() { Lookup::Missing } else { Lookup::Expanded(expansions) }
+        if expansions.is_empty() {
+            Lookup::Missing
+        } else {
+            Lookup::Expanded(expansions)
+        }
     }
 
     /// Turns ranked tool numbers into hits, re-reading the postings of the
     /// query terms to say which fields matched and how.
-    fn explain(&self, terms: &[QueryTerm], lookups: &[Lookup], ranked: Vec<(f32, u32)>) -> Vec<Hit> {
+    fn explain(
+        &self,
+        terms: &[QueryTerm],
+        lookups: &[Lookup],
+        ranked: Vec<(f32, u32)>,
+    ) -> Vec<Hit> {
         let mut top: Vec<u32> = ranked.iter().map(|&(_, d)| d).collect();
         top.sort_unstable();
         let mut why: HashMap<u32, Vec<Match>> = HashMap::new();
         let fields_of = |offset: u64| -> Vec<(u32, u8)> {
             let mut found = Vec::new();
+            let last = top.last().copied().unwrap_or(0);
             for p in self.postings_at(offset) {
+                // Lists are in tool order: nothing after the last top tool matters.
+                if p.doc > last {
+                    break;
+                }
                 if top.binary_search(&p.doc).is_ok() {
-                    let mask = p.tf.iter().enumerate().fold(0u8, |m, (i, &t)| {
-                        if t > 0 { m | 1 << i } else { m }
-                    });
+                    let mask = p
+                        .tf
+                        .iter()
+                        .enumerate()
+                        .fold(0u8, |m, (i, &t)| if t > 0 { m | 1 << i } else { m });
                     found.push((p.doc, mask));
                 }
             }
@@ -858,8 +936,11 @@ impl SearchIndex {
                         for field in Field::ALL {
                             let bit = 1u8 << field as u8;
                             if mask & bit != 0 {
-                                let kind =
-                                    if exact_mask & bit != 0 { MatchKind::Exact } else { MatchKind::Stem };
+                                let kind = if exact_mask & bit != 0 {
+                                    MatchKind::Exact
+                                } else {
+                                    MatchKind::Stem
+                                };
                                 why.entry(doc).or_default().push(Match {
                                     term: term.word.clone(),
                                     matched: term.stem.clone(),
@@ -936,7 +1017,11 @@ fn query_terms(free: &str, required: &[String]) -> Vec<QueryTerm> {
     let mut push = |word: String, required: bool| {
         let stem = text::stem(&word);
         if out.len() < MAX_QUERY_TERMS && !out.iter().any(|t| t.stem == stem) {
-            out.push(QueryTerm { word, stem, required });
+            out.push(QueryTerm {
+                word,
+                stem,
+                required,
+            });
         }
     };
     for r in required {
@@ -951,7 +1036,10 @@ fn query_terms(free: &str, required: &[String]) -> Vec<QueryTerm> {
         let token = token.trim_matches(|c: char| !c.is_alphanumeric());
         if text::words(token).len() > 1 && !token.contains(char::is_whitespace) {
             let whole = token.to_lowercase();
-            if whole.chars().all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | '-')) {
+            if whole
+                .chars()
+                .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | '-'))
+            {
                 push(whole, false);
             }
         }

@@ -51,7 +51,10 @@ impl LiveIndex {
     }
 
     fn install(&self, ticket: u64, index: SearchIndex) -> bool {
-        let mut installed = self.installed.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut installed = self
+            .installed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         if ticket < *installed {
             return false;
         }

@@ -62,7 +62,9 @@ pub enum QueryError {
     )]
     NoSearchableWords,
     /// `+word` where `word` has no searchable term.
-    #[error("required word '+{0}' has no searchable letters or digits: drop the '+' or use another word")]
+    #[error(
+        "required word '+{0}' has no searchable letters or digits: drop the '+' or use another word"
+    )]
     BadRequiredWord(String),
     /// `select:` followed by no names.
     #[error("select: needs at least one tool name, e.g. select:get_weather,send_email")]
@@ -87,7 +89,10 @@ impl Query {
     /// ```
     pub fn parse(s: &str) -> Result<Query, QueryError> {
         if s.len() > MAX_QUERY_BYTES {
-            return Err(QueryError::TooLong { len: s.len(), max: MAX_QUERY_BYTES });
+            return Err(QueryError::TooLong {
+                len: s.len(),
+                max: MAX_QUERY_BYTES,
+            });
         }
         let s = s.trim();
         if s.is_empty() {
@@ -119,7 +124,8 @@ impl Query {
 
 fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
     let head = s.get(..prefix.len())?;
-    head.eq_ignore_ascii_case(prefix).then(|| &s[prefix.len()..])
+    head.eq_ignore_ascii_case(prefix)
+        .then(|| &s[prefix.len()..])
 }
 
 fn parse_select(rest: &str) -> Result<Query, QueryError> {
@@ -141,7 +147,9 @@ fn parse_select(rest: &str) -> Result<Query, QueryError> {
 /// Rule N1: 1-128 bytes of `[A-Za-z0-9_.-]`.
 pub fn is_valid_name(name: &str) -> bool {
     (1..=MAX_NAME_BYTES).contains(&name.len())
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
 }
 
 #[cfg(test)]
@@ -160,12 +168,18 @@ mod tests {
 
     #[test]
     fn punctuation_only_query_is_an_error() {
-        assert_eq!(Query::parse("?!... --- ,;"), Err(QueryError::NoSearchableWords));
+        assert_eq!(
+            Query::parse("?!... --- ,;"),
+            Err(QueryError::NoSearchableWords)
+        );
     }
 
     #[test]
     fn stop_words_only_query_is_an_error() {
-        assert_eq!(Query::parse("the of and"), Err(QueryError::NoSearchableWords));
+        assert_eq!(
+            Query::parse("the of and"),
+            Err(QueryError::NoSearchableWords)
+        );
     }
 
     #[test]
@@ -195,12 +209,21 @@ mod tests {
     #[test]
     fn a_lone_plus_is_ordinary_text() {
         let q = Query::parse("a + b weather").unwrap();
-        assert_eq!(q, Query::Terms { text: "a + b weather".into(), required: vec![] });
+        assert_eq!(
+            q,
+            Query::Terms {
+                text: "a + b weather".into(),
+                required: vec![]
+            }
+        );
     }
 
     #[test]
     fn required_punctuation_is_an_error() {
-        assert_eq!(Query::parse("weather +!!"), Err(QueryError::BadRequiredWord("!!".into())));
+        assert_eq!(
+            Query::parse("weather +!!"),
+            Err(QueryError::BadRequiredWord("!!".into()))
+        );
     }
 
     #[test]
@@ -211,13 +234,19 @@ mod tests {
 
     #[test]
     fn select_prefix_is_case_insensitive() {
-        assert_eq!(Query::parse("SELECT:a").unwrap(), Query::Select(vec!["a".into()]));
+        assert_eq!(
+            Query::parse("SELECT:a").unwrap(),
+            Query::Select(vec!["a".into()])
+        );
     }
 
     #[test]
     fn select_without_names_is_an_error() {
         assert_eq!(Query::parse("select:"), Err(QueryError::SelectWithoutNames));
-        assert_eq!(Query::parse("select: , ,"), Err(QueryError::SelectWithoutNames));
+        assert_eq!(
+            Query::parse("select: , ,"),
+            Err(QueryError::SelectWithoutNames)
+        );
     }
 
     #[test]
@@ -227,7 +256,10 @@ mod tests {
             Err(QueryError::InvalidName("not ok".into()))
         );
         let long = "x".repeat(129);
-        assert_eq!(Query::parse(&format!("select:{long}")), Err(QueryError::InvalidName(long)));
+        assert_eq!(
+            Query::parse(&format!("select:{long}")),
+            Err(QueryError::InvalidName(long))
+        );
     }
 
     #[test]

@@ -29,17 +29,122 @@
 /// such as `get`, `find` or `list` looks generic but is often the first part
 /// of a tool name, so it stays.
 const STOP_WORDS: &[&str] = &[
-    "a", "about", "again", "against", "also", "am", "an", "and", "any", "are", "as", "at", "be",
-    "because", "been", "being", "between", "but", "by", "can", "could", "did", "do", "does",
-    "doing", "during", "for", "from", "further", "had", "has", "have", "having", "he", "her",
-    "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is",
-    "it", "its", "itself", "just", "know", "let", "like", "may", "me", "might", "must", "my",
-    "myself", "need", "now", "of", "once", "only", "or", "our", "ours", "ourselves", "own",
-    "please", "shall", "she", "should", "so", "some", "such", "tell", "than", "that", "the",
-    "their", "theirs", "them", "themselves", "then", "there", "these", "they", "this", "those",
-    "through", "to", "too", "until", "very", "want", "was", "we", "were", "what", "when", "where",
-    "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours",
-    "yourself", "yourselves",
+    "a",
+    "about",
+    "again",
+    "against",
+    "also",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "as",
+    "at",
+    "be",
+    "because",
+    "been",
+    "being",
+    "between",
+    "but",
+    "by",
+    "can",
+    "could",
+    "did",
+    "do",
+    "does",
+    "doing",
+    "during",
+    "for",
+    "from",
+    "further",
+    "had",
+    "has",
+    "have",
+    "having",
+    "he",
+    "her",
+    "here",
+    "hers",
+    "herself",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "i",
+    "if",
+    "in",
+    "into",
+    "is",
+    "it",
+    "its",
+    "itself",
+    "just",
+    "know",
+    "let",
+    "like",
+    "may",
+    "me",
+    "might",
+    "must",
+    "my",
+    "myself",
+    "need",
+    "now",
+    "of",
+    "once",
+    "only",
+    "or",
+    "our",
+    "ours",
+    "ourselves",
+    "own",
+    "please",
+    "shall",
+    "she",
+    "should",
+    "so",
+    "some",
+    "such",
+    "tell",
+    "than",
+    "that",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "themselves",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "through",
+    "to",
+    "too",
+    "until",
+    "very",
+    "want",
+    "was",
+    "we",
+    "were",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "why",
+    "will",
+    "with",
+    "would",
+    "you",
+    "your",
+    "yours",
+    "yourself",
+    "yourselves",
 ];
 
 /// Returns true if `word` (already lowercased) is a stop word.
@@ -156,25 +261,25 @@ pub fn stem(word: &str) -> String {
         }
     } else if let Some(base) = w.strip_suffix("sses") {
         w = format!("{base}ss");
-    } else if w.ends_with('s') && !w.ends_with("ss") && !w.ends_with("us") && !w.ends_with("is")
-    {
+    } else if w.ends_with('s') && !w.ends_with("ss") && !w.ends_with("us") && !w.ends_with("is") {
         w.pop();
     }
     // 2. -ing, -ed
     for suffix in ["ing", "ed"] {
-        if let Some(base) = w.strip_suffix(suffix) {
-            if base.chars().count() >= 3 && base.chars().any(is_vowel) {
-                w = base.to_string();
-                undouble(&mut w);
-                break;
-            }
+        if let Some(base) = w.strip_suffix(suffix)
+            && base.chars().count() >= 3
+            && base.chars().any(is_vowel)
+        {
+            w = base.to_string();
+            undouble(&mut w);
+            break;
         }
     }
     // 3. -ation
-    if let Some(base) = w.strip_suffix("ation") {
-        if base.chars().count() >= 3 {
-            w = format!("{base}at");
-        }
+    if let Some(base) = w.strip_suffix("ation")
+        && base.chars().count() >= 3
+    {
+        w = format!("{base}at");
     }
     // 4. final -e
     if w.ends_with('e') && w.chars().count() >= 4 {
@@ -190,10 +295,13 @@ fn is_vowel(c: char) -> bool {
 /// `runn` → `run`, `stopp` → `stop`, but `call`, `pass`, `buzz` stay.
 fn undouble(w: &mut String) {
     let mut it = w.chars().rev();
-    if let (Some(a), Some(b)) = (it.next(), it.next()) {
-        if a == b && !is_vowel(a) && !matches!(a, 'l' | 's' | 'z') && a.is_alphabetic() {
-            w.pop();
-        }
+    if let (Some(a), Some(b)) = (it.next(), it.next())
+        && a == b
+        && !is_vowel(a)
+        && !matches!(a, 'l' | 's' | 'z')
+        && a.is_alphabetic()
+    {
+        w.pop();
     }
 }
 
@@ -231,12 +339,18 @@ mod tests {
 
     #[test]
     fn terms_drop_stop_words() {
-        assert_eq!(terms("Find the area of a triangle"), ["find", "area", "triangle"]);
+        assert_eq!(
+            terms("Find the area of a triangle"),
+            ["find", "area", "triangle"]
+        );
     }
 
     #[test]
     fn name_terms_keep_the_whole_name() {
-        assert_eq!(name_terms("math.factorial"), ["math", "factorial", "math.factorial"]);
+        assert_eq!(
+            name_terms("math.factorial"),
+            ["math", "factorial", "math.factorial"]
+        );
         assert_eq!(name_terms("weather"), ["weather"]);
     }
 

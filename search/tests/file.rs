@@ -25,8 +25,17 @@ fn written_index_opens_and_searches_the_same() {
     let (_dir, path) = written(&index);
     let opened = SearchIndex::open(&path).expect("opens");
     assert_eq!(opened.len(), index.len());
-    assert_eq!(opened.names().collect::<Vec<_>>(), index.names().collect::<Vec<_>>());
-    for q in ["weather", "wether city", "rain", "email +send", "select:send_email,nope"] {
+    assert_eq!(
+        opened.names().collect::<Vec<_>>(),
+        index.names().collect::<Vec<_>>()
+    );
+    for q in [
+        "weather",
+        "wether city",
+        "rain",
+        "email +send",
+        "select:send_email,nope",
+    ] {
         let q = Query::parse(q).unwrap();
         assert_eq!(opened.search(&q, 5), index.search(&q, 5));
     }
@@ -40,7 +49,10 @@ fn truncated_index_file_is_an_error() {
     for len in [0, 7, 100, bytes.len() / 2, bytes.len() - 1] {
         std::fs::write(&path, &bytes[..len]).unwrap();
         let err = SearchIndex::open(&path).unwrap_err();
-        assert!(matches!(err, IndexError::Invalid { .. }), "len {len}: {err}");
+        assert!(
+            matches!(err, IndexError::Invalid { .. }),
+            "len {len}: {err}"
+        );
         assert!(err.to_string().contains("tools.idx"));
     }
 }
@@ -53,7 +65,10 @@ fn every_flipped_byte_is_detected() {
         let mut bad = bytes.clone();
         bad[i] ^= 0x20;
         std::fs::write(&path, &bad).unwrap();
-        assert!(SearchIndex::open(&path).is_err(), "flip at byte {i} went unnoticed");
+        assert!(
+            SearchIndex::open(&path).is_err(),
+            "flip at byte {i} went unnoticed"
+        );
     }
 }
 
@@ -73,7 +88,10 @@ fn other_format_version_is_an_error_asking_for_a_rebuild() {
     bytes[8] = 99;
     std::fs::write(&path, &bytes).unwrap();
     let err = SearchIndex::open(&path).unwrap_err().to_string();
-    assert!(err.contains("version 99") && err.contains("rebuild"), "{err}");
+    assert!(
+        err.contains("version 99") && err.contains("rebuild"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -85,6 +103,15 @@ fn missing_index_file_is_an_io_error() {
 #[test]
 fn write_replaces_an_existing_file() {
     let (_dir, path) = written(&built());
-    SearchIndex::build(vec![ToolDoc::new("only", "one")]).unwrap().write(&path).unwrap();
-    assert_eq!(SearchIndex::open(&path).unwrap().names().collect::<Vec<_>>(), ["only"]);
+    SearchIndex::build(vec![ToolDoc::new("only", "one")])
+        .unwrap()
+        .write(&path)
+        .unwrap();
+    assert_eq!(
+        SearchIndex::open(&path)
+            .unwrap()
+            .names()
+            .collect::<Vec<_>>(),
+        ["only"]
+    );
 }

@@ -19,7 +19,11 @@ fn names(results: &SearchResults) -> Vec<&str> {
 
 fn top(index: &SearchIndex, query: &str) -> String {
     let results = search(index, query);
-    results.hits.first().map(|h| h.name.clone()).unwrap_or_default()
+    results
+        .hits
+        .first()
+        .map(|h| h.name.clone())
+        .unwrap_or_default()
 }
 
 fn catalog() -> SearchIndex {
@@ -112,12 +116,16 @@ fn keywords_are_found() {
     let mut d = doc("x1", "Opaque.");
     d.keywords = vec!["invoice".into()];
     let index = SearchIndex::build(vec![d]).unwrap();
-    assert_eq!(search(&index, "invoice").hits[0].why[0].field, Field::Keyword);
+    assert_eq!(
+        search(&index, "invoice").hits[0].why[0].field,
+        Field::Keyword
+    );
 }
 
 #[test]
 fn stemmed_forms_match() {
-    let index = SearchIndex::build(vec![doc("list_files", "Lists the files in a folder.")]).unwrap();
+    let index =
+        SearchIndex::build(vec![doc("list_files", "Lists the files in a folder.")]).unwrap();
     let hits = search(&index, "listing folders");
     assert_eq!(names(&hits), ["list_files"]);
     assert!(hits.hits[0].why.iter().any(|m| m.kind == MatchKind::Stem));
@@ -172,7 +180,10 @@ fn typo_match_ranks_below_exact_match_of_another_word() {
     ])
     .unwrap();
     // "invoice" matches alpha exactly; "paymnets" is a typo for beta.
-    assert_eq!(names(&search(&index, "invoice paymnets")), ["alpha", "beta"]);
+    assert_eq!(
+        names(&search(&index, "invoice paymnets")),
+        ["alpha", "beta"]
+    );
 }
 
 #[test]
@@ -188,8 +199,7 @@ fn name_field_outweighs_description() {
 #[test]
 fn description_outweighs_parameter_description() {
     let mut in_params = doc("a_tool", "Does things.");
-    in_params.parameters =
-        json!({"type": "object", "properties": {"x": {"type": "string", "description": "a refund"}}});
+    in_params.parameters = json!({"type": "object", "properties": {"x": {"type": "string", "description": "a refund"}}});
     let in_description = doc("b_tool", "Issue a refund.");
     let index = SearchIndex::build(vec![in_params, in_description]).unwrap();
     assert_eq!(top(&index, "refund"), "b_tool");
@@ -211,12 +221,19 @@ fn ties_are_broken_by_name() {
 #[test]
 fn max_results_limits_the_hits() {
     let index = SearchIndex::build(
-        (0..20).map(|i| doc(&format!("tool_{i:02}"), "Resize an image.")).collect(),
+        (0..20)
+            .map(|i| doc(&format!("tool_{i:02}"), "Resize an image."))
+            .collect(),
     )
     .unwrap();
     let hits = index.search(&Query::parse("image").unwrap(), 3);
     assert_eq!(names(&hits), ["tool_00", "tool_01", "tool_02"]);
-    assert!(index.search(&Query::parse("image").unwrap(), 0).hits.is_empty());
+    assert!(
+        index
+            .search(&Query::parse("image").unwrap(), 0)
+            .hits
+            .is_empty()
+    );
 }
 
 #[test]
@@ -268,7 +285,8 @@ fn required_word_filters_hits() {
 
 #[test]
 fn required_word_matches_by_stem() {
-    let index = SearchIndex::build(vec![doc("a", "Lists files."), doc("b", "Lists folders.")]).unwrap();
+    let index =
+        SearchIndex::build(vec![doc("a", "Lists files."), doc("b", "Lists folders.")]).unwrap();
     assert_eq!(names(&search(&index, "list +file")), ["a"]);
 }
 
@@ -292,7 +310,10 @@ fn duplicate_names_are_rejected() {
 
 #[test]
 fn empty_names_are_rejected() {
-    assert!(matches!(SearchIndex::build(vec![doc("", "x")]), Err(IndexError::EmptyName)));
+    assert!(matches!(
+        SearchIndex::build(vec![doc("", "x")]),
+        Err(IndexError::EmptyName)
+    ));
 }
 
 #[test]
@@ -319,7 +340,13 @@ fn names_are_listed_in_name_order() {
     let listed: Vec<&str> = index.names().collect();
     assert_eq!(
         listed,
-        ["fs__readFile", "get_weather", "math.factorial", "send-email", "sha256sum"]
+        [
+            "fs__readFile",
+            "get_weather",
+            "math.factorial",
+            "send-email",
+            "sha256sum"
+        ]
     );
     assert_eq!(index.len(), 5);
 }
@@ -328,6 +355,12 @@ fn names_are_listed_in_name_order() {
 fn hits_explain_each_query_word() {
     let hits = search(&catalog(), "weather city");
     let why = &hits.hits[0].why;
-    assert!(why.iter().any(|m| m.term == "weather" && m.field == Field::Name));
-    assert!(why.iter().any(|m| m.term == "city" && m.field == Field::Description));
+    assert!(
+        why.iter()
+            .any(|m| m.term == "weather" && m.field == Field::Name)
+    );
+    assert!(
+        why.iter()
+            .any(|m| m.term == "city" && m.field == Field::Description)
+    );
 }
