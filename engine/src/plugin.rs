@@ -119,6 +119,7 @@ impl Tool for PluginTool {
         args: serde_json::Value,
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
         let plugin = self.plugin.clone();
+        let plugin_name = plugin.name().to_string();
         let name = self.spec.name.clone();
         Box::pin(async move {
             let flag = CancelFlag::new();
@@ -147,7 +148,10 @@ impl Tool for PluginTool {
                 PluginOutcome::InvalidArguments(message) => {
                     Err(ToolError::invalid_arguments(message))
                 }
-                PluginOutcome::Panic(message) => Err(ToolError::panic(message)),
+                PluginOutcome::Panic(message) => {
+                    tracing::error!(plugin = %plugin_name, "a plugin tool panicked: {message}");
+                    Err(ToolError::panic(message))
+                }
             }
         })
     }

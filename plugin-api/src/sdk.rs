@@ -479,10 +479,39 @@ pub const fn vtable<P: PluginProvider>() -> PluginVTable {
     }
 }
 
+thread_local! {
+    /// Set while this thread runs a guarded plugin function.
+    static IN_GUARDED_CALL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Set `TOOLGATE_PLUGIN_PANIC_OUTPUT=1` to let a caught plugin panic print as usual.
+pub const PANIC_OUTPUT_ENV: &str = "TOOLGATE_PLUGIN_PANIC_OUTPUT";
+
+/// A panic inside a guarded call is caught and its message handed to the host, which reports
+/// it; printing it to stderr as well would only add noise to the host's output. Panics anywhere
+/// else go to the hook that was installed before.
+fn install_quiet_panic_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let quiet = IN_GUARDED_CALL.with(|f| f.get())
+                && std::env::var_os(PANIC_OUTPUT_ENV).is_none();
+            if !quiet {
+                previous(info);
+            }
+        }));
+    });
+}
+
 /// Runs `body` with panics caught, writes its bytes (or the panic message) into `out`, and
 /// returns its status (or [`STATUS_PANIC`]).
 fn guarded(out: *mut OwnedBuf, body: impl FnOnce() -> (u32, Vec<u8>)) -> u32 {
-    let (status, bytes) = match catch_unwind(AssertUnwindSafe(body)) {
+    install_quiet_panic_hook();
+    let was = IN_GUARDED_CALL.with(|f| f.replace(true));
+    let caught = catch_unwind(AssertUnwindSafe(body));
+    IN_GUARDED_CALL.with(|f| f.set(was));
+    let (status, bytes) = match caught {
         Ok(result) => result,
         Err(payload) => {
             let message = crate::panic_message(&*payload);
