@@ -74,9 +74,11 @@ fn every_shipped_policy_names_the_schema() {
 }
 
 #[test]
-fn the_default_policy_needs_no_plugin_and_reduces_to_the_local_store() {
+fn the_default_policy_reads_the_current_directory_and_reduces_to_the_local_store() {
     let policy = load("default.yaml");
-    assert!(policy.plugins.is_empty());
+    assert_eq!(policy.plugins.len(), 1);
+    assert_eq!(policy.plugins[0].location, PluginLocation::Name("fs".to_owned()));
+    assert_eq!(policy.plugins[0].config["root"], ".");
     assert_eq!(policy.reduction, Some(ReductionSettings::default()));
     assert_eq!(policy.search, None);
 }
@@ -207,7 +209,7 @@ fn the_fs_example_confines_the_fs_plugin() {
         policy.plugins[0].location,
         PluginLocation::Name("fs".to_owned())
     );
-    assert_eq!(policy.plugins[0].config["root"], "/srv/shared");
+    assert_eq!(policy.plugins[0].config, serde_json::json!({"root": "."}));
     assert_eq!(policy.tools[0].sequential_group.as_deref(), Some("disk"));
 }
 
