@@ -34,7 +34,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (mut best_score, gains) = objective(&best, &mut sets);
     println!("start {best_score:.2} {gains:.1?}");
     for round in 0..3 {
-        for p in 0..17 {
+        for p in 0..20 {
             for factor in [0.5f32, 0.75, 1.33, 2.0] {
                 let mut r = best;
                 let slot: &mut f32 = match p {
@@ -44,7 +44,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     13 => &mut r.prefix_factor,
                     14 => &mut r.typo_factor,
                     15 => &mut r.coverage_exponent,
-                    _ => &mut r.name_coverage,
+                    16 => &mut r.name_coverage,
+                    17 => &mut r.bigram,
+                    18 => &mut r.name_substring,
+                    _ => &mut r.idf_coverage,
                 };
                 *slot = (*slot * factor).min(if (7..=12).contains(&p) { 1.0 } else { 100.0 });
                 let (score, gains) = objective(&r, &mut sets);

@@ -16,6 +16,8 @@
 //! ```
 //!
 //! * The two fst maps take a term to the byte offset of its postings list.
+//!   The surface (unstemmed) map is written empty by this version: hits are
+//!   explained from the returned tools' text instead.
 //! * A postings list is `varint count`, then per tool `varint (id - previous id)`,
 //!   a `u8` bit set of the fields the term occurs in, and one `u8` term
 //!   frequency (saturating at 255) per set bit.
@@ -27,7 +29,9 @@
 //!
 //! The checksum is a 64-bit FNV-1a over 8-byte little-endian words (the tail
 //! zero-padded): cheap enough to verify on every open, strong enough to tell
-//! a truncated, corrupted or foreign file from an index.
+//! a truncated, corrupted or foreign file from an index. `open` computes it
+//! by streaming the file through a small buffer ([`Checksum`]), so verifying
+//! does not make the whole map resident.
 
 use crate::FIELDS;
 
@@ -62,6 +66,66 @@ pub(crate) fn checksum(parts: &[&[u8]]) -> u64 {
         }
     }
     h
+}
+
+/// The same checksum as [`checksum`], fed incrementally: bytes of one part
+/// with [`Checksum::update`] (in pieces of any size), then
+/// [`Checksum::finish_part`] before the next part.
+pub(crate) struct Checksum {
+    h: u64,
+    pending: [u8; 8],
+    n: usize,
+}
+
+impl Checksum {
+    pub(crate) fn new() -> Checksum {
+        Checksum {
+            h: 0xcbf2_9ce4_8422_2325,
+            pending: [0; 8],
+            n: 0,
+        }
+    }
+
+    #[inline]
+    fn word(&mut self, w: [u8; 8]) {
+        self.h = (self.h ^ u64::from_le_bytes(w)).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+
+    pub(crate) fn update(&mut self, mut bytes: &[u8]) {
+        if self.n > 0 {
+            let k = (8 - self.n).min(bytes.len());
+            self.pending[self.n..self.n + k].copy_from_slice(&bytes[..k]);
+            self.n += k;
+            bytes = &bytes[k..];
+            if self.n < 8 {
+                return;
+            }
+            self.word(self.pending);
+            self.n = 0;
+        }
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.word(w);
+        }
+        let rest = chunks.remainder();
+        self.pending[..rest.len()].copy_from_slice(rest);
+        self.n = rest.len();
+    }
+
+    pub(crate) fn finish_part(&mut self) {
+        if self.n > 0 {
+            let mut w = [0u8; 8];
+            w[..self.n].copy_from_slice(&self.pending[..self.n]);
+            self.word(w);
+            self.n = 0;
+        }
+    }
+
+    pub(crate) fn value(&self) -> u64 {
+        self.h
+    }
 }
 
 pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
@@ -250,6 +314,24 @@ mod tests {
         for cut in 0..buf.len() {
             let n = Postings::new(&buf[..cut], 0).count();
             assert!(n < 3);
+        }
+    }
+
+    #[test]
+    fn streamed_checksum_equals_checksum() {
+        let data: Vec<u8> = (0..1000u32).map(|i| (i * 7 + 3) as u8).collect();
+        for split in [0, 1, 7, 8, 9, 136, 500, 999] {
+            let (a, b) = data.split_at(split);
+            let mut c = Checksum::new();
+            for piece in a.chunks(3) {
+                c.update(piece);
+            }
+            c.finish_part();
+            for piece in b.chunks(13) {
+                c.update(piece);
+            }
+            c.finish_part();
+            assert_eq!(c.value(), checksum(&[a, b]), "split {split}");
         }
     }
 

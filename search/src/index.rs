@@ -109,11 +109,22 @@ pub struct SearchResults {
 /// only by a prefix or a typo is multiplied by `prefix_factor` or
 /// `typo_factor`. Finally the sum is multiplied by `coverage ^
 /// coverage_exponent`, where `coverage` is the fraction of query terms the
-/// tool matched at all, so a tool matching three different words beats one
-/// matching a single rare word, and by `1 + name_coverage * name_fraction`,
-/// where `name_fraction` is the fraction of the parts of the tool's name that
-/// the query matched exactly or by stem: of `get_current_weather`, a query
-/// with "current weather" explains two thirds.
+/// tool matched at all (blended, by `idf_coverage`, with the fraction of the
+/// query's total IDF it matched, so matching a rare word counts for more than
+/// matching a common one), so a tool matching three different words beats
+/// one matching a single rare word, and by `1 + name_coverage *
+/// name_fraction`, where `name_fraction` is the fraction of the parts of the
+/// tool's name that the query matched exactly or by stem: of
+/// `get_current_weather`, a query with "current weather" explains two thirds.
+///
+/// A second stage re-scores the best [`RERANK_DEPTH`] tools of that first
+/// stage from their stored name and description: a bonus for each pair of
+/// adjacent query words (stop words removed, stemmed) that is also adjacent
+/// in the name or the description (`bigram`), and optionally for query words
+/// hidden inside an unsplit name (`name_substring`).
+///
+/// The defaults were tuned on the *tune* half of the labelled data sets only
+/// (see [`crate::eval::half_of`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Ranking {
     /// Term frequency saturation.
@@ -131,19 +142,38 @@ pub struct Ranking {
     /// Bonus for explaining the tool's name: the score is multiplied by
     /// `1 + name_coverage * (name parts matched / name parts)`.
     pub name_coverage: f32,
+    /// Second stage, on the best [`RERANK_DEPTH`] tools: the score is
+    /// multiplied by `1 + bigram * (adjacent query word pairs found adjacent
+    /// in the name or description) / (query word pairs)`.
+    pub bigram: f32,
+    /// Second stage: the score is multiplied by `1 + name_substring *
+    /// (query words of 4+ letters found inside the tool name without being
+    /// one of its parts, e.g. `forecast` in `airqualityforecast`) / (query
+    /// words)`.
+    pub name_substring: f32,
+    /// How much the coverage factor weighs query words by their IDF (0:
+    /// every word counts the same, 1: a word counts its IDF's share of the
+    /// query's total).
+    pub idf_coverage: f32,
 }
+
+/// How many of the best first-stage tools the second stage re-scores.
+pub const RERANK_DEPTH: usize = 50;
 
 impl Default for Ranking {
     fn default() -> Ranking {
         Ranking {
-            k1: 1.2,
+            k1: 2.0,
             // name, description, parameter name, parameter description, alias, keyword
             weight: [3.0, 1.0, 0.6, 0.4, 2.5, 2.0],
             b: [0.5, 0.75, 0.5, 0.75, 0.5, 0.5],
             prefix_factor: 0.5,
             typo_factor: 0.3,
             coverage_exponent: 1.0,
-            name_coverage: 0.5,
+            name_coverage: 0.7,
+            bigram: 1.5,
+            name_substring: 0.0,
+            idf_coverage: 0.5,
         }
     }
 }
@@ -192,6 +222,9 @@ impl AsRef<[u8]> for Section {
 pub struct SearchIndex {
     storage: Arc<Storage>,
     stems: Map<Section>,
+    /// The unstemmed dictionary: written empty since explanations are
+    /// computed from the returned tools' text; still opened and validated.
+    #[allow(dead_code)]
     surfaces: Map<Section>,
     postings: Range<usize>,
     doc_offsets: Range<usize>,
@@ -248,34 +281,98 @@ impl ToolDocRef<'_> {
     }
 }
 
+/// The surface terms of each field of a tool, each field's terms stored
+/// back to back in one string (`ends` are the end offsets), so that
+/// splitting a tool costs a dozen allocations rather than one per word.
+#[derive(Default)]
+struct DocFields {
+    text: [String; FIELDS],
+    ends: [Vec<u32>; FIELDS],
+}
+
+impl DocFields {
+    fn push(&mut self, field: Field, term: &str) {
+        let f = field as usize;
+        self.text[f].push_str(term);
+        self.ends[f].push(self.text[f].len() as u32);
+    }
+
+    /// The terms of field `f`.
+    fn terms(&self, f: usize) -> impl Iterator<Item = &str> + '_ {
+        let text = &self.text[f];
+        let mut start = 0usize;
+        self.ends[f].iter().map(move |&end| {
+            let t = text.get(start..end as usize).unwrap_or("");
+            start = end as usize;
+            t
+        })
+    }
+
+    fn len(&self, f: usize) -> usize {
+        self.ends[f].len()
+    }
+
+    /// The terms of a name, as [`text::name_terms`].
+    fn push_name(&mut self, field: Field, name: &str) {
+        let before = self.len(field as usize);
+        let mut single: Option<bool> = None;
+        let whole = name.to_lowercase();
+        text::for_each_word(name, |w| {
+            single = Some(single.is_none() && w == whole);
+            self.push(field, w);
+        });
+        let parts = self.len(field as usize) - before;
+        if !(parts == 1 && single == Some(true)) {
+            self.push(field, &whole);
+        }
+    }
+}
+
 /// The surface terms of each field of a tool.
-fn doc_fields(doc: &crate::ToolDoc) -> [Vec<String>; FIELDS] {
-    let mut f: [Vec<String>; FIELDS] = Default::default();
-    f[Field::Name as usize] = text::name_terms(&doc.name);
-    f[Field::Description as usize] = text::terms(&doc.description);
-    let (names, descriptions) = (&mut Vec::new(), &mut Vec::new());
-    walk_schema(&doc.parameters, names, descriptions, 0);
-    f[Field::ParamName as usize] = std::mem::take(names);
-    f[Field::ParamDescription as usize] = std::mem::take(descriptions);
+fn doc_fields(doc: &crate::ToolDoc) -> DocFields {
+    let mut f = DocFields::default();
+    f.push_name(Field::Name, &doc.name);
+    text::for_each_term(&doc.description, |t| f.push(Field::Description, t));
+    walk_schema(&doc.parameters, &mut f, 0);
     for a in &doc.aliases {
-        f[Field::Alias as usize].extend(text::name_terms(a));
+        f.push_name(Field::Alias, a);
     }
     for k in &doc.keywords {
-        f[Field::Keyword as usize].extend(text::terms(k));
+        text::for_each_term(k, |t| f.push(Field::Keyword, t));
     }
     f
+}
+
+/// One tool's terms and serialised record, computed off the main thread.
+struct Prepared {
+    fields: DocFields,
+    record: Vec<u8>,
+}
+
+impl Prepared {
+    fn new(doc: &crate::ToolDoc) -> Prepared {
+        let mut record = Vec::with_capacity(256);
+        format::put_str(&mut record, &doc.name);
+        format::put_str(&mut record, &doc.description);
+        format::put_str(&mut record, &doc.parameters.to_string());
+        for list in [&doc.aliases, &doc.keywords] {
+            record.extend_from_slice(&(list.len() as u32).to_le_bytes());
+            for s in list {
+                format::put_str(&mut record, s);
+            }
+        }
+        Prepared {
+            fields: doc_fields(doc),
+            record,
+        }
+    }
 }
 
 /// Collects property names and descriptions (and `enum` strings) from a JSON
 /// Schema, descending into nested `properties`, `items` and the
 /// `anyOf`/`oneOf`/`allOf` alternatives. Depth is bounded so a hostile schema
 /// cannot overflow the stack.
-fn walk_schema(
-    schema: &serde_json::Value,
-    names: &mut Vec<String>,
-    descriptions: &mut Vec<String>,
-    depth: usize,
-) {
+fn walk_schema(schema: &serde_json::Value, out: &mut DocFields, depth: usize) {
     use serde_json::Value;
     if depth > 32 {
         return;
@@ -283,48 +380,86 @@ fn walk_schema(
     let Value::Object(obj) = schema else { return };
     if let Some(Value::Object(props)) = obj.get("properties") {
         for (name, sub) in props {
-            names.extend(text::terms(name));
+            text::for_each_term(name, |t| out.push(Field::ParamName, t));
             if let Some(Value::String(d)) = sub.get("description") {
-                descriptions.extend(text::terms(d));
+                text::for_each_term(d, |t| out.push(Field::ParamDescription, t));
             }
             if let Some(Value::Array(values)) = sub.get("enum") {
                 for v in values {
                     if let Value::String(s) = v {
-                        descriptions.extend(text::terms(s));
+                        text::for_each_term(s, |t| out.push(Field::ParamDescription, t));
                     }
                 }
             }
-            walk_schema(sub, names, descriptions, depth + 1);
+            walk_schema(sub, out, depth + 1);
         }
     }
     if let Some(items) = obj.get("items") {
-        walk_schema(items, names, descriptions, depth + 1);
+        walk_schema(items, out, depth + 1);
     }
     for key in ["anyOf", "oneOf", "allOf"] {
         if let Some(Value::Array(alts)) = obj.get(key) {
             for alt in alts {
-                walk_schema(alt, names, descriptions, depth + 1);
+                walk_schema(alt, out, depth + 1);
             }
         }
     }
 }
 
+/// A fast, non-cryptographic hasher (FxHash) for interning terms while
+/// building: the keys are our own terms, so hash flooding is not a concern.
+#[derive(Default, Clone, Copy)]
+struct FxHasher(u64);
+
+impl std::hash::Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.add(u64::from_le_bytes(w));
+        }
+        for &b in chunks.remainder() {
+            self.add(u64::from(b));
+        }
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, w: u64) {
+        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+type FxBuild = std::hash::BuildHasherDefault<FxHasher>;
+
 /// Interns terms and collects their postings while tools are added in order.
 #[derive(Default)]
 struct TermTable {
-    ids: HashMap<String, u32>,
+    ids: HashMap<String, u32, FxBuild>,
     postings: Vec<Vec<Posting>>,
 }
 
 impl TermTable {
-    fn id(&mut self, term: &str) -> u32 {
+    /// The id of `term` and whether it is new.
+    fn id(&mut self, term: &str) -> (u32, bool) {
         if let Some(&id) = self.ids.get(term) {
-            return id;
+            return (id, false);
         }
         let id = self.postings.len() as u32;
         self.ids.insert(term.to_string(), id);
         self.postings.push(Vec::new());
-        id
+        (id, true)
     }
 
     /// Adds one tool's `(term id, field)` occurrences.
@@ -376,42 +511,66 @@ impl SearchIndex {
 
         let mut stems = TermTable::default();
         let mut surfaces = TermTable::default();
+        // The stem id of each surface id: each distinct word is stemmed once.
+        let mut stem_of: Vec<u32> = Vec::new();
         let mut field_lens = Vec::with_capacity(docs.len() * FIELDS * 2);
         let mut total_len = [0f64; FIELDS];
         let mut doc_offsets = Vec::with_capacity(docs.len() * 8);
         let mut records = Vec::new();
-        let (mut stem_occ, mut surface_occ) = (Vec::new(), Vec::new());
-        for (id, doc) in (0..n).zip(&docs) {
-            let fields = doc_fields(doc);
-            stem_occ.clear();
-            surface_occ.clear();
-            for (f, terms) in fields.iter().enumerate() {
-                total_len[f] += terms.len() as f64;
-                let len = u16::try_from(terms.len()).unwrap_or(u16::MAX);
-                field_lens.extend_from_slice(&len.to_le_bytes());
-                for t in terms {
-                    surface_occ.push((surfaces.id(t), f as u8));
-                    stem_occ.push((stems.id(&text::stem(t)), f as u8));
+        let mut stem_occ = Vec::new();
+        // A two-stage pipeline: a helper thread splits the text of a chunk
+        // of tools and serialises their records while this thread interns
+        // the terms of the previous chunk. The result does not depend on
+        // the chunking: chunks arrive in order.
+        const CHUNK: usize = 1024;
+        std::thread::scope(|scope| {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Prepared>>(2);
+            let docs = &docs;
+            let producer = scope.spawn(move || {
+                for chunk in docs.chunks(CHUNK) {
+                    let prepared = chunk.iter().map(Prepared::new).collect();
+                    if tx.send(prepared).is_err() {
+                        break;
+                    }
+                }
+            });
+            let mut id = 0u32;
+            for chunk in rx {
+                for prepared in chunk {
+                    stem_occ.clear();
+                    for (f, total) in total_len.iter_mut().enumerate() {
+                        let count = prepared.fields.len(f);
+                        *total += count as f64;
+                        let len = u16::try_from(count).unwrap_or(u16::MAX);
+                        field_lens.extend_from_slice(&len.to_le_bytes());
+                        for t in prepared.fields.terms(f) {
+                            let (surface, new) = surfaces.id(t);
+                            if new {
+                                stem_of.push(stems.id(&text::stem(t)).0);
+                            }
+                            stem_occ.push((stem_of[surface as usize], f as u8));
+                        }
+                    }
+                    stems.add(id, &mut stem_occ);
+                    doc_offsets.extend_from_slice(&(records.len() as u64).to_le_bytes());
+                    records.extend_from_slice(&prepared.record);
+                    id += 1;
                 }
             }
-            stems.add(id, &mut stem_occ);
-            surfaces.add(id, &mut surface_occ);
-
-            doc_offsets.extend_from_slice(&(records.len() as u64).to_le_bytes());
-            format::put_str(&mut records, &doc.name);
-            format::put_str(&mut records, &doc.description);
-            format::put_str(&mut records, &doc.parameters.to_string());
-            for list in [&doc.aliases, &doc.keywords] {
-                records.extend_from_slice(&(list.len() as u32).to_le_bytes());
-                for s in list {
-                    format::put_str(&mut records, s);
-                }
+            // The producer cannot fail except by panicking; pass that on.
+            if let Err(panic) = producer.join() {
+                std::panic::resume_unwind(panic);
             }
-        }
+        });
+        debug_assert_eq!(doc_offsets.len(), docs.len() * 8);
 
         let mut postings = Vec::new();
         let stem_fst = stems.finish(&mut postings)?;
-        let surface_fst = surfaces.finish(&mut postings)?;
+        // The surface (unstemmed) dictionary is no longer needed: hits are
+        // explained by splitting the returned tools again. The section stays
+        // in the format, as an empty map, so files stay readable both ways.
+        drop(surfaces);
+        let surface_fst = MapBuilder::memory().into_inner()?;
         let sections: [&[u8]; format::SECTIONS] = [
             &stem_fst,
             &surface_fst,
@@ -444,7 +603,8 @@ impl SearchIndex {
         }
         let sum = format::checksum(&[&out[..format::CHECKSUM_AT], &out[format::HEADER_LEN..]]);
         out[format::CHECKSUM_AT..format::CHECKSUM_AT + 8].copy_from_slice(&sum.to_le_bytes());
-        SearchIndex::from_storage(Storage::Owned(out), Path::new("<memory>"))
+        // Freshly serialised: the checksum was just computed from these bytes.
+        SearchIndex::from_storage(Storage::Owned(out), Path::new("<memory>"), Some(sum))
     }
 
     /// Writes the index to `path` as a single file (replacing it). The file
@@ -471,6 +631,14 @@ impl SearchIndex {
     /// are verified, so a truncated, corrupted or foreign file is reported
     /// as [`IndexError::Invalid`].
     ///
+    /// The checksum is computed by reading the file through a 1 MiB buffer,
+    /// not through the map: opening still reads every byte once (tens of
+    /// milliseconds for a 100,000-tool index, mostly from the page cache),
+    /// but those pages do not become resident in this process; only what
+    /// searches touch later is. The trade-off against verifying lazily is
+    /// deliberate: an index is opened rarely and searched often, and a
+    /// corrupted file is refused up front instead of failing some searches.
+    ///
     /// As with any memory map, the file must not be modified while the index
     /// is open; [`SearchIndex::write`] replaces files by renaming, which is
     /// safe.
@@ -496,10 +664,20 @@ impl SearchIndex {
         // undefined behaviour; this is documented above, and `write` never
         // modifies a file in place.
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
-        SearchIndex::from_storage(Storage::Mapped(map), path)
+        // The checksum is computed by reading the file through a small
+        // buffer rather than through the map: the whole file is still
+        // verified, but the pages it passes through stay in the page cache
+        // instead of becoming resident in this process. Queries then fault
+        // in only the parts of the map they touch.
+        let sum = streamed_checksum(&file).map_err(io)?;
+        SearchIndex::from_storage(Storage::Mapped(map), path, Some(sum))
     }
 
-    fn from_storage(storage: Storage, path: &Path) -> Result<SearchIndex, IndexError> {
+    fn from_storage(
+        storage: Storage,
+        path: &Path,
+        precomputed_sum: Option<u64>,
+    ) -> Result<SearchIndex, IndexError> {
         let invalid = |reason: String| IndexError::Invalid {
             path: path.to_path_buf(),
             reason,
@@ -541,7 +719,12 @@ impl SearchIndex {
                 bytes.len()
             )));
         }
-        let sum = format::checksum(&[&bytes[..format::CHECKSUM_AT], &bytes[format::HEADER_LEN..]]);
+        let sum = match precomputed_sum {
+            Some(sum) => sum,
+            None => {
+                format::checksum(&[&bytes[..format::CHECKSUM_AT], &bytes[format::HEADER_LEN..]])
+            }
+        };
         if sum != stored_sum {
             return Err(invalid("checksum mismatch (the file is corrupted)".into()));
         }
@@ -724,87 +907,187 @@ impl SearchIndex {
         } else {
             u64::MAX >> (64 - n_required)
         };
-
         let n = self.len;
-        let mut score = vec![0f32; n];
-        let mut exact_mask = vec![0u64; n];
-        let mut any_mask = vec![0u64; n];
-        let mut name_hits = vec![0u8; n];
         let norms = self.norms();
-        let mut lookups = Vec::with_capacity(terms.len());
-        for (i, term) in terms.iter().enumerate() {
-            let bit = 1u64 << i;
-            let lookup = self.lookup(term);
-            match &lookup {
-                Lookup::Found(offset) => {
-                    let list = self.postings_at(*offset);
-                    let idf = self.idf(list.len());
-                    for p in list {
-                        let d = p.doc as usize;
-                        if d >= n {
-                            break;
-                        }
-                        let s = self.term_score(norms, p, idf);
-                        score[d] += s;
-                        exact_mask[d] |= bit;
-                        any_mask[d] |= bit;
-                        if p.tf[Field::Name as usize] > 0 {
-                            name_hits[d] = name_hits[d].saturating_add(1);
-                        }
-                    }
-                }
-                Lookup::Expanded(expansions) => {
-                    let mut best: HashMap<u32, f32> = HashMap::new();
-                    for e in expansions {
-                        let list = self.postings_at(e.offset);
+        SCRATCH.with(|cell| {
+            let mut guard = cell.borrow_mut();
+            let sc = &mut *guard;
+            sc.prepare(n);
+            let mut lookups = Vec::with_capacity(terms.len());
+            let mut term_idf = [0f32; MAX_QUERY_TERMS];
+            for (i, term) in terms.iter().enumerate() {
+                let bit = 1u64 << i;
+                let lookup = self.lookup(term);
+                match &lookup {
+                    Lookup::Found(offset) => {
+                        let list = self.postings_at(*offset);
                         let idf = self.idf(list.len());
-                        let factor = match e.kind {
-                            MatchKind::Prefix => self.ranking.prefix_factor,
-                            _ => self.ranking.typo_factor,
-                        };
+                        term_idf[i] = idf;
                         for p in list {
-                            if (p.doc as usize) >= n {
+                            let d = p.doc as usize;
+                            if d >= n {
                                 break;
                             }
-                            let s = factor * self.term_score(norms, p, idf);
-                            let slot = best.entry(p.doc).or_insert(0.0);
-                            if s > *slot {
-                                *slot = s;
+                            let s = self.term_score(norms, p, idf);
+                            if sc.any[d] == 0 {
+                                sc.touched.push(p.doc);
+                            }
+                            sc.score[d] += s;
+                            sc.exact[d] |= bit;
+                            sc.any[d] |= bit;
+                            if p.tf[Field::Name as usize] > 0 {
+                                sc.name_hits[d] = sc.name_hits[d].saturating_add(1);
                             }
                         }
                     }
-                    for (d, s) in best {
-                        score[d as usize] += s;
-                        any_mask[d as usize] |= bit;
+                    Lookup::Expanded(expansions) => {
+                        sc.best_touched.clear();
+                        for e in expansions {
+                            let list = self.postings_at(e.offset);
+                            let idf = self.idf(list.len());
+                            let factor = match e.kind {
+                                MatchKind::Prefix => self.ranking.prefix_factor,
+                                _ => self.ranking.typo_factor,
+                            };
+                            term_idf[i] = term_idf[i].max(factor * idf);
+                            for p in list {
+                                let d = p.doc as usize;
+                                if d >= n {
+                                    break;
+                                }
+                                let s = factor * self.term_score(norms, p, idf);
+                                if sc.best[d] == 0.0 {
+                                    sc.best_touched.push(p.doc);
+                                }
+                                if s > sc.best[d] {
+                                    sc.best[d] = s;
+                                }
+                            }
+                        }
+                        for k in 0..sc.best_touched.len() {
+                            let d = sc.best_touched[k] as usize;
+                            let s = std::mem::take(&mut sc.best[d]);
+                            if sc.any[d] == 0 {
+                                sc.touched.push(d as u32);
+                            }
+                            sc.score[d] += s;
+                            sc.any[d] |= bit;
+                        }
+                    }
+                    Lookup::Missing => {}
+                }
+                lookups.push(lookup);
+            }
+
+            let total = terms.len().max(1) as f32;
+            let idf_total: f32 = term_idf.iter().sum::<f32>().max(f32::MIN_POSITIVE);
+            let a = self.ranking.idf_coverage;
+            let mut ranked: Vec<(f32, u32)> = Vec::with_capacity(sc.touched.len());
+            for &d32 in &sc.touched {
+                let d = d32 as usize;
+                if sc.score[d] > 0.0 && sc.exact[d] & required_mask == required_mask {
+                    let mut coverage = sc.any[d].count_ones() as f32 / total;
+                    if a != 0.0 {
+                        let (mut bits, mut sum) = (sc.any[d], 0.0);
+                        while bits != 0 {
+                            sum += term_idf[bits.trailing_zeros() as usize];
+                            bits &= bits - 1;
+                        }
+                        coverage = (1.0 - a) * coverage + a * sum / idf_total;
+                    }
+                    let name_len = self.field_len(d, Field::Name as usize);
+                    let parts = if name_len > 1.0 { name_len - 1.0 } else { 1.0 };
+                    let name_fraction = (f32::from(sc.name_hits[d]) / parts).min(1.0);
+                    let boost = 1.0 + self.ranking.name_coverage * name_fraction;
+                    ranked.push((
+                        sc.score[d] * pow(coverage, self.ranking.coverage_exponent) * boost,
+                        d32,
+                    ));
+                }
+            }
+            sc.reset();
+            drop(guard);
+            let by_rank = |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+            let rerank = self.ranking.bigram != 0.0 || self.ranking.name_substring != 0.0;
+            let depth = if rerank {
+                max_results.max(RERANK_DEPTH)
+            } else {
+                max_results
+            };
+            if ranked.len() > depth {
+                ranked.select_nth_unstable_by(depth - 1, by_rank);
+                ranked.truncate(depth);
+            }
+            if rerank {
+                self.rerank(free, &terms, &mut ranked);
+            }
+            if ranked.len() > max_results {
+                ranked.select_nth_unstable_by(max_results - 1, by_rank);
+                ranked.truncate(max_results);
+            }
+            ranked.sort_unstable_by(by_rank);
+            self.explain(&terms, &lookups, ranked)
+        })
+    }
+
+    /// The second stage: multiplies the first-stage scores of `ranked` by
+    /// the phrase and name-substring factors described on [`Ranking`].
+    fn rerank(&self, free: &str, terms: &[QueryTerm], ranked: &mut [(f32, u32)]) {
+        let r = &self.ranking;
+        let seq: Vec<String> = text::terms(free).iter().map(|w| text::stem(w)).collect();
+        let mut pairs: Vec<(&str, &str)> = seq
+            .windows(2)
+            .filter(|w| w[0] != w[1])
+            .map(|w| (w[0].as_str(), w[1].as_str()))
+            .collect();
+        pairs.sort_unstable();
+        pairs.dedup();
+        let long_words: Vec<&str> = terms
+            .iter()
+            .filter(|t| !t.required && t.word.chars().count() >= 4)
+            .filter(|t| t.word.chars().all(char::is_alphabetic))
+            .map(|t| t.word.as_str())
+            .collect();
+        let total = terms.len().max(1) as f32;
+        let mut stems: Vec<String> = Vec::new();
+        let mut found: Vec<usize> = Vec::new();
+        for (score, d) in ranked.iter_mut() {
+            let Some(mut rec) = self.record(*d as usize) else {
+                continue;
+            };
+            let (Some(name), Some(description)) = (rec.str(), rec.str()) else {
+                continue;
+            };
+            let mut factor = 1.0;
+            if r.bigram != 0.0 && !pairs.is_empty() {
+                stems.clear();
+                found.clear();
+                stems.extend(text::words(name).iter().map(|w| text::stem(w)));
+                let name_end = stems.len();
+                stems.extend(text::terms(description).iter().map(|w| text::stem(w)));
+                for (i, w) in stems.windows(2).enumerate() {
+                    if i + 1 != name_end
+                        && let Ok(k) = pairs.binary_search(&(w[0].as_str(), w[1].as_str()))
+                    {
+                        found.push(k);
                     }
                 }
-                Lookup::Missing => {}
+                found.sort_unstable();
+                found.dedup();
+                let hits = found.len();
+                factor *= 1.0 + r.bigram * hits as f32 / pairs.len() as f32;
             }
-            lookups.push(lookup);
+            if r.name_substring != 0.0 && !long_words.is_empty() {
+                let lower = name.to_lowercase();
+                let parts = text::words(name);
+                let hits = long_words
+                    .iter()
+                    .filter(|w| lower.contains(**w) && !parts.iter().any(|p| p == *w))
+                    .count();
+                factor *= 1.0 + r.name_substring * hits as f32 / total;
+            }
+            *score *= factor;
         }
-
-        let total = terms.len().max(1) as f32;
-        let mut ranked: Vec<(f32, u32)> = (0..n)
-            .filter(|&d| score[d] > 0.0 && exact_mask[d] & required_mask == required_mask)
-            .map(|d| {
-                let coverage = any_mask[d].count_ones() as f32 / total;
-                let name_len = self.field_len(d, Field::Name as usize);
-                let parts = if name_len > 1.0 { name_len - 1.0 } else { 1.0 };
-                let name_fraction = (f32::from(name_hits[d]) / parts).min(1.0);
-                let boost = 1.0 + self.ranking.name_coverage * name_fraction;
-                (
-                    score[d] * coverage.powf(self.ranking.coverage_exponent) * boost,
-                    d as u32,
-                )
-            })
-            .collect();
-        let by_rank = |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
-        if ranked.len() > max_results {
-            ranked.select_nth_unstable_by(max_results - 1, by_rank);
-            ranked.truncate(max_results);
-        }
-        ranked.sort_unstable_by(by_rank);
-        self.explain(&terms, &lookups, ranked)
     }
 
     fn norms(&self) -> &[[f32; FIELDS]] {
@@ -870,20 +1153,34 @@ impl SearchIndex {
                 });
             }
             let distance = if chars <= 7 { 1 } else { 2 };
-            if let Ok(lev) = Levenshtein::new_with_limit(&term.stem, distance, 10_000) {
+            let push_typo = |key: &[u8], offset: u64, expansions: &mut Vec<Expansion>| {
+                if !expansions.iter().any(|e| e.matched.as_bytes() == key) {
+                    let matched = String::from_utf8_lossy(key).into_owned();
+                    expansions.push(Expansion {
+                        matched,
+                        offset,
+                        kind: MatchKind::Typo,
+                    });
+                }
+            };
+            if let Some(lev) = AsciiLevenshtein::new(&term.stem, distance as u8) {
+                // Most words: a small automaton evaluated lazily, row by row,
+                // instead of fst's eagerly built DFA (which dominated the
+                // cost of a query with a misspelt word).
                 let mut stream = self.stems.search(lev).into_stream();
                 while let Some((key, offset)) = stream.next() {
                     if expansions.len() >= MAX_EXPANSIONS {
                         break;
                     }
-                    if !expansions.iter().any(|e| e.matched.as_bytes() == key) {
-                        let matched = String::from_utf8_lossy(key).into_owned();
-                        expansions.push(Expansion {
-                            matched,
-                            offset,
-                            kind: MatchKind::Typo,
-                        });
+                    push_typo(key, offset, &mut expansions);
+                }
+            } else if let Ok(lev) = Levenshtein::new_with_limit(&term.stem, distance, 10_000) {
+                let mut stream = self.stems.search(lev).into_stream();
+                while let Some((key, offset)) = stream.next() {
+                    if expansions.len() >= MAX_EXPANSIONS {
+                        break;
                     }
+                    push_typo(key, offset, &mut expansions);
                 }
             }
         }
@@ -894,93 +1191,240 @@ impl SearchIndex {
         }
     }
 
-    /// Turns ranked tool numbers into hits, re-reading the postings of the
-    /// query terms to say which fields matched and how.
+    /// Turns ranked tool numbers into hits, saying which fields matched each
+    /// query word and how. Rather than scanning the query terms' postings a
+    /// second time, the few returned tools are split into terms again (the
+    /// same way as when indexing), which gives the same answer: a tool is in
+    /// a stem's postings exactly when one of its terms has that stem.
     fn explain(
         &self,
         terms: &[QueryTerm],
         lookups: &[Lookup],
         ranked: Vec<(f32, u32)>,
     ) -> Vec<Hit> {
-        let mut top: Vec<u32> = ranked.iter().map(|&(_, d)| d).collect();
-        top.sort_unstable();
-        let mut why: HashMap<u32, Vec<Match>> = HashMap::new();
-        let fields_of = |offset: u64| -> Vec<(u32, u8)> {
-            let mut found = Vec::new();
-            let last = top.last().copied().unwrap_or(0);
-            for p in self.postings_at(offset) {
-                // Lists are in tool order: nothing after the last top tool matters.
-                if p.doc > last {
-                    break;
-                }
-                if top.binary_search(&p.doc).is_ok() {
-                    let mask = p
-                        .tf
-                        .iter()
-                        .enumerate()
-                        .fold(0u8, |m, (i, &t)| if t > 0 { m | 1 << i } else { m });
-                    found.push((p.doc, mask));
-                }
-            }
-            found
-        };
-        for (term, lookup) in terms.iter().zip(lookups) {
-            match lookup {
-                Lookup::Found(offset) => {
-                    let exact: HashMap<u32, u8> = match self.surfaces.get(&term.word) {
-                        Some(o) => fields_of(o).into_iter().collect(),
-                        None => HashMap::new(),
-                    };
-                    for (doc, mask) in fields_of(*offset) {
-                        let exact_mask = exact.get(&doc).copied().unwrap_or(0);
-                        for field in Field::ALL {
-                            let bit = 1u8 << field as u8;
-                            if mask & bit != 0 {
-                                let kind = if exact_mask & bit != 0 {
-                                    MatchKind::Exact
-                                } else {
-                                    MatchKind::Stem
-                                };
-                                why.entry(doc).or_default().push(Match {
-                                    term: term.word.clone(),
-                                    matched: term.stem.clone(),
-                                    field,
-                                    kind,
-                                });
-                            }
-                        }
-                    }
-                }
-                Lookup::Expanded(expansions) => {
-                    for e in expansions {
-                        for (doc, mask) in fields_of(e.offset) {
+        ranked
+            .into_iter()
+            .filter_map(|(score, d)| {
+                let doc = self.doc(d as usize)?;
+                let fields = doc_fields(&crate::ToolDoc {
+                    name: doc.name.to_string(),
+                    description: doc.description.to_string(),
+                    parameters: doc.parameters().unwrap_or(serde_json::Value::Null),
+                    aliases: doc.aliases.iter().map(|s| s.to_string()).collect(),
+                    keywords: doc.keywords.iter().map(|s| s.to_string()).collect(),
+                });
+                let stems: Vec<Vec<String>> = (0..FIELDS)
+                    .map(|f| fields.terms(f).map(text::stem).collect())
+                    .collect();
+                let has_stem = |f: usize, stem: &str| stems[f].iter().any(|s| s == stem);
+                let mut why = Vec::new();
+                for (term, lookup) in terms.iter().zip(lookups) {
+                    match lookup {
+                        Lookup::Found(_) => {
                             for field in Field::ALL {
-                                if mask & (1u8 << field as u8) != 0 {
-                                    why.entry(doc).or_default().push(Match {
+                                let f = field as usize;
+                                if has_stem(f, &term.stem) {
+                                    let kind = if fields.terms(f).any(|t| t == term.word) {
+                                        MatchKind::Exact
+                                    } else {
+                                        MatchKind::Stem
+                                    };
+                                    why.push(Match {
                                         term: term.word.clone(),
-                                        matched: e.matched.clone(),
+                                        matched: term.stem.clone(),
                                         field,
-                                        kind: e.kind,
+                                        kind,
                                     });
                                 }
                             }
                         }
+                        Lookup::Expanded(expansions) => {
+                            for e in expansions {
+                                for field in Field::ALL {
+                                    if has_stem(field as usize, &e.matched) {
+                                        why.push(Match {
+                                            term: term.word.clone(),
+                                            matched: e.matched.clone(),
+                                            field,
+                                            kind: e.kind,
+                                        });
+                                    }
+                                }
+                            }
+                        }
+                        Lookup::Missing => {}
                     }
                 }
-                Lookup::Missing => {}
-            }
-        }
-        ranked
-            .into_iter()
-            .filter_map(|(score, d)| {
                 Some(Hit {
-                    name: self.name_of(d as usize)?.to_string(),
+                    name: doc.name.to_string(),
                     score,
-                    why: why.remove(&d).unwrap_or_default(),
+                    why,
                 })
             })
             .collect()
     }
+}
+
+/// The checksum of an index file (see [`format::checksum`]), read through a
+/// fixed buffer. A short file gives some value that cannot match.
+fn streamed_checksum(file: &File) -> std::io::Result<u64> {
+    use std::io::Read;
+    let mut reader = file;
+    let mut state = format::Checksum::new();
+    let mut header = [0u8; format::HEADER_LEN];
+    let mut got = 0;
+    while got < header.len() {
+        match reader.read(&mut header[got..])? {
+            0 => return Ok(!0),
+            k => got += k,
+        }
+    }
+    state.update(&header[..format::CHECKSUM_AT]);
+    state.finish_part();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let k = reader.read(&mut buf)?;
+        if k == 0 {
+            break;
+        }
+        state.update(&buf[..k]);
+    }
+    state.finish_part();
+    Ok(state.value())
+}
+
+/// `x^e`, without calling `powf` for the usual exponents.
+#[inline]
+fn pow(x: f32, e: f32) -> f32 {
+    if e == 1.0 {
+        x
+    } else if e == 0.0 {
+        1.0
+    } else if e == 2.0 {
+        x * x
+    } else {
+        x.powf(e)
+    }
+}
+
+/// Longest word [`AsciiLevenshtein`] handles.
+const LEV_MAX: usize = 40;
+
+/// Matches the keys within `distance` edits (insertions, deletions,
+/// substitutions of characters) of an ASCII word. The state is the current
+/// row of the edit-distance table, computed as the fst is walked. Distances
+/// are in characters, as with fst's `Levenshtein`: a non-ASCII character of
+/// a key is one lead byte (never equal to an ASCII byte: one edit) and
+/// continuation bytes, which are skipped.
+#[derive(Clone, Debug)]
+struct AsciiLevenshtein {
+    word: [u8; LEV_MAX],
+    len: usize,
+    distance: u8,
+}
+
+impl AsciiLevenshtein {
+    fn new(word: &str, distance: u8) -> Option<AsciiLevenshtein> {
+        if !word.is_ascii() || word.len() >= LEV_MAX || word.is_empty() {
+            return None;
+        }
+        let mut w = [0u8; LEV_MAX];
+        w[..word.len()].copy_from_slice(word.as_bytes());
+        Some(AsciiLevenshtein {
+            word: w,
+            len: word.len(),
+            distance,
+        })
+    }
+}
+
+impl Automaton for AsciiLevenshtein {
+    /// The row of distances, `None` once no extension can match.
+    type State = Option<[u8; LEV_MAX]>;
+
+    fn start(&self) -> Self::State {
+        let mut row = [0u8; LEV_MAX];
+        for (i, slot) in row.iter_mut().enumerate().take(self.len + 1) {
+            *slot = i as u8;
+        }
+        Some(row)
+    }
+
+    fn is_match(&self, state: &Self::State) -> bool {
+        state.is_some_and(|row| row[self.len] <= self.distance)
+    }
+
+    fn can_match(&self, state: &Self::State) -> bool {
+        state.is_some()
+    }
+
+    fn accept(&self, state: &Self::State, byte: u8) -> Self::State {
+        let prev = state.as_ref()?;
+        // A UTF-8 continuation byte belongs to the character already counted.
+        if byte & 0xC0 == 0x80 {
+            return Some(*prev);
+        }
+        let mut row = [0u8; LEV_MAX];
+        row[0] = prev[0].saturating_add(1);
+        let mut best = row[0];
+        for i in 1..=self.len {
+            let cost = u8::from(self.word[i - 1] != byte);
+            let v = prev[i - 1]
+                .saturating_add(cost)
+                .min(prev[i].saturating_add(1))
+                .min(row[i - 1].saturating_add(1));
+            row[i] = v;
+            best = best.min(v);
+        }
+        if best > self.distance {
+            None
+        } else {
+            Some(row)
+        }
+    }
+}
+
+/// Per-thread scoring buffers, indexed by tool number, reused across
+/// searches so a query allocates nothing proportional to the catalog. Only
+/// the entries of touched tools are non-zero, and they are reset after each
+/// search.
+#[derive(Default)]
+struct Scratch {
+    score: Vec<f32>,
+    exact: Vec<u64>,
+    any: Vec<u64>,
+    name_hits: Vec<u8>,
+    best: Vec<f32>,
+    touched: Vec<u32>,
+    best_touched: Vec<u32>,
+}
+
+impl Scratch {
+    fn prepare(&mut self, n: usize) {
+        if self.score.len() < n {
+            self.score.resize(n, 0.0);
+            self.exact.resize(n, 0);
+            self.any.resize(n, 0);
+            self.name_hits.resize(n, 0);
+            self.best.resize(n, 0.0);
+        }
+        self.touched.clear();
+    }
+
+    fn reset(&mut self) {
+        for &d in &self.touched {
+            let d = d as usize;
+            self.score[d] = 0.0;
+            self.exact[d] = 0;
+            self.any[d] = 0;
+            self.name_hits[d] = 0;
+        }
+        self.touched.clear();
+    }
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
 }
 
 /// A normalised query term.

@@ -17,7 +17,9 @@
 //! * [`Query::parse`] reads what the model wrote: free text with optional
 //!   `+required` words, or `select:name_a,name_b` for exact names.
 //! * [`SearchIndex::search`] ranks tools with a field-weighted BM25 (see
-//!   [`Ranking`]) and explains each hit ([`Hit::why`]).
+//!   [`Ranking`]), re-scores the best few dozen by query word pairs found
+//!   adjacent in their name or description, and explains each hit
+//!   ([`Hit::why`]).
 //! * [`LiveIndex`] holds the current index for concurrent readers and swaps
 //!   in a rebuilt one atomically.
 //! * [`eval`] has the retrieval metrics and the baselines used by the
@@ -56,7 +58,8 @@ pub mod text;
 
 pub use catalog::{CatalogError, ToolDoc, read_catalog_jsonl};
 pub use index::{
-    Hit, IndexError, Match, MatchKind, Ranking, SearchIndex, SearchResults, ToolDocRef,
+    Hit, IndexError, Match, MatchKind, RERANK_DEPTH, Ranking, SearchIndex, SearchResults,
+    ToolDocRef,
 };
 pub use live::LiveIndex;
 pub use query::{MAX_NAME_BYTES, MAX_QUERY_BYTES, Query, QueryError, is_valid_name};

@@ -164,50 +164,67 @@ pub fn is_stop_word(word: &str) -> bool {
 /// ```
 pub fn words(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for piece in text.split(|c: char| !c.is_alphanumeric()) {
-        if !piece.is_empty() {
-            split_humps(piece, &mut out);
-        }
-    }
+    for_each_word(text, |w| out.push(w.to_string()));
     out
 }
 
-/// Splits one run of alphanumeric characters at camelCase humps and
-/// letter/digit boundaries, pushing lowercased parts onto `out`.
-fn split_humps(piece: &str, out: &mut Vec<String>) {
-    let chars: Vec<char> = piece.chars().collect();
-    let mut start = 0;
-    for i in 1..chars.len() {
-        let (prev, cur) = (chars[i - 1], chars[i]);
-        let next_is_lower = chars.get(i + 1).is_some_and(|c| c.is_lowercase());
-        let boundary =
-            // fooBar
-            (prev.is_lowercase() && cur.is_uppercase())
-            // HTTPServer: the last capital of a run starts a new word
-            || (prev.is_uppercase() && cur.is_uppercase() && next_is_lower)
-            // sha256, v2x
-            || (prev.is_alphabetic() && cur.is_numeric())
-            || (prev.is_numeric() && cur.is_alphabetic());
-        if boundary {
-            push_lower(&chars[start..i], out);
-            start = i;
+/// Calls `f` with each of the [`words`] of `text`, in order, without
+/// allocating a string per word (the word is only valid during the call).
+pub fn for_each_word(text: &str, mut f: impl FnMut(&str)) {
+    let mut lower = String::new();
+    let mut chars: Vec<(usize, char)> = Vec::new();
+    for piece in text.split(|c: char| !c.is_alphanumeric()) {
+        if piece.is_empty() {
+            continue;
         }
-    }
-    push_lower(&chars[start..], out);
-}
-
-fn push_lower(chars: &[char], out: &mut Vec<String>) {
-    if !chars.is_empty() {
-        let s: String = chars.iter().collect();
-        out.push(s.to_lowercase());
+        chars.clear();
+        chars.extend(piece.char_indices());
+        let mut emit = |part: &str| {
+            if part.is_ascii() {
+                lower.clear();
+                lower.push_str(part);
+                lower.make_ascii_lowercase();
+                f(&lower);
+            } else {
+                f(&part.to_lowercase());
+            }
+        };
+        let mut start = 0;
+        for i in 1..chars.len() {
+            let (prev, cur) = (chars[i - 1].1, chars[i].1);
+            let next_is_lower = chars.get(i + 1).is_some_and(|c| c.1.is_lowercase());
+            let boundary =
+                // fooBar
+                (prev.is_lowercase() && cur.is_uppercase())
+                // HTTPServer: the last capital of a run starts a new word
+                || (prev.is_uppercase() && cur.is_uppercase() && next_is_lower)
+                // sha256, v2x
+                || (prev.is_alphabetic() && cur.is_numeric())
+                || (prev.is_numeric() && cur.is_alphabetic());
+            if boundary {
+                emit(&piece[start..chars[i].0]);
+                start = chars[i].0;
+            }
+        }
+        emit(&piece[start..]);
     }
 }
 
 /// The words of `text` with stop words removed: what gets indexed.
 pub fn terms(text: &str) -> Vec<String> {
-    let mut w = words(text);
-    w.retain(|t| !is_stop_word(t));
-    w
+    let mut out = Vec::new();
+    for_each_term(text, |w| out.push(w.to_string()));
+    out
+}
+
+/// Calls `f` with each of the [`terms`] of `text`, in order, without
+/// allocating a string per term.
+pub fn for_each_term(text: &str, mut f: impl FnMut(&str)) {
+    for_each_word(text, |w| {
+        if !is_stop_word(w) {
+            f(w)
+        }
+    });
 }
 
 /// The terms of a tool *name*: its parts (as [`terms`], but keeping stop

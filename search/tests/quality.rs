@@ -1,4 +1,4 @@
-//! Our ranking must beat plain BM25 on every labelled data set.
+//! Our ranking must beat plain BM25 by a margin on every labelled data set.
 //!
 //! Reads the data sets from `$TOOLGATE_DATASETS` or
 //! `../shared/datasets/toolsearch` beside the workspace; fails, saying so,
@@ -12,8 +12,13 @@ use toolgate_search::eval::{self, Bm25Baseline, DATASETS, EvalQuery, Half};
 
 const MAX_QUERIES: usize = 1500;
 
+/// The nDCG@5 margin over BM25 (x100) required on every data set's held-out
+/// half: the smallest margin reached (BFCL, about +1.2; Seal-Tools and
+/// MetaTool are at about +5), rounded down.
+const MARGIN: f64 = 1.0;
+
 #[test]
-fn ours_beats_bm25_ndcg_at_5_on_every_dataset() {
+fn ours_beats_bm25_ndcg_at_5_by_a_margin_on_every_dataset() {
     let dir = eval::datasets_dir();
     assert!(
         dir.is_dir(),
@@ -38,8 +43,8 @@ fn ours_beats_bm25_ndcg_at_5_on_every_dataset() {
             100.0 * ours.ndcg_at_5
         );
         assert!(
-            ours.ndcg_at_5 > bm25.ndcg_at_5,
-            "{name}: nDCG@5 ours {:.3} <= bm25 {:.3}",
+            100.0 * ours.ndcg_at_5 >= 100.0 * bm25.ndcg_at_5 + MARGIN,
+            "{name}: nDCG@5 ours {:.3} < bm25 {:.3} + {MARGIN}/100",
             ours.ndcg_at_5,
             bm25.ndcg_at_5
         );

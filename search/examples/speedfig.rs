@@ -1,0 +1,122 @@
+//! The figures of `benches/speed.rs` without criterion: `cargo run --release --example speedfig`.
+//! Speed of the index at 100,000 tools: `cargo bench -p toolgate-search --bench speed`.
+//!
+//! The catalog is the three real catalogs repeated with renamed tools
+//! (`name_r17`) up to 100,000 tools; queries are the real labelled queries.
+//! Before criterion runs, the bench prints figures criterion does not give:
+//! build time, index file size, resident memory before and after opening the
+//! file, and the median and p99 of single-query latency over all queries.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use toolgate_search::eval::{self, DATASETS};
+use toolgate_search::{Query, SearchIndex, ToolDoc};
+
+const TOOLS: usize = 100_000;
+
+fn load() -> (Vec<ToolDoc>, Vec<Query>) {
+    let dir = eval::datasets_dir();
+    let (mut base, mut queries) = (Vec::new(), Vec::new());
+    for name in DATASETS {
+        let data = eval::load_dataset(&dir, name).unwrap_or_else(|e| {
+            panic!("{e} (set {} to the data set directory)", eval::DATASETS_ENV)
+        });
+        base.extend(data.catalog);
+        queries.extend(
+            data.queries
+                .iter()
+                .filter_map(|q| Query::parse(&q.query).ok()),
+        );
+    }
+    // The catalogs share a few names; keep the first of each.
+    let mut seen = std::collections::HashSet::new();
+    base.retain(|d: &ToolDoc| seen.insert(d.name.clone()));
+    let mut docs = Vec::with_capacity(TOOLS);
+    'fill: for round in 0.. {
+        for d in &base {
+            if docs.len() == TOOLS {
+                break 'fill;
+            }
+            let mut d = d.clone();
+            if round > 0 {
+                d.name = format!("{}_r{round}", d.name);
+            }
+            docs.push(d);
+        }
+    }
+    (docs, queries)
+}
+
+fn rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted.get(i).copied().unwrap_or_default()
+}
+
+fn figures(docs: &[ToolDoc], queries: &[Query]) {
+    let start = Instant::now();
+    let index = SearchIndex::build(docs.to_vec()).expect("builds");
+    let build = start.elapsed();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("tools.idx");
+    index.write(&path).expect("writes");
+    drop(index);
+    let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+
+    let before = rss_kib();
+    let start = Instant::now();
+    let index = SearchIndex::open(&path).expect("opens");
+    let open = start.elapsed();
+    let after_open = rss_kib();
+    let mut times = Vec::with_capacity(queries.len());
+    for q in queries {
+        let start = Instant::now();
+        black_box(index.search(black_box(q), 5));
+        times.push(start.elapsed());
+    }
+    let after_queries = rss_kib();
+    times.sort_unstable();
+    println!("tools: {}, queries: {}", index.len(), queries.len());
+    println!("build (in memory, incl. serialisation): {build:.2?}");
+    println!("index file: {:.1} MiB", size as f64 / (1024.0 * 1024.0));
+    println!("open (map + verify checksum): {open:.2?}");
+    println!(
+        "VmRSS: before open {} KiB, after open {} KiB (+{}), after all queries {} KiB (+{})",
+        before,
+        after_open,
+        after_open.saturating_sub(before),
+        after_queries,
+        after_queries.saturating_sub(before)
+    );
+    println!(
+        "query latency (top 5): median {:.1?}, p90 {:.1?}, p99 {:.1?}, max {:.1?}",
+        percentile(&times, 0.5),
+        percentile(&times, 0.9),
+        percentile(&times, 0.99),
+        percentile(&times, 1.0)
+    );
+}
+
+fn main() {
+    let (docs, queries) = load();
+    if std::env::var_os("BUILD_ONLY").is_some() {
+        for _ in 0..3 {
+            let copy = docs.to_vec();
+            let start = Instant::now();
+            let index = SearchIndex::build(copy).expect("builds");
+            println!("build only (docs already cloned): {:.2?}", start.elapsed());
+            black_box(index);
+        }
+        return;
+    }
+    figures(&docs, &queries);
+}
