@@ -551,7 +551,7 @@ impl Engine {
             (Some(store), Some(settings)) => {
                 let tools = self.visible_tools(session);
                 crate::history::budget::offload_rounds(
-                    &repaired,
+                    repaired,
                     &tools,
                     session.id(),
                     settings,

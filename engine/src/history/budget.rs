@@ -80,12 +80,48 @@ fn value_tokens(v: &Value) -> u64 {
     }
 }
 
+fn extra_tokens(extra: &serde_json::Map<String, Value>) -> u64 {
+    extra
+        .iter()
+        .map(|(k, v)| k.len() as u64 / 4 + value_tokens(v))
+        .sum()
+}
+
 impl TokenEstimator for ByteEstimator {
     fn message(&self, m: &Message) -> u64 {
-        // A few tokens of framing per message, then its content.
-        4 + match serde_json::to_value(m) {
-            Ok(v) => value_tokens(&v),
-            Err(_) => 0,
+        // A few tokens of framing per message, then its content, read in place.
+        4 + match m {
+            Message::System { content, extra }
+            | Message::Developer { content, extra }
+            | Message::User { content, extra } => value_tokens(content) + extra_tokens(extra),
+            Message::Assistant {
+                content,
+                tool_calls,
+                extra,
+            } => {
+                let calls: u64 = tool_calls
+                    .iter()
+                    .map(|c| {
+                        8 + text_tokens(&c.id)
+                            + text_tokens(&c.function.name)
+                            + text_tokens(&c.function.arguments)
+                            + extra_tokens(&c.extra)
+                            + extra_tokens(&c.function.extra)
+                    })
+                    .sum();
+                value_tokens(content) + calls + extra_tokens(extra)
+            }
+            Message::Tool {
+                tool_call_id,
+                name,
+                content,
+                extra,
+            } => {
+                text_tokens(tool_call_id)
+                    + name.as_deref().map_or(0, text_tokens)
+                    + value_tokens(content)
+                    + extra_tokens(extra)
+            }
         }
     }
 
@@ -158,9 +194,10 @@ fn content_text(v: &Value) -> Option<String> {
 }
 
 /// Offloads older rounds once the estimate reaches the budget (R5). `history` must already be
-/// repaired; it is not changed.
+/// repaired (it is the copy repair made, never the caller's); under the budget it is returned
+/// as it is.
 pub async fn offload_rounds(
-    history: &[Message],
+    history: Vec<Message>,
     tools: &[ToolSpec],
     session: Option<&str>,
     settings: &ReductionSettings,
@@ -172,11 +209,11 @@ pub async fn offload_rounds(
     let mut per_message: Vec<u64> = history.iter().map(|m| estimator.message(m)).collect();
     let total = |v: &[u64]| schema_tokens + v.iter().sum::<u64>();
     report.tokens_before = total(&per_message);
-    let mut out = history.to_vec();
     if report.tokens_before < settings.max_context_tokens {
         report.tokens_after = report.tokens_before;
-        return (out, report);
+        return (history, report);
     }
+    let mut out = history.clone();
     // Rounds: indices of assistant messages with calls, oldest first.
     let rounds: Vec<usize> = history
         .iter()
