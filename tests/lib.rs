@@ -4,6 +4,7 @@
 //! The tests drive `target/<profile>/toolgate`, next to the plugin libraries of the same build,
 //! so build the workspace first: `cargo build --workspace && cargo test -p toolgate-e2e`.
 
+use std::ffi::{OsStr, OsString};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -82,36 +83,127 @@ pub fn toolgate_with_stdin(args: &[&str], stdin: &str) -> Run {
 /// Runs `toolgate ARGS` in `dir`, feeding `stdin`. Offloaded results go to a fresh folder, logs
 /// are at the default level whatever the environment says.
 pub fn toolgate_in(dir: &Path, args: &[&str], stdin: &str) -> Run {
-    let results = tempfile::tempdir().expect("a temporary folder");
-    let started = Instant::now();
-    let mut child = Command::new(toolgate_exe())
-        .args(args)
-        .current_dir(dir)
-        .env_remove("RUST_LOG")
-        .env("TOOLGATE_RESULTS_DIR", results.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("toolgate starts");
-    child
-        .stdin
-        .take()
-        .expect("stdin is piped")
-        .write_all(stdin.as_bytes())
-        .expect("stdin is writable");
-    let Output {
-        status,
-        stdout,
-        stderr,
-    } = child.wait_with_output().expect("toolgate finishes");
-    Run {
-        code: status
-            .code()
-            .expect("toolgate exits normally, not by a signal"),
-        stdout: String::from_utf8(stdout).expect("stdout is UTF-8"),
-        stderr: String::from_utf8(stderr).expect("stderr is UTF-8"),
-        elapsed: started.elapsed(),
+    Toolgate::new(args).current_dir(dir).stdin(stdin).run()
+}
+
+/// Runs `toolgate ARGS` from the repository root with `results` as the folder offloaded results
+/// go to (`$TOOLGATE_RESULTS_DIR`), so that several runs share one store, as successive
+/// processes of one user do.
+pub fn toolgate_with_results(results: &Path, args: &[&str]) -> Run {
+    Toolgate::new(args).results_dir(results).run()
+}
+
+/// One run of the program, for the cases the functions above do not cover: arguments that are
+/// not UTF-8, a result folder shared by several runs, another working directory.
+#[derive(Debug)]
+pub struct Toolgate {
+    args: Vec<OsString>,
+    dir: PathBuf,
+    stdin: Vec<u8>,
+    results: Option<PathBuf>,
+}
+
+impl Toolgate {
+    /// `toolgate ARGS`, from the repository root, with empty stdin and a fresh result folder.
+    pub fn new<S: AsRef<OsStr>>(args: &[S]) -> Self {
+        Toolgate {
+            args: args.iter().map(|a| a.as_ref().to_owned()).collect(),
+            dir: repo_root(),
+            stdin: Vec::new(),
+            results: None,
+        }
+    }
+
+    pub fn current_dir(mut self, dir: &Path) -> Self {
+        self.dir = dir.to_path_buf();
+        self
+    }
+
+    pub fn stdin(mut self, stdin: impl Into<Vec<u8>>) -> Self {
+        self.stdin = stdin.into();
+        self
+    }
+
+    /// `$TOOLGATE_RESULTS_DIR` for this run (default: a fresh folder removed afterwards).
+    pub fn results_dir(mut self, dir: &Path) -> Self {
+        self.results = Some(dir.to_path_buf());
+        self
+    }
+
+    /// Runs the program to its end. Logs are at the default level whatever the environment says.
+    pub fn run(self) -> Run {
+        let fresh = tempfile::tempdir().expect("a temporary folder");
+        let results = self.results.as_deref().unwrap_or(fresh.path());
+        let started = Instant::now();
+        let mut child = Command::new(toolgate_exe())
+            .args(&self.args)
+            .current_dir(&self.dir)
+            .env_remove("RUST_LOG")
+            .env("TOOLGATE_RESULTS_DIR", results)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("toolgate starts");
+        let mut stdin = child.stdin.take().expect("stdin is piped");
+        let input = self.stdin;
+        // Feed stdin from another thread: a large input must not block against a full stdout.
+        let feeder = std::thread::spawn(move || {
+            let _ = stdin.write_all(&input);
+        });
+        let Output {
+            status,
+            stdout,
+            stderr,
+        } = child.wait_with_output().expect("toolgate finishes");
+        let _ = feeder.join();
+        Run {
+            code: status
+                .code()
+                .expect("toolgate exits normally, not by a signal"),
+            stdout: String::from_utf8(stdout).expect("stdout is UTF-8"),
+            stderr: String::from_utf8(stderr).expect("stderr is UTF-8"),
+            elapsed: started.elapsed(),
+        }
+    }
+}
+
+/// The tool search datasets (`bfcl/`, `metatool/`, `sealtools/`, each with `catalog.jsonl` and
+/// `queries.jsonl`): `$TOOLGATE_DATASETS`, else `../shared/datasets/toolsearch` beside the
+/// repository.
+pub fn datasets_dir() -> PathBuf {
+    let dir = std::env::var_os("TOOLGATE_DATASETS")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("../shared/datasets/toolsearch"));
+    assert!(
+        dir.join("bfcl/catalog.jsonl").is_file(),
+        "the tool search datasets are not in {}: set TOOLGATE_DATASETS to their folder",
+        dir.display()
+    );
+    dir
+}
+
+impl Run {
+    /// Each line of stdout as JSON, or a panic that shows the whole run.
+    pub fn json_lines(&self) -> Vec<serde_json::Value> {
+        self.stdout
+            .lines()
+            .map(|l| {
+                serde_json::from_str(l)
+                    .unwrap_or_else(|e| panic!("stdout line {l:?} is not JSON ({e}): {self:#?}"))
+            })
+            .collect()
+    }
+
+    /// Fails if the program panicked: bad input must be an error message, never a panic.
+    #[track_caller]
+    pub fn assert_no_panic(&self) -> &Self {
+        assert!(
+            !self.stderr.contains("panicked"),
+            "the program panicked: {self:#?}"
+        );
+        self
     }
 }
 

@@ -10,7 +10,9 @@ use toolgate::{Engine, Outcome, Policy, Session};
 
 use crate::conversation::Conversation;
 use crate::error::{CliError, EXIT_CALL_ERROR, EXIT_OK};
-use crate::{CallArgs, Command, ExplainArgs, Output, RunArgs, ToolsArgs, ValidateArgs};
+use crate::{
+    CallArgs, Command, ExplainArgs, Output, PrepareArgs, RunArgs, ToolsArgs, ValidateArgs,
+};
 
 /// The policy used when `--policy` is not given.
 pub const DEFAULT_POLICY: &str = include_str!("../../policies/default.yaml");
@@ -25,18 +27,23 @@ pub async fn run(command: Command) -> Result<Output, CliError> {
         Command::Call(args) => call(args).await,
         Command::Run(args) => run_turn(args).await,
         Command::Explain(args) => explain(args),
+        Command::Prepare(args) => prepare(args).await,
+        Command::Results(args) => crate::results::run(args).await,
+        Command::Search(args) => crate::search::search(args),
+        Command::Index(args) => crate::search::index(args),
     }
 }
 
-fn ok(stdout: String) -> Result<Output, CliError> {
+pub(crate) fn ok(stdout: String) -> Result<Output, CliError> {
     Ok(Output {
         stdout,
+        stderr: String::new(),
         code: EXIT_OK,
     })
 }
 
 /// Loads the policy at `path`, or the built-in one; returns it with the name errors use.
-fn load_policy(path: Option<&Path>) -> Result<(Policy, String), CliError> {
+pub(crate) fn load_policy(path: Option<&Path>) -> Result<(Policy, String), CliError> {
     match path {
         Some(path) => {
             let name = path.display().to_string();
@@ -56,7 +63,7 @@ fn load_policy(path: Option<&Path>) -> Result<(Policy, String), CliError> {
 
 /// Builds the engine; build errors come out as `file:line:col: message` lines, or
 /// `file: message` when the engine knows no position.
-fn build(policy: Policy, name: &str) -> Result<Engine, CliError> {
+pub(crate) fn build(policy: Policy, name: &str) -> Result<Engine, CliError> {
     let needs_store = policy.reduction.as_ref().is_some_and(|r| r.store.is_none());
     let mut builder = Engine::builder(policy);
     if needs_store {
@@ -108,7 +115,7 @@ fn default_store_url() -> Result<String, CliError> {
         })
 }
 
-fn load_engine(path: Option<&Path>) -> Result<(Engine, String), CliError> {
+pub(crate) fn load_engine(path: Option<&Path>) -> Result<(Engine, String), CliError> {
     let (policy, name) = load_policy(path)?;
     Ok((build(policy, &name)?, name))
 }
@@ -147,7 +154,7 @@ fn has_position(line: &str) -> bool {
     })
 }
 
-fn session(engine: &Engine, id: Option<&str>) -> Result<Session, CliError> {
+pub(crate) fn session(engine: &Engine, id: Option<&str>) -> Result<Session, CliError> {
     engine
         .session(id)
         .map_err(|e| CliError::Usage(format!("--session: {e}")))
@@ -403,6 +410,7 @@ async fn call(args: CallArgs) -> Result<Output, CliError> {
     };
     Ok(Output {
         stdout,
+        stderr: String::new(),
         code: if outcome.is_error() {
             EXIT_CALL_ERROR
         } else {
@@ -482,7 +490,7 @@ fn pending_calls(messages: &[Message]) -> Vec<ToolCall> {
 }
 
 /// Reads the conversation from a file, or stdin for `-` or nothing.
-fn read_input(file: Option<&Path>) -> Result<(String, String), CliError> {
+pub(crate) fn read_input(file: Option<&Path>) -> Result<(String, String), CliError> {
     match file {
         Some(path) if path != Path::new("-") => {
             let name = path.display().to_string();
@@ -497,6 +505,60 @@ fn read_input(file: Option<&Path>) -> Result<(String, String), CliError> {
             Ok((text, "<stdin>".to_string()))
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// prepare
+
+async fn prepare(args: PrepareArgs) -> Result<Output, CliError> {
+    let (text, input_name) = read_input(args.file.as_deref())?;
+    let mut conversation = Conversation::parse(&text, &input_name)?;
+    let (engine, _) = load_engine(args.policy.policy.as_deref())?;
+    let session = session(&engine, args.session.as_deref())?;
+
+    let prepared = engine.prepare(&session, &conversation.messages).await;
+    let (repair, offload) = (&prepared.repair, &prepared.offload);
+    tracing::info!(
+        synthetic_answers = repair.added.len(),
+        removed_orphans = repair.removed_orphans.len(),
+        removed_duplicates = repair.removed_duplicates.len(),
+        offloaded = offload.offloaded.len(),
+        tokens_before = offload.tokens_before,
+        tokens_after = offload.tokens_after,
+        "history prepared"
+    );
+    for (call_id, why) in &offload.failed {
+        tracing::warn!(call_id = %call_id, "a result could not be offloaded and stays in the history: {why}");
+    }
+    if engine.policy().reduction.is_none() {
+        tracing::debug!("the policy has no reduction: section; only repair was done");
+    }
+
+    let pretty = !args.compact;
+    if args.report {
+        let pairs = |list: &[(String, String)], second: &str| -> Value {
+            list.iter()
+                .map(|(call_id, other)| json!({"call_id": call_id, second: other}))
+                .collect()
+        };
+        let report = json!({
+            "messages": prepared.messages,
+            "repair": {
+                "added": repair.added,
+                "removed_orphans": repair.removed_orphans,
+                "removed_duplicates": repair.removed_duplicates,
+            },
+            "offload": {
+                "tokens_before": offload.tokens_before,
+                "tokens_after": offload.tokens_after,
+                "offloaded": pairs(&offload.offloaded, "result_id"),
+                "failed": pairs(&offload.failed, "error"),
+            },
+        });
+        return ok(to_json_line(&report, pretty));
+    }
+    conversation.messages = prepared.messages;
+    ok(to_json_line(&conversation.to_json(), pretty))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -601,7 +663,7 @@ fn explain(args: ExplainArgs) -> Result<Output, CliError> {
 
 // ---------------------------------------------------------------------------------------------
 
-fn to_json_line(value: &Value, pretty: bool) -> String {
+pub(crate) fn to_json_line(value: &Value, pretty: bool) -> String {
     let mut s = if pretty {
         serde_json::to_string_pretty(value)
     } else {

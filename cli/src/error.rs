@@ -18,6 +18,8 @@ pub const EXIT_POLICY: u8 = 3;
 pub const EXIT_INPUT: u8 = 4;
 /// `run` only: the turn was aborted under `on_error: fail`.
 pub const EXIT_TURN_ABORTED: u8 = 5;
+/// `results` only: the result store failed (unreachable, an I/O error, inconsistent data).
+pub const EXIT_STORE: u8 = 6;
 
 /// A failure that ends the command, with the message to print on stderr.
 #[derive(Debug)]
@@ -28,6 +30,7 @@ pub enum CliError {
     Policy(String),
     Input(String),
     TurnAborted(String),
+    Store(String),
 }
 
 impl CliError {
@@ -37,6 +40,7 @@ impl CliError {
             CliError::Policy(_) => EXIT_POLICY,
             CliError::Input(_) => EXIT_INPUT,
             CliError::TurnAborted(_) => EXIT_TURN_ABORTED,
+            CliError::Store(_) => EXIT_STORE,
         })
     }
 }
@@ -44,7 +48,7 @@ impl CliError {
 impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CliError::Usage(m) | CliError::Input(m) => write!(f, "error: {m}"),
+            CliError::Usage(m) | CliError::Input(m) | CliError::Store(m) => write!(f, "error: {m}"),
             // Policy errors are compiler-style lines; print them as they are so editors and
             // CI annotators can jump to them.
             CliError::Policy(m) => f.write_str(m),

@@ -6,22 +6,28 @@
 mod commands;
 mod conversation;
 mod error;
+mod results;
+mod search;
 
+use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{ArgGroup, Args, Parser, Subcommand};
 
 const EXIT_CODES: &str = "\
 Exit codes:
   0  success
   1  `call` only: the call ran and its result is an error (timeout, denied, unknown_tool, ...)
   2  usage error: unknown option, missing argument, bad value
-  3  the policy could not be loaded or the engine could not be built from it
-  4  input error: a file cannot be read, or is not valid JSON of the expected shape
-  5  `run` only: the turn was aborted because the policy says `on_error: fail`";
+  3  the policy could not be loaded or the engine could not be built from it, or it lacks
+     the section a command needs (`reduction:` for `results`, `search:` for `search --policy`)
+  4  input error: a file cannot be read or written, or is not valid JSON (or UTF-8) of the
+     expected shape; a bad or unknown result id; a bad search query
+  5  `run` only: the turn was aborted because the policy says `on_error: fail`
+  6  `results` only: the result store failed (unreachable, I/O error, inconsistent data)";
 
 const MAIN_EXAMPLES: &str = "\
 Examples:
@@ -30,6 +36,10 @@ Examples:
   toolgate call --policy policies/testkit.yaml echo '{\"text\": \"hello\"}'
   toolgate run examples/turn.json
   toolgate explain --policy policies/testkit.yaml sleep
+  toolgate prepare --policy policies/offload.yaml --session s1 --report conversation.json
+  toolgate results list --policy policies/offload.yaml --older-than 7d
+  toolgate search --catalog catalog.jsonl \"area of a triangle\"
+  toolgate index build --catalog catalog.jsonl -o catalog.idx
 
 Without --policy, the default policy built into the program is used: the fs plugin, read-only
 on the current directory, with the default limits.
@@ -129,6 +139,89 @@ comes from: the dispatch defaults, or the most specific matching entry under `to
 
 {EXIT_CODES}"))]
     Explain(ExplainArgs),
+
+    /// Prepare a conversation for the next model request: repair dangling tool calls and,
+    /// with reduction on, offload the results of older tool rounds; print the history to send.
+    #[command(after_help = format!("\
+Examples:
+  toolgate prepare conversation.json
+  toolgate prepare --policy policies/offload.yaml --session user-42 conversation.json
+  cat request.json | toolgate prepare --policy my-policy.yaml --report -
+
+The input is read like `run` reads it: a JSON array of messages, or an object with a
+`messages` array (its other fields are kept). Every assistant tool call without an answer
+gets a synthetic error answer right after the existing answers of its message; tool
+messages that answer no call, and second answers to a call, are removed (always on).
+
+With `reduction:` in the policy, once the estimated context reaches
+`reduction.max_context_tokens`, the results of tool rounds older than the last
+`keep_recent_tool_rounds` are saved in the result store and replaced by a notice with their
+id, readable in the same session with read_tool_result. Preparing the same history again
+reuses the same ids. Give the --session the conversation runs in: results are per session.
+
+--report prints {{\"messages\": [...], \"repair\": {{added, removed_orphans,
+removed_duplicates}}, \"offload\": {{tokens_before, tokens_after, offloaded: [{{call_id,
+result_id}}], failed: [{{call_id, error}}]}}}} instead of the history alone.
+
+{EXIT_CODES}"))]
+    Prepare(PrepareArgs),
+
+    /// Look after the result store of a policy with `reduction:`: list, show, read, delete
+    /// and prune offloaded results.
+    #[command(after_help = format!("\
+Examples:
+  toolgate results list --policy policies/offload.yaml
+  toolgate results list --policy policies/offload.yaml --session user-42 --json
+  toolgate results show --policy policies/offload.yaml h_0123abcd
+  toolgate results read --policy policies/offload.yaml h_0123abcd --offset 0 --limit 2000
+  toolgate results delete --policy policies/offload.yaml --session user-42
+  toolgate results prune --policy policies/offload.yaml --older-than 7d --unscoped
+
+The store is the one the policy's `reduction.store` names or, without one, the local folder
+the program uses by default ($TOOLGATE_RESULTS_DIR, else $XDG_DATA_HOME/toolgate/results,
+else ~/.local/share/toolgate/results). These commands are for the operator: they see every
+session's results.
+
+{EXIT_CODES}"))]
+    Results(ResultsArgs),
+
+    /// Search a tool catalog the way `tool_search` does, and print the best matches.
+    #[command(after_help = format!("\
+Examples:
+  toolgate search --catalog catalog.jsonl \"area of a triangle\"
+  toolgate search --catalog catalog.jsonl --top-k 10 --json \"send +email\"
+  toolgate search --catalog catalog.jsonl \"select:get_weather,send_email\"
+  toolgate search --policy policies/examples/search.yaml \"repeat some text\"
+  toolgate search --index catalog.idx --queries queries.jsonl > results.jsonl
+
+The catalog comes from exactly one of: --catalog (JSON Lines, one {{\"name\", \"description\",
+\"parameters\"}} per line; repeat the option to search several), --index (a file written by
+`toolgate index build`), or --policy (its `search:` catalog: catalogs, searchable plugins and
+tools, aliases and keywords, exactly as the engine's tool_search sees it).
+
+A query is a few words; `+word` must match, `select:a,b` picks tools by exact name. Empty
+queries, queries over 4096 bytes, queries with no searchable word, bad `select:` names and
+queries that are not UTF-8 are refused (exit 4).
+
+--queries reads JSON Lines with `id` and `query` (`-` for standard input) and prints one line
+per query, in order: {{\"id\": ..., \"results\": [names, best first]}}. A line that cannot be
+run prints {{\"id\": ..., \"line\": N, \"error\": \"...\"}} instead (id null if unknown); the
+other lines still run, and the exit code is 4 at the end.
+
+{EXIT_CODES}"))]
+    Search(SearchArgs),
+
+    /// Build the search index file that a policy's `search.index_file` memory-maps at start.
+    #[command(after_help = format!("\
+Examples:
+  toolgate index build --catalog catalog.jsonl -o catalog.idx
+  toolgate index build --catalog a.jsonl b.jsonl -o tools.idx
+  toolgate index build --policy policies/examples/search.yaml   # writes search.index_file
+
+Search it with `toolgate search --index INDEX QUERY`.
+
+{EXIT_CODES}"))]
+    Index(IndexArgs),
 }
 
 /// The policy option shared by every command.
@@ -222,6 +315,280 @@ struct ExplainArgs {
     tool: String,
 }
 
+#[derive(Debug, Args)]
+struct PrepareArgs {
+    #[command(flatten)]
+    policy: PolicyOpt,
+
+    /// The session the conversation runs in (offloaded results are readable only in it).
+    #[arg(long, value_name = "ID")]
+    session: Option<String>,
+
+    /// Print {"messages", "repair", "offload"}: the history and what was done to it.
+    #[arg(long)]
+    report: bool,
+
+    /// Print on one line instead of indented.
+    #[arg(long)]
+    compact: bool,
+
+    /// The conversation (JSON); `-` or nothing reads standard input.
+    #[arg(value_name = "FILE")]
+    file: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+struct ResultsArgs {
+    /// The policy whose result store to use; it needs a `reduction:` section.
+    /// Default: the policy built into the program (its store is the default local folder).
+    #[arg(short, long, value_name = "POLICY", global = true)]
+    policy: Option<PathBuf>,
+
+    #[command(subcommand)]
+    command: ResultsCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum ResultsCommand {
+    /// List saved results, newest first: id, session, tool, size, age.
+    #[command(after_help = format!("\
+Examples:
+  toolgate results list --policy policies/offload.yaml
+  toolgate results list --policy policies/offload.yaml --session user-42
+  toolgate results list --policy policies/offload.yaml --unscoped --older-than 30d --json
+
+{EXIT_CODES}"))]
+    List(ResultsListArgs),
+
+    /// Show what the store knows about one result (not its content).
+    #[command(after_help = format!("\
+Examples:
+  toolgate results show --policy policies/offload.yaml h_0123abcd
+  toolgate results show --policy policies/offload.yaml h_0123abcd --json
+
+{EXIT_CODES}"))]
+    Show(ResultsShowArgs),
+
+    /// Print the characters of a result, exactly as saved (no newline is added).
+    #[command(after_help = format!("\
+Examples:
+  toolgate results read --policy policies/offload.yaml h_0123abcd > result.txt
+  toolgate results read --policy policies/offload.yaml h_0123abcd --offset 20000 --limit 20000
+
+This is the operator's read: it is NOT scoped to a session, so it reads any session's result
+(the model's read_tool_result reads only its own session's). Offsets and limits count
+Unicode characters, as read_tool_result does.
+
+{EXIT_CODES}"))]
+    Read(ResultsReadArgs),
+
+    /// Delete one result, or every result of a session. Deleting a missing result succeeds.
+    #[command(after_help = format!("\
+Examples:
+  toolgate results delete --policy policies/offload.yaml h_0123abcd
+  toolgate results delete --policy policies/offload.yaml --session user-42
+
+Results saved without a session are removed only by `toolgate results prune`.
+
+{EXIT_CODES}"))]
+    #[command(group(ArgGroup::new("target").required(true).args(["id", "session"])))]
+    Delete(ResultsDeleteArgs),
+
+    /// Delete the results saved before a given age, and the leftovers of interrupted saves.
+    #[command(after_help = format!("\
+Examples:
+  toolgate results prune --policy policies/offload.yaml --older-than 7d
+  toolgate results prune --policy policies/offload.yaml --older-than 12h --unscoped --dry-run
+
+DURATION is a number with a unit: d (days), h, m, s or ms, and may combine units from the
+largest down (1d12h). Keep it well in the past: a save still running at the cutoff looks like
+a leftover of an interrupted save.
+
+{EXIT_CODES}"))]
+    Prune(ResultsPruneArgs),
+}
+
+/// Which owners a listing or a pruning looks at.
+#[derive(Debug, Args)]
+struct ScopeArgs {
+    /// Only the results of this session.
+    #[arg(long, value_name = "ID", conflicts_with = "unscoped")]
+    session: Option<String>,
+
+    /// Only the results saved without a session.
+    #[arg(long)]
+    unscoped: bool,
+}
+
+#[derive(Debug, Args)]
+struct ResultsListArgs {
+    #[command(flatten)]
+    scope: ScopeArgs,
+
+    /// Only results saved longer ago than this (e.g. 7d, 12h, 30m).
+    #[arg(long, value_name = "DURATION", value_parser = parse_age)]
+    older_than: Option<Age>,
+
+    /// Print a JSON array of {id, session, tool, content_type, bytes, chars, created_at_ms}.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+struct ResultsShowArgs {
+    /// The result id, as the notice gave it.
+    #[arg(value_name = "ID")]
+    id: OsString,
+
+    /// Print a JSON object: id, session, tool, content_type, bytes, chars, created_at_ms.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+struct ResultsReadArgs {
+    /// The result id, as the notice gave it.
+    #[arg(value_name = "ID")]
+    id: OsString,
+
+    /// The first character to print (0 is the start).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    offset: u64,
+
+    /// How many characters to print at most. Default: up to the end.
+    #[arg(long, value_name = "N")]
+    limit: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+struct ResultsDeleteArgs {
+    /// The result id to delete.
+    #[arg(value_name = "ID")]
+    id: Option<OsString>,
+
+    /// Delete every result of this session instead.
+    #[arg(long, value_name = "SESSION")]
+    session: Option<String>,
+}
+
+#[derive(Debug, Args)]
+struct ResultsPruneArgs {
+    /// Delete results saved longer ago than this (e.g. 7d, 12h, 1d12h).
+    #[arg(long, value_name = "DURATION", value_parser = parse_age)]
+    older_than: Age,
+
+    #[command(flatten)]
+    scope: ScopeArgs,
+
+    /// Only print what would be deleted.
+    #[arg(long)]
+    dry_run: bool,
+
+    /// Print {"removed": [ids], "results": N, "garbage": N} instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("source").required(true).args(["policy", "catalog", "index"])))]
+#[command(group(ArgGroup::new("input").required(true).args(["query", "queries"])))]
+struct SearchArgs {
+    /// Search the catalog of this policy's `search:` section.
+    #[arg(short, long, value_name = "POLICY")]
+    policy: Option<PathBuf>,
+
+    /// Search this JSON Lines catalog (repeat to search several as one).
+    #[arg(long, value_name = "FILE.jsonl")]
+    catalog: Vec<PathBuf>,
+
+    /// Search this index file, written by `toolgate index build`.
+    #[arg(long, value_name = "INDEX")]
+    index: Option<PathBuf>,
+
+    /// How many tools to return per query.
+    #[arg(short = 'k', long, value_name = "N", default_value_t = 5,
+          value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    top_k: u32,
+
+    /// Print one JSON object: the query, and each hit's name, score, description and why.
+    #[arg(long)]
+    json: bool,
+
+    /// Run every query of this JSON Lines file ({"id", "query"} per line; `-` for stdin).
+    #[arg(long, value_name = "FILE.jsonl")]
+    queries: Option<PathBuf>,
+
+    /// What the tool should do, in a few words (or `select:name_a,name_b`).
+    #[arg(value_name = "QUERY")]
+    query: Option<OsString>,
+}
+
+#[derive(Debug, Args)]
+struct IndexArgs {
+    #[command(subcommand)]
+    command: IndexCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum IndexCommand {
+    /// Build an index file from JSON Lines catalogs, or from a policy's search catalog.
+    #[command(after_help = format!("\
+Examples:
+  toolgate index build --catalog catalog.jsonl -o catalog.idx
+  toolgate index build --catalog a.jsonl b.jsonl -o tools.idx
+  toolgate index build --policy my-policy.yaml          # writes its search.index_file
+
+The file is written beside its destination and renamed into place, so an engine or a search
+that has the old file open never sees half a file.
+
+{EXIT_CODES}"))]
+    #[command(group(ArgGroup::new("source").required(true).args(["policy", "catalog"])))]
+    Build(IndexBuildArgs),
+}
+
+#[derive(Debug, Args)]
+struct IndexBuildArgs {
+    /// Index this policy's search catalog (catalogs, searchable tools, aliases, keywords).
+    #[arg(short, long, value_name = "POLICY")]
+    policy: Option<PathBuf>,
+
+    /// Index these JSON Lines catalogs.
+    #[arg(long, value_name = "FILE.jsonl", num_args = 1..)]
+    catalog: Vec<PathBuf>,
+
+    /// Where to write the index. Default with --policy: its `search.index_file`.
+    #[arg(short, long, value_name = "INDEX", required_unless_present = "policy")]
+    output: Option<PathBuf>,
+}
+
+/// A `--older-than` value.
+#[derive(Debug, Clone, Copy)]
+struct Age(Duration);
+
+/// A policy duration (`ms`, `s`, `m`, `h`, combined from the largest down), which may start
+/// with a number of days: `7d`, `1d12h`.
+fn parse_age(text: &str) -> Result<Age, String> {
+    const DAY_MS: u64 = 24 * 60 * 60 * 1000;
+    let bad = || format!("{text:?} is not an age (examples: 7d, 12h, 30m, 1d12h)");
+    let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+    let (days, rest) = match text[digits..].strip_prefix('d') {
+        Some(rest) if digits > 0 => (text[..digits].parse::<u64>().map_err(|_| bad())?, rest),
+        _ => (0, text),
+    };
+    let rest_ms = if rest.len() < text.len() && rest.is_empty() {
+        0
+    } else {
+        match toolgate_policy::parse_duration(rest) {
+            Ok(Some(d)) => u64::try_from(d.as_millis()).map_err(|_| bad())?,
+            Ok(None) | Err(_) => return Err(bad()),
+        }
+    };
+    days.checked_mul(DAY_MS)
+        .and_then(|ms| ms.checked_add(rest_ms))
+        .map(|ms| Age(Duration::from_millis(ms)))
+        .ok_or_else(bad)
+}
+
 /// A `--timeout` value: `None` means no timeout at all.
 #[derive(Debug, Clone, Copy)]
 struct Timeout(Option<Duration>);
@@ -263,6 +630,9 @@ fn main() -> ExitCode {
                 eprintln!("error: cannot write to standard output: {e}");
                 return ExitCode::from(error::EXIT_INPUT);
             }
+            if !output.stderr.is_empty() {
+                eprint!("{}", output.stderr);
+            }
             ExitCode::from(output.code)
         }
         Err(e) => {
@@ -272,9 +642,11 @@ fn main() -> ExitCode {
     }
 }
 
-/// What a command prints on stdout, and its exit code (0, or 1 for a failed `call`).
+/// What a command prints on stdout, what it says on stderr after that (a closing summary of
+/// partial failures, or nothing), and its exit code.
 pub struct Output {
     pub stdout: String,
+    pub stderr: String,
     pub code: u8,
 }
 
@@ -286,6 +658,10 @@ impl Command {
             Command::Call(_) => "call",
             Command::Run(_) => "run",
             Command::Explain(_) => "explain",
+            Command::Prepare(_) => "prepare",
+            Command::Results(_) => "results",
+            Command::Search(_) => "search",
+            Command::Index(_) => "index",
         }
     }
 }
@@ -335,6 +711,30 @@ mod tests {
         );
         assert_eq!(parse_timeout("none").unwrap().0, None);
         assert!(parse_timeout("1.5s").is_err());
+    }
+
+    #[test]
+    fn an_age_accepts_days_and_the_policy_units() {
+        let ms = |text| parse_age(text).map(|a| a.0.as_millis());
+        assert_eq!(ms("7d"), Ok(7 * 86_400_000));
+        assert_eq!(ms("1d12h"), Ok(36 * 3_600_000));
+        assert_eq!(ms("12h"), Ok(12 * 3_600_000));
+        assert_eq!(ms("30m"), Ok(30 * 60_000));
+        assert_eq!(ms("0s"), Ok(0));
+        assert_eq!(ms("1500ms"), Ok(1500));
+        for bad in [
+            "",
+            "d",
+            "7",
+            "none",
+            "7days",
+            "-1d",
+            "1h1d",
+            "1d1d",
+            "99999999999999999999d",
+        ] {
+            assert!(parse_age(bad).is_err(), "{bad:?} was accepted");
+        }
     }
 
     #[test]

@@ -111,8 +111,26 @@ fn explain_an_alias_explains_its_tool() {
 
 #[test]
 fn every_command_has_help_with_an_example() {
-    for command in ["validate", "tools", "call", "run", "explain"] {
-        let run = toolgate(&[command, "--help"]);
+    for command in [
+        "validate",
+        "tools",
+        "call",
+        "run",
+        "explain",
+        "prepare",
+        "results",
+        "results list",
+        "results show",
+        "results read",
+        "results delete",
+        "results prune",
+        "search",
+        "index",
+        "index build",
+    ] {
+        let mut args: Vec<&str> = command.split(' ').collect();
+        args.push("--help");
+        let run = toolgate(&args);
         run.assert_code(0);
         assert!(
             run.stdout.contains("Examples:") && run.stdout.contains(&format!("toolgate {command}")),
@@ -131,10 +149,18 @@ fn every_command_has_help_with_an_example() {
 fn the_top_level_help_lists_the_commands_and_exit_codes() {
     let run = toolgate(&["--help"]);
     run.assert_code(0);
-    for command in ["validate", "tools", "call", "run", "explain"] {
+    for command in [
+        "validate", "tools", "call", "run", "explain", "prepare", "results", "search", "index",
+    ] {
         assert!(run.stdout.contains(command), "{}", run.stdout);
     }
     assert!(run.stdout.contains("Exit codes:"));
+    assert!(
+        run.stdout
+            .contains("6  `results` only: the result store failed"),
+        "{}",
+        run.stdout
+    );
 }
 
 #[test]

@@ -1,0 +1,503 @@
+//! `toolgate search` and `toolgate index build`: the tool search index from the command line,
+//! over the public datasets' catalogs (S2, S6), a prebuilt index file, or a policy's catalog.
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use toolgate_e2e::{Run, Toolgate, datasets_dir, repo_path, testkit_policy, toolgate};
+
+fn bfcl_catalog() -> String {
+    datasets_dir()
+        .join("bfcl/catalog.jsonl")
+        .display()
+        .to_string()
+}
+
+fn search_catalog(args: &[&str]) -> Run {
+    let catalog = bfcl_catalog();
+    let mut all = vec!["search", "--catalog", catalog.as_str()];
+    all.extend_from_slice(args);
+    toolgate(&all)
+}
+
+fn hit_names(run: &Run) -> Vec<String> {
+    run.json()["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+#[test]
+fn s2_the_bfcl_question_about_a_triangle_finds_calculate_triangle_area_first() {
+    let run = search_catalog(&[
+        "--json",
+        "Find the area of a triangle with a base of 10 units and height of 5 units.",
+    ]);
+    run.assert_code(0);
+    assert_eq!(hit_names(&run)[0], "calculate_triangle_area");
+}
+
+#[test]
+fn s2_area_of_a_triangle_finds_calculate_triangle_area() {
+    let run = search_catalog(&["area of a triangle"]);
+    run.assert_code(0);
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains(". calculate_triangle_area  (score ")),
+        "{}",
+        run.stdout
+    );
+    // Each hit: a numbered line with its name and score, its description, and why it matched.
+    assert!(lines[0].starts_with("1. "), "{}", run.stdout);
+    assert!(lines[1].starts_with("   "), "{}", run.stdout);
+    assert!(
+        lines[2].starts_with("   why: ") && lines[2].contains("triangle"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn search_json_gives_each_hit_its_name_score_description_and_why() {
+    let run = search_catalog(&["--json", "calculate triangle area"]);
+    run.assert_code(0);
+    let out = run.json();
+    assert_eq!(out["query"], "calculate triangle area");
+    let hits = out["results"].as_array().unwrap();
+    assert_eq!(hits.len(), 5, "--top-k defaults to 5");
+    let first = &hits[0];
+    assert_eq!(first["name"], "calculate_triangle_area");
+    assert!(first["score"].as_f64().unwrap() > 0.0);
+    assert_eq!(
+        first["description"],
+        "Calculate the area of a triangle given its base and height."
+    );
+    let why = first["why"].as_array().unwrap();
+    assert!(
+        why.iter()
+            .any(|m| m["field"] == "name" && m["term"] == "area"),
+        "{why:?}"
+    );
+    let scores: Vec<f64> = hits.iter().map(|h| h["score"].as_f64().unwrap()).collect();
+    assert!(
+        scores.windows(2).all(|w| w[0] >= w[1]),
+        "best first: {scores:?}"
+    );
+}
+
+#[test]
+fn search_top_k_sets_how_many_tools_are_returned() {
+    let run = search_catalog(&["--json", "--top-k", "2", "weather forecast"]);
+    run.assert_code(0);
+    assert_eq!(hit_names(&run).len(), 2);
+    search_catalog(&["--top-k", "0", "weather"]).assert_code(2);
+}
+
+#[test]
+fn s2_select_picks_tools_by_exact_name_in_order_and_names_the_missing_ones() {
+    let run = search_catalog(&[
+        "--json",
+        "select:math.factorial,no_such_tool,calculate_triangle_area",
+    ]);
+    run.assert_code(0);
+    assert_eq!(
+        hit_names(&run),
+        ["math.factorial", "calculate_triangle_area"]
+    );
+    assert_eq!(run.json()["not_found"], serde_json::json!(["no_such_tool"]));
+}
+
+#[test]
+fn search_queries_prints_one_json_line_per_query_with_its_id_and_names_best_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let queries: String = std::fs::read_to_string(datasets_dir().join("bfcl/queries.jsonl"))
+        .unwrap()
+        .lines()
+        .take(20)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let file = write(dir.path(), "queries.jsonl", queries.as_bytes());
+    let run = search_catalog(&["--top-k", "3", "--queries", file.to_str().unwrap()]);
+    run.assert_code(0);
+    let lines = run.json_lines();
+    assert_eq!(lines.len(), 20);
+    for (out, input) in lines.iter().zip(queries.lines()) {
+        let input: Value = serde_json::from_str(input).unwrap();
+        assert_eq!(out["id"], input["id"], "in input order");
+        let results = out["results"].as_array().unwrap();
+        assert!((1..=3).contains(&results.len()), "{out}");
+        assert!(results.iter().all(Value::is_string), "{out}");
+        assert_eq!(
+            out.as_object().unwrap().len(),
+            2,
+            "only id and results: {out}"
+        );
+    }
+    assert_eq!(lines[0]["results"][0], "calculate_triangle_area");
+}
+
+#[test]
+fn search_queries_from_standard_input() {
+    let catalog = bfcl_catalog();
+    let run = Toolgate::new(&["search", "--catalog", &catalog, "--queries", "-"])
+        .stdin(r#"{"id": "q", "query": "factorial of a number"}"#)
+        .run();
+    run.assert_code(0);
+    assert_eq!(run.json_lines()[0]["id"], "q");
+}
+
+#[test]
+fn s6_bad_queries_are_refused_with_a_clear_error_and_exit_4() {
+    let huge = "weather ".repeat(100 * 1024 / 8);
+    let cases: [(&str, &str); 6] = [
+        ("", "empty"),
+        ("   ", "empty"),
+        (&huge, "bytes long"),
+        ("?! ... ;;", "no searchable words"),
+        ("select:bad name!", "not a valid tool name"),
+        ("select:", "select: needs at least one tool name"),
+    ];
+    for (query, why) in cases {
+        let run = search_catalog(&[query]);
+        run.assert_code(4).assert_no_panic();
+        assert!(
+            run.stderr.starts_with("error: bad query: ") && run.stderr.contains(why),
+            "{:?}: {}",
+            &query[..query.len().min(20)],
+            run.stderr
+        );
+        assert!(run.stdout.is_empty());
+    }
+}
+
+#[test]
+fn search_queries_with_bad_lines_prints_an_error_line_for_each_and_exits_4() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        dir.path(),
+        "queries.jsonl",
+        concat!(
+            "{\"id\": 1, \"query\": \"factorial of a number\"}\n",
+            "\n",
+            "{\"id\": 2, \"query\": \"\"}\n",
+            "{\"id\": 3, \"query\": \"select:not valid!\"}\n",
+            "{\"id\": 4}\n",
+            "not json\n",
+            "{\"id\": 5, \"query\": \"triangle area\"}\n",
+        )
+        .as_bytes(),
+    );
+    let run = search_catalog(&["--queries", file.to_str().unwrap()]);
+    run.assert_code(4).assert_no_panic();
+    let lines = run.json_lines();
+    assert_eq!(lines.len(), 6, "one line per non-blank input line");
+    assert!(lines[0]["results"].is_array());
+    for (line, id, input_line) in [(1, 2, 3), (2, 3, 4), (3, 4, 5)] {
+        assert_eq!(lines[line]["id"], id);
+        assert_eq!(lines[line]["line"], input_line);
+        assert!(lines[line]["error"].is_string(), "{}", lines[line]);
+    }
+    assert!(lines[1]["error"].as_str().unwrap().contains("empty"));
+    assert!(lines[4]["id"].is_null() && lines[4]["error"].as_str().unwrap().contains("JSON"));
+    assert!(
+        lines[5]["results"].is_array(),
+        "the lines after a bad one still run"
+    );
+    assert!(run.stderr.contains("4 of 6 queries"), "{}", run.stderr);
+}
+
+#[test]
+fn a_query_argument_that_is_not_utf8_is_an_input_error() {
+    let catalog = bfcl_catalog();
+    let args: [&OsStr; 4] = [
+        OsStr::new("search"),
+        OsStr::new("--catalog"),
+        OsStr::new(&catalog),
+        OsStr::from_bytes(b"area of a \xff triangle"),
+    ];
+    let run = Toolgate::new(&args).run();
+    run.assert_code(4).assert_no_panic();
+    assert!(run.stderr.contains("not valid UTF-8"), "{}", run.stderr);
+}
+
+#[test]
+fn a_queries_file_that_is_not_utf8_is_an_input_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        dir.path(),
+        "queries.jsonl",
+        b"{\"id\": 1, \"query\": \"area \xff\"}\n\xff\xfe\n",
+    );
+    let run = search_catalog(&["--queries", file.to_str().unwrap()]);
+    run.assert_code(4).assert_no_panic();
+    let lines = run.json_lines();
+    assert_eq!(lines.len(), 2);
+    for (i, line) in lines.iter().enumerate() {
+        assert_eq!(line["line"], i + 1);
+        assert!(
+            line["error"].as_str().unwrap().contains("not valid UTF-8"),
+            "{line}"
+        );
+    }
+}
+
+#[test]
+fn a_catalog_that_is_not_utf8_or_not_json_lines_is_an_input_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let binary = write(dir.path(), "binary.jsonl", b"{\"name\": \"a\xff\"}\n");
+    let broken = write(
+        dir.path(),
+        "broken.jsonl",
+        b"{\"name\": \"a\"}\n{\"description\": \"no name\"}\n",
+    );
+    for (file, why) in [(&binary, "UTF-8"), (&broken, "broken.jsonl:2:")] {
+        let run = toolgate(&["search", "--catalog", file.to_str().unwrap(), "anything"]);
+        run.assert_code(4).assert_no_panic();
+        assert!(run.stderr.contains(why), "{}", run.stderr);
+    }
+    let missing = toolgate(&["search", "--catalog", "/no/such/catalog.jsonl", "x"]);
+    missing.assert_code(4);
+    assert!(
+        missing.stderr.contains("/no/such/catalog.jsonl"),
+        "{}",
+        missing.stderr
+    );
+}
+
+#[test]
+fn search_needs_exactly_one_catalog_and_one_query_source() {
+    toolgate(&["search", "weather"]).assert_code(2);
+    let catalog = bfcl_catalog();
+    toolgate(&["search", "--catalog", &catalog]).assert_code(2);
+    toolgate(&[
+        "search",
+        "--catalog",
+        &catalog,
+        "--index",
+        "x.idx",
+        "weather",
+    ])
+    .assert_code(2);
+    toolgate(&[
+        "search",
+        "--catalog",
+        &catalog,
+        "--queries",
+        "q.jsonl",
+        "weather",
+    ])
+    .assert_code(2);
+}
+
+#[test]
+fn search_a_policy_searches_the_engines_catalog_with_its_keywords() {
+    let policy = repo_path("policies/examples/search.yaml");
+    // `repeat` is only a keyword the policy gives echo (search.keywords).
+    let run = toolgate(&[
+        "search",
+        "--policy",
+        policy.to_str().unwrap(),
+        "--json",
+        "repeat",
+    ]);
+    run.assert_code(0);
+    assert_eq!(hit_names(&run)[0], "echo");
+}
+
+#[test]
+fn search_a_policy_without_a_search_section_is_a_policy_error() {
+    let policy = testkit_policy();
+    let run = toolgate(&["search", "--policy", &policy, "weather"]);
+    run.assert_code(3);
+    assert!(run.stderr.contains("no search: section"), "{}", run.stderr);
+}
+
+#[test]
+fn index_build_then_search_index_finds_what_the_catalog_finds() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = dir.path().join("bfcl.idx");
+    let catalog = bfcl_catalog();
+    let build = toolgate(&[
+        "index",
+        "build",
+        "--catalog",
+        &catalog,
+        "-o",
+        index.to_str().unwrap(),
+    ]);
+    build.assert_code(0);
+    assert!(build.stdout.contains("2723 tools"), "{}", build.stdout);
+    assert!(
+        build.stdout.contains(&format!(
+            "({} bytes)",
+            std::fs::metadata(&index).unwrap().len()
+        )),
+        "{}",
+        build.stdout
+    );
+    assert!(
+        build.stdout.contains(" ms"),
+        "the build time: {}",
+        build.stdout
+    );
+
+    for query in [
+        "area of a triangle",
+        "select:math.factorial",
+        "send an emial",
+    ] {
+        let from_index = toolgate(&[
+            "search",
+            "--index",
+            index.to_str().unwrap(),
+            "--json",
+            query,
+        ]);
+        from_index.assert_code(0);
+        let from_catalog = search_catalog(&["--json", query]);
+        assert_eq!(from_index.json(), from_catalog.json(), "{query}");
+    }
+}
+
+#[test]
+fn index_build_from_several_catalogs_indexes_them_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(
+        dir.path(),
+        "a.jsonl",
+        br#"{"name": "alpha", "description": "First tool."}"#,
+    );
+    let b = write(
+        dir.path(),
+        "b.jsonl",
+        br#"{"name": "beta", "description": "Second tool."}"#,
+    );
+    let index = dir.path().join("ab.idx");
+    let run = toolgate(&[
+        "index",
+        "build",
+        "--catalog",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "-o",
+        index.to_str().unwrap(),
+    ]);
+    run.assert_code(0);
+    assert!(run.stdout.contains("2 tools"), "{}", run.stdout);
+
+    let dup = toolgate(&[
+        "index",
+        "build",
+        "--catalog",
+        a.to_str().unwrap(),
+        a.to_str().unwrap(),
+        "-o",
+        index.to_str().unwrap(),
+    ]);
+    dup.assert_code(4);
+    assert!(
+        dup.stderr.contains("duplicate tool name 'alpha'"),
+        "{}",
+        dup.stderr
+    );
+}
+
+#[test]
+fn index_build_from_a_policy_writes_its_index_file_and_the_engine_opens_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = repo_path("policies/examples/catalog.jsonl");
+    let policy = write(
+        dir.path(),
+        "p.yaml",
+        format!(
+            "version: 1\nsearch:\n  catalogs: [\"{}\"]\n  index_file: tools.idx\n",
+            catalog.display()
+        )
+        .as_bytes(),
+    );
+    let run = toolgate(&["index", "build", "--policy", policy.to_str().unwrap()]);
+    run.assert_code(0);
+    let index = dir.path().join("tools.idx");
+    assert!(index.is_file(), "{}", run.stdout);
+    assert!(
+        run.stdout
+            .starts_with(&format!("wrote {}", index.display())),
+        "{}",
+        run.stdout
+    );
+
+    let name = std::fs::read_to_string(&catalog).unwrap();
+    let first: Value = serde_json::from_str(name.lines().next().unwrap()).unwrap();
+    let first = first["name"].as_str().unwrap();
+    let select = format!("select:{first}");
+    let from_policy = toolgate(&[
+        "search",
+        "--policy",
+        policy.to_str().unwrap(),
+        "--json",
+        &select,
+    ]);
+    from_policy.assert_code(0);
+    assert_eq!(hit_names(&from_policy), [first]);
+    let from_index = toolgate(&[
+        "search",
+        "--index",
+        index.to_str().unwrap(),
+        "--json",
+        &select,
+    ]);
+    assert_eq!(hit_names(&from_index), [first]);
+    // The engine takes the prebuilt file: no warning that it does not match the catalog.
+    let validate = toolgate(&["validate", policy.to_str().unwrap()]);
+    validate.assert_code(0);
+    assert!(
+        !validate.stderr.contains("does not match"),
+        "{}",
+        validate.stderr
+    );
+}
+
+#[test]
+fn index_build_from_a_policy_without_index_file_needs_an_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = repo_path("policies/examples/catalog.jsonl");
+    let policy = write(
+        dir.path(),
+        "p.yaml",
+        format!(
+            "version: 1\nsearch:\n  catalogs: [\"{}\"]\n",
+            catalog.display()
+        )
+        .as_bytes(),
+    );
+    let run = toolgate(&["index", "build", "--policy", policy.to_str().unwrap()]);
+    run.assert_code(2);
+    assert!(run.stderr.contains("-o INDEX"), "{}", run.stderr);
+}
+
+#[test]
+fn search_an_index_file_that_is_not_an_index_is_an_input_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let not_index = write(
+        dir.path(),
+        "x.idx",
+        b"this is not an index, just some text......",
+    );
+    for path in [not_index.to_str().unwrap(), "/no/such/file.idx"] {
+        let run = toolgate(&["search", "--index", path, "weather"]);
+        run.assert_code(4).assert_no_panic();
+        assert!(run.stderr.contains(path), "{}", run.stderr);
+    }
+}
