@@ -495,8 +495,8 @@ fn install_quiet_panic_hook() {
     ONCE.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            let quiet = IN_GUARDED_CALL.with(|f| f.get())
-                && std::env::var_os(PANIC_OUTPUT_ENV).is_none();
+            let quiet =
+                IN_GUARDED_CALL.with(|f| f.get()) && std::env::var_os(PANIC_OUTPUT_ENV).is_none();
             if !quiet {
                 previous(info);
             }

@@ -77,7 +77,10 @@ fn every_shipped_policy_names_the_schema() {
 fn the_default_policy_reads_the_current_directory_and_reduces_to_the_local_store() {
     let policy = load("default.yaml");
     assert_eq!(policy.plugins.len(), 1);
-    assert_eq!(policy.plugins[0].location, PluginLocation::Name("fs".to_owned()));
+    assert_eq!(
+        policy.plugins[0].location,
+        PluginLocation::Name("fs".to_owned())
+    );
     assert_eq!(policy.plugins[0].config["root"], ".");
     assert_eq!(policy.reduction, Some(ReductionSettings::default()));
     assert_eq!(policy.search, None);
