@@ -277,21 +277,7 @@ fn policy_catalog(
             "{name}: the policy has no search: section, so it has no tool catalog"
         )));
     };
-    let registry = engine.registry();
-    let docs: Vec<ToolDoc> = registry
-        .entries()
-        .filter(|(_, e)| e.searchable)
-        .map(|(tool, e)| {
-            let spec = e.tool.spec();
-            ToolDoc {
-                name: tool.to_string(),
-                description: spec.description.clone(),
-                parameters: spec.parameters.clone(),
-                aliases: registry.aliases_of(tool),
-                keywords: search.keywords.get(tool).cloned().unwrap_or_default(),
-            }
-        })
-        .collect();
+    let docs = engine.search_docs().unwrap_or_default();
     if docs.is_empty() {
         tracing::warn!("{name}: the search catalog is empty");
     }

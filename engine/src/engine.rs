@@ -198,20 +198,7 @@ impl EngineBuilder {
         let sessions = Arc::new(crate::session::Sessions::default());
         let mut visibility = None;
         if let Some(search) = &policy.search {
-            let docs: Vec<toolgate_search::ToolDoc> = registry
-                .entries()
-                .filter(|(_, e)| e.searchable)
-                .map(|(name, e)| {
-                    let spec = e.tool.spec();
-                    toolgate_search::ToolDoc {
-                        name: name.to_string(),
-                        description: spec.description.clone(),
-                        parameters: spec.parameters.clone(),
-                        aliases: registry.aliases_of(name),
-                        keywords: search.keywords.get(name).cloned().unwrap_or_default(),
-                    }
-                })
-                .collect();
+            let docs = crate::search::catalog_docs(&registry, search);
             let catalog: std::collections::HashSet<String> =
                 docs.iter().map(|d| d.name.clone()).collect();
             if !search.use_model_native {
@@ -407,6 +394,16 @@ impl Engine {
             .filter(|(name, e)| !e.searchable || session.state().is_revealed(name))
             .map(|(_, e)| e.tool.spec().clone())
             .collect()
+    }
+
+    /// The documents `tool_search` indexes under this policy (`None` when search is off), for
+    /// tools that build or inspect the index outside the engine.
+    pub fn search_docs(&self) -> Option<Vec<toolgate_search::ToolDoc>> {
+        self.inner
+            .policy
+            .search
+            .as_ref()
+            .map(|s| crate::search::catalog_docs(&self.inner.registry, s))
     }
 
     /// With `use_model_native`, the catalog tools to hand to the provider's own tool search

@@ -207,6 +207,28 @@ impl Layer for VisibilityLayer {
     }
 }
 
+/// The documents the index holds: every searchable tool of the registry (JSONL catalogs,
+/// searchable plugins, `searchable_tools`) with its name aliases and the policy's keywords.
+pub fn catalog_docs(
+    registry: &crate::registry::Registry,
+    settings: &toolgate_policy::SearchSettings,
+) -> Vec<ToolDoc> {
+    registry
+        .entries()
+        .filter(|(_, e)| e.searchable)
+        .map(|(name, e)| {
+            let spec = e.tool.spec();
+            ToolDoc {
+                name: name.to_string(),
+                description: spec.description.clone(),
+                parameters: spec.parameters.clone(),
+                aliases: registry.aliases_of(name),
+                keywords: settings.keywords.get(name).cloned().unwrap_or_default(),
+            }
+        })
+        .collect()
+}
+
 /// Builds the index over the catalog, or opens the prebuilt one when its names match.
 pub fn build_index(
     docs: Vec<ToolDoc>,
