@@ -96,8 +96,12 @@ impl Layer for ReduceLayer {
             if inv.tool_name == READ_TOOL_RESULT || inv.tool_name == crate::engine::TOOL_SEARCH {
                 return Ok(reply);
             }
-            let text = match &reply.output {
-                ToolOutput::Text(t) if t.len() as u64 > self.settings.max_result_bytes => t.clone(),
+            // The text moves out of the reply (no copy of a large result); the reply's output
+            // is replaced below by the notice or, if the store fails, the fallback.
+            let text = match &mut reply.output {
+                ToolOutput::Text(t) if t.len() as u64 > self.settings.max_result_bytes => {
+                    std::mem::take(t)
+                }
                 ToolOutput::Parts(parts) => {
                     let joined = text_of(parts);
                     if joined.len() as u64 <= self.settings.max_result_bytes {
@@ -136,18 +140,7 @@ impl Layer for ReduceLayer {
                 self.settings.preview_tail_chars,
             );
             reply.chars = n.chars().count() as u64;
-            reply.output =
-                match std::mem::replace(&mut reply.output, ToolOutput::Text(String::new())) {
-                    ToolOutput::Parts(parts) => {
-                        let mut kept: Vec<ContentPart> = parts
-                            .into_iter()
-                            .filter(|p| matches!(p, ContentPart::Image { .. }))
-                            .collect();
-                        kept.insert(0, ContentPart::text(n));
-                        ToolOutput::Parts(kept)
-                    }
-                    _ => ToolOutput::Text(n),
-                };
+            reply.output = with_images_of(&mut reply.output, n);
             reply.truncated = false;
             reply.result_id = Some(id);
             Ok(reply)
@@ -190,8 +183,23 @@ impl ReduceLayer {
         ));
         reply.chars = kept;
         reply.truncated = cut;
-        reply.output = ToolOutput::Text(text);
+        reply.output = with_images_of(&mut reply.output, text);
         reply
+    }
+}
+
+/// `text`, followed by the image parts of `output` when it had any: images are never dropped.
+fn with_images_of(output: &mut ToolOutput, text: String) -> ToolOutput {
+    match std::mem::replace(output, ToolOutput::Text(String::new())) {
+        ToolOutput::Parts(parts) => {
+            let mut kept: Vec<ContentPart> = parts
+                .into_iter()
+                .filter(|p| matches!(p, ContentPart::Image { .. }))
+                .collect();
+            kept.insert(0, ContentPart::text(text));
+            ToolOutput::Parts(kept)
+        }
+        _ => ToolOutput::Text(text),
     }
 }
 

@@ -448,3 +448,51 @@ async fn d5_read_tool_result_runs_under_the_same_guard() {
         .count();
     assert_eq!(ends, 1);
 }
+
+#[tokio::test]
+async fn r9_a_failing_store_keeps_the_images_of_a_multimodal_result() {
+    let tool = FnTool::new(
+        "mm",
+        "Multimodal.",
+        obj(json!({})),
+        |_ctx, _args: Value| async move {
+            Ok(ToolOutput::Parts(vec![
+                toolgate::tool::ContentPart::text("t".repeat(80_000)),
+                toolgate::tool::ContentPart::Image {
+                    mime_type: "image/png".into(),
+                    data: "iVBORw0KGgo=".into(),
+                },
+            ]))
+        },
+    );
+    let policy = Policy {
+        reduction: Some(ReductionSettings {
+            store: Some("s3://bucket/prefix".into()),
+            store_options: BTreeMap::from([
+                ("endpoint".into(), "http://127.0.0.1:9".into()),
+                ("access_key_id".into(), "x".into()),
+                ("secret_access_key".into(), "y".into()),
+                ("region".into(), "us-east-1".into()),
+                ("allow_http".into(), "true".into()),
+                ("max_retries".into(), "0".into()),
+                ("retry_timeout".into(), "2s".into()),
+            ]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let engine = Engine::builder(policy).tool(tool).build().unwrap();
+    let o = call_in(&engine, None, "mm", json!({})).await;
+    match &o.content {
+        toolgate::Content::Parts(parts) => {
+            assert!(
+                parts
+                    .iter()
+                    .any(|p| matches!(p, toolgate::tool::ContentPart::Image { .. })),
+                "the image is kept"
+            );
+            assert!(o.content.text().contains("could not be saved"));
+        }
+        other => panic!("{other:?}"),
+    }
+}
