@@ -5,22 +5,28 @@
 //! ```text
 //! offset  size  field
 //!      0     8  magic  b"TGSEARCH"
-//!      8     4  format version (u32, currently 1)
+//!      8     4  format version (u32, currently 2)
 //!     12     4  number of tools (u32)
 //!     16    24  average length of each of the 6 fields, in terms (6 x f32)
-//!     40    96  6 sections, each (offset u64, length u64), offsets from file start:
+//!     40    52  the ranking parameters the impacts were computed with:
+//!               k1, then the weight and b of each field (13 x f32)
+//!     92    96  6 sections, each (offset u64, length u64), offsets from file start:
 //!               stem fst, surface fst, postings, tool offsets, tool records, field lengths
-//!    136     8  checksum (u64) of bytes 0..136 and of everything after the header
-//!    144     8  total file length (u64)
-//!    152        the sections
+//!    188     8  checksum (u64) of bytes 0..188 and of everything after the header
+//!    196     8  total file length (u64)
+//!    204        the sections
 //! ```
 //!
 //! * The two fst maps take a term to the byte offset of its postings list.
 //!   The surface (unstemmed) map is written empty by this version: hits are
 //!   explained from the returned tools' text instead.
-//! * A postings list is `varint count`, then per tool `varint (id - previous id)`,
-//!   a `u8` bit set of the fields the term occurs in, and one `u8` term
-//!   frequency (saturating at 255) per set bit.
+//! * A postings list is `u32 count`, then `count` tool numbers (`u32`,
+//!   ascending) and `count` impacts (`u16`). An impact is the term's
+//!   saturated, field-weighted frequency in the tool, `tf / (k1 + tf)` (see
+//!   `Ranking`), scaled to `0..=32767`; its top bit says the term occurs in
+//!   the tool's name. A search adds an impact times the term's IDF per
+//!   entry, with nothing to decode; the fixed width also allows a jump to
+//!   any entry.
 //! * Tool offsets are one `u64` per tool into the tool records; a record is
 //!   the name, description and parameters (JSON text) as length-prefixed
 //!   strings, then `u32` counts of aliases and keywords, each followed by
@@ -36,9 +42,11 @@
 use crate::FIELDS;
 
 pub(crate) const MAGIC: &[u8; 8] = b"TGSEARCH";
-pub(crate) const VERSION: u32 = 1;
+pub(crate) const VERSION: u32 = 2;
 pub(crate) const SECTIONS: usize = 6;
-pub(crate) const CHECKSUM_AT: usize = 40 + SECTIONS * 16;
+/// The ranking parameters stored in the header: `k1`, `weight`, `b`.
+pub(crate) const RANKING_PARAMS: usize = 1 + 2 * FIELDS;
+pub(crate) const CHECKSUM_AT: usize = 40 + RANKING_PARAMS * 4 + SECTIONS * 16;
 pub(crate) const HEADER_LEN: usize = CHECKSUM_AT + 16;
 
 pub(crate) const SEC_STEMS: usize = 0;
@@ -128,14 +136,6 @@ impl Checksum {
     }
 }
 
-pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
 pub(crate) fn put_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(&(s.len() as u32).to_le_bytes());
     out.extend_from_slice(s.as_bytes());
@@ -178,102 +178,109 @@ impl<'a> Reader<'a> {
         Some(f32::from_le_bytes(self.take(4)?.try_into().ok()?))
     }
 
-    pub(crate) fn varint(&mut self) -> Option<u64> {
-        let mut v: u64 = 0;
-        for shift in (0..64).step_by(7) {
-            let b = self.u8()?;
-            v |= u64::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                return Some(v);
-            }
-        }
-        None
-    }
-
     pub(crate) fn str(&mut self) -> Option<&'a str> {
         let n = self.u32()? as usize;
         std::str::from_utf8(self.take(n)?).ok()
     }
 }
 
-/// One entry of a postings list: a tool and how often the term occurs in
-/// each of its fields.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Posting {
-    pub(crate) doc: u32,
-    pub(crate) tf: [u8; FIELDS],
-}
+/// The largest impact: impacts are `tf / (k1 + tf)` scaled from `0..1`.
+pub(crate) const IMPACT_MAX: u16 = 0x7fff;
+/// The bit of an impact that says the term occurs in the tool's name.
+pub(crate) const NAME_BIT: u16 = 0x8000;
+/// Bytes before a list's entries: the count.
+const LIST_HEADER: usize = 4;
 
-pub(crate) fn put_postings(out: &mut Vec<u8>, postings: &[Posting]) {
-    put_varint(out, postings.len() as u64);
-    let mut prev = 0u32;
-    for p in postings {
-        put_varint(out, u64::from(p.doc - prev));
-        prev = p.doc;
-        let mask =
-            p.tf.iter()
-                .enumerate()
-                .fold(0u8, |m, (i, &t)| if t > 0 { m | 1 << i } else { m });
-        out.push(mask);
-        out.extend(p.tf.iter().copied().filter(|&t| t > 0));
+/// Appends a postings list: `(tool number, impact)` pairs in ascending
+/// tool order, the impact's top bit being [`NAME_BIT`].
+pub(crate) fn put_postings(out: &mut Vec<u8>, postings: &[(u32, u16)]) {
+    out.reserve(LIST_HEADER + postings.len() * 6);
+    out.extend_from_slice(&(postings.len() as u32).to_le_bytes());
+    for &(doc, _) in postings {
+        out.extend_from_slice(&doc.to_le_bytes());
+    }
+    for &(_, impact) in postings {
+        out.extend_from_slice(&impact.to_le_bytes());
     }
 }
 
-/// Iterates a postings list; stops early (instead of panicking) on
-/// malformed bytes.
-pub(crate) struct Postings<'a> {
-    reader: Reader<'a>,
-    left: u64,
-    doc: u32,
+/// A postings list read in place: random access to its entries, so a
+/// search can skip ahead.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PostingList<'a> {
+    docs: &'a [u8],
+    impacts: &'a [u8],
 }
 
-impl<'a> Postings<'a> {
-    pub(crate) fn new(bytes: &'a [u8], offset: usize) -> Postings<'a> {
-        let mut reader = Reader::new(bytes, offset);
-        let left = reader.varint().unwrap_or(0);
-        Postings {
-            reader,
-            left,
-            doc: 0,
-        }
+impl<'a> PostingList<'a> {
+    /// The list at `offset` of `bytes`; empty if it does not fit (a
+    /// malformed offset or count never panics).
+    pub(crate) fn new(bytes: &'a [u8], offset: usize) -> PostingList<'a> {
+        let parse = || {
+            let mut r = Reader::new(bytes, offset);
+            let count = r.u32()? as usize;
+            let docs = r.take(count.checked_mul(4)?)?;
+            let impacts = r.take(count.checked_mul(2)?)?;
+            Some(PostingList { docs, impacts })
+        };
+        parse().unwrap_or(PostingList {
+            docs: &[],
+            impacts: &[],
+        })
     }
 
     /// The number of tools in the list (the document frequency).
-    pub(crate) fn len(&self) -> u64 {
-        self.left
+    pub(crate) fn len(&self) -> usize {
+        self.impacts.len() / 2
     }
-}
 
-impl Iterator for Postings<'_> {
-    type Item = Posting;
+    /// The first `end` entries' tool numbers and impacts, as raw bytes, for
+    /// a fast scan.
+    pub(crate) fn entries(&self, end: usize) -> (&'a [u8], &'a [u8]) {
+        let end = end.min(self.len());
+        (&self.docs[..4 * end], &self.impacts[..2 * end])
+    }
 
-    fn next(&mut self) -> Option<Posting> {
-        if self.left == 0 {
-            return None;
+    /// The tool number of entry `i` (`i < len`).
+    #[inline]
+    pub(crate) fn doc(&self, i: usize) -> u32 {
+        let mut b = [0u8; 4];
+        b.copy_from_slice(&self.docs[4 * i..4 * i + 4]);
+        u32::from_le_bytes(b)
+    }
+
+    /// The impact of entry `i` (`i < len`), with its name bit.
+    #[inline]
+    pub(crate) fn impact(&self, i: usize) -> u16 {
+        u16::from_le_bytes([self.impacts[2 * i], self.impacts[2 * i + 1]])
+    }
+
+    /// The first entry at or after `from` whose tool number is at least
+    /// `target` (`len` if none), by galloping then binary search.
+    pub(crate) fn seek(&self, from: usize, target: u32) -> usize {
+        let len = self.len();
+        if from >= len || self.doc(from) >= target {
+            return from;
         }
-        self.left -= 1;
-        let step = (|| {
-            let delta = u32::try_from(self.reader.varint()?).ok()?;
-            let doc = self.doc.checked_add(delta)?;
-            let mask = self.reader.u8()?;
-            let mut tf = [0u8; FIELDS];
-            for (i, t) in tf.iter_mut().enumerate() {
-                if mask & (1 << i) != 0 {
-                    *t = self.reader.u8()?;
-                }
-            }
-            Some(Posting { doc, tf })
-        })();
-        match step {
-            Some(p) => {
-                self.doc = p.doc;
-                Some(p)
-            }
-            None => {
-                self.left = 0;
-                None
+        // doc(lo) < target throughout.
+        let (mut lo, mut step) = (from, 1usize);
+        let mut hi = from + 1;
+        while hi < len && self.doc(hi) < target {
+            lo = hi;
+            step *= 2;
+            hi = lo.saturating_add(step);
+        }
+        let hi = hi.min(len);
+        let (mut a, mut b) = (lo + 1, hi);
+        while a < b {
+            let mid = a + (b - a) / 2;
+            if self.doc(mid) < target {
+                a = mid + 1;
+            } else {
+                b = mid;
             }
         }
+        a
     }
 }
 
@@ -283,37 +290,39 @@ mod tests {
 
     #[test]
     fn postings_round_trip() {
-        let list = [
-            Posting {
-                doc: 0,
-                tf: [1, 0, 0, 0, 0, 0],
-            },
-            Posting {
-                doc: 7,
-                tf: [0, 3, 0, 255, 0, 1],
-            },
-            Posting {
-                doc: 300_000,
-                tf: [2, 2, 2, 2, 2, 2],
-            },
-        ];
+        let list = [(0, 1), (7, 0x7fff | NAME_BIT), (300_000, 12)];
         let mut buf = vec![9u8];
         put_postings(&mut buf, &list);
-        let back: Vec<_> = Postings::new(&buf, 1).collect();
-        assert_eq!(back, list);
+        let back = PostingList::new(&buf, 1);
+        assert_eq!(back.len(), 3);
+        let entries: Vec<_> = (0..back.len())
+            .map(|i| (back.doc(i), back.impact(i)))
+            .collect();
+        assert_eq!(entries, list);
     }
 
     #[test]
-    fn truncated_postings_stop_without_panicking() {
-        let list = [Posting {
-            doc: 5,
-            tf: [1, 1, 1, 1, 1, 1],
-        }; 3];
+    fn truncated_postings_read_as_empty_without_panicking() {
+        let list = [(5, 1), (6, 1), (9, 1)];
         let mut buf = Vec::new();
         put_postings(&mut buf, &list);
         for cut in 0..buf.len() {
-            let n = Postings::new(&buf[..cut], 0).count();
-            assert!(n < 3);
+            assert_eq!(PostingList::new(&buf[..cut], 0).len(), 0, "cut at {cut}");
+        }
+        assert_eq!(PostingList::new(&buf, usize::MAX).len(), 0);
+    }
+
+    #[test]
+    fn seek_finds_the_first_entry_at_or_after_the_target() {
+        let list: Vec<(u32, u16)> = (0..1000).map(|i| (i * 3, 1)).collect();
+        let mut buf = Vec::new();
+        put_postings(&mut buf, &list);
+        let l = PostingList::new(&buf, 0);
+        for from in [0, 1, 10, 500, 999, 1000] {
+            for target in [0, 1, 2, 3, 4, 299, 300, 301, 1500, 2997, 2998, 5000] {
+                let want = (from..1000).find(|&i| list[i].0 >= target).unwrap_or(1000);
+                assert_eq!(l.seek(from, target), want, "from {from} target {target}");
+            }
         }
     }
 

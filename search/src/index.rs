@@ -7,10 +7,10 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use fst::automaton::{Automaton, Levenshtein, Str};
+use fst::automaton::{Automaton, Str};
 use fst::{IntoStreamer, Map, MapBuilder, Streamer};
 
-use crate::format::{self, Posting, Postings, Reader};
+use crate::format::{self, PostingList, Reader};
 use crate::query::Query;
 use crate::text;
 use crate::{FIELDS, Field};
@@ -231,11 +231,9 @@ pub struct SearchIndex {
     docs: Range<usize>,
     field_lens: Range<usize>,
     len: usize,
-    avg_len: [f32; FIELDS],
+    /// The ranking in use; its `k1`, `weight` and `b` are those the stored
+    /// impacts were computed with.
     ranking: Ranking,
-    /// Per tool and field, `weight / (1 - b + b * len / avg_len)`: computed
-    /// on the first search, since it depends on the ranking parameters.
-    norms: std::sync::OnceLock<Vec<[f32; FIELDS]>>,
 }
 
 impl std::fmt::Debug for SearchIndex {
@@ -443,6 +441,14 @@ impl FxHasher {
 
 type FxBuild = std::hash::BuildHasherDefault<FxHasher>;
 
+/// One entry of a postings list while building: a tool and how often the
+/// term occurs in each of its fields.
+#[derive(Clone, Copy)]
+struct Posting {
+    doc: u32,
+    tf: [u8; FIELDS],
+}
+
 /// Interns terms and collects their postings while tools are added in order.
 #[derive(Default)]
 struct TermTable {
@@ -478,23 +484,101 @@ impl TermTable {
         }
     }
 
-    /// Writes all postings lists to `out` and returns the fst mapping each
-    /// term to its list's offset.
-    fn finish(self, out: &mut Vec<u8>) -> Result<Vec<u8>, IndexError> {
+    /// Writes all postings lists to `out`, each entry's frequencies turned
+    /// into an impact by `impact`, and returns the fst mapping each term to
+    /// its list's offset.
+    fn finish(
+        self,
+        out: &mut Vec<u8>,
+        impact: impl Fn(&Posting) -> u16,
+    ) -> Result<Vec<u8>, IndexError> {
         let mut terms: Vec<(String, u32)> = self.ids.into_iter().collect();
         terms.sort_unstable();
         let mut builder = MapBuilder::memory();
+        let mut list = Vec::new();
         for (term, id) in terms {
             builder.insert(&term, out.len() as u64)?;
-            format::put_postings(out, &self.postings[id as usize]);
+            list.clear();
+            list.extend(
+                self.postings[id as usize]
+                    .iter()
+                    .map(|p| (p.doc, impact(p))),
+            );
+            format::put_postings(out, &list);
         }
         Ok(builder.into_inner()?)
     }
 }
 
+/// The part of [`Ranking`] that is fixed when an index is built: the
+/// stored impacts are computed from it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct ImpactParams {
+    k1: f32,
+    weight: [f32; FIELDS],
+    b: [f32; FIELDS],
+}
+
+impl ImpactParams {
+    fn of(r: &Ranking) -> ImpactParams {
+        ImpactParams {
+            k1: r.k1,
+            weight: r.weight,
+            b: r.b,
+        }
+    }
+
+    /// Per field, `weight / (1 - b + b * len / avg_len)`.
+    fn norms(&self, lens: &[u16], avg_len: &[f32; FIELDS]) -> [f32; FIELDS] {
+        let mut norm = [0f32; FIELDS];
+        for f in 0..FIELDS {
+            let avg = avg_len[f];
+            let rel = if avg > 0.0 {
+                f32::from(lens.get(f).copied().unwrap_or(0)) / avg
+            } else {
+                1.0
+            };
+            norm[f] = self.weight[f] / (1.0 - self.b[f] + self.b[f] * rel);
+        }
+        norm
+    }
+
+    /// The stored impact of a term with frequencies `tf` in a tool with
+    /// field norms `norm`: `tf / (k1 + tf)` of the weighted frequency,
+    /// scaled to `0..=IMPACT_MAX`, plus the name bit.
+    fn impact(&self, tf: &[u8; FIELDS], norm: &[f32; FIELDS]) -> u16 {
+        let t: f32 = tf.iter().zip(norm).map(|(&t, w)| f32::from(t) * w).sum();
+        let sat = if t > 0.0 && t.is_finite() {
+            t / (self.k1.max(f32::MIN_POSITIVE) + t)
+        } else {
+            0.0
+        };
+        let q = (sat.clamp(0.0, 1.0) * f32::from(format::IMPACT_MAX)).round() as u16;
+        let q = q.min(format::IMPACT_MAX);
+        if tf[Field::Name as usize] > 0 {
+            q | format::NAME_BIT
+        } else {
+            q
+        }
+    }
+}
+
 impl SearchIndex {
-    /// Indexes `docs`. Tool names must be non-empty and unique.
-    pub fn build(mut docs: Vec<crate::ToolDoc>) -> Result<SearchIndex, IndexError> {
+    /// Indexes `docs` with the default [`Ranking`]. Tool names must be
+    /// non-empty and unique.
+    pub fn build(docs: Vec<crate::ToolDoc>) -> Result<SearchIndex, IndexError> {
+        SearchIndex::build_with(docs, Ranking::default())
+    }
+
+    /// Indexes `docs` for `ranking`: its `k1`, `weight` and `b` are baked
+    /// into the stored impacts (and recorded in the file); its other
+    /// parameters apply at query time and can be changed with
+    /// [`SearchIndex::with_ranking`].
+    pub fn build_with(
+        mut docs: Vec<crate::ToolDoc>,
+        ranking: Ranking,
+    ) -> Result<SearchIndex, IndexError> {
+        let params = ImpactParams::of(&ranking);
         docs.sort_by(|a, b| a.name.cmp(&b.name));
         for pair in docs.windows(2) {
             if pair[0].name == pair[1].name {
@@ -564,8 +648,29 @@ impl SearchIndex {
         });
         debug_assert_eq!(doc_offsets.len(), docs.len() * 8);
 
+        let avg_len: [f32; FIELDS] = std::array::from_fn(|f| {
+            if n == 0 {
+                0.0
+            } else {
+                (total_len[f] / f64::from(n)) as f32
+            }
+        });
+        let lens_of = |doc: u32| {
+            let at = doc as usize * FIELDS * 2;
+            let mut lens = [0u16; FIELDS];
+            for (f, l) in lens.iter_mut().enumerate() {
+                let i = at + 2 * f;
+                *l = u16::from_le_bytes([field_lens[i], field_lens[i + 1]]);
+            }
+            lens
+        };
+        let norms: Vec<[f32; FIELDS]> = (0..n)
+            .map(|d| params.norms(&lens_of(d), &avg_len))
+            .collect();
         let mut postings = Vec::new();
-        let stem_fst = stems.finish(&mut postings)?;
+        let stem_fst = stems.finish(&mut postings, |p| {
+            params.impact(&p.tf, &norms[p.doc as usize])
+        })?;
         // The surface (unstemmed) dictionary is no longer needed: hits are
         // explained by splitting the returned tools again. The section stays
         // in the format, as an empty map, so files stay readable both ways.
@@ -586,9 +691,14 @@ impl SearchIndex {
         out.extend_from_slice(format::MAGIC);
         out.extend_from_slice(&format::VERSION.to_le_bytes());
         out.extend_from_slice(&n.to_le_bytes());
-        for total in total_len {
-            let avg = if n == 0 { 0.0 } else { total / f64::from(n) };
-            out.extend_from_slice(&(avg as f32).to_le_bytes());
+        for avg in avg_len {
+            out.extend_from_slice(&avg.to_le_bytes());
+        }
+        for v in std::iter::once(params.k1)
+            .chain(params.weight)
+            .chain(params.b)
+        {
+            out.extend_from_slice(&v.to_le_bytes());
         }
         let mut offset = format::HEADER_LEN as u64;
         for s in &sections {
@@ -604,7 +714,9 @@ impl SearchIndex {
         let sum = format::checksum(&[&out[..format::CHECKSUM_AT], &out[format::HEADER_LEN..]]);
         out[format::CHECKSUM_AT..format::CHECKSUM_AT + 8].copy_from_slice(&sum.to_le_bytes());
         // Freshly serialised: the checksum was just computed from these bytes.
-        SearchIndex::from_storage(Storage::Owned(out), Path::new("<memory>"), Some(sum))
+        let index =
+            SearchIndex::from_storage(Storage::Owned(out), Path::new("<memory>"), Some(sum))?;
+        Ok(SearchIndex { ranking, ..index })
     }
 
     /// Writes the index to `path` as a single file (replacing it). The file
@@ -696,10 +808,17 @@ impl SearchIndex {
             )));
         }
         let len = r.u32().ok_or_else(header)? as usize;
-        let mut avg_len = [0f32; FIELDS];
-        for a in &mut avg_len {
-            *a = r.f32().ok_or_else(header)?;
+        // The average field lengths are only needed to compute impacts.
+        r.take(4 * FIELDS).ok_or_else(header)?;
+        let mut stored = [0f32; format::RANKING_PARAMS];
+        for v in &mut stored {
+            *v = r.f32().ok_or_else(header)?;
         }
+        let impacts = ImpactParams {
+            k1: stored[0],
+            weight: std::array::from_fn(|f| stored[1 + f]),
+            b: std::array::from_fn(|f| stored[1 + FIELDS + f]),
+        };
         let mut sections = Vec::with_capacity(format::SECTIONS);
         for _ in 0..format::SECTIONS {
             let (off, n) = (r.u64().ok_or_else(header)?, r.u64().ok_or_else(header)?);
@@ -750,18 +869,43 @@ impl SearchIndex {
             field_lens: sections[format::SEC_FIELD_LENS].clone(),
             storage,
             len,
-            avg_len,
-            ranking: Ranking::default(),
-            norms: std::sync::OnceLock::new(),
+            ranking: Ranking {
+                k1: impacts.k1,
+                weight: impacts.weight,
+                b: impacts.b,
+                ..Ranking::default()
+            },
         })
     }
 
-    /// The same index with other ranking parameters (they are not stored in
-    /// the file).
-    pub fn with_ranking(mut self, ranking: Ranking) -> SearchIndex {
-        self.ranking = ranking;
-        self.norms = std::sync::OnceLock::new();
-        self
+    /// The same index with other ranking parameters.
+    ///
+    /// The query-time parameters change at once. If `k1`, `weight` or `b`
+    /// differ from those the index was built with, the index is rebuilt
+    /// from its stored tools (as [`SearchIndex::build_with`] would), which
+    /// costs as much as building it did.
+    pub fn with_ranking(self, ranking: Ranking) -> SearchIndex {
+        if ImpactParams::of(&ranking) == ImpactParams::of(&self.ranking) {
+            return SearchIndex { ranking, ..self };
+        }
+        // Every stored parameter schema was written from a JSON value, so
+        // parsing it back cannot fail short of a bug; `null` would only
+        // drop that tool's parameter terms.
+        let docs = (0..self.len)
+            .filter_map(|i| self.doc(i))
+            .map(|d| crate::ToolDoc {
+                name: d.name.to_string(),
+                description: d.description.to_string(),
+                parameters: d.parameters().unwrap_or(serde_json::Value::Null),
+                aliases: d.aliases.iter().map(|s| s.to_string()).collect(),
+                keywords: d.keywords.iter().map(|s| s.to_string()).collect(),
+            })
+            .collect();
+        match SearchIndex::build_with(docs, ranking) {
+            Ok(index) => index,
+            // Names were unique and non-empty when this index was built.
+            Err(_) => SearchIndex { ranking, ..self },
+        }
     }
 
     /// The ranking parameters in use.
@@ -853,9 +997,9 @@ impl SearchIndex {
         f32::from(u16::from_le_bytes([lo, hi]))
     }
 
-    fn postings_at(&self, offset: u64) -> Postings<'_> {
+    fn postings_at(&self, offset: u64) -> PostingList<'_> {
         let offset = usize::try_from(offset).unwrap_or(usize::MAX);
-        Postings::new(self.section(&self.postings), offset)
+        PostingList::new(self.section(&self.postings), offset)
     }
 
     /// Runs a query and returns at most `max_results` hits, best first.
@@ -896,137 +1040,162 @@ impl SearchIndex {
         out
     }
 
+    /// The first stage, then the second. The first stage finds the best
+    /// `depth` tools by the score described on [`Ranking`] without scoring
+    /// every tool that shares a word with the query: it walks the postings
+    /// lists in tool order (document at a time) and uses each list's largest
+    /// impact to bound what a tool can still reach (MaxScore). Lists whose
+    /// bounds together cannot lift a tool above the current `depth`-th best
+    /// score stop proposing tools and are only consulted, by jumping ahead,
+    /// for tools the other lists propose. The result is the same as scoring
+    /// every tool.
     fn search_terms(&self, free: &str, required: &[String], max_results: usize) -> Vec<Hit> {
         if max_results == 0 || self.len == 0 {
             return Vec::new();
         }
+        let r = &self.ranking;
         let terms = query_terms(free, required);
-        let n_required = terms.iter().filter(|t| t.required).count();
-        let required_mask: u64 = if n_required == 0 {
-            0
+        let mut lookups = Vec::with_capacity(terms.len());
+        let mut groups: Vec<Group<'_>> = Vec::with_capacity(terms.len());
+        // Each term's weight in the coverage factor: its IDF, times the
+        // penalty of an expansion.
+        let mut term_w = [0f32; MAX_QUERY_TERMS];
+        let mut required_mask = 0u64;
+        let scale = 1.0 / f32::from(format::IMPACT_MAX);
+        for (i, term) in terms.iter().enumerate() {
+            let bit = 1u64 << i;
+            let lookup = self.lookup(term);
+            match &lookup {
+                Lookup::Found(offset) => {
+                    let list = self.postings_at(*offset);
+                    let idf = self.idf(list.len() as u64);
+                    term_w[i] = idf;
+                    if term.required {
+                        required_mask |= bit;
+                    }
+                    groups.push(Group::new(vec![Cursor::new(list, idf * scale)], i, true));
+                }
+                Lookup::Expanded(expansions) => {
+                    let cursors = expansions
+                        .iter()
+                        .map(|e| {
+                            let list = self.postings_at(e.offset);
+                            let idf = self.idf(list.len() as u64);
+                            let factor = match e.kind {
+                                MatchKind::Prefix => r.prefix_factor,
+                                _ => r.typo_factor,
+                            };
+                            term_w[i] = term_w[i].max(factor * idf);
+                            Cursor::new(list, factor * idf * scale)
+                        })
+                        .collect();
+                    groups.push(Group::new(cursors, i, false));
+                }
+                // A required word must match exactly or by stem.
+                Lookup::Missing if term.required => return Vec::new(),
+                Lookup::Missing => {}
+            }
+            lookups.push(lookup);
+        }
+
+        let rerank = r.bigram != 0.0 || r.name_substring != 0.0;
+        let depth = if rerank {
+            max_results.max(RERANK_DEPTH)
         } else {
-            u64::MAX >> (64 - n_required)
+            max_results
         };
+        let coverage = Coverage {
+            terms: terms.len().max(1) as f32,
+            idf_total: term_w.iter().sum::<f32>().max(f32::MIN_POSITIVE),
+            idf_coverage: r.idf_coverage,
+            exponent: r.coverage_exponent,
+        };
+        let mut ranked = self.first_stage(&mut groups, &term_w, required_mask, &coverage, depth);
+        let by_rank = |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+        if rerank {
+            self.rerank(free, &terms, &mut ranked);
+        }
+        if ranked.len() > max_results {
+            ranked.select_nth_unstable_by(max_results - 1, by_rank);
+            ranked.truncate(max_results);
+        }
+        ranked.sort_unstable_by(by_rank);
+        self.explain(&terms, &lookups, ranked)
+    }
+
+    /// The best `depth` tools by first-stage score, as `(score, tool)`, in
+    /// no particular order.
+    ///
+    /// Term at a time: each query term's lists are added into a per-thread
+    /// accumulator indexed by tool (one multiply-add per posting, since the
+    /// lists store ready impacts), then the touched tools are scored in
+    /// full and the best kept in a small heap. Every tool sharing a word
+    /// with the query is scored: bounds that would let whole lists be
+    /// skipped (MaxScore) were tried and lost here, because the coverage
+    /// factor makes a bound on many terms loose, and long queries are the
+    /// slow ones.
+    fn first_stage(
+        &self,
+        groups: &mut [Group<'_>],
+        term_w: &[f32; MAX_QUERY_TERMS],
+        required_mask: u64,
+        coverage: &Coverage,
+        depth: usize,
+    ) -> Vec<(f32, u32)> {
+        let r = &self.ranking;
         let n = self.len;
-        let norms = self.norms();
+        for g in groups.iter_mut() {
+            g.limit(n as u32);
+        }
+        // The largest name bonus, with a little slack so that rounding can
+        // never make this bound smaller than the score it bounds.
+        let boost_max = 1.0001 * (1.0 + r.name_coverage.max(0.0));
         SCRATCH.with(|cell| {
             let mut guard = cell.borrow_mut();
             let sc = &mut *guard;
             sc.prepare(n);
-            let mut lookups = Vec::with_capacity(terms.len());
-            let mut term_idf = [0f32; MAX_QUERY_TERMS];
-            for (i, term) in terms.iter().enumerate() {
-                let bit = 1u64 << i;
-                let lookup = self.lookup(term);
-                match &lookup {
-                    Lookup::Found(offset) => {
-                        let list = self.postings_at(*offset);
-                        let idf = self.idf(list.len());
-                        term_idf[i] = idf;
-                        for p in list {
-                            let d = p.doc as usize;
-                            if d >= n {
-                                break;
-                            }
-                            let s = self.term_score(norms, p, idf);
-                            if sc.any[d] == 0 {
-                                sc.touched.push(p.doc);
-                            }
-                            sc.score[d] += s;
-                            sc.exact[d] |= bit;
-                            sc.any[d] |= bit;
-                            if p.tf[Field::Name as usize] > 0 {
-                                sc.name_hits[d] = sc.name_hits[d].saturating_add(1);
-                            }
-                        }
-                    }
-                    Lookup::Expanded(expansions) => {
-                        sc.best_touched.clear();
-                        for e in expansions {
-                            let list = self.postings_at(e.offset);
-                            let idf = self.idf(list.len());
-                            let factor = match e.kind {
-                                MatchKind::Prefix => self.ranking.prefix_factor,
-                                _ => self.ranking.typo_factor,
-                            };
-                            term_idf[i] = term_idf[i].max(factor * idf);
-                            for p in list {
-                                let d = p.doc as usize;
-                                if d >= n {
-                                    break;
-                                }
-                                let s = factor * self.term_score(norms, p, idf);
-                                if sc.best[d] == 0.0 {
-                                    sc.best_touched.push(p.doc);
-                                }
-                                if s > sc.best[d] {
-                                    sc.best[d] = s;
-                                }
-                            }
-                        }
-                        for k in 0..sc.best_touched.len() {
-                            let d = sc.best_touched[k] as usize;
-                            let s = std::mem::take(&mut sc.best[d]);
-                            if sc.any[d] == 0 {
-                                sc.touched.push(d as u32);
-                            }
-                            sc.score[d] += s;
-                            sc.any[d] |= bit;
-                        }
-                    }
-                    Lookup::Missing => {}
-                }
-                lookups.push(lookup);
+            for g in groups.iter() {
+                sc.accumulate(g, term_w[g.term]);
             }
-
-            let total = terms.len().max(1) as f32;
-            let idf_total: f32 = term_idf.iter().sum::<f32>().max(f32::MIN_POSITIVE);
-            let a = self.ranking.idf_coverage;
-            let mut ranked: Vec<(f32, u32)> = Vec::with_capacity(sc.touched.len());
-            for &d32 in &sc.touched {
+            let cands = std::mem::take(&mut sc.touched);
+            // The best `depth` by final score. The name bonus needs the
+            // tool's name length, so it is looked up only for tools that
+            // could make the cut with the largest bonus.
+            let mut best: std::collections::BinaryHeap<Worst> =
+                std::collections::BinaryHeap::with_capacity(depth + 1);
+            for &d32 in &cands {
                 let d = d32 as usize;
-                if sc.score[d] > 0.0 && sc.exact[d] & required_mask == required_mask {
-                    let mut coverage = sc.any[d].count_ones() as f32 / total;
-                    if a != 0.0 {
-                        let (mut bits, mut sum) = (sc.any[d], 0.0);
-                        while bits != 0 {
-                            sum += term_idf[bits.trailing_zeros() as usize];
-                            bits &= bits - 1;
-                        }
-                        coverage = (1.0 - a) * coverage + a * sum / idf_total;
+                let Acc { score, w, bits } = sc.acc[d];
+                if score <= 0.0 || bits & required_mask != required_mask {
+                    continue;
+                }
+                let score = score * coverage.factor(bits.count_ones() as f32, w);
+                let worst = if best.len() == depth {
+                    match best.peek() {
+                        Some(&w) if score * boost_max < w.0 => continue,
+                        w => w.copied(),
                     }
-                    let name_len = self.field_len(d, Field::Name as usize);
-                    let parts = if name_len > 1.0 { name_len - 1.0 } else { 1.0 };
-                    let name_fraction = (f32::from(sc.name_hits[d]) / parts).min(1.0);
-                    let boost = 1.0 + self.ranking.name_coverage * name_fraction;
-                    ranked.push((
-                        sc.score[d] * pow(coverage, self.ranking.coverage_exponent) * boost,
-                        d32,
-                    ));
+                } else {
+                    None
+                };
+                let name_len = self.field_len(d, Field::Name as usize);
+                let parts = if name_len > 1.0 { name_len - 1.0 } else { 1.0 };
+                let name_fraction = (f32::from(sc.name[d]) / parts).min(1.0);
+                let entry = Worst(score * (1.0 + r.name_coverage * name_fraction), d32);
+                match worst {
+                    None => best.push(entry),
+                    Some(w) if entry < w => {
+                        best.pop();
+                        best.push(entry);
+                    }
+                    Some(_) => {}
                 }
             }
+            sc.touched = cands;
             sc.reset();
-            drop(guard);
-            let by_rank = |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
-            let rerank = self.ranking.bigram != 0.0 || self.ranking.name_substring != 0.0;
-            let depth = if rerank {
-                max_results.max(RERANK_DEPTH)
-            } else {
-                max_results
-            };
-            if ranked.len() > depth {
-                ranked.select_nth_unstable_by(depth - 1, by_rank);
-                ranked.truncate(depth);
-            }
-            if rerank {
-                self.rerank(free, &terms, &mut ranked);
-            }
-            if ranked.len() > max_results {
-                ranked.select_nth_unstable_by(max_results - 1, by_rank);
-                ranked.truncate(max_results);
-            }
-            ranked.sort_unstable_by(by_rank);
-            self.explain(&terms, &lookups, ranked)
+            best.into_iter()
+                .map(|Worst(s, d)| (s, d))
+                .collect::<Vec<_>>()
         })
     }
 
@@ -1090,36 +1259,6 @@ impl SearchIndex {
         }
     }
 
-    fn norms(&self) -> &[[f32; FIELDS]] {
-        self.norms.get_or_init(|| {
-            let r = &self.ranking;
-            (0..self.len)
-                .map(|d| {
-                    let mut norm = [0f32; FIELDS];
-                    for (f, slot) in norm.iter_mut().enumerate() {
-                        let avg = self.avg_len[f];
-                        let rel = if avg > 0.0 {
-                            self.field_len(d, f) / avg
-                        } else {
-                            1.0
-                        };
-                        *slot = r.weight[f] / (1.0 - r.b[f] + r.b[f] * rel);
-                    }
-                    norm
-                })
-                .collect()
-        })
-    }
-
-    /// BM25F contribution of one posting.
-    fn term_score(&self, norms: &[[f32; FIELDS]], p: Posting, idf: f32) -> f32 {
-        let Some(norm) = norms.get(p.doc as usize) else {
-            return 0.0;
-        };
-        let tf: f32 = p.tf.iter().zip(norm).map(|(&t, w)| f32::from(t) * w).sum();
-        idf * tf / (self.ranking.k1 + tf)
-    }
-
     fn idf(&self, df: u64) -> f32 {
         let (n, df) = (self.len as f32, df as f32);
         (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
@@ -1137,10 +1276,10 @@ impl SearchIndex {
         let mut expansions: Vec<Expansion> = Vec::new();
         let chars = term.word.chars().count();
         if chars >= 4 && !term.required && term.word.chars().all(char::is_alphabetic) {
-            let mut stream = self
-                .stems
-                .search(Str::new(&term.stem).starts_with())
-                .into_stream();
+            // Whole names (`get_weather`) are terms too; a single word is
+            // never expanded into one, which also keeps the walk short.
+            let word_prefix = Str::new(&term.stem).starts_with().intersection(SingleWord);
+            let mut stream = self.stems.search(word_prefix).into_stream();
             while let Some((key, offset)) = stream.next() {
                 if expansions.len() >= MAX_EXPANSIONS {
                     break;
@@ -1163,18 +1302,7 @@ impl SearchIndex {
                     });
                 }
             };
-            if let Some(lev) = AsciiLevenshtein::new(&term.stem, distance as u8) {
-                // Most words: a small automaton evaluated lazily, row by row,
-                // instead of fst's eagerly built DFA (which dominated the
-                // cost of a query with a misspelt word).
-                let mut stream = self.stems.search(lev).into_stream();
-                while let Some((key, offset)) = stream.next() {
-                    if expansions.len() >= MAX_EXPANSIONS {
-                        break;
-                    }
-                    push_typo(key, offset, &mut expansions);
-                }
-            } else if let Ok(lev) = Levenshtein::new_with_limit(&term.stem, distance, 10_000) {
+            if let Some(lev) = WordLevenshtein::new(&term.stem, distance as u8) {
                 let mut stream = self.stems.search(lev).into_stream();
                 while let Some((key, offset)) = stream.next() {
                     if expansions.len() >= MAX_EXPANSIONS {
@@ -1307,68 +1435,99 @@ fn pow(x: f32, e: f32) -> f32 {
     }
 }
 
-/// Longest word [`AsciiLevenshtein`] handles.
+/// Matches the keys without a name separator (`_`, `.`, `-`): single
+/// words, not whole names.
+#[derive(Clone, Copy, Debug)]
+struct SingleWord;
+
+impl SingleWord {
+    fn is_separator(byte: u8) -> bool {
+        matches!(byte, b'_' | b'.' | b'-')
+    }
+}
+
+impl Automaton for SingleWord {
+    type State = bool;
+
+    fn start(&self) -> bool {
+        true
+    }
+
+    fn is_match(&self, state: &bool) -> bool {
+        *state
+    }
+
+    fn can_match(&self, state: &bool) -> bool {
+        *state
+    }
+
+    fn accept(&self, state: &bool, byte: u8) -> bool {
+        *state && !SingleWord::is_separator(byte)
+    }
+}
+
+/// Longest word [`WordLevenshtein`] handles, in characters.
 const LEV_MAX: usize = 40;
 
-/// Matches the keys within `distance` edits (insertions, deletions,
-/// substitutions of characters) of an ASCII word. The state is the current
-/// row of the edit-distance table, computed as the fst is walked. Distances
-/// are in characters, as with fst's `Levenshtein`: a non-ASCII character of
-/// a key is one lead byte (never equal to an ASCII byte: one edit) and
-/// continuation bytes, which are skipped.
+/// Matches the single-word keys within `distance` edits (insertions,
+/// deletions, substitutions of characters) of a word, as fst's
+/// `Levenshtein` does, but lazily: the state is the current row of the
+/// edit-distance table, computed as the fst is walked, so nothing is built
+/// up front. (fst's automaton builds its whole DFA first, which took
+/// milliseconds for a long word, more than the rest of the query.) Keys
+/// are UTF-8: the bytes of a multi-byte character are gathered and the
+/// character compared whole. A name separator ends the walk: whole names
+/// (`get_weather`) are not typo matches of a word.
 #[derive(Clone, Debug)]
-struct AsciiLevenshtein {
-    word: [u8; LEV_MAX],
+struct WordLevenshtein {
+    word: [char; LEV_MAX],
     len: usize,
     distance: u8,
 }
 
-impl AsciiLevenshtein {
-    fn new(word: &str, distance: u8) -> Option<AsciiLevenshtein> {
-        if !word.is_ascii() || word.len() >= LEV_MAX || word.is_empty() {
-            return None;
+/// A [`WordLevenshtein`] state: the row, and a partly read character.
+#[derive(Clone, Debug)]
+struct LevState {
+    row: [u8; LEV_MAX],
+    /// The bits of the character read so far.
+    pending: u32,
+    /// Continuation bytes still to come.
+    need: u8,
+}
+
+impl WordLevenshtein {
+    fn new(word: &str, distance: u8) -> Option<WordLevenshtein> {
+        let mut w = ['\0'; LEV_MAX];
+        let mut len = 0;
+        for c in word.chars() {
+            // One slot is kept for the row's extra column.
+            if len + 1 >= LEV_MAX {
+                return None;
+            }
+            w[len] = c;
+            len += 1;
         }
-        let mut w = [0u8; LEV_MAX];
-        w[..word.len()].copy_from_slice(word.as_bytes());
-        Some(AsciiLevenshtein {
+        (len > 0).then_some(WordLevenshtein {
             word: w,
-            len: word.len(),
+            len,
             distance,
         })
     }
-}
 
-impl Automaton for AsciiLevenshtein {
-    /// The row of distances, `None` once no extension can match.
-    type State = Option<[u8; LEV_MAX]>;
-
-    fn start(&self) -> Self::State {
-        let mut row = [0u8; LEV_MAX];
-        for (i, slot) in row.iter_mut().enumerate().take(self.len + 1) {
-            *slot = i as u8;
-        }
-        Some(row)
-    }
-
-    fn is_match(&self, state: &Self::State) -> bool {
-        state.is_some_and(|row| row[self.len] <= self.distance)
-    }
-
-    fn can_match(&self, state: &Self::State) -> bool {
-        state.is_some()
-    }
-
-    fn accept(&self, state: &Self::State, byte: u8) -> Self::State {
-        let prev = state.as_ref()?;
-        // A UTF-8 continuation byte belongs to the character already counted.
-        if byte & 0xC0 == 0x80 {
-            return Some(*prev);
+    /// The next row after reading character `c`, or `None` once no key
+    /// going on from here can be within the distance.
+    fn step(&self, prev: &[u8; LEV_MAX], c: u32) -> Option<[u8; LEV_MAX]> {
+        // The first character must be right: slips at the start of a word
+        // are rare, and this keeps the walk to one branch of the
+        // dictionary instead of all of it.
+        if prev[0] == 0 && self.word[0] as u32 != c {
+            return None;
         }
         let mut row = [0u8; LEV_MAX];
         row[0] = prev[0].saturating_add(1);
         let mut best = row[0];
         for i in 1..=self.len {
-            let cost = u8::from(self.word[i - 1] != byte);
+            let cost = u8::from(self.word[i - 1] as u32 != c);
             let v = prev[i - 1]
                 .saturating_add(cost)
                 .min(prev[i].saturating_add(1))
@@ -1376,36 +1535,198 @@ impl Automaton for AsciiLevenshtein {
             row[i] = v;
             best = best.min(v);
         }
-        if best > self.distance {
-            None
-        } else {
-            Some(row)
+        (best <= self.distance).then_some(row)
+    }
+}
+
+impl Automaton for WordLevenshtein {
+    /// `None` once no key going on from here can match.
+    type State = Option<LevState>;
+
+    fn start(&self) -> Self::State {
+        let mut row = [0u8; LEV_MAX];
+        for (i, slot) in row.iter_mut().enumerate().take(self.len + 1) {
+            *slot = i as u8;
+        }
+        Some(LevState {
+            row,
+            pending: 0,
+            need: 0,
+        })
+    }
+
+    fn is_match(&self, state: &Self::State) -> bool {
+        state
+            .as_ref()
+            .is_some_and(|s| s.need == 0 && s.row[self.len] <= self.distance)
+    }
+
+    fn can_match(&self, state: &Self::State) -> bool {
+        state.is_some()
+    }
+
+    fn accept(&self, state: &Self::State, byte: u8) -> Self::State {
+        let s = state.as_ref()?;
+        if s.need > 0 {
+            // A continuation byte of the character being read.
+            let pending = (s.pending << 6) | u32::from(byte & 0x3F);
+            if s.need > 1 {
+                return Some(LevState {
+                    row: s.row,
+                    pending,
+                    need: s.need - 1,
+                });
+            }
+            let row = self.step(&s.row, pending)?;
+            return Some(LevState {
+                row,
+                pending: 0,
+                need: 0,
+            });
+        }
+        let (pending, need) = match byte {
+            b'_' | b'.' | b'-' => return None,
+            0x00..=0x7F => {
+                let row = self.step(&s.row, u32::from(byte))?;
+                return Some(LevState {
+                    row,
+                    pending: 0,
+                    need: 0,
+                });
+            }
+            0xC0..=0xDF => (u32::from(byte & 0x1F), 1),
+            0xE0..=0xEF => (u32::from(byte & 0x0F), 2),
+            // 0xF0 and up; a stray continuation byte cannot start a key
+            // character of valid UTF-8, so treat it like a lead byte.
+            _ => (u32::from(byte & 0x07), 3),
+        };
+        Some(LevState {
+            row: s.row,
+            pending,
+            need,
+        })
+    }
+}
+
+/// A first-stage result ordered so that a max-heap keeps the worst on
+/// top: the lowest score, and among equal scores the highest tool number.
+#[derive(Clone, Copy, Debug)]
+struct Worst(f32, u32);
+
+impl PartialEq for Worst {
+    fn eq(&self, other: &Worst) -> bool {
+        self.cmp(other) == std::cmp::Ordering::Equal
+    }
+}
+
+impl Eq for Worst {}
+
+impl PartialOrd for Worst {
+    fn partial_cmp(&self, other: &Worst) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Worst {
+    fn cmp(&self, other: &Worst) -> std::cmp::Ordering {
+        other.0.total_cmp(&self.0).then(self.1.cmp(&other.1))
+    }
+}
+
+/// The coverage factor of [`Ranking`]: `coverage ^ exponent`, where
+/// coverage blends the fraction of query terms matched with the fraction
+/// of their weight matched.
+struct Coverage {
+    terms: f32,
+    idf_total: f32,
+    idf_coverage: f32,
+    exponent: f32,
+}
+
+impl Coverage {
+    #[inline]
+    fn factor(&self, matched: f32, matched_w: f32) -> f32 {
+        let a = self.idf_coverage;
+        let mut c = matched / self.terms;
+        if a != 0.0 {
+            c = (1.0 - a) * c + a * matched_w / self.idf_total;
+        }
+        pow(c, self.exponent)
+    }
+}
+
+/// One postings list of a query term.
+struct Cursor<'a> {
+    list: PostingList<'a>,
+    /// Entries at or past this position are ignored.
+    end: usize,
+    /// Contribution per unit of impact: the (penalised) IDF over the scale.
+    weight: f32,
+}
+
+impl<'a> Cursor<'a> {
+    fn new(list: PostingList<'a>, weight: f32) -> Cursor<'a> {
+        Cursor {
+            end: list.len(),
+            list,
+            weight,
         }
     }
 }
 
-/// Per-thread scoring buffers, indexed by tool number, reused across
+/// The lists of one query term: one for a word found by stem, one per
+/// expansion for a word matched by prefix or typo (a tool gets the best of
+/// them, not their sum).
+struct Group<'a> {
+    cursors: Vec<Cursor<'a>>,
+    /// The query term's index.
+    term: usize,
+    /// Found by exact or stem match (counts for the name bonus).
+    exact: bool,
+}
+
+impl<'a> Group<'a> {
+    fn new(cursors: Vec<Cursor<'a>>, term: usize, exact: bool) -> Group<'a> {
+        Group {
+            cursors,
+            term,
+            exact,
+        }
+    }
+
+    /// Stops each list at the first tool number past the catalog (only a
+    /// damaged file has any).
+    fn limit(&mut self, n: u32) {
+        for c in &mut self.cursors {
+            c.end = c.list.seek(0, n);
+        }
+    }
+}
+
+/// Per-thread first-stage buffers, indexed by tool number, reused across
 /// searches so a query allocates nothing proportional to the catalog. Only
 /// the entries of touched tools are non-zero, and they are reset after each
 /// search.
 #[derive(Default)]
 struct Scratch {
-    score: Vec<f32>,
-    exact: Vec<u64>,
-    any: Vec<u64>,
-    name_hits: Vec<u8>,
+    /// What each tool has gathered, in one array so that adding a posting
+    /// touches one cache line.
+    acc: Vec<Acc>,
+    /// Query words found, exactly or by stem, in the name.
+    name: Vec<u8>,
+    /// Best expansion contribution of the current term.
     best: Vec<f32>,
+    /// Tools with a non-zero entry.
     touched: Vec<u32>,
+    /// Tools with a `best` entry.
     best_touched: Vec<u32>,
 }
 
 impl Scratch {
     fn prepare(&mut self, n: usize) {
-        if self.score.len() < n {
-            self.score.resize(n, 0.0);
-            self.exact.resize(n, 0);
-            self.any.resize(n, 0);
-            self.name_hits.resize(n, 0);
+        if self.acc.len() < n {
+            self.acc.resize(n, Acc::default());
+            self.name.resize(n, 0);
             self.best.resize(n, 0.0);
         }
         self.touched.clear();
@@ -1414,13 +1735,68 @@ impl Scratch {
     fn reset(&mut self) {
         for &d in &self.touched {
             let d = d as usize;
-            self.score[d] = 0.0;
-            self.exact[d] = 0;
-            self.any[d] = 0;
-            self.name_hits[d] = 0;
+            self.acc[d] = Acc::default();
+            self.name[d] = 0;
         }
         self.touched.clear();
     }
+
+    /// Adds one term's contribution to every tool in its lists (for an
+    /// expanded term, each tool's best expansion), touching new tools.
+    fn accumulate(&mut self, group: &Group<'_>, term_w: f32) {
+        let bit = 1u64 << group.term;
+        if let [c] = group.cursors.as_slice() {
+            let (docs, impacts) = c.list.entries(c.end);
+            for (d, q) in docs.chunks_exact(4).zip(impacts.chunks_exact(2)) {
+                let d = u32::from_le_bytes([d[0], d[1], d[2], d[3]]) as usize;
+                let q = u16::from_le_bytes([q[0], q[1]]);
+                let a = &mut self.acc[d];
+                if a.bits == 0 {
+                    self.touched.push(d as u32);
+                }
+                a.score += c.weight * f32::from(q & format::IMPACT_MAX);
+                a.bits |= bit;
+                a.w += term_w;
+                if group.exact && q & format::NAME_BIT != 0 {
+                    self.name[d] = self.name[d].saturating_add(1);
+                }
+            }
+            return;
+        }
+        self.best_touched.clear();
+        for c in &group.cursors {
+            for i in 0..c.end {
+                let d = c.list.doc(i) as usize;
+                let s = c.weight * f32::from(c.list.impact(i) & format::IMPACT_MAX);
+                self.best_touched.push(d as u32);
+                self.best[d] = self.best[d].max(s);
+            }
+        }
+        self.best_touched.sort_unstable();
+        self.best_touched.dedup();
+        for k in 0..self.best_touched.len() {
+            let d = self.best_touched[k] as usize;
+            let s = std::mem::take(&mut self.best[d]);
+            let a = &mut self.acc[d];
+            if a.bits == 0 {
+                self.touched.push(d as u32);
+            }
+            a.score += s;
+            a.bits |= bit;
+            a.w += term_w;
+        }
+    }
+}
+
+/// What one tool has gathered in the first stage.
+#[derive(Clone, Copy, Default)]
+struct Acc {
+    /// Sum of term contributions.
+    score: f32,
+    /// Sum of the coverage weights of the matched terms.
+    w: f32,
+    /// Which query terms matched (bit = term index).
+    bits: u64,
 }
 
 thread_local! {

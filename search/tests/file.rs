@@ -1,7 +1,7 @@
 //! Writing an index to a file and opening it again.
 
 use serde_json::json;
-use toolgate_search::{IndexError, Query, SearchIndex, ToolDoc};
+use toolgate_search::{IndexError, Query, Ranking, SearchIndex, ToolDoc};
 
 fn built() -> SearchIndex {
     let mut a = ToolDoc::new("get_weather", "Current weather for a city.");
@@ -40,6 +40,50 @@ fn written_index_opens_and_searches_the_same() {
         assert_eq!(opened.search(&q, 5), index.search(&q, 5));
     }
     assert_eq!(opened.get("get_weather"), index.get("get_weather"));
+}
+
+#[test]
+fn an_opened_index_keeps_the_ranking_it_was_built_with() {
+    let docs = vec![
+        ToolDoc::new("get_weather", "Current weather for a city."),
+        ToolDoc::new("send_email", "Send an email message about the weather."),
+    ];
+    let ranking = Ranking {
+        k1: 0.9,
+        weight: [5.0, 0.5, 0.6, 0.4, 2.5, 2.0],
+        ..Ranking::default()
+    };
+    let index = SearchIndex::build_with(docs, ranking).expect("builds");
+    let (_dir, path) = written(&index);
+    let opened = SearchIndex::open(&path).expect("opens");
+    assert_eq!(opened.ranking().k1, 0.9);
+    assert_eq!(opened.ranking().weight, ranking.weight);
+    let q = Query::parse("weather email").unwrap();
+    assert_eq!(opened.search(&q, 5), index.search(&q, 5));
+}
+
+#[test]
+fn with_ranking_that_changes_term_weights_equals_building_with_it() {
+    let docs = vec![
+        ToolDoc::new("get_weather", "Current weather for a city."),
+        ToolDoc::new("send_email", "Send an email message about the weather."),
+        ToolDoc::new("weather_alerts", "Storm and weather alerts for a region."),
+    ];
+    let ranking = Ranking {
+        k1: 0.5,
+        b: [0.0; 6],
+        name_coverage: 0.1,
+        ..Ranking::default()
+    };
+    let direct = SearchIndex::build_with(docs.clone(), ranking).expect("builds");
+    let changed = SearchIndex::build(docs)
+        .expect("builds")
+        .with_ranking(ranking);
+    assert_eq!(changed.ranking(), direct.ranking());
+    for q in ["weather", "weather alerts email", "storm"] {
+        let q = Query::parse(q).unwrap();
+        assert_eq!(changed.search(&q, 5), direct.search(&q, 5));
+    }
 }
 
 #[test]

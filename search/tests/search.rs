@@ -147,6 +147,36 @@ fn small_typos_are_tolerated() {
 }
 
 #[test]
+fn typos_keep_the_first_letter() {
+    // "weather" with its first letter wrong is not a typo match: slips at
+    // the start of a word are rare, and requiring it keeps typo lookups to
+    // one branch of the dictionary.
+    assert!(search(&catalog(), "veather").hits.is_empty());
+    assert_eq!(top(&catalog(), "weathr"), "get_weather");
+}
+
+#[test]
+fn typos_are_tolerated_in_other_scripts() {
+    let index = SearchIndex::build(vec![
+        doc("lebenslauf", "Analysiert einen Lebenslauf für Bewerbungen."),
+        doc("wetter", "Das Wetter für eine Stadt."),
+    ])
+    .expect("builds");
+    // One character off, the wrong one being non-ASCII.
+    let hits = search(&index, "bewerbüngen");
+    assert_eq!(hits.hits[0].name, "lebenslauf");
+    assert_eq!(hits.hits[0].why[0].kind, MatchKind::Typo);
+}
+
+#[test]
+fn a_word_is_not_expanded_into_a_whole_name() {
+    // "getweather" is one edit from the whole-name term "get_weather"; a
+    // single word only expands to single words ("weather" here is no
+    // prefix or typo of it, so nothing matches).
+    assert!(search(&catalog(), "getweather").hits.is_empty());
+}
+
+#[test]
 fn short_words_get_no_typo_tolerance() {
     // "fz" is one edit from "fs", but words of three characters or fewer must match exactly.
     assert!(search(&catalog(), "fz").hits.is_empty());
