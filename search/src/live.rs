@@ -75,7 +75,7 @@ impl LiveIndex {
         let ticket = self.next_ticket.fetch_add(1, Ordering::SeqCst);
         let live = Arc::clone(self);
         std::thread::spawn(move || {
-            let index = SearchIndex::build_with(docs, *live.current().ranking());
+            let index = SearchIndex::build_with(docs, *live.current().ranking())?;
             Ok(live.install(ticket, index))
         })
     }
