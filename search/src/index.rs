@@ -468,6 +468,17 @@ impl TermTable {
         (id, true)
     }
 
+    /// The id of `term`, taking the string if it is new.
+    fn id_owned(&mut self, term: String) -> u32 {
+        if let Some(&id) = self.ids.get(&term) {
+            return id;
+        }
+        let id = self.postings.len() as u32;
+        self.ids.insert(term, id);
+        self.postings.push(Vec::new());
+        id
+    }
+
     /// Adds one tool's `(term id, field)` occurrences.
     fn add(&mut self, doc: u32, occurrences: &mut [(u32, u8)]) {
         occurrences.sort_unstable();
@@ -563,6 +574,74 @@ impl ImpactParams {
     }
 }
 
+/// What one build worker makes of a contiguous run of tools.
+#[derive(Default)]
+struct Shard {
+    stems: TermTable,
+    /// Six `u16` per tool.
+    field_lens: Vec<u8>,
+    total_len: [f64; FIELDS],
+    /// One `u64` per tool into `records`.
+    doc_offsets: Vec<u8>,
+    records: Vec<u8>,
+}
+
+impl Shard {
+    /// Splits and interns `docs`, numbering them from `first`.
+    fn build<'a>(docs: impl Iterator<Item = &'a crate::ToolDoc>, first: u32) -> Shard {
+        let mut shard = Shard::default();
+        // Each distinct surface word is stemmed once.
+        let mut stem_of: HashMap<String, u32, FxBuild> = HashMap::default();
+        let mut occ = Vec::new();
+        for (id, doc) in (first..).zip(docs) {
+            let prepared = Prepared::new(doc);
+            occ.clear();
+            for (f, total) in shard.total_len.iter_mut().enumerate() {
+                let count = prepared.fields.len(f);
+                *total += count as f64;
+                let len = u16::try_from(count).unwrap_or(u16::MAX);
+                shard.field_lens.extend_from_slice(&len.to_le_bytes());
+                for t in prepared.fields.terms(f) {
+                    let stem = match stem_of.get(t) {
+                        Some(&s) => s,
+                        None => {
+                            let s = shard.stems.id(&text::stem(t)).0;
+                            stem_of.insert(t.to_string(), s);
+                            s
+                        }
+                    };
+                    occ.push((stem, f as u8));
+                }
+            }
+            shard.stems.add(id, &mut occ);
+            let offset = shard.records.len() as u64;
+            shard.doc_offsets.extend_from_slice(&offset.to_le_bytes());
+            shard.records.extend_from_slice(&prepared.record);
+        }
+        shard
+    }
+
+    /// Adds `next`, whose tools follow this shard's.
+    fn append(&mut self, next: Shard) {
+        for (term, id) in next.stems.ids {
+            let postings = &next.stems.postings[id as usize];
+            let to = self.stems.id_owned(term);
+            self.stems.postings[to as usize].extend_from_slice(postings);
+        }
+        self.field_lens.extend_from_slice(&next.field_lens);
+        for (t, n) in self.total_len.iter_mut().zip(next.total_len) {
+            *t += n;
+        }
+        let base = self.records.len() as u64;
+        for o in next.doc_offsets.chunks_exact(8) {
+            let o = u64::from_le_bytes([o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7]]);
+            self.doc_offsets
+                .extend_from_slice(&(base + o).to_le_bytes());
+        }
+        self.records.extend_from_slice(&next.records);
+    }
+}
+
 impl SearchIndex {
     /// Indexes `docs` with the default [`Ranking`]. Tool names must be
     /// non-empty and unique.
@@ -575,77 +654,72 @@ impl SearchIndex {
     /// parameters apply at query time and can be changed with
     /// [`SearchIndex::with_ranking`].
     pub fn build_with(
-        mut docs: Vec<crate::ToolDoc>,
+        docs: Vec<crate::ToolDoc>,
         ranking: Ranking,
     ) -> Result<SearchIndex, IndexError> {
         let params = ImpactParams::of(&ranking);
-        docs.sort_by(|a, b| a.name.cmp(&b.name));
-        for pair in docs.windows(2) {
-            if pair[0].name == pair[1].name {
-                return Err(IndexError::DuplicateName(pair[0].name.clone()));
-            }
-        }
-        if docs.first().is_some_and(|d| d.name.is_empty()) {
-            return Err(IndexError::EmptyName);
-        }
         let n = u32::try_from(docs.len()).map_err(|_| IndexError::Invalid {
             path: PathBuf::new(),
             reason: "more than 2^32 tools".into(),
         })?;
+        // Tools are numbered in name order. Sorting numbers rather than
+        // the documents themselves moves 4 bytes instead of a whole
+        // document per step.
+        let mut order: Vec<u32> = (0..n).collect();
+        order.sort_unstable_by(|&a, &b| docs[a as usize].name.cmp(&docs[b as usize].name));
+        for pair in order.windows(2) {
+            let (a, b) = (&docs[pair[0] as usize], &docs[pair[1] as usize]);
+            if a.name == b.name {
+                return Err(IndexError::DuplicateName(a.name.clone()));
+            }
+        }
+        if order
+            .first()
+            .is_some_and(|&d| docs[d as usize].name.is_empty())
+        {
+            return Err(IndexError::EmptyName);
+        }
 
-        let mut stems = TermTable::default();
-        let mut surfaces = TermTable::default();
-        // The stem id of each surface id: each distinct word is stemmed once.
-        let mut stem_of: Vec<u32> = Vec::new();
-        let mut field_lens = Vec::with_capacity(docs.len() * FIELDS * 2);
-        let mut total_len = [0f64; FIELDS];
-        let mut doc_offsets = Vec::with_capacity(docs.len() * 8);
-        let mut records = Vec::new();
-        let mut stem_occ = Vec::new();
-        // A two-stage pipeline: a helper thread splits the text of a chunk
-        // of tools and serialises their records while this thread interns
-        // the terms of the previous chunk. The result does not depend on
-        // the chunking: chunks arrive in order.
-        const CHUNK: usize = 1024;
-        std::thread::scope(|scope| {
-            let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Prepared>>(2);
+        // Split the tools, in name order, into one contiguous run per
+        // worker; each splits and interns its run's text on its own, and
+        // the runs are joined in order. The result does not depend on the
+        // number of workers.
+        let workers = if docs.len() < 4096 {
+            1
+        } else {
+            std::thread::available_parallelism().map_or(1, |p| p.get().min(8))
+        };
+        let run = order.len().div_ceil(workers).max(1);
+        let shards: Vec<Shard> = std::thread::scope(|scope| {
             let docs = &docs;
-            let producer = scope.spawn(move || {
-                for chunk in docs.chunks(CHUNK) {
-                    let prepared = chunk.iter().map(Prepared::new).collect();
-                    if tx.send(prepared).is_err() {
-                        break;
-                    }
-                }
-            });
-            let mut id = 0u32;
-            for chunk in rx {
-                for prepared in chunk {
-                    stem_occ.clear();
-                    for (f, total) in total_len.iter_mut().enumerate() {
-                        let count = prepared.fields.len(f);
-                        *total += count as f64;
-                        let len = u16::try_from(count).unwrap_or(u16::MAX);
-                        field_lens.extend_from_slice(&len.to_le_bytes());
-                        for t in prepared.fields.terms(f) {
-                            let (surface, new) = surfaces.id(t);
-                            if new {
-                                stem_of.push(stems.id(&text::stem(t)).0);
-                            }
-                            stem_occ.push((stem_of[surface as usize], f as u8));
-                        }
-                    }
-                    stems.add(id, &mut stem_occ);
-                    doc_offsets.extend_from_slice(&(records.len() as u64).to_le_bytes());
-                    records.extend_from_slice(&prepared.record);
-                    id += 1;
-                }
-            }
-            // The producer cannot fail except by panicking; pass that on.
-            if let Err(panic) = producer.join() {
-                std::panic::resume_unwind(panic);
-            }
+            let handles: Vec<_> = order
+                .chunks(run)
+                .enumerate()
+                .map(|(i, ids)| {
+                    let first = (i * run) as u32;
+                    scope.spawn(move || Shard::build(ids.iter().map(|&d| &docs[d as usize]), first))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                })
+                .collect()
         });
+        let mut shards = shards.into_iter();
+        let mut all = shards.next().unwrap_or_default();
+        for shard in shards {
+            all.append(shard);
+        }
+        let Shard {
+            stems,
+            field_lens,
+            total_len,
+            doc_offsets,
+            records,
+        } = all;
         debug_assert_eq!(doc_offsets.len(), docs.len() * 8);
 
         let avg_len: [f32; FIELDS] = std::array::from_fn(|f| {
@@ -668,13 +742,17 @@ impl SearchIndex {
             .map(|d| params.norms(&lens_of(d), &avg_len))
             .collect();
         let mut postings = Vec::new();
-        let stem_fst = stems.finish(&mut postings, |p| {
-            params.impact(&p.tf, &norms[p.doc as usize])
+        // Freeing the documents (many small allocations) overlaps with
+        // writing the postings.
+        let stem_fst = std::thread::scope(|scope| {
+            scope.spawn(move || drop(docs));
+            stems.finish(&mut postings, |p| {
+                params.impact(&p.tf, &norms[p.doc as usize])
+            })
         })?;
-        // The surface (unstemmed) dictionary is no longer needed: hits are
+        // The surface (unstemmed) dictionary is not stored: hits are
         // explained by splitting the returned tools again. The section stays
-        // in the format, as an empty map, so files stay readable both ways.
-        drop(surfaces);
+        // in the format, as an empty map.
         let surface_fst = MapBuilder::memory().into_inner()?;
         let sections: [&[u8]; format::SECTIONS] = [
             &stem_fst,
