@@ -22,6 +22,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "bigram" => r.bigram = v,
             "name_substring" => r.name_substring = v,
             "idf_cov" => r.idf_coverage = v,
+            "number" => r.number_weight = v,
+            "div" => r.diversity = v,
             k if k.starts_with('w') => r.weight[k[1..].parse::<usize>()?] = v,
             k if k.starts_with('b') => r.b[k[1..].parse::<usize>()?] = v,
             _ => return Err(format!("unknown {k}").into()),

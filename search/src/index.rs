@@ -105,7 +105,8 @@ pub struct SearchResults {
 /// ```
 ///
 /// and the tool's score is `sum over t of idf(t) * tf / (k1 + tf)`, with
-/// `idf = ln(1 + (N - df + 0.5) / (df + 0.5))` over tools. A term reached
+/// `idf = ln(1 + (N - df + 0.5) / (df + 0.5))` over tools, multiplied by
+/// `number_weight` for a query word made only of digits. A term reached
 /// only by a prefix or a typo is multiplied by `prefix_factor` or
 /// `typo_factor`. Finally the sum is multiplied by `coverage ^
 /// coverage_exponent`, where `coverage` is the fraction of query terms the
@@ -121,7 +122,22 @@ pub struct SearchResults {
 /// stage from their stored name and description: a bonus for each pair of
 /// adjacent query words (stop words removed, stemmed) that is also adjacent
 /// in the name or the description (`bigram`), and optionally for query words
-/// hidden inside an unsplit name (`name_substring`).
+/// hidden inside an unsplit name (`name_substring`). Then, for a query of
+/// three or more sentences (a task of several steps), the first ten places
+/// are filled greedily so that each sentence gets tools for it (`diversity`,
+/// an xQuAD-style diversification with the sentences as the query's
+/// aspects): the next place goes to the tool maximising
+///
+/// ```text
+/// (1 - diversity) * score / best score
+///     + diversity * sum over sentences s of share(s) * covers(tool, s) * uncovered(s)
+/// ```
+///
+/// where `covers(tool, s)` is the fraction of the IDF of sentence `s`'s
+/// query words found in the tool's name or description, `share(s)` the
+/// sentence's fraction of the IDF of all its sentences, and `uncovered(s)`
+/// the product of `1 - covers` over the tools already placed. The scores
+/// returned stay those of the second stage, handed out in the new order.
 ///
 /// The defaults were tuned on the *tune* half of the labelled data sets only
 /// (see [`crate::eval::half_of`]).
@@ -155,6 +171,14 @@ pub struct Ranking {
     /// every word counts the same, 1: a word counts its IDF's share of the
     /// query's total).
     pub idf_coverage: f32,
+    /// Multiplier of the IDF of a query word made only of digits (`2023`,
+    /// the `11` of `11th`): numbers in a request are usually argument
+    /// values, not words that describe the tool.
+    pub number_weight: f32,
+    /// Second stage, for queries of three or more sentences: how much the
+    /// first ten places go to tools covering sentences not yet covered
+    /// rather than to the best scores (0: off, 1: coverage only).
+    pub diversity: f32,
 }
 
 /// How many of the best first-stage tools the second stage re-scores.
@@ -174,6 +198,8 @@ impl Default for Ranking {
             bigram: 1.5,
             name_substring: 0.0,
             idf_coverage: 0.5,
+            number_weight: 0.2,
+            diversity: 0.7,
         }
     }
 }
@@ -921,7 +947,7 @@ impl SearchIndex {
                 match &lookup {
                     Lookup::Found(offset) => {
                         let list = self.postings_at(*offset);
-                        let idf = self.idf(list.len());
+                        let idf = self.idf(list.len()) * term_weight(&self.ranking, term);
                         term_idf[i] = idf;
                         for p in list {
                             let d = p.doc as usize;
@@ -1008,7 +1034,9 @@ impl SearchIndex {
             sc.reset();
             drop(guard);
             let by_rank = |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
-            let rerank = self.ranking.bigram != 0.0 || self.ranking.name_substring != 0.0;
+            let rerank = self.ranking.bigram != 0.0
+                || self.ranking.name_substring != 0.0
+                || self.ranking.diversity != 0.0;
             let depth = if rerank {
                 max_results.max(RERANK_DEPTH)
             } else {
@@ -1019,20 +1047,25 @@ impl SearchIndex {
                 ranked.truncate(depth);
             }
             if rerank {
-                self.rerank(free, &terms, &mut ranked);
-            }
-            if ranked.len() > max_results {
-                ranked.select_nth_unstable_by(max_results - 1, by_rank);
+                // Leaves `ranked` in its final order.
+                self.rerank(free, &terms, &term_idf[..terms.len()], &mut ranked);
                 ranked.truncate(max_results);
+            } else {
+                if ranked.len() > max_results {
+                    ranked.select_nth_unstable_by(max_results - 1, by_rank);
+                    ranked.truncate(max_results);
+                }
+                ranked.sort_unstable_by(by_rank);
             }
-            ranked.sort_unstable_by(by_rank);
             self.explain(&terms, &lookups, ranked)
         })
     }
 
     /// The second stage: multiplies the first-stage scores of `ranked` by
-    /// the phrase and name-substring factors described on [`Ranking`].
-    fn rerank(&self, free: &str, terms: &[QueryTerm], ranked: &mut [(f32, u32)]) {
+    /// the phrase and name-substring factors described on [`Ranking`],
+    /// diversifies the order of a query of several sentences, and leaves
+    /// `ranked` in its final order.
+    fn rerank(&self, free: &str, terms: &[QueryTerm], term_idf: &[f32], ranked: &mut [(f32, u32)]) {
         let r = &self.ranking;
         let seq: Vec<String> = text::terms(free).iter().map(|w| text::stem(w)).collect();
         let mut pairs: Vec<(&str, &str)> = seq
@@ -1051,7 +1084,15 @@ impl SearchIndex {
         let total = terms.len().max(1) as f32;
         let mut stems: Vec<String> = Vec::new();
         let mut found: Vec<usize> = Vec::new();
+        let aspects = if r.diversity != 0.0 {
+            sentence_masks(free, terms)
+        } else {
+            Vec::new()
+        };
+        // Per ranked tool: which query terms its name or description holds.
+        let mut masks: Vec<u64> = Vec::with_capacity(ranked.len());
         for (score, d) in ranked.iter_mut() {
+            masks.push(0);
             let Some(mut rec) = self.record(*d as usize) else {
                 continue;
             };
@@ -1059,12 +1100,24 @@ impl SearchIndex {
                 continue;
             };
             let mut factor = 1.0;
-            if r.bigram != 0.0 && !pairs.is_empty() {
-                stems.clear();
-                found.clear();
+            stems.clear();
+            let mut name_end = 0;
+            if (r.bigram != 0.0 && !pairs.is_empty()) || aspects.len() >= DIVERSIFY_MIN_SENTENCES {
                 stems.extend(text::words(name).iter().map(|w| text::stem(w)));
-                let name_end = stems.len();
+                name_end = stems.len();
                 stems.extend(text::terms(description).iter().map(|w| text::stem(w)));
+            }
+            if aspects.len() >= DIVERSIFY_MIN_SENTENCES
+                && let Some(m) = masks.last_mut()
+            {
+                for (i, t) in terms.iter().enumerate() {
+                    if stems.contains(&t.stem) {
+                        *m |= 1 << i;
+                    }
+                }
+            }
+            if r.bigram != 0.0 && !pairs.is_empty() {
+                found.clear();
                 for (i, w) in stems.windows(2).enumerate() {
                     if i + 1 != name_end
                         && let Ok(k) = pairs.binary_search(&(w[0].as_str(), w[1].as_str()))
@@ -1087,6 +1140,82 @@ impl SearchIndex {
                 factor *= 1.0 + r.name_substring * hits as f32 / total;
             }
             *score *= factor;
+        }
+        let by_rank = |a: &(usize, (f32, u32)), b: &(usize, (f32, u32))| {
+            b.1.0.total_cmp(&a.1.0).then(a.1.1.cmp(&b.1.1))
+        };
+        let mut order: Vec<(usize, (f32, u32))> = ranked.iter().copied().enumerate().collect();
+        order.sort_unstable_by(by_rank);
+        if aspects.len() >= DIVERSIFY_MIN_SENTENCES && r.diversity != 0.0 {
+            self.diversify(&mut order, &masks, &aspects, term_idf);
+        }
+        // The scores, best first, handed out in the final order.
+        let mut scores: Vec<f32> = order.iter().map(|o| o.1.0).collect();
+        scores.sort_unstable_by(|a, b| b.total_cmp(a));
+        for ((slot, (_, (_, d))), score) in ranked.iter_mut().zip(&order).zip(scores) {
+            *slot = (score, *d);
+        }
+    }
+
+    /// Reorders `order` (best first; each entry's index into `masks`)
+    /// greedily, as xQuAD does with query aspects: each next tool maximises
+    /// `(1 - diversity) * score / best score + diversity * sum over
+    /// sentences a of share(a) * covers(tool, a) * (1 - covered(a))`, where
+    /// `covers` is the IDF fraction of the sentence's terms in the tool's
+    /// name or description, `share` the sentence's part of the query's IDF
+    /// and `covered(a)` is `1 - product of (1 - covers)` over the tools
+    /// already placed.
+    fn diversify(
+        &self,
+        order: &mut [(usize, (f32, u32))],
+        masks: &[u64],
+        aspects: &[u64],
+        term_idf: &[f32],
+    ) {
+        let lambda = self.ranking.diversity;
+        let idf_of = |mut bits: u64| {
+            let mut sum = 0.0;
+            while bits != 0 {
+                sum += term_idf
+                    .get(bits.trailing_zeros() as usize)
+                    .copied()
+                    .unwrap_or(0.0);
+                bits &= bits - 1;
+            }
+            sum
+        };
+        let weight: Vec<f32> = aspects.iter().map(|&a| idf_of(a)).collect();
+        let total: f32 = weight.iter().sum();
+        let best = order.first().map_or(0.0, |o| o.1.0);
+        if total <= 0.0 || best <= 0.0 {
+            return;
+        }
+        let mut uncovered = vec![1f32; aspects.len()];
+        let k = order.len().min(DIVERSIFY_DEPTH);
+        for placed in 0..k {
+            let mut pick = placed;
+            let mut pick_value = f32::NEG_INFINITY;
+            for (j, &(i, (score, _))) in order.iter().enumerate().skip(placed) {
+                let mut gain = 0.0;
+                for (a, &aspect) in aspects.iter().enumerate() {
+                    if weight[a] > 0.0 {
+                        let covers = idf_of(masks[i] & aspect) / weight[a];
+                        gain += weight[a] / total * covers * uncovered[a];
+                    }
+                }
+                let value = (1.0 - lambda) * score / best + lambda * gain;
+                if value > pick_value {
+                    pick = j;
+                    pick_value = value;
+                }
+            }
+            order[placed..=pick].rotate_right(1);
+            let i = order[placed].0;
+            for (a, &aspect) in aspects.iter().enumerate() {
+                if weight[a] > 0.0 {
+                    uncovered[a] *= 1.0 - idf_of(masks[i] & aspect) / weight[a];
+                }
+            }
         }
     }
 
@@ -1425,6 +1554,52 @@ impl Scratch {
 
 thread_local! {
     static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
+}
+
+/// How many of the first places [`SearchIndex::diversify`] fills.
+const DIVERSIFY_DEPTH: usize = 10;
+
+/// The fewest sentences a query needs to be diversified: a request in
+/// three or more sentences is usually a task of several steps, while one
+/// or two sentences usually ask for one thing (perhaps with a greeting or
+/// context). With two, diversifying lost on the tune halves of BFCL and
+/// MetaTool what it gained on Seal-Tools.
+const DIVERSIFY_MIN_SENTENCES: usize = 3;
+
+/// The query terms (as bits of `terms`) of each sentence of `free` that has
+/// any: sentences end at `.`, `!`, `?` or `;` followed by a space or the end.
+fn sentence_masks(free: &str, terms: &[QueryTerm]) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let bytes = free.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        let end = i + 1 == bytes.len();
+        let boundary = matches!(b, b'.' | b'!' | b'?' | b';')
+            && bytes.get(i + 1).is_none_or(|c| c.is_ascii_whitespace());
+        if boundary || end {
+            let mut mask = 0u64;
+            text::for_each_term(&free[start..=i], |w| {
+                let stem = text::stem(w);
+                if let Some(k) = terms.iter().position(|t| t.stem == stem) {
+                    mask |= 1 << k;
+                }
+            });
+            if mask != 0 {
+                out.push(mask);
+            }
+            start = i + 1;
+        }
+    }
+    out
+}
+
+/// The weight of a query term's IDF (see [`Ranking::number_weight`]).
+fn term_weight(r: &Ranking, term: &QueryTerm) -> f32 {
+    if !term.required && term.word.bytes().all(|b| b.is_ascii_digit()) {
+        r.number_weight
+    } else {
+        1.0
+    }
 }
 
 /// A normalised query term.
