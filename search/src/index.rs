@@ -129,15 +129,14 @@ pub struct SearchResults {
 /// aspects): the next place goes to the tool maximising
 ///
 /// ```text
-/// (1 - diversity) * score / best score
-///     + diversity * sum over sentences s of share(s) * covers(tool, s) * uncovered(s)
+/// (1 - diversity) * score / best score + diversity * novel / total
 /// ```
 ///
-/// where `covers(tool, s)` is the fraction of the IDF of sentence `s`'s
-/// query words found in the tool's name or description, `share(s)` the
-/// sentence's fraction of the IDF of all its sentences, and `uncovered(s)`
-/// the product of `1 - covers` over the tools already placed. The scores
-/// returned stay those of the second stage, handed out in the new order.
+/// where `novel` sums, over the sentences, the IDF of the sentence's query
+/// words that the tool's name or description holds and that no tool placed
+/// before it holds, and `total` is that sum for all the sentences' words.
+/// The scores returned stay those of the second stage, handed out in the
+/// new order.
 ///
 /// The defaults were tuned on the *tune* half of the labelled data sets only
 /// (see [`crate::eval::half_of`]).
@@ -1159,12 +1158,11 @@ impl SearchIndex {
 
     /// Reorders `order` (best first; each entry's index into `masks`)
     /// greedily, as xQuAD does with query aspects: each next tool maximises
-    /// `(1 - diversity) * score / best score + diversity * sum over
-    /// sentences a of share(a) * covers(tool, a) * (1 - covered(a))`, where
-    /// `covers` is the IDF fraction of the sentence's terms in the tool's
-    /// name or description, `share` the sentence's part of the query's IDF
-    /// and `covered(a)` is `1 - product of (1 - covers)` over the tools
-    /// already placed.
+    /// `(1 - diversity) * score / best score + diversity * novel / total`,
+    /// where `novel` is the IDF of the query words of each sentence that the
+    /// tool's name or description holds and no tool placed before it held
+    /// for that sentence, summed over sentences, and `total` the same sum
+    /// for all the sentences' words.
     fn diversify(
         &self,
         order: &mut [(usize, (f32, u32))],
@@ -1184,26 +1182,20 @@ impl SearchIndex {
             }
             sum
         };
-        let weight: Vec<f32> = aspects.iter().map(|&a| idf_of(a)).collect();
-        let total: f32 = weight.iter().sum();
+        let total: f32 = aspects.iter().map(|&a| idf_of(a)).sum();
         let best = order.first().map_or(0.0, |o| o.1.0);
         if total <= 0.0 || best <= 0.0 {
             return;
         }
-        let mut uncovered = vec![1f32; aspects.len()];
+        // Per sentence, its words no placed tool holds yet.
+        let mut uncovered: Vec<u64> = aspects.to_vec();
         let k = order.len().min(DIVERSIFY_DEPTH);
         for placed in 0..k {
             let mut pick = placed;
             let mut pick_value = f32::NEG_INFINITY;
             for (j, &(i, (score, _))) in order.iter().enumerate().skip(placed) {
-                let mut gain = 0.0;
-                for (a, &aspect) in aspects.iter().enumerate() {
-                    if weight[a] > 0.0 {
-                        let covers = idf_of(masks[i] & aspect) / weight[a];
-                        gain += weight[a] / total * covers * uncovered[a];
-                    }
-                }
-                let value = (1.0 - lambda) * score / best + lambda * gain;
+                let novel: f32 = uncovered.iter().map(|&u| idf_of(masks[i] & u)).sum();
+                let value = (1.0 - lambda) * score / best + lambda * novel / total;
                 if value > pick_value {
                     pick = j;
                     pick_value = value;
@@ -1211,10 +1203,8 @@ impl SearchIndex {
             }
             order[placed..=pick].rotate_right(1);
             let i = order[placed].0;
-            for (a, &aspect) in aspects.iter().enumerate() {
-                if weight[a] > 0.0 {
-                    uncovered[a] *= 1.0 - idf_of(masks[i] & aspect) / weight[a];
-                }
+            for u in &mut uncovered {
+                *u &= !masks[i];
             }
         }
     }
