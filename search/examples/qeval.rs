@@ -24,6 +24,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "idf_cov" => r.idf_coverage = v,
             "number" => r.number_weight = v,
             "div" => r.diversity = v,
+            "enum" => r.enum_match = v,
             k if k.starts_with('w') => r.weight[k[1..].parse::<usize>()?] = v,
             k if k.starts_with('b') => r.b[k[1..].parse::<usize>()?] = v,
             _ => return Err(format!("unknown {k}").into()),

@@ -121,8 +121,11 @@ pub struct SearchResults {
 /// A second stage re-scores the best [`RERANK_DEPTH`] tools of that first
 /// stage from their stored name and description: a bonus for each pair of
 /// adjacent query words (stop words removed, stemmed) that is also adjacent
-/// in the name or the description (`bigram`), and optionally for query words
-/// hidden inside an unsplit name (`name_substring`). Then, for a query of
+/// in the name or the description (`bigram`), a bonus for query words that
+/// are allowed values of a parameter (`enum_match`; the `enum` arrays are
+/// found by scanning the stored parameter JSON text, not by parsing it), and
+/// optionally for query words hidden inside an unsplit name
+/// (`name_substring`). Then, for a query of
 /// three or more sentences (a task of several steps), the first ten places
 /// are filled greedily so that each sentence gets tools for it (`diversity`,
 /// an xQuAD-style diversification with the sentences as the query's
@@ -178,6 +181,11 @@ pub struct Ranking {
     /// first ten places go to tools covering sentences not yet covered
     /// rather than to the best scores (0: off, 1: coverage only).
     pub diversity: f32,
+    /// Second stage: the score is multiplied by `1 + enum_match * (IDF of
+    /// the query words that are one of the allowed (`enum`) values of a
+    /// parameter) / (IDF of all query words)`: a request naming a value the
+    /// tool accepts (`Pop`, `app balance`, `regular`).
+    pub enum_match: f32,
 }
 
 /// How many of the best first-stage tools the second stage re-scores.
@@ -199,6 +207,7 @@ impl Default for Ranking {
             idf_coverage: 0.5,
             number_weight: 0.2,
             diversity: 0.7,
+            enum_match: 1.0,
         }
     }
 }
@@ -1034,6 +1043,7 @@ impl SearchIndex {
             drop(guard);
             let by_rank = |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
             let rerank = self.ranking.bigram != 0.0
+                || self.ranking.enum_match != 0.0
                 || self.ranking.name_substring != 0.0
                 || self.ranking.diversity != 0.0;
             let depth = if rerank {
@@ -1061,7 +1071,8 @@ impl SearchIndex {
     }
 
     /// The second stage: multiplies the first-stage scores of `ranked` by
-    /// the phrase and name-substring factors described on [`Ranking`],
+    /// the phrase, enum-value and name-substring factors described on
+    /// [`Ranking`],
     /// diversifies the order of a query of several sentences, and leaves
     /// `ranked` in its final order.
     fn rerank(&self, free: &str, terms: &[QueryTerm], term_idf: &[f32], ranked: &mut [(f32, u32)]) {
@@ -1081,6 +1092,7 @@ impl SearchIndex {
             .map(|t| t.word.as_str())
             .collect();
         let total = terms.len().max(1) as f32;
+        let idf_total: f32 = term_idf.iter().sum::<f32>().max(f32::MIN_POSITIVE);
         let mut stems: Vec<String> = Vec::new();
         let mut found: Vec<usize> = Vec::new();
         let aspects = if r.diversity != 0.0 {
@@ -1099,6 +1111,25 @@ impl SearchIndex {
                 continue;
             };
             let mut factor = 1.0;
+            if r.enum_match != 0.0
+                && let Some(parameters) = rec.str()
+            {
+                let mut mask = 0u64;
+                for_each_enum_term(parameters, |w| {
+                    let stem = text::stem(w);
+                    if let Some(k) = terms.iter().position(|t| t.stem == stem) {
+                        mask |= 1 << k;
+                    }
+                });
+                if mask != 0 {
+                    let (mut bits, mut sum) = (mask, 0.0);
+                    while bits != 0 {
+                        sum += term_idf[bits.trailing_zeros() as usize];
+                        bits &= bits - 1;
+                    }
+                    factor *= 1.0 + r.enum_match * sum / idf_total;
+                }
+            }
             stems.clear();
             let mut name_end = 0;
             if (r.bigram != 0.0 && !pairs.is_empty()) || aspects.len() >= DIVERSIFY_MIN_SENTENCES {
@@ -1544,6 +1575,20 @@ impl Scratch {
 
 thread_local! {
     static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
+}
+
+/// Calls `f` with the terms of the `enum` values of a parameter schema
+/// stored as compact JSON (as [`SearchIndex::build`] stores it), found by
+/// scanning the text for `"enum":[` rather than parsing it.
+fn for_each_enum_term(json: &str, mut f: impl FnMut(&str)) {
+    const KEY: &str = "\"enum\":[";
+    let mut rest = json;
+    while let Some(at) = rest.find(KEY) {
+        rest = &rest[at + KEY.len()..];
+        let end = rest.find(']').unwrap_or(rest.len());
+        text::for_each_term(&rest[..end], &mut f);
+        rest = &rest[end..];
+    }
 }
 
 /// How many of the first places [`SearchIndex::diversify`] fills.
