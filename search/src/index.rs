@@ -1095,8 +1095,9 @@ impl SearchIndex {
         let idf_total: f32 = term_idf.iter().sum::<f32>().max(f32::MIN_POSITIVE);
         let mut stems: Vec<String> = Vec::new();
         let mut found: Vec<usize> = Vec::new();
+        let by_stem = StemBits::new(terms);
         let aspects = if r.diversity != 0.0 {
-            sentence_masks(free, terms)
+            sentence_masks(free, &by_stem)
         } else {
             Vec::new()
         };
@@ -1115,12 +1116,7 @@ impl SearchIndex {
                 && let Some(parameters) = rec.str()
             {
                 let mut mask = 0u64;
-                for_each_enum_term(parameters, |w| {
-                    let stem = text::stem(w);
-                    if let Some(k) = terms.iter().position(|t| t.stem == stem) {
-                        mask |= 1 << k;
-                    }
-                });
+                for_each_enum_term(parameters, |w| mask |= by_stem.bit(&text::stem(w)));
                 if mask != 0 {
                     let (mut bits, mut sum) = (mask, 0.0);
                     while bits != 0 {
@@ -1140,10 +1136,8 @@ impl SearchIndex {
             if aspects.len() >= DIVERSIFY_MIN_SENTENCES
                 && let Some(m) = masks.last_mut()
             {
-                for (i, t) in terms.iter().enumerate() {
-                    if stems.contains(&t.stem) {
-                        *m |= 1 << i;
-                    }
+                for stem in &stems {
+                    *m |= by_stem.bit(stem);
                 }
             }
             if r.bigram != 0.0 && !pairs.is_empty() {
@@ -1591,6 +1585,28 @@ fn for_each_enum_term(json: &str, mut f: impl FnMut(&str)) {
     }
 }
 
+/// The query terms' stems, sorted, each with its bit (`1 << index`).
+struct StemBits<'a>(Vec<(&'a str, u64)>);
+
+impl<'a> StemBits<'a> {
+    fn new(terms: &'a [QueryTerm]) -> StemBits<'a> {
+        let mut v: Vec<(&str, u64)> = terms
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.stem.as_str(), 1u64 << i))
+            .collect();
+        v.sort_unstable();
+        StemBits(v)
+    }
+
+    /// The bit of the query term with this stem, or 0.
+    fn bit(&self, stem: &str) -> u64 {
+        self.0
+            .binary_search_by(|(s, _)| (*s).cmp(stem))
+            .map_or(0, |k| self.0[k].1)
+    }
+}
+
 /// How many of the first places [`SearchIndex::diversify`] fills.
 const DIVERSIFY_DEPTH: usize = 10;
 
@@ -1603,7 +1619,7 @@ const DIVERSIFY_MIN_SENTENCES: usize = 3;
 
 /// The query terms (as bits of `terms`) of each sentence of `free` that has
 /// any: sentences end at `.`, `!`, `?` or `;` followed by a space or the end.
-fn sentence_masks(free: &str, terms: &[QueryTerm]) -> Vec<u64> {
+fn sentence_masks(free: &str, by_stem: &StemBits) -> Vec<u64> {
     let mut out = Vec::new();
     let mut start = 0;
     let bytes = free.as_bytes();
@@ -1613,12 +1629,7 @@ fn sentence_masks(free: &str, terms: &[QueryTerm]) -> Vec<u64> {
             && bytes.get(i + 1).is_none_or(|c| c.is_ascii_whitespace());
         if boundary || end {
             let mut mask = 0u64;
-            text::for_each_term(&free[start..=i], |w| {
-                let stem = text::stem(w);
-                if let Some(k) = terms.iter().position(|t| t.stem == stem) {
-                    mask |= 1 << k;
-                }
-            });
+            text::for_each_term(&free[start..=i], |w| mask |= by_stem.bit(&text::stem(w)));
             if mask != 0 {
                 out.push(mask);
             }
