@@ -71,8 +71,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let (mut best_score, gains) = objective(&best, &mut sets);
     println!("start {best_score:.2} {gains:.1?}");
-    for round in 0..3 {
-        for p in 0..22 {
+    let rounds: usize = std::env::var("TG_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(3);
+    for round in 0..rounds {
+        for p in 0..23 {
             for factor in [0.5f32, 0.75, 1.33, 2.0] {
                 let mut r = best;
                 let slot: &mut f32 = match p {
@@ -87,9 +91,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     18 => &mut r.name_substring,
                     19 => &mut r.idf_coverage,
                     20 => &mut r.number_weight,
-                    _ => &mut r.diversity,
+                    21 => &mut r.diversity,
+                    _ => &mut r.enum_match,
                 };
-                *slot = (*slot * factor).min(if (7..=12).contains(&p) { 1.0 } else { 100.0 });
+                // b and diversity are fractions.
+                let max = if (7..=12).contains(&p) || p == 21 {
+                    1.0
+                } else {
+                    100.0
+                };
+                *slot = (*slot * factor).min(max);
                 let (score, gains) = objective(&r, &mut sets);
                 if score > best_score + 0.01 {
                     best_score = score;

@@ -196,18 +196,18 @@ impl Default for Ranking {
         Ranking {
             k1: 2.0,
             // name, description, parameter name, parameter description, alias, keyword
-            weight: [3.0, 1.0, 0.6, 0.4, 2.5, 2.0],
-            b: [0.5, 0.75, 0.5, 0.75, 0.5, 0.5],
+            weight: [3.0, 1.0, 1.6, 0.53, 2.5, 2.0],
+            b: [0.75, 0.75, 0.5, 0.75, 0.5, 0.5],
             prefix_factor: 0.5,
-            typo_factor: 0.3,
+            typo_factor: 0.11,
             coverage_exponent: 1.0,
             name_coverage: 0.7,
             bigram: 1.5,
             name_substring: 0.0,
             idf_coverage: 0.5,
-            number_weight: 0.2,
+            number_weight: 0.1,
             diversity: 0.7,
-            enum_match: 1.0,
+            enum_match: 0.75,
         }
     }
 }
