@@ -105,7 +105,8 @@ pub struct SearchResults {
 /// ```
 ///
 /// and the tool's score is `sum over t of idf(t) * tf / (k1 + tf)`, with
-/// `idf = ln(1 + (N - df + 0.5) / (df + 0.5))` over tools. A term reached
+/// `idf = ln(1 + (N - df + 0.5) / (df + 0.5))` over tools, multiplied by
+/// `number_weight` for a query word made only of digits. A term reached
 /// only by a prefix or a typo is multiplied by `prefix_factor` or
 /// `typo_factor`. Finally the sum is multiplied by `coverage ^
 /// coverage_exponent`, where `coverage` is the fraction of query terms the
@@ -120,8 +121,25 @@ pub struct SearchResults {
 /// A second stage re-scores the best [`RERANK_DEPTH`] tools of that first
 /// stage from their stored name and description: a bonus for each pair of
 /// adjacent query words (stop words removed, stemmed) that is also adjacent
-/// in the name or the description (`bigram`), and optionally for query words
-/// hidden inside an unsplit name (`name_substring`).
+/// in the name or the description (`bigram`), a bonus for query words that
+/// are allowed values of a parameter (`enum_match`; the `enum` arrays are
+/// found by scanning the stored parameter JSON text, not by parsing it), and
+/// optionally for query words hidden inside an unsplit name
+/// (`name_substring`). Then, for a query of
+/// three or more sentences (a task of several steps), the first ten places
+/// are filled greedily so that each sentence gets tools for it (`diversity`,
+/// an xQuAD-style diversification with the sentences as the query's
+/// aspects): the next place goes to the tool maximising
+///
+/// ```text
+/// (1 - diversity) * score / best score + diversity * novel / total
+/// ```
+///
+/// where `novel` sums, over the sentences, the IDF of the sentence's query
+/// words that the tool's name or description holds and that no tool placed
+/// before it holds, and `total` is that sum for all the sentences' words.
+/// The scores returned stay those of the second stage, handed out in the
+/// new order.
 ///
 /// The defaults were tuned on the *tune* half of the labelled data sets only
 /// (see [`crate::eval::half_of`]).
@@ -155,6 +173,19 @@ pub struct Ranking {
     /// every word counts the same, 1: a word counts its IDF's share of the
     /// query's total).
     pub idf_coverage: f32,
+    /// Multiplier of the IDF of a query word made only of digits (`2023`,
+    /// the `11` of `11th`): numbers in a request are usually argument
+    /// values, not words that describe the tool.
+    pub number_weight: f32,
+    /// Second stage, for queries of three or more sentences: how much the
+    /// first ten places go to tools covering sentences not yet covered
+    /// rather than to the best scores (0: off, 1: coverage only).
+    pub diversity: f32,
+    /// Second stage: the score is multiplied by `1 + enum_match * (IDF of
+    /// the query words that are one of the allowed (`enum`) values of a
+    /// parameter) / (IDF of all query words)`: a request naming a value the
+    /// tool accepts (`Pop`, `app balance`, `regular`).
+    pub enum_match: f32,
 }
 
 /// How many of the best first-stage tools the second stage re-scores.
@@ -165,15 +196,18 @@ impl Default for Ranking {
         Ranking {
             k1: 2.0,
             // name, description, parameter name, parameter description, alias, keyword
-            weight: [3.0, 1.0, 0.6, 0.4, 2.5, 2.0],
-            b: [0.5, 0.75, 0.5, 0.75, 0.5, 0.5],
+            weight: [3.0, 1.0, 1.6, 0.53, 2.5, 2.0],
+            b: [0.75, 0.75, 0.5, 0.75, 0.5, 0.5],
             prefix_factor: 0.5,
-            typo_factor: 0.3,
+            typo_factor: 0.11,
             coverage_exponent: 1.0,
             name_coverage: 0.7,
             bigram: 1.5,
             name_substring: 0.0,
             idf_coverage: 0.5,
+            number_weight: 0.1,
+            diversity: 0.7,
+            enum_match: 0.75,
         }
     }
 }
@@ -1146,7 +1180,7 @@ impl SearchIndex {
             match &lookup {
                 Lookup::Found(offset) => {
                     let list = self.postings_at(*offset);
-                    let idf = self.idf(list.len() as u64);
+                    let idf = self.idf(list.len() as u64) * term_weight(r, term);
                     term_w[i] = idf;
                     if term.required {
                         required_mask |= bit;
@@ -1176,7 +1210,8 @@ impl SearchIndex {
             lookups.push(lookup);
         }
 
-        let rerank = r.bigram != 0.0 || r.name_substring != 0.0;
+        let rerank =
+            r.bigram != 0.0 || r.enum_match != 0.0 || r.name_substring != 0.0 || r.diversity != 0.0;
         let depth = if rerank {
             max_results.max(RERANK_DEPTH)
         } else {
@@ -1191,13 +1226,16 @@ impl SearchIndex {
         let mut ranked = self.first_stage(&mut groups, &term_w, required_mask, &coverage, depth);
         let by_rank = |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
         if rerank {
-            self.rerank(free, &terms, &mut ranked);
-        }
-        if ranked.len() > max_results {
-            ranked.select_nth_unstable_by(max_results - 1, by_rank);
+            // Leaves `ranked` in its final order.
+            self.rerank(free, &terms, &term_w[..terms.len()], &mut ranked);
             ranked.truncate(max_results);
+        } else {
+            if ranked.len() > max_results {
+                ranked.select_nth_unstable_by(max_results - 1, by_rank);
+                ranked.truncate(max_results);
+            }
+            ranked.sort_unstable_by(by_rank);
         }
-        ranked.sort_unstable_by(by_rank);
         self.explain(&terms, &lookups, ranked)
     }
 
@@ -1278,8 +1316,11 @@ impl SearchIndex {
     }
 
     /// The second stage: multiplies the first-stage scores of `ranked` by
-    /// the phrase and name-substring factors described on [`Ranking`].
-    fn rerank(&self, free: &str, terms: &[QueryTerm], ranked: &mut [(f32, u32)]) {
+    /// the phrase, enum-value and name-substring factors described on
+    /// [`Ranking`],
+    /// diversifies the order of a query of several sentences, and leaves
+    /// `ranked` in its final order.
+    fn rerank(&self, free: &str, terms: &[QueryTerm], term_idf: &[f32], ranked: &mut [(f32, u32)]) {
         let r = &self.ranking;
         let seq: Vec<String> = text::terms(free).iter().map(|w| text::stem(w)).collect();
         let mut pairs: Vec<(&str, &str)> = seq
@@ -1296,9 +1337,19 @@ impl SearchIndex {
             .map(|t| t.word.as_str())
             .collect();
         let total = terms.len().max(1) as f32;
+        let idf_total: f32 = term_idf.iter().sum::<f32>().max(f32::MIN_POSITIVE);
         let mut stems: Vec<String> = Vec::new();
         let mut found: Vec<usize> = Vec::new();
+        let by_stem = StemBits::new(terms);
+        let aspects = if r.diversity != 0.0 {
+            sentence_masks(free, &by_stem)
+        } else {
+            Vec::new()
+        };
+        // Per ranked tool: which query terms its name or description holds.
+        let mut masks: Vec<u64> = Vec::with_capacity(ranked.len());
         for (score, d) in ranked.iter_mut() {
+            masks.push(0);
             let Some(mut rec) = self.record(*d as usize) else {
                 continue;
             };
@@ -1306,12 +1357,36 @@ impl SearchIndex {
                 continue;
             };
             let mut factor = 1.0;
-            if r.bigram != 0.0 && !pairs.is_empty() {
-                stems.clear();
-                found.clear();
+            if r.enum_match != 0.0
+                && let Some(parameters) = rec.str()
+            {
+                let mut mask = 0u64;
+                for_each_enum_term(parameters, |w| mask |= by_stem.bit(&text::stem(w)));
+                if mask != 0 {
+                    let (mut bits, mut sum) = (mask, 0.0);
+                    while bits != 0 {
+                        sum += term_idf[bits.trailing_zeros() as usize];
+                        bits &= bits - 1;
+                    }
+                    factor *= 1.0 + r.enum_match * sum / idf_total;
+                }
+            }
+            stems.clear();
+            let mut name_end = 0;
+            if (r.bigram != 0.0 && !pairs.is_empty()) || aspects.len() >= DIVERSIFY_MIN_SENTENCES {
                 stems.extend(text::words(name).iter().map(|w| text::stem(w)));
-                let name_end = stems.len();
+                name_end = stems.len();
                 stems.extend(text::terms(description).iter().map(|w| text::stem(w)));
+            }
+            if aspects.len() >= DIVERSIFY_MIN_SENTENCES
+                && let Some(m) = masks.last_mut()
+            {
+                for stem in &stems {
+                    *m |= by_stem.bit(stem);
+                }
+            }
+            if r.bigram != 0.0 && !pairs.is_empty() {
+                found.clear();
                 for (i, w) in stems.windows(2).enumerate() {
                     if i + 1 != name_end
                         && let Ok(k) = pairs.binary_search(&(w[0].as_str(), w[1].as_str()))
@@ -1334,6 +1409,73 @@ impl SearchIndex {
                 factor *= 1.0 + r.name_substring * hits as f32 / total;
             }
             *score *= factor;
+        }
+        let by_rank = |a: &(usize, (f32, u32)), b: &(usize, (f32, u32))| {
+            b.1.0.total_cmp(&a.1.0).then(a.1.1.cmp(&b.1.1))
+        };
+        let mut order: Vec<(usize, (f32, u32))> = ranked.iter().copied().enumerate().collect();
+        order.sort_unstable_by(by_rank);
+        if aspects.len() >= DIVERSIFY_MIN_SENTENCES && r.diversity != 0.0 {
+            self.diversify(&mut order, &masks, &aspects, term_idf);
+        }
+        // The scores, best first, handed out in the final order.
+        let mut scores: Vec<f32> = order.iter().map(|o| o.1.0).collect();
+        scores.sort_unstable_by(|a, b| b.total_cmp(a));
+        for ((slot, (_, (_, d))), score) in ranked.iter_mut().zip(&order).zip(scores) {
+            *slot = (score, *d);
+        }
+    }
+
+    /// Reorders `order` (best first; each entry's index into `masks`)
+    /// greedily, as xQuAD does with query aspects: each next tool maximises
+    /// `(1 - diversity) * score / best score + diversity * novel / total`,
+    /// where `novel` is the IDF of the query words of each sentence that the
+    /// tool's name or description holds and no tool placed before it held
+    /// for that sentence, summed over sentences, and `total` the same sum
+    /// for all the sentences' words.
+    fn diversify(
+        &self,
+        order: &mut [(usize, (f32, u32))],
+        masks: &[u64],
+        aspects: &[u64],
+        term_idf: &[f32],
+    ) {
+        let lambda = self.ranking.diversity;
+        let idf_of = |mut bits: u64| {
+            let mut sum = 0.0;
+            while bits != 0 {
+                sum += term_idf
+                    .get(bits.trailing_zeros() as usize)
+                    .copied()
+                    .unwrap_or(0.0);
+                bits &= bits - 1;
+            }
+            sum
+        };
+        let total: f32 = aspects.iter().map(|&a| idf_of(a)).sum();
+        let best = order.first().map_or(0.0, |o| o.1.0);
+        if total <= 0.0 || best <= 0.0 {
+            return;
+        }
+        // Per sentence, its words no placed tool holds yet.
+        let mut uncovered: Vec<u64> = aspects.to_vec();
+        let k = order.len().min(DIVERSIFY_DEPTH);
+        for placed in 0..k {
+            let mut pick = placed;
+            let mut pick_value = f32::NEG_INFINITY;
+            for (j, &(i, (score, _))) in order.iter().enumerate().skip(placed) {
+                let novel: f32 = uncovered.iter().map(|&u| idf_of(masks[i] & u)).sum();
+                let value = (1.0 - lambda) * score / best + lambda * novel / total;
+                if value > pick_value {
+                    pick = j;
+                    pick_value = value;
+                }
+            }
+            order[placed..=pick].rotate_right(1);
+            let i = order[placed].0;
+            for u in &mut uncovered {
+                *u &= !masks[i];
+            }
         }
     }
 
@@ -1879,6 +2021,83 @@ struct Acc {
 
 thread_local! {
     static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
+}
+
+/// Calls `f` with the terms of the `enum` values of a parameter schema
+/// stored as compact JSON (as [`SearchIndex::build`] stores it), found by
+/// scanning the text for `"enum":[` rather than parsing it.
+fn for_each_enum_term(json: &str, mut f: impl FnMut(&str)) {
+    const KEY: &str = "\"enum\":[";
+    let mut rest = json;
+    while let Some(at) = rest.find(KEY) {
+        rest = &rest[at + KEY.len()..];
+        let end = rest.find(']').unwrap_or(rest.len());
+        text::for_each_term(&rest[..end], &mut f);
+        rest = &rest[end..];
+    }
+}
+
+/// The query terms' stems, sorted, each with its bit (`1 << index`).
+struct StemBits<'a>(Vec<(&'a str, u64)>);
+
+impl<'a> StemBits<'a> {
+    fn new(terms: &'a [QueryTerm]) -> StemBits<'a> {
+        let mut v: Vec<(&str, u64)> = terms
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.stem.as_str(), 1u64 << i))
+            .collect();
+        v.sort_unstable();
+        StemBits(v)
+    }
+
+    /// The bit of the query term with this stem, or 0.
+    fn bit(&self, stem: &str) -> u64 {
+        self.0
+            .binary_search_by(|(s, _)| (*s).cmp(stem))
+            .map_or(0, |k| self.0[k].1)
+    }
+}
+
+/// How many of the first places [`SearchIndex::diversify`] fills.
+const DIVERSIFY_DEPTH: usize = 10;
+
+/// The fewest sentences a query needs to be diversified: a request in
+/// three or more sentences is usually a task of several steps, while one
+/// or two sentences usually ask for one thing (perhaps with a greeting or
+/// context). With two, diversifying lost on the tune halves of BFCL and
+/// MetaTool what it gained on Seal-Tools.
+const DIVERSIFY_MIN_SENTENCES: usize = 3;
+
+/// The query terms (as bits of `terms`) of each sentence of `free` that has
+/// any: sentences end at `.`, `!`, `?` or `;` followed by a space or the end.
+fn sentence_masks(free: &str, by_stem: &StemBits) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let bytes = free.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        let end = i + 1 == bytes.len();
+        let boundary = matches!(b, b'.' | b'!' | b'?' | b';')
+            && bytes.get(i + 1).is_none_or(|c| c.is_ascii_whitespace());
+        if boundary || end {
+            let mut mask = 0u64;
+            text::for_each_term(&free[start..=i], |w| mask |= by_stem.bit(&text::stem(w)));
+            if mask != 0 {
+                out.push(mask);
+            }
+            start = i + 1;
+        }
+    }
+    out
+}
+
+/// The weight of a query term's IDF (see [`Ranking::number_weight`]).
+fn term_weight(r: &Ranking, term: &QueryTerm) -> f32 {
+    if !term.required && term.word.bytes().all(|b| b.is_ascii_digit()) {
+        r.number_weight
+    } else {
+        1.0
+    }
 }
 
 /// A normalised query term.
