@@ -33,8 +33,10 @@
 //! matches a tool's term exactly or by stem; only if the word is nowhere in
 //! the dictionary is it expanded to the terms it is a prefix of (words of 4+
 //! characters) or within a small edit distance of (1 for 4-7 characters, 2
-//! beyond), and those matches are scored with a penalty. A typo therefore
-//! never outranks an exact match of the same strength.
+//! beyond; the first letter must be right), and those matches are scored
+//! with a penalty. A typo therefore never outranks an exact match of the
+//! same strength. Expansions are single words: a word never expands into a
+//! whole name such as `get_weather`.
 //!
 //! ```
 //! use toolgate_search::{Query, SearchIndex, ToolDoc};
