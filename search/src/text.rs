@@ -153,8 +153,13 @@ const STOP_WORDS: &[&str] = &[
 
 /// Returns true if `word` (already lowercased) is a stop word.
 pub fn is_stop_word(word: &str) -> bool {
-    STOP_WORDS.binary_search(&word).is_ok()
+    // Most words of a description are longer than any stop word; this
+    // check runs for every word indexed.
+    word.len() <= LONGEST_STOP_WORD && STOP_WORDS.binary_search(&word).is_ok()
 }
+
+/// The length in bytes of the longest stop word.
+const LONGEST_STOP_WORD: usize = 10;
 
 /// Splits `text` into lowercased words: first at every non-alphanumeric
 /// character, then at camelCase humps and letter/digit boundaries.
@@ -329,6 +334,12 @@ fn undouble(w: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn no_stop_word_is_longer_than_the_length_check() {
+        let longest = STOP_WORDS.iter().map(|w| w.len()).max();
+        assert_eq!(longest, Some(LONGEST_STOP_WORD));
+    }
 
     #[test]
     fn stop_word_list_is_sorted_for_binary_search() {
