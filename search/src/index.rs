@@ -304,12 +304,22 @@ impl ToolDocRef<'_> {
     /// An owned copy of the document.
     pub fn to_tool_doc(&self) -> Result<crate::ToolDoc, serde_json::Error> {
         Ok(crate::ToolDoc {
+            parameters: self.parameters()?,
+            ..self.to_tool_doc_lossy()
+        })
+    }
+
+    /// An owned copy, with `null` parameters if the stored schema does not
+    /// parse. Every stored schema was written from a JSON value, so that
+    /// takes a bug; it would only drop the tool's parameter terms.
+    fn to_tool_doc_lossy(&self) -> crate::ToolDoc {
+        crate::ToolDoc {
             name: self.name.to_string(),
             description: self.description.to_string(),
-            parameters: self.parameters()?,
+            parameters: self.parameters().unwrap_or(serde_json::Value::Null),
             aliases: self.aliases.iter().map(|s| s.to_string()).collect(),
             keywords: self.keywords.iter().map(|s| s.to_string()).collect(),
-        })
+        }
     }
 }
 
@@ -491,15 +501,12 @@ struct TermTable {
 }
 
 impl TermTable {
-    /// The id of `term` and whether it is new.
-    fn id(&mut self, term: &str) -> (u32, bool) {
-        if let Some(&id) = self.ids.get(term) {
-            return (id, false);
+    /// The id of `term`.
+    fn id(&mut self, term: &str) -> u32 {
+        match self.ids.get(term) {
+            Some(&id) => id,
+            None => self.id_owned(term.to_string()),
         }
-        let id = self.postings.len() as u32;
-        self.ids.insert(term.to_string(), id);
-        self.postings.push(Vec::new());
-        (id, true)
     }
 
     /// The id of `term`, taking the string if it is new.
@@ -639,7 +646,7 @@ impl Shard {
                     let stem = match stem_of.get(t) {
                         Some(&s) => s,
                         None => {
-                            let s = shard.stems.id(&text::stem(t)).0;
+                            let s = shard.stems.id(&text::stem(t));
                             stem_of.insert(t.to_string(), s);
                             s
                         }
@@ -1000,18 +1007,9 @@ impl SearchIndex {
         if ImpactParams::of(&ranking) == ImpactParams::of(&self.ranking) {
             return SearchIndex { ranking, ..self };
         }
-        // Every stored parameter schema was written from a JSON value, so
-        // parsing it back cannot fail short of a bug; `null` would only
-        // drop that tool's parameter terms.
         let docs = (0..self.len)
             .filter_map(|i| self.doc(i))
-            .map(|d| crate::ToolDoc {
-                name: d.name.to_string(),
-                description: d.description.to_string(),
-                parameters: d.parameters().unwrap_or(serde_json::Value::Null),
-                aliases: d.aliases.iter().map(|s| s.to_string()).collect(),
-                keywords: d.keywords.iter().map(|s| s.to_string()).collect(),
-            })
+            .map(|d| d.to_tool_doc_lossy())
             .collect();
         match SearchIndex::build_with(docs, ranking) {
             Ok(index) => index,
@@ -1492,50 +1490,40 @@ impl SearchIndex {
         if let Some(offset) = self.stems.get(&term.stem) {
             return Lookup::Found(offset);
         }
-        const MAX_EXPANSIONS: usize = 32;
         let mut expansions: Vec<Expansion> = Vec::new();
         let chars = term.word.chars().count();
         if chars >= 4 && !term.required && term.word.chars().all(char::is_alphabetic) {
             // Whole names (`get_weather`) are terms too; a single word is
             // never expanded into one, which also keeps the walk short.
             let word_prefix = Str::new(&term.stem).starts_with().intersection(SingleWord);
-            let mut stream = self.stems.search(word_prefix).into_stream();
-            while let Some((key, offset)) = stream.next() {
-                if expansions.len() >= MAX_EXPANSIONS {
-                    break;
-                }
-                let matched = String::from_utf8_lossy(key).into_owned();
-                expansions.push(Expansion {
-                    matched,
-                    offset,
-                    kind: MatchKind::Prefix,
-                });
-            }
+            self.expand(word_prefix, MatchKind::Prefix, &mut expansions);
             let distance = if chars <= 7 { 1 } else { 2 };
-            let push_typo = |key: &[u8], offset: u64, expansions: &mut Vec<Expansion>| {
-                if !expansions.iter().any(|e| e.matched.as_bytes() == key) {
-                    let matched = String::from_utf8_lossy(key).into_owned();
-                    expansions.push(Expansion {
-                        matched,
-                        offset,
-                        kind: MatchKind::Typo,
-                    });
-                }
-            };
-            if let Some(lev) = WordLevenshtein::new(&term.stem, distance as u8) {
-                let mut stream = self.stems.search(lev).into_stream();
-                while let Some((key, offset)) = stream.next() {
-                    if expansions.len() >= MAX_EXPANSIONS {
-                        break;
-                    }
-                    push_typo(key, offset, &mut expansions);
-                }
+            if let Some(lev) = WordLevenshtein::new(&term.stem, distance) {
+                self.expand(lev, MatchKind::Typo, &mut expansions);
             }
         }
         if expansions.is_empty() {
             Lookup::Missing
         } else {
             Lookup::Expanded(expansions)
+        }
+    }
+
+    /// Adds the dictionary terms `automaton` accepts to `expansions` (up to
+    /// [`MAX_EXPANSIONS`] in all), skipping terms already there.
+    fn expand<A: Automaton>(&self, automaton: A, kind: MatchKind, expansions: &mut Vec<Expansion>) {
+        let mut stream = self.stems.search(automaton).into_stream();
+        while let Some((key, offset)) = stream.next() {
+            if expansions.len() >= MAX_EXPANSIONS {
+                break;
+            }
+            if !expansions.iter().any(|e| e.matched.as_bytes() == key) {
+                expansions.push(Expansion {
+                    matched: String::from_utf8_lossy(key).into_owned(),
+                    offset,
+                    kind,
+                });
+            }
         }
     }
 
@@ -1554,13 +1542,7 @@ impl SearchIndex {
             .into_iter()
             .filter_map(|(score, d)| {
                 let doc = self.doc(d as usize)?;
-                let fields = doc_fields(&crate::ToolDoc {
-                    name: doc.name.to_string(),
-                    description: doc.description.to_string(),
-                    parameters: doc.parameters().unwrap_or(serde_json::Value::Null),
-                    aliases: doc.aliases.iter().map(|s| s.to_string()).collect(),
-                    keywords: doc.keywords.iter().map(|s| s.to_string()).collect(),
-                });
+                let fields = doc_fields(&doc.to_tool_doc_lossy());
                 let stems: Vec<Vec<String>> = (0..FIELDS)
                     .map(|f| fields.terms(f).map(text::stem).collect())
                     .collect();
@@ -1685,6 +1667,9 @@ impl Automaton for SingleWord {
         *state && !SingleWord::is_separator(byte)
     }
 }
+
+/// The most terms one query word expands to by prefix and typo.
+const MAX_EXPANSIONS: usize = 32;
 
 /// Longest word [`WordLevenshtein`] handles, in characters.
 const LEV_MAX: usize = 40;
