@@ -1320,11 +1320,18 @@ impl SearchIndex {
     /// `ranked` in its final order.
     fn rerank(&self, free: &str, terms: &[QueryTerm], term_idf: &[f32], ranked: &mut [(f32, u32)]) {
         let r = &self.ranking;
-        let seq: Vec<String> = text::terms(free).iter().map(|w| text::stem(w)).collect();
-        let mut pairs: Vec<(&str, &str)> = seq
+        // The stems of the free text's words in order, numbered, so that a
+        // tool's words become numbers and its phrases pairs of numbers.
+        let seq: Vec<String> = text::terms(free)
+            .iter()
+            .map(|w| text::stem(w).into_owned())
+            .collect();
+        let vocab = Vocab::new(terms, &seq);
+        let seq_ids: Vec<u32> = seq.iter().map(|s| vocab.id(s)).collect();
+        let mut pairs: Vec<(u32, u32)> = seq_ids
             .windows(2)
             .filter(|w| w[0] != w[1])
-            .map(|w| (w[0].as_str(), w[1].as_str()))
+            .map(|w| (w[0], w[1]))
             .collect();
         pairs.sort_unstable();
         pairs.dedup();
@@ -1336,14 +1343,17 @@ impl SearchIndex {
             .collect();
         let total = terms.len().max(1) as f32;
         let idf_total: f32 = term_idf.iter().sum::<f32>().max(f32::MIN_POSITIVE);
-        let mut stems: Vec<String> = Vec::new();
+        // A tool's name and description words as vocabulary numbers
+        // (`Vocab::NONE` for words the query does not have).
+        let mut ids: Vec<u32> = Vec::new();
         let mut found: Vec<usize> = Vec::new();
-        let by_stem = StemBits::new(terms);
         let aspects = if r.diversity != 0.0 {
-            sentence_masks(free, &by_stem)
+            sentence_masks(free, &vocab)
         } else {
             Vec::new()
         };
+        let diversify = aspects.len() >= DIVERSIFY_MIN_SENTENCES;
+        let bigram = r.bigram != 0.0 && !pairs.is_empty();
         // Per ranked tool: which query terms its name or description holds.
         let mut masks: Vec<u64> = Vec::with_capacity(ranked.len());
         for (score, d) in ranked.iter_mut() {
@@ -1359,7 +1369,7 @@ impl SearchIndex {
                 && let Some(parameters) = rec.str()
             {
                 let mut mask = 0u64;
-                for_each_enum_term(parameters, |w| mask |= by_stem.bit(&text::stem(w)));
+                for_each_enum_term(parameters, |w| mask |= vocab.bit(&text::stem(w)));
                 if mask != 0 {
                     let (mut bits, mut sum) = (mask, 0.0);
                     while bits != 0 {
@@ -1369,33 +1379,38 @@ impl SearchIndex {
                     factor *= 1.0 + r.enum_match * sum / idf_total;
                 }
             }
-            stems.clear();
-            let mut name_end = 0;
-            if (r.bigram != 0.0 && !pairs.is_empty()) || aspects.len() >= DIVERSIFY_MIN_SENTENCES {
-                stems.extend(text::words(name).iter().map(|w| text::stem(w)));
-                name_end = stems.len();
-                stems.extend(text::terms(description).iter().map(|w| text::stem(w)));
-            }
-            if aspects.len() >= DIVERSIFY_MIN_SENTENCES
-                && let Some(m) = masks.last_mut()
-            {
-                for stem in &stems {
-                    *m |= by_stem.bit(stem);
+            if bigram || diversify {
+                let mut mask = 0u64;
+                ids.clear();
+                let mut add = |w: &str| {
+                    let (id, bit) = vocab.get(&text::stem(w));
+                    ids.push(id);
+                    mask |= bit;
+                };
+                let mut name_end = 0;
+                text::for_each_word(name, |w| {
+                    add(w);
+                    name_end += 1;
+                });
+                text::for_each_term(description, &mut add);
+                if diversify && let Some(m) = masks.last_mut() {
+                    *m = mask;
                 }
-            }
-            if r.bigram != 0.0 && !pairs.is_empty() {
-                found.clear();
-                for (i, w) in stems.windows(2).enumerate() {
-                    if i + 1 != name_end
-                        && let Ok(k) = pairs.binary_search(&(w[0].as_str(), w[1].as_str()))
-                    {
-                        found.push(k);
+                if bigram {
+                    found.clear();
+                    for (i, w) in ids.windows(2).enumerate() {
+                        if i + 1 != name_end
+                            && w[0] != Vocab::NONE
+                            && w[1] != Vocab::NONE
+                            && let Ok(k) = pairs.binary_search(&(w[0], w[1]))
+                        {
+                            found.push(k);
+                        }
                     }
+                    found.sort_unstable();
+                    found.dedup();
+                    factor *= 1.0 + r.bigram * found.len() as f32 / pairs.len() as f32;
                 }
-                found.sort_unstable();
-                found.dedup();
-                let hits = found.len();
-                factor *= 1.0 + r.bigram * hits as f32 / pairs.len() as f32;
             }
             if r.name_substring != 0.0 && !long_words.is_empty() {
                 let lower = name.to_lowercase();
@@ -1538,51 +1553,74 @@ impl SearchIndex {
         lookups: &[Lookup],
         ranked: Vec<(f32, u32)>,
     ) -> Vec<Hit> {
+        // What a match can be: a query term found by its stem, or one
+        // expansion of a term, in the order the matches are listed.
+        let mut wanted: Vec<(usize, Option<&Expansion>)> = Vec::new();
+        for (i, lookup) in lookups.iter().enumerate() {
+            match lookup {
+                Lookup::Found(_) => wanted.push((i, None)),
+                Lookup::Expanded(expansions) => {
+                    wanted.extend(expansions.iter().map(|e| (i, Some(e))))
+                }
+                Lookup::Missing => {}
+            }
+        }
+        let mut by_stem: HashMap<&str, Vec<usize>, FxBuild> = HashMap::default();
+        for (k, (i, e)) in wanted.iter().enumerate() {
+            let stem = e.map_or(terms[*i].stem.as_str(), |e| e.matched.as_str());
+            by_stem.entry(stem).or_default().push(k);
+        }
+        // Per wanted match and field: 1 = a term with the stem, 2 = also a
+        // term equal to the query word.
+        let mut seen: Vec<[u8; FIELDS]> = vec![[0; FIELDS]; wanted.len()];
         ranked
             .into_iter()
             .filter_map(|(score, d)| {
                 let doc = self.doc(d as usize)?;
                 let fields = doc_fields(&doc.to_tool_doc_lossy());
-                let stems: Vec<Vec<String>> = (0..FIELDS)
-                    .map(|f| fields.terms(f).map(text::stem).collect())
-                    .collect();
-                let has_stem = |f: usize, stem: &str| stems[f].iter().any(|s| s == stem);
+                seen.iter_mut().for_each(|s| *s = [0; FIELDS]);
+                for field in Field::ALL {
+                    let f = field as usize;
+                    for t in fields.terms(f) {
+                        let Some(ks) = by_stem.get(&*text::stem(t)) else {
+                            continue;
+                        };
+                        for &k in ks {
+                            let (i, e) = wanted[k];
+                            seen[k][f] |= if e.is_none() && t == terms[i].word {
+                                3
+                            } else {
+                                1
+                            };
+                        }
+                    }
+                }
                 let mut why = Vec::new();
-                for (term, lookup) in terms.iter().zip(lookups) {
-                    match lookup {
-                        Lookup::Found(_) => {
-                            for field in Field::ALL {
-                                let f = field as usize;
-                                if has_stem(f, &term.stem) {
-                                    let kind = if fields.terms(f).any(|t| t == term.word) {
-                                        MatchKind::Exact
-                                    } else {
-                                        MatchKind::Stem
-                                    };
-                                    why.push(Match {
-                                        term: term.word.clone(),
-                                        matched: term.stem.clone(),
-                                        field,
-                                        kind,
-                                    });
-                                }
-                            }
+                for (k, &(i, e)) in wanted.iter().enumerate() {
+                    let term = &terms[i];
+                    for field in Field::ALL {
+                        let s = seen[k][field as usize];
+                        if s == 0 {
+                            continue;
                         }
-                        Lookup::Expanded(expansions) => {
-                            for e in expansions {
-                                for field in Field::ALL {
-                                    if has_stem(field as usize, &e.matched) {
-                                        why.push(Match {
-                                            term: term.word.clone(),
-                                            matched: e.matched.clone(),
-                                            field,
-                                            kind: e.kind,
-                                        });
-                                    }
-                                }
-                            }
-                        }
-                        Lookup::Missing => {}
+                        why.push(match e {
+                            None => Match {
+                                term: term.word.clone(),
+                                matched: term.stem.clone(),
+                                field,
+                                kind: if s & 2 != 0 {
+                                    MatchKind::Exact
+                                } else {
+                                    MatchKind::Stem
+                                },
+                            },
+                            Some(e) => Match {
+                                term: term.word.clone(),
+                                matched: e.matched.clone(),
+                                field,
+                                kind: e.kind,
+                            },
+                        });
                     }
                 }
                 Some(Hit {
@@ -2022,25 +2060,42 @@ fn for_each_enum_term(json: &str, mut f: impl FnMut(&str)) {
     }
 }
 
-/// The query terms' stems, sorted, each with its bit (`1 << index`).
-struct StemBits<'a>(Vec<(&'a str, u64)>);
+/// The stems the second stage looks a tool's words up in: the query terms'
+/// stems and the stems of the free text's words, each with a number and
+/// the bit of the query term with that stem (`1 << index`, or 0).
+struct Vocab<'a> {
+    map: HashMap<&'a str, (u32, u64), FxBuild>,
+}
 
-impl<'a> StemBits<'a> {
-    fn new(terms: &'a [QueryTerm]) -> StemBits<'a> {
-        let mut v: Vec<(&str, u64)> = terms
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.stem.as_str(), 1u64 << i))
-            .collect();
-        v.sort_unstable();
-        StemBits(v)
+impl<'a> Vocab<'a> {
+    /// The number of a stem that is not in the vocabulary.
+    const NONE: u32 = u32::MAX;
+
+    fn new(terms: &'a [QueryTerm], seq: &'a [String]) -> Vocab<'a> {
+        let mut map: HashMap<&str, (u32, u64), FxBuild> = HashMap::default();
+        for (i, t) in terms.iter().enumerate() {
+            let id = map.len() as u32;
+            map.entry(t.stem.as_str()).or_insert((id, 1u64 << i));
+        }
+        for s in seq {
+            let id = map.len() as u32;
+            map.entry(s.as_str()).or_insert((id, 0));
+        }
+        Vocab { map }
+    }
+
+    /// The number and query-term bit of `stem`, or `(NONE, 0)`.
+    fn get(&self, stem: &str) -> (u32, u64) {
+        self.map.get(stem).copied().unwrap_or((Self::NONE, 0))
+    }
+
+    fn id(&self, stem: &str) -> u32 {
+        self.get(stem).0
     }
 
     /// The bit of the query term with this stem, or 0.
     fn bit(&self, stem: &str) -> u64 {
-        self.0
-            .binary_search_by(|(s, _)| (*s).cmp(stem))
-            .map_or(0, |k| self.0[k].1)
+        self.get(stem).1
     }
 }
 
@@ -2056,7 +2111,7 @@ const DIVERSIFY_MIN_SENTENCES: usize = 3;
 
 /// The query terms (as bits of `terms`) of each sentence of `free` that has
 /// any: sentences end at `.`, `!`, `?` or `;` followed by a space or the end.
-fn sentence_masks(free: &str, by_stem: &StemBits) -> Vec<u64> {
+fn sentence_masks(free: &str, vocab: &Vocab) -> Vec<u64> {
     let mut out = Vec::new();
     let mut start = 0;
     let bytes = free.as_bytes();
@@ -2066,7 +2121,7 @@ fn sentence_masks(free: &str, by_stem: &StemBits) -> Vec<u64> {
             && bytes.get(i + 1).is_none_or(|c| c.is_ascii_whitespace());
         if boundary || end {
             let mut mask = 0u64;
-            text::for_each_term(&free[start..=i], |w| mask |= by_stem.bit(&text::stem(w)));
+            text::for_each_term(&free[start..=i], |w| mask |= vocab.bit(&text::stem(w)));
             if mask != 0 {
                 out.push(mask);
             }
@@ -2117,7 +2172,7 @@ const MAX_QUERY_TERMS: usize = 64;
 fn query_terms(free: &str, required: &[String]) -> Vec<QueryTerm> {
     let mut out: Vec<QueryTerm> = Vec::new();
     let mut push = |word: String, required: bool| {
-        let stem = text::stem(&word);
+        let stem = text::stem(&word).into_owned();
         if out.len() < MAX_QUERY_TERMS && !out.iter().any(|t| t.stem == stem) {
             out.push(QueryTerm {
                 word,

@@ -21,6 +21,8 @@
 //!
 //! Everything is lowercased with Unicode rules ([`str::to_lowercase`]).
 
+use std::borrow::Cow;
+
 /// The English function words that are never indexed nor searched.
 ///
 /// NLTK's English list without the words that carry meaning in a tool
@@ -153,13 +155,38 @@ const STOP_WORDS: &[&str] = &[
 
 /// Returns true if `word` (already lowercased) is a stop word.
 pub fn is_stop_word(word: &str) -> bool {
-    // Most words of a description are longer than any stop word; this
-    // check runs for every word indexed.
-    word.len() <= LONGEST_STOP_WORD && STOP_WORDS.binary_search(&word).is_ok()
+    // Runs for every word indexed, and for every word of the tools the
+    // second stage re-reads: most words are longer than any stop word, and
+    // the others are compared as one integer each.
+    word.len() <= LONGEST_STOP_WORD && STOP_KEYS.binary_search(&stop_key(word.as_bytes())).is_ok()
 }
 
 /// The length in bytes of the longest stop word.
 const LONGEST_STOP_WORD: usize = 10;
+
+/// A word of at most 16 bytes as one integer: its bytes, big-endian, padded
+/// with zeros. Integer order is then the words' byte order, so the sorted
+/// [`STOP_WORDS`] give sorted keys.
+const fn stop_key(word: &[u8]) -> u128 {
+    let mut bytes = [0u8; 16];
+    let mut i = 0;
+    while i < word.len() && i < 16 {
+        bytes[i] = word[i];
+        i += 1;
+    }
+    u128::from_be_bytes(bytes)
+}
+
+/// [`STOP_WORDS`] as [`stop_key`]s, in the same (sorted) order.
+const STOP_KEYS: [u128; STOP_WORDS.len()] = {
+    let mut keys = [0u128; STOP_WORDS.len()];
+    let mut i = 0;
+    while i < keys.len() {
+        keys[i] = stop_key(STOP_WORDS[i].as_bytes());
+        i += 1;
+    }
+    keys
+};
 
 /// Splits `text` into lowercased words: first at every non-alphanumeric
 /// character, then at camelCase humps and letter/digit boundaries.
@@ -180,6 +207,58 @@ pub fn words(text: &str) -> Vec<String> {
 /// Calls `f` with each of the [`words`] of `text`, in order, without
 /// allocating a string per word (the word is only valid during the call).
 pub fn for_each_word(text: &str, mut f: impl FnMut(&str)) {
+    if text.is_ascii() {
+        for_each_ascii_word(text, &mut f);
+    } else {
+        for_each_unicode_word(text, &mut f);
+    }
+}
+
+/// [`for_each_word`] for ASCII text, byte by byte: the same rules, since
+/// for an ASCII character Unicode's alphanumeric, lowercase, uppercase,
+/// alphabetic and numeric classes are the ASCII ones. Words already in
+/// lowercase are handed out without a copy.
+fn for_each_ascii_word(text: &str, f: &mut impl FnMut(&str)) {
+    let bytes = text.as_bytes();
+    let mut lower = String::new();
+    let mut emit = |start: usize, end: usize| {
+        let part = &text[start..end];
+        if part.bytes().any(|b| b.is_ascii_uppercase()) {
+            lower.clear();
+            lower.push_str(part);
+            lower.make_ascii_lowercase();
+            f(&lower);
+        } else {
+            f(part);
+        }
+    };
+    let mut i = 0;
+    while i < bytes.len() {
+        if !bytes[i].is_ascii_alphanumeric() {
+            i += 1;
+            continue;
+        }
+        let mut start = i;
+        i += 1;
+        while i < bytes.len() && bytes[i].is_ascii_alphanumeric() {
+            let (prev, cur) = (bytes[i - 1], bytes[i]);
+            let next_is_lower = bytes.get(i + 1).is_some_and(u8::is_ascii_lowercase);
+            let boundary = (prev.is_ascii_lowercase() && cur.is_ascii_uppercase())
+                || (prev.is_ascii_uppercase() && cur.is_ascii_uppercase() && next_is_lower)
+                || (prev.is_ascii_alphabetic() && cur.is_ascii_digit())
+                || (prev.is_ascii_digit() && cur.is_ascii_alphabetic());
+            if boundary {
+                emit(start, i);
+                start = i;
+            }
+            i += 1;
+        }
+        emit(start, i);
+    }
+}
+
+/// [`for_each_word`] for any text, character by character.
+fn for_each_unicode_word(text: &str, f: &mut impl FnMut(&str)) {
     let mut lower = String::new();
     let mut chars: Vec<(usize, char)> = Vec::new();
     for piece in text.split(|c: char| !c.is_alphanumeric()) {
@@ -275,43 +354,47 @@ pub fn name_terms(name: &str) -> Vec<String> {
 /// assert_eq!(stem("calculating"), stem("calculation"));
 /// assert_eq!(stem("files"), stem("file"));
 /// ```
-pub fn stem(word: &str) -> String {
-    if word.chars().count() <= 3 || !word.chars().all(|c| c.is_alphabetic()) {
-        return word.to_string();
+///
+/// Every rule but the first `-ies` → `-y` only shortens the word, so the
+/// stem borrows from `word` unless that rule applied.
+pub fn stem(word: &str) -> Cow<'_, str> {
+    let mut chars = word.chars();
+    if chars.nth(3).is_none() || !word.chars().all(char::is_alphabetic) {
+        return Cow::Borrowed(word);
     }
-    let mut w = word.to_string();
+    let mut w = word;
     // 1. plurals
     if let Some(base) = w.strip_suffix("ies") {
         if base.len() >= 2 {
-            w = format!("{base}y");
+            // None of the later rules applies to a word ending in `y`.
+            return Cow::Owned(format!("{base}y"));
         }
-    } else if let Some(base) = w.strip_suffix("sses") {
-        w = format!("{base}ss");
+    } else if w.ends_with("sses") {
+        w = &w[..w.len() - 2];
     } else if w.ends_with('s') && !w.ends_with("ss") && !w.ends_with("us") && !w.ends_with("is") {
-        w.pop();
+        w = &w[..w.len() - 1];
     }
     // 2. -ing, -ed
     for suffix in ["ing", "ed"] {
         if let Some(base) = w.strip_suffix(suffix)
-            && base.chars().count() >= 3
+            && base.chars().nth(2).is_some()
             && base.chars().any(is_vowel)
         {
-            w = base.to_string();
-            undouble(&mut w);
+            w = undouble(base);
             break;
         }
     }
     // 3. -ation
     if let Some(base) = w.strip_suffix("ation")
-        && base.chars().count() >= 3
+        && base.chars().nth(2).is_some()
     {
-        w = format!("{base}at");
+        w = &w[..w.len() - "ion".len()];
     }
     // 4. final -e
-    if w.ends_with('e') && w.chars().count() >= 4 {
-        w.pop();
+    if w.ends_with('e') && w.chars().nth(3).is_some() {
+        w = &w[..w.len() - 1];
     }
-    w
+    Cow::Borrowed(w)
 }
 
 fn is_vowel(c: char) -> bool {
@@ -319,7 +402,7 @@ fn is_vowel(c: char) -> bool {
 }
 
 /// `runn` → `run`, `stopp` → `stop`, but `call`, `pass`, `buzz` stay.
-fn undouble(w: &mut String) {
+fn undouble(w: &str) -> &str {
     let mut it = w.chars().rev();
     if let (Some(a), Some(b)) = (it.next(), it.next())
         && a == b
@@ -327,7 +410,9 @@ fn undouble(w: &mut String) {
         && !matches!(a, 'l' | 's' | 'z')
         && a.is_alphabetic()
     {
-        w.pop();
+        &w[..w.len() - a.len_utf8()]
+    } else {
+        w
     }
 }
 
@@ -339,6 +424,39 @@ mod tests {
     fn no_stop_word_is_longer_than_the_length_check() {
         let longest = STOP_WORDS.iter().map(|w| w.len()).max();
         assert_eq!(longest, Some(LONGEST_STOP_WORD));
+    }
+
+    #[test]
+    fn every_stop_word_and_only_those_is_a_stop_word() {
+        for w in STOP_WORDS {
+            assert!(is_stop_word(w), "{w}");
+            // A key pads with zeros, so a longer or shorter word never
+            // shares one.
+            assert!(!is_stop_word(&format!("{w}a")), "{w}a");
+        }
+        assert!(!is_stop_word("weather"));
+        assert!(!is_stop_word(""));
+    }
+
+    fn unicode_words(text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for_each_unicode_word(text, &mut |w: &str| out.push(w.to_string()));
+        out
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn ascii_text_splits_as_the_unicode_path_splits_it(text in "[ -~]{0,40}") {
+            proptest::prop_assert_eq!(words(&text), unicode_words(&text));
+        }
+
+        #[test]
+        fn a_stem_is_a_prefix_of_its_word_or_ends_in_y(word in "[a-zA-Zé]{0,12}") {
+            let stem = stem(&word);
+            proptest::prop_assert!(!stem.is_empty() || word.is_empty());
+            proptest::prop_assert!(word.starts_with(&*stem) || word.ends_with("ies") && stem.ends_with('y'));
+            proptest::prop_assert_eq!(matches!(stem, Cow::Owned(_)), !word.starts_with(&*stem));
+        }
     }
 
     #[test]
@@ -367,6 +485,15 @@ mod tests {
     #[test]
     fn words_lowercase_unicode() {
         assert_eq!(words("ÜberPreis"), ["über", "preis"]);
+    }
+
+    #[test]
+    fn ascii_words_are_lowercased_and_split_like_the_rest() {
+        assert_eq!(
+            words("  getHTTPResponse2xx, v2 "),
+            ["get", "http", "response", "2", "xx", "v", "2"]
+        );
+        assert_eq!(words("already_lower"), ["already", "lower"]);
     }
 
     #[test]
