@@ -86,7 +86,13 @@ mod tests {
     use super::*;
 
     fn index(names: &[&str]) -> SearchIndex {
-        SearchIndex::build(names.iter().map(|n| ToolDoc::new(*n, "a tool")).collect()).unwrap()
+        SearchIndex::build(
+            names
+                .iter()
+                .map(|n| ToolDoc::new(*n, "a tool"))
+                .collect::<Vec<_>>(),
+        )
+        .unwrap()
     }
 
     #[test]

@@ -14,7 +14,12 @@ fn index() -> SearchIndex {
         ("a", "Same text."),
         ("b", "Same text."),
     ];
-    SearchIndex::build(docs.iter().map(|(n, d)| ToolDoc::new(*n, *d)).collect()).expect("builds")
+    SearchIndex::build(
+        docs.iter()
+            .map(|(n, d)| ToolDoc::new(*n, *d))
+            .collect::<Vec<_>>(),
+    )
+    .expect("builds")
 }
 
 proptest! {

@@ -249,11 +249,26 @@ fn ties_are_broken_by_name() {
 }
 
 #[test]
+fn building_from_a_borrowed_catalog_gives_the_same_index() {
+    let docs = vec![
+        doc("get_weather", "Current weather for a city."),
+        doc("send_email", "Send an email."),
+    ];
+    let borrowed = SearchIndex::build(&docs).unwrap();
+    let owned = SearchIndex::build(docs).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.idx"), dir.path().join("b.idx"));
+    borrowed.write(&a).unwrap();
+    owned.write(&b).unwrap();
+    assert_eq!(std::fs::read(a).unwrap(), std::fs::read(b).unwrap());
+}
+
+#[test]
 fn max_results_limits_the_hits() {
     let index = SearchIndex::build(
         (0..20)
             .map(|i| doc(&format!("tool_{i:02}"), "Resize an image."))
-            .collect(),
+            .collect::<Vec<_>>(),
     )
     .unwrap();
     let hits = index.search(&Query::parse("image").unwrap(), 3);
