@@ -329,6 +329,22 @@ fn required_word_filters_hits() {
 }
 
 #[test]
+fn every_required_word_must_match() {
+    let index = SearchIndex::build(vec![
+        doc("weather_paris", "Weather in Paris."),
+        doc("weather_rome", "Weather in Rome."),
+        doc("rome_guide", "A guide to Rome, with weather-free tips."),
+        doc("rome_history", "History of Rome."),
+    ])
+    .unwrap();
+    let results = search(&index, "+weather +rome guide");
+    let found = names(&results);
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(found.contains(&"weather_rome"));
+    assert!(found.contains(&"rome_guide"));
+}
+
+#[test]
 fn required_word_matches_by_stem() {
     let index =
         SearchIndex::build(vec![doc("a", "Lists files."), doc("b", "Lists folders.")]).unwrap();
