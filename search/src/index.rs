@@ -1347,9 +1347,18 @@ impl SearchIndex {
             let mut guard = cell.borrow_mut();
             let sc = &mut *guard;
             sc.prepare(n);
+            // With more postings than half the catalog, most tools will be
+            // touched: the candidates are then found by one pass in tool
+            // order, and the touched ones need not be listed.
+            let postings: usize = groups.iter().flat_map(|g| &g.cursors).map(|c| c.end).sum();
+            let listed = postings <= n / 2;
             for g in groups.iter() {
                 let required = required_mask & (1 << g.term) != 0;
-                sc.accumulate(g, coverage.share[g.term], required);
+                if listed {
+                    sc.accumulate::<true>(g, coverage.share[g.term], required);
+                } else {
+                    sc.accumulate::<false>(g, coverage.share[g.term], required);
+                }
             }
             let cands = std::mem::take(&mut sc.touched);
             let select = Select {
@@ -1365,7 +1374,7 @@ impl SearchIndex {
             };
             // With most tools touched, one pass in tool order beats jumping
             // around the accumulator in the order they were touched.
-            let dense = cands.len() > n / DENSE_FRACTION;
+            let dense = !listed || cands.len() > n / DENSE_FRACTION;
             let best = if dense {
                 select.dense()
             } else {
@@ -2083,14 +2092,15 @@ impl Scratch {
 
     /// Adds one term's contribution to every tool in its lists (for an
     /// expanded term, each tool's best expansion), touching new tools.
-    fn accumulate(&mut self, group: &Group<'_>, share: f32, required: bool) {
+    /// Tools touched for the first time are listed in `touched` if `LIST`.
+    fn accumulate<const LIST: bool>(&mut self, group: &Group<'_>, share: f32, required: bool) {
         if let [c] = group.cursors.as_slice() {
             let (docs, impacts) = c.list.entries(c.end);
             for (d, q) in docs.chunks_exact(4).zip(impacts.chunks_exact(2)) {
                 let d = u32::from_le_bytes([d[0], d[1], d[2], d[3]]) as usize;
                 let q = u16::from_le_bytes([q[0], q[1]]);
                 let a = &mut self.acc[d];
-                if a.coverage == 0.0 {
+                if LIST && a.coverage == 0.0 {
                     self.touched.push(d as u32);
                 }
                 a.score += c.weight * f32::from(q & format::IMPACT_MAX);
@@ -2119,7 +2129,7 @@ impl Scratch {
             let d = self.best_touched[k] as usize;
             let s = std::mem::take(&mut self.best[d]);
             let a = &mut self.acc[d];
-            if a.coverage == 0.0 {
+            if LIST && a.coverage == 0.0 {
                 self.touched.push(d as u32);
             }
             a.score += s;
