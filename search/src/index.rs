@@ -123,7 +123,9 @@ pub struct SearchResults {
 /// adjacent query words (stop words removed, stemmed) that is also adjacent
 /// in the name or the description (`bigram`), a bonus for query words that
 /// are allowed values of a parameter (`enum_match`; the `enum` arrays are
-/// found by scanning the stored parameter JSON text, not by parsing it), and
+/// found by scanning the stored parameter JSON text, not by parsing it), a
+/// bonus for the share of the description's words that the query holds
+/// (`desc_coverage`), and
 /// optionally for query words hidden inside an unsplit name
 /// (`name_substring`). Then, for a query of
 /// three or more sentences (a task of several steps), the first ten places
@@ -186,6 +188,13 @@ pub struct Ranking {
     /// parameter) / (IDF of all query words)`: a request naming a value the
     /// tool accepts (`Pop`, `app balance`, `regular`).
     pub enum_match: f32,
+    /// Second stage: the score is multiplied by `1 + desc_coverage *
+    /// (query terms the description holds) / (terms in the description)`:
+    /// how much of what the tool says of itself the request explains. Of
+    /// two tools matching the same query words, the one whose description
+    /// is mostly those words gains; a long description that mentions them
+    /// in passing does not.
+    pub desc_coverage: f32,
 }
 
 /// How many of the best first-stage tools the second stage re-scores.
@@ -208,6 +217,7 @@ impl Default for Ranking {
             number_weight: 0.1,
             diversity: 0.7,
             enum_match: 0.75,
+            desc_coverage: 0.3,
         }
     }
 }
@@ -1208,8 +1218,11 @@ impl SearchIndex {
             lookups.push(lookup);
         }
 
-        let rerank =
-            r.bigram != 0.0 || r.enum_match != 0.0 || r.name_substring != 0.0 || r.diversity != 0.0;
+        let rerank = r.bigram != 0.0
+            || r.enum_match != 0.0
+            || r.name_substring != 0.0
+            || r.diversity != 0.0
+            || r.desc_coverage != 0.0;
         let depth = if rerank {
             max_results.max(RERANK_DEPTH)
         } else {
@@ -1338,6 +1351,10 @@ impl SearchIndex {
         let idf_total: f32 = term_idf.iter().sum::<f32>().max(f32::MIN_POSITIVE);
         let mut stems: Vec<String> = Vec::new();
         let mut found: Vec<usize> = Vec::new();
+        let mut stem_bits: Vec<u64> = Vec::new();
+        // A query of more distinct words than are searched has words that are
+        // not terms (and have no bit).
+        let capped = terms.len() >= MAX_QUERY_TERMS;
         let by_stem = StemBits::new(terms);
         let aspects = if r.diversity != 0.0 {
             sentence_masks(free, &by_stem)
@@ -1371,22 +1388,30 @@ impl SearchIndex {
             }
             stems.clear();
             let mut name_end = 0;
-            if (r.bigram != 0.0 && !pairs.is_empty()) || aspects.len() >= DIVERSIFY_MIN_SENTENCES {
+            if (r.bigram != 0.0 && !pairs.is_empty())
+                || aspects.len() >= DIVERSIFY_MIN_SENTENCES
+                || r.desc_coverage != 0.0
+            {
                 stems.extend(text::words(name).iter().map(|w| text::stem(w)));
                 name_end = stems.len();
                 stems.extend(text::terms(description).iter().map(|w| text::stem(w)));
             }
+            // Which query term each name and description stem is, if any.
+            stem_bits.clear();
+            stem_bits.extend(stems.iter().map(|stem| by_stem.bit(stem)));
             if aspects.len() >= DIVERSIFY_MIN_SENTENCES
                 && let Some(m) = masks.last_mut()
             {
-                for stem in &stems {
-                    *m |= by_stem.bit(stem);
-                }
+                *m = stem_bits.iter().fold(0, |m, b| m | b);
             }
             if r.bigram != 0.0 && !pairs.is_empty() {
                 found.clear();
                 for (i, w) in stems.windows(2).enumerate() {
+                    // Both words of a query pair are query terms, unless
+                    // the query has more words than are searched.
+                    let candidate = capped || (stem_bits[i] != 0 && stem_bits[i + 1] != 0);
                     if i + 1 != name_end
+                        && candidate
                         && let Ok(k) = pairs.binary_search(&(w[0].as_str(), w[1].as_str()))
                     {
                         found.push(k);
@@ -1396,6 +1421,12 @@ impl SearchIndex {
                 found.dedup();
                 let hits = found.len();
                 factor *= 1.0 + r.bigram * hits as f32 / pairs.len() as f32;
+            }
+            if r.desc_coverage != 0.0 && stems.len() > name_end {
+                // The query terms the description holds, over its length.
+                let held = stem_bits[name_end..].iter().fold(0, |m, b| m | b);
+                let share = held.count_ones() as f32 / (stems.len() - name_end) as f32;
+                factor *= 1.0 + r.desc_coverage * share;
             }
             if r.name_substring != 0.0 && !long_words.is_empty() {
                 let lower = name.to_lowercase();
