@@ -2139,6 +2139,7 @@ fn quoted_spans(free: &str) -> Vec<Range<usize>> {
     let trimmed = free.trim();
     let lead = free.len() - free.trim_start().len();
     let mut prev: Option<char> = None;
+    let mut unclosed: Vec<char> = Vec::new();
     let mut iter = free.char_indices().peekable();
     while let Some((i, c)) = iter.next() {
         let close = match c {
@@ -2157,6 +2158,9 @@ fn quoted_spans(free: &str) -> Vec<Range<usize>> {
         if !opens {
             continue;
         }
+        if unclosed.contains(&close) {
+            continue;
+        }
         let start = i + c.len_utf8();
         let rest = &free[start..];
         let mut end = None;
@@ -2169,7 +2173,12 @@ fn quoted_spans(free: &str) -> Vec<Range<usize>> {
                 }
             }
         }
-        let Some(end) = end else { continue };
+        let Some(end) = end else {
+            // No later quote of this kind can close either: do not scan
+            // the rest again for each of them.
+            unclosed.push(close);
+            continue;
+        };
         let inner = &free[start..end];
         let whole = i == lead && end + close.len_utf8() == lead + trimmed.len();
         let identifier = inner.contains(['_', '.'])
@@ -2311,6 +2320,13 @@ mod tests {
         assert!(quoted("\"Find the roots of x^2 = 4.\"").is_empty());
         assert_eq!(quoted("\"Say 'hi' to Bob.\""), ["hi"]);
         assert_eq!(quoted("version '1.0.0' please"), ["1.0.0"]);
+    }
+
+    #[test]
+    fn unclosed_quotes_are_not_spans() {
+        assert!(quoted(&" 'a".repeat(1000)).is_empty());
+        assert_eq!(quoted("it 'rains today"), Vec::<&str>::new());
+        assert_eq!(quoted("'a 'b 'c' d"), ["a 'b 'c"]);
     }
 
     #[test]
