@@ -25,6 +25,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "number" => r.number_weight = v,
             "div" => r.diversity = v,
             "enum" => r.enum_match = v,
+            "desc_cov" => r.desc_coverage = v,
+            "quote" => r.quote_weight = v,
             k if k.starts_with('w') => r.weight[k[1..].parse::<usize>()?] = v,
             k if k.starts_with('b') => r.b[k[1..].parse::<usize>()?] = v,
             _ => return Err(format!("unknown {k}").into()),

@@ -76,7 +76,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .and_then(|r| r.parse().ok())
         .unwrap_or(3);
     for round in 0..rounds {
-        for p in 0..23 {
+        for p in 0..25 {
             for factor in [0.5f32, 0.75, 1.33, 2.0] {
                 let mut r = best;
                 let slot: &mut f32 = match p {
@@ -92,10 +92,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     19 => &mut r.idf_coverage,
                     20 => &mut r.number_weight,
                     21 => &mut r.diversity,
-                    _ => &mut r.enum_match,
+                    22 => &mut r.enum_match,
+                    23 => &mut r.desc_coverage,
+                    _ => &mut r.quote_weight,
                 };
-                // b and diversity are fractions.
-                let max = if (7..=12).contains(&p) || p == 21 {
+                // b, diversity and the quote weight are fractions.
+                let max = if (7..=12).contains(&p) || p == 21 || p == 24 {
                     1.0
                 } else {
                     100.0

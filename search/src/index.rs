@@ -106,7 +106,8 @@ pub struct SearchResults {
 ///
 /// and the tool's score is `sum over t of idf(t) * tf / (k1 + tf)`, with
 /// `idf = ln(1 + (N - df + 0.5) / (df + 0.5))` over tools, multiplied by
-/// `number_weight` for a query word made only of digits. A term reached
+/// `number_weight` for a query word made only of digits and by
+/// `quote_weight` for a word the query has only inside quotes. A term reached
 /// only by a prefix or a typo is multiplied by `prefix_factor` or
 /// `typo_factor`. Finally the sum is multiplied by `coverage ^
 /// coverage_exponent`, where `coverage` is the fraction of query terms the
@@ -123,7 +124,9 @@ pub struct SearchResults {
 /// adjacent query words (stop words removed, stemmed) that is also adjacent
 /// in the name or the description (`bigram`), a bonus for query words that
 /// are allowed values of a parameter (`enum_match`; the `enum` arrays are
-/// found by scanning the stored parameter JSON text, not by parsing it), and
+/// found by scanning the stored parameter JSON text, not by parsing it), a
+/// bonus for the share of the description's words that the query holds
+/// (`desc_coverage`), and
 /// optionally for query words hidden inside an unsplit name
 /// (`name_substring`). Then, for a query of
 /// three or more sentences (a task of several steps), the first ten places
@@ -186,6 +189,20 @@ pub struct Ranking {
     /// parameter) / (IDF of all query words)`: a request naming a value the
     /// tool accepts (`Pop`, `app balance`, `regular`).
     pub enum_match: f32,
+    /// Second stage: the score is multiplied by `1 + desc_coverage *
+    /// (query terms the description holds) / (terms in the description)`:
+    /// how much of what the tool says of itself the request explains. Of
+    /// two tools matching the same query words, the one whose description
+    /// is mostly those words gains; a long description that mentions them
+    /// in passing does not.
+    pub desc_coverage: f32,
+    /// Multiplier of the IDF of a query word found only inside quotes
+    /// (`'BRCA1'`, `"Hotel California"`, `'I love the food here!'`): quoted
+    /// text is usually an argument value (a name, a title, a message to
+    /// send), not words that describe the tool. A quoted identifier
+    /// (`'solve_quadratic'`, `'math.sqrt'`) names a tool and keeps its
+    /// weight, as does a pair of quotes around the whole request.
+    pub quote_weight: f32,
 }
 
 /// How many of the best first-stage tools the second stage re-scores.
@@ -208,6 +225,8 @@ impl Default for Ranking {
             number_weight: 0.1,
             diversity: 0.7,
             enum_match: 0.75,
+            desc_coverage: 0.3,
+            quote_weight: 0.3,
         }
     }
 }
@@ -1273,7 +1292,7 @@ impl SearchIndex {
                         .iter()
                         .map(|e| {
                             let list = self.postings_at(e.offset);
-                            let idf = self.idf(list.len() as u64);
+                            let idf = self.idf(list.len() as u64) * term_weight(r, term);
                             let factor = match e.kind {
                                 MatchKind::Prefix => r.prefix_factor,
                                 _ => r.typo_factor,
@@ -1291,8 +1310,11 @@ impl SearchIndex {
             lookups.push(lookup);
         }
 
-        let rerank =
-            r.bigram != 0.0 || r.enum_match != 0.0 || r.name_substring != 0.0 || r.diversity != 0.0;
+        let rerank = r.bigram != 0.0
+            || r.enum_match != 0.0
+            || r.name_substring != 0.0
+            || r.diversity != 0.0
+            || r.desc_coverage != 0.0;
         let depth = if rerank {
             max_results.max(RERANK_DEPTH)
         } else {
@@ -1452,22 +1474,25 @@ impl SearchIndex {
                     factor *= 1.0 + r.enum_match * sum / idf_total;
                 }
             }
-            if bigram || diversify {
-                let mut mask = 0u64;
+            if bigram || diversify || r.desc_coverage != 0.0 {
                 ids.clear();
-                let mut add = |w: &str| {
+                let mut name_end = 0;
+                let mut name_mask = 0u64;
+                text::for_each_word(name, |w| {
                     let (id, bit) = vocab.get(&text::stem(w));
                     ids.push(id);
-                    mask |= bit;
-                };
-                let mut name_end = 0;
-                text::for_each_word(name, |w| {
-                    add(w);
+                    name_mask |= bit;
                     name_end += 1;
                 });
-                text::for_each_term(description, &mut add);
+                // The query terms the description holds.
+                let mut held = 0u64;
+                text::for_each_term(description, |w| {
+                    let (id, bit) = vocab.get(&text::stem(w));
+                    ids.push(id);
+                    held |= bit;
+                });
                 if diversify && let Some(m) = masks.last_mut() {
-                    *m = mask;
+                    *m = name_mask | held;
                 }
                 if bigram {
                     found.clear();
@@ -1483,6 +1508,11 @@ impl SearchIndex {
                     found.sort_unstable();
                     found.dedup();
                     factor *= 1.0 + r.bigram * found.len() as f32 / pairs.len() as f32;
+                }
+                if r.desc_coverage != 0.0 && ids.len() > name_end {
+                    // Over the description's length.
+                    let share = held.count_ones() as f32 / (ids.len() - name_end) as f32;
+                    factor *= 1.0 + r.desc_coverage * share;
                 }
             }
             if r.name_substring != 0.0 && !long_words.is_empty() {
@@ -2336,13 +2366,88 @@ fn sentence_masks(free: &str, vocab: &Vocab) -> Vec<u64> {
     out
 }
 
-/// The weight of a query term's IDF (see [`Ranking::number_weight`]).
+/// The weight of a query term's IDF (see [`Ranking::number_weight`] and
+/// [`Ranking::quote_weight`]).
 fn term_weight(r: &Ranking, term: &QueryTerm) -> f32 {
+    let w = if term.quoted { r.quote_weight } else { 1.0 };
     if !term.required && term.word.bytes().all(|b| b.is_ascii_digit()) {
-        r.number_weight
+        r.number_weight * w
     } else {
-        1.0
+        w
     }
+}
+
+/// The byte ranges of `free` inside quotes (`'...'`, `"..."`, and the
+/// typographic pairs): an opening quote starts the text or follows a space
+/// or an opening bracket, colon or comma; its closing quote is followed by
+/// the end, a space or punctuation, so the apostrophes of `it's` or
+/// `Adriel's` neither open nor close. A pair around the whole text is not
+/// counted (a request pasted with its quotes), nor is a quoted identifier
+/// (`'get_weather'`, `'math.sqrt'`): that names a tool.
+fn quoted_spans(free: &str) -> Vec<Range<usize>> {
+    let mut out = Vec::new();
+    let trimmed = free.trim();
+    let lead = free.len() - free.trim_start().len();
+    let mut prev: Option<char> = None;
+    let mut unclosed: Vec<char> = Vec::new();
+    let mut iter = free.char_indices().peekable();
+    while let Some((i, c)) = iter.next() {
+        let close = match c {
+            '\'' => '\'',
+            '"' => '"',
+            '\u{2018}' => '\u{2019}',
+            '\u{201C}' => '\u{201D}',
+            _ => {
+                prev = Some(c);
+                continue;
+            }
+        };
+        let opens =
+            prev.is_none_or(|p| p.is_whitespace() || matches!(p, '(' | '[' | '{' | ':' | ','));
+        prev = Some(c);
+        if !opens {
+            continue;
+        }
+        if unclosed.contains(&close) {
+            continue;
+        }
+        let start = i + c.len_utf8();
+        let rest = &free[start..];
+        let mut end = None;
+        for (j, d) in rest.char_indices() {
+            if d == close {
+                let next = rest[j + d.len_utf8()..].chars().next();
+                if next.is_none_or(|n| !n.is_alphanumeric()) {
+                    end = Some(start + j);
+                    break;
+                }
+            }
+        }
+        let Some(end) = end else {
+            // No later quote of this kind can close either: do not scan
+            // the rest again for each of them.
+            unclosed.push(close);
+            continue;
+        };
+        let inner = &free[start..end];
+        let whole = i == lead && end + close.len_utf8() == lead + trimmed.len();
+        let identifier = inner.contains(['_', '.'])
+            && inner.chars().any(char::is_alphabetic)
+            && inner
+                .chars()
+                .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | '-'));
+        if !whole && !identifier && !inner.trim().is_empty() {
+            out.push(start..end);
+        }
+        if !whole {
+            // Skip to the closing quote.
+            while iter.peek().is_some_and(|&(k, _)| k <= end) {
+                iter.next();
+            }
+            prev = Some(close);
+        }
+    }
+    out
 }
 
 /// A normalised query term.
@@ -2354,6 +2459,8 @@ struct QueryTerm {
     stem: String,
     /// From a `+word`.
     required: bool,
+    /// Found in the free text only inside quotes (see [`quoted_spans`]).
+    quoted: bool,
 }
 
 enum Lookup {
@@ -2376,13 +2483,36 @@ const MAX_QUERY_TERMS: usize = 64;
 /// once.
 fn query_terms(free: &str, required: &[String]) -> Vec<QueryTerm> {
     let mut out: Vec<QueryTerm> = Vec::new();
+    // The stems of the text outside quotes (and that text, lowercased),
+    // if anything is quoted.
+    let spans = quoted_spans(free);
+    let outside: Option<(Vec<String>, String)> = (!spans.is_empty()).then(|| {
+        let mut text = free.to_string();
+        for sp in &spans {
+            text.replace_range(sp.clone(), &" ".repeat(sp.len()));
+        }
+        let mut stems: Vec<String> = text::terms(&text)
+            .iter()
+            .map(|w| text::stem(w).into_owned())
+            .collect();
+        stems.sort_unstable();
+        (stems, text.to_lowercase())
+    });
     let mut push = |word: String, required: bool| {
         let stem = text::stem(&word).into_owned();
         if out.len() < MAX_QUERY_TERMS && !out.iter().any(|t| t.stem == stem) {
+            // A whole identifier is not split into terms: look for it
+            // as it is written.
+            let quoted = !required
+                && outside.as_ref().is_some_and(|(stems, lower)| {
+                    stems.binary_search(&stem).is_err()
+                        && !(word.contains(['_', '.', '-']) && lower.contains(word.as_str()))
+                });
             out.push(QueryTerm {
                 word,
                 stem,
                 required,
+                quoted,
             });
         }
     };
@@ -2437,5 +2567,55 @@ mod tests {
             let many = SearchIndex::build_on(&docs, Ranking::default(), workers).unwrap();
             assert!(one.bytes() == many.bytes(), "{workers} workers");
         }
+    }
+
+    fn quoted(free: &str) -> Vec<&str> {
+        quoted_spans(free).into_iter().map(|r| &free[r]).collect()
+    }
+
+    #[test]
+    fn quotes_around_values_are_found() {
+        assert_eq!(quoted("the gene 'BRCA1' of a human"), ["BRCA1"]);
+        assert_eq!(
+            quoted("play \"Hotel California\" now"),
+            ["Hotel California"]
+        );
+        assert_eq!(quoted("topic: 'charts', in Spanish"), ["charts"]);
+    }
+
+    #[test]
+    fn apostrophes_are_not_quotes() {
+        assert!(quoted("it's Adriel's project, isn't it").is_empty());
+        assert_eq!(
+            quoted("a review 'I love it! It's fresh.' please"),
+            ["I love it! It's fresh."]
+        );
+    }
+
+    #[test]
+    fn identifiers_and_whole_requests_are_not_payload() {
+        assert!(quoted("use the 'solve_quadratic' function").is_empty());
+        assert!(quoted("call 'math.sqrt' on it").is_empty());
+        assert!(quoted("\"Find the roots of x^2 = 4.\"").is_empty());
+        assert_eq!(quoted("\"Say 'hi' to Bob.\""), ["hi"]);
+        assert_eq!(quoted("version '1.0.0' please"), ["1.0.0"]);
+    }
+
+    #[test]
+    fn unclosed_quotes_are_not_spans() {
+        assert!(quoted(&" 'a".repeat(1000)).is_empty());
+        assert_eq!(quoted("it 'rains today"), Vec::<&str>::new());
+        assert_eq!(quoted("'a 'b 'c' d"), ["a 'b 'c"]);
+    }
+
+    #[test]
+    fn only_words_never_outside_quotes_are_quoted() {
+        let terms = query_terms("find the food review 'I love the food here'", &[]);
+        let quoted: Vec<&str> = terms
+            .iter()
+            .filter(|t| t.quoted)
+            .map(|t| t.word.as_str())
+            .collect();
+        assert_eq!(quoted, ["love"]);
     }
 }

@@ -2,7 +2,7 @@
 
 use serde_json::json;
 use toolgate_search::{
-    Field, IndexError, MatchKind, Query, QueryError, SearchIndex, SearchResults, ToolDoc,
+    Field, IndexError, MatchKind, Query, QueryError, Ranking, SearchIndex, SearchResults, ToolDoc,
 };
 
 fn doc(name: &str, description: &str) -> ToolDoc {
@@ -424,4 +424,22 @@ fn hits_explain_each_query_word() {
         why.iter()
             .any(|m| m.term == "city" && m.field == Field::Description)
     );
+}
+
+#[test]
+fn quoted_values_weigh_less_than_the_request() {
+    let tools = vec![
+        doc("sentiment_analysis", "Analyze the sentiment of a text."),
+        doc("food_reviews", "Collect reviews of the food you love."),
+    ];
+    let query = "Analyze the sentiment of this review: 'I love the food'";
+    let index = SearchIndex::build(tools).expect("builds");
+    assert_eq!(top(&index, query), "sentiment_analysis");
+    // Counting the quoted words in full, the other tool explains more of
+    // the request.
+    let unweighted = index.with_ranking(Ranking {
+        quote_weight: 1.0,
+        ..Ranking::default()
+    });
+    assert_eq!(top(&unweighted, query), "food_reviews");
 }
