@@ -13,9 +13,9 @@ use toolgate_search::eval::{self, Bm25Baseline, DATASETS, EvalQuery, Half};
 const MAX_QUERIES: usize = 1500;
 
 /// The nDCG@5 margin over BM25 (x100) required on every data set's held-out
-/// half: the smallest margin reached (BFCL, about +2.2; Seal-Tools is at
-/// about +7.2 and MetaTool at about +5.7), rounded down.
-const MARGIN: f64 = 2.0;
+/// half: the smallest margin reached (BFCL, about +2.7; Seal-Tools is at
+/// about +7.5 and MetaTool at about +5.6), rounded down to a half point.
+const MARGIN: f64 = 2.5;
 
 #[test]
 fn ours_beats_bm25_ndcg_at_5_by_a_margin_on_every_dataset() {
