@@ -416,6 +416,32 @@ impl DocFields {
     }
 }
 
+/// Splits `items` into at most `workers` contiguous runs, calls `f` with
+/// each run and the position of its first item on a thread of its own, and
+/// returns the results in run order. A panic in `f` is resumed here.
+fn in_runs<T: Sync, R: Send>(
+    items: &[T],
+    workers: usize,
+    f: impl Fn(usize, &[T]) -> R + Sync,
+) -> Vec<R> {
+    let run = items.len().div_ceil(workers.max(1)).max(1);
+    let f = &f;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = items
+            .chunks(run)
+            .enumerate()
+            .map(|(i, chunk)| scope.spawn(move || f(i * run, chunk)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    })
+}
+
 /// Appends the stored record of `doc` to `out`: name, description,
 /// parameter schema as compact JSON, aliases and keywords.
 fn put_record(out: &mut Vec<u8>, doc: &crate::ToolDoc) {
@@ -632,20 +658,7 @@ impl TermTable {
             }
             (bytes, starts)
         };
-        let run = terms.len().div_ceil(workers.max(1)).max(1);
-        let runs: Vec<(Vec<u8>, Vec<u64>)> = std::thread::scope(|scope| {
-            let handles: Vec<_> = terms
-                .chunks(run)
-                .map(|chunk| scope.spawn(move || write(chunk)))
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-                })
-                .collect()
-        });
+        let runs = in_runs(&terms, workers, |_, run| write(run));
         let mut builder = MapBuilder::memory();
         let mut terms = terms.iter();
         for (bytes, starts) in runs {
@@ -840,23 +853,8 @@ impl SearchIndex {
         // worker; each splits and interns its run's text on its own, and
         // the runs are joined in order. The result does not depend on the
         // number of workers.
-        let run = order.len().div_ceil(workers).max(1);
-        let shards: Vec<Shard> = std::thread::scope(|scope| {
-            let handles: Vec<_> = order
-                .chunks(run)
-                .enumerate()
-                .map(|(i, ids)| {
-                    let first = (i * run) as u32;
-                    scope.spawn(move || Shard::build(ids.iter().map(|&d| &docs[d as usize]), first))
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-                })
-                .collect()
+        let shards = in_runs(&order, workers, |first, ids| {
+            Shard::build(ids.iter().map(|&d| &docs[d as usize]), first as u32)
         });
         let mut shards = shards.into_iter();
         let mut all = shards.next().unwrap_or_default();
