@@ -171,8 +171,10 @@ fn overhead(c: &mut Criterion) {
 fn hooks(c: &mut Criterion) {
     let rt = current_thread();
     let full = {
-        let mut p = Policy::default();
-        p.aliases = aliases();
+        let mut p = Policy {
+            aliases: aliases(),
+            ..Policy::default()
+        };
         p.scripts.rewrite = script(REWRITE);
         p.scripts.before = script(BEFORE);
         p.scripts.after = script(AFTER);
@@ -180,8 +182,10 @@ fn hooks(c: &mut Criterion) {
     };
     // The same call with one feature at a time, to see where the time goes.
     let only = |f: fn(&mut Policy)| {
-        let mut p = Policy::default();
-        p.aliases = aliases();
+        let mut p = Policy {
+            aliases: aliases(),
+            ..Policy::default()
+        };
         f(&mut p);
         native_engine(p, echo())
     };

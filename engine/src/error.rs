@@ -97,7 +97,7 @@ pub fn hook_name(hook: Hook) -> &'static str {
 
 pub(crate) fn fmt_duration(d: Duration) -> String {
     let ms = d.as_millis();
-    if ms >= 1000 && ms % 1000 == 0 {
+    if ms >= 1000 && ms.is_multiple_of(1000) {
         format!("{}s", ms / 1000)
     } else if ms > 0 {
         format!("{ms}ms")

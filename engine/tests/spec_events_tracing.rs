@@ -11,9 +11,12 @@ use serde_json::json;
 use toolgate::Engine;
 use tracing_subscriber::layer::SubscriberExt;
 
+/// The `(name, value)` fields of each span recorded.
+type Recorded = Arc<Mutex<Vec<Vec<(String, String)>>>>;
+
 /// Records the fields of every `tool_call` span.
 #[derive(Clone, Default)]
-struct SpanFields(Arc<Mutex<Vec<Vec<(String, String)>>>>);
+struct SpanFields(Recorded);
 
 impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for SpanFields {
     fn on_new_span(
