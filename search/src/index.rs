@@ -389,28 +389,40 @@ impl DocFields {
     }
 }
 
-/// The surface terms of each field of a tool.
-fn doc_fields(doc: &crate::ToolDoc) -> DocFields {
-    let mut f = DocFields::default();
-    f.fill(doc);
-    f
-}
-
 impl DocFields {
     /// Replaces the terms with those of `doc`, keeping the buffers.
     fn fill(&mut self, doc: &crate::ToolDoc) {
+        self.fill_parts(
+            &doc.name,
+            &doc.description,
+            &doc.parameters,
+            doc.aliases.iter().map(String::as_str),
+            doc.keywords.iter().map(String::as_str),
+        );
+    }
+
+    /// Replaces the terms with those of a tool given field by field (an
+    /// owned document or one read back from an index), keeping the buffers.
+    fn fill_parts<'a>(
+        &mut self,
+        name: &str,
+        description: &str,
+        parameters: &serde_json::Value,
+        aliases: impl Iterator<Item = &'a str>,
+        keywords: impl Iterator<Item = &'a str>,
+    ) {
         for (text, ends) in self.text.iter_mut().zip(&mut self.ends) {
             text.clear();
             ends.clear();
         }
         let f = self;
-        f.push_name(Field::Name, &doc.name);
-        text::for_each_term(&doc.description, |t| f.push(Field::Description, t));
-        walk_schema(&doc.parameters, f, 0);
-        for a in &doc.aliases {
+        f.push_name(Field::Name, name);
+        text::for_each_term(description, |t| f.push(Field::Description, t));
+        walk_schema(parameters, f, 0);
+        for a in aliases {
             f.push_name(Field::Alias, a);
         }
-        for k in &doc.keywords {
+        for k in keywords {
             text::for_each_term(k, |t| f.push(Field::Keyword, t));
         }
     }
@@ -1674,11 +1686,21 @@ impl SearchIndex {
         // Per wanted match and field: 1 = a term with the stem, 2 = also a
         // term equal to the query word.
         let mut seen: Vec<[u8; FIELDS]> = vec![[0; FIELDS]; wanted.len()];
+        let mut fields = DocFields::default();
         ranked
             .into_iter()
             .filter_map(|(score, d)| {
                 let doc = self.doc(d as usize)?;
-                let fields = doc_fields(&doc.to_tool_doc_lossy());
+                // Every stored schema was written from a JSON value; one
+                // that does not parse (a damaged file) only loses its terms.
+                let parameters = doc.parameters().unwrap_or(serde_json::Value::Null);
+                fields.fill_parts(
+                    doc.name,
+                    doc.description,
+                    &parameters,
+                    doc.aliases.iter().copied(),
+                    doc.keywords.iter().copied(),
+                );
                 seen.iter_mut().for_each(|s| *s = [0; FIELDS]);
                 for field in Field::ALL {
                     let f = field as usize;
