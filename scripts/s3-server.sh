@@ -9,7 +9,7 @@
 # well under a minute from PyPI (s3s-fs needs a release build of a large crate on CI's two cores) and
 # honours what the store relies on: `If-None-Match: *` on PutObject (create-only saves, answered with
 # 412 when the key exists), ranged GETs, prefix listings and bulk DeleteObjects.
-# It is installed into .tools/venv of the repository (git-ignored), pinned, and only when missing.
+# It is installed by scripts/venv.sh into .tools/venv of the repository (git-ignored), pinned, and only when missing.
 # Everything it prints on stdout is `export NAME=value` lines; progress goes to stderr.
 set -euo pipefail
 
@@ -27,15 +27,12 @@ REGION="us-east-1"
 log() { echo "s3-server: $*" >&2; }
 
 install() {
-    if [[ -x "$VENV/bin/moto_server" ]] && "$VENV/bin/python" -c "import moto, sys; sys.exit(moto.__version__ != '$MOTO_VERSION')" 2>/dev/null; then
-        return
+    # moto and the other test packages live in one venv, installed from scripts/requirements-test.txt.
+    bash "$ROOT/scripts/venv.sh" >/dev/null
+    if ! "$VENV/bin/python" -c "import moto, sys; sys.exit(moto.__version__ != '$MOTO_VERSION')" 2>/dev/null; then
+        log "moto $MOTO_VERSION is not what scripts/requirements-test.txt installed"
+        exit 1
     fi
-    local started=$SECONDS
-    log "installing moto $MOTO_VERSION into $VENV"
-    mkdir -p "$TOOLS"
-    python3 -m venv "$VENV"
-    "$VENV/bin/pip" install --quiet --disable-pip-version-check "moto[s3]==$MOTO_VERSION" flask flask-cors >&2
-    log "installed in $((SECONDS - started)) s"
 }
 
 free_port() {

@@ -8,6 +8,9 @@ cd "$(dirname "$0")/.."
 echo "== build (plugins and the toolgate binary are test inputs)" >&2
 cargo build --workspace --locked
 
+echo "== Python test packages (moto, openai, jsonschema) into .tools/venv" >&2
+bash scripts/venv.sh >/dev/null
+
 echo "== S3 test server" >&2
 eval "$(bash scripts/s3-server.sh start)"
 trap 'bash scripts/s3-server.sh stop >&2 || true' EXIT

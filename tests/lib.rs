@@ -47,6 +47,47 @@ pub fn toolgate_exe() -> PathBuf {
     program
 }
 
+/// The Python of the project's test venv (`.tools/venv`, made by `scripts/venv.sh` from
+/// `scripts/requirements-test.txt`), for tests that check toolgate against other people's software
+/// (the `openai` SDK's types, a JSON Schema validator). `scripts/test.sh` installs it first.
+pub fn venv_python() -> PathBuf {
+    let python = repo_path(".tools/venv/bin/python");
+    assert!(
+        python.is_file(),
+        "{} does not exist: run `bash scripts/venv.sh` (scripts/test.sh does) first",
+        python.display()
+    );
+    python
+}
+
+/// Runs `python -c SCRIPT ARGS...` with the venv's Python, feeding `stdin`.
+pub fn venv_python_run(script: &str, args: &[&str], stdin: &str) -> Run {
+    let started = Instant::now();
+    let mut child = Command::new(venv_python())
+        .arg("-c")
+        .arg(script)
+        .args(args)
+        .current_dir(repo_root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the venv's python starts");
+    child
+        .stdin
+        .take()
+        .expect("stdin is piped")
+        .write_all(stdin.as_bytes())
+        .expect("python reads its stdin");
+    let out = child.wait_with_output().expect("python runs to the end");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        elapsed: started.elapsed(),
+    }
+}
+
 /// What one run of the program did.
 #[derive(Debug)]
 pub struct Run {
