@@ -128,6 +128,17 @@ pub enum BuildError {
         second: String,
     },
 
+    /// Two tools whose names map to the same model-facing name under the name profile (N6).
+    #[error(
+        "two tools have the model-facing name {model_name:?} under name_profile {profile}: {first} and {second}"
+    )]
+    NameCollision {
+        model_name: String,
+        profile: &'static str,
+        first: String,
+        second: String,
+    },
+
     #[error("{at}{message}")]
     Alias { message: String, at: At },
 
