@@ -95,14 +95,22 @@ impl EngineBuilder {
         for (tool, searchable) in self.natives {
             registry.insert(tool, ToolSource::Native, searchable)?;
         }
+        // Every plugin is tried, so one build reports all that do not load (each at its entry).
+        let mut plugin_errors = Vec::new();
         for spec in &policy.plugins {
-            let plugin = crate::plugin::load(spec)?;
+            let plugin = match crate::plugin::load(spec) {
+                Ok(plugin) => plugin,
+                Err(e) => {
+                    plugin_errors.push(e);
+                    continue;
+                }
+            };
             let source = ToolSource::Plugin {
                 plugin: plugin.name().to_string(),
                 path: plugin.path().display().to_string(),
             };
             for tool in crate::plugin::tools(&plugin) {
-                registry
+                let inserted = registry
                     .insert(tool, source.clone(), spec.searchable)
                     .map_err(|e| match e {
                         BuildError::InvalidName {
@@ -117,7 +125,20 @@ impl EngineBuilder {
                             at: At(spec.position.clone()),
                         },
                         other => other,
-                    })?;
+                    });
+                if let Err(e) = inserted {
+                    plugin_errors.push(e);
+                    break;
+                }
+            }
+        }
+        match plugin_errors.len() {
+            0 => {}
+            1 => return Err(plugin_errors.remove(0)),
+            _ => {
+                return Err(BuildError::Several {
+                    errors: plugin_errors,
+                });
             }
         }
         if let Some(search) = &policy.search {

@@ -157,6 +157,11 @@ pub enum BuildError {
 
     #[error("{message}")]
     Other { message: String },
+
+    /// Several problems found in one pass (for example every plugin that does not load), one
+    /// per line, in policy order.
+    #[error("{}", .errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+    Several { errors: Vec<BuildError> },
 }
 
 /// An optional `file:line:col: ` prefix for build errors that come from a policy position.

@@ -219,6 +219,10 @@ pub struct ScriptSource {
     pub file: PathBuf,
     /// 1-based line in `file` where `code`'s first line is (1 for a `.rhai` file).
     pub line_offset: u32,
+    /// Characters before the code on each of its lines in `file`: the indentation of an inline
+    /// block script, the position after the key (and quote) of a one-line inline script, 0 for
+    /// a `.rhai` file. A script's column plus this is the column in `file`.
+    pub column_offset: u32,
 }
 
 /// A plugin to load.
