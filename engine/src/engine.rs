@@ -124,6 +124,19 @@ impl EngineBuilder {
                             reason,
                             at: At(spec.position.clone()),
                         },
+                        BuildError::NameCollision {
+                            model_name,
+                            profile,
+                            first,
+                            second,
+                            ..
+                        } => BuildError::NameCollision {
+                            model_name,
+                            profile,
+                            first,
+                            second,
+                            at: At(spec.position.clone()),
+                        },
                         other => other,
                     });
                 if let Err(e) = inserted {

@@ -130,13 +130,15 @@ pub enum BuildError {
 
     /// Two tools whose names map to the same model-facing name under the name profile (N6).
     #[error(
-        "two tools have the model-facing name {model_name:?} under name_profile {profile}: {first} and {second}"
+        "{at}two tools have the model-facing name {model_name:?} under name_profile {profile}: {first} and {second}"
     )]
     NameCollision {
         model_name: String,
         profile: &'static str,
         first: String,
         second: String,
+        /// The policy entry of the second tool's plugin, when it comes from one.
+        at: At,
     },
 
     #[error("{at}{message}")]

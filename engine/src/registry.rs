@@ -131,6 +131,7 @@ impl Registry {
                 profile: profile_name(self.profile),
                 first: format!("{other} ({})", self.entries[other].source),
                 second: format!("{name} ({source})"),
+                at: At(None),
             });
         }
         self.by_model_name.insert(model_name.clone(), name.clone());

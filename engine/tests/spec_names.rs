@@ -428,3 +428,16 @@ fn build_errors_are_typed() {
         .build();
     assert!(matches!(r, Err(BuildError::InvalidName { .. })));
 }
+
+#[test]
+fn n6_a_plugin_tool_that_collides_after_mapping_fails_at_its_plugin_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = yaml_policy(
+        "version: 1\nname_profile: openai\nplugins:\n  - name: fs\n    config: {root: \".\"}\n",
+        dir.path(),
+    );
+    let e = build_err(policy, vec!["fs_read_file"]);
+    assert!(e.contains("policy.yaml:4:5: "), "{e}");
+    assert!(e.contains("fs_read_file (a native tool)"), "{e}");
+    assert!(e.contains("fs.read_file (plugin fs"), "{e}");
+}
