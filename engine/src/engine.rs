@@ -426,8 +426,8 @@ impl Engine {
     }
 
     /// The tools the model sees now in this session, under their model-facing names (N6): the
-    /// ordinary tools (and
-    /// `tool_search` while search is on) plus the catalog tools the session has found (S1, S3, S5).
+    /// ordinary tools (and `tool_search` while search is on) plus the catalog tools the session
+    /// has found (S1, S3, S5).
     pub fn visible_tools(&self, session: &Session) -> Vec<ToolSpec> {
         self.inner
             .registry
