@@ -231,7 +231,8 @@ fn summary(engine: &Engine, name: &str) -> String {
     );
 
     // Tools grouped by where they come from, in registry order.
-    let mut groups: Vec<(String, Vec<&str>)> = Vec::new();
+    // Model-facing names, with the real name beside a name the profile maps (N6).
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
     let mut count = 0;
     for (tool, entry) in engine.registry().entries() {
         count += 1;
@@ -240,9 +241,14 @@ fn summary(engine: &Engine, name: &str) -> String {
         } else {
             entry.source.to_string()
         };
+        let shown = if entry.model_name == tool {
+            tool.to_string()
+        } else {
+            format!("{} ({tool})", entry.model_name)
+        };
         match groups.iter_mut().find(|(s, _)| *s == source) {
-            Some((_, names)) => names.push(tool),
-            None => groups.push((source, vec![tool])),
+            Some((_, names)) => names.push(shown),
+            None => groups.push((source, vec![shown])),
         }
     }
     let _ = writeln!(
@@ -340,18 +346,31 @@ fn tools(args: ToolsArgs) -> Result<Output, CliError> {
     let (engine, _) = load_engine(args.policy.policy.as_deref())?;
     let session = session(&engine, args.session.as_deref())?;
     let specs = engine.visible_tools(&session);
+    // The real name and source behind each model-facing name (N6).
+    let real = |model_name: &str| {
+        engine
+            .registry()
+            .resolve(model_name)
+            .map(|r| (r.name.to_string(), r.entry.source.to_string()))
+    };
     if args.json {
         let array: Vec<Value> = specs
             .iter()
             .map(|t| {
-                json!({
+                let mut entry = json!({
                     "type": "function",
                     "function": {
                         "name": t.name,
                         "description": t.description,
                         "parameters": t.parameters,
                     }
-                })
+                });
+                if args.annotate
+                    && let Some((tool_name, source)) = real(&t.name)
+                {
+                    entry["x-toolgate"] = json!({"tool_name": tool_name, "source": source});
+                }
+                entry
             })
             .collect();
         return ok(to_json_line(&Value::Array(array), false));
@@ -361,7 +380,14 @@ fn tools(args: ToolsArgs) -> Result<Output, CliError> {
         if i > 0 {
             s.push('\n');
         }
-        let _ = writeln!(s, "{}", t.name);
+        match real(&t.name) {
+            Some((tool_name, _)) if tool_name != t.name => {
+                let _ = writeln!(s, "{} (tool {tool_name})", t.name);
+            }
+            _ => {
+                let _ = writeln!(s, "{}", t.name);
+            }
+        }
         for line in t.description.lines() {
             let _ = writeln!(s, "    {line}");
         }
@@ -566,10 +592,18 @@ async fn prepare(args: PrepareArgs) -> Result<Output, CliError> {
 
 fn explain(args: ExplainArgs) -> Result<Output, CliError> {
     let (engine, _) = load_engine(args.policy.policy.as_deref())?;
-    let resolved = engine.registry().resolve(&args.tool);
+    // A model-facing name, an alias, or a real name (which the model itself cannot call when
+    // the name profile maps it).
+    let resolved = engine.registry().lookup(&args.tool);
     let (real, source) = match &resolved {
         Some(r) => (Some(r.name.to_string()), Some(r.entry.source.to_string())),
         None => (None, None),
+    };
+    let is_alias = engine.registry().aliases().any(|(a, _)| a == args.tool);
+    // The name the model calls: the alias or model-facing name given, else the tool's.
+    let model_name = match &resolved {
+        Some(r) if *r.name == args.tool => r.entry.model_name.clone(),
+        _ => args.tool.clone(),
     };
     let e = engine.explain(&args.tool);
     if resolved.is_none() {
@@ -583,7 +617,11 @@ fn explain(args: ExplainArgs) -> Result<Output, CliError> {
         let mut value = serde_json::to_value(&e).unwrap_or(Value::Null);
         if let Value::Object(map) = &mut value {
             map.insert("known_tool".into(), json!(resolved.is_some()));
-            map.insert("model_name".into(), json!(args.tool));
+            map.insert("model_name".into(), json!(model_name));
+            map.insert(
+                "tool_name".into(),
+                json!(real.clone().unwrap_or_else(|| args.tool.clone())),
+            );
             map.insert("source".into(), json!(source));
         }
         return ok(to_json_line(&value, true));
@@ -591,8 +629,18 @@ fn explain(args: ExplainArgs) -> Result<Output, CliError> {
 
     let mut s = String::new();
     match (&real, &source) {
-        (Some(real), Some(source)) if *real != args.tool => {
+        (Some(real), Some(source)) if is_alias => {
             let _ = writeln!(s, "{} (alias of {real}, from {source})", args.tool);
+        }
+        (Some(real), Some(source)) if *real != args.tool => {
+            let _ = writeln!(s, "{} (tool {real}, from {source})", args.tool);
+        }
+        (Some(_), Some(source)) if model_name != args.tool => {
+            let _ = writeln!(
+                s,
+                "{} (the model calls it {model_name}; from {source})",
+                args.tool
+            );
         }
         (Some(_), Some(source)) => {
             let _ = writeln!(s, "{} (from {source})", args.tool);

@@ -90,6 +90,11 @@ Problems are printed on stderr as `file:line:col: message`, one per line.
 Examples:
   toolgate tools --policy policies/testkit.yaml
   toolgate tools --policy policies/testkit.yaml --json   # the OpenAI `tools` array
+  toolgate tools --json --annotate   # plus the real tool name behind each model-facing name
+
+Names are the model-facing ones: under `name_profile: openai` or `anthropic` (the built-in
+policy uses openai), `fs.read_file` is shown and called as `fs_read_file`; the text output
+and --annotate give the real name beside it.
 
 {EXIT_CODES}"))]
     Tools(ToolsArgs),
@@ -99,10 +104,11 @@ Examples:
 Examples:
   toolgate call --policy policies/testkit.yaml echo '{{\"text\": \"hello\"}}'
   toolgate call --policy policies/testkit.yaml --json --timeout 100ms sleep '{{\"ms\": 5000}}'
-  toolgate call fs.read_file '{{\"path\": \"README.md\", \"limit\": 5}}'
+  toolgate call fs_read_file '{{\"path\": \"README.md\", \"limit\": 5}}'
 
-The call goes through everything a model's call would: aliases, rules, hooks, the timeout,
-the result cap. ARGS_JSON that is not valid JSON is passed on too; the result then says
+TOOL is the name as the model sees it (`toolgate tools`): under the built-in policy's
+`name_profile: openai`, `fs_read_file`, not `fs.read_file`. The call goes through everything a
+model's call would: aliases, rules, hooks, the timeout, the result cap. ARGS_JSON that is not valid JSON is passed on too; the result then says
 `invalid_arguments`, as the model would be told.
 
 Exit code 1 means the call ran and its result is an error; with --json, `error_kind` says
@@ -134,8 +140,9 @@ Examples:
   toolgate explain --policy policies/testkit.yaml sleep
   toolgate explain --policy policies/examples/fs-readonly.yaml fs.read_file --json
 
-Each setting (timeout, result cap, sequential group, rules) is shown with the policy key it
-comes from: the dispatch defaults, or the most specific matching entry under `tools:`.
+TOOL may be the model-facing name, an alias or the real tool name; the first line shows both
+names when a name profile maps one to the other. Each setting (timeout, result cap, sequential
+group, rules) is shown with the policy key it comes from: the dispatch defaults, or the most specific matching entry under `tools:`.
 
 {EXIT_CODES}"))]
     Explain(ExplainArgs),
@@ -251,6 +258,12 @@ struct ToolsArgs {
     /// Print a JSON array in the OpenAI `tools` format.
     #[arg(long)]
     json: bool,
+
+    /// With --json, add `"x-toolgate": {tool_name, source}` to each entry: the real tool name
+    /// behind the model-facing one, and where it comes from. Providers refuse unknown keys, so
+    /// do not send this output to a model as is.
+    #[arg(long, requires = "json")]
+    annotate: bool,
 }
 
 #[derive(Debug, Args)]
@@ -310,7 +323,7 @@ struct ExplainArgs {
     #[arg(long)]
     json: bool,
 
-    /// The tool name (an alias is explained as its tool).
+    /// The tool name: model-facing, real, or an alias (explained as its tool).
     #[arg(value_name = "TOOL")]
     tool: String,
 }

@@ -70,6 +70,7 @@ fn script(code: &str) -> Option<ScriptSource> {
         code: code.to_string(),
         file: "bench.rhai".into(),
         line_offset: 1,
+        column_offset: 0,
     })
 }
 

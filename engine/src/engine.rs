@@ -91,20 +91,27 @@ impl EngineBuilder {
     /// Loads plugins, checks every name and alias, compiles the scripts and assembles the guard.
     pub fn build(self) -> Result<Engine, BuildError> {
         let policy = self.policy;
-        let profile = policy.name_profile;
-        let mut registry = Registry::new();
+        let mut registry = Registry::new(policy.name_profile);
         for (tool, searchable) in self.natives {
-            registry.insert(tool, ToolSource::Native, searchable, profile)?;
+            registry.insert(tool, ToolSource::Native, searchable)?;
         }
+        // Every plugin is tried, so one build reports all that do not load (each at its entry).
+        let mut plugin_errors = Vec::new();
         for spec in &policy.plugins {
-            let plugin = crate::plugin::load(spec)?;
+            let plugin = match crate::plugin::load(spec) {
+                Ok(plugin) => plugin,
+                Err(e) => {
+                    plugin_errors.push(e);
+                    continue;
+                }
+            };
             let source = ToolSource::Plugin {
                 plugin: plugin.name().to_string(),
                 path: plugin.path().display().to_string(),
             };
             for tool in crate::plugin::tools(&plugin) {
-                registry
-                    .insert(tool, source.clone(), spec.searchable, profile)
+                let inserted = registry
+                    .insert(tool, source.clone(), spec.searchable)
                     .map_err(|e| match e {
                         BuildError::InvalidName {
                             name,
@@ -117,8 +124,34 @@ impl EngineBuilder {
                             reason,
                             at: At(spec.position.clone()),
                         },
+                        BuildError::NameCollision {
+                            model_name,
+                            profile,
+                            first,
+                            second,
+                            ..
+                        } => BuildError::NameCollision {
+                            model_name,
+                            profile,
+                            first,
+                            second,
+                            at: At(spec.position.clone()),
+                        },
                         other => other,
-                    })?;
+                    });
+                if let Err(e) = inserted {
+                    plugin_errors.push(e);
+                    break;
+                }
+            }
+        }
+        match plugin_errors.len() {
+            0 => {}
+            1 => return Err(plugin_errors.remove(0)),
+            _ => {
+                return Err(BuildError::Several {
+                    errors: plugin_errors,
+                });
             }
         }
         if let Some(search) = &policy.search {
@@ -136,7 +169,6 @@ impl EngineBuilder {
                         Arc::new(crate::search::CatalogOnly { spec }),
                         source.clone(),
                         true,
-                        profile,
                     )?;
                 }
             }
@@ -156,10 +188,12 @@ impl EngineBuilder {
         }
         let reserved = reserved_names(&policy);
         for name in &reserved {
-            if let Some(entry) = registry.get(name) {
+            // Reserved names are model-facing: `read.tool.result` is `read_tool_result` under
+            // `openai`, and would be taken for the built-in.
+            if let Some(found) = registry.resolve(name) {
                 return Err(BuildError::InvalidName {
-                    name: name.to_string(),
-                    source_desc: entry.source.to_string(),
+                    name: found.name.to_string(),
+                    source_desc: found.entry.source.to_string(),
                     reason: format!(
                         "{name} is reserved for the built-in tool while {} is on",
                         if *name == READ_TOOL_RESULT {
@@ -190,17 +224,20 @@ impl EngineBuilder {
                 )),
                 ToolSource::Builtin,
                 false,
-                profile,
             )?;
         }
-        registry.add_aliases(&policy.aliases, profile, &reserved)?;
+        registry.add_aliases(&policy.aliases, &reserved)?;
 
         let sessions = Arc::new(crate::session::Sessions::default());
         let mut visibility = None;
         if let Some(search) = &policy.search {
             let docs = crate::search::catalog_docs(&registry, search);
-            let catalog: std::collections::HashSet<String> =
-                docs.iter().map(|d| d.name.clone()).collect();
+            // Real name -> model-facing name of every catalog tool.
+            let catalog: HashMap<String, String> = registry
+                .entries()
+                .filter(|(_, e)| e.searchable)
+                .map(|(name, e)| (name.to_string(), e.model_name.clone()))
+                .collect();
             if !search.use_model_native {
                 let index = crate::search::build_index(docs, search.index_file.as_deref())
                     .map_err(|message| BuildError::Other {
@@ -211,10 +248,13 @@ impl EngineBuilder {
                         toolgate_search::LiveIndex::new(index),
                         sessions.clone(),
                         search.default_max_results.max(1) as usize,
+                        catalog
+                            .iter()
+                            .map(|(real, model)| (model.clone(), real.clone()))
+                            .collect(),
                     )),
                     ToolSource::Builtin,
                     false,
-                    profile,
                 )?;
                 if !search.allow_direct_calls {
                     visibility = Some(crate::search::VisibilityLayer {
@@ -385,14 +425,15 @@ impl Engine {
         self.inner.sessions.get(id)
     }
 
-    /// The tools the model sees now in this session, by name: the ordinary tools (and
-    /// `tool_search` while search is on) plus the catalog tools the session has found (S1, S3, S5).
+    /// The tools the model sees now in this session, under their model-facing names (N6): the
+    /// ordinary tools (and `tool_search` while search is on) plus the catalog tools the session
+    /// has found (S1, S3, S5).
     pub fn visible_tools(&self, session: &Session) -> Vec<ToolSpec> {
         self.inner
             .registry
             .entries()
             .filter(|(name, e)| !e.searchable || session.state().is_revealed(name))
-            .map(|(_, e)| e.tool.spec().clone())
+            .map(|(_, e)| e.model_spec())
             .collect()
     }
 
@@ -415,18 +456,19 @@ impl Engine {
                 .registry
                 .entries()
                 .filter(|(_, e)| e.searchable)
-                .map(|(_, e)| e.tool.spec().clone())
+                .map(|(_, e)| e.model_spec())
                 .collect(),
             _ => Vec::new(),
         }
     }
 
-    /// Which settings apply to a tool, and where each came from (G8).
+    /// Which settings apply to a tool, and where each came from (G8). `tool` may be a
+    /// model-facing name, an alias or a real name.
     pub fn explain(&self, tool: &str) -> Explanation {
         let real = self
             .inner
             .registry
-            .resolve(tool)
+            .lookup(tool)
             .map(|r| r.name.to_string())
             .unwrap_or_else(|| tool.to_string());
         self.inner.resolver.resolve(&real).explanation

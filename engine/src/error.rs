@@ -128,6 +128,19 @@ pub enum BuildError {
         second: String,
     },
 
+    /// Two tools whose names map to the same model-facing name under the name profile (N6).
+    #[error(
+        "{at}two tools have the model-facing name {model_name:?} under name_profile {profile}: {first} and {second}"
+    )]
+    NameCollision {
+        model_name: String,
+        profile: &'static str,
+        first: String,
+        second: String,
+        /// The policy entry of the second tool's plugin, when it comes from one.
+        at: At,
+    },
+
     #[error("{at}{message}")]
     Alias { message: String, at: At },
 
@@ -146,6 +159,11 @@ pub enum BuildError {
 
     #[error("{message}")]
     Other { message: String },
+
+    /// Several problems found in one pass (for example every plugin that does not load), one
+    /// per line, in policy order.
+    #[error("{}", .errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+    Several { errors: Vec<BuildError> },
 }
 
 /// An optional `file:line:col: ` prefix for build errors that come from a policy position.

@@ -1,9 +1,17 @@
 //! Every tool the engine knows, where it came from, and how a model-facing name resolves to it.
 //!
 //! The registry checks the name rules once, when the engine is built (N1-N6): a name is 1 to
-//! 128 bytes of `[A-Za-z0-9_.-]` plus the policy's provider profile, unique across sources,
-//! not one of the reserved built-in names, and every alias points at a real tool without
-//! colliding with anything.
+//! 128 bytes of `[A-Za-z0-9_.-]`, unique across sources, not one of the reserved built-in names,
+//! and every alias points at a real tool without colliding with anything.
+//!
+//! Each tool has two names. Its *real* name is the one its source gives it (`fs.read_file`);
+//! the policy speaks real names (per-tool overrides, rules, aliases keys, keywords, scripts'
+//! `tool`). Its *model-facing* name is what the model sees and calls: the real name mapped
+//! through the policy's name profile ([`model_name`]), so a provider that refuses `.` gets
+//! `fs_read_file`. Two names that map to the same model-facing name fail the build, naming
+//! both tools. A call resolves model-facing names and aliases only; an unmapped real name that
+//! differs from its model-facing name is unknown (never silently rerouted, D4), and the
+//! unknown-tool suggestions put the mapped name first.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -12,7 +20,7 @@ use std::sync::Arc;
 use toolgate_policy::{AliasSpec, NameProfile, Position};
 
 use crate::error::{At, BuildError};
-use crate::tool::Tool;
+use crate::tool::{Tool, ToolSpec};
 
 /// Where a tool came from; named in errors such as duplicate names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,6 +55,17 @@ pub struct Entry {
     pub searchable: bool,
     /// Argument alias -> real argument name.
     pub arg_aliases: BTreeMap<String, String>,
+    /// The name the model sees and calls: the real name mapped by the name profile (N6).
+    pub model_name: String,
+}
+
+impl Entry {
+    /// The tool's spec as the model sees it: under its model-facing name.
+    pub fn model_spec(&self) -> ToolSpec {
+        let mut spec = self.tool.spec().clone();
+        spec.name.clone_from(&self.model_name);
+        spec
+    }
 }
 
 /// What a model-facing name resolves to.
@@ -60,67 +79,39 @@ pub struct Resolved<'a> {
 /// The set of tools, checked.
 #[derive(Clone, Default)]
 pub struct Registry {
+    profile: NameProfile,
+    /// Real name -> tool.
     entries: BTreeMap<String, Entry>,
-    /// Name alias -> real name.
+    /// Model-facing name -> real name.
+    by_model_name: HashMap<String, String>,
+    /// Model-facing name alias -> real name.
     aliases: HashMap<String, String>,
 }
 
-/// N1 + N6: checks one model-facing name. Returns the reason it is invalid.
-pub fn check_name(name: &str, profile: NameProfile) -> Result<(), String> {
-    if name.is_empty() {
-        return Err("a name must be 1 to 128 bytes; this one is empty".into());
-    }
-    if name.len() > 128 {
-        return Err(format!(
-            "a name must be at most 128 bytes; this one is {} bytes",
-            name.len()
-        ));
-    }
-    if let Some((i, c)) = name
-        .char_indices()
-        .find(|(_, c)| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '.' || *c == '-'))
-    {
-        return Err(format!(
-            "character {c:?} at byte {i} is not allowed (only A-Z, a-z, 0-9, '_', '.', '-')"
-        ));
-    }
-    match profile {
-        NameProfile::Mcp => {}
-        NameProfile::Openai => {
-            if name.len() > 64 {
-                return Err(format!(
-                    "the openai name profile allows at most 64 bytes; this one is {} bytes",
-                    name.len()
-                ));
-            }
-            if name.contains('.') {
-                return Err("the openai name profile does not allow '.'".into());
-            }
-        }
-        NameProfile::Anthropic => {
-            if name.contains('.') {
-                return Err("the anthropic name profile does not allow '.'".into());
-            }
-        }
-    }
-    Ok(())
-}
-
 impl Registry {
-    pub fn new() -> Self {
-        Registry::default()
+    /// An empty registry whose names are mapped by `profile` (N6).
+    pub fn new(profile: NameProfile) -> Self {
+        Registry {
+            profile,
+            ..Registry::default()
+        }
     }
 
-    /// Adds a tool, checking its name (N1, N6) and uniqueness (N2).
+    /// The name profile the model-facing names follow.
+    pub fn profile(&self) -> NameProfile {
+        self.profile
+    }
+
+    /// Adds a tool, checking its name (N1), uniqueness (N2) and that its model-facing name
+    /// (N6) is not already another tool's.
     pub fn insert(
         &mut self,
         tool: Arc<dyn Tool>,
         source: ToolSource,
         searchable: bool,
-        profile: NameProfile,
     ) -> Result<(), BuildError> {
         let name = tool.spec().name.clone();
-        check_name(&name, profile).map_err(|reason| BuildError::InvalidName {
+        check_name(&name).map_err(|reason| BuildError::InvalidName {
             name: name.clone(),
             source_desc: source.to_string(),
             reason,
@@ -133,6 +124,17 @@ impl Registry {
                 second: source.to_string(),
             });
         }
+        let model_name = model_name(&name, self.profile);
+        if let Some(other) = self.by_model_name.get(&model_name) {
+            return Err(BuildError::NameCollision {
+                model_name,
+                profile: profile_name(self.profile),
+                first: format!("{other} ({})", self.entries[other].source),
+                second: format!("{name} ({source})"),
+                at: At(None),
+            });
+        }
+        self.by_model_name.insert(model_name.clone(), name.clone());
         self.entries.insert(
             name,
             Entry {
@@ -140,16 +142,17 @@ impl Registry {
                 source,
                 searchable,
                 arg_aliases: BTreeMap::new(),
+                model_name,
             },
         );
         Ok(())
     }
 
-    /// Adds the policy's aliases (N4), after every tool is in.
+    /// Adds the policy's aliases (N4), after every tool is in. An alias is a model-facing name,
+    /// mapped by the profile like a tool's name; `reserved` are model-facing names too.
     pub fn add_aliases(
         &mut self,
         aliases: &BTreeMap<String, AliasSpec>,
-        profile: NameProfile,
         reserved: &[&str],
     ) -> Result<(), BuildError> {
         for (tool, spec) in aliases {
@@ -163,40 +166,51 @@ impl Registry {
                     at: at(),
                 });
             };
-            for alias in &spec.names {
-                check_alias_text(alias, "tool-name alias", tool, &spec.position)?;
-                if reserved.contains(&alias.as_str()) {
-                    return Err(BuildError::Alias {
-                        message: format!(
-                            "alias {alias:?} of {tool} is the reserved built-in name {alias:?}"
-                        ),
-                        at: at(),
-                    });
-                }
-                if self.entries.contains_key(alias) {
-                    return Err(BuildError::Alias {
-                        message: format!(
-                            "alias {alias:?} of {tool} is already the name of a tool ({})",
-                            self.entries[alias].source
-                        ),
-                        at: at(),
-                    });
-                }
-                if let Some(other) = self.aliases.get(alias) {
-                    return Err(BuildError::Alias {
-                        message: format!(
-                            "alias {alias:?} of {tool} is already an alias of {other}"
-                        ),
-                        at: at(),
-                    });
-                }
-                check_name(alias, profile).map_err(|reason| BuildError::InvalidName {
-                    name: alias.clone(),
+            for written in &spec.names {
+                check_alias_text(written, "tool-name alias", tool, &spec.position)?;
+                check_name(written).map_err(|reason| BuildError::InvalidName {
+                    name: written.clone(),
                     source_desc: format!("alias of {tool}"),
                     reason,
                     at: at(),
                 })?;
-                self.aliases.insert(alias.clone(), tool.clone());
+                let alias = model_name(written, self.profile);
+                let shown = if alias == *written {
+                    format!("{written:?}")
+                } else {
+                    format!(
+                        "{written:?} (model-facing {alias:?} under name_profile {})",
+                        profile_name(self.profile)
+                    )
+                };
+                if reserved.contains(&alias.as_str()) {
+                    return Err(BuildError::Alias {
+                        message: format!(
+                            "alias {shown} of {tool} is the reserved built-in name {alias:?}"
+                        ),
+                        at: at(),
+                    });
+                }
+                if let Some(real) = self
+                    .by_model_name
+                    .get(&alias)
+                    .or_else(|| self.entries.get_key_value(written).map(|(k, _)| k))
+                {
+                    return Err(BuildError::Alias {
+                        message: format!(
+                            "alias {shown} of {tool} is already the name of a tool ({real}, {})",
+                            self.entries[real].source
+                        ),
+                        at: at(),
+                    });
+                }
+                if let Some(other) = self.aliases.get(&alias) {
+                    return Err(BuildError::Alias {
+                        message: format!("alias {shown} of {tool} is already an alias of {other}"),
+                        at: at(),
+                    });
+                }
+                self.aliases.insert(alias, tool.clone());
             }
             let params = param_names(&entry.tool.spec().parameters);
             let mut arg_aliases = BTreeMap::new();
@@ -228,18 +242,29 @@ impl Registry {
         Ok(())
     }
 
-    /// Resolves a model-facing name through the explicit aliases only: a name is never routed
-    /// to a tool it does not name (D4).
+    /// Resolves a name the model called, through model-facing names and explicit aliases only:
+    /// a name is never routed to a tool it does not name (D4), so an unmapped real name
+    /// (`fs.read_file` under `openai`) does not resolve.
     pub fn resolve(&self, model_name: &str) -> Option<Resolved<'_>> {
-        if let Some((name, entry)) = self.entries.get_key_value(model_name) {
-            return Some(Resolved { name, entry });
-        }
-        let real = self.aliases.get(model_name)?;
+        let real = self
+            .by_model_name
+            .get(model_name)
+            .or_else(|| self.aliases.get(model_name))?;
         let (name, entry) = self.entries.get_key_value(real.as_str())?;
         Some(Resolved { name, entry })
     }
 
-    /// Moves the tools whose name matches into the search catalog.
+    /// For people rather than models (`toolgate explain`): a model-facing name or alias as
+    /// [`Registry::resolve`] does, else a real tool name.
+    pub fn lookup(&self, name: &str) -> Option<Resolved<'_>> {
+        self.resolve(name).or_else(|| {
+            self.entries
+                .get_key_value(name)
+                .map(|(name, entry)| Resolved { name, entry })
+        })
+    }
+
+    /// Moves the tools whose real name matches into the search catalog.
     pub fn mark_searchable(&mut self, matches: impl Fn(&str) -> bool) {
         for (name, entry) in self.entries.iter_mut() {
             if matches(name) {
@@ -248,7 +273,7 @@ impl Registry {
         }
     }
 
-    /// The name aliases of one tool.
+    /// The model-facing name aliases of one tool (by real name).
     pub fn aliases_of(&self, tool: &str) -> Vec<String> {
         let mut v: Vec<String> = self
             .aliases
@@ -260,29 +285,112 @@ impl Registry {
         v
     }
 
+    /// A tool by its real name.
     pub fn get(&self, name: &str) -> Option<&Entry> {
         self.entries.get(name)
     }
 
-    /// Every tool, by name.
+    /// Every tool, by real name.
     pub fn entries(&self) -> impl Iterator<Item = (&str, &Entry)> {
         self.entries.iter().map(|(k, v)| (k.as_str(), v))
     }
 
-    /// Name aliases, alias -> real name.
+    /// Name aliases, model-facing alias -> real name.
     pub fn aliases(&self) -> impl Iterator<Item = (&str, &str)> {
         self.aliases.iter().map(|(k, v)| (k.as_str(), v.as_str()))
     }
 
-    /// The known names closest to `name`, for "did you mean" messages.
+    /// The model-facing names closest to `name`, for "did you mean" messages; `visible` is
+    /// asked with each model-facing name. When `name` maps (by the profile) to a name that
+    /// resolves, as an unmapped real name does, that name comes first.
     pub fn suggestions(&self, name: &str, visible: impl Fn(&str) -> bool) -> Vec<String> {
         let names = self
-            .entries
+            .by_model_name
             .keys()
+            .chain(self.aliases.keys())
             .map(String::as_str)
-            .chain(self.aliases.keys().map(String::as_str))
             .filter(|n| visible(n));
-        closest(name, names, 3)
+        let mut found = closest(name, names, 3);
+        if check_name(name).is_ok() {
+            let mapped = model_name(name, self.profile);
+            if mapped != name && self.resolve(&mapped).is_some() && visible(&mapped) {
+                found.retain(|n| *n != mapped);
+                found.insert(0, mapped);
+                found.truncate(3);
+            }
+        }
+        found
+    }
+}
+
+/// N1: checks one name against the basic rule (1 to 128 bytes of `[A-Za-z0-9_.-]`). Returns
+/// the reason it is invalid.
+pub fn check_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("a name must be 1 to 128 bytes; this one is empty".into());
+    }
+    if name.len() > 128 {
+        return Err(format!(
+            "a name must be at most 128 bytes; this one is {} bytes",
+            name.len()
+        ));
+    }
+    if let Some((i, c)) = name
+        .char_indices()
+        .find(|(_, c)| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '.' || *c == '-'))
+    {
+        return Err(format!(
+            "character {c:?} at byte {i} is not allowed (only A-Z, a-z, 0-9, '_', '.', '-')"
+        ));
+    }
+    Ok(())
+}
+
+/// The longest model-facing name the `openai` profile allows, in bytes.
+pub const OPENAI_MAX_NAME_BYTES: usize = 64;
+
+/// Hex digits of the hash that ends a shortened name.
+const HASH_DIGITS: usize = 8;
+
+/// N6: the model-facing name of a name (that passed [`check_name`]) under a profile.
+///
+/// * `mcp`: the name itself.
+/// * `anthropic`: every `.` becomes `_`.
+/// * `openai`: every `.` becomes `_`; a result over 64 bytes keeps its first 55 bytes, then `_`
+///   and 8 hex digits of the FNV-1a hash of the whole real name, so it is stable across builds
+///   and machines and two long names that share a prefix stay apart.
+pub fn model_name(name: &str, profile: NameProfile) -> String {
+    match profile {
+        NameProfile::Mcp => name.to_string(),
+        NameProfile::Anthropic => name.replace('.', "_"),
+        NameProfile::Openai => {
+            let mapped = name.replace('.', "_");
+            if mapped.len() <= OPENAI_MAX_NAME_BYTES {
+                return mapped;
+            }
+            let mut hasher = fnv::FnvHasher::default();
+            std::hash::Hasher::write(&mut hasher, name.as_bytes());
+            let hash = std::hash::Hasher::finish(&hasher);
+            let mut keep = OPENAI_MAX_NAME_BYTES - HASH_DIGITS - 1;
+            while !mapped.is_char_boundary(keep) {
+                keep -= 1;
+            }
+            format!(
+                "{}_{:0width$x}",
+                &mapped[..keep],
+                hash & 0xffff_ffff,
+                width = HASH_DIGITS
+            )
+        }
+    }
+}
+
+/// The lower-case name of a profile, for messages.
+pub fn profile_name(profile: NameProfile) -> &'static str {
+    match profile {
+        NameProfile::Mcp => "mcp",
+        NameProfile::Openai => "openai",
+        NameProfile::Anthropic => "anthropic",
     }
 }
 
@@ -325,14 +433,16 @@ fn suggest<'a>(name: &str, names: impl Iterator<Item = &'a str>) -> String {
     }
 }
 
-/// Up to `n` names within a small edit distance of `name`, closest first, ties by name.
+/// Up to `n` names within a small edit distance of `name`, closest first, ties by name. The
+/// distance is optimal string alignment (Damerau-Levenshtein without repeated edits of one
+/// substring): a swap of two neighbouring letters (`ehco` for `echo`) counts as one edit.
 pub fn closest<'a>(name: &str, names: impl Iterator<Item = &'a str>, n: usize) -> Vec<String> {
     let lname = name.to_ascii_lowercase();
     let max = (lname.chars().count() / 3).clamp(1, 4);
     let mut scored: Vec<(usize, &str)> = names
         .filter_map(|cand| {
             let lc = cand.to_ascii_lowercase();
-            let d = levenshtein(&lname, &lc);
+            let d = strsim::osa_distance(&lname, &lc);
             let contains = lname.len() >= 3 && (lc.contains(&lname) || lname.contains(&lc));
             if d <= max {
                 Some((d, cand))
@@ -352,21 +462,6 @@ pub fn closest<'a>(name: &str, names: impl Iterator<Item = &'a str>, n: usize) -
         .collect()
 }
 
-fn levenshtein(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    let mut cur = vec![0; b.len() + 1];
-    for (i, ca) in a.chars().enumerate() {
-        cur[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != *cb);
-            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        std::mem::swap(&mut prev, &mut cur);
-    }
-    prev[b.len()]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -382,8 +477,34 @@ mod tests {
     }
 
     #[test]
-    fn levenshtein_counts_edits() {
-        assert_eq!(levenshtein("kitten", "sitting"), 3);
-        assert_eq!(levenshtein("", "ab"), 2);
+    fn closest_counts_a_transposition_as_one_edit() {
+        let names = ["echo", "fail", "sleep"];
+        assert_eq!(closest("ehco", names.into_iter(), 3), vec!["echo"]);
+        assert_eq!(closest("fial", names.into_iter(), 3), vec!["fail"]);
+        assert_eq!(closest("slepe", names.into_iter(), 3), vec!["sleep"]);
+    }
+
+    #[test]
+    fn openai_mapping_replaces_dots_and_keeps_short_names() {
+        assert_eq!(
+            model_name("fs.read_file", NameProfile::Openai),
+            "fs_read_file"
+        );
+        assert_eq!(
+            model_name("fs.read_file", NameProfile::Anthropic),
+            "fs_read_file"
+        );
+        assert_eq!(model_name("fs.read_file", NameProfile::Mcp), "fs.read_file");
+        let exact = "a".repeat(64);
+        assert_eq!(model_name(&exact, NameProfile::Openai), exact);
+    }
+
+    #[test]
+    fn openai_mapping_of_a_long_name_is_a_fixed_hash_suffix() {
+        // Pinned: a model-facing name must not change between releases.
+        let long = format!("catalog.{}", "x".repeat(80));
+        let mapped = model_name(&long, NameProfile::Openai);
+        assert_eq!(mapped.len(), 64);
+        assert_eq!(mapped, format!("catalog_{}_528ef302", "x".repeat(47)));
     }
 }

@@ -129,6 +129,7 @@ struct Compiled {
     ast: AST,
     file: PathBuf,
     line_offset: u32,
+    column_offset: u32,
 }
 
 impl Compiled {
@@ -138,7 +139,7 @@ impl Compiled {
                 "{}:{}:{}",
                 self.file.display(),
                 line as u32 + self.line_offset - 1,
-                pos.position().unwrap_or(1)
+                pos.position().unwrap_or(1) as u32 + self.column_offset
             ),
             None => self.file.display().to_string(),
         }
@@ -206,12 +207,14 @@ impl ScriptSet {
                         ast,
                         file: src.file.clone(),
                         line_offset: src.line_offset.max(1),
+                        column_offset: src.column_offset,
                     })),
                     Err(e) => {
                         let c = Compiled {
                             ast: AST::empty(),
                             file: src.file.clone(),
                             line_offset: src.line_offset.max(1),
+                            column_offset: src.column_offset,
                         };
                         Err(BuildError::Script {
                             message: format!(

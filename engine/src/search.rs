@@ -13,7 +13,7 @@
 //! * With `use_model_native`, there is no `tool_search`: the catalog is handed to the provider's
 //!   own search through [`crate::Engine::deferred_tools`] and its tools may be called (S5).
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -55,16 +55,24 @@ impl Tool for CatalogOnly {
     }
 }
 
-/// The `tool_search` meta-tool.
+/// The `tool_search` meta-tool. The index holds model-facing names (N6): they are what the
+/// model reads in results and writes after `select:`; the session records the real names found.
 pub struct ToolSearch {
     spec: ToolSpec,
     index: Arc<LiveIndex>,
     sessions: Arc<Sessions>,
     default_max: usize,
+    /// Model-facing name -> real name, for every catalog tool.
+    real_names: Arc<HashMap<String, String>>,
 }
 
 impl ToolSearch {
-    pub fn new(index: Arc<LiveIndex>, sessions: Arc<Sessions>, default_max: usize) -> Self {
+    pub fn new(
+        index: Arc<LiveIndex>,
+        sessions: Arc<Sessions>,
+        default_max: usize,
+        real_names: HashMap<String, String>,
+    ) -> Self {
         let current = index.current();
         let mut names: Vec<&str> = current.names().collect();
         names.sort_unstable();
@@ -100,6 +108,7 @@ impl ToolSearch {
             index,
             sessions,
             default_max,
+            real_names: Arc::new(real_names),
         }
     }
 }
@@ -117,6 +126,7 @@ impl Tool for ToolSearch {
         let index = self.index.current();
         let sessions = self.sessions.clone();
         let default_max = self.default_max;
+        let real_names = self.real_names.clone();
         Box::pin(async move {
             let query = match args.get("query") {
                 Some(Value::String(q)) => q.clone(),
@@ -143,7 +153,11 @@ impl Tool for ToolSearch {
             let results = index.search(&parsed, max);
             let found: Vec<String> = results.hits.iter().map(|h| h.name.clone()).collect();
             if let Ok(session) = sessions.get(ctx.session.as_deref()) {
-                session.state().reveal(found.iter().cloned());
+                session.state().reveal(
+                    found
+                        .iter()
+                        .map(|name| real_names.get(name).unwrap_or(name).clone()),
+                );
             }
             let tools: Vec<Value> = results
                 .hits
@@ -179,14 +193,15 @@ impl Tool for ToolSearch {
 
 /// S4: refuses catalog tools the session has not found yet.
 pub struct VisibilityLayer {
-    pub catalog: HashSet<String>,
+    /// Real name -> model-facing name of every catalog tool.
+    pub catalog: HashMap<String, String>,
     pub sessions: Arc<Sessions>,
 }
 
 impl Layer for VisibilityLayer {
     fn call<'a>(&'a self, inv: &'a mut Invocation, next: Next<'a>) -> BoxFuture<'a, CallResult> {
         Box::pin(async move {
-            if inv.is_known() && self.catalog.contains(&inv.tool_name) {
+            if let Some(model_name) = self.catalog.get(&inv.tool_name).filter(|_| inv.is_known()) {
                 let revealed = self
                     .sessions
                     .get(inv.session.as_deref())
@@ -195,8 +210,7 @@ impl Layer for VisibilityLayer {
                 if !revealed {
                     return Err(CallError::Denied {
                         reason: format!(
-                            "{} is not available yet: call tool_search first to find it (for example tool_search {{\"query\": \"select:{}\"}})",
-                            inv.tool_name, inv.tool_name
+                            "{model_name} is not available yet: call tool_search first to find it (for example tool_search {{\"query\": \"select:{model_name}\"}})"
                         ),
                         by: DeniedBy::Search,
                     });
@@ -208,7 +222,8 @@ impl Layer for VisibilityLayer {
 }
 
 /// The documents the index holds: every searchable tool of the registry (JSONL catalogs,
-/// searchable plugins, `searchable_tools`) with its name aliases and the policy's keywords.
+/// searchable plugins, `searchable_tools`) under its model-facing name, with its model-facing
+/// aliases and the policy's keywords (keyed by real name).
 pub fn catalog_docs(
     registry: &crate::registry::Registry,
     settings: &toolgate_policy::SearchSettings,
@@ -219,7 +234,7 @@ pub fn catalog_docs(
         .map(|(name, e)| {
             let spec = e.tool.spec();
             ToolDoc {
-                name: name.to_string(),
+                name: e.model_name.clone(),
                 description: spec.description.clone(),
                 parameters: spec.parameters.clone(),
                 aliases: registry.aliases_of(name),

@@ -5,6 +5,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::*;
+use serde_json::json;
 use toolgate::{BuildError, Engine};
 use toolgate_policy::{AliasSpec, NameProfile, ReductionSettings, SearchSettings};
 
@@ -215,43 +216,209 @@ fn n5_negative_reduction_size_in_a_policy_file_fails_at_load() {
     assert!(err.to_string().contains("p.yaml:3:"), "{err}");
 }
 
-#[test]
-fn n6_openai_profile_rejects_dots_and_names_over_64_bytes() {
-    let p = policy_with(|p| p.name_profile = NameProfile::Openai);
-    let e = build_err(p.clone(), vec!["fs.read"]);
-    assert!(e.contains("openai"), "{e}");
-    let e = build_err(p.clone(), vec![&"a".repeat(65)]);
-    assert!(e.contains("64 bytes"), "{e}");
-    Engine::builder(p)
-        .tool(echo(&"a".repeat(64)))
-        .build()
-        .expect("64 bytes is fine");
+fn build_ok(policy: toolgate::Policy, tools: Vec<&str>) -> Engine {
+    let mut b = Engine::builder(policy);
+    for t in tools {
+        b = b.tool(echo(t));
+    }
+    b.build().expect("the build should succeed")
+}
+
+fn visible_names(engine: &Engine) -> Vec<String> {
+    let session = engine.session(None).unwrap();
+    let mut names: Vec<String> = engine
+        .visible_tools(&session)
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    names.sort();
+    names
+}
+
+fn openai() -> toolgate::Policy {
+    policy_with(|p| p.name_profile = NameProfile::Openai)
+}
+
+/// What OpenAI accepts as a function name.
+fn legal_for_openai(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 #[test]
-fn n6_anthropic_profile_rejects_dots() {
+fn n6_openai_profile_shows_a_dotted_name_with_underscores() {
+    let engine = build_ok(openai(), vec!["fs.read_file", "echo"]);
+    assert_eq!(visible_names(&engine), ["echo", "fs_read_file"]);
+}
+
+#[test]
+fn n6_anthropic_profile_shows_a_dotted_name_with_underscores() {
     let p = policy_with(|p| p.name_profile = NameProfile::Anthropic);
-    let e = build_err(p, vec!["fs.read"]);
-    assert!(e.contains("anthropic"), "{e}");
+    let engine = build_ok(p, vec!["fs.read_file"]);
+    assert_eq!(visible_names(&engine), ["fs_read_file"]);
 }
 
 #[test]
-fn n6_mcp_profile_is_the_default_and_allows_dots() {
+fn n6_mcp_profile_is_the_default_and_keeps_dots() {
     assert_eq!(toolgate::Policy::default().name_profile, NameProfile::Mcp);
-    Engine::builder(Default::default())
-        .tool(echo("fs.read"))
+    let engine = build_ok(Default::default(), vec!["fs.read"]);
+    assert_eq!(visible_names(&engine), ["fs.read"]);
+}
+
+#[tokio::test]
+async fn n6_a_call_with_the_mapped_name_runs_the_real_tool() {
+    let engine = build_ok(openai(), vec!["fs.read_file"]);
+    let o = one(&engine, "fs_read_file", json!({"text": "hi"})).await;
+    assert!(!o.is_error(), "{:?}", o.error);
+    assert_eq!(o.content.text(), "hi");
+}
+
+#[tokio::test]
+async fn d8_outcomes_and_events_carry_the_mapped_and_the_real_name() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let engine = Engine::builder(openai())
+        .tool(echo("fs.read_file"))
+        .on_event(move |e| {
+            let _ = tx.send((e.model_name.clone(), e.tool_name.clone()));
+        })
         .build()
-        .expect("mcp allows dots");
+        .unwrap();
+    let o = one(&engine, "fs_read_file", json!({"text": "hi"})).await;
+    assert_eq!(o.model_name, "fs_read_file");
+    assert_eq!(o.tool_name, "fs.read_file");
+    let events: Vec<(String, String)> = rx.try_iter().collect();
+    assert_eq!(events.len(), 2, "start and end: {events:?}");
+    for e in events {
+        assert_eq!(e, ("fs_read_file".to_string(), "fs.read_file".to_string()));
+    }
+}
+
+#[tokio::test]
+async fn n6_scripts_see_the_real_tool_name_and_the_mapped_model_name() {
+    let p = policy_with(|p| {
+        p.name_profile = NameProfile::Openai;
+        p.scripts.before = Some(script(
+            r#"if tool == "fs.read_file" && model_name == "fs_read_file" { () } else { "names: " + tool + " / " + model_name }"#,
+        ));
+    });
+    let engine = build_ok(p, vec!["fs.read_file"]);
+    let o = one(&engine, "fs_read_file", json!({"text": "ok"})).await;
+    assert!(!o.is_error(), "{}", o.content.text());
+}
+
+#[tokio::test]
+async fn n6_an_unmapped_real_name_is_unknown_and_the_mapped_name_is_suggested_first() {
+    let engine = build_ok(openai(), vec!["fs.read_file", "fs_read_files_all"]);
+    let o = one(&engine, "fs.read_file", json!({"text": "hi"})).await;
+    assert_eq!(o.error_kind(), Some("unknown_tool"));
+    match &o.error {
+        Some(toolgate::CallError::UnknownTool { suggestions, .. }) => {
+            assert_eq!(
+                suggestions.first().map(String::as_str),
+                Some("fs_read_file")
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn n6_unknown_tool_suggestions_list_model_facing_names() {
+    let engine = build_ok(openai(), vec!["fs.read_file"]);
+    let o = one(&engine, "fs_reed_file", json!({})).await;
+    let text = o.content.text();
+    assert!(text.contains("fs_read_file"), "{text}");
+    assert!(!text.contains("fs.read_file"), "{text}");
 }
 
 #[test]
-fn n6_aliases_are_checked_against_the_profile_too() {
+fn n6_names_that_collide_after_mapping_fail_naming_both_tools() {
+    let e = build_err(openai(), vec!["fs.read", "fs_read"]);
+    assert!(e.contains("\"fs_read\""), "{e}");
+    assert!(e.contains("fs.read (a native tool)"), "{e}");
+    assert!(e.contains("fs_read (a native tool)"), "{e}");
+    assert!(e.contains("openai"), "{e}");
+}
+
+#[test]
+fn n6_openai_shortens_a_name_over_64_bytes_to_a_stable_legal_name() {
+    let long = format!("catalog.{}", "x".repeat(80));
+    let first = visible_names(&build_ok(openai(), vec![&long]));
+    let again = visible_names(&build_ok(openai(), vec![&long]));
+    assert_eq!(first, again, "the same name maps the same way every build");
+    let short = &first[0];
+    assert_eq!(short.len(), 64, "{short}");
+    assert!(legal_for_openai(short), "{short}");
+    assert!(short.starts_with("catalog_xxx"), "{short}");
+}
+
+#[test]
+fn n6_two_long_names_with_one_prefix_stay_apart_under_openai() {
+    let a = format!("{}_a", "x".repeat(70));
+    let b = format!("{}_b", "x".repeat(70));
+    let names = visible_names(&build_ok(openai(), vec![&a, &b]));
+    assert_eq!(names.len(), 2);
+    assert_ne!(names[0], names[1]);
+    assert!(names.iter().all(|n| legal_for_openai(n)), "{names:?}");
+}
+
+#[test]
+fn n6_anthropic_keeps_names_of_65_to_128_bytes() {
+    let p = policy_with(|p| p.name_profile = NameProfile::Anthropic);
+    let long = "a".repeat(100);
+    assert_eq!(visible_names(&build_ok(p, vec![&long])), [long]);
+}
+
+#[tokio::test]
+async fn n6_aliases_are_mapped_by_the_profile_too() {
     let p = policy_with(|p| {
         p.name_profile = NameProfile::Openai;
         p.aliases = aliases("echo", &["say.it"], &[]);
     });
-    let e = build_err(p, vec!["echo"]);
-    assert!(e.contains("openai"), "{e}");
+    let engine = build_ok(p, vec!["echo"]);
+    let o = one(&engine, "say_it", json!({"text": "hi"})).await;
+    assert!(!o.is_error(), "{:?}", o.error);
+    assert_eq!(o.tool_name, "echo");
+}
+
+#[test]
+fn n6_an_alias_that_maps_onto_a_tool_name_fails() {
+    let p = policy_with(|p| {
+        p.name_profile = NameProfile::Openai;
+        p.aliases = aliases("echo", &["fs.read"], &[]);
+    });
+    let e = build_err(p, vec!["echo", "fs.read"]);
+    assert!(e.contains("already the name of a tool"), "{e}");
+}
+
+#[test]
+fn n3_a_name_that_maps_onto_a_reserved_name_is_reserved_too() {
+    let p = policy_with(|p| {
+        p.name_profile = NameProfile::Openai;
+        p.reduction = Some(ReductionSettings::default());
+    });
+    let e = build_err(p, vec!["read_tool.result"]);
+    assert!(e.contains("reserved"), "{e}");
+}
+
+#[tokio::test]
+async fn d4_unknown_tool_suggestions_catch_transposed_letters() {
+    let engine = Engine::builder(Default::default())
+        .tool(echo("echo"))
+        .tool(failer("fail"))
+        .build()
+        .unwrap();
+    for (typo, meant) in [("ehco", "echo"), ("fial", "fail")] {
+        let o = one(&engine, typo, json!({})).await;
+        match &o.error {
+            Some(toolgate::CallError::UnknownTool { suggestions, .. }) => {
+                assert_eq!(suggestions, &[meant.to_string()], "{typo}");
+            }
+            other => panic!("{typo}: {other:?}"),
+        }
+    }
 }
 
 #[test]
@@ -260,4 +427,17 @@ fn build_errors_are_typed() {
         .tool(echo("a b"))
         .build();
     assert!(matches!(r, Err(BuildError::InvalidName { .. })));
+}
+
+#[test]
+fn n6_a_plugin_tool_that_collides_after_mapping_fails_at_its_plugin_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = yaml_policy(
+        "version: 1\nname_profile: openai\nplugins:\n  - name: fs\n    config: {root: \".\"}\n",
+        dir.path(),
+    );
+    let e = build_err(policy, vec!["fs_read_file"]);
+    assert!(e.contains("policy.yaml:4:5: "), "{e}");
+    assert!(e.contains("fs_read_file (a native tool)"), "{e}");
+    assert!(e.contains("fs.read_file (plugin fs"), "{e}");
 }

@@ -322,3 +322,57 @@ async fn d5_tool_search_runs_under_the_same_guard() {
     let o = one(&engine, "tool_search", json!({"query": "weather"})).await;
     assert_eq!(o.error_kind(), Some("denied"));
 }
+
+#[tokio::test]
+async fn n6_search_results_select_and_the_reminder_use_model_facing_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::builder(Policy {
+        name_profile: toolgate_policy::NameProfile::Openai,
+        search: Some(SearchSettings {
+            catalogs: vec![catalog_file(dir.path())],
+            searchable_tools: vec!["text.*".into()],
+            default_max_results: 5,
+            ..Default::default()
+        }),
+        ..Default::default()
+    })
+    .tool(show_args("text.translate"))
+    .build()
+    .unwrap();
+    let s = engine.session(Some("names")).unwrap();
+    let reminder = engine
+        .visible_tools(&s)
+        .into_iter()
+        .find(|t| t.name == "tool_search")
+        .unwrap()
+        .description;
+    assert!(reminder.contains("stock_quote"), "{reminder}");
+    assert!(!reminder.contains("stock.quote"), "{reminder}");
+
+    let o = engine
+        .call(&s, &call("1", "text_translate", json!({"path": "a"})))
+        .await;
+    assert_eq!(o.error_kind(), Some("denied"));
+    assert!(
+        o.content.text().contains("select:text_translate"),
+        "{}",
+        o.content.text()
+    );
+
+    let o = engine
+        .call(
+            &s,
+            &call(
+                "2",
+                "tool_search",
+                json!({"query": "select:text_translate,stock_quote"}),
+            ),
+        )
+        .await;
+    assert_eq!(found(&o), ["text_translate", "stock_quote"]);
+    assert!(names(&engine, &s).contains(&"text_translate".to_string()));
+    let o = engine
+        .call(&s, &call("3", "text_translate", json!({"path": "a"})))
+        .await;
+    assert!(!o.is_error(), "{}", o.content.text());
+}

@@ -355,10 +355,19 @@ impl<'a> Build<'a> {
                 .line
                 .saturating_sub(leading_blank_lines)
                 .max(1);
+            // Rhai columns count from the start of each code line. In a block scalar every line
+            // is indented alike; a flow scalar maps exactly only while it stays on one line
+            // (`code: "..."`), where its text starts after the quote.
+            // The parser places a scalar at its text, or at the opening quote of a quoted one.
+            let column_offset = match style {
+                ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted => code.value.pos.column,
+                _ => code.value.pos.column.saturating_sub(1),
+            };
             return Some(ScriptSource {
                 code: text.clone(),
                 file: self.file.to_path_buf(),
                 line_offset,
+                column_offset,
             });
         }
         let entry = node.get("file")?;
@@ -369,6 +378,7 @@ impl<'a> Build<'a> {
                 code,
                 file: resolved,
                 line_offset: 1,
+                column_offset: 0,
             }),
             Err(error) => {
                 self.report(

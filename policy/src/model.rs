@@ -33,7 +33,8 @@ pub struct Policy {
     pub source: Option<PathBuf>,
     /// Format version; only `1` exists.
     pub version: u32,
-    /// Which provider's tool-name rules every model-facing name must satisfy (N6).
+    /// How real tool names map to the names the model sees and calls, for a provider's
+    /// tool-name rules (N6).
     pub name_profile: NameProfile,
     /// Dispatch defaults for every tool.
     pub dispatch: DispatchSettings,
@@ -71,15 +72,17 @@ impl Default for Policy {
     }
 }
 
-/// N6: which provider's name rules apply on top of N1.
+/// N6: which provider's name rules the model-facing names follow. Every real name obeys N1
+/// (1-128 bytes of `[A-Za-z0-9_.-]`); the profile maps it to the name the model sees and calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum NameProfile {
-    /// 1-128 bytes of `[A-Za-z0-9_.-]` (N1 only).
+    /// The real name itself.
     #[default]
     Mcp,
-    /// At most 64 bytes, no `.`.
+    /// `.` becomes `_`; a name still over 64 bytes keeps 55 bytes, then `_` and 8 hex digits
+    /// of a stable hash of the real name.
     Openai,
-    /// No `.`.
+    /// `.` becomes `_`.
     Anthropic,
 }
 
@@ -219,6 +222,10 @@ pub struct ScriptSource {
     pub file: PathBuf,
     /// 1-based line in `file` where `code`'s first line is (1 for a `.rhai` file).
     pub line_offset: u32,
+    /// Characters before the code on each of its lines in `file`: the indentation of an inline
+    /// block script, the position after the key (and quote) of a one-line inline script, 0 for
+    /// a `.rhai` file. A script's column plus this is the column in `file`.
+    pub column_offset: u32,
 }
 
 /// A plugin to load.

@@ -227,9 +227,45 @@ fn without_a_policy_the_built_in_default_reads_the_current_directory() {
     std::fs::write(dir.path().join("notes.txt"), "first line\nsecond line\n").unwrap();
     let run = toolgate_e2e::toolgate_in(
         dir.path(),
-        &["call", "fs.read_file", r#"{"path": "notes.txt"}"#],
+        &["call", "fs_read_file", r#"{"path": "notes.txt"}"#],
         "",
     );
     run.assert_code(0);
     assert!(run.stdout.contains("second line"), "{}", run.stdout);
+}
+
+#[test]
+fn under_the_built_in_policy_a_call_reports_the_model_facing_and_the_real_name() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "hello\n").unwrap();
+    let run = toolgate_e2e::toolgate_in(
+        dir.path(),
+        &["call", "--json", "fs_read_file", r#"{"path": "notes.txt"}"#],
+        "",
+    );
+    run.assert_code(0);
+    let o = run.json();
+    assert_eq!(o["model_name"], "fs_read_file");
+    assert_eq!(o["tool_name"], "fs.read_file");
+}
+
+#[test]
+fn under_the_built_in_policy_the_unmapped_real_name_is_unknown_and_suggests_the_mapped_one() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "hello\n").unwrap();
+    let run = toolgate_e2e::toolgate_in(
+        dir.path(),
+        &["call", "--json", "fs.read_file", r#"{"path": "notes.txt"}"#],
+        "",
+    );
+    run.assert_code(1);
+    let o = run.json();
+    assert_eq!(o["error_kind"], "unknown_tool");
+    assert!(
+        o["error"]
+            .as_str()
+            .unwrap()
+            .contains("Did you mean: fs_read_file"),
+        "{o}"
+    );
 }

@@ -193,7 +193,11 @@ fn the_shipped_example_turn_runs_on_the_built_in_policy() {
     );
     let typo = tools[2]["content"].as_str().unwrap();
     assert!(
-        typo.contains("fs.read_file"),
-        "the typo gets a suggestion: {typo}"
+        typo.contains("fs_read_file"),
+        "the typo gets the model-facing name as a suggestion: {typo}"
+    );
+    assert_eq!(
+        tools[1]["name"], "fs_read_file",
+        "the tool message answers with the name the model used"
     );
 }

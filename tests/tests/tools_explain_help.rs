@@ -101,6 +101,89 @@ fn explain_in_text_shows_the_settings_and_their_sources() {
     assert!(run.stdout.contains("dispatch.timeout"), "{}", run.stdout);
 }
 
+/// What both OpenAI and Anthropic accept as a tool name.
+fn legal_for_openai_and_anthropic(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+#[test]
+fn the_built_in_policy_offers_only_names_openai_and_anthropic_accept() {
+    let run = toolgate(&["tools", "--json"]);
+    run.assert_code(0);
+    let names: Vec<String> = run
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_string())
+        .collect();
+    assert!(names.contains(&"fs_read_file".to_string()), "{names:?}");
+    for name in &names {
+        assert!(legal_for_openai_and_anthropic(name), "{name}");
+    }
+}
+
+#[test]
+fn tools_json_stays_in_the_provider_format_and_annotate_adds_the_real_name() {
+    let plain = toolgate(&["tools", "--json"]).json();
+    for t in plain.as_array().unwrap() {
+        let mut keys: Vec<&str> = t.as_object().unwrap().keys().map(String::as_str).collect();
+        keys.sort();
+        assert_eq!(keys, ["function", "type"], "{t}");
+    }
+    let run = toolgate(&["tools", "--json", "--annotate"]);
+    run.assert_code(0);
+    let annotated = run.json();
+    let read = annotated
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "fs_read_file")
+        .unwrap();
+    assert_eq!(read["x-toolgate"]["tool_name"], "fs.read_file", "{read}");
+    assert!(
+        read["x-toolgate"]["source"]
+            .as_str()
+            .unwrap()
+            .contains("plugin fs"),
+        "{read}"
+    );
+}
+
+#[test]
+fn tools_in_text_shows_the_real_name_beside_a_mapped_one() {
+    let run = toolgate(&["tools"]);
+    run.assert_code(0);
+    assert!(
+        run.stdout.contains("fs_read_file (tool fs.read_file)"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn explain_takes_the_model_facing_or_the_real_name_and_shows_both() {
+    for name in ["fs_read_file", "fs.read_file"] {
+        let e = toolgate(&["explain", "--json", name]).json();
+        assert_eq!(e["known_tool"], true, "{name}: {e}");
+        assert_eq!(e["model_name"], "fs_read_file", "{name}: {e}");
+        assert_eq!(e["tool_name"], "fs.read_file", "{name}: {e}");
+    }
+    let text = toolgate(&["explain", "fs_read_file"]).stdout;
+    assert!(
+        text.starts_with("fs_read_file (tool fs.read_file, from plugin fs"),
+        "{text}"
+    );
+    let text = toolgate(&["explain", "fs.read_file"]).stdout;
+    assert!(
+        text.starts_with("fs.read_file (the model calls it fs_read_file; from plugin fs"),
+        "{text}"
+    );
+}
+
 #[test]
 fn explain_an_alias_explains_its_tool() {
     let policy = repo_path("policies/examples/aliases.yaml");

@@ -69,7 +69,11 @@ fn validate_without_a_policy_checks_the_built_in_one() {
         "{}",
         run.stdout
     );
-    assert!(run.stdout.contains("fs.read_file"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("fs_read_file (fs.read_file)"),
+        "the summary shows the model-facing and the real name: {}",
+        run.stdout
+    );
 }
 
 #[test]
@@ -153,4 +157,83 @@ fn tools_and_call_refuse_a_bad_policy_with_exit_3() {
     let policy = path.to_str().unwrap();
     toolgate(&["tools", "--policy", policy]).assert_code(3);
     toolgate(&["call", "--policy", policy, "echo", "{}"]).assert_code(3);
+}
+
+#[test]
+fn every_plugin_that_fails_to_load_is_reported_at_its_entry() {
+    let (_d, path, run) = validate_text(
+        "version: 1\nplugins:\n  - path: ./first-missing.so\n  - name: testkit\n  - path: ./second-missing.so\n  - name: no-such-plugin\n",
+    );
+    run.assert_code(3);
+    let at = |line: u32, col: u32| format!("{}:{line}:{col}:", path.display());
+    for (line, needle) in [
+        (3, "first-missing.so"),
+        (5, "second-missing.so"),
+        (6, "no-such-plugin"),
+    ] {
+        assert!(
+            run.stderr
+                .lines()
+                .any(|l| l.starts_with(&at(line, 5)) && l.contains(needle)),
+            "expected {needle} at {}:\n{}",
+            at(line, 5),
+            run.stderr
+        );
+    }
+    assert_eq!(run.stderr.lines().count(), 3, "{}", run.stderr);
+}
+
+#[test]
+fn a_rhai_error_in_a_script_file_is_reported_at_its_line_and_column_in_that_file() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("hook.rhai"),
+        "let x = 1;\nlet y = x +* 2;\n",
+    )
+    .unwrap();
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "version: 1\nscripts:\n  before:\n    file: hook.rhai\n",
+    )
+    .unwrap();
+    let run = toolgate(&["validate", policy.to_str().unwrap()]);
+    run.assert_code(3);
+    let at = format!("{}:2:12:", dir.path().join("hook.rhai").display());
+    assert!(
+        run.stderr
+            .lines()
+            .any(|l| l.ends_with("Unexpected '*'") && l.contains(&at)),
+        "expected {at}:\n{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_rhai_error_in_an_inline_block_script_is_reported_at_its_column_in_the_policy() {
+    // `*` is column 12 of the script's second line; the block is indented by 6.
+    let (_d, path, run) = validate_text(
+        "version: 1\nscripts:\n  before:\n    code: |\n      let x = 1;\n      let y = x +* 2;\n",
+    );
+    run.assert_code(3);
+    let at = format!("{}:6:18:", path.display());
+    assert!(
+        run.stderr.starts_with(&at) && run.stderr.contains("Unexpected '*'"),
+        "expected {at}:\n{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_rhai_error_in_an_inline_one_line_script_is_reported_at_its_column_in_the_policy() {
+    // The quoted script starts at column 12; its `*` is the script's column 12.
+    let (_d, path, run) =
+        validate_text("version: 1\nscripts:\n  before:\n    code: \"let y = 1 +* 2;\"\n");
+    run.assert_code(3);
+    let at = format!("{}:4:23:", path.display());
+    assert!(
+        run.stderr.starts_with(&at) && run.stderr.contains("Unexpected '*'"),
+        "expected {at}:\n{}",
+        run.stderr
+    );
 }

@@ -33,6 +33,7 @@ pub fn script(code: &str) -> toolgate_policy::ScriptSource {
         code: code.to_string(),
         file: "inline.rhai".into(),
         line_offset: 1,
+        column_offset: 0,
     }
 }
 
