@@ -123,7 +123,7 @@ fn a_library_truncated_to_its_first_4_kib_is_refused_before_the_loader_maps_it()
 fn a_library_cut_inside_a_segment_is_refused_naming_the_bytes_it_lacks() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("libcut.so");
-    let (cut, segment_end) = elf::cut_inside_last_segment(&library("toolgate_plugin_fs"));
+    let (cut, segment_end) = elf::cut_inside_largest_segment(&library("toolgate_plugin_fs"));
     std::fs::write(&path, &cut).expect("write");
     let err = load_error(&path, json!(null));
     let message = err.to_string();
