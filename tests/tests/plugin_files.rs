@@ -29,22 +29,27 @@ fn fs_library() -> PathBuf {
 /// Validates a policy loading the plugin at `plugin`, killing the program if it has not ended
 /// within 20 s (a FIFO opened for reading blocks until a writer comes).
 fn validate_plugin(plugin: &Path) -> (PathBuf, Run, tempfile::TempDir) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let policy = dir.path().join("policy.yaml");
-    std::fs::write(
-        &policy,
-        format!(
+    validate_policy(
+        &format!(
             "version: 1\nplugins:\n  - path: {}\n",
             serde_json_string(plugin)
         ),
+        &format!("plugin {}", plugin.display()),
     )
-    .expect("write policy");
+}
+
+/// Validates the policy `text`, written to a fresh folder, within 20 s; `what` names the case.
+fn validate_policy(text: &str, what: &str) -> (PathBuf, Run, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(&policy, text).expect("write policy");
     let started = Instant::now();
     let mut child = Command::new(toolgate_exe())
         .arg("validate")
         .arg(&policy)
         .current_dir(repo_root())
         .env_remove("RUST_LOG")
+        .env_remove("TOOLGATE_PLUGIN_PATH")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -57,7 +62,7 @@ fn validate_plugin(plugin: &Path) -> (PathBuf, Run, tempfile::TempDir) {
         if started.elapsed() > Duration::from_secs(20) {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("toolgate validate hung on plugin {}", plugin.display());
+            panic!("toolgate validate hung on {what}");
         }
         std::thread::sleep(Duration::from_millis(20));
     };
@@ -80,9 +85,8 @@ fn validate_plugin(plugin: &Path) -> (PathBuf, Run, tempfile::TempDir) {
         use std::os::unix::process::ExitStatusExt;
         assert!(
             status.signal().is_none(),
-            "toolgate validate was killed by signal {:?} on plugin {}:\n{stderr}",
+            "toolgate validate was killed by signal {:?} on {what}:\n{stderr}",
             status.signal(),
-            plugin.display()
         );
     }
     let run = Run {
@@ -248,4 +252,34 @@ fn a_plugin_with_a_missing_dependency_reports_the_loaders_own_message() {
         "{}",
         run.stderr
     );
+}
+
+#[test]
+fn a_misnamed_plugin_names_the_file_it_looked_for_and_the_installed_plugin_like_it() {
+    let (policy, run, _d) = validate_policy("version: 1\nplugins:\n  - name: fss\n", "name: fss");
+    run.assert_code(3);
+    let fs = fs_library();
+    let expected_file = fs
+        .file_name()
+        .and_then(|f| f.to_str())
+        .expect("a file name")
+        .replace("toolgate_plugin_fs", "toolgate_plugin_fss");
+    let program_dir = fs.parent().expect("a directory");
+    let line = run
+        .stderr
+        .lines()
+        .find(|l| l.starts_with(&format!("{}:3:", policy.display())))
+        .unwrap_or_else(|| panic!("no diagnostic at line 3:\n{}", run.stderr));
+    assert!(
+        line.contains(&format!(
+            "plugin \"fss\" not found: no file {expected_file} in {}",
+            program_dir.display()
+        )),
+        "{line}"
+    );
+    assert!(
+        line.contains(&format!("did you mean `name: fs` ({})", fs.display())),
+        "{line}"
+    );
+    assert!(!line.contains("cargo build"), "{line}");
 }
