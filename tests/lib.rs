@@ -214,9 +214,9 @@ impl Toolgate {
         };
         let _ = feeder.join();
         Run {
-            code: status
-                .code()
-                .unwrap_or_else(|| panic!("toolgate {:?} was killed by a signal: {status}", self.args)),
+            code: status.code().unwrap_or_else(|| {
+                panic!("toolgate {:?} was killed by a signal: {status}", self.args)
+            }),
             stdout: stdout.join().expect("stdout drained"),
             stderr: stderr.join().expect("stderr drained"),
             elapsed: started.elapsed(),

@@ -69,11 +69,8 @@ fn not_found_message(name: &str, file: &str, dirs: &[PathBuf]) -> String {
         }
     );
     let installed = installed_plugins(dirs);
-    let nearest = crate::registry::closest(
-        name,
-        installed.iter().map(|(plugin, _)| plugin.as_str()),
-        3,
-    );
+    let nearest =
+        crate::registry::closest(name, installed.iter().map(|(plugin, _)| plugin.as_str()), 3);
     if !nearest.is_empty() {
         let offers: Vec<String> = nearest
             .iter()
@@ -84,10 +81,17 @@ fn not_found_message(name: &str, file: &str, dirs: &[PathBuf]) -> String {
     } else if installed.is_empty() {
         message.push_str("; there is no plugin library in those directories");
     } else {
-        let names: Vec<&str> = installed.iter().map(|(plugin, _)| plugin.as_str()).collect();
+        let names: Vec<&str> = installed
+            .iter()
+            .map(|(plugin, _)| plugin.as_str())
+            .collect();
         message.push_str(&format!("; the plugins there are {}", names.join(", ")));
     }
-    message.push_str(if nearest.is_empty() { ". Put " } else { " Otherwise put " });
+    message.push_str(if nearest.is_empty() {
+        ". Put "
+    } else {
+        " Otherwise put "
+    });
     message.push_str(&format!(
         "{file} in one of them, add its directory to {PLUGIN_PATH_ENV}, or give the library \
          file with `path:`"

@@ -232,12 +232,14 @@ fn an_unknown_plugin_name_suggests_no_crate_that_does_not_exist() {
 fn a_misspelt_plugin_name_suggests_the_installed_plugin_named_most_like_it() {
     let e = build_error(PluginLocation::Name("testkt".into()));
     let testkit = lib("toolgate_plugin_testkit");
+    assert!(e.contains("did you mean `name: testkit` ("), "{e}");
     assert!(
-        e.contains("did you mean `name: testkit` ("),
-        "{e}"
-    );
-    assert!(
-        e.contains(testkit.file_name().and_then(|f| f.to_str()).expect("a file name")),
+        e.contains(
+            testkit
+                .file_name()
+                .and_then(|f| f.to_str())
+                .expect("a file name")
+        ),
         "{e}"
     );
 }

@@ -172,7 +172,10 @@ fn check_fat<'data, Fat: object::read::macho::FatArch, R: ReadRef<'data>>(
             continue;
         }
         let image = arch.data(data).map_err(|err| {
-            format!("is damaged: its {:?} library cannot be read: {err}", arch.architecture())
+            format!(
+                "is damaged: its {:?} library cannot be read: {err}",
+                arch.architecture()
+            )
         })?;
         check_image(image, arch.file_range().1)?;
         checked = true;
@@ -219,6 +222,9 @@ mod tests {
         // The 16-byte ELF identification of a 64-bit little-endian file, and nothing else.
         let ident = b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0";
         let err = check_object(&ident[..], 16).expect_err("refused");
-        assert!(err.starts_with("is damaged or truncated (16 bytes)"), "{err}");
+        assert!(
+            err.starts_with("is damaged or truncated (16 bytes)"),
+            "{err}"
+        );
     }
 }

@@ -142,7 +142,10 @@ fn list_dir_leaves_denied_entries_out() {
             "{hidden} listed:\n{listing}"
         );
     }
-    assert!(listing.lines().any(|l| l.starts_with("hello.txt")), "{listing}");
+    assert!(
+        listing.lines().any(|l| l.starts_with("hello.txt")),
+        "{listing}"
+    );
     let sub = text(call_on(&tree.plugin, "fs.list_dir", json!({"path": "sub"})));
     assert_eq!(sub, "notes.md (8 bytes)");
 }
@@ -164,7 +167,12 @@ fn find_neither_lists_nor_searches_denied_entries() {
 fn a_glob_with_a_slash_matches_the_whole_path_from_the_root() {
     let tree = tree_denying(&["config/*.key"]);
     assert_denied(&tree, "fs.read_file", "config/a.key", "config/*.key");
-    assert_denied(&tree, "fs.read_file", "other/../config/a.key", "config/*.key");
+    assert_denied(
+        &tree,
+        "fs.read_file",
+        "other/../config/a.key",
+        "config/*.key",
+    );
     let out = text(call_on(
         &tree.plugin,
         "fs.read_file",

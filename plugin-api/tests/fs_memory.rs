@@ -41,11 +41,18 @@ fn reading_a_600_mb_file_without_newlines_costs_about_the_cap_not_the_file() {
     let after = peak_rss();
 
     let extra = after.saturating_sub(before);
-    eprintln!("peak memory grew by {} KiB reading a {FILE}-byte file", extra / 1024);
+    eprintln!(
+        "peak memory grew by {} KiB reading a {FILE}-byte file",
+        extra / 1024
+    );
     assert!(
         extra < 64 * 1024 * 1024,
         "reading a {FILE}-byte file raised peak memory by {extra} bytes"
     );
     assert!(out.starts_with("\0\0\0"), "the file's zero bytes come back");
-    assert_eq!(out.find('['), Some(1024 * 1024 + 1), "the text stops at the cap");
+    assert_eq!(
+        out.find('['),
+        Some(1024 * 1024 + 1),
+        "the text stops at the cap"
+    );
 }

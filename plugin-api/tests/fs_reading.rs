@@ -47,7 +47,10 @@ fn a_fifo_is_refused_without_blocking() {
 #[cfg(unix)]
 #[test]
 fn dev_zero_is_refused_as_a_device() {
-    let outcome = read_within_20s(fs_plugin(std::path::Path::new("/dev")), json!({"path": "zero"}));
+    let outcome = read_within_20s(
+        fs_plugin(std::path::Path::new("/dev")),
+        json!({"path": "zero"}),
+    );
     assert_eq!(
         error(outcome),
         "zero is a character device; fs.read_file reads only regular files"
@@ -152,7 +155,8 @@ fn a_read_through_a_huge_file_stops_when_cancelled() {
     // 64 GB without a newline, sparse: it costs no disk. Looking for line 2 reads all of it,
     // so only the cancellation check inside the read loop can end the call early.
     let file = fs::File::create(dir.path().join("huge.bin")).expect("create");
-    file.set_len(64 * 1024 * 1024 * 1024).expect("a sparse file");
+    file.set_len(64 * 1024 * 1024 * 1024)
+        .expect("a sparse file");
     let plugin = fs_plugin(dir.path());
     let cancel = CancelFlag::new();
     let (tx, rx) = mpsc::channel();

@@ -54,7 +54,10 @@ fn a_directory_is_refused_as_a_directory() {
     let err = load_error(&path, json!(null));
     assert_eq!(
         err.to_string(),
-        format!("{} is a directory, not a shared library file", path.display())
+        format!(
+            "{} is a directory, not a shared library file",
+            path.display()
+        )
     );
 }
 
@@ -128,7 +131,10 @@ fn a_library_cut_inside_a_segment_is_refused_naming_the_bytes_it_lacks() {
     let err = load_error(&path, json!(null));
     let message = err.to_string();
     assert!(
-        message.starts_with(&format!("{} is truncated or damaged: a segment", path.display())),
+        message.starts_with(&format!(
+            "{} is truncated or damaged: a segment",
+            path.display()
+        )),
         "{message}"
     );
     assert!(

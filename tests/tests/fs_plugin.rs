@@ -35,7 +35,10 @@ fn assert_tool_error(run: &Run, expected: &str) {
     let outcome = run.json();
     assert_eq!(outcome["error_kind"], "tool_error", "{run:#?}");
     let content = outcome["content"].as_str().expect("text content");
-    assert!(content.contains(expected), "expected {expected:?} in {content:?}");
+    assert!(
+        content.contains(expected),
+        "expected {expected:?} in {content:?}"
+    );
 }
 
 #[test]

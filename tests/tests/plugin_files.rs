@@ -93,7 +93,11 @@ fn a_plugin_cut_inside_a_segment_is_refused_as_truncated_not_a_crash() {
     let dir = tempfile::tempdir().expect("temp dir");
     let plugin = dir.path().join("libcut.so");
     let mut bytes = std::fs::read(fs_library()).expect("read");
-    assert_eq!(&bytes[..6], b"\x7fELF\x02\x01", "a 64-bit little-endian ELF file");
+    assert_eq!(
+        &bytes[..6],
+        b"\x7fELF\x02\x01",
+        "a 64-bit little-endian ELF file"
+    );
     // Drop the section header table (the loader never reads it; it sits at the end of the
     // file), then cut the file in the middle of its largest loadable segment (the code), so
     // that the loader would map pages past the end of the file.

@@ -90,7 +90,11 @@ pub mod elf {
 
     fn read(path: &Path) -> Vec<u8> {
         let bytes = std::fs::read(path).expect("read the library");
-        assert_eq!(&bytes[..6], b"\x7fELF\x02\x01", "a 64-bit little-endian ELF file");
+        assert_eq!(
+            &bytes[..6],
+            b"\x7fELF\x02\x01",
+            "a 64-bit little-endian ELF file"
+        );
         bytes
     }
 

@@ -5,10 +5,18 @@
 //! ```yaml
 //! plugins:
 //!   - path: /usr/lib/toolgate/libtoolgate_plugin_fs.so
-//!     config: {root: /srv/docs}
+//!     config: {root: /srv/docs, deny: ["*.pem", ".env", "secrets"]}
 //! ```
 //!
 //! `root` is required and must be an existing directory; the plugin refuses to start otherwise.
+//!
+//! `deny` (optional) lists globs of paths no tool may touch. They are matched against the path
+//! relative to the root after resolution (`.`, `..`, a trailing slash and symbolic links
+//! resolved), and against the path as written with `.` and `..` resolved, so every spelling
+//! of a path meets them. A glob without `/` matches any name along the path (`.env` denies
+//! `sub/.env`); a glob with `/` matches the whole path from the root (`config/*.key`). A path
+//! is denied when a glob matches it or any directory above it. Denied entries are left out of
+//! `fs.list_dir` and `fs.find`. See [`DenyList`] and `docs/policy.md`.
 //!
 //! # Tools
 //!
@@ -29,6 +37,12 @@
 //! link resolved) and must still lie under the canonical root, so a link that points outside
 //! the root cannot be followed. `fs.find` never follows links while walking. Either failure is
 //! the error "path escapes the root". The tools only read; none writes, creates or deletes.
+//!
+//! A path ending in `/` or `/.` must name a directory: `key.pem/` is refused, as the operating
+//! system would refuse it. `fs.read_file` reads only regular files: the type is checked with
+//! `stat` before opening (opening a FIFO would block) and again on the file opened
+//! non-blocking. It reads in 64 KiB chunks up to its 1 MiB cap, checking for cancellation
+//! between chunks, so a file with no newline costs the cap in memory, not the file.
 //!
 //! A check-then-open design cannot stop a process that swaps a directory for a link between the
 //! check and the open; the root should not be writable by anyone the agent should not trust.
