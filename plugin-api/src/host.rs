@@ -220,6 +220,13 @@ impl LoadedPlugin {
     ///
     /// Loading a shared library runs its initialisers: only load libraries you trust, as you
     /// would only run programs you trust. That is why the policy names plugin paths explicitly.
+    ///
+    /// Before the system loader sees the file, it must be a regular file (a FIFO would block,
+    /// a device never ends) and a complete shared library for this platform and architecture:
+    /// its headers are read and every segment the loader maps must lie inside the file (mapping
+    /// past the end of a truncated file kills the process with SIGBUS). Otherwise the error is
+    /// [`LoadError::NotALibrary`]; when the loader itself refuses, [`LoadError::Open`] carries
+    /// its own message.
     pub fn load(path: &Path, config: &serde_json::Value) -> Result<LoadedPlugin, LoadError> {
         let path = path.to_path_buf();
         match std::fs::metadata(&path) {
