@@ -171,6 +171,58 @@ impl Toolgate {
         self
     }
 
+    /// Runs the program like [`Toolgate::run`], but kills it and fails the test if it has not
+    /// ended within `limit`: for inputs that could make it hang (a FIFO, a device).
+    pub fn run_within(self, limit: Duration) -> Run {
+        let fresh = tempfile::tempdir().expect("a temporary folder");
+        let results = self.results.as_deref().unwrap_or(fresh.path());
+        let started = Instant::now();
+        let mut child = Command::new(toolgate_exe())
+            .args(&self.args)
+            .current_dir(&self.dir)
+            .env_remove("RUST_LOG")
+            .env("TOOLGATE_RESULTS_DIR", results)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("toolgate starts");
+        let mut stdin = child.stdin.take().expect("stdin is piped");
+        let input = self.stdin;
+        let feeder = std::thread::spawn(move || {
+            let _ = stdin.write_all(&input);
+        });
+        let drain = |mut pipe: Box<dyn std::io::Read + Send>| {
+            std::thread::spawn(move || {
+                let mut bytes = Vec::new();
+                let _ = pipe.read_to_end(&mut bytes);
+                String::from_utf8(bytes).expect("output is UTF-8")
+            })
+        };
+        let stdout = drain(Box::new(child.stdout.take().expect("stdout is piped")));
+        let stderr = drain(Box::new(child.stderr.take().expect("stderr is piped")));
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("toolgate can be waited for") {
+                break status;
+            }
+            if started.elapsed() > limit {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("toolgate {:?} did not end within {limit:?}", self.args);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let _ = feeder.join();
+        Run {
+            code: status.code().unwrap_or_else(|| {
+                panic!("toolgate {:?} was killed by a signal: {status}", self.args)
+            }),
+            stdout: stdout.join().expect("stdout drained"),
+            stderr: stderr.join().expect("stderr drained"),
+            elapsed: started.elapsed(),
+        }
+    }
+
     /// Runs the program to its end. Logs are at the default level whatever the environment says.
     pub fn run(self) -> Run {
         let fresh = tempfile::tempdir().expect("a temporary folder");

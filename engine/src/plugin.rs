@@ -41,24 +41,92 @@ pub fn resolve(spec: &PluginSpec) -> Result<PathBuf, BuildError> {
     match &spec.location {
         PluginLocation::Path(p) => Ok(p.clone()),
         PluginLocation::Name(name) => {
-            let file = library_file_name(&format!("toolgate_plugin_{}", name.replace('-', "_")));
+            let lib_name = format!("toolgate_plugin_{}", name.replace('-', "_"));
+            let file = library_file_name(&lib_name);
             let dirs = search_dirs();
             dirs.iter()
                 .map(|d| d.join(&file))
                 .find(|p| p.is_file())
                 .ok_or_else(|| BuildError::Plugin {
                     path: file.clone(),
-                    message: format!(
-                        "plugin {name:?} not found; looked in {} (set {PLUGIN_PATH_ENV}, or build it with `cargo build -p toolgate-plugin-{name}`)",
-                        dirs.iter()
-                            .map(|d| d.display().to_string())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
+                    message: not_found_message(name, &file, &dirs),
                     at: At(spec.position.clone()),
                 })
         }
     }
+}
+
+/// Why `name:` found no library: the file looked for, where, and the plugins that are there,
+/// the ones named most like it first.
+fn not_found_message(name: &str, file: &str, dirs: &[PathBuf]) -> String {
+    let shown: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    let mut message = format!(
+        "plugin {name:?} not found: no file {file} in {}",
+        if shown.is_empty() {
+            "any directory (none to search)".to_string()
+        } else {
+            shown.join(", ")
+        }
+    );
+    let installed = installed_plugins(dirs);
+    let nearest =
+        crate::registry::closest(name, installed.iter().map(|(plugin, _)| plugin.as_str()), 3);
+    if !nearest.is_empty() {
+        let offers: Vec<String> = nearest
+            .iter()
+            .filter_map(|near| installed.iter().find(|(plugin, _)| plugin == near))
+            .map(|(plugin, path)| format!("`name: {plugin}` ({})", path.display()))
+            .collect();
+        message.push_str(&format!("; did you mean {}?", offers.join(" or ")));
+    } else if installed.is_empty() {
+        message.push_str("; there is no plugin library in those directories");
+    } else {
+        let names: Vec<&str> = installed
+            .iter()
+            .map(|(plugin, _)| plugin.as_str())
+            .collect();
+        message.push_str(&format!("; the plugins there are {}", names.join(", ")));
+    }
+    message.push_str(if nearest.is_empty() {
+        ". Put "
+    } else {
+        " Otherwise put "
+    });
+    message.push_str(&format!(
+        "{file} in one of them, add its directory to {PLUGIN_PATH_ENV}, or give the library \
+         file with `path:`"
+    ));
+    message
+}
+
+/// The plugin libraries in `dirs`: each as the `name:` that loads it and its path, by name.
+/// A plugin in several directories is listed once, from the first (the one `name:` loads).
+fn installed_plugins(dirs: &[PathBuf]) -> Vec<(String, PathBuf)> {
+    let prefix = format!("{}toolgate_plugin_", std::env::consts::DLL_PREFIX);
+    let suffix = std::env::consts::DLL_SUFFIX;
+    let mut found: Vec<(String, PathBuf)> = Vec::new();
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let file_name = entry.file_name();
+            let Some(plugin) = file_name
+                .to_str()
+                .and_then(|f| f.strip_prefix(&prefix))
+                .and_then(|f| f.strip_suffix(suffix))
+                .filter(|p| !p.is_empty())
+            else {
+                continue;
+            };
+            let path = entry.path();
+            if path.is_file() && !found.iter().any(|(known, _)| known == plugin) {
+                found.push((plugin.to_string(), path));
+            }
+        }
+    }
+    found.sort();
+    found
 }
 
 /// Loads the plugin of a spec.

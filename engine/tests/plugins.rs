@@ -212,11 +212,34 @@ fn a_missing_plugin_file_is_a_clear_build_error() {
 fn an_unknown_plugin_name_says_where_it_looked() {
     let e = build_error(PluginLocation::Name("nosuchplugin".into()));
     assert!(
-        e.contains("plugin \"nosuchplugin\" not found; looked in"),
+        e.contains(&format!(
+            "plugin \"nosuchplugin\" not found: no file {} in ",
+            toolgate_plugin_api::library_file_name("toolgate_plugin_nosuchplugin")
+        )),
         "{e}"
     );
+    assert!(e.contains("TOOLGATE_PLUGIN_PATH"), "{e}");
+}
+
+#[test]
+fn an_unknown_plugin_name_suggests_no_crate_that_does_not_exist() {
+    let e = build_error(PluginLocation::Name("nosuchplugin".into()));
+    assert!(!e.contains("cargo build"), "{e}");
+    assert!(!e.contains("toolgate-plugin-nosuchplugin"), "{e}");
+}
+
+#[test]
+fn a_misspelt_plugin_name_suggests_the_installed_plugin_named_most_like_it() {
+    let e = build_error(PluginLocation::Name("testkt".into()));
+    let testkit = lib("toolgate_plugin_testkit");
+    assert!(e.contains("did you mean `name: testkit` ("), "{e}");
     assert!(
-        e.contains("cargo build -p toolgate-plugin-nosuchplugin"),
+        e.contains(
+            testkit
+                .file_name()
+                .and_then(|f| f.to_str())
+                .expect("a file name")
+        ),
         "{e}"
     );
 }

@@ -48,6 +48,16 @@ pub enum LoadError {
         /// The path that was given.
         path: PathBuf,
     },
+    /// The file is not a complete shared library for this platform: a directory, a FIFO, a
+    /// device, a file of another format, or a truncated library. Checked before the system
+    /// loader sees it, since mapping a truncated library kills the process.
+    #[error("{} {what}", path.display())]
+    NotALibrary {
+        /// The library's path.
+        path: PathBuf,
+        /// What is wrong with it: a phrase such as "is a directory, not a shared library file".
+        what: String,
+    },
     /// The file exists but the system loader refused it (not a shared library, wrong
     /// architecture, a missing dependency, ...).
     #[error("cannot open plugin library {}: {reason}", path.display())]
@@ -210,6 +220,13 @@ impl LoadedPlugin {
     ///
     /// Loading a shared library runs its initialisers: only load libraries you trust, as you
     /// would only run programs you trust. That is why the policy names plugin paths explicitly.
+    ///
+    /// Before the system loader sees the file, it must be a regular file (a FIFO would block,
+    /// a device never ends) and a complete shared library for this platform and architecture:
+    /// its headers are read and every segment the loader maps must lie inside the file (mapping
+    /// past the end of a truncated file kills the process with SIGBUS). Otherwise the error is
+    /// [`LoadError::NotALibrary`]; when the loader itself refuses, [`LoadError::Open`] carries
+    /// its own message.
     pub fn load(path: &Path, config: &serde_json::Value) -> Result<LoadedPlugin, LoadError> {
         let path = path.to_path_buf();
         match std::fs::metadata(&path) {
@@ -225,14 +242,19 @@ impl LoadedPlugin {
             }
         }
 
+        if let Err(what) = crate::libfile::check(&path) {
+            return Err(LoadError::NotALibrary { path, what });
+        }
+
         // SAFETY: loading a library runs its initialisers; the policy names trusted plugins
-        // only (documented above).
+        // only (documented above). `libfile::check` made sure every segment the loader maps
+        // lies inside the file.
         let library = match unsafe { libloading::Library::new(&path) } {
             Ok(library) => library,
             Err(err) => {
                 return Err(LoadError::Open {
                     path,
-                    reason: err.to_string(),
+                    reason: loader_message(&err),
                 });
             }
         };
@@ -379,6 +401,15 @@ impl Drop for LoadedPlugin {
         // SAFETY: the instance came from this table's `init`, and `&mut self` means no call is
         // running. The library itself stays loaded.
         unsafe { (self.table.destroy)(self.instance.as_ptr()) };
+    }
+}
+
+/// What the system loader said. `libloading`'s own message is only "dlopen failed"; the
+/// loader's text (`dlerror`, or the Windows error) is its source.
+fn loader_message(err: &libloading::Error) -> String {
+    match std::error::Error::source(err) {
+        Some(source) => source.to_string(),
+        None => err.to_string(),
     }
 }
 

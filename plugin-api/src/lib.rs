@@ -120,6 +120,8 @@ pub use serde_json::json;
 
 #[cfg(feature = "host")]
 pub mod host;
+#[cfg(feature = "host")]
+mod libfile;
 
 #[cfg(feature = "host")]
 pub use host::{CancelFlag, LoadError, LoadedPlugin, PluginOutcome, PluginToolSpec};

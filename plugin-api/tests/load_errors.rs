@@ -4,7 +4,7 @@ mod common;
 
 use std::path::Path;
 
-use common::library;
+use common::{elf, library};
 use serde_json::json;
 use toolgate_plugin_api::{LoadError, LoadedPlugin, abi::ABI_VERSION};
 
@@ -28,19 +28,159 @@ fn a_missing_file_is_not_found_naming_the_path() {
 }
 
 #[test]
-fn a_file_that_is_not_a_shared_library_cannot_be_opened() {
+fn a_text_file_is_not_a_shared_library() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("libtext.so");
     std::fs::write(&path, "just some text\n").expect("write");
     let err = load_error(&path, json!(null));
     assert!(
-        matches!(&err, LoadError::Open { path: p, .. } if p == &path),
+        matches!(&err, LoadError::NotALibrary { path: p, .. } if p == &path),
         "{err:?}"
     );
     assert!(
-        err.to_string()
-            .starts_with(&format!("cannot open plugin library {}: ", path.display())),
+        err.to_string().starts_with(&format!(
+            "{} is not a shared library: it is not an",
+            path.display()
+        )),
         "{err}"
+    );
+}
+
+#[test]
+fn a_directory_is_refused_as_a_directory() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("libdir.so");
+    std::fs::create_dir(&path).expect("mkdir");
+    let err = load_error(&path, json!(null));
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{} is a directory, not a shared library file",
+            path.display()
+        )
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn dev_zero_is_refused_as_a_device_without_being_read() {
+    let err = load_error(Path::new("/dev/zero"), json!(null));
+    assert_eq!(
+        err.to_string(),
+        "/dev/zero is a character device, not a shared library file"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn a_fifo_is_refused_without_opening_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("libfifo.so");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&path)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    // Opening a FIFO for reading blocks until a writer comes; a regression would hang here, so
+    // the load runs on its own thread and the test waits a bounded time.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let thread_path = path.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(
+            LoadedPlugin::load(&thread_path, &json!(null))
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+        );
+    });
+    let result = rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("loading a FIFO returns at once instead of blocking");
+    assert_eq!(
+        result,
+        Err(format!(
+            "{} is a FIFO (named pipe), not a shared library file",
+            path.display()
+        ))
+    );
+}
+
+#[test]
+fn a_library_truncated_to_its_first_4_kib_is_refused_before_the_loader_maps_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("libtruncated.so");
+    let whole = std::fs::read(library("toolgate_plugin_fs")).expect("read the fs plugin");
+    std::fs::write(&path, &whole[..4096]).expect("write");
+    let err = load_error(&path, json!(null));
+    assert!(matches!(err, LoadError::NotALibrary { .. }), "{err:?}");
+    assert!(
+        err.to_string().starts_with(&format!(
+            "{} is damaged or truncated (4096 bytes)",
+            path.display()
+        )),
+        "{err}"
+    );
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_library_cut_inside_a_segment_is_refused_naming_the_bytes_it_lacks() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("libcut.so");
+    let (cut, segment_end) = elf::cut_inside_largest_segment(&library("toolgate_plugin_fs"));
+    std::fs::write(&path, &cut).expect("write");
+    let err = load_error(&path, json!(null));
+    let message = err.to_string();
+    assert!(
+        message.starts_with(&format!(
+            "{} is truncated or damaged: a segment",
+            path.display()
+        )),
+        "{message}"
+    );
+    assert!(
+        message.ends_with(&format!(
+            "..{segment_end} of the file, which has only {} bytes",
+            cut.len()
+        )),
+        "{message}"
+    );
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_library_with_a_missing_dependency_passes_on_the_loaders_message() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("libneeds.so");
+    let patched = elf::with_missing_dependency(&library("toolgate_plugin_fs"));
+    std::fs::write(&path, patched).expect("write");
+    let err = load_error(&path, json!(null));
+    assert!(matches!(err, LoadError::Open { .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "cannot open plugin library {}: {}: cannot open shared object file: No such file or \
+             directory",
+            path.display(),
+            elf::MISSING_DEPENDENCY
+        )
+    );
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_library_for_another_architecture_is_refused_naming_both() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("libforeign.so");
+    let (patched, foreign) = elf::for_another_machine(&library("toolgate_plugin_fs"));
+    std::fs::write(&path, patched).expect("write");
+    let err = load_error(&path, json!(null));
+    let message = err.to_string();
+    assert!(
+        message.starts_with(&format!(
+            "{} is built for another architecture ({foreign}); this program runs on ",
+            path.display()
+        )),
+        "{message}"
     );
 }
 

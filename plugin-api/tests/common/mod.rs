@@ -79,3 +79,78 @@ pub fn error(outcome: PluginOutcome) -> String {
         other => panic!("expected an error, got {other:?}"),
     }
 }
+
+/// Damaged copies of a real ELF library (64-bit, little-endian: Linux on x86-64 or AArch64).
+#[cfg(target_os = "linux")]
+pub mod elf {
+    use std::path::Path;
+
+    /// The dependency [`with_missing_dependency`] asks for, which no system has.
+    pub const MISSING_DEPENDENCY: &str = "libgcc_x.so.1";
+
+    fn read(path: &Path) -> Vec<u8> {
+        let bytes = std::fs::read(path).expect("read the library");
+        assert_eq!(
+            &bytes[..6],
+            b"\x7fELF\x02\x01",
+            "a 64-bit little-endian ELF file"
+        );
+        bytes
+    }
+
+    fn u16_at(bytes: &[u8], at: usize) -> usize {
+        u16::from_le_bytes(bytes[at..at + 2].try_into().expect("2 bytes")).into()
+    }
+
+    fn u64_at(bytes: &[u8], at: usize) -> u64 {
+        u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
+    }
+
+    /// The library without its section header table (the loader never needs it), cut in the
+    /// middle of its largest loadable segment (the code); and the offset where that segment
+    /// should end. Loading it maps pages past the end of the file: SIGBUS when touched.
+    pub fn cut_inside_largest_segment(path: &Path) -> (Vec<u8>, u64) {
+        let mut bytes = read(path);
+        // e_shoff, e_shnum, e_shstrndx: no section headers.
+        bytes[0x28..0x30].fill(0);
+        bytes[0x3c..0x40].fill(0);
+        let phoff = usize::try_from(u64_at(&bytes, 0x20)).expect("fits");
+        let (phentsize, phnum) = (u16_at(&bytes, 0x36), u16_at(&bytes, 0x38));
+        let (offset, filesz) = (0..phnum)
+            .map(|i| phoff + i * phentsize)
+            .filter(|&ph| u32::from_le_bytes(bytes[ph..ph + 4].try_into().expect("4")) == 1)
+            .map(|ph| (u64_at(&bytes, ph + 8), u64_at(&bytes, ph + 0x20)))
+            .max_by_key(|&(_, filesz)| filesz)
+            .expect("a PT_LOAD segment");
+        assert!(filesz > 2, "the segment has bytes to cut");
+        let cut = usize::try_from(offset + filesz / 2).expect("fits");
+        bytes.truncate(cut);
+        (bytes, offset + filesz)
+    }
+
+    /// The library with its `libgcc_s.so.1` dependency renamed to [`MISSING_DEPENDENCY`].
+    pub fn with_missing_dependency(path: &Path) -> Vec<u8> {
+        let mut bytes = read(path);
+        let needle = b"libgcc_s.so.1\0";
+        let at = bytes
+            .windows(needle.len())
+            .position(|w| w == needle)
+            .expect("the library depends on libgcc_s.so.1");
+        bytes[at..at + needle.len() - 1].copy_from_slice(MISSING_DEPENDENCY.as_bytes());
+        bytes
+    }
+
+    /// The library with its machine field set to another architecture, and that
+    /// architecture's name as `object` spells it.
+    pub fn for_another_machine(path: &Path) -> (Vec<u8>, &'static str) {
+        let mut bytes = read(path);
+        // EM_X86_64 = 62, EM_AARCH64 = 183.
+        let (machine, name) = if u16_at(&bytes, 0x12) == 62 {
+            (183_u16, "Aarch64")
+        } else {
+            (62_u16, "X86_64")
+        };
+        bytes[0x12..0x14].copy_from_slice(&machine.to_le_bytes());
+        (bytes, name)
+    }
+}

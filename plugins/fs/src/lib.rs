@@ -5,10 +5,18 @@
 //! ```yaml
 //! plugins:
 //!   - path: /usr/lib/toolgate/libtoolgate_plugin_fs.so
-//!     config: {root: /srv/docs}
+//!     config: {root: /srv/docs, deny: ["*.pem", ".env", "secrets"]}
 //! ```
 //!
 //! `root` is required and must be an existing directory; the plugin refuses to start otherwise.
+//!
+//! `deny` (optional) lists globs of paths no tool may touch. They are matched against the path
+//! relative to the root after resolution (`.`, `..`, a trailing slash and symbolic links
+//! resolved), and against the path as written with `.` and `..` resolved, so every spelling
+//! of a path meets them. A glob without `/` matches any name along the path (`.env` denies
+//! `sub/.env`); a glob with `/` matches the whole path from the root (`config/*.key`). A path
+//! is denied when a glob matches it or any directory above it. Denied entries are left out of
+//! `fs.list_dir` and `fs.find`. See [`DenyList`] and `docs/policy.md`.
 //!
 //! # Tools
 //!
@@ -30,11 +38,17 @@
 //! the root cannot be followed. `fs.find` never follows links while walking. Either failure is
 //! the error "path escapes the root". The tools only read; none writes, creates or deletes.
 //!
+//! A path ending in `/` or `/.` must name a directory: `key.pem/` is refused, as the operating
+//! system would refuse it. `fs.read_file` reads only regular files: the type is checked with
+//! `stat` before opening (opening a FIFO would block) and again on the file opened
+//! non-blocking. It reads in 64 KiB chunks up to its 1 MiB cap, checking for cancellation
+//! between chunks, so a file with no newline costs the cap in memory, not the file.
+//!
 //! A check-then-open design cannot stop a process that swaps a directory for a link between the
 //! check and the open; the root should not be writable by anyone the agent should not trust.
 
 use std::fs::{self, File};
-use std::io::{BufRead, BufReader};
+use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
@@ -60,17 +74,118 @@ pub const MAX_FIND_DEPTH: usize = 64;
 pub struct FsConfig {
     /// The directory the tools are confined to.
     pub root: Option<PathBuf>,
+    /// Globs of paths under the root that no tool may touch (see [`DenyList`]).
+    #[serde(default)]
+    pub deny: Vec<String>,
 }
 
-/// The started plugin: the canonical root.
+/// The started plugin: the canonical root and the paths under it that are off limits.
 #[derive(Debug)]
 pub struct FsState {
     root: PathBuf,
+    deny: DenyList,
+}
+
+/// The `deny` globs of the configuration, matched against root-relative paths after `.`, `..`
+/// and symbolic links are resolved, so that every spelling of a path meets the same globs.
+///
+/// A glob without `/` is matched against each name along the path: `.env` denies `.env`,
+/// `sub/.env` and everything under a directory called `.env`; `*.pem` denies every `.pem`
+/// file at any depth. A glob with `/` is matched against the whole path from the root (a
+/// leading `/` is allowed and means the same): `secrets/*.key` denies only keys directly in
+/// the top-level `secrets`. Either way a path is denied when the glob matches the path or any
+/// directory above it, so denying a directory denies all it holds. `*` and `?` never match
+/// `/`; `**` matches any number of directories; `[abc]` and `{a,b}` work as usual. On macOS
+/// and Windows, whose file systems ignore case, the globs ignore case too.
+#[derive(Debug, Default)]
+pub struct DenyList {
+    /// Globs without `/`, matched against single names, and their text.
+    names: Option<(globset::GlobSet, Vec<String>)>,
+    /// Globs with `/`, matched against whole root-relative paths, and their text.
+    paths: Option<(globset::GlobSet, Vec<String>)>,
+}
+
+impl DenyList {
+    /// Compiles the globs, or says which one is bad and why.
+    pub fn new(globs: &[String]) -> Result<DenyList, String> {
+        let mut names = (globset::GlobSetBuilder::new(), Vec::new());
+        let mut paths = (globset::GlobSetBuilder::new(), Vec::new());
+        for glob in globs {
+            let bad = |why: &dyn std::fmt::Display| format!("deny pattern {glob:?}: {why}");
+            // A trailing `/` only says "a directory"; a leading one anchors at the root, which
+            // a pattern with `/` is anyway.
+            let body = glob.trim_end_matches('/');
+            let anchored = body.starts_with('/');
+            let body = body.trim_start_matches('/');
+            if body.is_empty() {
+                return Err(bad(&"an empty pattern would deny the whole root"));
+            }
+            if body.split('/').any(|part| part == "." || part == "..") {
+                return Err(bad(
+                    &"`.` and `..` never appear in a resolved path; write the path from the root",
+                ));
+            }
+            let compiled = globset::GlobBuilder::new(body)
+                .literal_separator(true)
+                .case_insensitive(cfg!(any(target_os = "macos", windows)))
+                .backslash_escape(true)
+                .build()
+                .map_err(|err| bad(&err.kind()))?;
+            let (set, texts) = if anchored || body.contains('/') {
+                &mut paths
+            } else {
+                &mut names
+            };
+            set.add(compiled);
+            texts.push(glob.clone());
+        }
+        let build = |(set, texts): (globset::GlobSetBuilder, Vec<String>)| {
+            if texts.is_empty() {
+                return Ok(None);
+            }
+            set.build()
+                .map(|set| Some((set, texts)))
+                .map_err(|err| format!("deny patterns: {err}"))
+        };
+        Ok(DenyList {
+            names: build(names)?,
+            paths: build(paths)?,
+        })
+    }
+
+    /// The glob that denies `relative` (a path relative to the root, without `.` or `..`), if
+    /// any.
+    pub fn denies(&self, relative: &Path) -> Option<&str> {
+        let mut prefix = PathBuf::new();
+        for component in relative.components() {
+            let Component::Normal(name) = component else {
+                continue;
+            };
+            prefix.push(name);
+            if let Some((set, texts)) = &self.names
+                && let Some(&i) = set.matches(Path::new(name)).first()
+            {
+                return Some(&texts[i]);
+            }
+            if let Some((set, texts)) = &self.paths
+                && let Some(&i) = set.matches(&prefix).first()
+            {
+                return Some(&texts[i]);
+            }
+        }
+        None
+    }
 }
 
 impl FsState {
-    /// Starts the plugin on `root`, which must be an existing directory.
+    /// Starts the plugin on `root`, which must be an existing directory, with nothing denied.
     pub fn new(root: &Path) -> Result<FsState, String> {
+        FsState::with_deny(root, &[])
+    }
+
+    /// Starts the plugin on `root` with the `deny` globs of its configuration.
+    pub fn with_deny(root: &Path, deny: &[String]) -> Result<FsState, String> {
+        let deny = DenyList::new(deny)?;
         let canonical = fs::canonicalize(root).map_err(|err| {
             if err.kind() == std::io::ErrorKind::NotFound {
                 format!("root directory {} does not exist", root.display())
@@ -81,7 +196,10 @@ impl FsState {
         if !canonical.is_dir() {
             return Err(format!("root {} is not a directory", root.display()));
         }
-        Ok(FsState { root: canonical })
+        Ok(FsState {
+            root: canonical,
+            deny,
+        })
     }
 
     /// The canonical root directory.
@@ -97,6 +215,9 @@ impl FsState {
         let lexical = lexical_join(&self.root, Path::new(path))
             .filter(|joined| joined.starts_with(&self.root))
             .ok_or_else(|| escapes(path))?;
+        // The spelling the model used, with `.` and `..` resolved, is checked before the disk is
+        // asked anything, so a denied path is denied whether or not it exists.
+        self.check_denied(&lexical)?;
         let canonical = fs::canonicalize(&lexical).map_err(|err| {
             if err.kind() == std::io::ErrorKind::NotFound {
                 ToolError::new(format!("no such file or directory: {path}"))
@@ -110,11 +231,36 @@ impl FsState {
                  location outside the root directory"
             )));
         }
+        // And where it really leads, every symbolic link resolved.
+        self.check_denied(&canonical)?;
         let shown = self.show(&canonical);
+        if names_a_directory(path) && !canonical.is_dir() {
+            return Err(ToolError::new(format!(
+                "{path} ends with a slash (or `/.`), which names a directory, but {shown} is \
+                 not a directory; drop the trailing slash to name the file"
+            )));
+        }
         Ok(Resolved {
             path: canonical,
             shown,
         })
+    }
+
+    /// An error when `path` (under the root) is denied by the configuration's `deny` globs.
+    fn check_denied(&self, path: &Path) -> Result<(), ToolError> {
+        match self.denied(path) {
+            Some(glob) => Err(ToolError::new(format!(
+                "access denied: {} matches the fs plugin's deny pattern {glob:?}",
+                self.show(path)
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// The deny glob that `path` (under the root) matches, if any.
+    fn denied(&self, path: &Path) -> Option<&str> {
+        let relative = path.strip_prefix(&self.root).ok()?;
+        self.deny.denies(relative)
     }
 
     /// How a location under the root is shown to the model: relative to the root, `.` for it.
@@ -134,6 +280,20 @@ pub struct Resolved {
     pub path: PathBuf,
     /// The path relative to the root, as the model sees it.
     pub shown: String,
+}
+
+/// Whether `path` ends the way only a directory can: with a separator, `/.` or `/..`. The
+/// operating system refuses `key.pem/` for a file; lexical resolution would drop the slash.
+fn names_a_directory(path: &str) -> bool {
+    let trimmed = path.trim_end_matches(std::path::is_separator);
+    if trimmed.len() != path.len() {
+        return !trimmed.is_empty();
+    }
+    let last = trimmed
+        .rsplit(std::path::is_separator)
+        .next()
+        .unwrap_or(trimmed);
+    (last == "." || last == "..") && trimmed != last
 }
 
 fn escapes(path: &str) -> ToolError {
@@ -166,11 +326,13 @@ fn lexical_join(root: &Path, path: &Path) -> Option<PathBuf> {
 }
 
 fn init(config: Option<FsConfig>) -> Result<FsState, String> {
-    let root = config.and_then(|config| config.root).ok_or_else(|| {
-        "the fs plugin needs a `root` directory in its config, e.g. {\"root\": \"/srv/docs\"}"
-            .to_string()
-    })?;
-    FsState::new(&root)
+    let (root, deny) = config
+        .and_then(|config| Some((config.root?, config.deny)))
+        .ok_or_else(|| {
+            "the fs plugin needs a `root` directory in its config, e.g. {\"root\": \"/srv/docs\"}"
+                .to_string()
+        })?;
+    FsState::with_deny(&root, &deny)
 }
 
 #[derive(Debug, Deserialize)]
@@ -193,48 +355,74 @@ fn read_file(ctx: &CallContext<FsState>, args: ReadFileArgs) -> Result<ToolOutpu
         )));
     }
     let file = ctx.state().resolve(&args.path)?;
-    if file.path.is_dir() {
-        return Err(ToolError::new(format!(
-            "{} is a directory; use fs.list_dir to see what it holds",
-            file.shown
-        )));
-    }
-    let mut reader = BufReader::new(File::open(&file.path)?);
+    let mut reader = open_regular(&file)?;
+    let mut chunk = vec![0_u8; READ_CHUNK];
     let mut content = Vec::new();
-    let mut line = Vec::new();
-    let mut line_no = 0_usize;
+    // Lines begun so far; the one being read is number `lines` when `in_line`.
+    let mut lines = 0_usize;
+    let mut in_line = false;
+    // Whole lines kept; whether the cap cut the text, and whether more follows.
     let mut taken = 0_usize;
+    let mut cut = false;
     let mut more = false;
-    loop {
-        line.clear();
-        if reader.read_until(b'\n', &mut line)? == 0 {
-            break;
+    'read: loop {
+        ctx.check_cancelled()?;
+        let read = match reader.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(read) => read,
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(err) => return Err(err.into()),
+        };
+        let mut rest = &chunk[..read];
+        while !rest.is_empty() {
+            if !in_line {
+                lines += 1;
+                in_line = true;
+                if lines >= offset && taken == limit {
+                    more = true;
+                    break 'read;
+                }
+            }
+            let (piece, ends_line) = match rest.iter().position(|&b| b == b'\n') {
+                Some(newline) => (&rest[..=newline], true),
+                None => (rest, false),
+            };
+            rest = &rest[piece.len()..];
+            if lines >= offset {
+                let room = MAX_READ_BYTES - content.len();
+                if piece.len() > room {
+                    content.extend_from_slice(&piece[..room]);
+                    cut = true;
+                    more = true;
+                    break 'read;
+                }
+                content.extend_from_slice(piece);
+                if ends_line {
+                    taken += 1;
+                }
+            }
+            if ends_line {
+                in_line = false;
+            }
         }
-        line_no += 1;
-        if line_no < offset {
-            continue;
-        }
-        if taken == limit {
-            more = true;
-            break;
-        }
-        let room = MAX_READ_BYTES - content.len();
-        if line.len() > room {
-            content.extend_from_slice(&line[..room]);
-            more = true;
-            break;
-        }
-        content.extend_from_slice(&line);
+    }
+    if in_line && !more && lines >= offset {
+        // The last line has no newline.
         taken += 1;
-        if taken.is_multiple_of(1024) {
-            ctx.check_cancelled()?;
-        }
     }
     if taken == 0 && !more && offset > 1 {
         return Err(ToolError::new(format!(
-            "offset {offset} is past the end of {}, which has {line_no} lines",
+            "offset {offset} is past the end of {}, which has {lines} lines",
             file.shown
         )));
+    }
+    if cut {
+        // Do not leave half a character at the cut.
+        if let Err(err) = std::str::from_utf8(&content)
+            && err.error_len().is_none()
+        {
+            content.truncate(err.valid_up_to());
+        }
     }
 
     let mut text = match String::from_utf8(content) {
@@ -248,7 +436,15 @@ fn read_file(ctx: &CallContext<FsState>, args: ReadFileArgs) -> Result<ToolOutpu
             text
         }
     };
-    if more {
+    if cut && taken == 0 {
+        push_note(
+            &mut text,
+            &format!(
+                "[line {offset} is longer than the {MAX_READ_BYTES} bytes one call returns; this \
+                 is its beginning]"
+            ),
+        );
+    } else if more {
         let last = offset + taken;
         push_note(
             &mut text,
@@ -259,6 +455,65 @@ fn read_file(ctx: &CallContext<FsState>, args: ReadFileArgs) -> Result<ToolOutpu
         );
     }
     Ok(ToolOutput::text(text))
+}
+
+/// How many bytes `fs.read_file` reads at a time: memory stays bounded by the cap and this,
+/// whatever the length of a line, and cancellation is checked between chunks.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// Opens a file for reading if it is a regular file; a directory, FIFO, device or socket is
+/// refused. The type is checked with `stat` before opening (opening a FIFO blocks until a
+/// writer comes), the file is opened non-blocking, and checked again on the open file in case
+/// the path was swapped in between.
+fn open_regular(file: &Resolved) -> Result<File, ToolError> {
+    let meta = fs::metadata(&file.path)?;
+    not_regular(&meta.file_type(), &file.shown)?;
+    let mut options = fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+    }
+    let opened = options.open(&file.path)?;
+    not_regular(&opened.metadata()?.file_type(), &file.shown)?;
+    Ok(opened)
+}
+
+/// An error unless `kind` is a regular file.
+fn not_regular(kind: &fs::FileType, shown: &str) -> Result<(), ToolError> {
+    if kind.is_file() {
+        return Ok(());
+    }
+    if kind.is_dir() {
+        return Err(ToolError::new(format!(
+            "{shown} is a directory; use fs.list_dir to see what it holds"
+        )));
+    }
+    let what = {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::FileTypeExt;
+            if kind.is_fifo() {
+                "a FIFO (named pipe)"
+            } else if kind.is_char_device() {
+                "a character device"
+            } else if kind.is_block_device() {
+                "a block device"
+            } else if kind.is_socket() {
+                "a socket"
+            } else {
+                "not a regular file"
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            "not a regular file"
+        }
+    };
+    Err(ToolError::new(format!(
+        "{shown} is {what}; fs.read_file reads only regular files"
+    )))
 }
 
 /// Appends a note on its own line.
@@ -283,6 +538,10 @@ fn list_dir(ctx: &CallContext<FsState>, args: ListDirArgs) -> Result<ToolOutput,
     let mut entries = Vec::new();
     for entry in fs::read_dir(&dir.path)? {
         let entry = entry?;
+        // A denied entry is left out, as if it were not there.
+        if ctx.state().denied(&entry.path()).is_some() {
+            continue;
+        }
         let name = entry.file_name().to_string_lossy().into_owned();
         let kind = entry.file_type()?;
         let line = if kind.is_symlink() {
@@ -377,6 +636,10 @@ fn find(ctx: &CallContext<FsState>, args: FindArgs) -> Result<ToolOutput, ToolEr
         for entry in read.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             let path = entry.path();
+            // A denied entry is neither listed nor searched.
+            if ctx.state().denied(&path).is_some() {
+                continue;
+            }
             if glob_match(&pattern, &name) {
                 if found.len() == MAX_FIND_RESULTS {
                     truncated = true;
