@@ -80,10 +80,7 @@ pub(crate) fn fst_structure<D: AsRef<[u8]>>(map: &Map<D>) -> Result<(), String> 
         for t in node.transitions() {
             // A target is written before the node that points to it.
             if t.addr >= addr {
-                return Err(format!(
-                    "the node at {addr} points forward, to {}",
-                    t.addr
-                ));
+                return Err(format!("the node at {addr} points forward, to {}", t.addr));
             }
             let (word, bit) = (t.addr / 64, 1u64 << (t.addr % 64));
             if seen[word] & bit == 0 {

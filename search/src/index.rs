@@ -961,8 +961,7 @@ impl SearchIndex {
         let sum = format::checksum(&[&out[..format::CHECKSUM_AT], &out[format::HEADER_LEN..]]);
         out[format::CHECKSUM_AT..format::CHECKSUM_AT + 8].copy_from_slice(&sum.to_le_bytes());
         // Freshly serialised: the checksum was just computed from these bytes.
-        let index =
-            SearchIndex::from_storage(
+        let index = SearchIndex::from_storage(
             Storage::Owned(out),
             Path::new("<memory>"),
             Some(sum),
@@ -1135,7 +1134,9 @@ impl SearchIndex {
             match checked {
                 Ok(Ok(())) => {}
                 Ok(Err(reason)) | Err(reason) => {
-                    return Err(invalid(format!("bad term dictionary or postings: {reason}")));
+                    return Err(invalid(format!(
+                        "bad term dictionary or postings: {reason}"
+                    )));
                 }
             }
         }
