@@ -56,7 +56,10 @@ fn build_index_bytes() -> Vec<u8> {
         ("sendSms", "Send a text message to a phone."),
         ("fs.read_file", "Read a file from disk."),
         ("fs.write_file", "Write a file to disk."),
-        ("calendar_add_event", "Add an event to the calendar at a time."),
+        (
+            "calendar_add_event",
+            "Add an event to the calendar at a time.",
+        ),
     ] {
         let mut d = ToolDoc::new(name, description);
         d.parameters = json!({"type": "object", "properties": {
@@ -168,7 +171,10 @@ fn resealing_an_unchanged_index_keeps_it_valid() {
     let mut bytes = index_bytes();
     let before = bytes.clone();
     reseal(&mut bytes);
-    assert_eq!(bytes, before, "the test computes the checksum as the format does");
+    assert_eq!(
+        bytes, before,
+        "the test computes the checksum as the format does"
+    );
 }
 
 #[test]
