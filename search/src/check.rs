@@ -19,7 +19,7 @@
 //!   each with strictly ascending tool numbers below the tool count. A search can then index
 //!   its per-tool arrays by any tool number it reads.
 //!
-//! Cost at 100,000 tools: see `SearchIndex::open`.
+//! The cost at 100,000 tools is given on `SearchIndex::open`.
 
 use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};

@@ -1002,6 +1002,19 @@ impl SearchIndex {
     /// deliberate: an index is opened rarely and searched often, and a
     /// corrupted file is refused up front instead of failing some searches.
     ///
+    /// A checksum does not stop a crafted file (its author recomputes it), so
+    /// the term dictionary and postings are then checked through the map
+    /// (see `check.rs`): every fst node is decoded once, with a panic inside
+    /// `fst` caught and reported as [`IndexError::Invalid`], and the postings
+    /// lists must tile their section with ascending tool numbers below the
+    /// tool count. With 100,000 tools (a 64.5 MB file, 108,088 terms, a
+    /// 167 KB dictionary, 13.6 MB of postings) this took 6-28 ms for the
+    /// dictionary and 12-55 ms for the postings in a release build on a busy
+    /// two-core machine, against 30-120 ms for the rest of `open`; the
+    /// postings pages it reads stay mapped, as the first searches would map
+    /// them anyway. Searches read records, field lengths and postings with
+    /// bounds checks, so nothing in the file can make them panic.
+    ///
     /// As with any memory map, the file must not be modified while the index
     /// is open; [`SearchIndex::write`] replaces files by renaming, which is
     /// safe.
