@@ -14,7 +14,15 @@
 //! cannot both win, and only after everything it points to is in place, so a reader that finds a record
 //! finds a whole result, and a reader that finds none reports [`StoreError::NotFound`]. A save that dies
 //! half-way leaves a data object or a marker with no record: garbage that [`ResultStore::prune`] removes.
-//! The random `NONCE` means a losing duplicate save never overwrites the winner's data.
+//! On local disk (`file://`), a save killed while the backend writes an object leaves the file the backend
+//! stages it in, `KEY#N`, which the backend's listing never shows; `prune` looks for those in the store's
+//! directory and removes the ones last written before its cutoff. The random `NONCE` means a losing
+//! duplicate save never overwrites the winner's data.
+//!
+//! A record that cannot be read (it does not parse, or describes another id or impossible sizes) makes
+//! its result unreadable, but never the store: listings skip it and report it ([`ResultStore::listing`]),
+//! and `delete` of its id, `delete_session` of the session whose marker lists it, and `prune` (by the age
+//! of the record object) remove the record, the data and the marker.
 //!
 //! Markers let a session's results be listed and deleted without looking at any other session's
 //! objects; the session id is hex-encoded into the key ([`SessionId::key_segments`]), so no session id
