@@ -108,6 +108,10 @@ const DEFAULT_RETRY_TIMEOUT: Duration = Duration::from_secs(15);
 
 impl ObjectResultStore {
     /// A store over `backend`, keeping everything under `prefix` (`""` for the root).
+    ///
+    /// A local-disk backend given here is used through its `ObjectStore` face only, so
+    /// [`ResultStore::prune`] cannot see the files it stages writes in; a store from a `file://` URL
+    /// ([`ObjectResultStore::from_url`]) does.
     pub fn new(backend: Arc<dyn ObjectStore>, prefix: &str) -> Result<Self, StoreError> {
         let prefix = Path::parse(prefix.trim_matches('/'))
             .map_err(|e| StoreError::Config(format!("bad key prefix {prefix:?}: {e}")))?;
