@@ -370,6 +370,10 @@ Examples:
   toolgate results list --policy policies/offload.yaml --session user-42
   toolgate results list --policy policies/offload.yaml --unscoped --older-than 30d --json
 
+Control characters in session ids and tool names are shown escaped (\\u{{1b}}, \\n; a backslash
+is doubled); --json gives the exact strings. A result whose record cannot be read is skipped
+with a warning on stderr; `toolgate results delete ID` removes it.
+
 {EXIT_CODES}"))]
     List(ResultsListArgs),
 
@@ -401,7 +405,8 @@ Examples:
   toolgate results delete --policy policies/offload.yaml h_0123abcd
   toolgate results delete --policy policies/offload.yaml --session user-42
 
-Results saved without a session are removed only by `toolgate results prune`.
+Results saved without a session are removed only by `toolgate results prune`. A result whose
+record cannot be read is deleted too: its record, its data and its marker.
 
 {EXIT_CODES}"))]
     #[command(group(ArgGroup::new("target").required(true).args(["id", "session"])))]
@@ -415,7 +420,9 @@ Examples:
 
 DURATION is a number with a unit: d (days), h, m, s or ms, and may combine units from the
 largest down (1d12h). Keep it well in the past: a save still running at the cutoff looks like
-a leftover of an interrupted save.
+a leftover of an interrupted save. Leftovers are data and markers without a record and, in a
+local folder, the partly written NAME#N file of a save killed mid-write (by its modification
+time). Results whose record cannot be read go when that record is older than DURATION.
 
 {EXIT_CODES}"))]
     Prune(ResultsPruneArgs),
@@ -497,7 +504,7 @@ struct ResultsPruneArgs {
     #[arg(long)]
     dry_run: bool,
 
-    /// Print {"removed": [ids], "results": N, "garbage": N} instead of text.
+    /// Print {"dry_run", "removed": [ids], "results": N, "unreadable": N, "garbage": N} instead of text.
     #[arg(long)]
     json: bool,
 }

@@ -9,7 +9,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 use toolgate::store::{
-    ListFilter, ResultId, ResultMeta, ResultStore, Scope, SessionId, StoreError,
+    ListFilter, Listing, ResultId, ResultMeta, ResultStore, Scope, SessionId, StoreError,
+    Unreadable,
 };
 
 use crate::commands::{load_engine, ok, to_json_line};
@@ -49,8 +50,61 @@ fn store_error(e: StoreError) -> CliError {
         | StoreError::InvalidId(_)
         | StoreError::InvalidSession(_) => CliError::Input(e.to_string()),
         StoreError::Config(_) => CliError::Policy(e.to_string()),
+        StoreError::Corrupt {
+            id: Some(ref id), ..
+        } => CliError::Store(format!("{e}; `toolgate results delete {id}` removes it")),
         _ => CliError::Store(e.to_string()),
     }
+}
+
+/// The warnings for the results a listing skipped, one line each, for stderr.
+fn skipped_warnings(unreadable: &[Unreadable]) -> String {
+    let mut s = String::new();
+    for u in unreadable {
+        let _ = writeln!(
+            s,
+            "warning: skipped result {}: {}; `toolgate results delete {}` removes it",
+            u.id,
+            printable(&u.error.to_string()),
+            u.id
+        );
+    }
+    s
+}
+
+/// Standard output, with warnings on standard error; the command succeeds.
+fn ok_with_warnings(stdout: String, warnings: String) -> Result<Output, CliError> {
+    let mut out = ok(stdout)?;
+    out.stderr = warnings;
+    Ok(out)
+}
+
+/// `text` for a terminal: control characters (and the invisible characters that reorder text)
+/// are shown escaped, `\n`, `\t`, `\r` or `\u{1b}`, and a backslash is doubled, so that what
+/// is printed cannot move the cursor, change colours, break a table's lines or pass for other
+/// text. Session ids and tool names may hold any character; JSON output escapes them itself.
+fn printable(text: &str) -> String {
+    let hidden = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{200e}' | '\u{200f}' | '\u{061c}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
+    if !text.chars().any(|c| hidden(c) || c == '\\') {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if hidden(c) => {
+                let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// A result id argument; anything that is not one is an input error (exit 4), never a path.
@@ -96,13 +150,17 @@ async fn list(store: &Store, args: ResultsListArgs) -> Result<Output, CliError> 
     if let Some(age) = args.older_than {
         filter = filter.created_before(cutoff(age.0));
     }
-    let metas = store.list(&filter).await.map_err(store_error)?;
-    tracing::info!(results = metas.len(), "listed");
+    let Listing {
+        results: metas,
+        unreadable,
+    } = store.listing(&filter).await.map_err(store_error)?;
+    tracing::info!(results = metas.len(), skipped = unreadable.len(), "listed");
+    let warnings = skipped_warnings(&unreadable);
     if args.json {
-        return ok(to_json_line(
-            &Value::Array(metas.iter().map(meta_json).collect()),
-            false,
-        ));
+        return ok_with_warnings(
+            to_json_line(&Value::Array(metas.iter().map(meta_json).collect()), false),
+            warnings,
+        );
     }
     let now = now_ms();
     let rows: Vec<[String; 5]> = metas
@@ -110,14 +168,19 @@ async fn list(store: &Store, args: ResultsListArgs) -> Result<Output, CliError> 
         .map(|m| {
             [
                 m.id.to_string(),
-                m.session.as_ref().map_or("-".into(), ToString::to_string),
-                m.tool.clone().unwrap_or_else(|| "-".into()),
+                m.session
+                    .as_ref()
+                    .map_or("-".into(), |s| printable(s.as_str())),
+                m.tool.as_deref().map_or("-".into(), printable),
                 m.chars.to_string(),
                 format!("{} ({})", utc(m.created_at_ms), age(now, m.created_at_ms)),
             ]
         })
         .collect();
-    ok(table(["ID", "SESSION", "TOOL", "CHARS", "SAVED"], &rows))
+    ok_with_warnings(
+        table(["ID", "SESSION", "TOOL", "CHARS", "SAVED"], &rows),
+        warnings,
+    )
 }
 
 async fn show(store: &Store, args: ResultsShowArgs) -> Result<Output, CliError> {
@@ -131,17 +194,18 @@ async fn show(store: &Store, args: ResultsShowArgs) -> Result<Output, CliError> 
     let _ = writeln!(
         s,
         "session:      {}",
-        m.session.as_ref().map_or(
-            "none (saved outside any session)".into(),
-            ToString::to_string
-        )
+        m.session
+            .as_ref()
+            .map_or("none (saved outside any session)".into(), |s| printable(
+                s.as_str()
+            ))
     );
     let _ = writeln!(
         s,
         "tool:         {}",
-        m.tool.as_deref().unwrap_or("unknown")
+        m.tool.as_deref().map_or("unknown".into(), printable)
     );
-    let _ = writeln!(s, "content type: {}", m.content_type);
+    let _ = writeln!(s, "content type: {}", printable(&m.content_type));
     let _ = writeln!(s, "size:         {} characters, {} bytes", m.chars, m.bytes);
     let _ = writeln!(
         s,
@@ -206,56 +270,85 @@ async fn read(store: &Store, args: ResultsReadArgs) -> Result<Output, CliError> 
 async fn delete(store: &Store, args: ResultsDeleteArgs) -> Result<Output, CliError> {
     if let Some(session) = &args.session {
         let session = session_id(session)?;
-        let ids = ids(store, &ListFilter::scope(Scope::Session(session.clone()))).await?;
+        let listing = store
+            .listing(&ListFilter::scope(Scope::Session(session.clone())))
+            .await
+            .map_err(store_error)?;
         let n = store.delete_session(&session).await.map_err(store_error)?;
         let mut s = String::new();
-        for id in &ids {
-            let _ = writeln!(s, "deleted {id}");
+        for m in &listing.results {
+            let _ = writeln!(s, "deleted {}", m.id);
         }
-        let _ = writeln!(s, "deleted {n} result(s) of session {session}");
+        for u in &listing.unreadable {
+            let _ = writeln!(s, "deleted {} (its record could not be read)", u.id);
+        }
+        let _ = writeln!(
+            s,
+            "deleted {n} result(s) of session {}",
+            printable(session.as_str())
+        );
         return ok(s);
     }
     let Some(arg) = &args.id else {
         return Err(CliError::Usage("give a result id or --session".into()));
     };
     let id = result_id(arg)?;
-    let existed = match store.meta(&id).await {
-        Ok(_) => true,
-        Err(StoreError::NotFound { .. }) => false,
+    let found = match store.meta(&id).await {
+        Ok(_) => Some(None),
+        Err(StoreError::NotFound { .. }) => None,
+        // Nothing of it can be read; deleting it is the way out.
+        Err(e @ StoreError::Corrupt { .. }) => Some(Some(e)),
         Err(e) => return Err(store_error(e)),
     };
     store.delete(&id).await.map_err(store_error)?;
-    ok(if existed {
-        format!("deleted {id}\n")
-    } else {
-        format!("{id} was not in the store; nothing to delete\n")
+    ok(match found {
+        Some(None) => format!("deleted {id}\n"),
+        Some(Some(e)) => format!(
+            "deleted {id} (its record could not be read: {})\n",
+            printable(&e.to_string())
+        ),
+        None => format!("{id} was not in the store; nothing to delete\n"),
     })
 }
 
 async fn prune(store: &Store, args: ResultsPruneArgs) -> Result<Output, CliError> {
     let before = cutoff(args.older_than.0);
     let scope = scope(&args.scope)?;
-    let removed = ids(
-        store,
-        &ListFilter::scope(scope.clone()).created_before(before),
-    )
-    .await?;
-    let (results, garbage) = if args.dry_run {
-        (removed.len() as u64, None)
+    let listing = store
+        .listing(&ListFilter::scope(scope.clone()).created_before(before))
+        .await
+        .map_err(store_error)?;
+    let removed: Vec<String> = listing.results.iter().map(|m| m.id.to_string()).collect();
+    let (results, garbage, unreadable) = if args.dry_run {
+        (removed.len() as u64, None, None)
     } else {
         let report = store.prune(before, &scope).await.map_err(store_error)?;
-        (report.results, Some(report.garbage))
+        (
+            report.results,
+            Some(report.garbage),
+            Some(report.unreadable),
+        )
+    };
+    // What a dry run cannot tell: whether an unreadable record is older than the cutoff.
+    let warnings = if args.dry_run {
+        skipped_warnings(&listing.unreadable)
+    } else {
+        String::new()
     };
     if args.json {
-        return ok(to_json_line(
-            &json!({
-                "dry_run": args.dry_run,
-                "removed": removed,
-                "results": results,
-                "garbage": garbage,
-            }),
-            false,
-        ));
+        return ok_with_warnings(
+            to_json_line(
+                &json!({
+                    "dry_run": args.dry_run,
+                    "removed": removed,
+                    "results": results,
+                    "garbage": garbage,
+                    "unreadable": unreadable,
+                }),
+                false,
+            ),
+            warnings,
+        );
     }
     let mut s = String::new();
     let verb = if args.dry_run {
@@ -266,29 +359,19 @@ async fn prune(store: &Store, args: ResultsPruneArgs) -> Result<Output, CliError
     for id in &removed {
         let _ = writeln!(s, "{verb} {id}");
     }
-    let _ = match garbage {
-        Some(g) => writeln!(
+    let _ = match (garbage, unreadable) {
+        (Some(g), Some(u)) => writeln!(
             s,
-            "pruned {results} result(s) saved before {} and {g} leftover(s) of interrupted saves",
+            "pruned {results} result(s) saved before {}, {u} unreadable result(s) and {g} leftover(s) of interrupted saves",
             utc(before)
         ),
-        None => writeln!(
+        _ => writeln!(
             s,
             "would prune {results} result(s) saved before {} (dry run: nothing deleted)",
             utc(before)
         ),
     };
-    ok(s)
-}
-
-async fn ids(store: &Store, filter: &ListFilter) -> Result<Vec<String>, CliError> {
-    Ok(store
-        .list(filter)
-        .await
-        .map_err(store_error)?
-        .into_iter()
-        .map(|m| m.id.to_string())
-        .collect())
+    ok_with_warnings(s, warnings)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -51,6 +51,7 @@
 //! ```
 
 mod catalog;
+mod check;
 pub mod eval;
 mod format;
 mod index;

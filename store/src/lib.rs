@@ -34,6 +34,7 @@
 mod error;
 mod id;
 mod object;
+mod staging;
 mod store;
 mod types;
 mod validated;
@@ -43,6 +44,7 @@ pub use id::{IdError, MAX_RESULT_ID_BYTES, MAX_SESSION_ID_BYTES, ResultId, Sessi
 pub use object::{INDEX_STRIDE_CHARS, ObjectResultStore};
 pub use store::{ForeignResult, ResultStore, read_scoped};
 pub use types::{
-    DEFAULT_CONTENT_TYPE, ListFilter, NewResult, Page, PruneReport, ResultMeta, Scope,
+    DEFAULT_CONTENT_TYPE, ListFilter, Listing, NewResult, Page, PruneReport, ResultMeta, Scope,
+    Unreadable,
 };
 pub use validated::Validated;

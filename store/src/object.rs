@@ -14,7 +14,15 @@
 //! cannot both win, and only after everything it points to is in place, so a reader that finds a record
 //! finds a whole result, and a reader that finds none reports [`StoreError::NotFound`]. A save that dies
 //! half-way leaves a data object or a marker with no record: garbage that [`ResultStore::prune`] removes.
-//! The random `NONCE` means a losing duplicate save never overwrites the winner's data.
+//! On local disk (`file://`), a save killed while the backend writes an object leaves the file the backend
+//! stages it in, `KEY#N`, which the backend's listing never shows; `prune` looks for those in the store's
+//! directory and removes the ones last written before its cutoff. The random `NONCE` means a losing
+//! duplicate save never overwrites the winner's data.
+//!
+//! A record that cannot be read (it does not parse, or describes another id or impossible sizes) makes
+//! its result unreadable, but never the store: listings skip it and report it ([`ResultStore::listing`]),
+//! and `delete` of its id, `delete_session` of the session whose marker lists it, and `prune` (by the age
+//! of the record object) remove the record, the data and the marker.
 //!
 //! Markers let a session's results be listed and deleted without looking at any other session's
 //! objects; the session id is hex-encoded into the key ([`SessionId::key_segments`]), so no session id
@@ -28,6 +36,7 @@
 //! read): at most `(b - a + 2 * stride) * 4` bytes, whatever the size of the result.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -46,8 +55,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::StoreError;
 use crate::id::{ResultId, SessionId};
+use crate::staging;
 use crate::store::ResultStore;
-use crate::types::{ListFilter, NewResult, Page, PruneReport, ResultMeta, Scope};
+use crate::types::{
+    ListFilter, Listing, NewResult, Page, PruneReport, ResultMeta, Scope, Unreadable,
+};
 
 /// Characters between two entries of the character index.
 ///
@@ -83,6 +95,9 @@ struct Record {
 pub struct ObjectResultStore {
     backend: Arc<dyn ObjectStore>,
     prefix: Path,
+    /// For a `file://` store, its directory: `prune` also looks there for the files the backend
+    /// stages writes in, which its listing hides.
+    local_dir: Option<PathBuf>,
 }
 
 /// Default client settings for S3, chosen so that an unreachable store fails a tool call within seconds
@@ -93,10 +108,18 @@ const DEFAULT_RETRY_TIMEOUT: Duration = Duration::from_secs(15);
 
 impl ObjectResultStore {
     /// A store over `backend`, keeping everything under `prefix` (`""` for the root).
+    ///
+    /// A local-disk backend given here is used through its `ObjectStore` face only, so
+    /// [`ResultStore::prune`] cannot see the files it stages writes in; a store from a `file://` URL
+    /// ([`ObjectResultStore::from_url`]) does.
     pub fn new(backend: Arc<dyn ObjectStore>, prefix: &str) -> Result<Self, StoreError> {
         let prefix = Path::parse(prefix.trim_matches('/'))
             .map_err(|e| StoreError::Config(format!("bad key prefix {prefix:?}: {e}")))?;
-        Ok(ObjectResultStore { backend, prefix })
+        Ok(ObjectResultStore {
+            backend,
+            prefix,
+            local_dir: None,
+        })
     }
 
     /// A fresh, empty store in memory, for tests and for runs that need nothing to outlive the process.
@@ -104,6 +127,7 @@ impl ObjectResultStore {
         ObjectResultStore {
             backend: Arc::new(InMemory::new()),
             prefix: Path::default(),
+            local_dir: None,
         }
     }
 
@@ -178,7 +202,10 @@ impl ObjectResultStore {
                 let fs = LocalFileSystem::new_with_prefix(&dir).map_err(|e| {
                     StoreError::Config(format!("cannot use {} as a store: {e}", dir.display()))
                 })?;
-                Self::new(Arc::new(fs), "")
+                Ok(ObjectResultStore {
+                    local_dir: Some(dir),
+                    ..Self::new(Arc::new(fs), "")?
+                })
             }
             "s3" | "s3a" => {
                 let bucket = parsed.host_str().filter(|b| !b.is_empty()).ok_or_else(|| {
@@ -276,23 +303,35 @@ impl ObjectResultStore {
             .collect())
     }
 
-    /// Reads the records of `ids`, skipping those deleted in the meantime.
+    /// Reads the records of `ids`, skipping those deleted in the meantime; the records that cannot be
+    /// read (corrupt ones) are returned apart. A backend failure fails the whole read.
     async fn records(
         &self,
         ids: impl IntoIterator<Item = ResultId>,
-    ) -> Result<Vec<Record>, StoreError> {
-        let found: Vec<Option<Record>> = futures::stream::iter(ids)
+    ) -> Result<(Vec<Record>, Vec<Unreadable>), StoreError> {
+        let found: Vec<Option<Result<Record, Unreadable>>> = futures::stream::iter(ids)
             .map(|id| async move {
                 match self.read_record(&id).await {
-                    Ok(r) => Ok(Some(r)),
+                    Ok(r) => Ok(Some(Ok(r))),
                     Err(StoreError::NotFound { .. }) => Ok(None),
+                    Err(error @ StoreError::Corrupt { .. }) => {
+                        Ok(Some(Err(Unreadable { id, error })))
+                    }
                     Err(e) => Err(e),
                 }
             })
             .buffer_unordered(CONCURRENCY)
             .try_collect()
             .await?;
-        Ok(found.into_iter().flatten().collect())
+        let (mut good, mut bad) = (Vec::new(), Vec::new());
+        for r in found.into_iter().flatten() {
+            match r {
+                Ok(record) => good.push(record),
+                Err(unreadable) => bad.push(unreadable),
+            }
+        }
+        bad.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok((good, bad))
     }
 
     /// The ids under `scope`: every record for [`Scope::All`], the owner's markers otherwise.
@@ -374,6 +413,59 @@ impl ObjectResultStore {
             "delete the result marker",
         )
         .await
+    }
+
+    /// Deletes a result whose record cannot be read: the record, its data, and its marker. The owner
+    /// is unknown, so unless the marker's location is given, every owner's markers are searched.
+    async fn delete_unreadable(
+        &self,
+        id: &ResultId,
+        marker: Option<Path>,
+    ) -> Result<(), StoreError> {
+        self.delete_all(vec![self.meta_key(id)], "delete the result record")
+            .await?;
+        self.delete_blobs(id, None).await?;
+        let markers = match marker {
+            Some(marker) => vec![marker],
+            None => self
+                .markers(&self.key(&["owner"]))
+                .await?
+                .into_iter()
+                .filter(|(marked, _)| marked == id)
+                .map(|(_, o)| o.location)
+                .collect(),
+        };
+        self.delete_all(markers, "delete the result marker").await
+    }
+
+    /// Removes the files a local-disk backend stages a write in (`NAME#N` beside the object `NAME`)
+    /// that were last written before `created_before_ms`, under `dir` (relative to the store), and
+    /// returns how many. Such a file is what a save killed during its write leaves; the backend's own
+    /// listing never shows it. A file still being written has a fresh modification time.
+    async fn delete_stale_staging(
+        &self,
+        dir: &Path,
+        created_before_ms: u64,
+    ) -> Result<u64, StoreError> {
+        let Some(root) = &self.local_dir else {
+            return Ok(0);
+        };
+        let mut at = root.clone();
+        for part in dir.parts() {
+            at.push(part.as_ref());
+        }
+        // Past what the clock can hold: every staged file is older.
+        let cutoff = UNIX_EPOCH.checked_add(Duration::from_millis(created_before_ms));
+        tokio::task::spawn_blocking(move || staging::delete_stale(&at, cutoff))
+            .await
+            .map_err(|e| StoreError::Backend {
+                op: "delete leftovers of interrupted writes",
+                source: Box::new(e),
+            })?
+            .map_err(|e| StoreError::Backend {
+                op: "delete leftovers of interrupted writes",
+                source: Box::new(e),
+            })
     }
 }
 
@@ -651,20 +743,30 @@ impl ResultStore for ObjectResultStore {
     }
 
     async fn list(&self, filter: &ListFilter) -> Result<Vec<ResultMeta>, StoreError> {
+        let listing = self.listing(filter).await?;
+        for skipped in &listing.unreadable {
+            tracing::warn!(id = %skipped.id, error = %skipped.error, "listing skipped an unreadable result");
+        }
+        Ok(listing.results)
+    }
+
+    async fn listing(&self, filter: &ListFilter) -> Result<Listing, StoreError> {
         let ids = self.ids_in(&filter.scope).await?;
-        let mut metas: Vec<ResultMeta> = self
-            .records(ids)
-            .await?
+        let (records, unreadable) = self.records(ids).await?;
+        let mut results: Vec<ResultMeta> = records
             .into_iter()
             .map(|r| r.meta)
             .filter(|m| filter.matches(m))
             .collect();
-        metas.sort_by(|a, b| {
+        results.sort_by(|a, b| {
             b.created_at_ms
                 .cmp(&a.created_at_ms)
                 .then_with(|| a.id.cmp(&b.id))
         });
-        Ok(metas)
+        Ok(Listing {
+            results,
+            unreadable,
+        })
     }
 
     async fn delete(&self, id: &ResultId) -> Result<(), StoreError> {
@@ -672,6 +774,7 @@ impl ResultStore for ObjectResultStore {
             Ok(record) => self.delete_known(id, record.meta.session.as_ref()).await,
             // No record: nothing to delete but possibly the data of an interrupted save.
             Err(StoreError::NotFound { .. }) => self.delete_blobs(id, None).await.map(drop),
+            Err(StoreError::Corrupt { .. }) => self.delete_unreadable(id, None).await,
             Err(e) => Err(e),
         }
     }
@@ -685,6 +788,11 @@ impl ResultStore for ObjectResultStore {
                     Ok(r) if r.meta.session.as_ref() == Some(session) => {
                         self.delete_known(&id, Some(session)).await.map(|()| true)
                     }
+                    // The marker says the session saved it; nobody can read it any more.
+                    Err(StoreError::Corrupt { .. }) => self
+                        .delete_unreadable(&id, Some(marker.location))
+                        .await
+                        .map(|()| true),
                     // A marker without a record (or with somebody else's record) is a leftover.
                     Ok(_) | Err(StoreError::NotFound { .. }) => self
                         .delete_all(vec![marker.location], "delete a stale marker")
@@ -711,12 +819,25 @@ impl ResultStore for ObjectResultStore {
 
         // Whole results.
         let doomed = self
-            .list(&ListFilter::scope(scope.clone()).created_before(created_before_ms))
+            .listing(&ListFilter::scope(scope.clone()).created_before(created_before_ms))
             .await?;
-        for meta in &doomed {
+        for meta in &doomed.results {
             self.delete_known(&meta.id, meta.session.as_ref()).await?;
         }
-        report.results = doomed.len() as u64;
+        report.results = doomed.results.len() as u64;
+
+        // Results whose record cannot be read: their own times cannot be trusted, so the record
+        // object's age decides.
+        for skipped in &doomed.unreadable {
+            match self.backend.head(&self.meta_key(&skipped.id)).await {
+                Ok(record) if old(&record) => {
+                    self.delete_unreadable(&skipped.id, None).await?;
+                    report.unreadable += 1;
+                }
+                Ok(_) | Err(object_store::Error::NotFound { .. }) => {}
+                Err(e) => return Err(backend("check the age of an unreadable record")(e)),
+            }
+        }
 
         // Markers of interrupted saves.
         let marker_dirs = match scope {
@@ -745,6 +866,8 @@ impl ResultStore for ObjectResultStore {
                     Ok(r) => !marker
                         .location
                         .prefix_matches(&self.owner_dir(r.meta.session.as_ref())),
+                    // Younger than the cutoff, or it would be gone by now: kept with its record.
+                    Err(StoreError::Corrupt { .. }) => false,
                     Err(e) => return Err(e),
                 };
                 if orphan {
@@ -788,12 +911,22 @@ impl ResultStore for ObjectResultStore {
                 } else if blobs.len() > 1 {
                     match self.read_record(&id).await {
                         Ok(r) => report.garbage += self.delete_blobs(&id, Some(&r.blob)).await?,
-                        Err(StoreError::NotFound { .. }) => {}
+                        Err(StoreError::NotFound { .. } | StoreError::Corrupt { .. }) => {}
                         Err(e) => return Err(e),
                     }
                 }
             }
         }
+
+        // Files a local-disk store staged writes in, left by processes killed while writing.
+        let staged_in = match scope {
+            Scope::All => self.prefix.clone(),
+            Scope::Unscoped => self.owner_dir(None),
+            Scope::Session(s) => self.owner_dir(Some(s)),
+        };
+        report.garbage += self
+            .delete_stale_staging(&staged_in, created_before_ms)
+            .await?;
         Ok(report)
     }
 }

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 
 use crate::error::StoreError;
 use crate::id::{ResultId, SessionId};
-use crate::types::{ListFilter, NewResult, Page, PruneReport, ResultMeta, Scope};
+use crate::types::{ListFilter, Listing, NewResult, Page, PruneReport, ResultMeta, Scope};
 
 /// A place to keep large tool results and read them back a page at a time.
 ///
@@ -23,6 +23,9 @@ use crate::types::{ListFilter, NewResult, Page, PruneReport, ResultMeta, Scope};
 /// - Offsets and limits count Unicode scalar values (`char`s). Reading a page costs time in proportion
 ///   to the page, not to the whole result.
 /// - [`delete`](ResultStore::delete) is idempotent; [`list`](ResultStore::list) is newest first.
+/// - A result whose record cannot be read (see [`crate::Unreadable`]) does not stop a listing, a
+///   deletion or a pruning: listings skip it ([`listing`](ResultStore::listing) reports it), `delete`
+///   of its id, `delete_session` of its owner and `prune` remove it.
 /// - Scoping (who may read what) is *not* the store's job: use [`read_scoped`].
 #[async_trait]
 pub trait ResultStore: Send + Sync + 'static {
@@ -38,8 +41,18 @@ pub trait ResultStore: Send + Sync + 'static {
     /// [`StoreError::OffsetOutOfRange`].
     async fn read_chars(&self, id: &ResultId, offset: u64, limit: u64) -> Result<Page, StoreError>;
 
-    /// The metadata of the results that pass `filter`, newest first (ties broken by id).
+    /// The metadata of the results that pass `filter`, newest first (ties broken by id). Results whose
+    /// record cannot be read are skipped; [`listing`](ResultStore::listing) reports them.
     async fn list(&self, filter: &ListFilter) -> Result<Vec<ResultMeta>, StoreError>;
+
+    /// [`list`](ResultStore::list), plus the results under the filter's owner that were skipped
+    /// because their record cannot be read. The default reports none.
+    async fn listing(&self, filter: &ListFilter) -> Result<Listing, StoreError> {
+        Ok(Listing {
+            results: self.list(filter).await?,
+            unreadable: Vec::new(),
+        })
+    }
 
     /// Deletes a result. Deleting a missing result succeeds.
     async fn delete(&self, id: &ResultId) -> Result<(), StoreError>;
@@ -48,8 +61,9 @@ pub trait ResultStore: Send + Sync + 'static {
     /// results without a session are untouched (SPEC R8).
     async fn delete_session(&self, session: &SessionId) -> Result<u64, StoreError>;
 
-    /// The retention rule: deletes the results in `scope` saved strictly before `created_before_ms`, and
-    /// the leftovers of saves that were interrupted before that time.
+    /// The retention rule: deletes the results in `scope` saved strictly before `created_before_ms`, the
+    /// results whose record cannot be read and was written before that time, and the leftovers of saves
+    /// that were interrupted before that time.
     ///
     /// This is the only way results without a session ever go away (SPEC R8). Pick a cutoff well in the
     /// past (minutes, not milliseconds): a save still running at the cutoff looks like a leftover.
@@ -72,6 +86,9 @@ macro_rules! forward_result_store {
             }
             async fn list(&self, filter: &ListFilter) -> Result<Vec<ResultMeta>, StoreError> {
                 (**self).list(filter).await
+            }
+            async fn listing(&self, filter: &ListFilter) -> Result<Listing, StoreError> {
+                (**self).listing(filter).await
             }
             async fn delete(&self, id: &ResultId) -> Result<(), StoreError> {
                 (**self).delete(id).await

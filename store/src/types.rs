@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::StoreError;
 use crate::id::{ResultId, SessionId};
 
 /// What the caller says about a result it is about to save.
@@ -149,6 +150,31 @@ impl ListFilter {
 pub struct PruneReport {
     /// Whole results (committed records) removed.
     pub results: u64,
-    /// Leftovers of interrupted saves removed: data without a record, markers without a record.
+    /// Leftovers of interrupted saves removed: data without a record, markers without a record, and
+    /// the partly written files a local-disk store stages a save in.
     pub garbage: u64,
+    /// Results whose record could not be read ([`Unreadable`]) removed, with their data and marker.
+    pub unreadable: u64,
+}
+
+/// A result whose record is there but cannot be read: it does not parse, has an unknown version, or
+/// describes another id or impossible sizes. Nothing of it can be read back, so listings skip it and
+/// report it here; [`crate::ResultStore::delete`] and [`crate::ResultStore::prune`] remove it.
+#[derive(Debug)]
+pub struct Unreadable {
+    /// The id the record is stored under.
+    pub id: ResultId,
+    /// Why it cannot be read, usually [`StoreError::Corrupt`].
+    pub error: StoreError,
+}
+
+/// What [`crate::ResultStore::listing`] returns: the results that pass the filter, newest first, and
+/// the results under the filter's owner whose record could not be read (their age and owner are
+/// unknown, so the rest of the filter cannot apply to them).
+#[derive(Debug, Default)]
+pub struct Listing {
+    /// The readable results, as [`crate::ResultStore::list`] returns them.
+    pub results: Vec<ResultMeta>,
+    /// The results skipped because their record could not be read.
+    pub unreadable: Vec<Unreadable>,
 }

@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use crate::error::StoreError;
 use crate::id::{ResultId, SessionId};
 use crate::store::ResultStore;
-use crate::types::{ListFilter, NewResult, Page, PruneReport, ResultMeta, Scope};
+use crate::types::{ListFilter, Listing, NewResult, Page, PruneReport, ResultMeta, Scope};
 
 /// Wraps any [`ResultStore`] and checks every answer against the trait's rules (SPEC R7: "checked at
 /// every boundary, custom stores included").
@@ -136,28 +136,14 @@ impl<S: ResultStore> ResultStore for Validated<S> {
 
     async fn list(&self, filter: &ListFilter) -> Result<Vec<ResultMeta>, StoreError> {
         let metas = self.0.list(filter).await?;
-        let mut seen = std::collections::BTreeSet::new();
-        for (i, meta) in metas.iter().enumerate() {
-            if !filter.matches(meta) {
-                return Err(StoreError::corrupt(
-                    &meta.id,
-                    "the listing holds a result its filter excludes",
-                ));
-            }
-            if !seen.insert(&meta.id) {
-                return Err(StoreError::corrupt(
-                    &meta.id,
-                    "the listing holds this result twice",
-                ));
-            }
-            if i > 0 && metas[i - 1].created_at_ms < meta.created_at_ms {
-                return Err(StoreError::corrupt(
-                    &meta.id,
-                    "the listing is not newest first",
-                ));
-            }
-        }
+        check_listing(filter, &metas)?;
         Ok(metas)
+    }
+
+    async fn listing(&self, filter: &ListFilter) -> Result<Listing, StoreError> {
+        let listing = self.0.listing(filter).await?;
+        check_listing(filter, &listing.results)?;
+        Ok(listing)
     }
 
     async fn delete(&self, id: &ResultId) -> Result<(), StoreError> {
@@ -175,4 +161,30 @@ impl<S: ResultStore> ResultStore for Validated<S> {
     ) -> Result<PruneReport, StoreError> {
         self.0.prune(created_before_ms, scope).await
     }
+}
+
+/// A listing must obey its filter, hold each id once, and be newest first.
+fn check_listing(filter: &ListFilter, metas: &[ResultMeta]) -> Result<(), StoreError> {
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, meta) in metas.iter().enumerate() {
+        if !filter.matches(meta) {
+            return Err(StoreError::corrupt(
+                &meta.id,
+                "the listing holds a result its filter excludes",
+            ));
+        }
+        if !seen.insert(&meta.id) {
+            return Err(StoreError::corrupt(
+                &meta.id,
+                "the listing holds this result twice",
+            ));
+        }
+        if i > 0 && metas[i - 1].created_at_ms < meta.created_at_ms {
+            return Err(StoreError::corrupt(
+                &meta.id,
+                "the listing is not newest first",
+            ));
+        }
+    }
+    Ok(())
 }

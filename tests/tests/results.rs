@@ -335,3 +335,223 @@ fn results_need_a_policy_with_a_reduction_section() {
         run.stderr
     );
 }
+
+impl Store {
+    /// Overwrites the record of `id` with the start of a record, as a torn write leaves it.
+    fn corrupt(&self, id: &str) {
+        let record = self.store_dir().join("store/meta").join(id);
+        assert!(record.is_file(), "{}", record.display());
+        std::fs::write(&record, r#"{"version":1,"#).unwrap();
+    }
+}
+
+#[test]
+fn a_corrupt_record_is_reported_and_skipped_by_results_list() {
+    let store = Store::new();
+    store.corrupt(&store.b);
+    for args in [&["results", "list"][..], &["results", "list", "--json"][..]] {
+        let run = store.toolgate(args);
+        run.assert_code(0).assert_no_panic();
+        assert!(!run.stdout.contains(&store.b), "{}", run.stdout);
+        assert!(
+            run.stderr
+                .contains(&format!("warning: skipped result {}", store.b))
+                && run
+                    .stderr
+                    .contains(&format!("`toolgate results delete {}` removes it", store.b)),
+            "{}",
+            run.stderr
+        );
+    }
+    assert_eq!(store.ids(&[]), [store.unscoped.as_str(), store.a.as_str()]);
+    assert_eq!(store.ids(&["--session", "A"]), [store.a.as_str()]);
+}
+
+#[test]
+fn a_result_with_a_corrupt_record_is_removed_by_results_delete() {
+    let store = Store::new();
+    store.corrupt(&store.b);
+    let show = store.toolgate(&["results", "show", &store.b]);
+    show.assert_code(6);
+    assert!(show.stderr.contains("results delete"), "{}", show.stderr);
+
+    let run = store.toolgate(&["results", "delete", &store.b]);
+    run.assert_code(0);
+    assert!(
+        run.stdout.starts_with(&format!(
+            "deleted {} (its record could not be read",
+            store.b
+        )),
+        "{}",
+        run.stdout
+    );
+    let list = store.toolgate(&["results", "list"]);
+    list.assert_code(0);
+    assert_eq!(list.stderr, "", "nothing left to warn about");
+    assert_eq!(store.ids(&[]), [store.unscoped.as_str(), store.a.as_str()]);
+    assert!(!store.store_dir().join("store/meta").join(&store.b).exists());
+}
+
+#[test]
+fn a_session_with_a_corrupt_record_is_removed_by_results_delete_session() {
+    let store = Store::new();
+    store.corrupt(&store.b);
+    let run = store.toolgate(&["results", "delete", "--session", "B"]);
+    run.assert_code(0);
+    assert!(
+        run.stdout.contains(&format!(
+            "deleted {} (its record could not be read)",
+            store.b
+        )) && run.stdout.contains("deleted 1 result(s) of session B"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(store.ids(&[]), [store.unscoped.as_str(), store.a.as_str()]);
+}
+
+#[test]
+fn a_corrupt_record_older_than_the_cutoff_is_removed_by_results_prune() {
+    let store = Store::new();
+    store.corrupt(&store.b);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let run = store.toolgate(&[
+        "results",
+        "prune",
+        "--older-than",
+        "0s",
+        "--session",
+        "B",
+        "--json",
+    ]);
+    run.assert_code(0);
+    let report = run.json();
+    assert_eq!(report["unreadable"], 1, "{report}");
+    assert_eq!(report["results"], 0, "{report}");
+    assert_eq!(store.ids(&[]), [store.unscoped.as_str(), store.a.as_str()]);
+    let list = store.toolgate(&["results", "list"]);
+    assert_eq!(list.stderr, "");
+}
+
+#[test]
+fn control_characters_in_a_session_id_are_escaped_by_results_list() {
+    let store = Store::new();
+    let session = "evil\u{1b}[2J\u{1b}[31mred\nfake row\u{202e}";
+    let id = store.save(Some(session), 60_000);
+    let run = store.toolgate(&["results", "list"]);
+    run.assert_code(0);
+    assert!(
+        !run.stdout.contains('\u{1b}') && !run.stdout.contains('\u{202e}'),
+        "{:?}",
+        run.stdout
+    );
+    assert_eq!(
+        run.stdout.lines().count(),
+        5,
+        "one line per result: {:?}",
+        run.stdout
+    );
+    let row = run.stdout.lines().find(|l| l.starts_with(&id)).unwrap();
+    assert!(
+        row.contains(r"evil\u{1b}[2J\u{1b}[31mred\nfake row\u{202e}"),
+        "{row:?}"
+    );
+    // The same session id in JSON is the exact string.
+    let json = store.list(&["--session", session]);
+    assert_eq!(json[0]["session"], session);
+
+    let show = store.toolgate(&["results", "show", &id]);
+    assert!(!show.stdout.contains('\u{1b}'), "{:?}", show.stdout);
+    let delete = store.toolgate(&["results", "delete", "--session", session]);
+    delete.assert_code(0);
+    assert!(!delete.stdout.contains('\u{1b}'), "{:?}", delete.stdout);
+}
+
+/// Kills `toolgate call` with SIGKILL while it writes a 64 MiB result to the store, then checks
+/// that `results prune` finds and removes the partly written file.
+#[test]
+fn results_prune_removes_the_leftover_of_a_save_killed_mid_write() {
+    let results = tempfile::tempdir().unwrap();
+    let policy = toolgate_e2e::repo_path("policies/offload.yaml");
+    let policy = policy.to_str().unwrap();
+    let mut child = std::process::Command::new(toolgate_e2e::toolgate_exe())
+        .args([
+            "call",
+            "--policy",
+            policy,
+            "--session",
+            "s",
+            "--timeout",
+            "none",
+        ])
+        .args(["big_output", r#"{"bytes": 67108864}"#])
+        .env_remove("RUST_LOG")
+        .env("TOOLGATE_RESULTS_DIR", results.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Poll for the staged data file, and kill the writer as soon as it holds some bytes.
+    let started = std::time::Instant::now();
+    let staged = loop {
+        if let Some(p) = files_under(results.path())
+            .into_iter()
+            .find(|p| p.to_string_lossy().contains('#') && p.metadata().is_ok_and(|m| m.len() > 0))
+        {
+            break p;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the save finished first"
+        );
+        assert!(started.elapsed().as_secs() < 60, "no staged file appeared");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    };
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let size = staged
+        .metadata()
+        .expect("the killed save left its staged file")
+        .len();
+    assert!(size < 64 << 20, "killed mid-write at {size} bytes");
+
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let run = toolgate_with_results(
+        results.path(),
+        &[
+            "results",
+            "prune",
+            "--older-than",
+            "0s",
+            "--policy",
+            policy,
+            "--json",
+        ],
+    );
+    run.assert_code(0);
+    let report = run.json();
+    assert!(report["garbage"].as_u64().unwrap() >= 1, "{report}");
+    assert!(!staged.exists(), "{} is still there", staged.display());
+    let left = files_under(results.path());
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// Every file under `dir`, recursively.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                todo.push(path);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    out
+}

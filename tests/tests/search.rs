@@ -501,3 +501,79 @@ fn search_an_index_file_that_is_not_an_index_is_an_input_error() {
         assert!(run.stderr.contains(path), "{}", run.stderr);
     }
 }
+
+/// Builds a small index file with `toolgate index build`, lets `tamper` change its bytes, then
+/// writes them back with the checksum recomputed as the format describes (FNV-1a over 8-byte
+/// little-endian words of header bytes 0..188 and of everything from byte 204), as someone
+/// crafting a file would.
+fn tampered_index(dir: &Path, tamper: impl FnOnce(&mut Vec<u8>)) -> PathBuf {
+    let catalog = dir.join("small.jsonl");
+    std::fs::write(
+        &catalog,
+        [
+            r#"{"name": "get_weather", "description": "Current weather for a city."}"#,
+            r#"{"name": "send_email", "description": "Send an email message."}"#,
+            r#"{"name": "read_file", "description": "Read a file from disk."}"#,
+        ]
+        .join("\n"),
+    )
+    .unwrap();
+    let index = dir.join("small.idx");
+    toolgate(&[
+        "index",
+        "build",
+        "--catalog",
+        catalog.to_str().unwrap(),
+        "-o",
+        index.to_str().unwrap(),
+    ])
+    .assert_code(0);
+    let mut bytes = std::fs::read(&index).unwrap();
+    tamper(&mut bytes);
+    let fnv = |mut h: u64, part: &[u8]| {
+        for chunk in part.chunks(8) {
+            let mut w = [0u8; 8];
+            w[..chunk.len()].copy_from_slice(chunk);
+            h = (h ^ u64::from_le_bytes(w)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        h
+    };
+    let sum = fnv(fnv(0xcbf2_9ce4_8422_2325, &bytes[..188]), &bytes[204..]);
+    bytes[188..196].copy_from_slice(&sum.to_le_bytes());
+    std::fs::write(&index, &bytes).unwrap();
+    index
+}
+
+/// Section `i` of an index file (0: the term dictionary, 2: the postings), as its header says.
+fn index_section(bytes: &[u8], i: usize) -> std::ops::Range<usize> {
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as usize;
+    let (offset, len) = (word(92 + 16 * i), word(92 + 16 * i + 8));
+    offset..offset + len
+}
+
+#[test]
+fn a_crafted_index_with_a_valid_checksum_is_an_input_error_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    // The term dictionary's root node address (before its 4-byte checksum) far past its end.
+    let root = tampered_index(dir.path(), |bytes| {
+        let at = index_section(bytes, 0).end - 12;
+        bytes[at..at + 8].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    });
+    let run = toolgate(&["search", "--index", root.to_str().unwrap(), "weather"]);
+    run.assert_code(4).assert_no_panic();
+    assert!(
+        run.stderr.contains("is not a usable toolgate search index")
+            && run.stderr.contains("term dictionary"),
+        "{}",
+        run.stderr
+    );
+
+    // The first postings list naming a tool the catalog does not have.
+    let postings = tampered_index(dir.path(), |bytes| {
+        let at = index_section(bytes, 2).start + 4;
+        bytes[at..at + 4].copy_from_slice(&77_777u32.to_le_bytes());
+    });
+    let run = toolgate(&["search", "--index", postings.to_str().unwrap(), "email"]);
+    run.assert_code(4).assert_no_panic();
+    assert!(run.stderr.contains("past the 3 tools"), "{}", run.stderr);
+}

@@ -467,3 +467,126 @@ pub async fn racing_saves_of_one_id_have_exactly_one_winner(f: Fixture) {
         winners[0]
     );
 }
+
+/// Saves a result of `owner` and overwrites its record with the first bytes of a record, as a
+/// crash of a store without atomic writes or a hand edit could leave it.
+async fn corrupt_result(f: &Fixture, owner: Option<&SessionId>) -> ResultId {
+    let id = save_later(&f.store, owner, "soon unreadable").await;
+    let key = f.store.prefix().clone().join("meta").join(id.as_str());
+    f.store
+        .backend()
+        .put(&key, PutPayload::from(r#"{"version":1,"#))
+        .await
+        .unwrap();
+    assert_eq!(f.store.meta(&id).await.unwrap_err().kind(), "corrupt");
+    id
+}
+
+/// Every object left under the store's prefix.
+async fn objects(f: &Fixture) -> Vec<Path> {
+    f.store
+        .backend()
+        .list(Some(f.store.prefix()))
+        .map(|o| o.unwrap().location)
+        .collect()
+        .await
+}
+
+pub async fn a_corrupt_record_is_reported_and_skipped_by_listings(f: Fixture) {
+    let s = session("s");
+    let good = save_later(&f.store, Some(&s), "fine").await;
+    let bad = corrupt_result(&f, Some(&s)).await;
+    let unscoped = save_later(&f.store, None, "fine too").await;
+    for scope in [Scope::All, Scope::Session(s.clone())] {
+        let listing = f
+            .store
+            .listing(&ListFilter::scope(scope.clone()))
+            .await
+            .unwrap();
+        let expected = match scope {
+            Scope::All => vec![unscoped.clone(), good.clone()],
+            _ => vec![good.clone()],
+        };
+        assert_eq!(ids(&listing.results), expected, "{scope:?}");
+        assert_eq!(listing.unreadable.len(), 1, "{scope:?}");
+        assert_eq!(listing.unreadable[0].id, bad);
+        assert_eq!(listing.unreadable[0].error.kind(), "corrupt");
+        // The plain listing skips it too.
+        let plain = f
+            .store
+            .list(&ListFilter::scope(scope.clone()))
+            .await
+            .unwrap();
+        assert_eq!(ids(&plain), expected, "{scope:?}");
+    }
+    let listing = f
+        .store
+        .listing(&ListFilter::scope(Scope::Unscoped))
+        .await
+        .unwrap();
+    assert_eq!(ids(&listing.results), [unscoped]);
+    assert!(listing.unreadable.is_empty(), "not under this owner");
+}
+
+pub async fn deleting_a_result_with_a_corrupt_record_removes_all_of_it(f: Fixture) {
+    let s = session("s");
+    let bad = corrupt_result(&f, Some(&s)).await;
+    let bad_unscoped = corrupt_result(&f, None).await;
+    f.store.delete(&bad).await.unwrap();
+    f.store.delete(&bad_unscoped).await.unwrap();
+    assert_eq!(f.store.meta(&bad).await.unwrap_err().kind(), "not_found");
+    let left = objects(&f).await;
+    assert!(left.is_empty(), "left behind: {left:?}");
+    let listing = f.store.listing(&ListFilter::all()).await.unwrap();
+    assert!(listing.results.is_empty() && listing.unreadable.is_empty());
+}
+
+pub async fn deleting_a_session_with_a_corrupt_record_deletes_it_too(f: Fixture) {
+    let (s, other) = (session("s"), session("other"));
+    let good = save_later(&f.store, Some(&s), "fine").await;
+    let bad = corrupt_result(&f, Some(&s)).await;
+    let kept = save_later(&f.store, Some(&other), "other session").await;
+    assert_eq!(f.store.delete_session(&s).await.unwrap(), 2);
+    for id in [&good, &bad] {
+        assert_eq!(f.store.meta(id).await.unwrap_err().kind(), "not_found");
+    }
+    let listing = f.store.listing(&ListFilter::all()).await.unwrap();
+    assert_eq!(ids(&listing.results), [kept]);
+    assert!(listing.unreadable.is_empty());
+}
+
+pub async fn prune_removes_corrupt_records_older_than_the_cutoff(f: Fixture) {
+    let s = session("s");
+    let bad = corrupt_result(&f, Some(&s)).await;
+    let bad_unscoped = corrupt_result(&f, None).await;
+    // Not old enough: stays, reported by listings.
+    let report = f.store.prune(0, &Scope::All).await.unwrap();
+    assert_eq!(report.unreadable, 0);
+    assert_eq!(
+        f.store
+            .listing(&ListFilter::all())
+            .await
+            .unwrap()
+            .unreadable
+            .len(),
+        2
+    );
+
+    // Scoped to the session: only its own.
+    let report = f
+        .store
+        .prune(now_ms() + 60_000, &Scope::Session(s.clone()))
+        .await
+        .unwrap();
+    assert_eq!((report.results, report.unreadable), (0, 1));
+    assert_eq!(f.store.meta(&bad).await.unwrap_err().kind(), "not_found");
+    assert_eq!(
+        f.store.meta(&bad_unscoped).await.unwrap_err().kind(),
+        "corrupt"
+    );
+
+    let report = f.store.prune(now_ms() + 60_000, &Scope::All).await.unwrap();
+    assert_eq!((report.results, report.unreadable), (0, 1));
+    let left = objects(&f).await;
+    assert!(left.is_empty(), "left behind: {left:?}");
+}

@@ -192,6 +192,74 @@ async fn a_killed_writer_leaves_nothing_or_the_whole_result(target: Target) {
         .collect()
         .await;
     assert!(left.is_empty(), "prune left {left:?}");
+    // On disk, also what the backend's listing does not show: the files writes are staged in.
+    if let Some(dir) = &target._dir {
+        let files = files_under(dir.path());
+        assert!(files.is_empty(), "prune left on disk {files:?}");
+    }
+}
+
+/// Every file under `dir`, recursively.
+fn files_under(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                todo.push(path);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    out
+}
+
+/// A writer killed in the middle of writing its data to disk leaves a staged file that the
+/// backend's listing hides; `prune` finds it and removes it once it is older than the cutoff.
+#[tokio::test]
+async fn prune_removes_the_staged_data_of_a_writer_killed_on_disk() {
+    const MB: usize = 64;
+    let target = file_target();
+    let dir = target._dir.as_ref().unwrap().path().to_path_buf();
+    let store = ObjectResultStore::from_url(&target.url).unwrap();
+    let (mut child, id, _lines) = start_writer(&target, MB).await;
+    // Wait for the staged data file to appear and grow, then kill the writer mid-write.
+    let staged = loop {
+        let found = files_under(&dir)
+            .into_iter()
+            .find(|p| p.to_string_lossy().contains('#') && p.metadata().is_ok_and(|m| m.len() > 0));
+        if let Some(found) = found {
+            break found;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the writer finished before a staged file was seen"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    };
+    child.start_kill().unwrap();
+    child.wait().await.unwrap();
+    assert_eq!(store.meta(&id).await.unwrap_err().kind(), "not_found");
+    let size = staged.metadata().expect("the staged file is left").len();
+    assert!(size < (MB << 20) as u64, "killed mid-write: {size} bytes");
+
+    // Younger than the cutoff: kept (it could be a save still running).
+    let report = store.prune(0, &Scope::All).await.unwrap();
+    assert_eq!(report.garbage, 0);
+    assert!(staged.exists());
+
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let report = store.prune(now, &Scope::All).await.unwrap();
+    assert!(report.garbage >= 1, "{report:?}");
+    assert!(!staged.exists(), "{} is still there", staged.display());
+    let files = files_under(&dir);
+    assert!(files.is_empty(), "prune left on disk {files:?}");
 }
 
 #[tokio::test]

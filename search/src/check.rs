@@ -1,0 +1,158 @@
+//! Checks an opened index's term dictionary and postings before any search uses them, so that a
+//! file whose checksum matches but whose content was crafted is refused at open with
+//! [`crate::IndexError::Invalid`] instead of panicking in a search.
+//!
+//! The checksum only tells a damaged file from an intact one; it is no defence against a file
+//! written to look valid. Everything a search reads is therefore either bounds-checked where it
+//! is read (records, field lengths, postings lists, see `format::Reader`) or checked here once:
+//!
+//! * **The fst maps.** `fst` decodes nodes with unchecked arithmetic and slice indexing, and
+//!   `Map::new` validates little, so crafted nodes can make it panic or, through a cycle, walk
+//!   forever. [`fst_structure`] visits every node reachable from the root once, decoding each
+//!   of its transitions as every later lookup or automaton walk would, and requires that each
+//!   transition point to a lower address (as fst's builder writes them; this rules out cycles)
+//!   and that every node without transitions be final (so every walk ends in a key). The walk
+//!   runs under [`catch_quietly`]: a node that makes `fst` panic becomes an error.
+//! * **The postings.** [`postings`] streams every `(term, offset)` of the stem map, in term
+//!   order, and requires the lists to tile the postings section exactly as the builder writes
+//!   them (first at 0, each next right after the last, the last ending at the section's end),
+//!   each with strictly ascending tool numbers below the tool count. A search can then index
+//!   its per-tool arrays by any tool number it reads.
+//!
+//! The cost at 100,000 tools is given on `SearchIndex::open`.
+
+use std::cell::Cell;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::Once;
+
+use fst::{Map, Streamer};
+
+use crate::format::Reader;
+
+thread_local! {
+    /// Set while this thread runs [`catch_quietly`]: its panics are expected and reported as errors.
+    static QUIET: Cell<bool> = const { Cell::new(false) };
+}
+
+static HOOK: Once = Once::new();
+
+/// Runs `f`, turning a panic into `Err(message)`. While `f` runs, the panic hook stays silent
+/// for this thread only (a panic here is a finding about the file, not a crash to report);
+/// every other thread's panics, and this thread's outside `f`, reach the previous hook as
+/// before. The wrapping hook is installed once, on first use.
+pub(crate) fn catch_quietly<R>(f: impl FnOnce() -> R) -> Result<R, String> {
+    HOOK.call_once(|| {
+        let previous = panic::take_hook();
+        panic::set_hook(Box::new(move |info| {
+            if !QUIET.with(Cell::get) {
+                previous(info);
+            }
+        }));
+    });
+    let was = QUIET.with(|q| q.replace(true));
+    // Only reads of immutable data happen inside: nothing is left half-updated by a panic.
+    let out = panic::catch_unwind(AssertUnwindSafe(f));
+    QUIET.with(|q| q.set(was));
+    out.map_err(|payload| {
+        payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".into())
+    })
+}
+
+/// Checks that every node reachable from the root decodes, that every transition points to a
+/// lower address inside the map, and that every node without transitions is final.
+pub(crate) fn fst_structure<D: AsRef<[u8]>>(map: &Map<D>) -> Result<(), String> {
+    let fst = map.as_fst();
+    let size = fst.as_bytes().len();
+    let root = fst.root().addr();
+    // One bit per byte address: each node is decoded once, however many paths lead to it.
+    let mut seen = vec![0u64; size.div_ceil(64)];
+    let mut todo = vec![root];
+    while let Some(addr) = todo.pop() {
+        let node = fst.node(addr);
+        // (The root of an empty map is the one node that may lead nowhere.)
+        if node.is_empty() && !node.is_final() && addr != root {
+            return Err(format!("the node at {addr} leads to no term"));
+        }
+        for t in node.transitions() {
+            // A target is written before the node that points to it.
+            if t.addr >= addr {
+                return Err(format!("the node at {addr} points forward, to {}", t.addr));
+            }
+            let (word, bit) = (t.addr / 64, 1u64 << (t.addr % 64));
+            if seen[word] & bit == 0 {
+                seen[word] |= bit;
+                todo.push(t.addr);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks that the stem map's offsets and the postings section agree exactly (see the module
+/// docs), that every list's tool numbers ascend strictly and stay below `tools`, and that the
+/// map holds as many terms as it says. `key_budget` bounds the total bytes of the terms, so
+/// that a crafted map with a huge number of long keys is refused instead of walked.
+pub(crate) fn postings<D: AsRef<[u8]>>(
+    map: &Map<D>,
+    postings: &[u8],
+    tools: usize,
+    key_budget: usize,
+) -> Result<(), String> {
+    let mut stream = map.stream();
+    let mut expected = 0usize;
+    let (mut terms, mut key_bytes) = (0usize, 0usize);
+    while let Some((key, offset)) = stream.next() {
+        terms += 1;
+        key_bytes = key_bytes.saturating_add(key.len());
+        if key_bytes > key_budget {
+            return Err("the terms are longer in all than the tools' text".into());
+        }
+        let term = String::from_utf8_lossy(key);
+        if usize::try_from(offset).ok() != Some(expected) {
+            return Err(format!(
+                "the postings of term {term:?} are said to start at byte {offset}, expected {expected}"
+            ));
+        }
+        let mut r = Reader::new(postings, expected);
+        let bad_list = || format!("the postings list of term {term:?} runs past the section");
+        let count = r.u32().ok_or_else(bad_list)? as usize;
+        let docs = count
+            .checked_mul(4)
+            .and_then(|n| r.take(n))
+            .ok_or_else(bad_list)?;
+        count
+            .checked_mul(2)
+            .and_then(|n| r.take(n))
+            .ok_or_else(bad_list)?;
+        let mut previous: Option<u32> = None;
+        for d in docs.chunks_exact(4) {
+            let d = u32::from_le_bytes([d[0], d[1], d[2], d[3]]);
+            if d as usize >= tools {
+                return Err(format!(
+                    "the postings of term {term:?} name tool {d}, past the {tools} tools"
+                ));
+            }
+            if previous.is_some_and(|p| p >= d) {
+                return Err(format!(
+                    "the postings of term {term:?} are not in ascending tool order"
+                ));
+            }
+            previous = Some(d);
+        }
+        expected = r.pos;
+    }
+    if expected != postings.len() {
+        return Err(format!(
+            "the postings lists end at byte {expected} of a {} byte section",
+            postings.len()
+        ));
+    }
+    if terms != map.len() {
+        return Err(format!("it holds {terms} terms but says {}", map.len()));
+    }
+    Ok(())
+}

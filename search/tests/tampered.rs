@@ -1,0 +1,226 @@
+//! Index files whose bytes were changed and whose checksum was then recomputed, as a crafted
+//! file would be: opening one and searching it gives a result or a typed error, never a panic.
+//!
+//! The checksum is recomputed here the way the format describes it (`format.rs`): a 64-bit
+//! FNV-1a over 8-byte little-endian words of the header's first 188 bytes and of everything
+//! after the 204-byte header, each part zero-padded to a whole word.
+
+use std::path::Path;
+
+use proptest::prelude::*;
+use serde_json::json;
+use toolgate_search::{IndexError, Query, SearchIndex, ToolDoc};
+
+const CHECKSUM_AT: usize = 188;
+const HEADER_LEN: usize = 204;
+const SECTIONS_AT: usize = 92;
+const SEC_STEMS: usize = 0;
+const SEC_POSTINGS: usize = 2;
+
+fn fnv_words(mut h: u64, part: &[u8]) -> u64 {
+    for chunk in part.chunks(8) {
+        let mut w = [0u8; 8];
+        w[..chunk.len()].copy_from_slice(chunk);
+        h = (h ^ u64::from_le_bytes(w)).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// Writes the checksum the bytes now have into their header.
+fn reseal(bytes: &mut [u8]) {
+    let h = fnv_words(0xcbf2_9ce4_8422_2325, &bytes[..CHECKSUM_AT]);
+    let h = fnv_words(h, &bytes[HEADER_LEN..]);
+    bytes[CHECKSUM_AT..CHECKSUM_AT + 8].copy_from_slice(&h.to_le_bytes());
+}
+
+/// The byte range of section `i` as the header states it.
+fn section(bytes: &[u8], i: usize) -> std::ops::Range<usize> {
+    let at = SECTIONS_AT + 16 * i;
+    let word = |k: usize| u64::from_le_bytes(bytes[k..k + 8].try_into().unwrap()) as usize;
+    let (offset, len) = (word(at), word(at + 8));
+    offset..offset + len
+}
+
+/// A real small index, as file bytes.
+fn index_bytes() -> Vec<u8> {
+    static BYTES: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    BYTES.get_or_init(build_index_bytes).clone()
+}
+
+fn build_index_bytes() -> Vec<u8> {
+    let mut docs = Vec::new();
+    for (name, description) in [
+        ("get_weather", "Current weather for a city."),
+        ("get_forecast", "Weather forecast for the next days."),
+        ("send_email", "Send an email message to a recipient."),
+        ("sendSms", "Send a text message to a phone."),
+        ("fs.read_file", "Read a file from disk."),
+        ("fs.write_file", "Write a file to disk."),
+        (
+            "calendar_add_event",
+            "Add an event to the calendar at a time.",
+        ),
+    ] {
+        let mut d = ToolDoc::new(name, description);
+        d.parameters = json!({"type": "object", "properties": {
+            "city": {"type": "string", "description": "The city name"},
+            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}
+        }});
+        d.aliases = vec![format!("{name}_alias")];
+        d.keywords = vec!["daily".into()];
+        docs.push(d);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tools.idx");
+    SearchIndex::build(docs).unwrap().write(&path).unwrap();
+    std::fs::read(&path).unwrap()
+}
+
+const QUERIES: &[&str] = &[
+    "weather in Paris",
+    "wether",
+    "send a message +send",
+    "file disk",
+    "calendr evnt",
+    "forecas",
+    "select:get_weather,nope,fs.read_file",
+    "celsius daily alias",
+];
+
+/// Opens `bytes` as an index file and runs the queries: every outcome but a panic is fine, and
+/// an error must be the typed "not a usable index" one, naming the file.
+fn open_and_search(bytes: &[u8]) -> Result<(), TestCaseError> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tampered.idx");
+    std::fs::write(&path, bytes).unwrap();
+    match SearchIndex::open(&path) {
+        Ok(index) => {
+            for q in QUERIES {
+                let _ = index.search(&Query::parse(q).unwrap(), 5);
+            }
+            let _ = index.names().count();
+            let _ = index.get("get_weather");
+        }
+        Err(e) => {
+            prop_assert!(matches!(e, IndexError::Invalid { .. }), "{e}");
+            prop_assert!(e.to_string().contains("tampered.idx"), "{e}");
+        }
+    }
+    Ok(())
+}
+
+fn expect_invalid(bytes: &[u8], what: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tampered.idx");
+    std::fs::write(&path, bytes).unwrap();
+    let err = SearchIndex::open(Path::new(&path)).expect_err(what);
+    assert!(matches!(err, IndexError::Invalid { .. }), "{what}: {err}");
+    err.to_string()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 600, ..ProptestConfig::default() })]
+
+    /// Anywhere in the file after the header: a few bytes changed.
+    #[test]
+    fn a_resealed_index_with_changed_bytes_opens_or_is_refused_without_panicking(
+        changes in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..6)
+    ) {
+        let mut bytes = index_bytes();
+        let body = bytes.len() - HEADER_LEN;
+        for (at, value) in changes {
+            bytes[HEADER_LEN + at.index(body)] = value;
+        }
+        reseal(&mut bytes);
+        open_and_search(&bytes)?;
+    }
+
+    /// In the term dictionary or the postings, where a changed byte is most likely to reach a
+    /// decoder: one to three bytes set, or one flipped.
+    #[test]
+    fn a_resealed_index_with_a_changed_dictionary_or_postings_never_panics(
+        sec in prop_oneof![Just(SEC_STEMS), Just(SEC_POSTINGS)],
+        changes in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>(), any::<bool>()), 1..4)
+    ) {
+        let mut bytes = index_bytes();
+        let range = section(&bytes, sec);
+        for (at, value, flip) in changes {
+            let i = range.start + at.index(range.len());
+            bytes[i] = if flip { bytes[i] ^ (1 << (value % 8)) } else { value };
+        }
+        reseal(&mut bytes);
+        open_and_search(&bytes)?;
+    }
+
+    /// A section's offset or length in the header changed.
+    #[test]
+    fn a_resealed_index_with_changed_section_bounds_never_panics(
+        field in 0usize..12,
+        value in prop_oneof![0u64..4096, any::<u64>()],
+    ) {
+        let mut bytes = index_bytes();
+        let at = SECTIONS_AT + 8 * field;
+        bytes[at..at + 8].copy_from_slice(&value.to_le_bytes());
+        reseal(&mut bytes);
+        open_and_search(&bytes)?;
+    }
+}
+
+#[test]
+fn resealing_an_unchanged_index_keeps_it_valid() {
+    let mut bytes = index_bytes();
+    let before = bytes.clone();
+    reseal(&mut bytes);
+    assert_eq!(
+        bytes, before,
+        "the test computes the checksum as the format does"
+    );
+}
+
+#[test]
+fn a_dictionary_root_outside_the_dictionary_is_an_invalid_index() {
+    let mut bytes = index_bytes();
+    let stems = section(&bytes, SEC_STEMS);
+    // An fst ends with the root address, the key count and a 4-byte checksum of its own.
+    let root_at = stems.end - 4 - 8;
+    bytes[root_at..root_at + 8].copy_from_slice(&u64::MAX.to_le_bytes());
+    reseal(&mut bytes);
+    let err = expect_invalid(&bytes, "a root address past the end");
+    assert!(err.contains("term dictionary"), "{err}");
+}
+
+#[test]
+fn a_postings_list_naming_a_tool_past_the_catalog_is_an_invalid_index() {
+    let mut bytes = index_bytes();
+    let postings = section(&bytes, SEC_POSTINGS);
+    // The first list: a count, then its tool numbers.
+    let first_doc = postings.start + 4;
+    bytes[first_doc..first_doc + 4].copy_from_slice(&1_000_000u32.to_le_bytes());
+    reseal(&mut bytes);
+    let err = expect_invalid(&bytes, "a tool number past the catalog");
+    assert!(err.contains("postings"), "{err}");
+}
+
+#[test]
+fn a_postings_list_out_of_order_is_an_invalid_index() {
+    let mut bytes = index_bytes();
+    let postings = section(&bytes, SEC_POSTINGS);
+    // Find a list of two or more tools and swap its first two tool numbers.
+    let mut at = postings.start;
+    let swapped = loop {
+        assert!(at < postings.end, "the index has a list of two tools");
+        let count = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+        if count >= 2 {
+            let (a, b) = (at + 4, at + 8);
+            let first: [u8; 4] = bytes[a..a + 4].try_into().unwrap();
+            bytes.copy_within(b..b + 4, a);
+            bytes[b..b + 4].copy_from_slice(&first);
+            break true;
+        }
+        at += 4 + 6 * count;
+    };
+    assert!(swapped);
+    reseal(&mut bytes);
+    let err = expect_invalid(&bytes, "tool numbers out of order");
+    assert!(err.contains("postings"), "{err}");
+}
