@@ -78,14 +78,14 @@ impl Conversation {
             .and_then(|m| m.get_mut("tool_calls"))
         {
             for (k, id) in &p.renamed_calls {
-                if let Some(call) = calls.get_mut(*k) {
-                    call["id"] = Value::String(id.clone());
+                if let Some(call) = calls.get_mut(*k).and_then(Value::as_object_mut) {
+                    call.insert("id".into(), Value::String(id.clone()));
                 }
             }
         }
         for (i, id) in &p.renamed_answers {
-            if let Some(m) = self.raw.get_mut(*i) {
-                m["tool_call_id"] = Value::String(id.clone());
+            if let Some(m) = self.raw.get_mut(*i).and_then(Value::as_object_mut) {
+                m.insert("tool_call_id".into(), Value::String(id.clone()));
             }
         }
         let at = p.insert_at.min(self.raw.len());

@@ -148,17 +148,15 @@ impl Turn {
 /// The calls of the last assistant message that no tool message after it answers yet (see the
 /// module docs for duplicate ids and where answers go).
 pub fn pending(history: &[Message]) -> Pending {
-    let Some(last) = history
-        .iter()
-        .rposition(|m| matches!(m, Message::Assistant { .. }))
-    else {
+    let last_assistant = history.iter().enumerate().rev().find_map(|(i, m)| match m {
+        Message::Assistant { tool_calls, .. } => Some((i, tool_calls)),
+        _ => None,
+    });
+    let Some((last, tool_calls)) = last_assistant else {
         return Pending {
             insert_at: history.len(),
             ..Pending::default()
         };
-    };
-    let Message::Assistant { tool_calls, .. } = &history[last] else {
-        unreachable!("rposition found an assistant message")
     };
     let mut slots = Slots::new(tool_calls);
     let mut renamed_answers = Vec::new();
