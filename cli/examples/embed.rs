@@ -39,7 +39,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     // The model answered with two calls, one of them to a tool that does not exist.
-    let history = vec![
+    let mut history = vec![
         Message::user("What is 2 + 3?"),
         Message::assistant_calls(vec![
             ToolCall::new("call_1", "add", r#"{"a": 2, "b": 3}"#),
@@ -47,9 +47,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ]),
     ];
     // One tool message per call, in the order of the calls; failures are error results the
-    // model can act on (unless the policy says `on_error: fail`).
-    for message in engine.run_turn(&session, &history).await? {
-        println!("{}", serde_json::to_string(&message)?);
+    // model can act on (unless the policy says `on_error: fail`). Only calls without an answer
+    // run; `apply` puts the answers right after the message's existing answers.
+    let turn = engine.run_turn(&session, &history).await?;
+    turn.apply(&mut history);
+    for message in &turn.messages {
+        println!("{}", serde_json::to_string(message)?);
     }
 
     // Or one call at a time, with the whole outcome.

@@ -1,11 +1,10 @@
 //! What each command does: load the policy, build the engine, run, format the result.
 
-use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use toolgate::history::{Message, ToolCall, content_json};
+use toolgate::history::{ToolCall, content_json};
 use toolgate::{Engine, Outcome, Policy, Session};
 
 use crate::conversation::Conversation;
@@ -472,47 +471,23 @@ async fn run_turn(args: RunArgs) -> Result<Output, CliError> {
     let (engine, _) = load_engine(args.policy.policy.as_deref())?;
     let session = session(&engine, args.session.as_deref())?;
 
-    let calls = pending_calls(&conversation.messages);
-    if calls.is_empty() {
+    let turn = engine
+        .run_turn(&session, &conversation.messages)
+        .await
+        .map_err(|e| CliError::TurnAborted(e.to_string()))?;
+    if turn.pending.calls.is_empty() {
         tracing::warn!(
             "nothing to run: the last assistant message has no tool calls waiting for an answer"
         );
     } else {
-        tracing::info!(calls = calls.len(), "running the turn");
-        let outcomes = engine
-            .dispatch(&session, &calls)
-            .await
-            .map_err(|e| CliError::TurnAborted(e.to_string()))?;
-        conversation
-            .messages
-            .extend(outcomes.iter().map(Message::from_outcome));
+        tracing::info!(
+            calls = turn.pending.calls.len(),
+            renamed_call_ids = turn.pending.renamed_calls.len(),
+            "turn finished"
+        );
     }
+    conversation.apply(&turn);
     ok(to_json_line(&conversation.to_json(), !args.compact))
-}
-
-/// The tool calls of the last assistant message that no tool message after it answers yet.
-fn pending_calls(messages: &[Message]) -> Vec<ToolCall> {
-    let Some(last) = messages
-        .iter()
-        .rposition(|m| matches!(m, Message::Assistant { .. }))
-    else {
-        return Vec::new();
-    };
-    let Message::Assistant { tool_calls, .. } = &messages[last] else {
-        return Vec::new();
-    };
-    let answered: HashSet<&str> = messages[last + 1..]
-        .iter()
-        .filter_map(|m| match m {
-            Message::Tool { tool_call_id, .. } => Some(tool_call_id.as_str()),
-            _ => None,
-        })
-        .collect();
-    tool_calls
-        .iter()
-        .filter(|c| !answered.contains(c.id.as_str()))
-        .cloned()
-        .collect()
 }
 
 /// Reads the conversation from a file, or stdin for `-` or nothing.
@@ -548,6 +523,8 @@ async fn prepare(args: PrepareArgs) -> Result<Output, CliError> {
         synthetic_answers = repair.added.len(),
         removed_orphans = repair.removed_orphans.len(),
         removed_duplicates = repair.removed_duplicates.len(),
+        moved_answers = repair.moved.len(),
+        renamed_call_ids = repair.renamed.len(),
         offloaded = offload.offloaded.len(),
         tokens_before = offload.tokens_before,
         tokens_after = offload.tokens_after,
@@ -573,6 +550,12 @@ async fn prepare(args: PrepareArgs) -> Result<Output, CliError> {
                 "added": repair.added,
                 "removed_orphans": repair.removed_orphans,
                 "removed_duplicates": repair.removed_duplicates,
+                "moved": repair.moved,
+                "renamed": repair
+                    .renamed
+                    .iter()
+                    .map(|(from, to)| json!({"from": from, "to": to}))
+                    .collect::<Vec<_>>(),
             },
             "offload": {
                 "tokens_before": offload.tokens_before,
@@ -583,7 +566,7 @@ async fn prepare(args: PrepareArgs) -> Result<Output, CliError> {
         });
         return ok(to_json_line(&report, pretty));
     }
-    conversation.messages = prepared.messages;
+    conversation.replace_messages(prepared.messages);
     ok(to_json_line(&conversation.to_json(), pretty))
 }
 
@@ -749,21 +732,5 @@ mod tests {
     #[test]
     fn the_built_in_policy_loads() {
         toolgate_policy::load_str(DEFAULT_POLICY, Path::new(DEFAULT_POLICY_NAME)).unwrap();
-    }
-
-    #[test]
-    fn only_unanswered_calls_of_the_last_assistant_message_are_pending() {
-        let history = vec![
-            Message::user("hi"),
-            Message::assistant_calls(vec![ToolCall::new("old", "echo", "{}")]),
-            Message::tool("old", None, json!("done")),
-            Message::assistant_calls(vec![
-                ToolCall::new("a", "echo", "{}"),
-                ToolCall::new("b", "echo", "{}"),
-            ]),
-            Message::tool("a", None, json!("answered")),
-        ];
-        let ids: Vec<String> = pending_calls(&history).into_iter().map(|c| c.id).collect();
-        assert_eq!(ids, ["b"]);
     }
 }

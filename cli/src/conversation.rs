@@ -1,24 +1,24 @@
-//! The conversation `toolgate run` reads and writes: a chat-completions message list, either a
-//! bare JSON array or an object with a `messages` array (a request body). Other fields of the
-//! object are written back unchanged.
+//! The conversation `toolgate run` and `toolgate prepare` read and write: a chat-completions
+//! message list, either a bare JSON array or an object with a `messages` array (a request body).
+//!
+//! The conversation is written back as it came: the messages and the other fields of the object
+//! are kept as the JSON they were read as (key order included, with serde_json's
+//! `preserve_order`; `"content": null` included), and only what a command changes is new.
 
-use serde::Deserialize;
 use serde_json::Value;
-use toolgate::history::Message;
+use toolgate::history::{Message, Turn};
 
 use crate::error::CliError;
 
 /// A parsed conversation, remembering its outer shape so it is written back the same way.
 #[derive(Debug)]
 pub struct Conversation {
+    /// The messages, typed.
     pub messages: Vec<Message>,
-    /// `Some(object)` when the input was an object: every field but `messages`.
+    /// The same messages as the JSON they were read as (kept in step with `messages`).
+    raw: Vec<Value>,
+    /// `Some(object)` when the input was an object: all its fields, `messages` in its place.
     envelope: Option<serde_json::Map<String, Value>>,
-}
-
-#[derive(Deserialize)]
-struct Envelope {
-    messages: Vec<Message>,
 }
 
 impl Conversation {
@@ -27,26 +27,36 @@ impl Conversation {
         // First the syntax, then the shape; both errors carry serde_json's line and column.
         let value: Value = serde_json::from_str(text).map_err(|e| json_error(name, &e, ""))?;
         match value {
-            Value::Array(_) => {
+            Value::Array(raw) => {
                 let messages: Vec<Message> = serde_json::from_str(text)
                     .map_err(|e| json_error(name, &e, "not a valid message list: "))?;
                 Ok(Conversation {
                     messages,
+                    raw,
                     envelope: None,
                 })
             }
             Value::Object(mut object) => {
-                if !object.contains_key("messages") {
-                    return Err(CliError::Input(format!(
-                        "{name}: expected a JSON array of messages, or an object with a \
-                         \"messages\" array; this object has no \"messages\" field"
-                    )));
+                let raw = match object.get_mut("messages") {
+                    None => {
+                        return Err(CliError::Input(format!(
+                            "{name}: expected a JSON array of messages, or an object with a \
+                             \"messages\" array; this object has no \"messages\" field"
+                        )));
+                    }
+                    Some(Value::Array(raw)) => std::mem::take(raw),
+                    // Not an array: the typed parse below says where and why.
+                    Some(_) => Vec::new(),
+                };
+                #[derive(serde::Deserialize)]
+                struct Envelope {
+                    messages: Vec<Message>,
                 }
                 let Envelope { messages } = serde_json::from_str(text)
                     .map_err(|e| json_error(name, &e, "not a valid message list: "))?;
-                object.remove("messages");
                 Ok(Conversation {
                     messages,
+                    raw,
                     envelope: Some(object),
                 })
             }
@@ -58,13 +68,53 @@ impl Conversation {
         }
     }
 
+    /// Adds a turn's answers ([`toolgate::Engine::run_turn`]): the messages as read stay as they
+    /// are, but for the call ids the turn made unique.
+    pub fn apply(&mut self, turn: &Turn) {
+        let p = &turn.pending;
+        if let Some(calls) = p
+            .assistant
+            .and_then(|i| self.raw.get_mut(i))
+            .and_then(|m| m.get_mut("tool_calls"))
+        {
+            for (k, id) in &p.renamed_calls {
+                if let Some(call) = calls.get_mut(*k).and_then(Value::as_object_mut) {
+                    call.insert("id".into(), Value::String(id.clone()));
+                }
+            }
+        }
+        for (i, id) in &p.renamed_answers {
+            if let Some(m) = self.raw.get_mut(*i).and_then(Value::as_object_mut) {
+                m.insert("tool_call_id".into(), Value::String(id.clone()));
+            }
+        }
+        let at = p.insert_at.min(self.raw.len());
+        self.raw.splice(
+            at..at,
+            turn.messages
+                .iter()
+                .map(|m| serde_json::to_value(m).unwrap_or(Value::Null)),
+        );
+        turn.apply(&mut self.messages);
+    }
+
+    /// Replaces every message (`prepare`'s new history).
+    pub fn replace_messages(&mut self, messages: Vec<Message>) {
+        self.raw = messages
+            .iter()
+            .map(|m| serde_json::to_value(m).unwrap_or(Value::Null))
+            .collect();
+        self.messages = messages;
+    }
+
     /// The conversation as JSON, in the shape it was read in.
     pub fn to_json(&self) -> Value {
-        let messages = serde_json::to_value(&self.messages).unwrap_or(Value::Null);
+        let messages = Value::Array(self.raw.clone());
         match &self.envelope {
             None => messages,
             Some(object) => {
                 let mut object = object.clone();
+                // An existing key keeps its place.
                 object.insert("messages".into(), messages);
                 Value::Object(object)
             }

@@ -119,7 +119,7 @@ tool_policy_panic, ...).
     Call(CallArgs),
 
     /// Run the tool calls of the last assistant message of a conversation and print the
-    /// conversation with the tool messages appended.
+    /// conversation with their tool messages added after the message's existing answers.
     #[command(after_help = format!("\
 Examples:
   toolgate run examples/turn.json
@@ -130,6 +130,12 @@ The input is a chat-completions message list: a JSON array of messages, or an ob
 `messages` array (a request body; its other fields are kept). Calls that already have a tool
 message are not run again. Failed calls become error tool messages (exit 0) unless the
 policy says `on_error: fail`, which aborts the turn (exit 5, nothing on stdout).
+
+The new tool messages go right after the assistant message's existing answers, before any
+later message. Everything read comes back as it was (key order, \"content\": null); only
+call ids repeated within the assistant message change, to <id>_2, <id>_3, ..., so that each
+call gets its own answer. Under `name_profile: openai` tool messages have no `name` and only
+text; a result's images follow the tool messages in one user message.
 
 {EXIT_CODES}"))]
     Run(RunArgs),
@@ -157,8 +163,10 @@ Examples:
 
 The input is read like `run` reads it: a JSON array of messages, or an object with a
 `messages` array (its other fields are kept). Every assistant tool call without an answer
-gets a synthetic error answer right after the existing answers of its message; tool
-messages that answer no call, and second answers to a call, are removed (always on).
+gets a synthetic error answer right after the existing answers of its message; an answer
+found further down (after a later message) is moved up to its call; call ids repeated within
+one assistant message are made unique as `run` does, their answers matched in order; tool
+messages that answer no earlier call, and extra answers to a call, are removed (always on).
 
 With `reduction:` in the policy, once the estimated context reaches
 `reduction.max_context_tokens`, the results of tool rounds older than the last
@@ -167,7 +175,7 @@ id, readable in the same session with read_tool_result. Preparing the same histo
 reuses the same ids. Give the --session the conversation runs in: results are per session.
 
 --report prints {{\"messages\": [...], \"repair\": {{added, removed_orphans,
-removed_duplicates}}, \"offload\": {{tokens_before, tokens_after, offloaded: [{{call_id,
+removed_duplicates, moved, renamed: [{{from, to}}]}}, \"offload\": {{tokens_before, tokens_after, offloaded: [{{call_id,
 result_id}}], failed: [{{call_id, error}}]}}}} instead of the history alone.
 
 {EXIT_CODES}"))]

@@ -13,7 +13,7 @@ use crate::guard::{
     AfterHookLayer, ArgumentsLayer, BeforeLayer, Endpoint, GroupLayer, Guard, Invocation, Layer,
     LimitLayer, Outcome, RewriteLayer, RulesLayer, TimeoutLayer,
 };
-use crate::history::{ByteEstimator, Message, Prepared, TokenEstimator, ToolCall};
+use crate::history::{ByteEstimator, Message, Prepared, TokenEstimator, ToolCall, Turn};
 use crate::registry::{Registry, ToolSource};
 use crate::script::{ScriptLimits, ScriptSet};
 use crate::session::{Session, SessionError};
@@ -551,23 +551,26 @@ impl Engine {
         crate::dispatch::dispatch(self, session, calls, cancel).await
     }
 
-    /// The model-free core of an agent turn: runs the tool calls of the last assistant message
-    /// and returns the tool messages that answer them, in call order.
+    /// The model-free core of an agent turn: runs the calls of the last assistant message that
+    /// have no answer yet ([`crate::history::pending`]) and returns their answers, shaped for the
+    /// policy's `name_profile` ([`crate::history::answer_messages`]), with where they go: right
+    /// after the message's existing answers. Call ids repeated within the message are made
+    /// unique first. [`Turn::apply`] puts them into the history.
     pub async fn run_turn(
         &self,
         session: &Session,
         history: &[Message],
-    ) -> Result<Vec<Message>, TurnError> {
-        let calls = match history
-            .iter()
-            .rev()
-            .find(|m| matches!(m, Message::Assistant { .. }))
-        {
-            Some(Message::Assistant { tool_calls, .. }) => tool_calls.clone(),
-            _ => Vec::new(),
-        };
-        let outcomes = self.dispatch(session, &calls).await?;
-        Ok(outcomes.iter().map(Message::from_outcome).collect())
+    ) -> Result<Turn, TurnError> {
+        let pending = crate::history::pending(history);
+        if pending.calls.is_empty() {
+            return Ok(Turn {
+                pending,
+                messages: Vec::new(),
+            });
+        }
+        let outcomes = self.dispatch(session, &pending.calls).await?;
+        let messages = crate::history::answer_messages(&outcomes, self.inner.policy.name_profile);
+        Ok(Turn { pending, messages })
     }
 
     /// Prepares a history for the next model request, returning a new one and leaving the
@@ -585,7 +588,8 @@ impl Engine {
         history: &[Message],
         estimator: &dyn TokenEstimator,
     ) -> Prepared {
-        let (repaired, repair) = crate::history::repair(history);
+        let profile = self.inner.policy.name_profile;
+        let (repaired, repair) = crate::history::repair_for(history, profile);
         let (messages, offload) = match (&self.inner.store, &self.inner.policy.reduction) {
             (Some(store), Some(settings)) => {
                 let tools = self.visible_tools(session);
@@ -596,6 +600,7 @@ impl Engine {
                     settings,
                     store,
                     estimator,
+                    profile,
                 )
                 .await
             }

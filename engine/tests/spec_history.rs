@@ -2,6 +2,7 @@
 
 use serde_json::{Value, json};
 use toolgate::history::{Message, ToolCall, repair};
+use toolgate_policy::NameProfile;
 
 fn assistant(calls: &[(&str, &str)]) -> Message {
     Message::assistant_calls(
@@ -168,4 +169,65 @@ fn arguments_sent_as_an_object_are_read_as_json_text() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn p1_an_answer_that_comes_after_a_later_message_is_moved_up_to_its_call_not_dropped() {
+    let h = vec![
+        assistant(&[("a", "x"), ("b", "y")]),
+        tool("a", "A"),
+        Message::user("meanwhile"),
+        tool("b", "B"),
+    ];
+    let (out, report) = repair(&h);
+    assert_eq!(ids(&out), ["assistant", "tool:a", "tool:b", "user"]);
+    assert!(matches!(&out[2], Message::Tool { content, .. } if content == "B"));
+    assert_eq!(report.moved, ["b"]);
+    assert!(report.added.is_empty() && report.removed_orphans.is_empty());
+}
+
+#[test]
+fn p1_repeated_call_ids_in_one_message_are_made_unique_and_answered_in_order() {
+    let h = vec![
+        assistant(&[("x", "f"), ("x", "f"), ("x", "f")]),
+        tool("x", "one"),
+        tool("x", "two"),
+    ];
+    let (out, report) = repair(&h);
+    assert_eq!(ids(&out), ["assistant", "tool:x", "tool:x_2", "tool:x_3*"]);
+    assert!(matches!(&out[2], Message::Tool { content, .. } if content == "two"));
+    match &out[0] {
+        Message::Assistant { tool_calls, .. } => {
+            let ids: Vec<&str> = tool_calls.iter().map(|c| c.id.as_str()).collect();
+            assert_eq!(ids, ["x", "x_2", "x_3"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        report.renamed,
+        [("x".into(), "x_2".into()), ("x".into(), "x_3".into())]
+    );
+    assert_eq!(report.added, ["x_3"]);
+    assert!(report.removed_duplicates.is_empty());
+}
+
+#[test]
+fn p1_under_the_openai_profile_a_synthetic_answer_has_no_name() {
+    let (out, _) =
+        toolgate::history::repair_for(&[assistant(&[("a", "search")])], NameProfile::Openai);
+    assert!(
+        matches!(&out[1], Message::Tool { name: None, .. }),
+        "{:?}",
+        out[1]
+    );
+}
+
+#[test]
+fn an_explicit_null_content_is_written_back_and_an_absent_one_stays_absent() {
+    let raw = json!([
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "assistant", "tool_calls": [{"id": "b", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
+    ]);
+    let msgs: Vec<Message> = serde_json::from_value(raw.clone()).unwrap();
+    assert_eq!(serde_json::to_value(&msgs).unwrap(), raw);
 }

@@ -260,3 +260,91 @@ async fn r8_results_written_by_one_engine_are_readable_by_another_on_the_same_st
         o.error
     );
 }
+
+/// Two rounds; the old one answered by 20,000 characters of text around an image.
+fn multimodal_history() -> (Vec<Message>, String) {
+    let text = "t".repeat(20_000);
+    let image =
+        json!({"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}});
+    let h = vec![
+        Message::user("start"),
+        Message::assistant_calls(vec![ToolCall::new("old", "echo", "{}")]),
+        Message::tool(
+            "old",
+            Some("echo".into()),
+            json!([
+                {"type": "text", "text": &text[..10_000]},
+                image,
+                {"type": "text", "text": &text[10_000..]}
+            ]),
+        ),
+        Message::assistant_calls(vec![ToolCall::new("recent", "echo", "{}")]),
+        Message::tool("recent", Some("echo".into()), json!("recent")),
+    ];
+    (h, text)
+}
+
+fn engine_with_profile(profile: toolgate_policy::NameProfile) -> Engine {
+    Engine::builder(Policy {
+        name_profile: profile,
+        reduction: Some(ReductionSettings {
+            store: Some("memory://".into()),
+            max_context_tokens: 1_000,
+            ..Default::default()
+        }),
+        ..Default::default()
+    })
+    .tool(echo("echo"))
+    .build()
+    .unwrap()
+}
+
+#[tokio::test]
+async fn r5_an_old_multimodal_result_has_its_text_offloaded_and_keeps_its_image_where_tool_messages_carry_images()
+ {
+    let engine = engine_with_profile(toolgate_policy::NameProfile::Mcp);
+    let s = engine.session(Some("s")).unwrap();
+    let (h, text) = multimodal_history();
+    let p = engine.prepare(&s, &h).await;
+    assert_eq!(p.offload.offloaded.len(), 1, "{:?}", p.offload);
+    let id = p.offload.offloaded[0].1.clone();
+    let Message::Tool { content, .. } = &p.messages[2] else {
+        panic!("{:?}", p.messages[2]);
+    };
+    let parts = content
+        .as_array()
+        .expect("the notice and the image, as parts");
+    assert_eq!(parts.len(), 2, "{content:#}");
+    let notice = parts[0]["text"].as_str().unwrap();
+    assert!(
+        notice.contains(&id) && notice.contains("read_tool_result"),
+        "{notice}"
+    );
+    assert_eq!(parts[1]["type"], "image_url", "the image is kept");
+    // The text is saved whole.
+    let o = engine
+        .call(&s, &call("r", "read_tool_result", json!({"id": id})))
+        .await;
+    assert!(o.content.text().starts_with(&text), "{:?}", o.error);
+}
+
+#[tokio::test]
+async fn r5_an_old_multimodal_result_has_its_text_offloaded_and_its_image_dropped_under_the_openai_profile()
+ {
+    let engine = engine_with_profile(toolgate_policy::NameProfile::Openai);
+    let s = engine.session(Some("s")).unwrap();
+    let (h, _) = multimodal_history();
+    let p = engine.prepare(&s, &h).await;
+    assert_eq!(p.offload.offloaded.len(), 1, "{:?}", p.offload);
+    let Message::Tool { content, .. } = &p.messages[2] else {
+        panic!("{:?}", p.messages[2]);
+    };
+    let notice = content
+        .as_str()
+        .expect("only text: openai tool messages carry no images");
+    assert!(notice.contains(&p.offload.offloaded[0].1), "{notice}");
+    assert!(
+        notice.contains("dropped"),
+        "the notice says the image is gone: {notice}"
+    );
+}

@@ -12,6 +12,9 @@
 //! content, so preparing the same history again reuses it (the save is create-only and an
 //! existing id counts as done): each round is offloaded at most once. Results under
 //! `min_offload_bytes`, and the outputs of `tool_search` and `read_tool_result`, stay in place.
+//! A result with images is offloaded by its text: the images stay after the notice where the
+//! provider profile lets tool messages carry images, and are dropped (the notice says so) where
+//! it does not.
 //! The caller's history is never changed.
 
 use std::sync::Arc;
@@ -20,7 +23,9 @@ use serde_json::Value;
 use toolgate_policy::ReductionSettings;
 use toolgate_store::{NewResult, ResultId, ResultStore, SessionId, StoreError};
 
-use super::message::Message;
+use toolgate_policy::NameProfile;
+
+use super::message::{Message, tool_messages_carry_images};
 use crate::engine::{READ_TOOL_RESULT, TOOL_SEARCH};
 use crate::tool::ToolSpec;
 
@@ -109,7 +114,7 @@ impl TokenEstimator for ByteEstimator {
                             + extra_tokens(&c.function.extra)
                     })
                     .sum();
-                value_tokens(content) + calls + extra_tokens(extra)
+                content.as_ref().map_or(0, value_tokens) + calls + extra_tokens(extra)
             }
             Message::Tool {
                 tool_call_id,
@@ -172,30 +177,56 @@ pub fn round_notice(id: &str, bytes: usize) -> String {
     )
 }
 
-fn content_text(v: &Value) -> Option<String> {
+/// The text of a tool message's content, and its other parts (images) in order. Text parts are
+/// joined as they are; `None` for content that is neither a string nor a list of parts.
+fn split_content(v: &Value) -> Option<(String, Vec<Value>)> {
     match v {
-        Value::String(s) => Some(s.clone()),
-        // Parts: offload only all-text content (images stay where they are).
+        Value::String(s) => Some((s.clone(), Vec::new())),
         Value::Array(parts) => {
-            let mut out = String::new();
+            let mut text = String::new();
+            let mut other = Vec::new();
             for p in parts {
                 match (
                     p.get("type").and_then(Value::as_str),
                     p.get("text").and_then(Value::as_str),
                 ) {
-                    (Some("text"), Some(t)) => out.push_str(t),
-                    _ => return None,
+                    (Some("text"), Some(t)) => text.push_str(t),
+                    _ => other.push(p.clone()),
                 }
             }
-            Some(out)
+            Some((text, other))
         }
         _ => None,
     }
 }
 
+/// What replaces an offloaded result: the notice alone, or, when the result had images (or other
+/// non-text parts), the notice as a text part followed by them where the profile's tool messages
+/// carry images, or the notice saying they were dropped where they do not.
+fn offloaded_content(id: &str, bytes: usize, other: Vec<Value>, profile: NameProfile) -> Value {
+    let notice = round_notice(id, bytes);
+    let n = other.len();
+    if n == 0 {
+        Value::String(notice)
+    } else if tool_messages_carry_images(profile) {
+        let mut parts = vec![serde_json::json!({
+            "type": "text",
+            "text": format!("{notice} Its {n} non-text part(s) (images) are kept below."),
+        })];
+        parts.extend(other);
+        Value::Array(parts)
+    } else {
+        Value::String(format!(
+            "{notice} Its {n} non-text part(s) (images) were dropped: they are not saved, and tool \
+             messages of this provider cannot carry them."
+        ))
+    }
+}
+
 /// Offloads older rounds once the estimate reaches the budget (R5). `history` must already be
 /// repaired (it is the copy repair made, never the caller's); under the budget it is returned
-/// as it is.
+/// as it is. A result with images has its text offloaded; its images are kept or dropped as
+/// the provider `profile` allows images in tool messages (see [`tool_messages_carry_images`]).
 pub async fn offload_rounds(
     history: Vec<Message>,
     tools: &[ToolSpec],
@@ -203,6 +234,7 @@ pub async fn offload_rounds(
     settings: &ReductionSettings,
     store: &Arc<dyn ResultStore>,
     estimator: &dyn TokenEstimator,
+    profile: NameProfile,
 ) -> (Vec<Message>, OffloadReport) {
     let mut report = OffloadReport::default();
     let schema_tokens = estimator.tools(tools);
@@ -256,7 +288,7 @@ pub async fn offload_rounds(
             if name == TOOL_SEARCH || name == READ_TOOL_RESULT {
                 continue;
             }
-            let Some(text) = content_text(content) else {
+            let Some((text, other)) = split_content(content) else {
                 continue;
             };
             if (text.len() as u64) < settings.min_offload_bytes.max(1) {
@@ -285,7 +317,7 @@ pub async fn offload_rounds(
                 }
             }
             if let Message::Tool { content, .. } = &mut out[idx] {
-                *content = Value::String(round_notice(&id_text, text.len()));
+                *content = offloaded_content(&id_text, text.len(), other, profile);
             }
             per_message[idx] = estimator.message(&out[idx]);
             report.offloaded.push((tool_call_id.clone(), id_text));

@@ -6,6 +6,8 @@
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
+use toolgate_policy::NameProfile;
+
 use crate::guard::{Content, Outcome};
 use crate::tool::ContentPart;
 
@@ -29,8 +31,14 @@ pub enum Message {
         extra: Map<String, Value>,
     },
     Assistant {
-        #[serde(default, skip_serializing_if = "Value::is_null")]
-        content: Value,
+        /// `None` when the message has no `content` key; `Some(Value::Null)` for an explicit
+        /// `"content": null`, which is written back as it came.
+        #[serde(
+            default,
+            deserialize_with = "present",
+            skip_serializing_if = "Option::is_none"
+        )]
+        content: Option<Value>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ToolCall>,
         #[serde(flatten)]
@@ -51,7 +59,7 @@ impl Message {
     /// A plain assistant message with tool calls.
     pub fn assistant_calls(calls: Vec<ToolCall>) -> Self {
         Message::Assistant {
-            content: Value::Null,
+            content: Some(Value::Null),
             tool_calls: calls,
             extra: Map::new(),
         }
@@ -71,15 +79,6 @@ impl Message {
             content,
             extra: Map::new(),
         }
-    }
-
-    /// The tool message that answers a call with this outcome.
-    pub fn from_outcome(o: &Outcome) -> Self {
-        Message::tool(
-            o.call_id.clone(),
-            Some(o.model_name.clone()),
-            content_json(&o.content),
-        )
     }
 
     pub fn role(&self) -> &'static str {
@@ -102,15 +101,88 @@ pub fn content_json(c: &Content) -> Value {
             parts
                 .iter()
                 .map(|p| match p {
-                    ContentPart::Text { text } => serde_json::json!({"type": "text", "text": text}),
-                    ContentPart::Image { mime_type, data } => serde_json::json!({
-                        "type": "image_url",
-                        "image_url": {"url": format!("data:{mime_type};base64,{data}")}
-                    }),
+                    ContentPart::Text { text } => text_part(text),
+                    ContentPart::Image { mime_type, data } => image_part(mime_type, data),
                 })
                 .collect(),
         ),
     }
+}
+
+fn text_part(text: &str) -> Value {
+    serde_json::json!({"type": "text", "text": text})
+}
+
+fn image_part(mime_type: &str, data: &str) -> Value {
+    serde_json::json!({
+        "type": "image_url",
+        "image_url": {"url": format!("data:{mime_type};base64,{data}")}
+    })
+}
+
+/// Whether tool messages of this provider may carry `name` and image parts. OpenAI's tool
+/// messages have neither (`ChatCompletionToolMessageParam` is `{role, tool_call_id, content}`
+/// with text parts only); the other profiles keep both.
+pub fn tool_messages_carry_images(profile: NameProfile) -> bool {
+    profile != NameProfile::Openai
+}
+
+/// The messages that answer a turn's outcomes, shaped for the provider `profile` (the policy's
+/// `name_profile`): one tool message per outcome, in call order.
+///
+/// Under `openai` a tool message has no `name` and only text: each image of a result is replaced
+/// by a text part saying where it went, and all the turn's images follow the tool messages in one
+/// `user` message, each introduced by the call it came from. Under `mcp` and `anthropic` a tool
+/// message has the model's name for the tool and its images as `image_url` parts.
+pub fn answer_messages(outcomes: &[Outcome], profile: NameProfile) -> Vec<Message> {
+    if tool_messages_carry_images(profile) {
+        return outcomes
+            .iter()
+            .map(|o| {
+                Message::tool(
+                    o.call_id.clone(),
+                    Some(o.model_name.clone()),
+                    content_json(&o.content),
+                )
+            })
+            .collect();
+    }
+    let mut out = Vec::with_capacity(outcomes.len() + 1);
+    let mut images: Vec<Value> = Vec::new();
+    for o in outcomes {
+        let content = match &o.content {
+            Content::Text(t) => Value::String(t.clone()),
+            Content::Parts(parts) => {
+                let mut n = 0;
+                let parts = parts
+                    .iter()
+                    .map(|p| match p {
+                        ContentPart::Text { text } => text_part(text),
+                        ContentPart::Image { mime_type, data } => {
+                            n += 1;
+                            images.push(text_part(&format!(
+                                "Image {n} of the result of tool call {} ({}):",
+                                o.call_id, o.model_name
+                            )));
+                            images.push(image_part(mime_type, data));
+                            text_part(&format!(
+                                "[Image {n} of this result is in the user message after the tool results.]"
+                            ))
+                        }
+                    })
+                    .collect();
+                Value::Array(parts)
+            }
+        };
+        out.push(Message::tool(o.call_id.clone(), None, content));
+    }
+    if !images.is_empty() {
+        out.push(Message::User {
+            content: Value::Array(images),
+            extra: Map::new(),
+        });
+    }
+    out
 }
 
 /// One tool call of an assistant message.
@@ -157,6 +229,11 @@ pub struct FunctionCall {
     pub arguments: String,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// A field that is present, even as `null` (absent fields take the `default`).
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
 }
 
 fn string_or_json<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {

@@ -2,17 +2,22 @@
 //!
 //! Every assistant tool call without a tool message answering it gets a synthetic tool message
 //! with the same call id and tool name, right after the existing answers of that assistant
-//! message, marked as an error and saying what happened. Answers are matched by position: the
-//! tool messages that directly follow an assistant message answer its calls, so a call id that
-//! a provider reuses in a later turn is still matched to the right turn. Orphan tool messages
-//! (answering no call of the assistant message before them) and duplicate answers are removed.
+//! message, marked as an error and saying what happened.
+//!
+//! A tool message belongs to the latest assistant message before it that made a call with its
+//! id, so a call id that a provider reuses in a later turn is matched to the right turn. Answers
+//! are placed right after their assistant message, in the order they came: an answer that came
+//! later (after a user message, as older versions of `toolgate run` wrote them) is moved up to its
+//! call, never dropped. Orphan tool messages (no assistant message before them made that call)
+//! and extra answers to a call that already has one are removed. Call ids repeated within one
+//! assistant message are made unique and their answers matched in order (see [`super::turn`]).
 //! The caller's history is never changed: repair returns a new one.
 
-use std::collections::HashSet;
-
 use serde_json::Value;
+use toolgate_policy::NameProfile;
 
-use super::message::{Message, ToolCall};
+use super::message::{Message, ToolCall, tool_messages_carry_images};
+use super::turn::Slots;
 
 /// What repair changed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -23,6 +28,11 @@ pub struct RepairReport {
     pub removed_orphans: Vec<String>,
     /// Tool messages removed because the call already had an answer.
     pub removed_duplicates: Vec<String>,
+    /// Call ids of answers moved up to their assistant message from further down the history.
+    pub moved: Vec<String>,
+    /// `(from, to)` of each call id changed because it repeated an earlier call's id in the same
+    /// assistant message; its answer, if any, carries the new id too.
+    pub renamed: Vec<(String, String)>,
 }
 
 impl RepairReport {
@@ -30,6 +40,8 @@ impl RepairReport {
         self.added.is_empty()
             && self.removed_orphans.is_empty()
             && self.removed_duplicates.is_empty()
+            && self.moved.is_empty()
+            && self.renamed.is_empty()
     }
 }
 
@@ -41,48 +53,117 @@ pub fn synthetic_text(call: &ToolCall) -> String {
     )
 }
 
-/// Repairs a history (P1) into a new one (P2).
+/// Repairs a history (P1) into a new one (P2), with synthetic answers in the `mcp` shape.
 pub fn repair(history: &[Message]) -> (Vec<Message>, RepairReport) {
-    let mut out = Vec::with_capacity(history.len() + 4);
+    repair_for(history, NameProfile::Mcp)
+}
+
+/// One assistant message with calls, and its answers as `(index in the history, call)`.
+struct TurnAnswers<'a> {
+    at: usize,
+    slots: Slots<'a>,
+    answers: Vec<(usize, usize)>,
+}
+
+/// Repairs a history (P1) into a new one (P2); synthetic answers are shaped for `profile` (no
+/// `name` under `openai`).
+pub fn repair_for(history: &[Message], profile: NameProfile) -> (Vec<Message>, RepairReport) {
     let mut report = RepairReport::default();
-    let mut i = 0;
-    while i < history.len() {
-        match &history[i] {
+    // Pass 1: the calls of each assistant message, and which of them each tool message answers.
+    let mut turns: Vec<TurnAnswers<'_>> = Vec::new();
+    // The end of the run of tool messages right after the latest assistant message with calls.
+    let mut block_end = 0;
+    for (i, m) in history.iter().enumerate() {
+        match m {
             Message::Assistant { tool_calls, .. } if !tool_calls.is_empty() => {
-                out.push(history[i].clone());
-                i += 1;
-                let wanted: HashSet<&str> = tool_calls.iter().map(|c| c.id.as_str()).collect();
-                let mut answered: HashSet<&str> = HashSet::new();
-                while let Some(Message::Tool { tool_call_id, .. }) = history.get(i) {
-                    if !wanted.contains(tool_call_id.as_str()) {
-                        report.removed_orphans.push(tool_call_id.clone());
-                    } else if !answered.insert(tool_call_id.as_str()) {
-                        report.removed_duplicates.push(tool_call_id.clone());
-                    } else {
-                        out.push(history[i].clone());
-                    }
-                    i += 1;
+                let slots = Slots::new(tool_calls);
+                for (k, to) in slots.renamed() {
+                    report.renamed.push((tool_calls[k].id.clone(), to));
                 }
-                for call in tool_calls {
-                    if !answered.contains(call.id.as_str()) {
-                        answered.insert(call.id.as_str());
+                turns.push(TurnAnswers {
+                    at: i,
+                    slots,
+                    answers: Vec::new(),
+                });
+                block_end = i + 1;
+            }
+            Message::Tool { tool_call_id, .. } => {
+                let in_block = i == block_end;
+                if in_block {
+                    block_end += 1;
+                }
+                let latest = turns.len().saturating_sub(1);
+                let owner = turns
+                    .iter_mut()
+                    .enumerate()
+                    .rev()
+                    .find(|(_, t)| t.slots.knows(tool_call_id));
+                match owner {
+                    None => report.removed_orphans.push(tool_call_id.clone()),
+                    Some((n, turn)) => match turn.slots.claim(tool_call_id) {
+                        None => report.removed_duplicates.push(tool_call_id.clone()),
+                        Some(call) => {
+                            if !(in_block && n == latest) {
+                                report.moved.push(tool_call_id.clone());
+                            }
+                            turn.answers.push((i, call));
+                        }
+                    },
+                }
+            }
+            _ => {}
+        }
+    }
+
+    // Pass 2: each assistant message, then its answers in the order they came, then a synthetic
+    // answer for each call without one. Tool messages are only ever written as answers.
+    let mut out = Vec::with_capacity(history.len() + 4);
+    let mut turns = turns.into_iter().peekable();
+    for (i, m) in history.iter().enumerate() {
+        match m {
+            Message::Tool { .. } => {}
+            Message::Assistant {
+                content,
+                tool_calls,
+                extra,
+            } if turns.peek().is_some_and(|t| t.at == i) => {
+                let Some(turn) = turns.next() else {
+                    continue;
+                };
+                let calls: Vec<ToolCall> = tool_calls
+                    .iter()
+                    .zip(&turn.slots.ids)
+                    .map(|(c, id)| ToolCall {
+                        id: id.clone(),
+                        ..c.clone()
+                    })
+                    .collect();
+                out.push(Message::Assistant {
+                    content: content.clone(),
+                    tool_calls: calls.clone(),
+                    extra: extra.clone(),
+                });
+                for &(j, call) in &turn.answers {
+                    let mut answer = history[j].clone();
+                    if let Message::Tool { tool_call_id, .. } = &mut answer {
+                        tool_call_id.clone_from(&calls[call].id);
+                    }
+                    out.push(answer);
+                }
+                for (call, answered) in calls.iter().zip(&turn.slots.answered) {
+                    if !answered {
                         report.added.push(call.id.clone());
+                        let name =
+                            tool_messages_carry_images(profile).then(|| call.function.name.clone());
                         out.push(Message::tool(
                             call.id.clone(),
-                            Some(call.function.name.clone()),
+                            name,
                             Value::String(synthetic_text(call)),
                         ));
                     }
                 }
             }
-            Message::Tool { tool_call_id, .. } => {
-                report.removed_orphans.push(tool_call_id.clone());
-                i += 1;
-            }
-            other => {
-                out.push(other.clone());
-                i += 1;
-            }
+            other => out.push(other.clone()),
         }
     }
     (out, report)
