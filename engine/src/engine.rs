@@ -102,7 +102,7 @@ impl EngineBuilder {
                 plugin: plugin.name().to_string(),
                 path: plugin.path().display().to_string(),
             };
-            for tool in crate::plugin::tools(&plugin) {
+            for tool in crate::plugin::tools(&plugin, spec.max_threads) {
                 registry
                     .insert(tool, source.clone(), spec.searchable, profile)
                     .map_err(|e| match e {
@@ -257,6 +257,10 @@ impl EngineBuilder {
                 events: events.clone(),
             }));
         }
+        // The wait for a group's lock is queue time, outside the timeout (G2).
+        if settings.values().any(|s| s.sequential_group.is_some()) {
+            layers.push(Arc::new(GroupLayer));
+        }
         layers.push(Arc::new(TimeoutLayer));
         layers.push(Arc::new(LimitLayer {
             reduction: policy.reduction.is_some(),
@@ -277,9 +281,6 @@ impl EngineBuilder {
             layers.push(Arc::new(BeforeLayer {
                 scripts: scripts.clone(),
             }));
-        }
-        if settings.values().any(|s| s.sequential_group.is_some()) {
-            layers.push(Arc::new(GroupLayer));
         }
         layers.extend(self.layers);
 
@@ -476,6 +477,9 @@ impl Engine {
             deadline: settings.timeout.map(|t| started + t),
             settings,
             started,
+            queued: std::time::Duration::ZERO,
+            hold: None,
+            error_sizing: Default::default(),
             cancel,
             progress: None,
         }

@@ -15,7 +15,7 @@
 //! |---|---|---|
 //! | `rewrite` | | a map of new arguments, or `()` for unchanged |
 //! | `before` | | `()` or `true` to allow; `false` or a string (the reason) to deny |
-//! | `after` | `outcome` = `#{duration_ms, is_error, error_kind, error, chars, truncated}` | ignored |
+//! | `after` | `outcome` = `#{duration_ms, queued_ms, is_error, error_kind, error, chars, truncated}` | ignored |
 //! | `unknown_tool` | `suggestions` (array of names) | the text answer, or `()` for the default |
 
 use std::cell::Cell;
@@ -159,6 +159,7 @@ pub struct CallView<'a> {
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct OutcomeView<'a> {
     pub duration_ms: f64,
+    pub queued_ms: f64,
     pub is_error: bool,
     pub error_kind: Option<&'a str>,
     pub error: Option<String>,

@@ -80,6 +80,7 @@ fn dispatch_keys_are_read() {
             max_result_chars: -1,
             on_error: OnError::Fail,
             stop_on_error: true,
+            script_timeout: Duration::from_secs(1),
         }
     );
 }
