@@ -226,7 +226,10 @@ impl EngineBuilder {
         }
 
         let resolver = SettingsResolver::new(&policy.dispatch, &policy.rules, &policy.tools)?;
-        let scripts = Arc::new(ScriptSet::compile(&policy.scripts, &self.script_limits)?);
+        let scripts = Arc::new(
+            ScriptSet::compile(&policy.scripts, &self.script_limits)?
+                .with_timeout(policy.dispatch.script_timeout)?,
+        );
 
         let mut settings = HashMap::new();
         let mut arg_aliases = HashMap::new();

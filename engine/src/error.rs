@@ -113,11 +113,14 @@ impl CallError {
 /// echoes; a longer name is cut and marked with `...`.
 pub const ECHOED_NAME_CHARS: usize = 64;
 
-/// `name` as an error message echoes it: quoted, at most [`ECHOED_NAME_CHARS`] characters.
-pub fn echo_name(name: &str) -> String {
+/// `name` as an error message echoes it: at most [`ECHOED_NAME_CHARS`] characters, then
+/// `...(N bytes)` when it was longer.
+pub fn cut_name(name: &str) -> std::borrow::Cow<'_, str> {
     match name.char_indices().nth(ECHOED_NAME_CHARS) {
-        None => format!("{name:?}"),
-        Some((cut, _)) => format!("{:?}... ({} bytes)", &name[..cut], name.len()),
+        None => std::borrow::Cow::Borrowed(name),
+        Some((cut, _)) => {
+            std::borrow::Cow::Owned(format!("{}...({} bytes)", &name[..cut], name.len()))
+        }
     }
 }
 

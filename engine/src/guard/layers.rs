@@ -5,7 +5,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use super::{CallResult, Invocation, Layer, Next, Reply, panic_message};
-use crate::error::{CallError, DeniedBy};
+use crate::error::{CallError, DeniedBy, cut_name};
 use crate::events::{Event, EventKind, Events};
 use crate::script::{CallView, OutcomeView, ScriptSet, Verdict};
 use crate::tool::{BoxFuture, ToolContext, ToolErrorKind, ToolOutput};
@@ -52,7 +52,7 @@ impl Layer for AfterHookLayer {
                 chars,
                 truncated,
             };
-            if let Err(e) = self.scripts.after(view(inv), &outcome) {
+            if let Err(e) = self.scripts.after(view(inv), &outcome).await {
                 tracing::warn!("after hook failed: {e}");
                 if self.events.active() {
                     let mut ev = Event::new(EventKind::Start, inv);
@@ -152,7 +152,8 @@ fn json_type(v: &serde_json::Value) -> &'static str {
 impl Layer for ArgumentsLayer {
     fn call<'a>(&'a self, inv: &'a mut Invocation, next: Next<'a>) -> BoxFuture<'a, CallResult> {
         Box::pin(async move {
-            inv.args = ArgumentsLayer::parse(&inv.raw_arguments, &inv.tool_name)?;
+            // An unknown name is the model's, of any length: the message echoes it cut.
+            inv.args = ArgumentsLayer::parse(&inv.raw_arguments, &cut_name(&inv.tool_name))?;
             if inv.is_known()
                 && let Some(aliases) = self.aliases.get(&inv.tool_name)
             {
@@ -176,6 +177,7 @@ impl Layer for RewriteLayer {
                 && let Some(args) = self
                     .scripts
                     .rewrite(view(inv), inv.deadline, &inv.cancel)
+                    .await
                     .map_err(|e| past_deadline(inv, e))?
             {
                 inv.args = args;
@@ -207,6 +209,7 @@ impl Layer for BeforeLayer {
             let verdict = self
                 .scripts
                 .before(view(inv), inv.deadline, &inv.cancel)
+                .await
                 .map_err(|e| past_deadline(inv, e))?;
             match verdict {
                 Verdict::Allow => next.run(inv).await,
@@ -383,7 +386,7 @@ impl Endpoint {
     pub(crate) fn call<'b>(&'b self, inv: &'b mut Invocation) -> BoxFuture<'b, CallResult> {
         Box::pin(async move {
             let Some(tool) = inv.tool.clone() else {
-                return self.unknown(inv);
+                return self.unknown(inv).await;
             };
             let ctx = ToolContext {
                 session: inv.session.clone(),
@@ -437,17 +440,18 @@ impl Endpoint {
         })
     }
 
-    fn unknown(&self, inv: &mut Invocation) -> CallResult {
+    async fn unknown(&self, inv: &mut Invocation) -> CallResult {
         let suggestions = (self.suggest)(&inv.model_name);
         let view = view(inv);
         if let Some(text) = self
             .scripts
             .unknown_tool(view, &suggestions, inv.deadline, &inv.cancel)
+            .await
             .map_err(|e| past_deadline(inv, e))?
         {
             return Ok(Reply::new(ToolOutput::Text(text)));
         }
-        let mut message = format!("unknown tool {:?}.", inv.model_name);
+        let mut message = format!("unknown tool {:?}.", cut_name(&inv.model_name));
         if !suggestions.is_empty() {
             message.push_str(&format!(" Did you mean: {}?", suggestions.join(", ")));
         }
