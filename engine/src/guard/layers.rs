@@ -394,7 +394,9 @@ impl Endpoint {
                 model_name: inv.model_name.clone(),
                 cancel: inv.cancel.clone(),
                 progress: inv.progress.clone(),
-                hold: inv.hold.take(),
+                // The group layer keeps its own handle until the future ends; an adapter that
+                // runs the call on a thread keeps this one there until the call returns.
+                hold: inv.hold.clone(),
             };
             let args = std::mem::take(&mut inv.args);
             let started = std::panic::catch_unwind(AssertUnwindSafe(|| tool.call(ctx, args)));
