@@ -176,3 +176,29 @@ fn a_script_loop_over_a_big_string_stops_at_the_script_timeout_even_without_a_ca
         run.elapsed
     );
 }
+
+#[test]
+fn g3_an_fs_error_that_echoes_a_5_mb_path_is_capped() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("policy.yaml");
+    std::fs::write(
+        &path,
+        "version: 1\ndispatch:\n  max_result_chars: 2000\nplugins:\n  - name: fs\n    config: {root: \".\"}\n",
+    )
+    .unwrap();
+    let missing = "d/".repeat(2_500_000);
+    let args = serde_json::json!({ "path": missing }).to_string();
+    let input = conversation(&[("p", "fs.read_file", &args)]);
+    let run = toolgate_e2e::Toolgate::new(&["run", "--policy", path.to_str().unwrap()])
+        .current_dir(dir.path())
+        .stdin(input)
+        .run();
+    run.assert_code(0);
+    let tools = tool_messages(&run.json());
+    let content = tools[0]["content"].as_str().unwrap();
+    assert!(
+        content.chars().count() <= 2_000 + 40,
+        "the error text is held to the cap, got {} characters",
+        content.chars().count()
+    );
+}
