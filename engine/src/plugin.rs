@@ -14,9 +14,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use tokio::sync::Semaphore;
 use toolgate_plugin_api::host::{CancelFlag, LoadedPlugin, PluginOutcome};
 use toolgate_plugin_api::{Part, library_file_name};
-use tokio::sync::Semaphore;
 use toolgate_policy::{PluginLocation, PluginSpec};
 
 use crate::error::{At, BuildError};

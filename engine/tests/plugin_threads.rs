@@ -40,7 +40,12 @@ fn a_thousand_stubborn_calls_hold_no_more_threads_than_the_plugins_bound() {
     let before = threads();
     rt.block_on(async {
         let outcomes = engine.dispatch(&session, &calls).await.unwrap();
-        let kinds = |k: &str| outcomes.iter().filter(|o| o.error_kind() == Some(k)).count();
+        let kinds = |k: &str| {
+            outcomes
+                .iter()
+                .filter(|o| o.error_kind() == Some(k))
+                .count()
+        };
         assert_eq!(kinds("timeout"), 8, "the calls that got a thread time out");
         assert_eq!(kinds("overloaded"), 992, "the others fail at once");
         let during = threads();

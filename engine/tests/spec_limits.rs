@@ -33,7 +33,9 @@ async fn g2_the_timeout_starts_after_the_wait_for_a_concurrency_slot() {
         .tool(sleeper("nap"))
         .on_event(move |e| {
             if let EventKind::End { outcome } = &e.kind {
-                seen.lock().unwrap().push((e.call_id.clone(), outcome.queued_ms));
+                seen.lock()
+                    .unwrap()
+                    .push((e.call_id.clone(), outcome.queued_ms));
             }
         })
         .build()
@@ -50,7 +52,10 @@ async fn g2_the_timeout_starts_after_the_wait_for_a_concurrency_slot() {
     }
     let mut queued: Vec<Duration> = outcomes.iter().map(|o| o.queued).collect();
     queued.sort();
-    assert!(queued[2] >= Duration::from_millis(550), "the last call waited two runs: {queued:?}");
+    assert!(
+        queued[2] >= Duration::from_millis(550),
+        "the last call waited two runs: {queued:?}"
+    );
     let ends = ends.lock().unwrap();
     assert_eq!(ends.len(), 3);
     assert!(
@@ -77,13 +82,20 @@ async fn the_after_hook_sees_the_queue_time() {
         .build()
         .unwrap();
     let s = engine.session(None).unwrap();
-    let calls = [call("a", "nap", json!({"ms": 200})), call("b", "nap", json!({"ms": 200}))];
+    let calls = [
+        call("a", "nap", json!({"ms": 200})),
+        call("b", "nap", json!({"ms": 200})),
+    ];
     engine.dispatch(&s, &calls).await.unwrap();
     let messages = messages.lock().unwrap();
     let queued: Vec<f64> = messages
         .iter()
         .filter_map(|m| m.split("queued ").nth(1))
-        .filter_map(|n| n.trim_end_matches(|c: char| !c.is_ascii_digit()).parse().ok())
+        .filter_map(|n| {
+            n.trim_end_matches(|c: char| !c.is_ascii_digit())
+                .parse()
+                .ok()
+        })
         .collect();
     assert_eq!(queued.len(), 2, "{messages:?}");
     assert!(queued.iter().any(|q| *q >= 150.0), "{messages:?}");
@@ -124,7 +136,12 @@ async fn a_member_waiting_for_its_group_is_told_when_the_holder_is_abandoned() {
     let started = Instant::now();
     let outcomes = engine.dispatch(&s, &calls).await.unwrap();
     assert_eq!(outcomes[0].error_kind(), Some("timeout"));
-    assert_eq!(outcomes[1].error_kind(), Some("overloaded"), "{:?}", outcomes[1]);
+    assert_eq!(
+        outcomes[1].error_kind(),
+        Some("overloaded"),
+        "{:?}",
+        outcomes[1]
+    );
     assert!(
         started.elapsed() < Duration::from_millis(900),
         "the waiting member is answered when the holder times out, not when it returns"

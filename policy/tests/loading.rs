@@ -357,9 +357,17 @@ fn anchors_and_aliases_share_settings() {
 
 #[test]
 fn script_timeout_and_plugin_max_threads_load_with_their_defaults_when_absent() {
-    let p = load("version: 1\nplugins:\n  - name: a\n  - name: b\n    max_threads: 4\ndispatch: {script_timeout: 250ms}\n");
+    let p = load(
+        "version: 1\nplugins:\n  - name: a\n  - name: b\n    max_threads: 4\ndispatch: {script_timeout: 250ms}\n",
+    );
     assert_eq!(p.dispatch.script_timeout, Duration::from_millis(250));
-    assert_eq!(p.plugins[0].max_threads, toolgate_policy::PluginSpec::DEFAULT_MAX_THREADS);
+    assert_eq!(
+        p.plugins[0].max_threads,
+        toolgate_policy::PluginSpec::DEFAULT_MAX_THREADS
+    );
     assert_eq!(p.plugins[1].max_threads, 4);
-    assert_eq!(load("version: 1\n").dispatch.script_timeout, Duration::from_secs(1));
+    assert_eq!(
+        load("version: 1\n").dispatch.script_timeout,
+        Duration::from_secs(1)
+    );
 }

@@ -9,8 +9,11 @@ use toolgate_e2e::{conversation, toolgate, toolgate_with_stdin};
 /// A policy file in a fresh folder, loading the testkit plugin by name.
 fn policy(dir: &tempfile::TempDir, yaml: &str) -> PathBuf {
     let path = dir.path().join("policy.yaml");
-    std::fs::write(&path, format!("version: 1\nplugins:\n  - name: testkit\n{yaml}"))
-        .expect("the policy is written");
+    std::fs::write(
+        &path,
+        format!("version: 1\nplugins:\n  - name: testkit\n{yaml}"),
+    )
+    .expect("the policy is written");
     path
 }
 
@@ -35,7 +38,10 @@ fn g2_waiting_for_a_concurrency_slot_does_not_count_against_the_timeout() {
     let run = toolgate_with_stdin(&["run", "--policy", p.to_str().unwrap()], &input);
     run.assert_code(0);
     for m in tool_messages(&run.json()) {
-        assert_eq!(m["content"], "slept 300 ms", "every call runs to the end: {m}");
+        assert_eq!(
+            m["content"], "slept 300 ms",
+            "every call runs to the end: {m}"
+        );
     }
 }
 
@@ -55,7 +61,10 @@ fn call_json_reports_queued_ms_next_to_duration_ms() {
     let o = run.json();
     let queued = o["queued_ms"].as_f64().expect("queued_ms is a number");
     let duration = o["duration_ms"].as_f64().expect("duration_ms is a number");
-    assert!(queued >= 0.0 && queued < 50.0, "a lone call hardly waits: {o}");
+    assert!(
+        (0.0..50.0).contains(&queued),
+        "a lone call hardly waits: {o}"
+    );
     assert!(duration >= 50.0, "the run itself is the duration: {o}");
 }
 

@@ -39,8 +39,7 @@ use tracing::Instrument;
 
 pub use layers::{
     AfterHookLayer, ArgAliases, ArgumentsLayer, BeforeLayer, Endpoint, GroupLayer, GroupLock,
-    RewriteLayer,
-    Suggest, TimeoutLayer,
+    RewriteLayer, Suggest, TimeoutLayer,
 };
 pub use limit::{LimitLayer, TRUNCATION_MARKER, cap_parts, cap_text};
 pub use rules::{CompiledRules, RulesLayer};
