@@ -458,6 +458,7 @@ fn outcome_json(o: &Outcome) -> Value {
         "truncated": o.truncated,
         "output_chars": o.output_chars,
         "duration_ms": o.duration.as_secs_f64() * 1000.0,
+        "queued_ms": o.queued.as_secs_f64() * 1000.0,
         "result_id": o.result_id,
     })
 }

@@ -283,7 +283,8 @@ struct CallArgs {
     #[arg(long, value_name = "ID")]
     session: Option<String>,
 
-    /// Print one JSON object: content, is_error, error_kind, truncated, output_chars, ...
+    /// Print one JSON object: content, is_error, error_kind, truncated, output_chars,
+    /// duration_ms (the run), queued_ms (waiting for a slot or group lock), ...
     #[arg(long)]
     json: bool,
 

@@ -104,6 +104,7 @@ fn testkit_engine() -> Option<Engine> {
         location: PluginLocation::Name("testkit".into()),
         config: json!({}),
         searchable: false,
+        max_threads: PluginSpec::DEFAULT_MAX_THREADS,
         position: None,
     });
     match Engine::builder(policy).build() {

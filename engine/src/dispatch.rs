@@ -2,6 +2,7 @@
 //!
 //! * Parallel by default: every call runs as its own task (so CPU-bound and blocking tools do
 //!   not hold each other up), at most `concurrency` at once; results come back in call order.
+//!   The wait for a slot is reported as the call's queue time and is not part of its timeout.
 //! * `sequential: true`: one by one, in order; with `stop_on_error`, the calls after a failure
 //!   are skipped, each with an error result saying why.
 //! * `on_error: fail`: the first failure aborts the turn with a [`TurnError`]; the other calls
@@ -51,12 +52,18 @@ pub(crate) async fn dispatch(
     let limit = settings.concurrency.map(|n| Arc::new(Semaphore::new(n)));
     let mut tasks = JoinSet::new();
     for (i, call) in calls.iter().enumerate() {
-        let inv = engine.invocation(session, call, cancel.child_token());
+        let mut inv = engine.invocation(session, call, cancel.child_token());
         let engine = engine.clone();
         let limit = limit.clone();
         tasks.spawn(async move {
+            // The wait for a slot is queue time: the call's timeout starts after it (G2).
             let _permit = match &limit {
-                Some(s) => s.clone().acquire_owned().await.ok(),
+                Some(s) => {
+                    let asked = std::time::Instant::now();
+                    let permit = s.clone().acquire_owned().await.ok();
+                    inv.start_after_wait(asked.elapsed());
+                    permit
+                }
                 None => None,
             };
             (i, engine.guard().run(inv).await)

@@ -109,7 +109,7 @@ impl EngineBuilder {
                 plugin: plugin.name().to_string(),
                 path: plugin.path().display().to_string(),
             };
-            for tool in crate::plugin::tools(&plugin) {
+            for tool in crate::plugin::tools(&plugin, spec.max_threads) {
                 let inserted = registry
                     .insert(tool, source.clone(), spec.searchable)
                     .map_err(|e| match e {
@@ -266,7 +266,10 @@ impl EngineBuilder {
         }
 
         let resolver = SettingsResolver::new(&policy.dispatch, &policy.rules, &policy.tools)?;
-        let scripts = Arc::new(ScriptSet::compile(&policy.scripts, &self.script_limits)?);
+        let scripts = Arc::new(
+            ScriptSet::compile(&policy.scripts, &self.script_limits)?
+                .with_timeout(policy.dispatch.script_timeout)?,
+        );
 
         let mut settings = HashMap::new();
         let mut arg_aliases = HashMap::new();
@@ -297,6 +300,10 @@ impl EngineBuilder {
                 events: events.clone(),
             }));
         }
+        // The wait for a group's lock is queue time, outside the timeout (G2).
+        if settings.values().any(|s| s.sequential_group.is_some()) {
+            layers.push(Arc::new(GroupLayer));
+        }
         layers.push(Arc::new(TimeoutLayer));
         layers.push(Arc::new(LimitLayer {
             reduction: policy.reduction.is_some(),
@@ -317,9 +324,6 @@ impl EngineBuilder {
             layers.push(Arc::new(BeforeLayer {
                 scripts: scripts.clone(),
             }));
-        }
-        if settings.values().any(|s| s.sequential_group.is_some()) {
-            layers.push(Arc::new(GroupLayer));
         }
         layers.extend(self.layers);
 
@@ -518,6 +522,9 @@ impl Engine {
             deadline: settings.timeout.map(|t| started + t),
             settings,
             started,
+            queued: std::time::Duration::ZERO,
+            hold: None,
+            error_sizing: Default::default(),
             cancel,
             progress: None,
         }

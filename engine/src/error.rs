@@ -50,6 +50,11 @@ pub enum CallError {
     #[error("tool call cancelled")]
     Cancelled,
 
+    /// No room to run the call now: the plugin's threads or the call's sequential group are
+    /// held by calls that ignored their cancellation and still run.
+    #[error("{tool} is overloaded: {message}")]
+    Overloaded { tool: String, message: String },
+
     #[error(
         "skipped: an earlier call of this turn ({failed_call_id}) failed and stop_on_error is set"
     )]
@@ -67,7 +72,8 @@ pub enum CallError {
 
 impl CallError {
     /// The stable snake_case kind: `timeout`, `denied`, `unknown_tool`, `invalid_arguments`,
-    /// `tool_error`, `tool_execution_panic`, `tool_policy_panic`, `cancelled`, `skipped`, and
+    /// `tool_error`, `tool_execution_panic`, `tool_policy_panic`, `cancelled`, `overloaded`,
+    /// `skipped`, and
     /// the result store's kinds (`not_found`, `access_denied`, `store_error`, ...).
     pub fn kind(&self) -> &'static str {
         match self {
@@ -79,8 +85,41 @@ impl CallError {
             CallError::ToolExecutionPanic { .. } => "tool_execution_panic",
             CallError::ToolPolicyPanic { .. } => "tool_policy_panic",
             CallError::Cancelled => "cancelled",
+            CallError::Overloaded { .. } => "overloaded",
             CallError::Skipped { .. } => "skipped",
             CallError::Store { kind, .. } => kind,
+        }
+    }
+
+    /// The free text of the error (a tool's message, a reason), which the guard caps and
+    /// offloads like a result (G3); `None` for errors whose text is short and fixed.
+    pub fn text_mut(&mut self) -> Option<&mut String> {
+        match self {
+            CallError::Denied { reason, .. } | CallError::InvalidArguments { reason, .. } => {
+                Some(reason)
+            }
+            CallError::UnknownTool { message, .. }
+            | CallError::ToolFailed { message, .. }
+            | CallError::ToolExecutionPanic { message, .. }
+            | CallError::ToolPolicyPanic { message, .. }
+            | CallError::Overloaded { message, .. }
+            | CallError::Store { message, .. } => Some(message),
+            CallError::Timeout { .. } | CallError::Cancelled | CallError::Skipped { .. } => None,
+        }
+    }
+}
+
+/// The most characters of a name (a tool name the model made up, say) that an error message
+/// echoes; a longer name is cut and marked with `...`.
+pub const ECHOED_NAME_CHARS: usize = 64;
+
+/// `name` as an error message echoes it: at most [`ECHOED_NAME_CHARS`] characters, then
+/// `...(N bytes)` when it was longer.
+pub fn cut_name(name: &str) -> std::borrow::Cow<'_, str> {
+    match name.char_indices().nth(ECHOED_NAME_CHARS) {
+        None => std::borrow::Cow::Borrowed(name),
+        Some((cut, _)) => {
+            std::borrow::Cow::Owned(format!("{}...({} bytes)", &name[..cut], name.len()))
         }
     }
 }

@@ -33,6 +33,8 @@ pub struct OutcomeSummary {
     pub truncated: bool,
     pub output_chars: u64,
     pub duration_ms: f64,
+    /// Time spent waiting for a concurrency slot or group lock before the run.
+    pub queued_ms: f64,
     pub result_id: Option<String>,
 }
 
@@ -46,6 +48,7 @@ impl From<&Outcome> for OutcomeSummary {
             truncated: o.truncated,
             output_chars: o.output_chars,
             duration_ms: o.duration.as_secs_f64() * 1000.0,
+            queued_ms: o.queued.as_secs_f64() * 1000.0,
             result_id: o.result_id.clone(),
         }
     }

@@ -5,10 +5,16 @@
 //! cancelled (timeout, turn cancelled) its cancellation flag is set for the plugin to poll, and
 //! the guard stops waiting at once: a plugin that ignores cancellation finishes on its own
 //! thread and its late result is discarded. Libraries are never unloaded.
+//!
+//! Each plugin may hold at most `max_threads` threads at once, abandoned calls that still run
+//! included: a call that finds them all taken fails at once with `overloaded` instead of
+//! queueing, so stubborn calls cannot pile up threads nor hold up later calls silently. A call
+//! keeps its thread (and its sequential group's lock) until the plugin really returns.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use tokio::sync::Semaphore;
 use toolgate_plugin_api::host::{CancelFlag, LoadedPlugin, PluginOutcome};
 use toolgate_plugin_api::{Part, library_file_name};
 use toolgate_policy::{PluginLocation, PluginSpec};
@@ -141,8 +147,10 @@ pub fn load(spec: &PluginSpec) -> Result<Arc<LoadedPlugin>, BuildError> {
         })
 }
 
-/// The tools of a loaded plugin.
-pub fn tools(plugin: &Arc<LoadedPlugin>) -> Vec<Arc<dyn Tool>> {
+/// The tools of a loaded plugin; together they hold at most `max_threads` threads at once.
+pub fn tools(plugin: &Arc<LoadedPlugin>, max_threads: usize) -> Vec<Arc<dyn Tool>> {
+    let max_threads = max_threads.max(1);
+    let threads = Arc::new(Semaphore::new(max_threads));
     plugin
         .tools()
         .iter()
@@ -150,6 +158,8 @@ pub fn tools(plugin: &Arc<LoadedPlugin>) -> Vec<Arc<dyn Tool>> {
             Arc::new(PluginTool {
                 plugin: plugin.clone(),
                 spec: ToolSpec::new(t.name.clone(), t.description.clone(), t.parameters.clone()),
+                threads: threads.clone(),
+                max_threads,
             }) as Arc<dyn Tool>
         })
         .collect()
@@ -159,6 +169,9 @@ pub fn tools(plugin: &Arc<LoadedPlugin>) -> Vec<Arc<dyn Tool>> {
 pub struct PluginTool {
     plugin: Arc<LoadedPlugin>,
     spec: ToolSpec,
+    /// The plugin's threads, shared by its tools.
+    threads: Arc<Semaphore>,
+    max_threads: usize,
 }
 
 impl PluginTool {
@@ -186,6 +199,20 @@ impl Tool for PluginTool {
         ctx: ToolContext,
         args: serde_json::Value,
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        // Taken before the future exists: a call with no thread left does not start.
+        let thread = match self.threads.clone().try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(_) => {
+                let message = format!(
+                    "all {} threads of the plugin {:?} are busy (plugins[].max_threads), some \
+                     perhaps with calls that passed their timeout and ignore cancellation; try \
+                     again later",
+                    self.max_threads,
+                    self.plugin.name()
+                );
+                return Box::pin(async move { Err(ToolError::overloaded(message)) });
+            }
+        };
         let plugin = self.plugin.clone();
         let plugin_name = plugin.name().to_string();
         let name = self.spec.name.clone();
@@ -194,8 +221,12 @@ impl Tool for PluginTool {
             let _on_drop = CancelOnDrop(flag.clone());
             let thread_flag = flag.clone();
             let progress = ctx.progress.clone();
+            let hold = ctx.hold.clone();
             let args = args.to_string();
             let handle = tokio::task::spawn_blocking(move || {
+                // Both are released when the plugin really returns, not at the timeout.
+                let _thread = thread;
+                let _hold = hold;
                 let mut report = |m: &str| {
                     if let Some(p) = &progress {
                         p(m);

@@ -8,6 +8,10 @@
 //! store was slow) but under its own store timeout; a store that fails or does not answer in time
 //! never loses the result silently (R9): the model gets the capped text and a notice saying the
 //! full output could not be saved, and an `error` event is emitted.
+//!
+//! Error texts are reduced the same way (G3): the free text of an error (a tool's message) over
+//! `max_result_bytes` is stored whole and the error carries the notice instead; the call stays
+//! an error of the same kind.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -91,7 +95,10 @@ pub struct ReduceLayer {
 impl Layer for ReduceLayer {
     fn call<'a>(&'a self, inv: &'a mut Invocation, next: Next<'a>) -> BoxFuture<'a, CallResult> {
         Box::pin(async move {
-            let mut reply = next.run(inv).await?;
+            let mut reply = match next.run(inv).await {
+                Ok(reply) => reply,
+                Err(err) => return Err(self.reduce_error(inv, err).await),
+            };
             // R2: the reader's own output is never reduced again.
             if inv.tool_name == READ_TOOL_RESULT || inv.tool_name == crate::engine::TOOL_SEARCH {
                 return Ok(reply);
@@ -119,16 +126,7 @@ impl Layer for ReduceLayer {
             };
             let new = NewResult::new(session).with_tool(inv.tool_name.clone());
             let id = new.id.to_string();
-            let saved = tokio::time::timeout(STORE_TIMEOUT, self.store.save(new, &text)).await;
-            let failure = match saved {
-                Ok(Ok(_meta)) => None,
-                Ok(Err(e)) => Some(e.to_string()),
-                Err(_) => Some(format!(
-                    "the store did not answer within {}s",
-                    STORE_TIMEOUT.as_secs()
-                )),
-            };
-            if let Some(why) = failure {
+            if let Some(why) = self.save(new, &text).await {
                 return Ok(self.fallback(inv, reply, text, &why));
             }
             let n = notice(
@@ -149,6 +147,65 @@ impl Layer for ReduceLayer {
 }
 
 impl ReduceLayer {
+    /// G3: an error whose text is over the threshold keeps a notice in its place; the text is
+    /// stored whole (or, if the store fails, cut as in R9).
+    async fn reduce_error(&self, inv: &mut Invocation, mut err: CallError) -> CallError {
+        let text = match err.text_mut() {
+            Some(t) if t.len() as u64 > self.settings.max_result_bytes => std::mem::take(t),
+            _ => return err,
+        };
+        let bytes = text.len() as u64;
+        let chars = text.chars().count() as u64;
+        let session = match inv.session.as_deref().map(SessionId::parse).transpose() {
+            Ok(s) => s,
+            Err(e) => return store_error(inv, format!("bad session id: {e}")),
+        };
+        let new = NewResult::new(session).with_tool(inv.tool_name.clone());
+        let id = new.id.to_string();
+        let replacement = match self.save(new, &text).await {
+            None => {
+                inv.error_sizing.result_id = Some(id.clone());
+                notice(
+                    &id,
+                    &text,
+                    bytes,
+                    chars,
+                    self.settings.preview_head_chars,
+                    self.settings.preview_tail_chars,
+                )
+            }
+            Some(why) => {
+                let mut reply = self.fallback(
+                    inv,
+                    crate::guard::Reply::new(ToolOutput::Text(String::new())),
+                    text,
+                    &why,
+                );
+                inv.error_sizing.truncated = reply.truncated;
+                match std::mem::replace(&mut reply.output, ToolOutput::Text(String::new())) {
+                    ToolOutput::Text(t) => t,
+                    _ => String::new(),
+                }
+            }
+        };
+        if let Some(t) = err.text_mut() {
+            *t = replacement;
+        }
+        err
+    }
+
+    /// Saves a text; `Some(why)` when the store failed or did not answer in time.
+    async fn save(&self, new: NewResult, text: &str) -> Option<String> {
+        match tokio::time::timeout(STORE_TIMEOUT, self.store.save(new, text)).await {
+            Ok(Ok(_meta)) => None,
+            Ok(Err(e)) => Some(e.to_string()),
+            Err(_) => Some(format!(
+                "the store did not answer within {}s",
+                STORE_TIMEOUT.as_secs()
+            )),
+        }
+    }
+
     /// R9: the store failed; keep what fits and say so.
     fn fallback(
         &self,

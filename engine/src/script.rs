@@ -4,8 +4,13 @@
 //! build with its file and line. The engine starts from [`rhai::Engine::new_raw`] (no module
 //! resolver, so no `import` of files; no output on stdout: `print` and `debug` go to `tracing`)
 //! and has explicit limits on operations, call depth, expression depth, string, array and map
-//! sizes, because Rhai's defaults differ between debug and release builds. A call's deadline is
-//! checked while a script runs, so `loop {}` ends with a `tool_policy_panic` for that call.
+//! sizes, because Rhai's defaults differ between debug and release builds.
+//!
+//! Scripts run on tokio's blocking pool, never on a runtime worker, so a slow script holds up
+//! no other call. Each run has a wall-clock bound of its own (`dispatch.script_timeout`, default
+//! 1 s), also when the call has no timeout; the call's deadline and cancellation are checked too.
+//! A script past its bound ends with a `tool_policy_panic` that names the bound; a script past
+//! the call's deadline makes the call a `timeout`.
 //!
 //! Every script sees these variables: `tool` (the real tool name), `model_name` (the name the
 //! model used), `args` (the arguments, a map), `call_id` and `session` (`()` without one).
@@ -15,14 +20,14 @@
 //! |---|---|---|
 //! | `rewrite` | | a map of new arguments, or `()` for unchanged |
 //! | `before` | | `()` or `true` to allow; `false` or a string (the reason) to deny |
-//! | `after` | `outcome` = `#{duration_ms, is_error, error_kind, error, chars, truncated}` | ignored |
+//! | `after` | `outcome` = `#{duration_ms, queued_ms, is_error, error_kind, error, chars, truncated}` | ignored |
 //! | `unknown_tool` | `suggestions` (array of names) | the text answer, or `()` for the default |
 
 use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rhai::{AST, Dynamic, Engine, EvalAltResult, Scope};
 use tokio_util::sync::CancellationToken;
@@ -60,10 +65,30 @@ impl Default for ScriptLimits {
     }
 }
 
-thread_local! {
-    /// The deadline and cancellation of the call whose script runs on this thread.
-    static BUDGET: Cell<Option<(Instant, *const CancellationToken)>> = const { Cell::new(None) };
+/// The default wall-clock bound of one script run.
+pub const DEFAULT_SCRIPT_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// What bounds the script that runs on a thread.
+#[derive(Clone, Copy)]
+struct Bounds {
+    /// When the script's own bound passes.
+    bound: Instant,
+    /// The bound, for the message.
+    bound_len: Duration,
+    /// The call's deadline, if it has one.
+    call: Option<Instant>,
+    /// The call's cancellation.
+    cancel: *const CancellationToken,
 }
+
+thread_local! {
+    /// The bounds of the script that runs on this thread.
+    static BUDGET: Cell<Option<Bounds>> = const { Cell::new(None) };
+}
+
+/// How many operations run between two looks at the clock: a single operation on a string of
+/// the largest allowed size takes about a millisecond.
+const CLOCK_EVERY_OPS: u64 = 16;
 
 /// Builds the sandboxed engine.
 pub fn sandbox(limits: &ScriptLimits) -> Engine {
@@ -85,23 +110,27 @@ pub fn sandbox(limits: &ScriptLimits) -> Engine {
     engine.on_print(|s| tracing::info!(target: "toolgate::script", "{s}"));
     engine.on_debug(|s, src, pos| tracing::debug!(target: "toolgate::script", ?src, %pos, "{s}"));
     engine.on_progress(|ops| {
-        if ops % 256 != 0 {
+        if ops % CLOCK_EVERY_OPS != 0 {
             return None;
         }
-        BUDGET.with(|b| match b.get() {
-            Some((deadline, token)) => {
-                // SAFETY: the pointer is set by `Budget::enter` from a reference that outlives
-                // the evaluation, and cleared before that reference goes away.
-                let cancelled = unsafe { (*token).is_cancelled() };
-                if cancelled || Instant::now() >= deadline {
-                    Some(Dynamic::from(
-                        "the call's deadline passed while the script ran",
-                    ))
-                } else {
-                    None
-                }
+        BUDGET.with(|b| {
+            let b = b.get()?;
+            // SAFETY: the pointer is set by `Budget::enter` from a reference that outlives
+            // the evaluation, and cleared before that reference goes away.
+            let cancelled = unsafe { (*b.cancel).is_cancelled() };
+            let now = Instant::now();
+            if cancelled || b.call.is_some_and(|d| now >= d) {
+                Some(Dynamic::from(
+                    "the call's deadline passed while the script ran",
+                ))
+            } else if now >= b.bound {
+                Some(Dynamic::from(format!(
+                    "the script ran longer than its {} bound (dispatch.script_timeout)",
+                    crate::error::fmt_duration(b.bound_len)
+                )))
+            } else {
+                None
             }
-            None => None,
         })
     });
     engine
@@ -111,10 +140,14 @@ pub fn sandbox(limits: &ScriptLimits) -> Engine {
 struct Budget;
 
 impl Budget {
-    fn enter(deadline: Option<Instant>, cancel: &CancellationToken) -> Budget {
-        let deadline =
-            deadline.unwrap_or_else(|| Instant::now() + std::time::Duration::from_secs(3600));
-        BUDGET.with(|b| b.set(Some((deadline, cancel as *const _))));
+    fn enter(bound: Duration, deadline: Option<Instant>, cancel: &CancellationToken) -> Budget {
+        let bounds = Bounds {
+            bound: Instant::now() + bound,
+            bound_len: bound,
+            call: deadline,
+            cancel: cancel as *const _,
+        };
+        BUDGET.with(|b| b.set(Some(bounds)));
         Budget
     }
 }
@@ -160,6 +193,7 @@ pub struct CallView<'a> {
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct OutcomeView<'a> {
     pub duration_ms: f64,
+    pub queued_ms: f64,
     pub is_error: bool,
     pub error_kind: Option<&'a str>,
     pub error: Option<String>,
@@ -177,6 +211,8 @@ pub enum Verdict {
 /// The compiled scripts of a policy.
 pub struct ScriptSet {
     engine: Arc<Engine>,
+    /// The wall-clock bound of one run.
+    timeout: Duration,
     rewrite: Option<Compiled>,
     before: Option<Compiled>,
     after: Option<Compiled>,
@@ -233,7 +269,22 @@ impl ScriptSet {
             after: compile(Hook::After, &scripts.after)?,
             unknown_tool: compile(Hook::UnknownTool, &scripts.unknown_tool)?,
             engine,
+            timeout: DEFAULT_SCRIPT_TIMEOUT,
         })
+    }
+
+    /// Sets the wall-clock bound of each run (`dispatch.script_timeout`); it must be above zero.
+    pub fn with_timeout(mut self, timeout: Duration) -> Result<Self, BuildError> {
+        if timeout.is_zero() {
+            return Err(BuildError::Setting {
+                message: "dispatch.script_timeout must be above zero: every script run needs a \
+                          bound"
+                    .into(),
+                at: crate::error::At(None),
+            });
+        }
+        self.timeout = timeout;
+        Ok(self)
     }
 
     pub fn has(&self, hook: Hook) -> bool {
@@ -249,38 +300,68 @@ impl ScriptSet {
         }
     }
 
-    fn run(
-        &self,
+    /// Runs a hook's script on the blocking pool. `None` when there is no such script. If the
+    /// caller stops waiting, the script still stops at its bound or at the call's cancellation.
+    async fn run(
+        self: &Arc<Self>,
         hook: Hook,
-        mut scope: Scope<'_>,
+        scope: Scope<'static>,
         deadline: Option<Instant>,
         cancel: &CancellationToken,
     ) -> Option<Result<Dynamic, CallError>> {
-        let compiled = self.get(hook)?;
+        self.get(hook)?;
+        let set = self.clone();
+        let cancel = cancel.clone();
+        let handle =
+            tokio::task::spawn_blocking(move || set.run_here(hook, scope, deadline, &cancel));
+        Some(match handle.await {
+            Ok(r) => r,
+            Err(e) => Err(CallError::ToolPolicyPanic {
+                hook,
+                message: format!("the script's thread failed: {e}"),
+            }),
+        })
+    }
+
+    /// Runs a hook's script on this thread, under its bounds.
+    fn run_here(
+        &self,
+        hook: Hook,
+        mut scope: Scope<'static>,
+        deadline: Option<Instant>,
+        cancel: &CancellationToken,
+    ) -> Result<Dynamic, CallError> {
         let policy_panic = |message: String| CallError::ToolPolicyPanic { hook, message };
-        let _budget = Budget::enter(deadline, cancel);
+        let Some(compiled) = self.get(hook) else {
+            return Ok(Dynamic::UNIT);
+        };
+        let _budget = Budget::enter(self.timeout, deadline, cancel);
         let result = catch_unwind(AssertUnwindSafe(|| {
             self.engine
                 .eval_ast_with_scope::<Dynamic>(&mut scope, &compiled.ast)
         }));
-        Some(match result {
+        match result {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => Err(policy_panic(describe(&e, compiled))),
             Err(panic) => Err(policy_panic(format!(
                 "the script engine panicked: {}",
                 crate::guard::panic_message(&*panic)
             ))),
-        })
+        }
     }
 
     /// Runs the `rewrite` script. `Ok(None)`: no script, or the script kept the arguments.
-    pub fn rewrite(
-        &self,
+    pub async fn rewrite(
+        self: &Arc<Self>,
         call: CallView<'_>,
         deadline: Option<Instant>,
         cancel: &CancellationToken,
     ) -> Result<Option<serde_json::Value>, CallError> {
-        let Some(r) = self.run(Hook::Rewrite, scope_for(call)?, deadline, cancel) else {
+        if !self.has(Hook::Rewrite) {
+            return Ok(None);
+        }
+        let scope = scope_for(call)?;
+        let Some(r) = self.run(Hook::Rewrite, scope, deadline, cancel).await else {
             return Ok(None);
         };
         let v = r?;
@@ -305,13 +386,17 @@ impl ScriptSet {
     }
 
     /// Runs the `before` script.
-    pub fn before(
-        &self,
+    pub async fn before(
+        self: &Arc<Self>,
         call: CallView<'_>,
         deadline: Option<Instant>,
         cancel: &CancellationToken,
     ) -> Result<Verdict, CallError> {
-        let Some(r) = self.run(Hook::Before, scope_for(call)?, deadline, cancel) else {
+        if !self.has(Hook::Before) {
+            return Ok(Verdict::Allow);
+        }
+        let scope = scope_for(call)?;
+        let Some(r) = self.run(Hook::Before, scope, deadline, cancel).await else {
             return Ok(Verdict::Allow);
         };
         let v = r?;
@@ -339,7 +424,12 @@ impl ScriptSet {
 
     /// Runs the `after` script. Its failure is reported as an error event by the caller; the
     /// result stands (G6).
-    pub fn after(&self, call: CallView<'_>, outcome: &OutcomeView<'_>) -> Result<(), CallError> {
+    /// It has no call deadline, only its own bound.
+    pub async fn after(
+        self: &Arc<Self>,
+        call: CallView<'_>,
+        outcome: &OutcomeView<'_>,
+    ) -> Result<(), CallError> {
         if !self.has(Hook::After) {
             return Ok(());
         }
@@ -350,16 +440,15 @@ impl ScriptSet {
         })?;
         scope.push_constant("outcome", outcome);
         let never = CancellationToken::new();
-        let deadline = Instant::now() + std::time::Duration::from_secs(5);
-        match self.run(Hook::After, scope, Some(deadline), &never) {
+        match self.run(Hook::After, scope, None, &never).await {
             Some(r) => r.map(|_| ()),
             None => Ok(()),
         }
     }
 
     /// Runs the `unknown_tool` script. `Ok(None)`: no script, or it returned `()`.
-    pub fn unknown_tool(
-        &self,
+    pub async fn unknown_tool(
+        self: &Arc<Self>,
         call: CallView<'_>,
         suggestions: &[String],
         deadline: Option<Instant>,
@@ -374,7 +463,7 @@ impl ScriptSet {
             .map(|s| Dynamic::from(s.clone()))
             .collect();
         scope.push_constant("suggestions", s);
-        let Some(r) = self.run(Hook::UnknownTool, scope, deadline, cancel) else {
+        let Some(r) = self.run(Hook::UnknownTool, scope, deadline, cancel).await else {
             return Ok(None);
         };
         let v = r?;

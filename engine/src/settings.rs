@@ -20,7 +20,7 @@ pub struct ToolSettings {
     pub timeout: Option<Duration>,
     /// `-1` = no cap.
     pub max_result_chars: i64,
-    pub sequential_group: Option<(String, Arc<tokio::sync::Mutex<()>>)>,
+    pub sequential_group: Option<(String, Arc<crate::guard::GroupLock>)>,
     /// Rule groups: the policy's, then each matching override's.
     pub rules: Vec<Arc<CompiledRules>>,
     /// Where each setting came from, for `toolgate explain`.
@@ -57,7 +57,7 @@ pub struct SettingsResolver {
     defaults: DispatchSettings,
     global_rules: Option<Arc<CompiledRules>>,
     overrides: Vec<CompiledOverride>,
-    groups: HashMap<String, Arc<tokio::sync::Mutex<()>>>,
+    groups: HashMap<String, Arc<crate::guard::GroupLock>>,
 }
 
 impl SettingsResolver {

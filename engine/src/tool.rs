@@ -114,6 +114,8 @@ pub enum ToolErrorKind {
     Panicked,
     /// A failure with a stable snake_case kind of its own (`not_found`, `access_denied`, ...).
     Coded(&'static str),
+    /// No room to run the call now (`overloaded`): set by adapters whose threads are all held.
+    Overloaded,
 }
 
 /// A tool's own failure, written for the model ("file not found: a.txt").
@@ -144,6 +146,14 @@ impl ToolError {
         ToolError {
             message: message.into(),
             kind: ToolErrorKind::Coded(kind),
+        }
+    }
+
+    /// No room to run the call now; it did not start.
+    pub fn overloaded(message: impl Into<String>) -> Self {
+        ToolError {
+            message: message.into(),
+            kind: ToolErrorKind::Overloaded,
         }
     }
 
@@ -179,7 +189,14 @@ pub struct ToolContext {
     /// Fires when the call is cancelled (timeout, turn cancelled). Tools must stop promptly.
     pub cancel: CancellationToken,
     pub(crate) progress: Option<ProgressFn>,
+    /// What the call holds until it really returns (its sequential group's lock): an adapter
+    /// that runs the call on a thread of its own keeps this alive on that thread, so a call
+    /// that ignores its cancellation keeps its group locked until it ends.
+    pub(crate) hold: Option<Hold>,
 }
+
+/// Something a call holds until it really returns; see [`ToolContext`].
+pub(crate) type Hold = Arc<dyn std::any::Any + Send + Sync>;
 
 impl ToolContext {
     /// A context for calling a tool outside the guard (tests, benchmarks, direct use).
@@ -190,6 +207,7 @@ impl ToolContext {
             model_name: String::new(),
             cancel: CancellationToken::new(),
             progress: None,
+            hold: None,
         }
     }
 

@@ -27,6 +27,7 @@ fn plugin_policy(location: PluginLocation, f: impl FnOnce(&mut Policy)) -> Polic
             location,
             config: json!({}),
             searchable: false,
+            max_threads: PluginSpec::DEFAULT_MAX_THREADS,
             position: None,
         });
         f(p)

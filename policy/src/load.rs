@@ -211,6 +211,12 @@ impl<'a> Build<'a> {
                     }
                 }
                 "stop_on_error" => dispatch.stop_on_error = boolean(value),
+                "script_timeout" => {
+                    // The schema refuses `none` and zero: a script always has a bound.
+                    if let Some(Some(bound)) = self.duration(entry, "dispatch.script_timeout") {
+                        dispatch.script_timeout = bound;
+                    }
+                }
                 _ => {}
             }
         }
@@ -400,6 +406,7 @@ impl<'a> Build<'a> {
             let mut location = None;
             let mut config = serde_json::Value::Object(serde_json::Map::new());
             let mut searchable = false;
+            let mut max_threads = PluginSpec::DEFAULT_MAX_THREADS;
             for entry in entries(item) {
                 match entry.key.as_str() {
                     "name" => location = Some(PluginLocation::Name(text(&entry.value).to_owned())),
@@ -408,6 +415,11 @@ impl<'a> Build<'a> {
                     }
                     "config" => config = entry.value.to_json(),
                     "searchable" => searchable = boolean(&entry.value),
+                    "max_threads" => {
+                        max_threads = int(&entry.value)
+                            .and_then(|v| usize::try_from(v).ok())
+                            .unwrap_or(max_threads);
+                    }
                     _ => {}
                 }
             }
@@ -417,6 +429,7 @@ impl<'a> Build<'a> {
                     location,
                     config,
                     searchable,
+                    max_threads,
                     position: self.position(item.pos),
                 });
             }

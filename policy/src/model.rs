@@ -111,6 +111,9 @@ pub struct DispatchSettings {
     pub on_error: OnError,
     /// Sequential mode only: skip the calls after a failure (D7).
     pub stop_on_error: bool,
+    /// Wall-clock bound of each policy script run (rewrite, before, after, unknown_tool), also
+    /// when the call has no timeout. Default 1 s.
+    pub script_timeout: Duration,
 }
 
 impl Default for DispatchSettings {
@@ -122,6 +125,7 @@ impl Default for DispatchSettings {
             max_result_chars: 100_000,
             on_error: OnError::Model,
             stop_on_error: false,
+            script_timeout: Duration::from_secs(1),
         }
     }
 }
@@ -237,8 +241,18 @@ pub struct PluginSpec {
     pub config: serde_json::Value,
     /// Put this plugin's tools in the search catalog instead of always showing them.
     pub searchable: bool,
+    /// At most this many of the plugin's calls hold a thread at once, calls that ignored a
+    /// cancellation and still run included; a call beyond it fails at once with `overloaded`.
+    /// Default [`PluginSpec::DEFAULT_MAX_THREADS`].
+    pub max_threads: usize,
     /// Where the plugin's entry is in the policy file.
     pub position: Option<Position>,
+}
+
+impl PluginSpec {
+    /// The default `max_threads`: twice the default policy's concurrency, so a turn still runs
+    /// while a few calls that ignored their timeout finish.
+    pub const DEFAULT_MAX_THREADS: usize = 16;
 }
 
 /// Where to find a plugin library.

@@ -448,3 +448,17 @@ fn an_unreadable_policy_file_names_the_file() {
     );
     assert_eq!(error.diagnostics()[0].kind, DiagnosticKind::Io);
 }
+
+#[test]
+fn a_script_timeout_of_none_is_refused_where_it_is_written() {
+    let line = line_of("version: 1\ndispatch:\n  script_timeout: none\n");
+    assert!(line.starts_with("bad.yaml:3:"), "{line}");
+    assert!(line.contains("script_timeout"), "{line}");
+}
+
+#[test]
+fn a_plugin_max_threads_of_zero_is_refused_where_it_is_written() {
+    let line = line_of("version: 1\nplugins:\n  - name: a\n    max_threads: 0\n");
+    assert!(line.starts_with("bad.yaml:4:"), "{line}");
+    assert!(line.contains(">= 1"), "{line}");
+}

@@ -80,6 +80,7 @@ fn dispatch_keys_are_read() {
             max_result_chars: -1,
             on_error: OnError::Fail,
             stop_on_error: true,
+            script_timeout: Duration::from_secs(1),
         }
     );
 }
@@ -352,4 +353,21 @@ fn quoted_yes_is_a_string_where_a_string_is_expected() {
 fn anchors_and_aliases_share_settings() {
     let policy = load("version: 1\ntools:\n  a: &quick {timeout: 1s}\n  b: *quick\n");
     assert_eq!(policy.tools[1].timeout, Some(Some(Duration::from_secs(1))));
+}
+
+#[test]
+fn script_timeout_and_plugin_max_threads_load_with_their_defaults_when_absent() {
+    let p = load(
+        "version: 1\nplugins:\n  - name: a\n  - name: b\n    max_threads: 4\ndispatch: {script_timeout: 250ms}\n",
+    );
+    assert_eq!(p.dispatch.script_timeout, Duration::from_millis(250));
+    assert_eq!(
+        p.plugins[0].max_threads,
+        toolgate_policy::PluginSpec::DEFAULT_MAX_THREADS
+    );
+    assert_eq!(p.plugins[1].max_threads, 4);
+    assert_eq!(
+        load("version: 1\n").dispatch.script_timeout,
+        Duration::from_secs(1)
+    );
 }

@@ -5,7 +5,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use super::{CallResult, Invocation, Layer, Next, Reply, panic_message};
-use crate::error::{CallError, DeniedBy};
+use crate::error::{CallError, DeniedBy, cut_name};
 use crate::events::{Event, EventKind, Events};
 use crate::script::{CallView, OutcomeView, ScriptSet, Verdict};
 use crate::tool::{BoxFuture, ToolContext, ToolErrorKind, ToolOutput};
@@ -45,13 +45,14 @@ impl Layer for AfterHookLayer {
             let err = result.as_ref().err();
             let outcome = OutcomeView {
                 duration_ms: inv.started.elapsed().as_secs_f64() * 1000.0,
+                queued_ms: inv.queued.as_secs_f64() * 1000.0,
                 is_error: err.is_some(),
                 error_kind: err.map(CallError::kind),
                 error: err.map(|e| e.to_string()),
                 chars,
                 truncated,
             };
-            if let Err(e) = self.scripts.after(view(inv), &outcome) {
+            if let Err(e) = self.scripts.after(view(inv), &outcome).await {
                 tracing::warn!("after hook failed: {e}");
                 if self.events.active() {
                     let mut ev = Event::new(EventKind::Start, inv);
@@ -151,7 +152,8 @@ fn json_type(v: &serde_json::Value) -> &'static str {
 impl Layer for ArgumentsLayer {
     fn call<'a>(&'a self, inv: &'a mut Invocation, next: Next<'a>) -> BoxFuture<'a, CallResult> {
         Box::pin(async move {
-            inv.args = ArgumentsLayer::parse(&inv.raw_arguments, &inv.tool_name)?;
+            // An unknown name is the model's, of any length: the message echoes it cut.
+            inv.args = ArgumentsLayer::parse(&inv.raw_arguments, &cut_name(&inv.tool_name))?;
             if inv.is_known()
                 && let Some(aliases) = self.aliases.get(&inv.tool_name)
             {
@@ -175,6 +177,7 @@ impl Layer for RewriteLayer {
                 && let Some(args) = self
                     .scripts
                     .rewrite(view(inv), inv.deadline, &inv.cancel)
+                    .await
                     .map_err(|e| past_deadline(inv, e))?
             {
                 inv.args = args;
@@ -206,6 +209,7 @@ impl Layer for BeforeLayer {
             let verdict = self
                 .scripts
                 .before(view(inv), inv.deadline, &inv.cancel)
+                .await
                 .map_err(|e| past_deadline(inv, e))?;
             match verdict {
                 Verdict::Allow => next.run(inv).await,
@@ -218,19 +222,151 @@ impl Layer for BeforeLayer {
     }
 }
 
-/// Calls of the same `sequential_group` never run at the same time.
+/// The lock of one `sequential_group`.
+///
+/// A member holds the lock until it really returns: a plugin call that ignores its cancellation
+/// keeps the lock on its own thread after its timeout. While such an abandoned member still
+/// runs, the other members fail at once with `overloaded` instead of queueing behind it.
+#[derive(Default)]
+pub struct GroupLock {
+    lock: Arc<tokio::sync::Mutex<()>>,
+    state: std::sync::Mutex<GroupState>,
+    /// Wakes the waiters when the holder is abandoned.
+    abandoned: tokio::sync::Notify,
+}
+
+impl std::fmt::Debug for GroupLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GroupLock")
+            .field("abandoned", &self.is_abandoned())
+            .finish()
+    }
+}
+
+#[derive(Default)]
+struct GroupState {
+    /// Which hold has the lock (each hold gets a fresh number).
+    held_by: Option<u64>,
+    next: u64,
+    /// The holder's call ended (timeout, cancellation) while it still runs.
+    abandoned: bool,
+}
+
+impl GroupLock {
+    fn state(&self) -> std::sync::MutexGuard<'_, GroupState> {
+        // The state is a few plain fields, valid after any panic.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn is_abandoned(&self) -> bool {
+        self.state().abandoned
+    }
+
+    /// Marks the hold `id` abandoned if it still has the lock.
+    fn abandon(&self, id: u64) {
+        let mut st = self.state();
+        if st.held_by == Some(id) {
+            st.abandoned = true;
+            drop(st);
+            self.abandoned.notify_waiters();
+        }
+    }
+}
+
+/// The lock of a group, held by one call. Dropping it releases the lock.
+struct GroupHold {
+    group: Arc<GroupLock>,
+    id: u64,
+    _guard: tokio::sync::OwnedMutexGuard<()>,
+}
+
+impl GroupHold {
+    fn new(group: Arc<GroupLock>, guard: tokio::sync::OwnedMutexGuard<()>) -> Self {
+        let id = {
+            let mut st = group.state();
+            st.next += 1;
+            st.held_by = Some(st.next);
+            st.abandoned = false;
+            st.next
+        };
+        GroupHold {
+            group,
+            id,
+            _guard: guard,
+        }
+    }
+}
+
+impl Drop for GroupHold {
+    fn drop(&mut self) {
+        // Cleared before the guard field releases the lock.
+        let mut st = self.group.state();
+        if st.held_by == Some(self.id) {
+            st.held_by = None;
+            st.abandoned = false;
+        }
+    }
+}
+
+/// Calls of the same `sequential_group` never run at the same time, not even a call that
+/// ignored its timeout and still runs. The wait for the lock is queue time: the call's timeout
+/// starts once it has the lock (G2), so this layer sits outside the timeout layer.
 pub struct GroupLayer;
+
+impl GroupLayer {
+    async fn acquire(
+        group: &Arc<GroupLock>,
+        name: &str,
+        inv: &Invocation,
+    ) -> Result<GroupHold, CallError> {
+        let overloaded = || CallError::Overloaded {
+            tool: inv.tool_name.clone(),
+            message: format!(
+                "its sequential group {name:?} is still held by a call that passed its timeout \
+                 and ignores cancellation; try again later"
+            ),
+        };
+        loop {
+            let notified = group.abandoned.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if let Ok(guard) = group.lock.clone().try_lock_owned() {
+                return Ok(GroupHold::new(group.clone(), guard));
+            }
+            if group.is_abandoned() {
+                return Err(overloaded());
+            }
+            tokio::select! {
+                guard = group.lock.clone().lock_owned() => {
+                    return Ok(GroupHold::new(group.clone(), guard));
+                }
+                () = &mut notified => continue,
+                () = inv.cancel.cancelled() => return Err(CallError::Cancelled),
+            }
+        }
+    }
+}
 
 impl Layer for GroupLayer {
     fn call<'a>(&'a self, inv: &'a mut Invocation, next: Next<'a>) -> BoxFuture<'a, CallResult> {
         Box::pin(async move {
-            match inv.settings.sequential_group.clone() {
-                Some((_, lock)) => {
-                    let _held = lock.lock().await;
-                    next.run(inv).await
-                }
-                None => next.run(inv).await,
+            let Some((name, group)) = inv.settings.sequential_group.clone() else {
+                return next.run(inv).await;
+            };
+            let asked = std::time::Instant::now();
+            let hold = GroupLayer::acquire(&group, &name, inv).await?;
+            let id = hold.id;
+            inv.start_after_wait(asked.elapsed());
+            let hold: crate::tool::Hold = Arc::new(hold);
+            let alive = Arc::downgrade(&hold);
+            inv.hold = Some(hold);
+            let result = next.run(inv).await;
+            // Released here unless the tool still holds it on its own thread.
+            inv.hold = None;
+            if alive.strong_count() > 0 {
+                group.abandon(id);
             }
+            result
         })
     }
 }
@@ -250,7 +386,7 @@ impl Endpoint {
     pub(crate) fn call<'b>(&'b self, inv: &'b mut Invocation) -> BoxFuture<'b, CallResult> {
         Box::pin(async move {
             let Some(tool) = inv.tool.clone() else {
-                return self.unknown(inv);
+                return self.unknown(inv).await;
             };
             let ctx = ToolContext {
                 session: inv.session.clone(),
@@ -258,6 +394,9 @@ impl Endpoint {
                 model_name: inv.model_name.clone(),
                 cancel: inv.cancel.clone(),
                 progress: inv.progress.clone(),
+                // The group layer keeps its own handle until the future ends; an adapter that
+                // runs the call on a thread keeps this one there until the call returns.
+                hold: inv.hold.clone(),
             };
             let args = std::mem::take(&mut inv.args);
             let started = std::panic::catch_unwind(AssertUnwindSafe(|| tool.call(ctx, args)));
@@ -285,6 +424,10 @@ impl Endpoint {
                         tool: inv.tool_name.clone(),
                         message: e.message,
                     },
+                    ToolErrorKind::Overloaded => CallError::Overloaded {
+                        tool: inv.tool_name.clone(),
+                        message: e.message,
+                    },
                     ToolErrorKind::Coded(kind) => CallError::Store {
                         tool: inv.tool_name.clone(),
                         kind,
@@ -299,17 +442,18 @@ impl Endpoint {
         })
     }
 
-    fn unknown(&self, inv: &mut Invocation) -> CallResult {
+    async fn unknown(&self, inv: &mut Invocation) -> CallResult {
         let suggestions = (self.suggest)(&inv.model_name);
         let view = view(inv);
         if let Some(text) = self
             .scripts
             .unknown_tool(view, &suggestions, inv.deadline, &inv.cancel)
+            .await
             .map_err(|e| past_deadline(inv, e))?
         {
             return Ok(Reply::new(ToolOutput::Text(text)));
         }
-        let mut message = format!("unknown tool {:?}.", inv.model_name);
+        let mut message = format!("unknown tool {:?}.", cut_name(&inv.model_name));
         if !suggestions.is_empty() {
             message.push_str(&format!(" Did you mean: {}?", suggestions.join(", ")));
         }

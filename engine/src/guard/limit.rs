@@ -7,6 +7,8 @@
 //!   the cap is reached gets the marker and later text parts are dropped.
 //! * Streams: chunks are read under the call's timeout; the cap counts across chunks; the chunk
 //!   where the cap is reached gets the marker and the stream is dropped (closed) at once.
+//! * Errors (G3): the whole text the model reads (`Error: ...`) is held to the same cap; the
+//!   error's free text (the tool's message) is cut and marked, its kind stays.
 
 use std::panic::AssertUnwindSafe;
 
@@ -72,11 +74,14 @@ pub struct LimitLayer {
 impl Layer for LimitLayer {
     fn call<'a>(&'a self, inv: &'a mut Invocation, next: Next<'a>) -> BoxFuture<'a, CallResult> {
         Box::pin(async move {
-            let mut reply = next.run(inv).await?;
             let cap = if self.reduction {
                 None
             } else {
                 u64::try_from(inv.settings.max_result_chars).ok()
+            };
+            let mut reply = match next.run(inv).await {
+                Ok(reply) => reply,
+                Err(err) => return Err(cap_error(err, cap, inv)),
             };
             let output = std::mem::replace(&mut reply.output, ToolOutput::Text(String::new()));
             let (output, chars, truncated) = match output {
@@ -99,6 +104,34 @@ impl Layer for LimitLayer {
             Ok(reply)
         })
     }
+}
+
+/// More than the fixed words of any error message take, in bytes.
+const FIXED_WORDS_BYTES: u64 = 512;
+
+/// Holds the text the model reads for `err` to `cap` characters by cutting the error's free
+/// text; the fixed words around it are kept.
+fn cap_error(mut err: CallError, cap: Option<u64>, inv: &mut Invocation) -> CallError {
+    let Some(cap) = cap else { return err };
+    // Fast path: the fixed words around the free text are short (a tool name, a few words),
+    // so a free text well under the cap needs no counting.
+    let Some(text) = err.text_mut() else {
+        return err;
+    };
+    if (text.len() as u64).saturating_add(FIXED_WORDS_BYTES) <= cap {
+        return err;
+    }
+    let text_chars = text.chars().count() as u64;
+    let all_chars = super::error_text(&err).chars().count() as u64;
+    if all_chars <= cap {
+        return err;
+    }
+    let room = cap.saturating_sub(all_chars - text_chars);
+    if let Some(text) = err.text_mut() {
+        let (_, cut) = cap_text(text, Some(room));
+        inv.error_sizing.truncated = cut;
+    }
+    err
 }
 
 async fn read_stream(

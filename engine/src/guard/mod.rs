@@ -4,19 +4,21 @@
 //! [`Layer`]s, outermost first, and ends at the endpoint (the tool, or the unknown-tool answer):
 //!
 //! ```text
-//! after hook ─ reduce ─ timeout ─ limit ─ arguments ─ visibility ─ rules ─ rewrite ─ before ─ group ─ endpoint
+//! after hook ─ reduce ─ group ─ timeout ─ limit ─ arguments ─ visibility ─ rules ─ rewrite ─ before ─ endpoint
 //! ```
 //!
 //! * **after hook** (G6, G7) sees the final outcome; its failure is an `error` event.
 //! * **reduce** (R1, R2, R9; when reduction is on) offloads large results to the store.
-//! * **timeout** (G2) starts with the guard, covers everything inside, cancels the call's token
-//!   and drops the tool's future at the deadline.
+//! * **group** serialises calls that share a `sequential_group`; its wait is queue time, so it
+//!   sits outside the timeout, and a member holds the lock until it really returns.
+//! * **timeout** (G2) starts once the call runs (after any wait for a concurrency slot or group
+//!   lock, reported as `queued`), covers everything inside, cancels the call's token and drops
+//!   the tool's future at the deadline.
 //! * **limit** (G3-G5) reads streams and caps text by Unicode characters.
 //! * **arguments** (D2) parses the JSON arguments and renames argument aliases.
 //! * **visibility** (S4) refuses catalog tools that were not found yet.
 //! * **rules** (G1) checks the declarative allow/deny rules, before any script.
 //! * **rewrite** (D2, D3) and **before** (G1) run the policy scripts.
-//! * **group** serialises calls that share a `sequential_group`.
 //!
 //! A feature that needs to see a call is a layer here, not an `if` in the dispatcher. The
 //! [`Guard`] wraps the chain with the `tracing` span, the start and end events (E1), the
@@ -36,8 +38,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 pub use layers::{
-    AfterHookLayer, ArgAliases, ArgumentsLayer, BeforeLayer, Endpoint, GroupLayer, RewriteLayer,
-    Suggest, TimeoutLayer,
+    AfterHookLayer, ArgAliases, ArgumentsLayer, BeforeLayer, Endpoint, GroupLayer, GroupLock,
+    RewriteLayer, Suggest, TimeoutLayer,
 };
 pub use limit::{LimitLayer, TRUNCATION_MARKER, cap_parts, cap_text};
 pub use rules::{CompiledRules, RulesLayer};
@@ -62,10 +64,17 @@ pub struct Invocation {
     pub args: serde_json::Value,
     pub session: Option<String>,
     pub settings: Arc<ToolSettings>,
-    /// When the guard started.
+    /// When the call started running: after any wait for a concurrency slot or its group's
+    /// lock (G2).
     pub started: Instant,
     /// `started` + the timeout, if any.
     pub deadline: Option<Instant>,
+    /// Time spent waiting for a concurrency slot and the group's lock, apart from the run.
+    pub queued: Duration,
+    /// The group lock the call holds (set by the group layer, handed to the tool).
+    pub hold: Option<crate::tool::Hold>,
+    /// Set when the error text was cut or offloaded (G3, R1).
+    pub error_sizing: ErrorSizing,
     /// Fires on timeout or when the turn is cancelled.
     pub cancel: CancellationToken,
     pub progress: Option<ProgressFn>,
@@ -75,6 +84,23 @@ impl Invocation {
     pub fn is_known(&self) -> bool {
         self.tool.is_some()
     }
+
+    /// The call waited `waited` (for a slot or a lock) and starts running now: the wait is
+    /// reported as queue time and the timeout starts from here (G2).
+    pub fn start_after_wait(&mut self, waited: Duration) {
+        self.queued += waited;
+        self.started = Instant::now();
+        self.deadline = self.settings.timeout.map(|t| self.started + t);
+    }
+}
+
+/// What happened to an error's text on its way out (G3, R1).
+#[derive(Debug, Clone, Default)]
+pub struct ErrorSizing {
+    /// The text was cut at the cap and marked.
+    pub truncated: bool,
+    /// The text was offloaded whole under this id; the error carries the notice.
+    pub result_id: Option<String>,
 }
 
 /// What the chain produces on success.
@@ -148,8 +174,10 @@ pub struct Outcome {
     pub truncated: bool,
     /// Unicode characters of text kept (marker excluded).
     pub output_chars: u64,
-    /// From guard start to final result (G7).
+    /// From the start of the run to the final result (G7), queue time excluded.
     pub duration: Duration,
+    /// Time spent waiting for a concurrency slot and a group lock before the run (G2).
+    pub queued: Duration,
     /// The stored result's id when the output was offloaded (R1).
     pub result_id: Option<String>,
 }
@@ -278,6 +306,7 @@ impl Guard {
 /// Turns the chain's result into the outcome.
 pub(crate) fn outcome_of(inv: &Invocation, result: CallResult) -> Outcome {
     let duration = inv.started.elapsed();
+    let queued = inv.queued;
     let base = |content, error, truncated, chars, result_id| Outcome {
         call_id: inv.call_id.clone(),
         model_name: inv.model_name.clone(),
@@ -288,6 +317,7 @@ pub(crate) fn outcome_of(inv: &Invocation, result: CallResult) -> Outcome {
         truncated,
         output_chars: chars,
         duration,
+        queued,
         result_id,
     };
     match result {
@@ -317,8 +347,18 @@ pub(crate) fn outcome_of(inv: &Invocation, result: CallResult) -> Outcome {
         }
         Err(err) => {
             let text = error_text(&err);
-            let chars = text.chars().count() as u64;
-            base(Content::Text(text), Some(err), false, chars, None)
+            let sizing = &inv.error_sizing;
+            let mut chars = text.chars().count() as u64;
+            if sizing.truncated {
+                chars = chars.saturating_sub(TRUNCATION_MARKER.chars().count() as u64);
+            }
+            base(
+                Content::Text(text),
+                Some(err),
+                sizing.truncated,
+                chars,
+                sizing.result_id.clone(),
+            )
         }
     }
 }

@@ -1,0 +1,196 @@
+//! Issue #9's resource items through the engine: queue time apart from the timeout (G2), a
+//! sequential group held until its member really returns, scripts off the runtime under their
+//! own bound.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::json;
+use toolgate::events::EventKind;
+use toolgate::{Engine, Policy};
+
+fn testkit(yaml: &str) -> Engine {
+    let dir = tempfile::tempdir().unwrap();
+    let policy: Policy = yaml_policy(
+        &format!("version: 1\nplugins:\n  - name: testkit\n{yaml}"),
+        dir.path(),
+    );
+    Engine::builder(policy).build().expect("testkit loads")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g2_the_timeout_starts_after_the_wait_for_a_concurrency_slot() {
+    let ends = Arc::new(Mutex::new(Vec::new()));
+    let seen = ends.clone();
+    let policy = policy_with(|p| {
+        p.dispatch.concurrency = Some(1);
+        p.dispatch.timeout = Some(Duration::from_millis(500));
+    });
+    let engine = Engine::builder(policy)
+        .tool(sleeper("nap"))
+        .on_event(move |e| {
+            if let EventKind::End { outcome } = &e.kind {
+                seen.lock()
+                    .unwrap()
+                    .push((e.call_id.clone(), outcome.queued_ms));
+            }
+        })
+        .build()
+        .unwrap();
+    let s = engine.session(None).unwrap();
+    let calls: Vec<_> = ["a", "b", "c"]
+        .iter()
+        .map(|id| call(id, "nap", json!({"ms": 300})))
+        .collect();
+    let outcomes = engine.dispatch(&s, &calls).await.unwrap();
+    for o in &outcomes {
+        assert!(!o.is_error(), "{o:?}");
+        assert!(o.duration < Duration::from_millis(500), "{o:?}");
+    }
+    let mut queued: Vec<Duration> = outcomes.iter().map(|o| o.queued).collect();
+    queued.sort();
+    assert!(
+        queued[2] >= Duration::from_millis(550),
+        "the last call waited two runs: {queued:?}"
+    );
+    let ends = ends.lock().unwrap();
+    assert_eq!(ends.len(), 3);
+    assert!(
+        ends.iter().any(|(_, q)| *q >= 550.0),
+        "end events carry queued_ms: {ends:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_after_hook_sees_the_queue_time() {
+    let messages = Arc::new(Mutex::new(Vec::new()));
+    let seen = messages.clone();
+    let policy = policy_with(|p| {
+        p.dispatch.concurrency = Some(1);
+        p.scripts.after = Some(script("throw `queued ${outcome.queued_ms}`;"));
+    });
+    let engine = Engine::builder(policy)
+        .tool(sleeper("nap"))
+        .on_event(move |e| {
+            if let EventKind::Error { message, .. } = &e.kind {
+                seen.lock().unwrap().push(message.clone());
+            }
+        })
+        .build()
+        .unwrap();
+    let s = engine.session(None).unwrap();
+    let calls = [
+        call("a", "nap", json!({"ms": 200})),
+        call("b", "nap", json!({"ms": 200})),
+    ];
+    engine.dispatch(&s, &calls).await.unwrap();
+    let messages = messages.lock().unwrap();
+    let queued: Vec<f64> = messages
+        .iter()
+        .filter_map(|m| m.split("queued ").nth(1))
+        .filter_map(|n| {
+            n.trim_end_matches(|c: char| !c.is_ascii_digit())
+                .parse()
+                .ok()
+        })
+        .collect();
+    assert_eq!(queued.len(), 2, "{messages:?}");
+    assert!(queued.iter().any(|q| *q >= 150.0), "{messages:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_stays_locked_while_a_timed_out_member_still_runs() {
+    let engine = testkit(
+        "dispatch: {timeout: 300ms}\ntools:\n  stubborn_sleep: {sequential_group: g}\n  echo: {sequential_group: g}\n",
+    );
+    let s = engine.session(None).unwrap();
+    let o = one(&engine, "stubborn_sleep", json!({"ms": 1200})).await;
+    assert_eq!(o.error_kind(), Some("timeout"), "{o:?}");
+    // The stubborn member still runs: another member must not run beside it.
+    let o = engine
+        .call(&s, &call("c2", "echo", json!({"text": "hi"})))
+        .await;
+    assert_eq!(o.error_kind(), Some("overloaded"), "{o:?}");
+    assert!(o.content.text().contains("\"g\""), "{o:?}");
+    // Once it has returned, the group is free again.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let o = engine
+        .call(&s, &call("c3", "echo", json!({"text": "hi"})))
+        .await;
+    assert_eq!(o.content.text(), "hi", "{o:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_waiting_for_its_group_is_told_when_the_holder_is_abandoned() {
+    let engine = testkit(
+        "dispatch: {timeout: 300ms}\ntools:\n  stubborn_sleep: {sequential_group: g}\n  echo: {sequential_group: g}\n",
+    );
+    let s = engine.session(None).unwrap();
+    let calls = [
+        call("slow", "stubborn_sleep", json!({"ms": 1000})),
+        call("next", "echo", json!({"text": "hi"})),
+    ];
+    let started = Instant::now();
+    let outcomes = engine.dispatch(&s, &calls).await.unwrap();
+    assert_eq!(outcomes[0].error_kind(), Some("timeout"));
+    assert_eq!(
+        outcomes[1].error_kind(),
+        Some("overloaded"),
+        "{:?}",
+        outcomes[1]
+    );
+    assert!(
+        started.elapsed() < Duration::from_millis(900),
+        "the waiting member is answered when the holder times out, not when it returns"
+    );
+    tokio::time::sleep(Duration::from_millis(800)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_after_hooks_of_parallel_calls_do_not_block_the_runtime() {
+    let policy = policy_with(|p| {
+        p.dispatch.script_timeout = Duration::from_millis(300);
+        p.scripts.after = Some(script("loop { }"));
+    });
+    let engine = Engine::builder(policy).tool(echo("echo")).build().unwrap();
+    let s = engine.session(None).unwrap();
+    let calls: Vec<_> = (0..11)
+        .map(|i| call(&format!("c{i}"), "echo", json!({"text": "x"})))
+        .collect();
+    let started = Instant::now();
+    let outcomes = engine.dispatch(&s, &calls).await.unwrap();
+    assert!(outcomes.iter().all(|o| !o.is_error()));
+    assert!(
+        started.elapsed() < Duration::from_millis(1500),
+        "11 after hooks of 300 ms took {:?}: they ran on the runtime's 2 workers",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn a_before_script_with_no_call_timeout_stops_at_its_own_bound() {
+    let policy = policy_with(|p| {
+        p.dispatch.timeout = None;
+        p.dispatch.script_timeout = Duration::from_millis(200);
+        // Few operations, each slow: the operation limit alone would let it run for minutes.
+        p.scripts.before = Some(script(
+            "let s = \"ab\"; while s.len() < 500000 { s += s; } loop { s = s.to_upper(); s = s.to_lower(); }",
+        ));
+    });
+    let engine = Engine::builder(policy).tool(echo("echo")).build().unwrap();
+    let started = Instant::now();
+    let o = one(&engine, "echo", json!({"text": "x"})).await;
+    assert_eq!(o.error_kind(), Some("tool_policy_panic"), "{o:?}");
+    assert!(o.content.text().contains("200ms"), "{o:?}");
+    assert!(started.elapsed() < Duration::from_secs(2));
+}
+
+#[test]
+fn a_script_timeout_of_zero_fails_the_build() {
+    let policy = policy_with(|p| p.dispatch.script_timeout = Duration::ZERO);
+    let err = Engine::builder(policy).build().unwrap_err();
+    assert!(err.to_string().contains("dispatch.script_timeout"), "{err}");
+}
