@@ -176,6 +176,12 @@ pub struct Rule {
     /// Top-level argument name -> glob that the argument's value (a string, or a number or
     /// boolean in its JSON text) must match. A missing argument does not match.
     pub args: BTreeMap<String, String>,
+    /// Top-level argument name -> path glob that the argument, read as a path relative to the
+    /// tool's root and normalised (`.`, `..`, repeated and trailing slashes resolved), must
+    /// match. See [`crate::glob::PathGlob`] and [`crate::glob::normalize_path`]. A path that
+    /// cannot be normalised (absolute, climbing above the root, holding a NUL byte, not a
+    /// string) makes the call denied whenever a rule with such a condition applies to it.
+    pub paths: BTreeMap<String, String>,
     /// Session ids or globs; empty = any session.
     pub sessions: Vec<String>,
     /// Told to the model when a deny rule matches.
