@@ -174,6 +174,9 @@ fn validate(args: ValidateArgs) -> Result<Output, CliError> {
     for path in &paths {
         match load_engine(path.as_deref()) {
             Ok((engine, name)) => {
+                for warning in engine.warnings() {
+                    tracing::warn!("{name}: {warning}");
+                }
                 if !stdout.is_empty() {
                     stdout.push('\n');
                 }
@@ -585,6 +588,7 @@ fn explain(args: ExplainArgs) -> Result<Output, CliError> {
             map.insert("known_tool".into(), json!(resolved.is_some()));
             map.insert("model_name".into(), json!(args.tool));
             map.insert("source".into(), json!(source));
+            map.insert("order".into(), json!(toolgate::guard::CHECK_ORDER));
         }
         return ok(to_json_line(&value, true));
     }
@@ -614,16 +618,33 @@ fn explain(args: ExplainArgs) -> Result<Output, CliError> {
         e.timeout.clone().unwrap_or_else(|| "none".into()),
         &e.timeout_from,
     );
-    row(
-        &mut s,
-        "max_result_chars",
-        if e.max_result_chars < 0 {
-            "unlimited".into()
-        } else {
-            e.max_result_chars.to_string()
-        },
-        &e.max_result_chars_from,
-    );
+    match (&e.max_result_bytes, &e.max_result_bytes_from) {
+        (Some(bytes), Some(from)) => row(
+            &mut s,
+            "max_result_bytes",
+            bytes.to_string(),
+            &format!(
+                "{from} (reduction is on: larger results are offloaded; max_result_chars does not apply)"
+            ),
+        ),
+        _ if !e.max_result_chars_applies => {
+            let _ = writeln!(
+                s,
+                "  {:<17} {:<12} (a built-in under reduction: its output is never reduced or cut)",
+                "result size", "unlimited"
+            );
+        }
+        _ => row(
+            &mut s,
+            "max_result_chars",
+            if e.max_result_chars < 0 {
+                "unlimited".into()
+            } else {
+                e.max_result_chars.to_string()
+            },
+            &e.max_result_chars_from,
+        ),
+    }
     row(
         &mut s,
         "sequential_group",
@@ -644,6 +665,7 @@ fn explain(args: ExplainArgs) -> Result<Output, CliError> {
             e.rules_from.join(", ")
         }
     );
+    let _ = writeln!(s, "  {:<17} {}", "order", toolgate::guard::CHECK_ORDER);
     let _ = writeln!(
         s,
         "  {:<17} {}",
