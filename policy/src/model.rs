@@ -37,11 +37,13 @@ pub struct Policy {
     pub name_profile: NameProfile,
     /// Dispatch defaults for every tool.
     pub dispatch: DispatchSettings,
-    /// Per-tool overrides, in file order. The most specific match wins (G8).
+    /// Per-tool overrides, in file order. They merge field by field, each setting from the most
+    /// specific match that sets it; the rules of every match apply (G8).
     pub tools: Vec<ToolOverride>,
     /// Tool-name and argument-name aliases, keyed by the real tool name.
     pub aliases: BTreeMap<String, AliasSpec>,
-    /// Declarative allow/deny rules, checked before any script (G1).
+    /// Declarative allow/deny rules, checked on the final arguments: after aliases and the
+    /// rewrite script, before the before hook (G1).
     pub rules: Rules,
     /// Rhai scripts, one per hook.
     pub scripts: Scripts,
