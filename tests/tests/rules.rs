@@ -263,3 +263,17 @@ fn g8_overrides_merge_field_by_field_and_every_matching_rule_applies() {
     let o = read_with_example(dir.path(), "key.pem");
     assert_eq!(o["error_kind"], "denied", "{o}");
 }
+
+#[test]
+fn an_absolute_path_glob_is_an_error_at_its_position() {
+    let (_dir, policy) = policy_file(
+        "version: 1\nrules:\n  deny:\n    - paths: { path: \"/etc/*\" }\n",
+    );
+    let run = toolgate(&["validate", &policy]);
+    run.assert_code(3);
+    assert!(
+        run.stderr.contains(&format!("{policy}:4:16: rules.deny[0].paths.path"))
+            && run.stderr.contains("leading /"),
+        "{run:#?}"
+    );
+}
