@@ -436,7 +436,12 @@ impl Engine {
                 Some(s) => s.explanation.clone(),
                 None => self.inner.resolver.resolve(r.name).explanation,
             },
-            None => self.inner.resolver.resolve(tool).explanation,
+            None => {
+                // D4: an unknown name takes the unknown-tool path, which no rule judges.
+                let mut e = self.inner.resolver.resolve(tool).explanation;
+                e.rules_from.clear();
+                e
+            }
         }
     }
 

@@ -229,7 +229,11 @@ impl SettingsResolver {
         }
         for o in &self.overrides {
             if o.rules.is_some() && o.pattern.is_literal() && o.spec.pattern == tool {
-                found.push(format!("{}tools.{:?}.rules", At(o.spec.position.clone()), tool));
+                found.push(format!(
+                    "{}tools.{:?}.rules",
+                    At(o.spec.position.clone()),
+                    tool
+                ));
             }
         }
         found

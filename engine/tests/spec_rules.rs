@@ -83,11 +83,18 @@ async fn g1_a_paths_rule_denies_every_spelling_of_a_protected_path() {
     ] {
         let o = one(&engine, "show", json!({ "path": path })).await;
         assert_eq!(o.error_kind(), Some("denied"), "{path:?}: {:?}", o.content);
-        assert!(o.content.text().contains("secrets are off limits"), "{path:?}");
+        assert!(
+            o.content.text().contains("secrets are off limits"),
+            "{path:?}"
+        );
     }
     for path in ["docs/x", "secrets", "docs/secrets/x", "sub/../docs/x"] {
         let o = one(&engine, "show", json!({ "path": path })).await;
-        assert!(!o.is_error(), "{path:?} is not under secrets/: {:?}", o.content);
+        assert!(
+            !o.is_error(),
+            "{path:?} is not under secrets/: {:?}",
+            o.content
+        );
     }
 }
 
@@ -128,7 +135,11 @@ async fn g1_a_path_rule_of_another_tool_does_not_judge_this_one() {
 async fn g1_an_allow_paths_rule_admits_only_paths_that_stay_inside() {
     let p = policy_with(|p| p.rules.allow.push(paths_rule("path", "docs/**")));
     let engine = Engine::builder(p).tool(show_args("show")).build().unwrap();
-    assert!(!one(&engine, "show", json!({"path": "./docs//a.md"})).await.is_error());
+    assert!(
+        !one(&engine, "show", json!({"path": "./docs//a.md"}))
+            .await
+            .is_error()
+    );
     for path in ["docs/../secrets/x", "docs", "other/docs/a"] {
         let o = one(&engine, "show", json!({ "path": path })).await;
         assert_eq!(o.error_kind(), Some("denied"), "{path:?}");
@@ -146,7 +157,11 @@ async fn d4_an_allow_list_does_not_turn_an_unknown_name_into_a_denial() {
     let engine = Engine::builder(p).tool(echo("echo")).build().unwrap();
     let o = one(&engine, "ecko", json!({})).await;
     assert_eq!(o.error_kind(), Some("unknown_tool"), "{:?}", o.content);
-    assert!(o.content.text().contains("echo"), "suggests: {:?}", o.content);
+    assert!(
+        o.content.text().contains("echo"),
+        "suggests: {:?}",
+        o.content
+    );
 }
 
 fn fs_only() -> Rules {
@@ -173,7 +188,10 @@ async fn d5_an_allow_list_does_not_hide_read_tool_result_from_the_offload_notice
         });
         p.rules = fs_only();
     });
-    let engine = Engine::builder(policy).tool(echo("fs.echo")).build().unwrap();
+    let engine = Engine::builder(policy)
+        .tool(echo("fs.echo"))
+        .build()
+        .unwrap();
     let text = "x".repeat(300);
     let o = one(&engine, "fs.echo", json!({ "text": text })).await;
     let id = o.result_id.clone().expect("offloaded");
@@ -189,7 +207,10 @@ async fn d5_an_allow_list_does_not_hide_tool_search() {
         p.search = Some(SearchSettings::default());
         p.rules = fs_only();
     });
-    let engine = Engine::builder(policy).tool(echo("fs.echo")).build().unwrap();
+    let engine = Engine::builder(policy)
+        .tool(echo("fs.echo"))
+        .build()
+        .unwrap();
     let o = one(&engine, "tool_search", json!({"query": "echo"})).await;
     assert_ne!(o.error_kind(), Some("denied"), "{:?}", o.content);
 }
@@ -232,11 +253,20 @@ async fn g8_a_more_specific_override_adds_to_the_rules_and_never_drops_them() {
     exact.timeout = Some(None);
     exact.rules.deny.push(paths_rule("path", ".env"));
     let p = policy_with(|p| p.tools = vec![glob, exact]);
-    let engine = Engine::builder(p).tool(show_args("fs.show")).build().unwrap();
+    let engine = Engine::builder(p)
+        .tool(show_args("fs.show"))
+        .build()
+        .unwrap();
     let e = engine.explain("fs.show");
     assert_eq!(e.timeout, None, "from the exact override");
-    assert_eq!(e.max_result_chars, 5, "field by field: the glob's cap stays");
-    assert_eq!(e.rules_from, ["tools.\"fs.*\".rules", "tools.\"fs.show\".rules"]);
+    assert_eq!(
+        e.max_result_chars, 5,
+        "field by field: the glob's cap stays"
+    );
+    assert_eq!(
+        e.rules_from,
+        ["tools.\"fs.*\".rules", "tools.\"fs.show\".rules"]
+    );
     for path in ["key.pem", "sub/.env"] {
         let o = one(&engine, "fs.show", json!({ "path": path })).await;
         assert_eq!(o.error_kind(), Some("denied"), "{path:?}");
@@ -262,4 +292,17 @@ async fn g8_explain_under_reduction_names_the_offload_size_not_the_character_cap
     );
     let reader = engine.explain("read_tool_result");
     assert_eq!(reader.max_result_bytes, None, "its output is never reduced");
+}
+
+#[tokio::test]
+async fn d4_explain_lists_no_rules_for_an_unknown_name() {
+    let p = policy_with(|p| {
+        p.rules.allow.push(Rule {
+            tools: vec!["echo".into()],
+            ..Rule::default()
+        })
+    });
+    let engine = Engine::builder(p).tool(echo("echo")).build().unwrap();
+    assert_eq!(engine.explain("echo").rules_from, ["rules"]);
+    assert!(engine.explain("ecko").rules_from.is_empty());
 }

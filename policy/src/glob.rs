@@ -420,7 +420,11 @@ mod tests {
 
     #[test]
     fn a_path_glob_is_normalised_and_refuses_absolute_or_climbing_patterns() {
-        assert!(PathGlob::new("./secrets/").expect("valid").is_match("secrets/x"));
+        assert!(
+            PathGlob::new("./secrets/")
+                .expect("valid")
+                .is_match("secrets/x")
+        );
         let abs = PathGlob::new("/etc/*").expect_err("absolute");
         assert!(abs.to_string().contains("leading /"), "{abs}");
         assert!(PathGlob::new("a/../b").is_err());

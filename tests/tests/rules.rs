@@ -85,11 +85,17 @@ fn the_fs_readonly_example_refuses_paths_it_cannot_normalise() {
 #[test]
 fn the_fs_readonly_example_still_reads_ordinary_files() {
     let dir = project();
-    for path in ["docs/readme.md", "./docs//readme.md", "sub/../docs/readme.md"] {
+    for path in [
+        "docs/readme.md",
+        "./docs//readme.md",
+        "sub/../docs/readme.md",
+    ] {
         let o = read_with_example(dir.path(), path);
         assert_eq!(o["is_error"], false, "{path:?}: {o}");
         assert!(
-            o["content"].as_str().is_some_and(|c| c.contains("hello docs")),
+            o["content"]
+                .as_str()
+                .is_some_and(|c| c.contains("hello docs")),
             "{path:?}: {o}"
         );
     }
@@ -120,7 +126,9 @@ fn a_rewrite_cannot_turn_a_denied_call_into_an_allowed_one() {
     let o = run.json();
     assert_eq!(o["error_kind"], "denied", "{o}");
     assert!(
-        o["content"].as_str().is_some_and(|c| c.contains("secrets are off limits")),
+        o["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("secrets are off limits")),
         "{o}"
     );
 }
@@ -155,7 +163,10 @@ fn an_allow_list_does_not_hide_read_tool_result_under_reduction() {
     let o = run.json();
     assert_eq!(o["tool_name"], "read_tool_result", "{o}");
     assert_ne!(o["error_kind"], "denied", "the built-in is callable: {o}");
-    assert_eq!(o["error_kind"], "not_found", "it ran and looked the id up: {o}");
+    assert_eq!(
+        o["error_kind"], "not_found",
+        "it ran and looked the id up: {o}"
+    );
 }
 
 #[test]
@@ -188,7 +199,12 @@ fn validate_does_not_warn_when_no_rule_names_a_built_in() {
 #[test]
 fn explain_states_the_order_in_which_arguments_are_rewritten_and_judged() {
     let policy = repo_path("policies/examples/fs-readonly.yaml");
-    let run = toolgate(&["explain", "--policy", policy.to_str().unwrap(), "fs.read_file"]);
+    let run = toolgate(&[
+        "explain",
+        "--policy",
+        policy.to_str().unwrap(),
+        "fs.read_file",
+    ]);
     run.assert_code(0);
     let order = run
         .stdout
@@ -218,9 +234,17 @@ fn explain_under_reduction_shows_the_offload_size_not_the_character_cap() {
     let e = run.json();
     assert_eq!(e["max_result_chars_applies"], false, "{e}");
     assert_eq!(e["max_result_bytes"], 50000, "{e}");
-    assert_eq!(e["max_result_bytes_from"], "reduction.max_result_bytes", "{e}");
+    assert_eq!(
+        e["max_result_bytes_from"], "reduction.max_result_bytes",
+        "{e}"
+    );
 
-    let text = toolgate(&["explain", "--policy", policy.to_str().unwrap(), "fs.read_file"]);
+    let text = toolgate(&[
+        "explain",
+        "--policy",
+        policy.to_str().unwrap(),
+        "fs.read_file",
+    ]);
     text.assert_code(0);
     assert!(
         text.stdout.contains("max_result_bytes") && text.stdout.contains("50000"),
@@ -253,7 +277,10 @@ fn g8_overrides_merge_field_by_field_and_every_matching_rule_applies() {
     assert_eq!(e["timeout"], "10s", "{e}");
     assert_eq!(e["timeout_from"], "tools.\"fs.read_file\".timeout");
     assert_eq!(e["max_result_chars"], 20000, "{e}");
-    assert_eq!(e["max_result_chars_from"], "tools.\"fs.*\".max_result_chars");
+    assert_eq!(
+        e["max_result_chars_from"],
+        "tools.\"fs.*\".max_result_chars"
+    );
     assert_eq!(e["sequential_group"], "disk", "{e}");
     assert_eq!(
         e["rules_from"],
@@ -266,13 +293,13 @@ fn g8_overrides_merge_field_by_field_and_every_matching_rule_applies() {
 
 #[test]
 fn an_absolute_path_glob_is_an_error_at_its_position() {
-    let (_dir, policy) = policy_file(
-        "version: 1\nrules:\n  deny:\n    - paths: { path: \"/etc/*\" }\n",
-    );
+    let (_dir, policy) =
+        policy_file("version: 1\nrules:\n  deny:\n    - paths: { path: \"/etc/*\" }\n");
     let run = toolgate(&["validate", &policy]);
     run.assert_code(3);
     assert!(
-        run.stderr.contains(&format!("{policy}:4:16: rules.deny[0].paths.path"))
+        run.stderr
+            .contains(&format!("{policy}:4:16: rules.deny[0].paths.path"))
             && run.stderr.contains("leading /"),
         "{run:#?}"
     );

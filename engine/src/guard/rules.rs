@@ -80,7 +80,9 @@ impl CompiledRule {
 
     /// Whether the rule lists `tool` by its exact name.
     fn names(&self, tool: &str) -> bool {
-        self.tools.iter().any(|g| g.is_literal() && g.as_str() == tool)
+        self.tools
+            .iter()
+            .any(|g| g.is_literal() && g.as_str() == tool)
     }
 
     /// Whether the rule matches the call. `Err(reason)` when the rule applies to the call but
@@ -217,7 +219,8 @@ impl CompiledRules {
 
 /// The order in which a call's arguments are changed and judged, for `toolgate explain` and
 /// the docs: the rules and the before hook see exactly what the tool will receive.
-pub const CHECK_ORDER: &str = "argument aliases -> rewrite script -> rules (paths normalised) -> before hook -> tool";
+pub const CHECK_ORDER: &str =
+    "argument aliases -> rewrite script -> rules (paths normalised) -> before hook -> tool";
 
 /// The rules layer. It runs after the rewrite script, on the arguments the tool will receive.
 pub struct RulesLayer;
