@@ -173,6 +173,9 @@ fn validate(args: ValidateArgs) -> Result<Output, CliError> {
     for path in &paths {
         match load_engine(path.as_deref()) {
             Ok((engine, name)) => {
+                for warning in engine.warnings() {
+                    tracing::warn!("{name}: {warning}");
+                }
                 if !stdout.is_empty() {
                     stdout.push('\n');
                 }
@@ -607,6 +610,7 @@ fn explain(args: ExplainArgs) -> Result<Output, CliError> {
                 json!(real.clone().unwrap_or_else(|| args.tool.clone())),
             );
             map.insert("source".into(), json!(source));
+            map.insert("order".into(), json!(toolgate::guard::CHECK_ORDER));
         }
         return ok(to_json_line(&value, true));
     }
@@ -646,16 +650,33 @@ fn explain(args: ExplainArgs) -> Result<Output, CliError> {
         e.timeout.clone().unwrap_or_else(|| "none".into()),
         &e.timeout_from,
     );
-    row(
-        &mut s,
-        "max_result_chars",
-        if e.max_result_chars < 0 {
-            "unlimited".into()
-        } else {
-            e.max_result_chars.to_string()
-        },
-        &e.max_result_chars_from,
-    );
+    match (&e.max_result_bytes, &e.max_result_bytes_from) {
+        (Some(bytes), Some(from)) => row(
+            &mut s,
+            "max_result_bytes",
+            bytes.to_string(),
+            &format!(
+                "{from} (reduction is on: larger results are offloaded; max_result_chars does not apply)"
+            ),
+        ),
+        _ if !e.max_result_chars_applies => {
+            let _ = writeln!(
+                s,
+                "  {:<17} {:<12} (a built-in under reduction: its output is never reduced or cut)",
+                "result size", "unlimited"
+            );
+        }
+        _ => row(
+            &mut s,
+            "max_result_chars",
+            if e.max_result_chars < 0 {
+                "unlimited".into()
+            } else {
+                e.max_result_chars.to_string()
+            },
+            &e.max_result_chars_from,
+        ),
+    }
     row(
         &mut s,
         "sequential_group",
@@ -676,6 +697,7 @@ fn explain(args: ExplainArgs) -> Result<Output, CliError> {
             e.rules_from.join(", ")
         }
     );
+    let _ = writeln!(s, "  {:<17} {}", "order", toolgate::guard::CHECK_ORDER);
     let _ = writeln!(
         s,
         "  {:<17} {}",

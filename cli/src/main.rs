@@ -80,7 +80,9 @@ Examples:
   toolgate validate policies/*.yaml policies/examples/*.yaml
   toolgate validate            # the built-in default policy
 
-Problems are printed on stderr as `file:line:col: message`, one per line.
+Problems are printed on stderr as `file:line:col: message`, one per line. Warnings (the policy
+still works, exit 0) go to stderr too: a rule that can refuse a built-in tool a feature relies on
+(`read_tool_result` under reduction, `tool_search` under search) is named with its position.
 
 {EXIT_CODES}"))]
     Validate(ValidateArgs),
@@ -147,8 +149,12 @@ Examples:
   toolgate explain --policy policies/examples/fs-readonly.yaml fs.read_file --json
 
 TOOL may be the model-facing name, an alias or the real tool name; the first line shows both
-names when a name profile maps one to the other. Each setting (timeout, result cap, sequential
-group, rules) is shown with the policy key it comes from: the dispatch defaults, or the most specific matching entry under `tools:`.
+names when a name profile maps one to the other. Each setting (timeout, result cap, sequential group) is shown with the policy key it comes
+from: the dispatch defaults, or the most specific entry under `tools:` that sets it (entries
+merge field by field). Every matching rule group applies and is listed. Under reduction the
+result cap shown is the offload size (`reduction.max_result_bytes`), since `max_result_chars`
+does not apply. The `order` line says when arguments are rewritten and judged:
+argument aliases, rewrite script, rules, before hook, tool.
 
 {EXIT_CODES}"))]
     Explain(ExplainArgs),

@@ -265,7 +265,8 @@ impl EngineBuilder {
             }
         }
 
-        let resolver = SettingsResolver::new(&policy.dispatch, &policy.rules, &policy.tools)?;
+        let resolver = SettingsResolver::new(&policy.dispatch, &policy.rules, &policy.tools)?
+            .with_reduction(policy.reduction.as_ref().map(|r| r.max_result_bytes));
         let scripts = Arc::new(
             ScriptSet::compile(&policy.scripts, &self.script_limits)?
                 .with_timeout(policy.dispatch.script_timeout)?,
@@ -274,7 +275,11 @@ impl EngineBuilder {
         let mut settings = HashMap::new();
         let mut arg_aliases = HashMap::new();
         for (name, entry) in registry.entries() {
-            settings.insert(name.to_string(), Arc::new(resolver.resolve(name)));
+            let builtin = entry.source == ToolSource::Builtin;
+            settings.insert(
+                name.to_string(),
+                Arc::new(resolver.resolve_for(name, builtin)),
+            );
             if !entry.arg_aliases.is_empty() {
                 arg_aliases.insert(name.to_string(), entry.arg_aliases.clone());
             }
@@ -314,12 +319,14 @@ impl EngineBuilder {
         if let Some(v) = visibility {
             layers.push(Arc::new(v));
         }
-        layers.push(Arc::new(RulesLayer));
+        // G1: the rules judge the arguments the tool will receive, so they come after the
+        // rewrite (a rewrite can never turn a denied call into an allowed one unseen).
         if scripts.has(Hook::Rewrite) {
             layers.push(Arc::new(RewriteLayer {
                 scripts: scripts.clone(),
             }));
         }
+        layers.push(Arc::new(RulesLayer));
         if scripts.has(Hook::Before) {
             layers.push(Arc::new(BeforeLayer {
                 scripts: scripts.clone(),
@@ -466,16 +473,44 @@ impl Engine {
         }
     }
 
-    /// Which settings apply to a tool, and where each came from (G8). `tool` may be a
-    /// model-facing name, an alias or a real name.
+    /// Which settings apply to a tool, and where each came from (G8): exactly the settings a
+    /// call to it runs under. `tool` may be a model-facing name, an alias or a real name.
     pub fn explain(&self, tool: &str) -> Explanation {
-        let real = self
-            .inner
-            .registry
-            .lookup(tool)
-            .map(|r| r.name.to_string())
-            .unwrap_or_else(|| tool.to_string());
-        self.inner.resolver.resolve(&real).explanation
+        match self.inner.registry.lookup(tool) {
+            Some(r) => match self.inner.settings.get(r.name) {
+                Some(s) => s.explanation.clone(),
+                None => self.inner.resolver.resolve(r.name).explanation,
+            },
+            None => {
+                // D4: an unknown name takes the unknown-tool path, which no rule judges.
+                let mut e = self.inner.resolver.resolve(tool).explanation;
+                e.rules_from.clear();
+                e
+            }
+        }
+    }
+
+    /// Warnings about the policy that do not stop it from working: rules that can refuse a
+    /// built-in tool a feature relies on (the offload notices tell the model to call
+    /// `read_tool_result`; search needs `tool_search`).
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for name in reserved_names(&self.inner.policy) {
+            if self.inner.registry.get(name).is_none() {
+                continue;
+            }
+            for at in self.inner.resolver.rules_blocking_builtin(name) {
+                out.push(format!(
+                    "{at} can refuse calls to the built-in {name}, which {} relies on",
+                    if name == READ_TOOL_RESULT {
+                        "reduction"
+                    } else {
+                        "search"
+                    }
+                ));
+            }
+        }
+        out
     }
 
     /// A channel that receives every event from now on. Nothing is dropped: drain it.

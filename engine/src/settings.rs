@@ -2,13 +2,21 @@
 //! the per-tool overrides that match its name, least specific first, so each field comes from
 //! the most specific override that sets it. An exact name beats any glob; among globs, more
 //! literal characters beat fewer; on a tie, the later override in the file wins.
+//!
+//! Rules are the exception: they do not replace each other. The top-level rules and the rules
+//! of every matching override all apply, each group a gate of its own, so a more specific
+//! override can add rules but never drop a deny rule of a less specific one.
+//!
+//! Built-in tools that a feature turns on (`read_tool_result`, `tool_search`) are judged only by
+//! rules that name them exactly: a top-level rule whose `tools` lists the name, or the rules of
+//! an override whose key is the name.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use globset::{GlobBuilder, GlobMatcher};
 use serde::Serialize;
+use toolgate_policy::glob::Glob;
 use toolgate_policy::{DispatchSettings, ToolOverride};
 
 use crate::error::{At, BuildError, fmt_duration};
@@ -35,19 +43,24 @@ pub struct Explanation {
     pub matched: Vec<String>,
     pub timeout: Option<String>,
     pub timeout_from: String,
+    /// The configured character cap; see `max_result_chars_applies`.
     pub max_result_chars: i64,
     pub max_result_chars_from: String,
+    /// `false` while reduction is on: results are offloaded by size instead (R2).
+    pub max_result_chars_applies: bool,
+    /// While reduction is on: the size over which a result of this tool is offloaded (`None`
+    /// for the built-ins, whose output is never reduced again).
+    pub max_result_bytes: Option<u64>,
+    pub max_result_bytes_from: Option<String>,
     pub sequential_group: Option<String>,
     pub sequential_group_from: String,
-    /// Rule groups that apply: "policy rules", "tools.\"fs.*\".rules"...
+    /// Rule groups that apply: "rules", "tools.\"fs.*\".rules"...
     pub rules_from: Vec<String>,
 }
 
 struct CompiledOverride {
     spec: ToolOverride,
-    matcher: GlobMatcher,
-    literal: bool,
-    literal_chars: usize,
+    pattern: Glob,
     index: usize,
     rules: Option<Arc<CompiledRules>>,
 }
@@ -58,6 +71,8 @@ pub struct SettingsResolver {
     global_rules: Option<Arc<CompiledRules>>,
     overrides: Vec<CompiledOverride>,
     groups: HashMap<String, Arc<crate::guard::GroupLock>>,
+    /// `reduction.max_result_bytes` while reduction is on.
+    reduction_bytes: Option<u64>,
 }
 
 impl SettingsResolver {
@@ -82,20 +97,10 @@ impl SettingsResolver {
                     at,
                 });
             }
-            let matcher = GlobBuilder::new(&o.pattern)
-                .literal_separator(false)
-                .build()
-                .map_err(|e| BuildError::Setting {
-                    message: format!("tools: bad pattern {:?}: {e}", o.pattern),
-                    at: at.clone(),
-                })?
-                .compile_matcher();
-            let literal = !o.pattern.contains(['*', '?', '[', '{']);
-            let literal_chars = o
-                .pattern
-                .chars()
-                .filter(|c| !matches!(c, '*' | '?' | '[' | ']' | '{' | '}'))
-                .count();
+            let pattern = Glob::new(&o.pattern).map_err(|e| BuildError::Setting {
+                message: format!("tools: {e}"),
+                at: at.clone(),
+            })?;
             if let Some(g) = &o.sequential_group {
                 groups.entry(g.clone()).or_insert_with(Default::default);
             }
@@ -106,9 +111,7 @@ impl SettingsResolver {
             };
             compiled.push(CompiledOverride {
                 spec: o.clone(),
-                matcher,
-                literal,
-                literal_chars,
+                pattern,
                 index,
                 rules,
             });
@@ -123,23 +126,31 @@ impl SettingsResolver {
             global_rules,
             overrides: compiled,
             groups,
+            reduction_bytes: None,
         })
     }
 
-    /// The effective settings of `tool`.
+    /// Reduction is on and offloads results over `max_result_bytes` (R1, R2): the character
+    /// cap no longer applies, and `explain` says so.
+    pub fn with_reduction(mut self, max_result_bytes: Option<u64>) -> Self {
+        self.reduction_bytes = max_result_bytes;
+        self
+    }
+
+    /// The effective settings of the ordinary tool `tool`.
     pub fn resolve(&self, tool: &str) -> ToolSettings {
+        self.resolve_for(tool, false)
+    }
+
+    /// The effective settings of `tool`; `builtin` for a built-in tool that a feature turned on,
+    /// which only rules naming it exactly reach.
+    pub fn resolve_for(&self, tool: &str, builtin: bool) -> ToolSettings {
         let mut matching: Vec<&CompiledOverride> = self
             .overrides
             .iter()
-            .filter(|o| {
-                if o.literal {
-                    o.spec.pattern == tool
-                } else {
-                    o.matcher.is_match(tool)
-                }
-            })
+            .filter(|o| o.pattern.is_match(tool))
             .collect();
-        matching.sort_by_key(|o| (o.literal, o.literal_chars, o.index));
+        matching.sort_by_key(|o| (o.pattern.specificity(), o.index));
 
         let d = &self.defaults;
         let mut timeout = d.timeout;
@@ -151,8 +162,15 @@ impl SettingsResolver {
         let mut rules = Vec::new();
         let mut rules_from = Vec::new();
         if let Some(r) = &self.global_rules {
-            rules.push(r.clone());
-            rules_from.push("rules".to_string());
+            let r = if builtin {
+                r.naming(tool).map(Arc::new)
+            } else {
+                Some(r.clone())
+            };
+            if let Some(r) = r {
+                rules.push(r);
+                rules_from.push("rules".to_string());
+            }
         }
         for o in &matching {
             let key = format!("tools.{:?}", o.spec.pattern);
@@ -168,11 +186,14 @@ impl SettingsResolver {
                 group = Some(g.clone());
                 group_from = format!("{key}.sequential_group");
             }
-            if let Some(r) = &o.rules {
+            if let Some(r) = &o.rules
+                && (!builtin || o.pattern.is_literal())
+            {
                 rules.push(r.clone());
                 rules_from.push(format!("{key}.rules"));
             }
         }
+        let offload_bytes = self.reduction_bytes.filter(|_| !builtin);
         let explanation = Explanation {
             tool: tool.to_string(),
             matched: matching.iter().map(|o| o.spec.pattern.clone()).collect(),
@@ -180,6 +201,9 @@ impl SettingsResolver {
             timeout_from,
             max_result_chars: cap,
             max_result_chars_from: cap_from,
+            max_result_chars_applies: self.reduction_bytes.is_none(),
+            max_result_bytes: offload_bytes,
+            max_result_bytes_from: offload_bytes.map(|_| "reduction.max_result_bytes".to_string()),
             sequential_group: group.clone(),
             sequential_group_from: group_from,
             rules_from,
@@ -194,6 +218,25 @@ impl SettingsResolver {
             rules,
             explanation,
         }
+    }
+
+    /// Where the rules are that can refuse calls to the built-in `tool`, for `validate` to warn
+    /// about: top-level rules naming it, and overrides keyed by its exact name that have rules.
+    pub fn rules_blocking_builtin(&self, tool: &str) -> Vec<String> {
+        let mut found = Vec::new();
+        if let Some(r) = &self.global_rules {
+            found.extend(r.rules_refusing(tool));
+        }
+        for o in &self.overrides {
+            if o.rules.is_some() && o.pattern.is_literal() && o.spec.pattern == tool {
+                found.push(format!(
+                    "{}tools.{:?}.rules",
+                    At(o.spec.position.clone()),
+                    tool
+                ));
+            }
+        }
+        found
     }
 }
 

@@ -22,9 +22,8 @@ fn deny_rule(tools: &[&str], args: &[(&str, &str)], reason: Option<&str>) -> Rul
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
-        sessions: vec![],
         reason: reason.map(str::to_string),
-        position: None,
+        ..Rule::default()
     }
 }
 

@@ -145,7 +145,7 @@ pub enum DurationError {
     },
 }
 
-/// Why a pattern was refused by [`crate::glob::Glob::new`].
+/// Why a pattern was refused by [`crate::glob::Glob::new`] or [`crate::glob::PathGlob::new`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{pattern:?} is not a valid glob: {reason}")]
 pub struct GlobError {

@@ -1,4 +1,4 @@
-//! Globs for tool names, session ids and argument values.
+//! Globs for tool names, session ids and argument values, and path globs for path arguments.
 //!
 //! A pattern is either a literal (`fs.read_file`), compared exactly, or a glob:
 //!
@@ -119,6 +119,161 @@ impl std::fmt::Display for Glob {
     }
 }
 
+/// Why a path argument cannot be judged by a path glob.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    /// The path starts with `/`.
+    #[error(
+        "it is an absolute path; path rules judge paths relative to the tool's root, so give one without the leading /"
+    )]
+    Absolute,
+    /// A `..` climbs above the root.
+    #[error("its `..` climbs above the tool's root")]
+    EscapesRoot,
+    /// The path holds a NUL byte.
+    #[error("it holds a NUL byte")]
+    Nul,
+    /// The path holds a backslash, which some systems read as a separator.
+    #[error("it holds a backslash; separate folders with /")]
+    Backslash,
+}
+
+/// Normalises a path relative to a tool's root, by text alone: empty segments (repeated and
+/// trailing slashes) and `.` are dropped, and `..` removes the segment before it. The root
+/// itself is the empty string.
+///
+/// # Errors
+///
+/// [`PathError`] for what cannot be normalised: an absolute path, a `..` that climbs above
+/// the root, a NUL byte or a backslash.
+///
+/// ```
+/// use toolgate_policy::glob::{PathError, normalize_path};
+///
+/// assert_eq!(normalize_path("./key.pem/.").unwrap(), "key.pem");
+/// assert_eq!(normalize_path("docs/../secrets//x/").unwrap(), "secrets/x");
+/// assert_eq!(normalize_path("../x"), Err(PathError::EscapesRoot));
+/// assert_eq!(normalize_path("/etc/passwd"), Err(PathError::Absolute));
+/// ```
+pub fn normalize_path(path: &str) -> Result<String, PathError> {
+    if path.contains('\0') {
+        return Err(PathError::Nul);
+    }
+    if path.contains('\\') {
+        return Err(PathError::Backslash);
+    }
+    if path.starts_with('/') {
+        return Err(PathError::Absolute);
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    for segment in path.split('/') {
+        match segment {
+            "" | "." => {}
+            ".." => {
+                if parts.pop().is_none() {
+                    return Err(PathError::EscapesRoot);
+                }
+            }
+            s => parts.push(s),
+        }
+    }
+    Ok(parts.join("/"))
+}
+
+/// A glob over normalised, root-relative paths (the `paths:` condition of a rule).
+///
+/// * `*` and `?` stay within one folder or file name; `**` spans any number of folders.
+/// * A pattern without `/` is matched against every name in the path: `.env` matches `.env`,
+///   `sub/.env` and `sub/.env/x`; `*.pem` matches `key.pem` and `a/b/key.pem`.
+/// * A pattern with `/` is matched from the root: `secrets/*` matches `secrets/x`, not
+///   `docs/secrets/x`.
+/// * A path matches when the pattern matches it or one of the folders it lies in, so
+///   `secrets/*` also matches `secrets/x/y`, and `secrets` matches everything under it.
+///
+/// The pattern itself is normalised like a path (`./a/` is `a`); a leading `/` or a `..` is an
+/// error, since the paths it is compared with never have them.
+#[derive(Debug, Clone)]
+pub struct PathGlob {
+    pattern: String,
+    matcher: GlobMatcher,
+}
+
+impl PathGlob {
+    /// Compiles `pattern`.
+    ///
+    /// # Errors
+    ///
+    /// [`GlobError`] when the pattern does not compile, is absolute or holds `..`.
+    ///
+    /// ```
+    /// use toolgate_policy::glob::PathGlob;
+    ///
+    /// let env = PathGlob::new(".env").unwrap();
+    /// assert!(env.is_match(".env") && env.is_match("sub/.env") && !env.is_match("x.env"));
+    /// let secrets = PathGlob::new("secrets/*").unwrap();
+    /// assert!(secrets.is_match("secrets/x") && secrets.is_match("secrets/a/b"));
+    /// assert!(!secrets.is_match("docs/secrets/x"));
+    /// assert!(PathGlob::new("/etc/*").is_err());
+    /// ```
+    pub fn new(pattern: &str) -> Result<PathGlob, GlobError> {
+        let error = |reason: &str| GlobError {
+            pattern: pattern.to_owned(),
+            reason: reason.to_owned(),
+        };
+        if pattern.starts_with('/') {
+            return Err(error(
+                "path globs are relative to the tool's root; drop the leading /",
+            ));
+        }
+        let mut parts: Vec<&str> = Vec::new();
+        for segment in pattern.split('/') {
+            match segment {
+                "" | "." => {}
+                ".." => return Err(error("path globs cannot hold `..`")),
+                s => parts.push(s),
+            }
+        }
+        if parts.is_empty() {
+            return Err(error("the pattern names no path"));
+        }
+        let anchored = parts.len() > 1;
+        let body = parts.join("/");
+        let full = if anchored { body } else { format!("**/{body}") };
+        let glob = GlobBuilder::new(&full)
+            .literal_separator(true)
+            .backslash_escape(true)
+            .build()
+            .map_err(|e| error(&e.kind().to_string()))?;
+        Ok(PathGlob {
+            pattern: pattern.to_owned(),
+            matcher: glob.compile_matcher(),
+        })
+    }
+
+    /// The pattern as written.
+    pub fn as_str(&self) -> &str {
+        &self.pattern
+    }
+
+    /// Whether the normalised path `path` (see [`normalize_path`]), or a folder it lies in,
+    /// matches.
+    pub fn is_match(&self, path: &str) -> bool {
+        if path.is_empty() {
+            return false;
+        }
+        path.match_indices('/')
+            .map(|(i, _)| &path[..i])
+            .chain(std::iter::once(path))
+            .any(|prefix| self.matcher.is_match(prefix))
+    }
+}
+
+impl std::fmt::Display for PathGlob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.pattern)
+    }
+}
+
 fn has_meta(pattern: &str) -> bool {
     pattern.contains(['*', '?', '[', ']', '{', '}', '\\'])
 }
@@ -209,5 +364,71 @@ mod tests {
         patterns.sort_by_key(|g| std::cmp::Reverse(g.specificity()));
         let order: Vec<&str> = patterns.iter().map(Glob::as_str).collect();
         assert_eq!(order, ["fs.read_file", "fs.read_*", "fs.*", "*"]);
+    }
+
+    #[test]
+    fn a_path_is_normalised_before_it_is_judged() {
+        for (raw, normal) in [
+            ("key.pem/", "key.pem"),
+            ("./key.pem/.", "key.pem"),
+            ("sub/.env/", "sub/.env"),
+            ("docs/../secrets/x", "secrets/x"),
+            ("./secrets/x", "secrets/x"),
+            ("a//b///c", "a/b/c"),
+            ("a/./b/../c", "a/c"),
+            (".", ""),
+            ("", ""),
+        ] {
+            assert_eq!(normalize_path(raw).as_deref(), Ok(normal), "{raw:?}");
+        }
+    }
+
+    #[test]
+    fn a_path_that_cannot_be_normalised_is_refused_with_its_reason() {
+        assert_eq!(normalize_path("../x"), Err(PathError::EscapesRoot));
+        assert_eq!(normalize_path("a/../../x"), Err(PathError::EscapesRoot));
+        assert_eq!(normalize_path("/secrets/id.pem"), Err(PathError::Absolute));
+        assert_eq!(normalize_path("a\0b"), Err(PathError::Nul));
+        assert_eq!(normalize_path("secrets\\x"), Err(PathError::Backslash));
+    }
+
+    #[test]
+    fn a_path_glob_without_a_slash_matches_any_name_in_the_path() {
+        let env = PathGlob::new(".env").expect("valid");
+        assert!(env.is_match(".env"));
+        assert!(env.is_match("sub/.env"));
+        assert!(env.is_match("sub/.env/inner"));
+        assert!(!env.is_match("x.env"));
+        assert!(!env.is_match(".envrc"));
+        let pem = PathGlob::new("*.pem").expect("valid");
+        assert!(pem.is_match("key.pem") && pem.is_match("a/b/key.pem"));
+        assert!(!pem.is_match("key.pem.txt"));
+    }
+
+    #[test]
+    fn a_path_glob_with_a_slash_is_anchored_at_the_root_and_covers_what_lies_below() {
+        let g = PathGlob::new("secrets/*").expect("valid");
+        assert!(g.is_match("secrets/x"));
+        assert!(g.is_match("secrets/a/b"));
+        assert!(!g.is_match("secrets"));
+        assert!(!g.is_match("docs/secrets/x"));
+        let deep = PathGlob::new("**/secrets/*").expect("valid");
+        assert!(deep.is_match("docs/secrets/x") && deep.is_match("secrets/x"));
+        let star = PathGlob::new("docs/*.md").expect("valid");
+        assert!(star.is_match("docs/a.md") && !star.is_match("docs/sub/a.txt"));
+    }
+
+    #[test]
+    fn a_path_glob_is_normalised_and_refuses_absolute_or_climbing_patterns() {
+        assert!(
+            PathGlob::new("./secrets/")
+                .expect("valid")
+                .is_match("secrets/x")
+        );
+        let abs = PathGlob::new("/etc/*").expect_err("absolute");
+        assert!(abs.to_string().contains("leading /"), "{abs}");
+        assert!(PathGlob::new("a/../b").is_err());
+        assert!(PathGlob::new("secrets/[").is_err());
+        assert!(PathGlob::new("./").is_err());
     }
 }

@@ -12,7 +12,7 @@ use serde_saphyr::granit_parser::ScalarStyle;
 
 use crate::duration::parse_duration;
 use crate::error::{Diagnostic, DiagnosticKind, PolicyError};
-use crate::glob::Glob;
+use crate::glob::{Glob, PathGlob};
 use crate::model::{
     AliasSpec, DispatchSettings, NameProfile, OnError, PluginLocation, PluginSpec, Policy,
     Position, ReductionSettings, Rule, Rules, ScriptSource, Scripts, SearchSettings, ToolOverride,
@@ -244,6 +244,12 @@ impl<'a> Build<'a> {
         }
     }
 
+    fn path_glob(&mut self, pattern: &str, pos: Pos, path: &str) {
+        if let Err(error) = PathGlob::new(pattern) {
+            self.report(pos, format!("{path}: {error}"), DiagnosticKind::Glob);
+        }
+    }
+
     fn tools(&mut self, node: &Node) -> Vec<ToolOverride> {
         let mut tools = Vec::new();
         for entry in entries(node) {
@@ -305,6 +311,13 @@ impl<'a> Build<'a> {
                         let pattern = text(&arg.value);
                         self.glob(pattern, arg.key_pos, &join_key(&field, &arg.key));
                         rule.args.insert(arg.key.clone(), pattern.to_owned());
+                    }
+                }
+                "paths" => {
+                    for arg in entries(value) {
+                        let pattern = text(&arg.value);
+                        self.path_glob(pattern, arg.key_pos, &join_key(&field, &arg.key));
+                        rule.paths.insert(arg.key.clone(), pattern.to_owned());
                     }
                 }
                 "reason" => rule.reason = Some(text(value).to_owned()),

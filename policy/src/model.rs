@@ -38,11 +38,13 @@ pub struct Policy {
     pub name_profile: NameProfile,
     /// Dispatch defaults for every tool.
     pub dispatch: DispatchSettings,
-    /// Per-tool overrides, in file order. The most specific match wins (G8).
+    /// Per-tool overrides, in file order. They merge field by field, each setting from the most
+    /// specific match that sets it; the rules of every match apply (G8).
     pub tools: Vec<ToolOverride>,
     /// Tool-name and argument-name aliases, keyed by the real tool name.
     pub aliases: BTreeMap<String, AliasSpec>,
-    /// Declarative allow/deny rules, checked before any script (G1).
+    /// Declarative allow/deny rules, checked on the final arguments: after aliases and the
+    /// rewrite script, before the before hook (G1).
     pub rules: Rules,
     /// Rhai scripts, one per hook.
     pub scripts: Scripts,
@@ -183,6 +185,12 @@ pub struct Rule {
     /// Top-level argument name -> glob that the argument's value (a string, or a number or
     /// boolean in its JSON text) must match. A missing argument does not match.
     pub args: BTreeMap<String, String>,
+    /// Top-level argument name -> path glob that the argument, read as a path relative to the
+    /// tool's root and normalised (`.`, `..`, repeated and trailing slashes resolved), must
+    /// match. See [`crate::glob::PathGlob`] and [`crate::glob::normalize_path`]. A path that
+    /// cannot be normalised (absolute, climbing above the root, holding a NUL byte, not a
+    /// string) makes the call denied whenever a rule with such a condition applies to it.
+    pub paths: BTreeMap<String, String>,
     /// Session ids or globs; empty = any session.
     pub sessions: Vec<String>,
     /// Told to the model when a deny rule matches.

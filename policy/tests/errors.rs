@@ -141,7 +141,7 @@ fn an_unknown_key_in_a_rule_points_at_the_key() {
     assert_eq!(
         line_of("version: 1\nrules:\n  deny:\n    - tools: [a]\n      reasn: no\n"),
         "bad.yaml:5:7: rules.deny[0]: unknown key \"reasn\" (did you mean \"reason\"? expected \
-         one of: args, reason, sessions, tools)"
+         one of: args, paths, reason, sessions, tools)"
     );
 }
 

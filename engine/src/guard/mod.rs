@@ -4,7 +4,7 @@
 //! [`Layer`]s, outermost first, and ends at the endpoint (the tool, or the unknown-tool answer):
 //!
 //! ```text
-//! after hook ─ reduce ─ group ─ timeout ─ limit ─ arguments ─ visibility ─ rules ─ rewrite ─ before ─ endpoint
+//! after hook ─ reduce ─ group ─ timeout ─ limit ─ arguments ─ visibility ─ rewrite ─ rules ─ before ─ endpoint
 //! ```
 //!
 //! * **after hook** (G6, G7) sees the final outcome; its failure is an `error` event.
@@ -17,8 +17,11 @@
 //! * **limit** (G3-G5) reads streams and caps text by Unicode characters.
 //! * **arguments** (D2) parses the JSON arguments and renames argument aliases.
 //! * **visibility** (S4) refuses catalog tools that were not found yet.
-//! * **rules** (G1) checks the declarative allow/deny rules, before any script.
-//! * **rewrite** (D2, D3) and **before** (G1) run the policy scripts.
+//! * **rewrite** (D2, D3) runs the rewrite script; its output is what the tool receives.
+//! * **rules** (G1) checks the declarative allow/deny rules on those final arguments (path
+//!   arguments in normalised form), so a rewrite cannot turn a denied call into an allowed one.
+//!   Unknown names pass on to the unknown-tool answer; built-ins meet only rules naming them.
+//! * **before** (G1) runs the before script, also on the final arguments.
 //!
 //! A feature that needs to see a call is a layer here, not an `if` in the dispatcher. The
 //! [`Guard`] wraps the chain with the `tracing` span, the start and end events (E1), the
@@ -42,7 +45,7 @@ pub use layers::{
     RewriteLayer, Suggest, TimeoutLayer,
 };
 pub use limit::{LimitLayer, TRUNCATION_MARKER, cap_parts, cap_text};
-pub use rules::{CompiledRules, RulesLayer};
+pub use rules::{CHECK_ORDER, CompiledRules, RulesLayer};
 
 use crate::error::CallError;
 use crate::events::{Event, EventKind, Events};

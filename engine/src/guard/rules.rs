@@ -1,33 +1,40 @@
-//! Declarative allow/deny rules (G1), checked before any script.
+//! Declarative allow/deny rules (G1), checked on the arguments the tool will receive: after
+//! argument aliases and the rewrite script, before the before hook.
 //!
 //! Rules come in groups: the policy's top-level `rules`, and the `rules` of each per-tool
 //! override that matches the tool. Every group is a gate of its own: a call is denied when a
 //! deny rule of any group matches (deny wins), or when a group has allow rules and none of them
 //! matches.
+//!
+//! A `paths` condition reads its argument as a path relative to the tool's root and judges its
+//! normalised form ([`normalize_path`]); a path that cannot be normalised denies the call
+//! whenever a rule with such a condition applies to it, so no spelling of a path slips past.
+//!
+//! Built-in tools that a feature turns on (`read_tool_result`, `tool_search`) are judged only by
+//! rules that name them exactly ([`CompiledRules::naming`]); unknown names are not judged at
+//! all and go on to the unknown-tool answer (D4).
 
-use globset::{GlobBuilder, GlobMatcher};
+use serde_json::Value;
+use toolgate_policy::glob::{Glob, PathGlob, normalize_path};
 use toolgate_policy::{Rule, Rules};
 
 use super::{CallResult, Invocation, Layer, Next};
 use crate::error::{At, BuildError, CallError, DeniedBy};
 use crate::tool::BoxFuture;
 
-fn glob(pattern: &str, at: &At) -> Result<GlobMatcher, BuildError> {
-    GlobBuilder::new(pattern)
-        .literal_separator(false)
-        .build()
-        .map(|g| g.compile_matcher())
-        .map_err(|e| BuildError::Setting {
-            message: format!("bad glob {pattern:?}: {e}"),
-            at: at.clone(),
-        })
+fn glob(pattern: &str, at: &At) -> Result<Glob, BuildError> {
+    Glob::new(pattern).map_err(|e| BuildError::Setting {
+        message: e.to_string(),
+        at: at.clone(),
+    })
 }
 
 #[derive(Debug, Clone)]
 struct CompiledRule {
-    tools: Vec<GlobMatcher>,
-    args: Vec<(String, GlobMatcher)>,
-    sessions: Vec<GlobMatcher>,
+    tools: Vec<Glob>,
+    args: Vec<(String, Glob)>,
+    paths: Vec<(String, PathGlob)>,
+    sessions: Vec<Glob>,
     reason: Option<String>,
     at: At,
 }
@@ -46,6 +53,17 @@ impl CompiledRule {
                 .iter()
                 .map(|(k, p)| Ok((k.clone(), glob(p, &at)?)))
                 .collect::<Result<_, BuildError>>()?,
+            paths: rule
+                .paths
+                .iter()
+                .map(|(k, p)| {
+                    let g = PathGlob::new(p).map_err(|e| BuildError::Setting {
+                        message: format!("paths.{k}: {e}"),
+                        at: at.clone(),
+                    })?;
+                    Ok((k.clone(), g))
+                })
+                .collect::<Result<_, BuildError>>()?,
             sessions: rule
                 .sessions
                 .iter()
@@ -56,23 +74,62 @@ impl CompiledRule {
         })
     }
 
-    fn matches(&self, tool: &str, args: &serde_json::Value, session: Option<&str>) -> bool {
+    fn has_conditions(&self) -> bool {
+        !(self.args.is_empty() && self.paths.is_empty() && self.sessions.is_empty())
+    }
+
+    /// Whether the rule lists `tool` by its exact name.
+    fn names(&self, tool: &str) -> bool {
+        self.tools
+            .iter()
+            .any(|g| g.is_literal() && g.as_str() == tool)
+    }
+
+    /// Whether the rule matches the call. `Err(reason)` when the rule applies to the call but
+    /// one of its path arguments cannot be normalised: the call is then denied.
+    fn matches(&self, tool: &str, args: &Value, session: Option<&str>) -> Result<bool, String> {
         if !self.tools.is_empty() && !self.tools.iter().any(|g| g.is_match(tool)) {
-            return false;
+            return Ok(false);
         }
         if !self.sessions.is_empty() {
             match session {
                 Some(s) if self.sessions.iter().any(|g| g.is_match(s)) => {}
-                _ => return false,
+                _ => return Ok(false),
             }
         }
-        self.args.iter().all(|(name, g)| match args.get(name) {
-            Some(serde_json::Value::String(s)) => g.is_match(s),
-            Some(v @ (serde_json::Value::Number(_) | serde_json::Value::Bool(_))) => {
-                g.is_match(v.to_string())
-            }
+        let args_match = self.args.iter().all(|(name, g)| match args.get(name) {
+            Some(Value::String(s)) => g.is_match(s),
+            Some(v @ (Value::Number(_) | Value::Bool(_))) => g.is_match(&v.to_string()),
             _ => false,
-        })
+        });
+        if !args_match {
+            return Ok(false);
+        }
+        for (name, g) in &self.paths {
+            let path = match args.get(name) {
+                None | Some(Value::Null) => return Ok(false),
+                Some(Value::String(s)) => s,
+                Some(other) => {
+                    return Err(format!(
+                        "the {name:?} argument must be a path (a string), not {other}"
+                    ));
+                }
+            };
+            match normalize_path(path) {
+                Ok(normal) => {
+                    if !g.is_match(&normal) {
+                        return Ok(false);
+                    }
+                }
+                Err(e) => {
+                    return Err(format!(
+                        "the {name:?} argument {path:?} cannot be checked against the policy's \
+                         path rules: {e}"
+                    ));
+                }
+            }
+        }
+        Ok(true)
     }
 }
 
@@ -103,44 +160,85 @@ impl CompiledRules {
         self.allow.is_empty() && self.deny.is_empty()
     }
 
+    /// The rules of this group that list `tool` by its exact name, for a built-in tool: globs
+    /// and rules without `tools` do not reach it, so an allow list such as `tools: ["fs.*"]`
+    /// does not hide it. `None` when no rule names it.
+    pub fn naming(&self, tool: &str) -> Option<CompiledRules> {
+        let pick = |rules: &[CompiledRule]| -> Vec<CompiledRule> {
+            rules.iter().filter(|r| r.names(tool)).cloned().collect()
+        };
+        let only = CompiledRules {
+            allow: pick(&self.allow),
+            deny: pick(&self.deny),
+        };
+        (!only.is_empty()).then_some(only)
+    }
+
+    /// Where the rules of this group are that list `tool` by its exact name and can refuse a
+    /// call to it (deny rules, and allow rules with conditions), for warnings.
+    pub fn rules_refusing(&self, tool: &str) -> Vec<String> {
+        let deny = self
+            .deny
+            .iter()
+            .filter(|r| r.names(tool))
+            .map(|r| format!("{}deny rule", r.at));
+        let allow = self
+            .allow
+            .iter()
+            .filter(|r| r.names(tool) && r.has_conditions())
+            .map(|r| format!("{}allow rule with conditions", r.at));
+        deny.chain(allow).collect()
+    }
+
     /// `Err(reason)` when the call is denied.
-    pub fn check(
-        &self,
-        tool: &str,
-        args: &serde_json::Value,
-        session: Option<&str>,
-    ) -> Result<(), String> {
-        if let Some(rule) = self.deny.iter().find(|r| r.matches(tool, args, session)) {
-            return Err(match &rule.reason {
-                Some(r) => r.clone(),
-                None => format!(
-                    "a deny rule of the policy matches this call ({}rule)",
-                    rule.at
-                ),
-            });
+    pub fn check(&self, tool: &str, args: &Value, session: Option<&str>) -> Result<(), String> {
+        for rule in &self.deny {
+            if rule.matches(tool, args, session)? {
+                return Err(match &rule.reason {
+                    Some(r) => r.clone(),
+                    None => format!(
+                        "a deny rule of the policy matches this call ({}rule)",
+                        rule.at
+                    ),
+                });
+            }
         }
-        if !self.allow.is_empty() && !self.allow.iter().any(|r| r.matches(tool, args, session)) {
-            return Err(format!(
-                "the policy's allow rules do not allow {tool} with these arguments"
-            ));
+        if self.allow.is_empty() {
+            return Ok(());
         }
-        Ok(())
+        for rule in &self.allow {
+            if rule.matches(tool, args, session)? {
+                return Ok(());
+            }
+        }
+        Err(format!(
+            "the policy's allow rules do not allow {tool} with these arguments"
+        ))
     }
 }
 
-/// The rules layer.
+/// The order in which a call's arguments are changed and judged, for `toolgate explain` and
+/// the docs: the rules and the before hook see exactly what the tool will receive.
+pub const CHECK_ORDER: &str =
+    "argument aliases -> rewrite script -> rules (paths normalised) -> before hook -> tool";
+
+/// The rules layer. It runs after the rewrite script, on the arguments the tool will receive.
 pub struct RulesLayer;
 
 impl Layer for RulesLayer {
     fn call<'a>(&'a self, inv: &'a mut Invocation, next: Next<'a>) -> BoxFuture<'a, CallResult> {
         Box::pin(async move {
-            for group in inv.settings.rules.iter() {
-                if let Err(reason) = group.check(&inv.tool_name, &inv.args, inv.session.as_deref())
-                {
-                    return Err(CallError::Denied {
-                        reason,
-                        by: DeniedBy::Rule,
-                    });
+            // D4: an unknown name is answered by the unknown-tool path, never "denied".
+            if inv.is_known() {
+                for group in inv.settings.rules.iter() {
+                    if let Err(reason) =
+                        group.check(&inv.tool_name, &inv.args, inv.session.as_deref())
+                    {
+                        return Err(CallError::Denied {
+                            reason,
+                            by: DeniedBy::Rule,
+                        });
+                    }
                 }
             }
             next.run(inv).await
