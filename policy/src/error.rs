@@ -109,7 +109,7 @@ impl PolicyError {
         self.diagnostics
     }
 
-    pub(crate) fn io(file: &Path, error: &std::io::Error) -> PolicyError {
+    pub(crate) fn io(file: &Path, error: &dyn fmt::Display) -> PolicyError {
         PolicyError::new(vec![Diagnostic {
             file: file.to_path_buf(),
             line: 0,

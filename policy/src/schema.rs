@@ -154,11 +154,18 @@ fn explain(
                 (None, _) => error.to_string(),
             };
             let mut message = format!("{prefix}expected {expected}, found {}", found(instance));
-            if is_yaml11_boolean(instance) && expected.contains("true or false") {
-                message.push_str(
-                    " (YAML 1.1 words like yes, no, on, off are not booleans in a policy; \
-                     write true or false)",
-                );
+            if expected.contains("true or false") {
+                if is_yaml11_boolean(instance) {
+                    message.push_str(
+                        " (YAML 1.1 words like yes, no, on, off are not booleans in a policy; \
+                         write true or false)",
+                    );
+                } else if instance
+                    .as_str()
+                    .is_some_and(|s| matches!(s.to_ascii_lowercase().as_str(), "true" | "false"))
+                {
+                    message.push_str(" (booleans are written in lower case: true or false)");
+                }
             }
             out.push(diagnostic(pos, message));
         }
@@ -172,7 +179,7 @@ fn locate<'a>(root: &'a Node, steps: &[Step]) -> (Option<&'a Node>, Pos) {
     let mut pos = root.pos;
     for step in steps {
         let next = match (step, &node.kind) {
-            (Step::Key(key), Kind::Map(_)) => node.get(key).map(|e| (&e.value, e.key_pos)),
+            (Step::Key(key), Kind::Map(_)) => node.get(key).map(|e| (&e.value, e.value_pos())),
             (Step::Index(i), Kind::Seq(items)) => items.get(*i).map(|n| (n, n.pos)),
             _ => None,
         };
