@@ -19,7 +19,8 @@ use jsonschema::paths::LocationSegment;
 use jsonschema::{JsonType, ValidationError, Validator};
 use serde_json::Value;
 
-use crate::error::{Diagnostic, DiagnosticKind};
+use crate::duration::parse_duration;
+use crate::error::{Diagnostic, DiagnosticKind, DurationError};
 use crate::yaml::{Kind, Node, Pos};
 
 /// The schema as JSON, parsed once.
@@ -145,6 +146,16 @@ fn explain(
             let expected = expected_note.unwrap_or("exactly one of the allowed forms");
             out.push(diagnostic(pos, format!("{prefix}expected {expected}")));
         }
+        ValidationErrorKind::Pattern { .. } if duration_problem(expected_note, instance).is_some() => {
+            // A duration of the right characters with its units out of order, or too many
+            // digits: the duration parser says exactly what is wrong.
+            if let Some(problem) = duration_problem(expected_note, instance) {
+                out.push(Diagnostic {
+                    kind: DiagnosticKind::Duration,
+                    ..diagnostic(pos, format!("{prefix}{problem}"))
+                });
+            }
+        }
         kind => {
             let expected = match (expected_note, kind) {
                 (Some(note), _) => note.to_owned(),
@@ -169,6 +180,20 @@ fn explain(
             }
             out.push(diagnostic(pos, message));
         }
+    }
+}
+
+/// For a string the duration pattern refused, what the duration parser says is wrong with it,
+/// unless it is not duration-like at all (then "expected a duration like ..." says it best).
+fn duration_problem(expected_note: Option<&str>, instance: &Value) -> Option<DurationError> {
+    if !expected_note.is_some_and(|note| note.starts_with("a duration")) {
+        return None;
+    }
+    match parse_duration(instance.as_str()?) {
+        Err(error @ (DurationError::UnitOrder { .. } | DurationError::Overflow { .. })) => {
+            Some(error)
+        }
+        _ => None,
     }
 }
 
