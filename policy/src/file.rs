@@ -57,7 +57,10 @@ impl fmt::Display for FileProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             FileProblem::NotRegular { kind } => {
-                write!(f, "it is {kind}, not a regular file; only regular files are read")
+                write!(
+                    f,
+                    "it is {kind}, not a regular file; only regular files are read"
+                )
             }
             FileProblem::TooLarge { size, limit } => write!(
                 f,

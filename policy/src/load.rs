@@ -11,10 +11,8 @@ use std::time::Duration;
 use serde_saphyr::granit_parser::ScalarStyle;
 
 use crate::duration::parse_duration;
-use crate::file::{
-    MAX_CATALOG_FILE_BYTES, MAX_POLICY_FILE_BYTES, check_text_file, read_text_file,
-};
 use crate::error::{Diagnostic, DiagnosticKind, PolicyError};
+use crate::file::{MAX_CATALOG_FILE_BYTES, MAX_POLICY_FILE_BYTES, check_text_file, read_text_file};
 use crate::glob::Glob;
 use crate::model::{
     AliasSpec, DispatchSettings, NameProfile, OnError, PluginLocation, PluginSpec, Policy,

@@ -146,7 +146,9 @@ fn explain(
             let expected = expected_note.unwrap_or("exactly one of the allowed forms");
             out.push(diagnostic(pos, format!("{prefix}expected {expected}")));
         }
-        ValidationErrorKind::Pattern { .. } if duration_problem(expected_note, instance).is_some() => {
+        ValidationErrorKind::Pattern { .. }
+            if duration_problem(expected_note, instance).is_some() =>
+        {
             // A duration of the right characters with its units out of order, or too many
             // digits: the duration parser says exactly what is wrong.
             if let Some(problem) = duration_problem(expected_note, instance) {

@@ -471,7 +471,10 @@ fn a_billion_laughs_policy_is_refused_at_the_alias_that_expands_too_much() {
         line.starts_with("bad.yaml:7:8: aliases expand too much: this one copies 66430 nodes"),
         "{line}"
     );
-    assert!(line.contains("at most 100000 together (74718 so far)"), "{line}");
+    assert!(
+        line.contains("at most 100000 together (74718 so far)"),
+        "{line}"
+    );
     assert_eq!(
         error_of(BILLION_LAUGHS).diagnostics()[0].kind,
         DiagnosticKind::Unsupported
@@ -480,7 +483,8 @@ fn a_billion_laughs_policy_is_refused_at_the_alias_that_expands_too_much() {
 
 #[test]
 fn aliases_within_the_expansion_budget_still_work() {
-    let yaml = "version: 1\nrules:\n  deny:\n    - &r {tools: [a, b], reason: no}\n    - *r\n    - *r\n";
+    let yaml =
+        "version: 1\nrules:\n  deny:\n    - &r {tools: [a, b], reason: no}\n    - *r\n    - *r\n";
     let policy = load_str(yaml, Path::new("ok.yaml")).expect("loads");
     assert_eq!(policy.rules.deny.len(), 3);
     assert_eq!(policy.rules.deny[2].tools, ["a", "b"]);
@@ -554,7 +558,8 @@ fn a_merge_key_is_refused_at_the_merge_key() {
 #[test]
 fn a_schema_error_in_an_aliased_value_points_at_the_alias() {
     // The anchored value is fine where it is written (dispatch), wrong where it is reused.
-    let yaml = "version: 1\ndispatch: &d\n  timeout: 5s\n  concurrency: 2\ntools:\n  \"fs.*\": *d\n";
+    let yaml =
+        "version: 1\ndispatch: &d\n  timeout: 5s\n  concurrency: 2\ntools:\n  \"fs.*\": *d\n";
     let line = line_of(yaml);
     assert!(
         line.starts_with("bad.yaml:6:11: tools.\"fs.*\": unknown key \"concurrency\""),
@@ -576,7 +581,10 @@ fn a_wrong_type_through_an_alias_points_at_the_alias_not_the_key() {
 fn a_bad_duration_through_an_alias_points_at_the_alias() {
     let yaml = "version: 1\ndispatch:\n  timeout: &t 30s1m\ntools:\n  \"fs.*\":\n    timeout: *t\n";
     let lines = lines_of(yaml);
-    assert!(lines[0].starts_with("bad.yaml:3:3: dispatch.timeout"), "{lines:#?}");
+    assert!(
+        lines[0].starts_with("bad.yaml:3:3: dispatch.timeout"),
+        "{lines:#?}"
+    );
     assert!(
         lines[1].starts_with("bad.yaml:6:14: tools.\"fs.*\".timeout"),
         "{lines:#?}"
@@ -615,7 +623,9 @@ fn an_integer_above_the_largest_whole_number_is_refused() {
             let yaml = format!("version: 1\n{section}:\n  {key}: {number}\n");
             let line = line_of(&yaml);
             assert!(
-                line.starts_with(&format!("bad.yaml:3:3: {section}.{key}: expected a whole number")),
+                line.starts_with(&format!(
+                    "bad.yaml:3:3: {section}.{key}: expected a whole number"
+                )),
                 "{line}"
             );
             assert!(line.contains("to 9007199254740991"), "{line}");

@@ -90,7 +90,10 @@ fn a_policy_of_exactly_the_limit_is_read() {
     // Pad with a comment up to the limit exactly.
     let pad = usize::try_from(MAX_POLICY_FILE_BYTES).unwrap() - head.len() - 2;
     std::fs::write(&path, format!("{head}#{}\n", "x".repeat(pad))).unwrap();
-    assert_eq!(std::fs::metadata(&path).unwrap().len(), MAX_POLICY_FILE_BYTES);
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().len(),
+        MAX_POLICY_FILE_BYTES
+    );
     load_within_10s(path).expect("a policy at the limit loads");
 }
 

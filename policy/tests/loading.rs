@@ -374,7 +374,9 @@ fn integral_floats_are_taken_as_whole_numbers() {
 
 #[test]
 fn the_largest_whole_number_is_taken_exactly() {
-    let policy = load("version: 1\ndispatch:\n  max_result_chars: 9007199254740991\nreduction:\n  max_result_bytes: 9.007199254740991e15\n");
+    let policy = load(
+        "version: 1\ndispatch:\n  max_result_chars: 9007199254740991\nreduction:\n  max_result_bytes: 9.007199254740991e15\n",
+    );
     assert_eq!(policy.dispatch.max_result_chars, 9_007_199_254_740_991);
     assert_eq!(
         policy.reduction.expect("reduction").max_result_bytes,

@@ -98,57 +98,201 @@ const PROBES: &[(&str, &str, bool)] = &[
     ("version as an integral float", "version: 1.0\n", true),
     ("version 2", "version: 2\n", false),
     // Integral floats are whole numbers, on both sides (JSON Schema counts 5.0 as an integer).
-    ("integral float cap", "version: 1\ndispatch: {max_result_chars: 5.0}\n", true),
-    ("exponent cap", "version: 1\ndispatch: {max_result_chars: 1e3}\n", true),
-    ("integral float concurrency", "version: 1\ndispatch: {concurrency: 4.0}\n", true),
-    ("fractional cap", "version: 1\ndispatch: {max_result_chars: 5.5}\n", false),
-    ("fractional size", "version: 1\nreduction: {max_result_bytes: 0.5}\n", false),
-    ("integral float size", "version: 1\nreduction: {max_result_bytes: 2.5e3}\n", true),
+    (
+        "integral float cap",
+        "version: 1\ndispatch: {max_result_chars: 5.0}\n",
+        true,
+    ),
+    (
+        "exponent cap",
+        "version: 1\ndispatch: {max_result_chars: 1e3}\n",
+        true,
+    ),
+    (
+        "integral float concurrency",
+        "version: 1\ndispatch: {concurrency: 4.0}\n",
+        true,
+    ),
+    (
+        "fractional cap",
+        "version: 1\ndispatch: {max_result_chars: 5.5}\n",
+        false,
+    ),
+    (
+        "fractional size",
+        "version: 1\nreduction: {max_result_bytes: 0.5}\n",
+        false,
+    ),
+    (
+        "integral float size",
+        "version: 1\nreduction: {max_result_bytes: 2.5e3}\n",
+        true,
+    ),
     // Big integers: up to 2^53 - 1, the largest whole number a float holds exactly.
-    ("largest whole number", "version: 1\ndispatch: {max_result_chars: 9007199254740991}\n", true),
-    ("2^53", "version: 1\ndispatch: {max_result_chars: 9007199254740992}\n", false),
-    ("above i64", "version: 1\ndispatch: {max_result_chars: 99999999999999999999}\n", false),
-    ("above u64 size", "version: 1\nreduction: {min_offload_bytes: 99999999999999999999}\n", false),
-    ("huge exponent", "version: 1\nsearch: {default_max_results: 1e300}\n", false),
-    ("hex cap", "version: 1\ndispatch: {max_result_chars: 0x10}\n", true),
+    (
+        "largest whole number",
+        "version: 1\ndispatch: {max_result_chars: 9007199254740991}\n",
+        true,
+    ),
+    (
+        "2^53",
+        "version: 1\ndispatch: {max_result_chars: 9007199254740992}\n",
+        false,
+    ),
+    (
+        "above i64",
+        "version: 1\ndispatch: {max_result_chars: 99999999999999999999}\n",
+        false,
+    ),
+    (
+        "above u64 size",
+        "version: 1\nreduction: {min_offload_bytes: 99999999999999999999}\n",
+        false,
+    ),
+    (
+        "huge exponent",
+        "version: 1\nsearch: {default_max_results: 1e300}\n",
+        false,
+    ),
+    (
+        "hex cap",
+        "version: 1\ndispatch: {max_result_chars: 0x10}\n",
+        true,
+    ),
     // Underscores are not digits in YAML 1.2: `1_000` is a string.
-    ("underscore digits", "version: 1\ndispatch: {concurrency: 1_000}\n", false),
-    ("quoted number", "version: 1\ndispatch: {max_result_chars: \"5\"}\n", false),
+    (
+        "underscore digits",
+        "version: 1\ndispatch: {concurrency: 1_000}\n",
+        false,
+    ),
+    (
+        "quoted number",
+        "version: 1\ndispatch: {max_result_chars: \"5\"}\n",
+        false,
+    ),
     // Negative limits.
-    ("no cap", "version: 1\ndispatch: {max_result_chars: -1}\n", true),
-    ("cap below -1", "version: 1\ndispatch: {max_result_chars: -2}\n", false),
-    ("negative size", "version: 1\nreduction: {preview_head_chars: -1}\n", false),
-    ("zero concurrency", "version: 1\ndispatch: {concurrency: 0}\n", false),
-    ("negative tool cap", "version: 1\ntools: {\"fs.*\": {max_result_chars: -1.0}}\n", true),
+    (
+        "no cap",
+        "version: 1\ndispatch: {max_result_chars: -1}\n",
+        true,
+    ),
+    (
+        "cap below -1",
+        "version: 1\ndispatch: {max_result_chars: -2}\n",
+        false,
+    ),
+    (
+        "negative size",
+        "version: 1\nreduction: {preview_head_chars: -1}\n",
+        false,
+    ),
+    (
+        "zero concurrency",
+        "version: 1\ndispatch: {concurrency: 0}\n",
+        false,
+    ),
+    (
+        "negative tool cap",
+        "version: 1\ntools: {\"fs.*\": {max_result_chars: -1.0}}\n",
+        true,
+    ),
     // Durations.
     ("duration", "version: 1\ndispatch: {timeout: 1m30s}\n", true),
-    ("all units", "version: 1\ndispatch: {timeout: 1h2m3s4ms}\n", true),
-    ("units out of order", "version: 1\ndispatch: {timeout: 30s1m}\n", false),
-    ("repeated unit", "version: 1\ndispatch: {timeout: 1s1s}\n", false),
-    ("overflowing duration", "version: 1\ndispatch: {timeout: 99999999999999999999h}\n", false),
-    ("12-digit duration", "version: 1\ndispatch: {timeout: 999999999999ms}\n", true),
-    ("bare number duration", "version: 1\ndispatch: {timeout: 30}\n", false),
-    ("no timeout", "version: 1\ntools: {t: {timeout: none}}\n", true),
+    (
+        "all units",
+        "version: 1\ndispatch: {timeout: 1h2m3s4ms}\n",
+        true,
+    ),
+    (
+        "units out of order",
+        "version: 1\ndispatch: {timeout: 30s1m}\n",
+        false,
+    ),
+    (
+        "repeated unit",
+        "version: 1\ndispatch: {timeout: 1s1s}\n",
+        false,
+    ),
+    (
+        "overflowing duration",
+        "version: 1\ndispatch: {timeout: 99999999999999999999h}\n",
+        false,
+    ),
+    (
+        "12-digit duration",
+        "version: 1\ndispatch: {timeout: 999999999999ms}\n",
+        true,
+    ),
+    (
+        "bare number duration",
+        "version: 1\ndispatch: {timeout: 30}\n",
+        false,
+    ),
+    (
+        "no timeout",
+        "version: 1\ntools: {t: {timeout: none}}\n",
+        true,
+    ),
     // Booleans: only lower-case true and false.
     ("true", "version: 1\ndispatch: {sequential: true}\n", true),
     ("True", "version: 1\ndispatch: {sequential: True}\n", false),
-    ("FALSE", "version: 1\ndispatch: {stop_on_error: FALSE}\n", false),
-    ("yes", "version: 1\nsearch: {allow_direct_calls: yes}\n", false),
-    ("on", "version: 1\nreduction: {hide_foreign_results: on}\n", false),
-    ("quoted true", "version: 1\ndispatch: {sequential: \"true\"}\n", false),
+    (
+        "FALSE",
+        "version: 1\ndispatch: {stop_on_error: FALSE}\n",
+        false,
+    ),
+    (
+        "yes",
+        "version: 1\nsearch: {allow_direct_calls: yes}\n",
+        false,
+    ),
+    (
+        "on",
+        "version: 1\nreduction: {hide_foreign_results: on}\n",
+        false,
+    ),
+    (
+        "quoted true",
+        "version: 1\ndispatch: {sequential: \"true\"}\n",
+        false,
+    ),
     // Tags: only !!str on a scalar.
-    ("str tag", "version: 1\ntools: {t: {sequential_group: !!str 42}}\n", true),
-    ("map tag", "version: 1\ndispatch: !!map {concurrency: 3}\n", false),
-    ("seq tag", "version: 1\nsearch: {catalogs: !!seq []}\n", false),
-    ("int tag", "version: 1\ndispatch: {concurrency: !!int 3}\n", false),
-    ("custom tag", "version: 1\ndispatch: {timeout: !env TIMEOUT}\n", false),
+    (
+        "str tag",
+        "version: 1\ntools: {t: {sequential_group: !!str 42}}\n",
+        true,
+    ),
+    (
+        "map tag",
+        "version: 1\ndispatch: !!map {concurrency: 3}\n",
+        false,
+    ),
+    (
+        "seq tag",
+        "version: 1\nsearch: {catalogs: !!seq []}\n",
+        false,
+    ),
+    (
+        "int tag",
+        "version: 1\ndispatch: {concurrency: !!int 3}\n",
+        false,
+    ),
+    (
+        "custom tag",
+        "version: 1\ndispatch: {timeout: !env TIMEOUT}\n",
+        false,
+    ),
     // Merge keys are YAML 1.1; a quoted "<<" is just a key (here a tool pattern).
     (
         "merge key",
         "version: 1\ntools:\n  a: &base {timeout: 5s}\n  b:\n    <<: *base\n",
         false,
     ),
-    ("quoted << key", "version: 1\ntools:\n  \"<<\": {timeout: 5s}\n", true),
+    (
+        "quoted << key",
+        "version: 1\ntools:\n  \"<<\": {timeout: 5s}\n",
+        true,
+    ),
     // Anchors and aliases of whole values work.
     (
         "alias",
@@ -161,18 +305,50 @@ const PROBES: &[(&str, &str, bool)] = &[
         false,
     ),
     // Unknown and duplicate keys.
-    ("unknown top-level key", "version: 1\ndispatchh: {}\n", false),
-    ("unknown nested key", "version: 1\ndispatch: {timeoutt: 5s}\n", false),
-    ("unknown rule key", "version: 1\nrules: {deny: [{tool: [a]}]}\n", false),
-    ("duplicate key", "version: 1\ndispatch: {timeout: 5s, timeout: 6s}\n", false),
+    (
+        "unknown top-level key",
+        "version: 1\ndispatchh: {}\n",
+        false,
+    ),
+    (
+        "unknown nested key",
+        "version: 1\ndispatch: {timeoutt: 5s}\n",
+        false,
+    ),
+    (
+        "unknown rule key",
+        "version: 1\nrules: {deny: [{tool: [a]}]}\n",
+        false,
+    ),
+    (
+        "duplicate key",
+        "version: 1\ndispatch: {timeout: 5s, timeout: 6s}\n",
+        false,
+    ),
     // Store URLs: only the schemes the store knows.
-    ("memory store", "version: 1\nreduction: {store: \"memory://\"}\n", true),
-    ("ftp store", "version: 1\nreduction: {store: \"ftp://host/x\"}\n", false),
-    ("store option number", "version: 1\nreduction: {store: \"memory://\", store_options: {region: 5}}\n", false),
+    (
+        "memory store",
+        "version: 1\nreduction: {store: \"memory://\"}\n",
+        true,
+    ),
+    (
+        "ftp store",
+        "version: 1\nreduction: {store: \"ftp://host/x\"}\n",
+        false,
+    ),
+    (
+        "store option number",
+        "version: 1\nreduction: {store: \"memory://\", store_options: {region: 5}}\n",
+        false,
+    ),
     // Sections and shapes.
     ("empty reduction", "version: 1\nreduction: {}\n", true),
     ("null reduction", "version: 1\nreduction:\n", false),
-    ("plugin with name and path", "version: 1\nplugins: [{name: a, path: b}]\n", false),
+    (
+        "plugin with name and path",
+        "version: 1\nplugins: [{name: a, path: b}]\n",
+        false,
+    ),
     ("empty file", "", false),
     ("a list", "- version: 1\n", false),
 ];
@@ -181,11 +357,7 @@ const PROBES: &[(&str, &str, bool)] = &[
 fn the_schema_and_the_loader_agree_on_every_probe() {
     let dir = tempfile::tempdir().unwrap();
     let input: Vec<(&str, &str)> = PROBES.iter().map(|(n, y, _)| (*n, *y)).collect();
-    let run = venv_python_run(
-        SCHEMA_SIDE,
-        &[],
-        &serde_json::to_string(&input).unwrap(),
-    );
+    let run = venv_python_run(SCHEMA_SIDE, &[], &serde_json::to_string(&input).unwrap());
     assert_eq!(run.code, 0, "the schema side failed: {run:#?}");
     let verdicts: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
 

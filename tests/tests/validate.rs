@@ -166,14 +166,21 @@ fn assert_refused_quickly(path: &Path, needle: &str) {
         run.elapsed
     );
     let expected = format!("{}: cannot read the policy file: {needle}", path.display());
-    assert!(run.stderr.contains(&expected), "{expected:?} not in:\n{}", run.stderr);
+    assert!(
+        run.stderr.contains(&expected),
+        "{expected:?} not in:\n{}",
+        run.stderr
+    );
 }
 
 #[test]
 fn validate_refuses_a_fifo_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("policy.yaml");
-    let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
     assert!(made.success());
     assert_refused_quickly(&fifo, "it is a named pipe (FIFO), not a regular file");
 }
@@ -213,7 +220,11 @@ fn validate_refuses_a_billion_laughs_policy_without_aborting() {
          g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f]\n",
     );
     assert_diagnostic_at(&run, &path, 7, "aliases expand too much");
-    assert!(run.elapsed < std::time::Duration::from_secs(10), "took {:?}", run.elapsed);
+    assert!(
+        run.elapsed < std::time::Duration::from_secs(10),
+        "took {:?}",
+        run.elapsed
+    );
 }
 
 #[test]
@@ -228,7 +239,11 @@ fn validate_refuses_a_catalog_that_is_a_fifo_at_its_line() {
     std::fs::write(&path, "version: 1\nsearch:\n  catalogs: [tools.jsonl]\n").unwrap();
     let run = toolgate(&["validate", path.to_str().unwrap()]);
     assert_diagnostic_at(&run, &path, 3, "named pipe (FIFO)");
-    assert!(run.elapsed < std::time::Duration::from_secs(10), "took {:?}", run.elapsed);
+    assert!(
+        run.elapsed < std::time::Duration::from_secs(10),
+        "took {:?}",
+        run.elapsed
+    );
 }
 
 #[test]
