@@ -10,8 +10,9 @@
 //! * **One document** per file; tags other than `!!str` on a scalar are refused, and so are
 //!   YAML 1.1 merge keys (`<<`).
 //! * **Bounded aliases.** An alias is a copy of its anchored value, so aliases of aliases grow
-//!   the tree exponentially ("billion laughs"); all the copies of one file together may hold
-//!   at most [`MAX_ALIAS_NODES`] nodes, checked before copying.
+//!   the tree exponentially ("billion laughs"), and nested anchors copy a value once per level;
+//!   all the copies of one file together may hold at most [`MAX_ALIAS_NODES`] nodes, checked
+//!   before copying.
 //!
 //! Duplicate keys are found with a hash index per mapping, so a mapping of n keys costs O(n).
 //!
@@ -42,8 +43,9 @@ fn saturate(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
-/// How many nodes all the aliases of one policy file may copy together. Far more than any
-/// real policy needs; an 8-line "billion laughs" file asks for about 10^9.
+/// How many nodes the anchors and aliases of one policy file may copy together (each anchored
+/// value is copied once to be kept, and once per alias). Far more than any real policy needs;
+/// an 8-line "billion laughs" file asks for about 10^9.
 pub(crate) const MAX_ALIAS_NODES: usize = 100_000;
 
 /// A YAML node and where it starts.
@@ -247,28 +249,22 @@ impl Builder {
                 )?;
             }
             Event::Alias(id) => {
-                let (anchored, size) = self.anchors.get(&id).ok_or_else(|| YamlProblem {
-                    pos,
-                    message: "this alias refers to an anchor that is not defined before it"
-                        .to_owned(),
-                    kind: YamlProblemKind::Syntax,
-                })?;
-                let size = *size;
-                // Checked before copying: a billion laughs never gets allocated.
-                if self.copied.saturating_add(size) > MAX_ALIAS_NODES {
-                    return Err(YamlProblem {
+                let size = self
+                    .anchors
+                    .get(&id)
+                    .map(|(_, size)| *size)
+                    .ok_or_else(|| YamlProblem {
                         pos,
-                        message: format!(
-                            "aliases expand too much: this one copies {size} nodes, and all the \
-                             aliases of a policy may copy at most {MAX_ALIAS_NODES} together \
-                             ({} so far); write the value out or use fewer nested aliases",
-                            self.copied
-                        ),
-                        kind: YamlProblemKind::Unsupported,
-                    });
-                }
-                self.copied += size;
+                        message: "this alias refers to an anchor that is not defined before it"
+                            .to_owned(),
+                        kind: YamlProblemKind::Syntax,
+                    })?;
+                // Checked before copying: a billion laughs never gets allocated.
+                self.charge(size, pos, "alias")?;
                 // An alias copies the anchored value, but errors about the copy belong here.
+                let Some((anchored, _)) = self.anchors.get(&id) else {
+                    return Ok(());
+                };
                 let mut copy = anchored.clone();
                 relocate(&mut copy, pos);
                 copy.aliased = true;
@@ -343,6 +339,9 @@ impl Builder {
     /// key or value.
     fn complete(&mut self, node: Node, anchor: usize, size: usize) -> Result<(), YamlProblem> {
         if anchor != 0 {
+            // The anchored value is kept as a copy for its aliases; nested anchors would
+            // otherwise copy a large value once per level.
+            self.charge(size, node.pos, "anchored value")?;
             self.anchors.insert(anchor, (node.clone(), size));
         }
         match self.stack.last_mut() {
@@ -401,6 +400,26 @@ impl Builder {
                 }
             }
         }
+        Ok(())
+    }
+}
+
+impl Builder {
+    /// Counts `size` copied nodes against [`MAX_ALIAS_NODES`], or refuses the copy at `pos`.
+    fn charge(&mut self, size: usize, pos: Pos, what: &str) -> Result<(), YamlProblem> {
+        if self.copied.saturating_add(size) > MAX_ALIAS_NODES {
+            return Err(YamlProblem {
+                pos,
+                message: format!(
+                    "anchors and aliases copy too much: this {what} copies {size} nodes, and \
+                     the anchors and aliases of a policy may copy at most {MAX_ALIAS_NODES} \
+                     together ({} so far); write the value out or use fewer nested aliases",
+                    self.copied
+                ),
+                kind: YamlProblemKind::Unsupported,
+            });
+        }
+        self.copied += size;
         Ok(())
     }
 }
@@ -492,10 +511,10 @@ fn resolve_number(text: &str) -> Option<Kind> {
     let unsigned = text.strip_prefix(['-', '+']).unwrap_or(text);
     if digits(unsigned) {
         // Too large for i64: keep it as a number anyway, the schema says what is wrong.
-        return Some(match text.parse::<i64>() {
-            Ok(i) => Kind::Int(i),
-            Err(_) => Kind::Float(text.parse::<f64>().ok()?),
-        });
+        return match text.parse::<i64>() {
+            Ok(i) => Some(Kind::Int(i)),
+            Err(_) => finite(text).map(Kind::Float),
+        };
     }
     if let Some(hex) = text.strip_prefix("0x") {
         return i64::from_str_radix(hex, 16).ok().map(Kind::Int);
@@ -504,9 +523,15 @@ fn resolve_number(text: &str) -> Option<Kind> {
         return i64::from_str_radix(oct, 8).ok().map(Kind::Int);
     }
     if is_decimal_float(unsigned) {
-        return text.parse::<f64>().ok().map(Kind::Float);
+        return finite(text).map(Kind::Float);
     }
     None
+}
+
+/// The number, unless it overflows to infinity (`1e400`), which JSON cannot hold: such a
+/// scalar stays a string, so an error about it shows it as written.
+fn finite(text: &str) -> Option<f64> {
+    text.parse::<f64>().ok().filter(|f| f.is_finite())
 }
 
 /// `1.5`, `.5`, `1.`, `1e3`, `1.5E-3`: the core schema's float form (not `.inf`/`.nan`,
@@ -579,6 +604,13 @@ mod tests {
         assert!(matches!(kind_of("1e3"), Kind::Float(f) if f == 1000.0));
         assert!(matches!(kind_of("30s"), Kind::Str(..)));
         assert!(matches!(kind_of(".inf"), Kind::Str(..)));
+    }
+
+    #[test]
+    fn numbers_too_large_for_a_float_stay_strings() {
+        assert!(matches!(kind_of("1e400"), Kind::Str(ref s, _) if s == "1e400"));
+        let digits = "9".repeat(400);
+        assert!(matches!(kind_of(&digits), Kind::Str(ref s, _) if *s == digits));
     }
 
     #[test]

@@ -464,20 +464,40 @@ g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f]
 ";
 
 #[test]
-fn a_billion_laughs_policy_is_refused_at_the_alias_that_expands_too_much() {
+fn a_billion_laughs_policy_is_refused_before_it_expands() {
     let line = line_of(BILLION_LAUGHS);
-    // Levels b to e copy 74,718 nodes; the first alias of level f (66,430 more) crosses 100,000.
+    // Anchors a to d and the aliases of b to e copy 83,020 nodes; keeping the value anchored
+    // at e (66,430 more) would cross 100,000.
     assert!(
-        line.starts_with("bad.yaml:7:8: aliases expand too much: this one copies 66430 nodes"),
+        line.starts_with(
+            "bad.yaml:6:7: anchors and aliases copy too much: this anchored value copies 66430 \
+             nodes"
+        ),
         "{line}"
     );
     assert!(
-        line.contains("at most 100000 together (74718 so far)"),
+        line.contains("at most 100000 together (83020 so far)"),
         "{line}"
     );
     assert_eq!(
         error_of(BILLION_LAUGHS).diagnostics()[0].kind,
         DiagnosticKind::Unsupported
+    );
+}
+
+#[test]
+fn nested_anchors_over_a_large_value_are_refused() {
+    // Each of 200 nested anchors keeps a copy of the 1,000-item list inside it.
+    let items = vec!["x"; 1_000].join(", ");
+    let yaml = format!(
+        "version: 1\nx: {}[{items}]{}\n",
+        (0..200).map(|i| format!("&a{i} [")).collect::<String>(),
+        "]".repeat(200)
+    );
+    let line = line_of(&yaml);
+    assert!(
+        line.contains("anchors and aliases copy too much: this anchored value copies"),
+        "{line}"
     );
 }
 

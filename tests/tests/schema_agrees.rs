@@ -159,6 +159,11 @@ const PROBES: &[(&str, &str, bool)] = &[
         "version: 1\ndispatch: {max_result_chars: 0x10}\n",
         true,
     ),
+    (
+        "float overflow",
+        "version: 1\ndispatch: {max_result_chars: 1e400}\n",
+        false,
+    ),
     // Underscores are not digits in YAML 1.2: `1_000` is a string.
     (
         "underscore digits",
