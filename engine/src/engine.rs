@@ -156,8 +156,14 @@ impl EngineBuilder {
         }
         if let Some(search) = &policy.search {
             for file in &search.catalogs {
-                let docs =
-                    toolgate_search::read_catalog_jsonl(file).map_err(|e| BuildError::Other {
+                // Through the policy crate's reader: a catalog path may be a FIFO or a device.
+                let text =
+                    toolgate_policy::read_text_file(file, toolgate_policy::MAX_CATALOG_FILE_BYTES)
+                        .map_err(|e| BuildError::Other {
+                            message: format!("search: cannot read catalog {e}"),
+                        })?;
+                let docs = toolgate_search::read_catalog_jsonl_from(text.as_bytes(), file)
+                    .map_err(|e| BuildError::Other {
                         message: format!("search: {e}"),
                     })?;
                 let source = ToolSource::Catalog {

@@ -376,3 +376,36 @@ async fn n6_search_results_select_and_the_reminder_use_model_facing_names() {
         .await;
     assert!(!o.is_error(), "{}", o.content.text());
 }
+
+#[test]
+fn a_catalog_that_is_a_fifo_fails_the_build_at_once_instead_of_hanging() {
+    // A policy built in code skips the loader's checks: the engine's own read refuses it.
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("tools.jsonl");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let policy = Policy {
+            search: Some(SearchSettings {
+                catalogs: vec![fifo],
+                ..SearchSettings::default()
+            }),
+            ..Policy::default()
+        };
+        let _ = tx.send(Engine::builder(policy).build().map(|_| ()));
+    });
+    let error = rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("the build finishes within 10 s")
+        .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("named pipe (FIFO), not a regular file"),
+        "{error}"
+    );
+}

@@ -8,6 +8,9 @@ use std::time::Duration;
 
 use crate::error::DurationError;
 
+/// The most digits a number of a duration may have (the schema's pattern allows as many).
+const MAX_DIGITS: usize = 12;
+
 /// The units, largest first, with their length in milliseconds.
 const UNITS: [(&str, u64); 4] = [("h", 3_600_000), ("m", 60_000), ("s", 1_000), ("ms", 1)];
 
@@ -63,6 +66,11 @@ pub fn parse_duration(text: &str) -> Result<Option<Duration>, DurationError> {
         let overflow = || DurationError::Overflow {
             text: text.to_owned(),
         };
+        // At most 12 digits per unit: then no total overflows (999999999999h is 3.6e18 ms,
+        // under u64::MAX with every smaller unit added), and the schema's pattern says the same.
+        if digits > MAX_DIGITS {
+            return Err(overflow());
+        }
         let value: u64 = number.parse().map_err(|_| overflow())?;
         let ms = value.checked_mul(UNITS[index].1).ok_or_else(overflow)?;
         total_ms = total_ms.checked_add(ms).ok_or_else(overflow)?;

@@ -109,7 +109,7 @@ impl PolicyError {
         self.diagnostics
     }
 
-    pub(crate) fn io(file: &Path, error: &std::io::Error) -> PolicyError {
+    pub(crate) fn io(file: &Path, error: &dyn fmt::Display) -> PolicyError {
         PolicyError::new(vec![Diagnostic {
             file: file.to_path_buf(),
             line: 0,
@@ -137,8 +137,8 @@ pub enum DurationError {
         /// The text as written.
         text: String,
     },
-    /// The total does not fit in a `Duration`.
-    #[error("{text:?} is too long a duration")]
+    /// A number has more than 12 digits, or the total does not fit in a `Duration`.
+    #[error("{text:?} is too long a duration (at most 12 digits per unit)")]
     Overflow {
         /// The text as written.
         text: String,

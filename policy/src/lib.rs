@@ -47,6 +47,7 @@
 
 mod duration;
 mod error;
+mod file;
 pub mod glob;
 mod load;
 pub mod model;
@@ -55,6 +56,10 @@ mod yaml;
 
 pub use duration::{format_duration, parse_duration};
 pub use error::{Diagnostic, DiagnosticKind, DurationError, GlobError, PolicyError};
+pub use file::{
+    FileError, FileProblem, MAX_CATALOG_FILE_BYTES, MAX_POLICY_FILE_BYTES, check_text_file,
+    read_text_file,
+};
 pub use load::{load_file, load_str};
 pub use model::*;
 

@@ -12,6 +12,7 @@ use serde_saphyr::granit_parser::ScalarStyle;
 
 use crate::duration::parse_duration;
 use crate::error::{Diagnostic, DiagnosticKind, PolicyError};
+use crate::file::{MAX_CATALOG_FILE_BYTES, MAX_POLICY_FILE_BYTES, check_text_file, read_text_file};
 use crate::glob::{Glob, PathGlob};
 use crate::model::{
     AliasSpec, DispatchSettings, NameProfile, OnError, PluginLocation, PluginSpec, Policy,
@@ -33,7 +34,8 @@ use crate::yaml::{self, Entry, Kind, Node, Pos, YamlProblemKind};
 /// # Ok::<(), toolgate_policy::PolicyError>(())
 /// ```
 pub fn load_file(path: &Path) -> Result<Policy, PolicyError> {
-    let text = std::fs::read_to_string(path).map_err(|e| PolicyError::io(path, &e))?;
+    let text = read_text_file(path, MAX_POLICY_FILE_BYTES)
+        .map_err(|e| PolicyError::io(path, &e.problem))?;
     load_str(&text, path)
 }
 
@@ -229,7 +231,7 @@ impl<'a> Build<'a> {
             Ok(duration) => Some(duration),
             Err(error) => {
                 self.report(
-                    entry.key_pos,
+                    entry.value_pos(),
                     format!("{path}: {error}"),
                     DiagnosticKind::Duration,
                 );
@@ -309,7 +311,7 @@ impl<'a> Build<'a> {
                 "args" => {
                     for arg in entries(value) {
                         let pattern = text(&arg.value);
-                        self.glob(pattern, arg.key_pos, &join_key(&field, &arg.key));
+                        self.glob(pattern, arg.value_pos(), &join_key(&field, &arg.key));
                         rule.args.insert(arg.key.clone(), pattern.to_owned());
                     }
                 }
@@ -392,7 +394,7 @@ impl<'a> Build<'a> {
         let entry = node.get("file")?;
         let written = text(&entry.value);
         let resolved = self.resolve(written);
-        match std::fs::read_to_string(&resolved) {
+        match read_text_file(&resolved, MAX_POLICY_FILE_BYTES) {
             Ok(code) => Some(ScriptSource {
                 code,
                 file: resolved,
@@ -400,6 +402,7 @@ impl<'a> Build<'a> {
                 column_offset: 0,
             }),
             Err(error) => {
+                let error = error.problem;
                 self.report(
                     entry.key_pos,
                     format!(
@@ -499,7 +502,8 @@ impl<'a> Build<'a> {
                     for (i, item) in items(value).iter().enumerate() {
                         let written = text(item);
                         let resolved = self.resolve(written);
-                        if let Err(error) = std::fs::metadata(&resolved) {
+                        if let Err(error) = check_text_file(&resolved, MAX_CATALOG_FILE_BYTES) {
+                            let error = error.problem;
                             self.report(
                                 item.pos,
                                 format!(
@@ -581,7 +585,7 @@ fn set(target: &mut u64, value: Option<u64>) {
 
 fn entries(node: &Node) -> &[Entry] {
     match &node.kind {
-        Kind::Map(entries) => entries,
+        Kind::Map(mapping) => &mapping.entries,
         _ => &[],
     }
 }
@@ -604,9 +608,20 @@ fn strings(node: &Node) -> Vec<String> {
     items(node).iter().map(|n| text(n).to_owned()).collect()
 }
 
+/// The largest whole number a policy holds: 2^53 - 1, the schema's `maximum` for every
+/// integer setting. Up to it, a float such as `5.0` or `1e3` is exactly a whole number.
+const MAX_WHOLE_NUMBER: f64 = 9_007_199_254_740_991.0;
+
+/// A whole number: an integer, or a float without a fractional part (`5.0`, `1e3`), which
+/// JSON Schema also counts as an integer. The schema has bounded it already.
 fn int(node: &Node) -> Option<i64> {
     match node.kind {
         Kind::Int(i) => Some(i),
+        Kind::Float(f) if f.fract() == 0.0 && f.abs() <= MAX_WHOLE_NUMBER => {
+            // Exact: |f| <= 2^53 - 1 fits an i64 with no rounding.
+            #[allow(clippy::cast_possible_truncation)]
+            Some(f as i64)
+        }
         _ => None,
     }
 }

@@ -19,7 +19,8 @@ use jsonschema::paths::LocationSegment;
 use jsonschema::{JsonType, ValidationError, Validator};
 use serde_json::Value;
 
-use crate::error::{Diagnostic, DiagnosticKind};
+use crate::duration::parse_duration;
+use crate::error::{Diagnostic, DiagnosticKind, DurationError};
 use crate::yaml::{Kind, Node, Pos};
 
 /// The schema as JSON, parsed once.
@@ -145,6 +146,18 @@ fn explain(
             let expected = expected_note.unwrap_or("exactly one of the allowed forms");
             out.push(diagnostic(pos, format!("{prefix}expected {expected}")));
         }
+        ValidationErrorKind::Pattern { .. }
+            if duration_problem(expected_note, instance).is_some() =>
+        {
+            // A duration of the right characters with its units out of order, or too many
+            // digits: the duration parser says exactly what is wrong.
+            if let Some(problem) = duration_problem(expected_note, instance) {
+                out.push(Diagnostic {
+                    kind: DiagnosticKind::Duration,
+                    ..diagnostic(pos, format!("{prefix}{problem}"))
+                });
+            }
+        }
         kind => {
             let expected = match (expected_note, kind) {
                 (Some(note), _) => note.to_owned(),
@@ -154,14 +167,35 @@ fn explain(
                 (None, _) => error.to_string(),
             };
             let mut message = format!("{prefix}expected {expected}, found {}", found(instance));
-            if is_yaml11_boolean(instance) && expected.contains("true or false") {
-                message.push_str(
-                    " (YAML 1.1 words like yes, no, on, off are not booleans in a policy; \
-                     write true or false)",
-                );
+            if expected.contains("true or false") {
+                if is_yaml11_boolean(instance) {
+                    message.push_str(
+                        " (YAML 1.1 words like yes, no, on, off are not booleans in a policy; \
+                         write true or false)",
+                    );
+                } else if instance
+                    .as_str()
+                    .is_some_and(|s| matches!(s.to_ascii_lowercase().as_str(), "true" | "false"))
+                {
+                    message.push_str(" (booleans are written in lower case: true or false)");
+                }
             }
             out.push(diagnostic(pos, message));
         }
+    }
+}
+
+/// For a string the duration pattern refused, what the duration parser says is wrong with it,
+/// unless it is not duration-like at all (then "expected a duration like ..." says it best).
+fn duration_problem(expected_note: Option<&str>, instance: &Value) -> Option<DurationError> {
+    if !expected_note.is_some_and(|note| note.starts_with("a duration")) {
+        return None;
+    }
+    match parse_duration(instance.as_str()?) {
+        Err(error @ (DurationError::UnitOrder { .. } | DurationError::Overflow { .. })) => {
+            Some(error)
+        }
+        _ => None,
     }
 }
 
@@ -172,7 +206,7 @@ fn locate<'a>(root: &'a Node, steps: &[Step]) -> (Option<&'a Node>, Pos) {
     let mut pos = root.pos;
     for step in steps {
         let next = match (step, &node.kind) {
-            (Step::Key(key), Kind::Map(_)) => node.get(key).map(|e| (&e.value, e.key_pos)),
+            (Step::Key(key), Kind::Map(_)) => node.get(key).map(|e| (&e.value, e.value_pos())),
             (Step::Index(i), Kind::Seq(items)) => items.get(*i).map(|n| (n, n.pos)),
             _ => None,
         };

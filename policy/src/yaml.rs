@@ -7,7 +7,14 @@
 //! * **Strict scalars.** Plain scalars follow the YAML 1.2 core schema, so `yes`, `no`, `on`
 //!   and `off` stay strings and the schema later says "expected true or false".
 //! * **Duplicate keys** are errors, not "last one wins".
-//! * **One document** per file; tags other than `!!str` are refused.
+//! * **One document** per file; tags other than `!!str` on a scalar are refused, and so are
+//!   YAML 1.1 merge keys (`<<`).
+//! * **Bounded aliases.** An alias is a copy of its anchored value, so aliases of aliases grow
+//!   the tree exponentially ("billion laughs"), and nested anchors copy a value once per level;
+//!   all the copies of one file together may hold at most [`MAX_ALIAS_NODES`] nodes, checked
+//!   before copying.
+//!
+//! Duplicate keys are found with a hash index per mapping, so a mapping of n keys costs O(n).
 //!
 //! Positions are 1-based lines and columns, counted in characters.
 
@@ -36,11 +43,21 @@ fn saturate(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
+/// How many nodes the anchors and aliases of one policy file may copy together (each anchored
+/// value is copied once to be kept, and once per alias). Far more than any real policy needs;
+/// an 8-line "billion laughs" file asks for about 10^9.
+pub(crate) const MAX_ALIAS_NODES: usize = 100_000;
+
 /// A YAML node and where it starts.
 #[derive(Debug, Clone)]
 pub(crate) struct Node {
+    /// Where the node is written; for a copy made by an alias, where the alias is written
+    /// (and so for everything inside the copy).
     pub pos: Pos,
     pub kind: Kind,
+    /// Whether the node is an alias (`*name`): errors about it belong at the alias, not at
+    /// the key in front of it.
+    pub aliased: bool,
 }
 
 /// What a node holds, already resolved to JSON-like types.
@@ -53,7 +70,14 @@ pub(crate) enum Kind {
     /// A string, with the style it was written in (block scalars start on the next line).
     Str(String, ScalarStyle),
     Seq(Vec<Node>),
-    Map(Vec<Entry>),
+    Map(Mapping),
+}
+
+/// A mapping: its entries in file order, and an index from key to entry.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Mapping {
+    pub entries: Vec<Entry>,
+    index: HashMap<String, usize>,
 }
 
 /// One `key: value` pair of a mapping.
@@ -64,11 +88,23 @@ pub(crate) struct Entry {
     pub value: Node,
 }
 
+impl Entry {
+    /// Where a problem with this entry's value is reported: at the key (`timeout: 5x` is
+    /// reported at `timeout`), or at the alias when the value is one.
+    pub fn value_pos(&self) -> Pos {
+        if self.value.aliased {
+            self.value.pos
+        } else {
+            self.key_pos
+        }
+    }
+}
+
 impl Node {
     /// The value under `key`, when this node is a mapping that has it.
     pub fn get(&self, key: &str) -> Option<&Entry> {
         match &self.kind {
-            Kind::Map(entries) => entries.iter().find(|e| e.key == key),
+            Kind::Map(mapping) => mapping.index.get(key).map(|&i| &mapping.entries[i]),
             _ => None,
         }
     }
@@ -82,9 +118,9 @@ impl Node {
             Kind::Float(f) => Number::from_f64(*f).map_or(Value::Null, Value::Number),
             Kind::Str(s, _) => Value::String(s.clone()),
             Kind::Seq(items) => Value::Array(items.iter().map(Node::to_json).collect()),
-            Kind::Map(entries) => {
+            Kind::Map(mapping) => {
                 let mut map = Map::new();
-                for e in entries {
+                for e in &mapping.entries {
                     map.insert(e.key.clone(), e.value.to_json());
                 }
                 Value::Object(map)
@@ -150,16 +186,19 @@ fn syntax_problem(error: &ScanError) -> YamlProblem {
     }
 }
 
+/// A collection being read. `nodes` counts the nodes inside it so far, copies included.
 enum Frame {
     Seq {
         pos: Pos,
         anchor: usize,
         items: Vec<Node>,
+        nodes: usize,
     },
     Map {
         pos: Pos,
         anchor: usize,
-        entries: Vec<Entry>,
+        mapping: Mapping,
+        nodes: usize,
         /// The key just read, waiting for its value.
         key: Option<(String, Pos)>,
         /// Set after a duplicate key (reported, not kept): its value is read and dropped.
@@ -170,7 +209,10 @@ enum Frame {
 #[derive(Default)]
 struct Builder {
     stack: Vec<Frame>,
-    anchors: HashMap<usize, Node>,
+    /// Each anchored node, with how many nodes it holds.
+    anchors: HashMap<usize, (Node, usize)>,
+    /// Nodes copied by aliases so far.
+    copied: usize,
     root: Option<Node>,
     documents: u32,
     problems: Vec<YamlProblem>,
@@ -196,50 +238,74 @@ impl Builder {
             }
             Event::Scalar(text, style, anchor, tag) => {
                 let kind = resolve_scalar(&text, style, tag.as_deref(), tag_pos)?;
-                self.complete(Node { pos, kind }, anchor)?;
-            }
-            Event::Alias(id) => {
-                let node = self.anchors.get(&id).cloned().ok_or_else(|| YamlProblem {
-                    pos,
-                    message: "this alias refers to an anchor that is not defined before it"
-                        .to_owned(),
-                    kind: YamlProblemKind::Syntax,
-                })?;
-                // An alias points at the anchored value, but errors about it belong here.
                 self.complete(
                     Node {
                         pos,
-                        kind: node.kind,
+                        kind,
+                        aliased: false,
                     },
-                    0,
+                    anchor,
+                    1,
                 )?;
             }
+            Event::Alias(id) => {
+                let size = self
+                    .anchors
+                    .get(&id)
+                    .map(|(_, size)| *size)
+                    .ok_or_else(|| YamlProblem {
+                        pos,
+                        message: "this alias refers to an anchor that is not defined before it"
+                            .to_owned(),
+                        kind: YamlProblemKind::Syntax,
+                    })?;
+                // Checked before copying: a billion laughs never gets allocated.
+                self.charge(size, pos, "alias")?;
+                // An alias copies the anchored value, but errors about the copy belong here.
+                let Some((anchored, _)) = self.anchors.get(&id) else {
+                    return Ok(());
+                };
+                let mut copy = anchored.clone();
+                relocate(&mut copy, pos);
+                copy.aliased = true;
+                self.complete(copy, 0, size)?;
+            }
             Event::SequenceStart(_, anchor, tag) => {
-                check_collection_tag(tag.as_deref(), "seq", tag_pos)?;
+                check_collection_tag(tag.as_deref(), tag_pos)?;
                 self.stack.push(Frame::Seq {
                     pos,
                     anchor,
                     items: Vec::new(),
+                    nodes: 0,
                 });
             }
             Event::MappingStart(_, anchor, tag) => {
-                check_collection_tag(tag.as_deref(), "map", tag_pos)?;
+                check_collection_tag(tag.as_deref(), tag_pos)?;
                 self.stack.push(Frame::Map {
                     pos,
                     anchor,
-                    entries: Vec::new(),
+                    mapping: Mapping::default(),
+                    nodes: 0,
                     key: None,
                     skip_value: false,
                 });
             }
             Event::SequenceEnd => {
-                if let Some(Frame::Seq { pos, anchor, items }) = self.stack.pop() {
+                if let Some(Frame::Seq {
+                    pos,
+                    anchor,
+                    items,
+                    nodes,
+                }) = self.stack.pop()
+                {
                     self.complete(
                         Node {
                             pos,
                             kind: Kind::Seq(items),
+                            aliased: false,
                         },
                         anchor,
+                        nodes.saturating_add(1),
                     )?;
                 }
             }
@@ -247,16 +313,19 @@ impl Builder {
                 if let Some(Frame::Map {
                     pos,
                     anchor,
-                    entries,
+                    mapping,
+                    nodes,
                     ..
                 }) = self.stack.pop()
                 {
                     self.complete(
                         Node {
                             pos,
-                            kind: Kind::Map(entries),
+                            kind: Kind::Map(mapping),
+                            aliased: false,
                         },
                         anchor,
+                        nodes.saturating_add(1),
                     )?;
                 }
             }
@@ -266,46 +335,112 @@ impl Builder {
         Ok(())
     }
 
-    /// Places a finished node: as the root, as a list item, or as a mapping key or value.
-    fn complete(&mut self, node: Node, anchor: usize) -> Result<(), YamlProblem> {
+    /// Places a finished node of `size` nodes: as the root, as a list item, or as a mapping
+    /// key or value.
+    fn complete(&mut self, node: Node, anchor: usize, size: usize) -> Result<(), YamlProblem> {
         if anchor != 0 {
-            self.anchors.insert(anchor, node.clone());
+            // The anchored value is kept as a copy for its aliases; nested anchors would
+            // otherwise copy a large value once per level.
+            self.charge(size, node.pos, "anchored value")?;
+            self.anchors.insert(anchor, (node.clone(), size));
         }
         match self.stack.last_mut() {
             None => self.root = Some(node),
-            Some(Frame::Seq { items, .. }) => items.push(node),
+            Some(Frame::Seq { items, nodes, .. }) => {
+                *nodes = nodes.saturating_add(size);
+                items.push(node);
+            }
             Some(Frame::Map {
-                entries,
+                mapping,
+                nodes,
                 key,
                 skip_value,
                 ..
-            }) => match key.take() {
-                Some((name, key_pos)) => entries.push(Entry {
-                    key: name,
-                    key_pos,
-                    value: node,
-                }),
-                None if *skip_value => *skip_value = false,
-                None => {
-                    let name = key_text(&node)?;
-                    if let Some(first) = entries.iter().find(|e| e.key == name) {
-                        self.problems.push(YamlProblem {
-                            pos: node.pos,
-                            message: format!(
-                                "duplicate key {name:?} (first defined at line {}); each key may \
-                                 appear once per mapping",
-                                first.key_pos.line
-                            ),
-                            kind: YamlProblemKind::DuplicateKey,
+            }) => {
+                *nodes = nodes.saturating_add(size);
+                match key.take() {
+                    Some((name, key_pos)) => {
+                        mapping.index.insert(name.clone(), mapping.entries.len());
+                        mapping.entries.push(Entry {
+                            key: name,
+                            key_pos,
+                            value: node,
                         });
-                        *skip_value = true;
-                    } else {
-                        *key = Some((name, node.pos));
+                    }
+                    None if *skip_value => *skip_value = false,
+                    None => {
+                        let name = key_text(&node)?;
+                        let problem = if is_merge_key(&node) {
+                            Some(YamlProblem {
+                                pos: node.pos,
+                                message: "merge keys (`<<`) are YAML 1.1, not part of policy \
+                                          files; write the keys out, or alias a whole value"
+                                    .to_owned(),
+                                kind: YamlProblemKind::Unsupported,
+                            })
+                        } else {
+                            mapping.index.get(&name).map(|&first| YamlProblem {
+                                pos: node.pos,
+                                message: format!(
+                                    "duplicate key {name:?} (first defined at line {}); each \
+                                     key may appear once per mapping",
+                                    mapping.entries[first].key_pos.line
+                                ),
+                                kind: YamlProblemKind::DuplicateKey,
+                            })
+                        };
+                        match problem {
+                            Some(problem) => {
+                                self.problems.push(problem);
+                                *skip_value = true;
+                            }
+                            None => *key = Some((name, node.pos)),
+                        }
                     }
                 }
-            },
+            }
         }
         Ok(())
+    }
+}
+
+impl Builder {
+    /// Counts `size` copied nodes against [`MAX_ALIAS_NODES`], or refuses the copy at `pos`.
+    fn charge(&mut self, size: usize, pos: Pos, what: &str) -> Result<(), YamlProblem> {
+        if self.copied.saturating_add(size) > MAX_ALIAS_NODES {
+            return Err(YamlProblem {
+                pos,
+                message: format!(
+                    "anchors and aliases copy too much: this {what} copies {size} nodes, and \
+                     the anchors and aliases of a policy may copy at most {MAX_ALIAS_NODES} \
+                     together ({} so far); write the value out or use fewer nested aliases",
+                    self.copied
+                ),
+                kind: YamlProblemKind::Unsupported,
+            });
+        }
+        self.copied += size;
+        Ok(())
+    }
+}
+
+/// A plain `<<` key: YAML 1.1's merge key (a quoted `"<<"` is an ordinary key).
+fn is_merge_key(node: &Node) -> bool {
+    matches!(&node.kind, Kind::Str(s, ScalarStyle::Plain) if s == "<<") && !node.aliased
+}
+
+/// Moves a copy made by an alias, and everything in it, to the alias's position.
+fn relocate(node: &mut Node, pos: Pos) {
+    node.pos = pos;
+    match &mut node.kind {
+        Kind::Seq(items) => items.iter_mut().for_each(|item| relocate(item, pos)),
+        Kind::Map(mapping) => {
+            for entry in &mut mapping.entries {
+                entry.key_pos = pos;
+                relocate(&mut entry.value, pos);
+            }
+        }
+        _ => {}
     }
 }
 
@@ -325,10 +460,10 @@ fn key_text(node: &Node) -> Result<String, YamlProblem> {
     }
 }
 
-fn check_collection_tag(tag: Option<&Tag>, expected: &str, pos: Pos) -> Result<(), YamlProblem> {
+/// Collections take no tag at all, not even their own `!!map` or `!!seq`.
+fn check_collection_tag(tag: Option<&Tag>, pos: Pos) -> Result<(), YamlProblem> {
     match tag {
         None => Ok(()),
-        Some(tag) if tag.is_yaml_core_schema_tag(expected) => Ok(()),
         Some(tag) => Err(unsupported_tag(tag, pos)),
     }
 }
@@ -337,7 +472,7 @@ fn unsupported_tag(tag: &Tag, pos: Pos) -> YamlProblem {
     YamlProblem {
         pos,
         message: format!(
-            "unsupported YAML tag `{}`; policy files use no tags except !!str",
+            "unsupported YAML tag `{}`; policy files use no tags except !!str on a scalar",
             tag.original()
         ),
         kind: YamlProblemKind::Unsupported,
@@ -345,7 +480,8 @@ fn unsupported_tag(tag: &Tag, pos: Pos) -> YamlProblem {
 }
 
 /// Resolves a scalar by the YAML 1.2 core schema, minus its wider spellings of booleans:
-/// only `true` and `false` (any case as the schema allows: `True`, `TRUE`) are booleans.
+/// only `true` and `false` are booleans (`True` and `TRUE` are strings, so the schema refuses
+/// them where a boolean is expected).
 fn resolve_scalar(
     text: &str,
     style: ScalarStyle,
@@ -364,8 +500,8 @@ fn resolve_scalar(
     }
     Ok(match text {
         "" | "~" | "null" | "Null" | "NULL" => Kind::Null,
-        "true" | "True" | "TRUE" => Kind::Bool(true),
-        "false" | "False" | "FALSE" => Kind::Bool(false),
+        "true" => Kind::Bool(true),
+        "false" => Kind::Bool(false),
         _ => resolve_number(text).unwrap_or_else(|| Kind::Str(text.to_owned(), style)),
     })
 }
@@ -375,10 +511,10 @@ fn resolve_number(text: &str) -> Option<Kind> {
     let unsigned = text.strip_prefix(['-', '+']).unwrap_or(text);
     if digits(unsigned) {
         // Too large for i64: keep it as a number anyway, the schema says what is wrong.
-        return Some(match text.parse::<i64>() {
-            Ok(i) => Kind::Int(i),
-            Err(_) => Kind::Float(text.parse::<f64>().ok()?),
-        });
+        return match text.parse::<i64>() {
+            Ok(i) => Some(Kind::Int(i)),
+            Err(_) => finite(text).map(Kind::Float),
+        };
     }
     if let Some(hex) = text.strip_prefix("0x") {
         return i64::from_str_radix(hex, 16).ok().map(Kind::Int);
@@ -387,9 +523,15 @@ fn resolve_number(text: &str) -> Option<Kind> {
         return i64::from_str_radix(oct, 8).ok().map(Kind::Int);
     }
     if is_decimal_float(unsigned) {
-        return text.parse::<f64>().ok().map(Kind::Float);
+        return finite(text).map(Kind::Float);
     }
     None
+}
+
+/// The number, unless it overflows to infinity (`1e400`), which JSON cannot hold: such a
+/// scalar stays a string, so an error about it shows it as written.
+fn finite(text: &str) -> Option<f64> {
+    text.parse::<f64>().ok().filter(|f| f.is_finite())
 }
 
 /// `1.5`, `.5`, `1.`, `1e3`, `1.5E-3`: the core schema's float form (not `.inf`/`.nan`,
@@ -441,7 +583,17 @@ mod tests {
     #[test]
     fn true_and_false_are_booleans() {
         assert!(matches!(kind_of("true"), Kind::Bool(true)));
-        assert!(matches!(kind_of("False"), Kind::Bool(false)));
+        assert!(matches!(kind_of("false"), Kind::Bool(false)));
+    }
+
+    #[test]
+    fn capitalised_true_and_false_are_strings() {
+        for word in ["True", "TRUE", "False", "FALSE"] {
+            assert!(
+                matches!(kind_of(word), Kind::Str(ref s, _) if s == word),
+                "{word}"
+            );
+        }
     }
 
     #[test]
@@ -452,6 +604,13 @@ mod tests {
         assert!(matches!(kind_of("1e3"), Kind::Float(f) if f == 1000.0));
         assert!(matches!(kind_of("30s"), Kind::Str(..)));
         assert!(matches!(kind_of(".inf"), Kind::Str(..)));
+    }
+
+    #[test]
+    fn numbers_too_large_for_a_float_stay_strings() {
+        assert!(matches!(kind_of("1e400"), Kind::Str(ref s, _) if s == "1e400"));
+        let digits = "9".repeat(400);
+        assert!(matches!(kind_of(&digits), Kind::Str(ref s, _) if *s == digits));
     }
 
     #[test]

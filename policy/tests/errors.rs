@@ -252,8 +252,8 @@ fn duration_units_out_of_order_are_refused_at_the_key() {
 fn max_result_chars_below_minus_one_is_refused() {
     assert_eq!(
         line_of("version: 1\ndispatch:\n  max_result_chars: -2\n"),
-        "bad.yaml:3:3: dispatch.max_result_chars: expected a whole number of characters >= -1 \
-         (-1 = no cap), found -2"
+        "bad.yaml:3:3: dispatch.max_result_chars: expected a whole number of characters from -1 \
+         (no cap) to 9007199254740991, found -2"
     );
 }
 
@@ -261,7 +261,7 @@ fn max_result_chars_below_minus_one_is_refused() {
 fn a_negative_reduction_size_is_refused() {
     assert_eq!(
         line_of("version: 1\nreduction:\n  preview_tail_chars: -1\n"),
-        "bad.yaml:3:3: reduction.preview_tail_chars: expected a whole number >= 0, found -1"
+        "bad.yaml:3:3: reduction.preview_tail_chars: expected a whole number from 0 to 9007199254740991, found -1"
     );
 }
 
@@ -269,7 +269,7 @@ fn a_negative_reduction_size_is_refused() {
 fn a_concurrency_of_zero_is_refused() {
     assert_eq!(
         line_of("version: 1\ndispatch: {concurrency: 0}\n"),
-        "bad.yaml:2:12: dispatch.concurrency: expected a whole number >= 1, found 0"
+        "bad.yaml:2:12: dispatch.concurrency: expected a whole number from 1 to 9007199254740991, found 0"
     );
 }
 
@@ -277,7 +277,7 @@ fn a_concurrency_of_zero_is_refused() {
 fn a_fraction_is_not_a_whole_number() {
     assert_eq!(
         line_of("version: 1\nreduction: {max_result_bytes: 1.5}\n"),
-        "bad.yaml:2:13: reduction.max_result_bytes: expected a whole number >= 0, found 1.5"
+        "bad.yaml:2:13: reduction.max_result_bytes: expected a whole number from 0 to 9007199254740991, found 1.5"
     );
 }
 
@@ -461,4 +461,230 @@ fn a_plugin_max_threads_of_zero_is_refused_where_it_is_written() {
     let line = line_of("version: 1\nplugins:\n  - name: a\n    max_threads: 0\n");
     assert!(line.starts_with("bad.yaml:4:"), "{line}");
     assert!(line.contains(">= 1"), "{line}");
+}
+
+// --- hostile YAML: alias bombs, huge mappings, tags, merge keys ----------------------------
+
+/// The classic "billion laughs": nine levels of nine aliases, about 10^9 nodes when expanded.
+const BILLION_LAUGHS: &str = "\
+version: 1
+a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]
+b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]
+c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]
+d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]
+e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]
+f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e]
+g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f]
+";
+
+#[test]
+fn a_billion_laughs_policy_is_refused_before_it_expands() {
+    let line = line_of(BILLION_LAUGHS);
+    // Anchors a to d and the aliases of b to e copy 83,020 nodes; keeping the value anchored
+    // at e (66,430 more) would cross 100,000.
+    assert!(
+        line.starts_with(
+            "bad.yaml:6:7: anchors and aliases copy too much: this anchored value copies 66430 \
+             nodes"
+        ),
+        "{line}"
+    );
+    assert!(
+        line.contains("at most 100000 together (83020 so far)"),
+        "{line}"
+    );
+    assert_eq!(
+        error_of(BILLION_LAUGHS).diagnostics()[0].kind,
+        DiagnosticKind::Unsupported
+    );
+}
+
+#[test]
+fn nested_anchors_over_a_large_value_are_refused() {
+    // Each of 200 nested anchors keeps a copy of the 1,000-item list inside it.
+    let items = vec!["x"; 1_000].join(", ");
+    let yaml = format!(
+        "version: 1\nx: {}[{items}]{}\n",
+        (0..200).map(|i| format!("&a{i} [")).collect::<String>(),
+        "]".repeat(200)
+    );
+    let line = line_of(&yaml);
+    assert!(
+        line.contains("anchors and aliases copy too much: this anchored value copies"),
+        "{line}"
+    );
+}
+
+#[test]
+fn aliases_within_the_expansion_budget_still_work() {
+    let yaml =
+        "version: 1\nrules:\n  deny:\n    - &r {tools: [a, b], reason: no}\n    - *r\n    - *r\n";
+    let policy = load_str(yaml, Path::new("ok.yaml")).expect("loads");
+    assert_eq!(policy.rules.deny.len(), 3);
+    assert_eq!(policy.rules.deny[2].tools, ["a", "b"]);
+}
+
+/// `n` distinct keys under `search.keywords`, plus `extra` lines at the end.
+fn many_keywords(n: usize, extra: &str) -> String {
+    let mut yaml = String::from("version: 1\nsearch:\n  keywords:\n");
+    for i in 0..n {
+        yaml.push_str(&format!("    k{i}: [a]\n"));
+    }
+    yaml.push_str(extra);
+    yaml
+}
+
+#[test]
+fn a_mapping_of_100000_distinct_keys_loads() {
+    let yaml = many_keywords(100_000, "");
+    let policy = load_str(&yaml, Path::new("big.yaml")).expect("loads");
+    assert_eq!(policy.search.expect("search").keywords.len(), 100_000);
+}
+
+#[test]
+fn a_duplicate_after_100000_keys_is_found_and_names_the_first_line() {
+    let yaml = many_keywords(100_000, "    k5: [b]\n");
+    assert_eq!(
+        line_of(&yaml),
+        "bad.yaml:100004:5: duplicate key \"k5\" (first defined at line 9); each key may appear \
+         once per mapping"
+    );
+}
+
+#[test]
+fn a_map_tag_is_refused() {
+    assert_eq!(
+        line_of("version: 1\ndispatch: !!map\n  concurrency: 3\n"),
+        "bad.yaml:2:11: unsupported YAML tag `!!map`; policy files use no tags except !!str on a \
+         scalar"
+    );
+}
+
+#[test]
+fn a_seq_tag_is_refused() {
+    let line = line_of("version: 1\nrules:\n  deny: !!seq\n    - reason: no\n");
+    assert!(
+        line.starts_with("bad.yaml:3:9: unsupported YAML tag `!!seq`"),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_str_tag_on_a_scalar_is_accepted() {
+    let policy = load_str(
+        "version: 1\ntools:\n  t: {sequential_group: !!str 42}\n",
+        Path::new("ok.yaml"),
+    )
+    .expect("loads");
+    assert_eq!(policy.tools[0].sequential_group.as_deref(), Some("42"));
+}
+
+#[test]
+fn a_merge_key_is_refused_at_the_merge_key() {
+    let yaml = "version: 1\ntools:\n  a: &base {timeout: 5s}\n  b:\n    <<: *base\n    max_result_chars: 10\n";
+    let line = line_of(yaml);
+    assert!(
+        line.starts_with("bad.yaml:5:5: merge keys (`<<`) are YAML 1.1"),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_schema_error_in_an_aliased_value_points_at_the_alias() {
+    // The anchored value is fine where it is written (dispatch), wrong where it is reused.
+    let yaml =
+        "version: 1\ndispatch: &d\n  timeout: 5s\n  concurrency: 2\ntools:\n  \"fs.*\": *d\n";
+    let line = line_of(yaml);
+    assert!(
+        line.starts_with("bad.yaml:6:11: tools.\"fs.*\": unknown key \"concurrency\""),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_wrong_type_through_an_alias_points_at_the_alias_not_the_key() {
+    let yaml = "version: 1\ndispatch:\n  concurrency: &n 3\ntools:\n  \"fs.*\": *n\n";
+    let line = line_of(yaml);
+    assert!(
+        line.starts_with("bad.yaml:5:11: tools.\"fs.*\": expected a mapping"),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_bad_duration_through_an_alias_points_at_the_alias() {
+    let yaml = "version: 1\ndispatch:\n  timeout: &t 30s1m\ntools:\n  \"fs.*\":\n    timeout: *t\n";
+    let lines = lines_of(yaml);
+    assert!(
+        lines[0].starts_with("bad.yaml:3:3: dispatch.timeout"),
+        "{lines:#?}"
+    );
+    assert!(
+        lines[1].starts_with("bad.yaml:6:14: tools.\"fs.*\".timeout"),
+        "{lines:#?}"
+    );
+}
+
+// --- booleans and numbers ----------------------------------------------------------------
+
+#[test]
+fn capitalised_true_is_not_a_boolean() {
+    assert_eq!(
+        line_of("version: 1\ndispatch:\n  sequential: True\n"),
+        "bad.yaml:3:3: dispatch.sequential: expected true or false, found \"True\" (booleans are \
+         written in lower case: true or false)"
+    );
+}
+
+#[test]
+fn a_fractional_limit_is_refused() {
+    let line = line_of("version: 1\ndispatch:\n  max_result_chars: 5.5\n");
+    assert!(
+        line.starts_with("bad.yaml:3:3: dispatch.max_result_chars: expected a whole number"),
+        "{line}"
+    );
+}
+
+#[test]
+fn an_integer_above_the_largest_whole_number_is_refused() {
+    for (key, section) in [
+        ("max_result_chars", "dispatch"),
+        ("concurrency", "dispatch"),
+        ("max_result_bytes", "reduction"),
+        ("default_max_results", "search"),
+    ] {
+        for number in ["99999999999999999999", "9007199254740992", "1e300"] {
+            let yaml = format!("version: 1\n{section}:\n  {key}: {number}\n");
+            let line = line_of(&yaml);
+            assert!(
+                line.starts_with(&format!(
+                    "bad.yaml:3:3: {section}.{key}: expected a whole number"
+                )),
+                "{line}"
+            );
+            assert!(line.contains("to 9007199254740991"), "{line}");
+        }
+    }
+}
+
+#[test]
+fn an_unsupported_store_scheme_is_an_error_at_its_line() {
+    let line = line_of("version: 1\nreduction:\n  store: ftp://x\n");
+    assert!(
+        line.starts_with("bad.yaml:3:3: reduction.store: expected a store URL starting with"),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_duration_number_of_more_than_12_digits_is_refused() {
+    let error = error_of("version: 1\ndispatch:\n  timeout: 99999999999999999999h\n");
+    assert_eq!(
+        error.to_string(),
+        "bad.yaml:3:3: dispatch.timeout: \"99999999999999999999h\" is too long a duration (at \
+         most 12 digits per unit)"
+    );
+    assert_eq!(error.diagnostics()[0].kind, DiagnosticKind::Duration);
+    assert!(toolgate_policy::parse_duration("1000000000000ms").is_err());
+    assert!(toolgate_policy::parse_duration("999999999999h59m59s999ms").is_ok());
 }

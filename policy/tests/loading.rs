@@ -371,3 +371,33 @@ fn script_timeout_and_plugin_max_threads_load_with_their_defaults_when_absent() 
         Duration::from_secs(1)
     );
 }
+
+#[test]
+fn integral_floats_are_taken_as_whole_numbers() {
+    let policy = load(
+        "version: 1.0\ndispatch:\n  max_result_chars: 5.0\n  concurrency: 1e1\n\
+         tools:\n  t: {max_result_chars: -1.0}\n\
+         reduction:\n  max_result_bytes: 2.5e3\n  keep_recent_tool_rounds: 0.0\n\
+         search:\n  default_max_results: 7.0\n",
+    );
+    assert_eq!(policy.version, 1);
+    assert_eq!(policy.dispatch.max_result_chars, 5);
+    assert_eq!(policy.dispatch.concurrency, Some(10));
+    assert_eq!(policy.tools[0].max_result_chars, Some(-1));
+    let reduction = policy.reduction.expect("reduction");
+    assert_eq!(reduction.max_result_bytes, 2500);
+    assert_eq!(reduction.keep_recent_tool_rounds, 0);
+    assert_eq!(policy.search.expect("search").default_max_results, 7);
+}
+
+#[test]
+fn the_largest_whole_number_is_taken_exactly() {
+    let policy = load(
+        "version: 1\ndispatch:\n  max_result_chars: 9007199254740991\nreduction:\n  max_result_bytes: 9.007199254740991e15\n",
+    );
+    assert_eq!(policy.dispatch.max_result_chars, 9_007_199_254_740_991);
+    assert_eq!(
+        policy.reduction.expect("reduction").max_result_bytes,
+        9_007_199_254_740_991
+    );
+}

@@ -82,6 +82,19 @@ pub fn read_catalog_jsonl(path: &Path) -> Result<Vec<ToolDoc>, CatalogError> {
         source,
     };
     let reader = BufReader::new(File::open(path).map_err(io)?);
+    read_catalog_jsonl_from(reader, path)
+}
+
+/// Reads a catalog in JSON Lines form from `reader` (text already read, say); `path` names it
+/// in errors. See [`read_catalog_jsonl`].
+pub fn read_catalog_jsonl_from(
+    reader: impl BufRead,
+    path: &Path,
+) -> Result<Vec<ToolDoc>, CatalogError> {
+    let io = |source| CatalogError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
     let mut docs = Vec::new();
     for (i, line) in reader.lines().enumerate() {
         let line = line.map_err(io)?;

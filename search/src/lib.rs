@@ -59,7 +59,7 @@ mod live;
 mod query;
 pub mod text;
 
-pub use catalog::{CatalogError, ToolDoc, read_catalog_jsonl};
+pub use catalog::{CatalogError, ToolDoc, read_catalog_jsonl, read_catalog_jsonl_from};
 pub use index::{
     Hit, IndexError, Match, MatchKind, RERANK_DEPTH, Ranking, SearchIndex, SearchResults,
     ToolDocRef,

@@ -209,6 +209,44 @@ fn a_rhai_error_in_a_script_file_is_reported_at_its_line_and_column_in_that_file
     );
 }
 
+/// `toolgate validate PATH` on a path that is not a regular policy file: exit 3 at once.
+#[track_caller]
+fn assert_refused_quickly(path: &Path, needle: &str) {
+    let run = toolgate(&["validate", path.to_str().unwrap()]);
+    run.assert_code(3).assert_no_panic();
+    assert!(
+        run.elapsed < std::time::Duration::from_secs(10),
+        "took {:?}",
+        run.elapsed
+    );
+    let expected = format!("{}: cannot read the policy file: {needle}", path.display());
+    assert!(
+        run.stderr.contains(&expected),
+        "{expected:?} not in:\n{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn validate_refuses_a_fifo_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("policy.yaml");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    assert_refused_quickly(&fifo, "it is a named pipe (FIFO), not a regular file");
+}
+
+#[test]
+fn validate_refuses_dev_zero_at_once() {
+    assert_refused_quickly(
+        Path::new("/dev/zero"),
+        "it is a character device, not a regular file",
+    );
+}
+
 #[test]
 fn a_rhai_error_in_an_inline_block_script_is_reported_at_its_column_in_the_policy() {
     // `*` is column 12 of the script's second line; the block is indented by 6.
@@ -225,6 +263,20 @@ fn a_rhai_error_in_an_inline_block_script_is_reported_at_its_column_in_the_polic
 }
 
 #[test]
+fn validate_refuses_a_sparse_policy_over_16_mib() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("policy.yaml");
+    std::fs::File::create(&path)
+        .unwrap()
+        .set_len(16 * 1024 * 1024 + 1)
+        .unwrap();
+    assert_refused_quickly(
+        &path,
+        "it is 16777217 bytes, more than the limit of 16777216 bytes (16 MiB)",
+    );
+}
+
+#[test]
 fn a_rhai_error_in_an_inline_one_line_script_is_reported_at_its_column_in_the_policy() {
     // The quoted script starts at column 12; its `*` is the script's column 12.
     let (_d, path, run) =
@@ -236,4 +288,51 @@ fn a_rhai_error_in_an_inline_one_line_script_is_reported_at_its_column_in_the_po
         "expected {at}:\n{}",
         run.stderr
     );
+}
+
+
+#[test]
+fn validate_refuses_a_billion_laughs_policy_without_aborting() {
+    let (_dir, path, run) = validate_text(
+        "version: 1\n\
+         a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n\
+         b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n\
+         c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\n\
+         d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]\n\
+         e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]\n\
+         f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e]\n\
+         g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f]\n",
+    );
+    assert_diagnostic_at(&run, &path, 6, "anchors and aliases copy too much");
+    assert!(
+        run.elapsed < std::time::Duration::from_secs(10),
+        "took {:?}",
+        run.elapsed
+    );
+}
+
+#[test]
+fn validate_refuses_a_catalog_that_is_a_fifo_at_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(dir.path().join("tools.jsonl"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let path = dir.path().join("policy.yaml");
+    std::fs::write(&path, "version: 1\nsearch:\n  catalogs: [tools.jsonl]\n").unwrap();
+    let run = toolgate(&["validate", path.to_str().unwrap()]);
+    assert_diagnostic_at(&run, &path, 3, "named pipe (FIFO)");
+    assert!(
+        run.elapsed < std::time::Duration::from_secs(10),
+        "took {:?}",
+        run.elapsed
+    );
+}
+
+#[test]
+fn validate_reports_an_integral_float_limit_as_the_integer() {
+    let (_dir, _path, run) = validate_text("version: 1\ndispatch:\n  max_result_chars: 5.0\n");
+    run.assert_code(0);
+    assert!(run.stdout.contains("max_result_chars 5,"), "{}", run.stdout);
 }
