@@ -290,7 +290,6 @@ fn a_rhai_error_in_an_inline_one_line_script_is_reported_at_its_column_in_the_po
     );
 }
 
-
 #[test]
 fn validate_refuses_a_billion_laughs_policy_without_aborting() {
     let (_dir, path, run) = validate_text(
