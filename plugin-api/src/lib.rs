@@ -103,6 +103,9 @@
 
 pub mod abi;
 
+mod filekind;
+pub use filekind::non_regular_kind;
+
 #[cfg(feature = "sdk")]
 mod sdk;
 

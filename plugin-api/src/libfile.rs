@@ -27,7 +27,7 @@ pub(crate) fn check(path: &Path) -> Result<(), String> {
     if !meta.is_file() {
         return Err(format!(
             "is {}, not a shared library file",
-            describe_type(&meta.file_type())
+            crate::non_regular_kind(&meta.file_type())
         ));
     }
     if cfg!(windows) {
@@ -38,30 +38,6 @@ pub(crate) fn check(path: &Path) -> Result<(), String> {
     let size = meta.len();
     let cache = ReadCache::new(file);
     check_object(&cache, size)
-}
-
-/// What kind of non-regular file this is, with its article.
-fn describe_type(kind: &std::fs::FileType) -> &'static str {
-    if kind.is_dir() {
-        return "a directory";
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        if kind.is_fifo() {
-            return "a FIFO (named pipe)";
-        }
-        if kind.is_char_device() {
-            return "a character device";
-        }
-        if kind.is_block_device() {
-            return "a block device";
-        }
-        if kind.is_socket() {
-            return "a socket";
-        }
-    }
-    "not a regular file"
 }
 
 fn check_object<'data, R: ReadRef<'data>>(data: R, size: u64) -> Result<(), String> {

@@ -490,27 +490,7 @@ fn not_regular(kind: &fs::FileType, shown: &str) -> Result<(), ToolError> {
             "{shown} is a directory; use fs.list_dir to see what it holds"
         )));
     }
-    let what = {
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::FileTypeExt;
-            if kind.is_fifo() {
-                "a FIFO (named pipe)"
-            } else if kind.is_char_device() {
-                "a character device"
-            } else if kind.is_block_device() {
-                "a block device"
-            } else if kind.is_socket() {
-                "a socket"
-            } else {
-                "not a regular file"
-            }
-        }
-        #[cfg(not(unix))]
-        {
-            "not a regular file"
-        }
-    };
+    let what = toolgate_plugin_api::non_regular_kind(kind);
     Err(ToolError::new(format!(
         "{shown} is {what}; fs.read_file reads only regular files"
     )))
