@@ -118,25 +118,10 @@ impl Layer for ReduceLayer {
                 }
                 _ => return Ok(reply),
             };
-            let bytes = text.len() as u64;
-            let chars = text.chars().count() as u64;
-            let session = match inv.session.as_deref().map(SessionId::parse).transpose() {
-                Ok(s) => s,
-                Err(e) => return Err(store_error(inv, format!("bad session id: {e}"))),
+            let (id, n) = match self.store_whole(inv, &text).await? {
+                Ok(saved) => saved,
+                Err(why) => return Ok(self.fallback(inv, reply, text, &why)),
             };
-            let new = NewResult::new(session).with_tool(inv.tool_name.clone());
-            let id = new.id.to_string();
-            if let Some(why) = self.save(new, &text).await {
-                return Ok(self.fallback(inv, reply, text, &why));
-            }
-            let n = notice(
-                &id,
-                &text,
-                bytes,
-                chars,
-                self.settings.preview_head_chars,
-                self.settings.preview_tail_chars,
-            );
             reply.chars = n.chars().count() as u64;
             reply.output = with_images_of(&mut reply.output, n);
             reply.truncated = false;
@@ -154,27 +139,13 @@ impl ReduceLayer {
             Some(t) if t.len() as u64 > self.settings.max_result_bytes => std::mem::take(t),
             _ => return err,
         };
-        let bytes = text.len() as u64;
-        let chars = text.chars().count() as u64;
-        let session = match inv.session.as_deref().map(SessionId::parse).transpose() {
-            Ok(s) => s,
-            Err(e) => return store_error(inv, format!("bad session id: {e}")),
-        };
-        let new = NewResult::new(session).with_tool(inv.tool_name.clone());
-        let id = new.id.to_string();
-        let replacement = match self.save(new, &text).await {
-            None => {
-                inv.error_sizing.result_id = Some(id.clone());
-                notice(
-                    &id,
-                    &text,
-                    bytes,
-                    chars,
-                    self.settings.preview_head_chars,
-                    self.settings.preview_tail_chars,
-                )
+        let replacement = match self.store_whole(inv, &text).await {
+            Err(store_err) => return store_err,
+            Ok(Ok((id, notice))) => {
+                inv.error_sizing.result_id = Some(id);
+                notice
             }
-            Some(why) => {
+            Ok(Err(why)) => {
                 let mut reply = self.fallback(
                     inv,
                     crate::guard::Reply::new(ToolOutput::Text(String::new())),
@@ -192,6 +163,36 @@ impl ReduceLayer {
             *t = replacement;
         }
         err
+    }
+
+    /// Stores `text` whole under a fresh id in the call's session (R1, R4): `Ok(Ok((id,
+    /// notice)))` with the notice that replaces it, `Ok(Err(why))` when the store failed or did
+    /// not answer in time (the caller falls back, R9), `Err` for a session id the store refuses.
+    async fn store_whole(
+        &self,
+        inv: &Invocation,
+        text: &str,
+    ) -> Result<Result<(String, String), String>, CallError> {
+        let session = inv
+            .session
+            .as_deref()
+            .map(SessionId::parse)
+            .transpose()
+            .map_err(|e| store_error(inv, format!("bad session id: {e}")))?;
+        let new = NewResult::new(session).with_tool(inv.tool_name.clone());
+        let id = new.id.to_string();
+        if let Some(why) = self.save(new, text).await {
+            return Ok(Err(why));
+        }
+        let notice = notice(
+            &id,
+            text,
+            text.len() as u64,
+            text.chars().count() as u64,
+            self.settings.preview_head_chars,
+            self.settings.preview_tail_chars,
+        );
+        Ok(Ok((id, notice)))
     }
 
     /// Saves a text; `Some(why)` when the store failed or did not answer in time.
