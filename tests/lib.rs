@@ -7,7 +7,7 @@
 use std::ffi::{OsStr, OsString};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 pub use serde_json;
@@ -189,6 +189,7 @@ impl Toolgate {
             .expect("toolgate starts");
         let mut stdin = child.stdin.take().expect("stdin is piped");
         let input = self.stdin;
+        // Feed stdin from another thread: a large input must not block against a full stdout.
         let feeder = std::thread::spawn(move || {
             let _ = stdin.write_all(&input);
         });
@@ -210,7 +211,7 @@ impl Toolgate {
                 let _ = child.wait();
                 panic!("toolgate {:?} did not end within {limit:?}", self.args);
             }
-            std::thread::sleep(Duration::from_millis(10));
+            std::thread::sleep(Duration::from_millis(2));
         };
         let _ = feeder.join();
         Run {
@@ -224,40 +225,10 @@ impl Toolgate {
     }
 
     /// Runs the program to its end. Logs are at the default level whatever the environment says.
+    /// A run that has not ended after ten minutes is killed and fails the test rather than
+    /// stalling the suite.
     pub fn run(self) -> Run {
-        let fresh = tempfile::tempdir().expect("a temporary folder");
-        let results = self.results.as_deref().unwrap_or(fresh.path());
-        let started = Instant::now();
-        let mut child = Command::new(toolgate_exe())
-            .args(&self.args)
-            .current_dir(&self.dir)
-            .env_remove("RUST_LOG")
-            .env("TOOLGATE_RESULTS_DIR", results)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("toolgate starts");
-        let mut stdin = child.stdin.take().expect("stdin is piped");
-        let input = self.stdin;
-        // Feed stdin from another thread: a large input must not block against a full stdout.
-        let feeder = std::thread::spawn(move || {
-            let _ = stdin.write_all(&input);
-        });
-        let Output {
-            status,
-            stdout,
-            stderr,
-        } = child.wait_with_output().expect("toolgate finishes");
-        let _ = feeder.join();
-        Run {
-            code: status
-                .code()
-                .expect("toolgate exits normally, not by a signal"),
-            stdout: String::from_utf8(stdout).expect("stdout is UTF-8"),
-            stderr: String::from_utf8(stderr).expect("stderr is UTF-8"),
-            elapsed: started.elapsed(),
-        }
+        self.run_within(Duration::from_secs(600))
     }
 }
 
