@@ -56,6 +56,13 @@ fn read_pages(c: &mut Criterion) {
     group.finish();
 }
 
+#[cfg(not(feature = "s3"))]
+fn s3_store() -> Option<ObjectResultStore> {
+    eprintln!("SKIPPED offload_10mb/s3: built without the s3 feature (cargo bench --features s3)");
+    None
+}
+
+#[cfg(feature = "s3")]
 fn s3_store() -> Option<ObjectResultStore> {
     let Ok(endpoint) = std::env::var("TOOLGATE_TEST_S3_ENDPOINT") else {
         eprintln!(
