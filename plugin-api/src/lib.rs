@@ -81,7 +81,8 @@
 //! - deserializes the configuration for `init` and the arguments for each tool, turning a
 //!   mismatch into a clear message that names the plugin or the tool;
 //! - catches every panic inside the plugin (a panic crossing the C boundary would abort the
-//!   agent) and reports it as a panic with its message;
+//!   agent) and reports it as a panic with its message, without also printing it to stderr
+//!   (set `TOOLGATE_PLUGIN_PANIC_OUTPUT=1` to print it as usual);
 //! - answers an unknown tool name with the list of the tools that exist.
 //!
 //! ## Rules for plugin authors

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use crate::id::{IdError, IdKind, ResultId};
 
-/// A boxed error from a backend, kept as the `source` of [`StoreError::Backend`].
+/// A boxed error from a backend, kept as the cause in [`StoreError::Backend`].
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// Everything that can go wrong when saving or reading a result.

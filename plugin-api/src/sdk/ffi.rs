@@ -11,7 +11,7 @@ use crate::abi::{
     STATUS_PANIC, StrRef, VTABLE_SIZE, VTableHeader,
 };
 
-/// Names the plugin that a set of exported functions serve. Implemented by [`export_plugin!`].
+/// Names the plugin that a set of exported functions serve. Implemented by [`export_plugin!`](crate::export_plugin).
 #[doc(hidden)]
 pub trait PluginProvider {
     fn plugin() -> &'static dyn ErasedPlugin;

@@ -84,7 +84,7 @@ pub struct NoArgs {}
 
 type InitFn<S> = dyn Fn(&str) -> Result<S, String> + Send + Sync + 'static;
 
-/// A whole plugin: name, version, how to start it, and its tools. [`export_plugin!`] builds one
+/// A whole plugin: name, version, how to start it, and its tools. [`export_plugin!`](crate::export_plugin) builds one
 /// for you; you only need this type to build it by hand.
 pub struct Plugin<S> {
     name: String,
