@@ -5,6 +5,7 @@
 mod common;
 
 use std::collections::BTreeMap;
+#[cfg(feature = "s3")]
 use std::time::Duration;
 
 use common::*;
