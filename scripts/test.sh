@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone: builds every crate (the plugins and the `toolgate`
 # binary that the tests load and drive), installs and starts the S3 test server on 127.0.0.1,
-# runs every test, and stops the server. Needs only Rust, Python 3 and the package registries.
+# runs every test, then the library's default build without S3, and stops the server. Needs only
+# Rust, Python 3 and the package registries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,3 +18,10 @@ trap 'bash scripts/s3-server.sh stop >&2 || true' EXIT
 
 echo "== tests" >&2
 cargo test --workspace --locked --no-fail-fast
+
+# The workspace build above has S3 on (the CLI turns on the engine's and the store's `s3`
+# feature, and cargo unifies features across the workspace). An embedder's default build has it
+# off: build that too, and run the tests that differ in it (the store suite without the S3
+# backend, and the engine refusing an s3:// store with "built without the s3 feature").
+echo "== lean library build: toolgate-store and toolgate without the s3 feature" >&2
+cargo test --locked --no-fail-fast -p toolgate-store -p toolgate --test store --test s3_feature

@@ -31,7 +31,8 @@ fn testkit_path() -> PathBuf {
 }
 
 fn echo_1kb(c: &mut Criterion) {
-    let plugin = LoadedPlugin::load(&testkit_path(), &serde_json::Value::Null)
+    // SAFETY: the testkit plugin of this workspace, built with the SDK.
+    let plugin = unsafe { LoadedPlugin::load(&testkit_path(), &serde_json::Value::Null) }
         .unwrap_or_else(|err| panic!("testkit loads: {err}"));
     let payload = "x".repeat(1024);
     let arguments = serde_json::json!({ "text": payload }).to_string();

@@ -1,28 +1,4 @@
 //! The host side: load a plugin library, check it, and call its tools.
-//!
-//! ```no_run
-//! use std::path::Path;
-//! use toolgate_plugin_api::{CancelFlag, LoadedPlugin, PluginOutcome};
-//!
-//! let plugin = LoadedPlugin::load(
-//!     Path::new("target/debug/libtoolgate_plugin_fs.so"),
-//!     &serde_json::json!({"root": "/srv/docs"}),
-//! )?;
-//! for tool in plugin.tools() {
-//!     println!("{}: {}", tool.name, tool.description);
-//! }
-//! let cancel = CancelFlag::new();
-//! let outcome = plugin.call("fs.list_dir", "{}", &cancel, &mut |progress| eprintln!("{progress}"));
-//! match outcome {
-//!     PluginOutcome::Ok(parts) => println!("{parts:?}"),
-//!     other => eprintln!("failed: {other:?}"),
-//! }
-//! # Ok::<(), toolgate_plugin_api::LoadError>(())
-//! ```
-//!
-//! A library is never unloaded: once loaded it stays mapped for the life of the process, so no
-//! pointer into it (its table, a thread it started) can ever dangle. Dropping a
-//! [`LoadedPlugin`] drops the plugin's instance (its state), not the library.
 
 use std::ffi::c_void;
 use std::fmt;
@@ -36,98 +12,9 @@ use crate::abi::{
     self, ABI_VERSION, ENTRY_SYMBOL, EntryFn, OwnedBuf, PluginVTable, STATUS_ERROR,
     STATUS_INVALID_ARGUMENTS, STATUS_OK, STATUS_PANIC, StrRef, VTABLE_SIZE, VTableHeader,
 };
-use crate::{Manifest, Part};
-
-/// Why a plugin library could not be loaded. Each message names the library's path.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum LoadError {
-    /// There is no file at the path.
-    #[error("plugin library {} does not exist", path.display())]
-    NotFound {
-        /// The path that was given.
-        path: PathBuf,
-    },
-    /// The file is not a complete shared library for this platform: a directory, a FIFO, a
-    /// device, a file of another format, or a truncated library. Checked before the system
-    /// loader sees it, since mapping a truncated library kills the process.
-    #[error("{} {what}", path.display())]
-    NotALibrary {
-        /// The library's path.
-        path: PathBuf,
-        /// What is wrong with it: a phrase such as "is a directory, not a shared library file".
-        what: String,
-    },
-    /// The file exists but the system loader refused it (not a shared library, wrong
-    /// architecture, a missing dependency, ...).
-    #[error("cannot open plugin library {}: {reason}", path.display())]
-    Open {
-        /// The library's path.
-        path: PathBuf,
-        /// What the system loader said.
-        reason: String,
-    },
-    /// The library loads but does not export the entry symbol.
-    #[error("{} is not a toolgate plugin: it does not export {symbol}", path.display())]
-    NotAPlugin {
-        /// The library's path.
-        path: PathBuf,
-        /// The symbol looked for ([`ENTRY_SYMBOL`]).
-        symbol: &'static str,
-    },
-    /// The plugin was built for another version of the ABI.
-    #[error(
-        "{} was built for toolgate plugin ABI {found}, this toolgate speaks ABI {expected}; \
-         rebuild the plugin against this version of toolgate-plugin-api",
-        path.display()
-    )]
-    AbiMismatch {
-        /// The library's path.
-        path: PathBuf,
-        /// The version this host speaks ([`ABI_VERSION`]).
-        expected: u32,
-        /// The version the plugin declares.
-        found: u32,
-    },
-    /// The plugin's table is unusable (null, or smaller than its version requires).
-    #[error("{} has a broken plugin table: {what}", path.display())]
-    BadTable {
-        /// The library's path.
-        path: PathBuf,
-        /// What is wrong with it.
-        what: String,
-    },
-    /// The plugin's manifest (name, version, tools) could not be read or is invalid.
-    #[error("{} has a bad manifest: {what}", path.display())]
-    BadManifest {
-        /// The library's path.
-        path: PathBuf,
-        /// What is wrong with it.
-        what: String,
-    },
-    /// The plugin's `init` refused its configuration.
-    #[error("plugin {plugin} ({}) failed to start: {message}", path.display())]
-    InitFailed {
-        /// The library's path.
-        path: PathBuf,
-        /// The plugin's name from its manifest.
-        plugin: String,
-        /// The plugin's message.
-        message: String,
-    },
-    /// The plugin panicked while describing itself or starting.
-    #[error("plugin {plugin} ({}) panicked while {during}: {message}", path.display())]
-    Panicked {
-        /// The library's path.
-        path: PathBuf,
-        /// The plugin's name, when it is known.
-        plugin: String,
-        /// `describing itself` or `starting`.
-        during: &'static str,
-        /// The panic message.
-        message: String,
-    },
-}
+use crate::load_error::{LoadError, ManifestProblem, OpenError, TableProblem};
+use crate::manifest::Manifest;
+use crate::part::Part;
 
 /// One tool a plugin offers, as the model will see it.
 #[derive(Debug, Clone, PartialEq)]
@@ -178,6 +65,33 @@ impl CancelFlag {
 
 /// A loaded, checked and started plugin.
 ///
+/// ```no_run
+/// use std::path::Path;
+/// use toolgate_plugin_api::{CancelFlag, LoadedPlugin, PluginOutcome};
+///
+/// // SAFETY: the fs plugin of this workspace, built with the SDK: a library we trust.
+/// let plugin = unsafe {
+///     LoadedPlugin::load(
+///         Path::new("target/debug/libtoolgate_plugin_fs.so"),
+///         &serde_json::json!({"root": "/srv/docs"}),
+///     )
+/// }?;
+/// for tool in plugin.tools() {
+///     println!("{}: {}", tool.name, tool.description);
+/// }
+/// let cancel = CancelFlag::new();
+/// let outcome = plugin.call("fs.list_dir", "{}", &cancel, &mut |progress| eprintln!("{progress}"));
+/// match outcome {
+///     PluginOutcome::Ok(parts) => println!("{parts:?}"),
+///     other => eprintln!("failed: {other:?}"),
+/// }
+/// # Ok::<(), toolgate_plugin_api::LoadError>(())
+/// ```
+///
+/// A library is never unloaded: once loaded it stays mapped for the life of the process, so no
+/// pointer into it (its table, a thread it started) can ever dangle. Dropping a
+/// `LoadedPlugin` drops the plugin's instance (its state), not the library.
+///
 /// `Send + Sync`: [`LoadedPlugin::call`] may run on many threads at once. The SDK makes every
 /// plugin honour that (a plugin's state must be `Send + Sync`); a plugin written by hand against
 /// [`crate::abi`] must too.
@@ -216,18 +130,36 @@ impl LoadedPlugin {
     /// Loading the same library twice (say with two configurations) gives two independent
     /// instances of one library.
     ///
-    /// # Safety of loading
-    ///
-    /// Loading a shared library runs its initialisers: only load libraries you trust, as you
-    /// would only run programs you trust. That is why the policy names plugin paths explicitly.
-    ///
     /// Before the system loader sees the file, it must be a regular file (a FIFO would block,
     /// a device never ends) and a complete shared library for this platform and architecture:
     /// its headers are read and every segment the loader maps must lie inside the file (mapping
     /// past the end of a truncated file kills the process with SIGBUS). Otherwise the error is
     /// [`LoadError::NotALibrary`]; when the loader itself refuses, [`LoadError::Open`] carries
-    /// its own message.
-    pub fn load(path: &Path, config: &serde_json::Value) -> Result<LoadedPlugin, LoadError> {
+    /// its own message. Then the ABI version, the table's size and the manifest are checked.
+    ///
+    /// # Safety
+    ///
+    /// Loading a library runs its code: its initialisers run inside `load`, before anything can
+    /// look at them, and its exported functions run in `load` (entry, manifest, init), in every
+    /// [`LoadedPlugin::call`] and on drop. No check can tell whether that code is sound, so
+    /// `load` is `unsafe` (as `libloading::Library::new` is) and the caller promises that the
+    /// library at `path`, for as long as the process lives:
+    ///
+    /// - has initialisers (and finalisers) that are sound to run in this process: load only
+    ///   libraries you trust, as you would only run programs you trust;
+    /// - if it exports [`ENTRY_SYMBOL`], exports it as an [`EntryFn`] that returns null or a
+    ///   pointer to a [`VTableHeader`] valid for the life of the process;
+    /// - if that header declares this crate's [`ABI_VERSION`] and a large enough size, keeps the
+    ///   whole contract of [`crate::abi`] in that table: thread-safe `call`, buffers freed only by
+    ///   its own `free_buf`, no panic unwinding out of a function. A plugin built with this
+    ///   crate's SDK ([`export_plugin!`](crate::export_plugin)) keeps it by construction.
+    ///
+    /// What `load` checks itself (the file, its headers, the ABI version and size, the manifest)
+    /// the caller need not promise. The file must also not change while it is being loaded.
+    ///
+    /// The engine calls this for the plugins a policy names: a policy is trusted configuration,
+    /// like a program's command line, and its author vouches for the libraries it lists.
+    pub unsafe fn load(path: &Path, config: &serde_json::Value) -> Result<LoadedPlugin, LoadError> {
         let path = path.to_path_buf();
         match std::fs::metadata(&path) {
             Ok(_) => {}
@@ -237,32 +169,30 @@ impl LoadedPlugin {
             Err(err) => {
                 return Err(LoadError::Open {
                     path,
-                    reason: err.to_string(),
+                    error: OpenError::Metadata(err),
                 });
             }
         }
 
-        if let Err(what) = crate::libfile::check(&path) {
-            return Err(LoadError::NotALibrary { path, what });
+        if let Err(problem) = crate::libfile::check(&path) {
+            return Err(LoadError::NotALibrary { path, problem });
         }
 
-        // SAFETY: loading a library runs its initialisers; the policy names trusted plugins
-        // only (documented above). `libfile::check` made sure every segment the loader maps
-        // lies inside the file.
+        // SAFETY: the caller promises that the library's initialisers are sound (`# Safety`);
+        // `libfile::check` made sure every segment the loader maps lies inside the file.
         let library = match unsafe { libloading::Library::new(&path) } {
             Ok(library) => library,
             Err(err) => {
                 return Err(LoadError::Open {
                     path,
-                    reason: loader_message(&err),
+                    error: OpenError::Loader(err),
                 });
             }
         };
         // Never unloaded: the table, and anything the plugin started, live as long as we do.
         let library: &'static libloading::Library = Box::leak(Box::new(library));
 
-        // SAFETY: the symbol, if present, has the ABI's `EntryFn` type; that is what a toolgate
-        // plugin promises by exporting this name.
+        // SAFETY: the symbol, if present, has the ABI's `EntryFn` type (the caller's promise).
         let entry: EntryFn = match unsafe { library.get::<EntryFn>(ENTRY_SYMBOL) } {
             Ok(symbol) => *symbol,
             Err(_) => {
@@ -273,12 +203,13 @@ impl LoadedPlugin {
             }
         };
 
-        // SAFETY: the entry function takes nothing and returns a pointer to static data.
+        // SAFETY: the entry function takes nothing and returns null or a pointer to a header
+        // valid for the life of the process (the caller's promise).
         let header_ptr = unsafe { entry() };
         if header_ptr.is_null() {
             return Err(LoadError::BadTable {
                 path,
-                what: format!("{ENTRY_SYMBOL} returned a null pointer"),
+                problem: TableProblem::NullEntry,
             });
         }
         // SAFETY: every version of the table starts with this header; we read nothing else
@@ -294,10 +225,9 @@ impl LoadedPlugin {
         if header.struct_size < VTABLE_SIZE {
             return Err(LoadError::BadTable {
                 path,
-                what: format!(
-                    "it is {} bytes, ABI {ABI_VERSION} needs at least {VTABLE_SIZE}",
-                    header.struct_size
-                ),
+                problem: TableProblem::TooSmall {
+                    size: header.struct_size,
+                },
             });
         }
         // SAFETY: the version and size say this is a full `PluginVTable`, in static memory of a
@@ -404,15 +334,6 @@ impl Drop for LoadedPlugin {
     }
 }
 
-/// What the system loader said. `libloading`'s own message is only "dlopen failed"; the
-/// loader's text (`dlerror`, or the Windows error) is its source.
-fn loader_message(err: &libloading::Error) -> String {
-    match std::error::Error::source(err) {
-        Some(source) => source.to_string(),
-        None => err.to_string(),
-    }
-}
-
 /// Where the progress trampoline finds the host's callback.
 struct ProgressSink<'a> {
     callback: &'a mut dyn FnMut(&str),
@@ -484,42 +405,43 @@ fn read_manifest(table: &PluginVTable, path: &Path) -> Result<Manifest, LoadErro
         other => {
             return Err(LoadError::BadManifest {
                 path: path.to_path_buf(),
-                what: format!(
-                    "the plugin could not describe itself (status {other}): {}",
-                    text()
-                ),
+                problem: ManifestProblem::Failed {
+                    status: other,
+                    message: text(),
+                },
             });
         }
     }
-    let bad = |what: String| LoadError::BadManifest {
+    let bad = |problem: ManifestProblem| LoadError::BadManifest {
         path: path.to_path_buf(),
-        what,
+        problem,
     };
     let manifest: Manifest =
-        serde_json::from_slice(&bytes).map_err(|err| bad(format!("invalid JSON: {err}")))?;
+        serde_json::from_slice(&bytes).map_err(|err| bad(ManifestProblem::Json(err)))?;
     validate_manifest(&manifest).map_err(bad)?;
     Ok(manifest)
 }
 
 /// Checks what the host relies on: a name, and tools with distinct non-blank names and object
 /// schemas. (The engine checks the model-facing name rules itself.)
-fn validate_manifest(manifest: &Manifest) -> Result<(), String> {
+fn validate_manifest(manifest: &Manifest) -> Result<(), ManifestProblem> {
     if manifest.name.trim().is_empty() {
-        return Err("the plugin name is blank".to_string());
+        return Err(ManifestProblem::BlankName);
     }
     let mut seen = std::collections::HashSet::new();
     for tool in &manifest.tools {
         if tool.name.trim().is_empty() {
-            return Err("a tool has a blank name".to_string());
+            return Err(ManifestProblem::BlankToolName);
         }
         if !seen.insert(tool.name.as_str()) {
-            return Err(format!("tool `{}` is listed twice", tool.name));
+            return Err(ManifestProblem::DuplicateTool {
+                name: tool.name.clone(),
+            });
         }
         if !tool.parameters.is_object() {
-            return Err(format!(
-                "the parameters of tool `{}` are not a JSON Schema object",
-                tool.name
-            ));
+            return Err(ManifestProblem::ParametersNotObject {
+                tool: tool.name.clone(),
+            });
         }
     }
     Ok(())
@@ -541,7 +463,7 @@ fn start(
     match status {
         STATUS_OK => NonNull::new(instance).ok_or_else(|| LoadError::BadTable {
             path: path.to_path_buf(),
-            what: "init reported success but returned a null instance".to_string(),
+            problem: TableProblem::NullInstance,
         }),
         STATUS_PANIC => Err(LoadError::Panicked {
             path: path.to_path_buf(),
@@ -560,7 +482,7 @@ fn start(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ToolManifest;
+    use crate::manifest::ToolManifest;
 
     fn manifest(tools: &[(&str, serde_json::Value)]) -> Manifest {
         Manifest {
@@ -580,19 +502,19 @@ mod tests {
     #[test]
     fn a_manifest_listing_a_tool_twice_is_rejected() {
         let m = manifest(&[("a", serde_json::json!({})), ("a", serde_json::json!({}))]);
-        assert_eq!(
+        assert!(matches!(
             validate_manifest(&m),
-            Err("tool `a` is listed twice".into())
-        );
+            Err(ManifestProblem::DuplicateTool { name }) if name == "a"
+        ));
     }
 
     #[test]
     fn a_manifest_with_a_non_object_schema_is_rejected() {
         let m = manifest(&[("a", serde_json::json!("string"))]);
-        assert_eq!(
+        assert!(matches!(
             validate_manifest(&m),
-            Err("the parameters of tool `a` are not a JSON Schema object".into())
-        );
+            Err(ManifestProblem::ParametersNotObject { tool }) if tool == "a"
+        ));
     }
 
     #[test]

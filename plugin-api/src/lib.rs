@@ -81,7 +81,8 @@
 //! - deserializes the configuration for `init` and the arguments for each tool, turning a
 //!   mismatch into a clear message that names the plugin or the tool;
 //! - catches every panic inside the plugin (a panic crossing the C boundary would abort the
-//!   agent) and reports it as a panic with its message;
+//!   agent) and reports it as a panic with its message, without also printing it to stderr
+//!   (set `TOOLGATE_PLUGIN_PANIC_OUTPUT=1` to print it as usual);
 //! - answers an unknown tool name with the list of the tools that exist.
 //!
 //! ## Rules for plugin authors
@@ -97,14 +98,22 @@
 //! # Loading a plugin (feature `host`)
 //!
 //! The engine loads libraries with `LoadedPlugin::load` and calls tools with
-//! `LoadedPlugin::call`, which returns a `PluginOutcome`. See the `host` module.
+//! `LoadedPlugin::call`, which returns a `PluginOutcome`. Loading runs the library's own code, so
+//! `LoadedPlugin::load` is an `unsafe fn`: see its `# Safety` section.
 
 #![deny(missing_docs)]
 
 pub mod abi;
 
 mod filekind;
+mod manifest;
+#[cfg(feature = "sdk")]
+mod panic;
+mod part;
+
 pub use filekind::non_regular_kind;
+pub use manifest::{Manifest, ToolManifest};
+pub use part::Part;
 
 #[cfg(feature = "sdk")]
 mod sdk;
@@ -122,116 +131,22 @@ pub use serde_json;
 pub use serde_json::json;
 
 #[cfg(feature = "host")]
-pub mod host;
+mod host;
 #[cfg(feature = "host")]
 mod libfile;
+#[cfg(feature = "host")]
+mod load_error;
 
 #[cfg(feature = "host")]
-pub use host::{CancelFlag, LoadError, LoadedPlugin, PluginOutcome, PluginToolSpec};
+pub use host::{CancelFlag, LoadedPlugin, PluginOutcome, PluginToolSpec};
+#[cfg(feature = "host")]
+pub use load_error::{LibraryProblem, LoadError, ManifestProblem, OpenError, TableProblem};
 
 /// The SDK's internals that [`export_plugin!`] expands to. Not a public API.
 #[cfg(feature = "sdk")]
 #[doc(hidden)]
 pub mod __private {
     pub use crate::sdk::{ErasedPlugin, PluginProvider, vtable};
-}
-
-use serde::{Deserialize, Serialize};
-
-/// One part of a tool's result.
-///
-/// On the wire (inside the ABI) a list of parts is a JSON array of
-/// `{"type": "text", "text": "..."}` and
-/// `{"type": "image", "mime_type": "image/png", "data": "<base64>"}` objects.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Part {
-    /// Text for the model.
-    Text(String),
-    /// An image: its MIME type (such as `image/png`) and its bytes in standard base64 with
-    /// padding.
-    Image {
-        /// The MIME type, such as `image/png`.
-        mime_type: String,
-        /// The image bytes, base64-encoded (standard alphabet, padded).
-        data_base64: String,
-    },
-}
-
-/// The wire form of a [`Part`], borrowed for writing.
-#[derive(Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum WirePartRef<'a> {
-    Text { text: &'a str },
-    Image { mime_type: &'a str, data: &'a str },
-}
-
-/// The wire form of a [`Part`], owned for reading.
-#[derive(Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum WirePart {
-    Text { text: String },
-    Image { mime_type: String, data: String },
-}
-
-impl Serialize for Part {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Part::Text(text) => WirePartRef::Text { text }.serialize(serializer),
-            Part::Image {
-                mime_type,
-                data_base64,
-            } => WirePartRef::Image {
-                mime_type,
-                data: data_base64,
-            }
-            .serialize(serializer),
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for Part {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Part, D::Error> {
-        Ok(match WirePart::deserialize(deserializer)? {
-            WirePart::Text { text } => Part::Text(text),
-            WirePart::Image { mime_type, data } => Part::Image {
-                mime_type,
-                data_base64: data,
-            },
-        })
-    }
-}
-
-/// What a plugin says about itself: the JSON that [`abi::PluginVTable::manifest`] returns.
-///
-/// ```json
-/// {"name": "fs", "version": "0.1.0",
-///  "tools": [{"name": "fs.stat", "description": "...", "parameters": {"type": "object"}}]}
-/// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Manifest {
-    /// The plugin's name, such as `fs`.
-    pub name: String,
-    /// The plugin's own version, such as `0.1.0`.
-    pub version: String,
-    /// The tools it offers.
-    pub tools: Vec<ToolManifest>,
-}
-
-/// One tool in a [`Manifest`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolManifest {
-    /// The name the model calls it by.
-    pub name: String,
-    /// What it does, for the model.
-    #[serde(default)]
-    pub description: String,
-    /// The JSON Schema of its arguments object.
-    #[serde(default = "empty_object_schema")]
-    pub parameters: serde_json::Value,
-}
-
-fn empty_object_schema() -> serde_json::Value {
-    serde_json::json!({"type": "object"})
 }
 
 /// The file name a library called `lib_name` gets on this platform: `DLL_PREFIX`, the name,
@@ -249,62 +164,4 @@ pub fn library_file_name(lib_name: &str) -> String {
         lib_name,
         std::env::consts::DLL_SUFFIX
     )
-}
-
-/// The message of a caught panic: its `&str` or `String` payload, or a note that it had none.
-#[cfg(any(feature = "sdk", feature = "host"))]
-pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&'static str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "panic with a payload that is not a string".to_string()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn text_part_has_the_documented_wire_shape() {
-        let json = serde_json::to_value(Part::Text("hi".into())).unwrap();
-        assert_eq!(json, serde_json::json!({"type": "text", "text": "hi"}));
-    }
-
-    #[test]
-    fn image_part_has_the_documented_wire_shape() {
-        let part = Part::Image {
-            mime_type: "image/png".into(),
-            data_base64: "AAAA".into(),
-        };
-        let json = serde_json::to_value(&part).unwrap();
-        assert_eq!(
-            json,
-            serde_json::json!({"type": "image", "mime_type": "image/png", "data": "AAAA"})
-        );
-        assert_eq!(serde_json::from_value::<Part>(json).unwrap(), part);
-    }
-
-    #[test]
-    fn tool_manifest_without_parameters_gets_an_empty_object_schema() {
-        let tool: ToolManifest = serde_json::from_str(r#"{"name": "t"}"#).unwrap();
-        assert_eq!(tool.parameters, serde_json::json!({"type": "object"}));
-        assert_eq!(tool.description, "");
-    }
-
-    #[cfg(any(feature = "sdk", feature = "host"))]
-    #[test]
-    fn panic_message_reads_str_and_string_payloads() {
-        let a: Box<dyn std::any::Any + Send> = Box::new("static");
-        let b: Box<dyn std::any::Any + Send> = Box::new(String::from("owned"));
-        let c: Box<dyn std::any::Any + Send> = Box::new(42_u8);
-        assert_eq!(panic_message(&*a), "static");
-        assert_eq!(panic_message(&*b), "owned");
-        assert_eq!(
-            panic_message(&*c),
-            "panic with a payload that is not a string"
-        );
-    }
 }

@@ -13,36 +13,37 @@ use std::path::Path;
 use object::read::ReadCache;
 use object::{Architecture, FileKind, Object, ObjectKind, ObjectSegment, ReadRef};
 
+use crate::load_error::LibraryProblem;
+
 /// The object format this platform's loader reads.
 #[cfg(any(target_os = "macos", target_os = "ios"))]
 const NATIVE_FORMAT: &str = "Mach-O";
 #[cfg(not(any(target_os = "macos", target_os = "ios")))]
 const NATIVE_FORMAT: &str = "ELF";
 
-/// Why `path` cannot be a plugin library, or `Ok` when the system loader may try it. The
-/// message is a phrase that follows the path: "is a directory, ...".
-pub(crate) fn check(path: &Path) -> Result<(), String> {
+/// Why `path` cannot be a plugin library, or `Ok` when the system loader may try it.
+pub(crate) fn check(path: &Path) -> Result<(), LibraryProblem> {
     // `metadata` is a `stat`: it does not open the file, so a FIFO cannot block it.
-    let meta = std::fs::metadata(path).map_err(|err| format!("cannot be read: {err}"))?;
+    let meta = std::fs::metadata(path).map_err(LibraryProblem::Unreadable)?;
     if !meta.is_file() {
-        return Err(format!(
-            "is {}, not a shared library file",
-            crate::non_regular_kind(&meta.file_type())
-        ));
+        return Err(LibraryProblem::NotAFile {
+            kind: crate::filekind::non_regular_kind(&meta.file_type()),
+        });
     }
     if cfg!(windows) {
         // The checks below read ELF and Mach-O; the Windows loader reports its own errors.
         return Ok(());
     }
-    let file = File::open(path).map_err(|err| format!("cannot be read: {err}"))?;
+    let file = File::open(path).map_err(LibraryProblem::Unreadable)?;
     let size = meta.len();
     let cache = ReadCache::new(file);
     check_object(&cache, size)
 }
 
-fn check_object<'data, R: ReadRef<'data>>(data: R, size: u64) -> Result<(), String> {
-    let kind = FileKind::parse(data).map_err(|_| {
-        format!("is not a shared library: it is not an {NATIVE_FORMAT} file ({size} bytes)")
+fn check_object<'data, R: ReadRef<'data>>(data: R, size: u64) -> Result<(), LibraryProblem> {
+    let kind = FileKind::parse(data).map_err(|_| LibraryProblem::UnknownFormat {
+        native: NATIVE_FORMAT,
+        size,
     })?;
     match kind {
         FileKind::Elf32 | FileKind::Elf64 => native("ELF")?,
@@ -50,55 +51,48 @@ fn check_object<'data, R: ReadRef<'data>>(data: R, size: u64) -> Result<(), Stri
         FileKind::MachOFat32 => return check_fat::<object::macho::FatArch32, R>(data, size),
         FileKind::MachOFat64 => return check_fat::<object::macho::FatArch64, R>(data, size),
         _ => {
-            return Err(format!(
-                "is not a shared library: it is not an {NATIVE_FORMAT} file"
-            ));
+            return Err(LibraryProblem::NotALoadableFormat {
+                native: NATIVE_FORMAT,
+            });
         }
     }
     check_image(data, size)
 }
 
 /// One object file (a whole ELF or Mach-O file, or one architecture of a fat Mach-O file).
-fn check_image<'data, R: ReadRef<'data>>(data: R, size: u64) -> Result<(), String> {
-    let object = object::File::parse(data).map_err(|err| {
-        format!("is damaged or truncated ({size} bytes): its headers cannot be read: {err}")
-    })?;
+fn check_image<'data, R: ReadRef<'data>>(data: R, size: u64) -> Result<(), LibraryProblem> {
+    let object =
+        object::File::parse(data).map_err(|error| LibraryProblem::BadHeaders { size, error })?;
     if object.kind() != ObjectKind::Dynamic {
-        return Err(format!(
-            "is not a shared library: it is {}",
-            match object.kind() {
+        return Err(LibraryProblem::NotDynamic {
+            what: match object.kind() {
                 ObjectKind::Executable => "an executable program",
                 ObjectKind::Relocatable => "an object file (.o), not linked into a library",
                 ObjectKind::Core => "a core dump",
                 _ => "an object file of unknown kind",
-            }
-        ));
+            },
+        });
     }
     if let Some(host) = host_architecture()
         && object.architecture() != host
     {
         // Checked here because glibc's own message for a library of another machine is the
         // misleading "cannot open shared object file: No such file or directory".
-        return Err(format!(
-            "is built for another architecture ({:?}); this program runs on {host:?}",
-            object.architecture()
-        ));
+        return Err(LibraryProblem::OtherArchitecture {
+            found: format!("{:?}", object.architecture()),
+            host: format!("{host:?}"),
+        });
     }
     for segment in object.segments() {
         let (offset, len) = segment.file_range();
         let end = offset.checked_add(len);
         if end.is_none_or(|end| end > size) {
-            return Err(format!(
-                "is truncated or damaged: a segment{} needs bytes {offset}..{} of the file, \
-                 which has only {size} bytes",
-                segment
-                    .name()
-                    .ok()
-                    .flatten()
-                    .map(|name| format!(" ({name})"))
-                    .unwrap_or_default(),
-                offset.saturating_add(len),
-            ));
+            return Err(LibraryProblem::SegmentOutside {
+                segment: segment.name().ok().flatten().map(str::to_owned),
+                start: offset,
+                end: offset.saturating_add(len),
+                size,
+            });
         }
     }
     Ok(())
@@ -125,20 +119,19 @@ fn host_architecture() -> Option<Architecture> {
 fn check_fat<'data, Fat: object::read::macho::FatArch, R: ReadRef<'data>>(
     data: R,
     size: u64,
-) -> Result<(), String> {
+) -> Result<(), LibraryProblem> {
     native("Mach-O")?;
-    let fat = object::read::macho::MachOFatFile::<Fat>::parse(data).map_err(|err| {
-        format!("is damaged or truncated ({size} bytes): its headers cannot be read: {err}")
-    })?;
+    let fat = object::read::macho::MachOFatFile::<Fat>::parse(data)
+        .map_err(|error| LibraryProblem::BadHeaders { size, error })?;
     for arch in fat.arches() {
         let (offset, len) = arch.file_range();
         if offset.checked_add(len).is_none_or(|end| end > size) {
-            return Err(format!(
-                "is truncated or damaged: its {:?} library needs bytes {offset}..{} of the \
-                 file, which has only {size} bytes",
-                arch.architecture(),
-                offset.saturating_add(len)
-            ));
+            return Err(LibraryProblem::FatArchOutside {
+                arch: format!("{:?}", arch.architecture()),
+                start: offset,
+                end: offset.saturating_add(len),
+                size,
+            });
         }
     }
     let host = host_architecture();
@@ -147,38 +140,37 @@ fn check_fat<'data, Fat: object::read::macho::FatArch, R: ReadRef<'data>>(
         if host.is_some_and(|host| arch.architecture() != host) {
             continue;
         }
-        let image = arch.data(data).map_err(|err| {
-            format!(
-                "is damaged: its {:?} library cannot be read: {err}",
-                arch.architecture()
-            )
-        })?;
+        let image = arch
+            .data(data)
+            .map_err(|error| LibraryProblem::FatArchUnreadable {
+                arch: format!("{:?}", arch.architecture()),
+                error,
+            })?;
         check_image(image, arch.file_range().1)?;
         checked = true;
     }
     if !checked {
-        let held: Vec<String> = fat
-            .arches()
-            .iter()
-            .map(|arch| format!("{:?}", arch.architecture()))
-            .collect();
-        return Err(format!(
-            "has no library for this program's architecture ({:?}); it holds {}",
-            host.unwrap_or(Architecture::Unknown),
-            held.join(", ")
-        ));
+        return Err(LibraryProblem::NoHostArchitecture {
+            host: format!("{:?}", host.unwrap_or(Architecture::Unknown)),
+            held: fat
+                .arches()
+                .iter()
+                .map(|arch| format!("{:?}", arch.architecture()))
+                .collect(),
+        });
     }
     Ok(())
 }
 
 /// `Ok` when `format` is what this platform loads.
-fn native(format: &str) -> Result<(), String> {
+fn native(format: &'static str) -> Result<(), LibraryProblem> {
     if format == NATIVE_FORMAT {
         Ok(())
     } else {
-        Err(format!(
-            "is a {format} file; this system loads {NATIVE_FORMAT} shared libraries"
-        ))
+        Err(LibraryProblem::ForeignFormat {
+            format,
+            native: NATIVE_FORMAT,
+        })
     }
 }
 
@@ -189,7 +181,10 @@ mod tests {
     #[test]
     fn a_file_too_short_for_any_header_is_not_a_shared_library() {
         let err = check_object(&b"\x7fEL"[..], 3).expect_err("refused");
-        assert!(err.starts_with("is not a shared library"), "{err}");
+        assert!(
+            matches!(err, LibraryProblem::UnknownFormat { size: 3, .. }),
+            "{err}"
+        );
     }
 
     #[test]
@@ -199,7 +194,8 @@ mod tests {
         let ident = b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0";
         let err = check_object(&ident[..], 16).expect_err("refused");
         assert!(
-            err.starts_with("is damaged or truncated (16 bytes)"),
+            err.to_string()
+                .starts_with("is damaged or truncated (16 bytes)"),
             "{err}"
         );
     }

@@ -37,7 +37,7 @@ fn tree() -> Tree {
         symlink(outside.join("secret.txt"), root.join("link_outside")).expect("symlink");
         symlink(&outside, root.join("dir_link_outside")).expect("symlink");
     }
-    let plugin = LoadedPlugin::load(&library("toolgate_plugin_fs"), &json!({"root": root}))
+    let plugin = common::load(&library("toolgate_plugin_fs"), &json!({"root": root}))
         .unwrap_or_else(|err| panic!("fs loads: {err}"));
     Tree {
         _top: top,
@@ -290,7 +290,7 @@ fn two_instances_of_one_library_keep_their_own_roots() {
     let first = tree();
     let second_root = tempfile::tempdir().expect("temp dir");
     fs::write(second_root.path().join("only_here.txt"), "second\n").expect("write");
-    let second = LoadedPlugin::load(
+    let second = common::load(
         &library("toolgate_plugin_fs"),
         &json!({"root": second_root.path()}),
     )

@@ -39,7 +39,7 @@ fn tree_denying(deny: &[&str]) -> Tree {
     fs::write(root.join("other/config/a.key"), "b\n").expect("write");
     #[cfg(unix)]
     std::os::unix::fs::symlink(root.join("key.pem"), root.join("innocent.txt")).expect("symlink");
-    let plugin = LoadedPlugin::load(
+    let plugin = common::load(
         &library("toolgate_plugin_fs"),
         &json!({"root": root, "deny": deny}),
     )
@@ -201,7 +201,7 @@ fn paths_the_deny_list_does_not_match_are_read_as_before() {
 #[test]
 fn a_bad_deny_glob_stops_the_plugin_naming_the_glob() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let err = match LoadedPlugin::load(
+    let err = match common::load(
         &library("toolgate_plugin_fs"),
         &json!({"root": dir.path(), "deny": ["ok.txt", "[unclosed"]}),
     ) {

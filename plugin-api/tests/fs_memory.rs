@@ -5,7 +5,6 @@ mod common;
 
 use common::{call_on, library, text};
 use serde_json::json;
-use toolgate_plugin_api::LoadedPlugin;
 
 /// The process's peak resident memory (`VmHWM`), in bytes.
 #[cfg(target_os = "linux")]
@@ -33,7 +32,7 @@ fn reading_a_600_mb_file_without_newlines_costs_about_the_cap_not_the_file() {
     let file = std::fs::File::create(dir.path().join("big.bin")).expect("create");
     // Sparse: no disk is used, and every byte reads as zero.
     file.set_len(FILE).expect("a sparse file");
-    let plugin = LoadedPlugin::load(&library("toolgate_plugin_fs"), &json!({"root": dir.path()}))
+    let plugin = common::load(&library("toolgate_plugin_fs"), &json!({"root": dir.path()}))
         .unwrap_or_else(|err| panic!("fs loads: {err}"));
 
     let before = peak_rss();

@@ -13,7 +13,7 @@ use serde_json::json;
 use toolgate_plugin_api::{CancelFlag, LoadedPlugin, PluginOutcome};
 
 fn fs_plugin(root: &std::path::Path) -> LoadedPlugin {
-    LoadedPlugin::load(&library("toolgate_plugin_fs"), &json!({"root": root}))
+    common::load(&library("toolgate_plugin_fs"), &json!({"root": root}))
         .unwrap_or_else(|err| panic!("fs loads: {err}"))
 }
 

@@ -6,10 +6,10 @@ use std::path::Path;
 
 use common::{elf, library};
 use serde_json::json;
-use toolgate_plugin_api::{LoadError, LoadedPlugin, abi::ABI_VERSION};
+use toolgate_plugin_api::{LoadError, abi::ABI_VERSION};
 
 fn load_error(path: &Path, config: serde_json::Value) -> LoadError {
-    match LoadedPlugin::load(path, &config) {
+    match common::load(path, &config) {
         Ok(plugin) => panic!("{} loaded as plugin {}", path.display(), plugin.name()),
         Err(err) => err,
     }
@@ -87,7 +87,7 @@ fn a_fifo_is_refused_without_opening_it() {
     let thread_path = path.clone();
     std::thread::spawn(move || {
         let _ = tx.send(
-            LoadedPlugin::load(&thread_path, &json!(null))
+            common::load(&thread_path, &json!(null))
                 .map(|_| ())
                 .map_err(|e| e.to_string()),
         );
@@ -286,7 +286,7 @@ fn a_root_that_does_not_exist_is_an_init_failure() {
 fn a_plugin_can_be_dropped_and_loaded_again() {
     let path = library("toolgate_plugin_testkit");
     for _ in 0..3 {
-        let plugin = LoadedPlugin::load(&path, &json!(null)).expect("loads");
+        let plugin = common::load(&path, &json!(null)).expect("loads");
         assert_eq!(plugin.name(), "testkit");
         drop(plugin);
     }

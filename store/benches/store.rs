@@ -3,15 +3,15 @@
 //! - `read_page_100mb_local/{first,middle,last}`: one 20,000-character page of a 100 MB multi-byte result
 //!   on local disk. The three should take the same time.
 //! - `offload_10mb/{local,s3}`: saving a 10 MB result, in MB/s. The S3 case runs against the server of
-//!   `scripts/s3-server.sh` and is skipped with a message when `TOOLGATE_TEST_S3_ENDPOINT` is unset.
+//!   `scripts/s3-server.sh` and is skipped with a message when `TOOLGATE_TEST_S3_ENDPOINT` is unset
+//!   or the crate is built without its `s3` feature.
 //!
-//! Run with `cargo bench -p toolgate-store`.
+//! Run with `cargo bench -p toolgate-store` (`--features s3` for the S3 case).
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use toolgate_store::{NewResult, ObjectResultStore, ResultId, ResultStore};
+use toolgate_store::{NewResult, ObjectResultStore, ResultStore};
 
 const PAGE: u64 = 20_000;
 
@@ -56,7 +56,18 @@ fn read_pages(c: &mut Criterion) {
     group.finish();
 }
 
+#[cfg(not(feature = "s3"))]
 fn s3_store() -> Option<ObjectResultStore> {
+    eprintln!("SKIPPED offload_10mb/s3: built without the s3 feature (cargo bench --features s3)");
+    None
+}
+
+#[cfg(feature = "s3")]
+fn s3_store() -> Option<ObjectResultStore> {
+    use std::collections::BTreeMap;
+
+    use toolgate_store::ResultId;
+
     let Ok(endpoint) = std::env::var("TOOLGATE_TEST_S3_ENDPOINT") else {
         eprintln!(
             "SKIPPED offload_10mb/s3: S3 test server not configured; run `eval \"$(scripts/s3-server.sh start)\"`"

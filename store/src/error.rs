@@ -1,15 +1,19 @@
-//! The one error type of the store crate.
+//! The error type of the store crate, and the configuration errors it wraps.
 
-use crate::id::{IdError, ResultId};
+use std::path::PathBuf;
 
-/// A boxed error from a backend, kept as the `source` of [`StoreError::Backend`].
+use crate::id::{IdError, IdKind, ResultId};
+
+/// A boxed error from a backend, kept as the cause in [`StoreError::Backend`].
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// Everything that can go wrong when saving or reading a result.
 ///
 /// Each variant has a stable snake_case name, [`StoreError::kind`], for logs, events and the command line.
 /// The `Display` texts are written for the model that called `read_tool_result`: what failed and what to
-/// do next.
+/// do next. Each text is complete, so it can be shown as it is: a variant that has a typed cause (an
+/// [`IdError`], a [`ConfigError`], a backend's error) keeps it in a field and says it in its text, and
+/// `source()` never returns what the text already says.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
@@ -45,10 +49,10 @@ pub enum StoreError {
     },
     /// A result id failed its checks.
     #[error("invalid result id: {0}")]
-    InvalidId(#[source] IdError),
+    InvalidId(IdError),
     /// A session id failed its checks.
     #[error("invalid session id: {0}")]
-    InvalidSession(#[source] IdError),
+    InvalidSession(IdError),
     /// The store answered something that breaks its own rules: a record that does not parse, a page that
     /// does not match the request, a listing that ignores its filter.
     #[error("the result store is inconsistent{}: {what}", id.as_ref().map(|i| format!(" about \"{i}\"")).unwrap_or_default())]
@@ -60,18 +64,17 @@ pub enum StoreError {
     },
     /// The backend failed: unreachable, timed out, refused the credentials, ...
     #[error(
-        "the result store failed to {op}: {source}; the result store may be unreachable, try again later"
+        "the result store failed to {op}: {error}; the result store may be unreachable, try again later"
     )]
     Backend {
         /// What the store was doing, e.g. `"save the result data"`.
         op: &'static str,
         /// The backend's own error.
-        #[source]
-        source: BoxError,
+        error: BoxError,
     },
     /// A store URL or option is wrong.
     #[error("bad result store configuration: {0}")]
-    Config(String),
+    Config(ConfigError),
 }
 
 impl StoreError {
@@ -107,17 +110,126 @@ impl StoreError {
 /// A bad id becomes [`StoreError::InvalidId`], a bad session id [`StoreError::InvalidSession`].
 impl From<IdError> for StoreError {
     fn from(e: IdError) -> Self {
-        let what = match &e {
-            IdError::Empty { what }
-            | IdError::Blank { what }
-            | IdError::SurroundingWhitespace { what, .. }
-            | IdError::TooLong { what, .. } => *what,
-            IdError::BadChar { .. } => "result id",
-        };
-        if what == "session id" {
-            StoreError::InvalidSession(e)
-        } else {
-            StoreError::InvalidId(e)
+        match e.id_kind() {
+            IdKind::Result => StoreError::InvalidId(e),
+            IdKind::Session => StoreError::InvalidSession(e),
         }
     }
+}
+
+/// A bad store URL or option becomes [`StoreError::Config`].
+impl From<ConfigError> for StoreError {
+    fn from(e: ConfigError) -> Self {
+        StoreError::Config(e)
+    }
+}
+
+/// Why a store URL or option cannot be used: the cause in [`StoreError::Config`].
+///
+/// Each text names the URL, option or directory at fault.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The URL does not parse.
+    #[error("bad store URL {url:?}: {error}")]
+    BadUrl {
+        /// The URL as given.
+        url: String,
+        /// What the URL parser said.
+        error: url::ParseError,
+    },
+    /// The URL's scheme names no backend.
+    #[error(
+        "unsupported store URL scheme {scheme:?} in {url:?}; use memory://, file:///dir or s3://bucket/prefix"
+    )]
+    UnsupportedScheme {
+        /// The scheme, such as `ftp`.
+        scheme: String,
+        /// The URL as given.
+        url: String,
+    },
+    /// An `s3://` URL in a program built without the `s3` cargo feature (of `toolgate-store`, or of
+    /// `toolgate`, which passes it on).
+    #[error(
+        "the store URL {url:?} needs S3 support, but this program was built without the s3 feature; \
+         use memory:// or file:///dir, or rebuild with the cargo feature `s3`"
+    )]
+    S3NotBuilt {
+        /// The URL as given.
+        url: String,
+    },
+    /// Options given for a scheme that takes none.
+    #[error("a {scheme}:// store takes no options, got {key:?}")]
+    NoOptions {
+        /// `memory` or `file`.
+        scheme: &'static str,
+        /// The first option given.
+        key: String,
+    },
+    /// A `file://` URL that is not an absolute local path.
+    #[error("{url:?} is not an absolute local path (use file:///abs/dir)")]
+    NotAbsolutePath {
+        /// The URL as given.
+        url: String,
+    },
+    /// The directory of a `file://` store does not exist and cannot be created.
+    #[error("cannot create the store directory {}: {error}", dir.display())]
+    CreateDir {
+        /// The directory.
+        dir: PathBuf,
+        /// What the file system said.
+        error: std::io::Error,
+    },
+    /// The directory of a `file://` store cannot be used.
+    #[error("cannot use {} as a store: {error}", dir.display())]
+    LocalDir {
+        /// The directory.
+        dir: PathBuf,
+        /// What the local backend said.
+        error: object_store::Error,
+    },
+    /// The key prefix is not a valid object path.
+    #[error("bad key prefix {prefix:?}: {error}")]
+    BadPrefix {
+        /// The prefix as given.
+        prefix: String,
+        /// Why it is not a valid path.
+        error: object_store::path::Error,
+    },
+    /// An `s3://` URL without a bucket.
+    #[error("{url:?} names no bucket (use s3://bucket/prefix)")]
+    NoBucket {
+        /// The URL as given.
+        url: String,
+    },
+    /// An S3 option that neither S3 nor this store knows.
+    #[error("unknown S3 store option {key:?}")]
+    UnknownOption {
+        /// The option's key.
+        key: String,
+    },
+    /// An option that takes a count (`max_retries`) got something else.
+    #[error("option {key:?}: {value:?} is not a whole number")]
+    NotAWholeNumber {
+        /// The option's key.
+        key: String,
+        /// The value given.
+        value: String,
+    },
+    /// An option that takes a duration (`retry_timeout`) got something else.
+    #[error("option {key:?}: {value:?} is not a duration like \"500ms\" or \"15s\"")]
+    NotADuration {
+        /// The option's key.
+        key: String,
+        /// The value given.
+        value: String,
+    },
+    /// The S3 client refused the settings.
+    #[error("cannot configure S3 bucket {bucket:?}: {error}")]
+    S3Client {
+        /// The bucket.
+        bucket: String,
+        /// What the S3 client builder said.
+        error: object_store::Error,
+    },
 }

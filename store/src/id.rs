@@ -24,28 +24,28 @@ pub enum IdError {
     /// The text is empty.
     #[error("the {what} is empty")]
     Empty {
-        /// `"result id"` or `"session id"`.
-        what: &'static str,
+        /// Which kind of id it is.
+        what: IdKind,
     },
     /// The text is nothing but whitespace.
     #[error("the {what} is blank (only whitespace)")]
     Blank {
-        /// `"result id"` or `"session id"`.
-        what: &'static str,
+        /// Which kind of id it is.
+        what: IdKind,
     },
     /// The text starts or ends with whitespace; ids are exact keys, so `" a"` and `"a"` must not both exist.
     #[error("the {what} {shown} has leading or trailing whitespace")]
     SurroundingWhitespace {
-        /// `"result id"` or `"session id"`.
-        what: &'static str,
+        /// Which kind of id it is.
+        what: IdKind,
         /// The offending text, quoted and shortened.
         shown: String,
     },
     /// The text is longer than allowed.
     #[error("the {what} is {len} bytes long; at most {max} are allowed")]
     TooLong {
-        /// `"result id"` or `"session id"`.
-        what: &'static str,
+        /// Which kind of id it is.
+        what: IdKind,
         /// Its length in bytes.
         len: usize,
         /// The limit in bytes.
@@ -65,6 +65,44 @@ pub enum IdError {
     },
 }
 
+/// Which of the two kinds of id an [`IdError`] is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IdKind {
+    /// A [`ResultId`].
+    Result,
+    /// A [`SessionId`].
+    Session,
+}
+
+impl fmt::Display for IdKind {
+    /// `result id` or `session id`, as the error texts say it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            IdKind::Result => "result id",
+            IdKind::Session => "session id",
+        })
+    }
+}
+
+impl IdError {
+    /// Which kind of id failed its checks.
+    ///
+    /// ```
+    /// use toolgate_store::{IdKind, ResultId, SessionId};
+    /// assert_eq!(SessionId::parse(" s").unwrap_err().id_kind(), IdKind::Session);
+    /// assert_eq!(ResultId::parse("a/b").unwrap_err().id_kind(), IdKind::Result);
+    /// ```
+    pub fn id_kind(&self) -> IdKind {
+        match self {
+            IdError::Empty { what }
+            | IdError::Blank { what }
+            | IdError::SurroundingWhitespace { what, .. }
+            | IdError::TooLong { what, .. } => *what,
+            IdError::BadChar { .. } => IdKind::Result,
+        }
+    }
+}
+
 /// Quotes `s` for an error message, cut to a readable length on a character boundary.
 fn shown(s: &str) -> String {
     const MAX: usize = 40;
@@ -75,7 +113,7 @@ fn shown(s: &str) -> String {
 }
 
 /// The rules ids and session ids share: non-empty, non-blank, no surrounding whitespace, bounded length.
-fn check_common(s: &str, what: &'static str, max: usize) -> Result<(), IdError> {
+fn check_common(s: &str, what: IdKind, max: usize) -> Result<(), IdError> {
     if s.is_empty() {
         return Err(IdError::Empty { what });
     }
@@ -119,7 +157,7 @@ pub struct ResultId(String);
 impl ResultId {
     /// Checks `s` and returns it as an id.
     pub fn parse(s: &str) -> Result<Self, IdError> {
-        check_common(s, "result id", MAX_RESULT_ID_BYTES)?;
+        check_common(s, IdKind::Result, MAX_RESULT_ID_BYTES)?;
         if let Some((at, ch)) = s
             .char_indices()
             .find(|&(_, c)| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
@@ -171,7 +209,7 @@ pub struct SessionId(String);
 impl SessionId {
     /// Checks `s` and returns it as a session id.
     pub fn parse(s: &str) -> Result<Self, IdError> {
-        check_common(s, "session id", MAX_SESSION_ID_BYTES)?;
+        check_common(s, IdKind::Session, MAX_SESSION_ID_BYTES)?;
         Ok(SessionId(s.to_owned()))
     }
 

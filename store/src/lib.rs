@@ -9,6 +9,11 @@
 //! - [`ObjectResultStore`] implements it over memory, local disk, S3 or any other
 //!   [`object_store::ObjectStore`], chosen by URL; see its docs for the layout that makes saves
 //!   all-or-nothing across crashes and pages cheap in 100 MB results.
+//!
+//! # Cargo features
+//!
+//! - `s3` (off by default): the `s3://` backend. It brings about 190 crates (an HTTP client, and a
+//!   TLS library built from C); without it an `s3://` URL fails with [`ConfigError::S3NotBuilt`].
 //! - [`Validated`] wraps any store, custom ones included, and checks its answers.
 //! - [`read_scoped`] enforces who may read what (SPEC R4).
 //!
@@ -39,8 +44,8 @@ mod store;
 mod types;
 mod validated;
 
-pub use error::{BoxError, StoreError};
-pub use id::{IdError, MAX_RESULT_ID_BYTES, MAX_SESSION_ID_BYTES, ResultId, SessionId};
+pub use error::{BoxError, ConfigError, StoreError};
+pub use id::{IdError, IdKind, MAX_RESULT_ID_BYTES, MAX_SESSION_ID_BYTES, ResultId, SessionId};
 pub use object::{INDEX_STRIDE_CHARS, ObjectResultStore};
 pub use store::{ForeignResult, ResultStore, read_scoped};
 pub use types::{

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use toolgate_plugin_api::{CancelFlag, LoadedPlugin, PluginOutcome, library_file_name};
+use toolgate_plugin_api::{CancelFlag, LoadError, LoadedPlugin, PluginOutcome, library_file_name};
 
 /// The directory cargo puts this profile's libraries in: the test executable lives in
 /// `target/<profile>/deps/`, the libraries one level up.
@@ -34,11 +34,23 @@ pub fn library(lib_name: &str) -> PathBuf {
     );
 }
 
+/// [`LoadedPlugin::load`] for the tests.
+///
+/// They load only what keeps the contract of its `# Safety` section: this workspace's own
+/// libraries (the testkit and fs plugins, built with the SDK; `toolgate_test_broken_abi`, whose
+/// entry returns a static header; `toolgate_test_not_a_plugin`, which exports no entry), damaged
+/// or patched copies of them that `load` or the system loader refuses before any of their code
+/// runs, and files that are no library at all.
+pub fn load(path: &Path, config: &serde_json::Value) -> Result<LoadedPlugin, LoadError> {
+    // SAFETY: see above.
+    unsafe { LoadedPlugin::load(path, config) }
+}
+
 /// The testkit plugin, loaded once for the whole test binary.
 pub fn testkit() -> &'static LoadedPlugin {
     static TESTKIT: OnceLock<LoadedPlugin> = OnceLock::new();
     TESTKIT.get_or_init(|| {
-        LoadedPlugin::load(
+        load(
             &library("toolgate_plugin_testkit"),
             &serde_json::Value::Null,
         )

@@ -6,6 +6,8 @@
 //! It deliberately does not depend on `toolgate-plugin-api`: it spells the header out the way
 //! another toolgate's plugin would.
 
+#![warn(missing_docs)]
+
 /// The first fields of every toolgate plugin table.
 #[repr(C)]
 pub struct Header {

@@ -13,6 +13,8 @@
 //! | `multimodal` | `{}` | returns the text [`MULTIMODAL_BEFORE`], a 1x1 PNG ([`PNG_PIXEL`]), the text [`MULTIMODAL_AFTER`] |
 //! | `progress` | `{steps}` | reports `step i of N` for i in 1..=N, then returns `done: N steps` |
 
+#![warn(missing_docs)]
+
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;

@@ -1,6 +1,6 @@
 //! The behaviour suite of `behaviours.rs`, once per backend: `memory://`, `file://` (a temporary
-//! directory) and `s3://` (the server of `scripts/s3-server.sh`; skipped with a message when it is not
-//! configured, a failure on CI).
+//! directory) and, with the `s3` feature, `s3://` (the server of `scripts/s3-server.sh`; skipped with a
+//! message when it is not configured, a failure on CI).
 
 macro_rules! suite {
     ($kind:expr; $($behaviour:ident),* $(,)?) => {$(
@@ -49,6 +49,7 @@ mod file {
     every_behaviour!(crate::common::Kind::File);
 }
 
+#[cfg(feature = "s3")]
 mod s3 {
     every_behaviour!(crate::common::Kind::S3);
 }

@@ -1,10 +1,10 @@
 //! Bad input is refused with a typed error, and a dead backend fails fast: never a hang, never a panic.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
 
 use toolgate_store::{
-    IdError, NewResult, ObjectResultStore, ResultId, ResultStore, SessionId, StoreError,
+    ConfigError, IdError, IdKind, NewResult, ObjectResultStore, ResultId, ResultStore, SessionId,
+    StoreError,
 };
 
 fn id_err(s: &str) -> StoreError {
@@ -98,43 +98,106 @@ fn a_store_url_with_an_unknown_scheme_or_a_relative_path_is_a_config_error() {
     assert_eq!(err.kind(), "config");
 }
 
-/// A port that nothing listens on: bound, then released.
-fn closed_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
+#[test]
+fn a_config_error_carries_what_was_wrong_as_typed_data() {
+    let err = ObjectResultStore::from_url("ftp://h/x").unwrap_err();
+    let StoreError::Config(ConfigError::UnsupportedScheme { scheme, url }) = &err else {
+        panic!("expected an unsupported scheme, got {err:?}");
+    };
+    assert_eq!((scheme.as_str(), url.as_str()), ("ftp", "ftp://h/x"));
 }
 
-#[tokio::test]
-async fn an_unreachable_s3_store_fails_with_a_backend_error_within_seconds() {
-    // No retry options: the store's own defaults must already fail fast.
-    let options = BTreeMap::from([
-        ("endpoint", format!("http://127.0.0.1:{}", closed_port())),
-        ("allow_http", "true".into()),
-        ("access_key_id", "k".into()),
-        ("secret_access_key", "s".into()),
-        ("region", "us-east-1".into()),
-    ]);
-    let store = ObjectResultStore::from_url_opts("s3://bucket/prefix", &options).unwrap();
-    let started = Instant::now();
-    let save = store.save(NewResult::new(None), "text");
-    let err = tokio::time::timeout(Duration::from_secs(20), save)
-        .await
-        .expect("save hung")
-        .unwrap_err();
-    assert!(matches!(err, StoreError::Backend { .. }), "{err:?}");
-    let err = tokio::time::timeout(
-        Duration::from_secs(20),
-        store.read_chars(&ResultId::generate(), 0, 1),
-    )
-    .await
-    .expect("read hung")
-    .unwrap_err();
-    assert_eq!(err.kind(), "backend");
+#[test]
+fn a_session_id_error_is_an_invalid_session_by_its_kind() {
+    let err = SessionId::parse("").unwrap_err();
+    assert_eq!(err.id_kind(), IdKind::Session);
+    assert!(matches!(
+        StoreError::from(err),
+        StoreError::InvalidSession(IdError::Empty {
+            what: IdKind::Session
+        })
+    ));
+}
+
+#[test]
+fn a_store_error_says_its_cause_in_its_text_and_not_again_as_its_source() {
+    let errors = [
+        ObjectResultStore::from_url("ftp://h/x").unwrap_err(),
+        session_err(" s"),
+        id_err("a/b"),
+    ];
+    for err in errors {
+        assert!(std::error::Error::source(&err).is_none(), "{err:?}");
+        let cause = match &err {
+            StoreError::Config(cause) => cause.to_string(),
+            StoreError::InvalidId(cause) | StoreError::InvalidSession(cause) => cause.to_string(),
+            other => panic!("unexpected {other:?}"),
+        };
+        assert!(err.to_string().ends_with(&cause), "{err}");
+    }
+}
+
+#[cfg(not(feature = "s3"))]
+#[test]
+fn an_s3_url_in_a_build_without_the_s3_feature_is_a_config_error_saying_so() {
+    let err = ObjectResultStore::from_url("s3://bucket/prefix").unwrap_err();
     assert!(
-        started.elapsed() < Duration::from_secs(20),
-        "took {:?}",
-        started.elapsed()
+        matches!(&err, StoreError::Config(ConfigError::S3NotBuilt { url }) if url == "s3://bucket/prefix"),
+        "{err:?}"
     );
+    assert!(
+        err.to_string()
+            .contains("this program was built without the s3 feature"),
+        "{err}"
+    );
+}
+
+/// A dead S3 server, with the `s3` feature.
+#[cfg(feature = "s3")]
+mod unreachable_s3 {
+    use std::collections::BTreeMap;
+    use std::time::{Duration, Instant};
+
+    use toolgate_store::{NewResult, ObjectResultStore, ResultId, ResultStore, StoreError};
+
+    /// A port that nothing listens on: bound, then released.
+    fn closed_port() -> u16 {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_s3_store_fails_with_a_backend_error_within_seconds() {
+        // No retry options: the store's own defaults must already fail fast.
+        let options = BTreeMap::from([
+            ("endpoint", format!("http://127.0.0.1:{}", closed_port())),
+            ("allow_http", "true".into()),
+            ("access_key_id", "k".into()),
+            ("secret_access_key", "s".into()),
+            ("region", "us-east-1".into()),
+        ]);
+        let store = ObjectResultStore::from_url_opts("s3://bucket/prefix", &options).unwrap();
+        let started = Instant::now();
+        let save = store.save(NewResult::new(None), "text");
+        let err = tokio::time::timeout(Duration::from_secs(20), save)
+            .await
+            .expect("save hung")
+            .unwrap_err();
+        assert!(matches!(err, StoreError::Backend { .. }), "{err:?}");
+        let err = tokio::time::timeout(
+            Duration::from_secs(20),
+            store.read_chars(&ResultId::generate(), 0, 1),
+        )
+        .await
+        .expect("read hung")
+        .unwrap_err();
+        assert_eq!(err.kind(), "backend");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "took {:?}",
+            started.elapsed()
+        );
+    }
 }
 
 #[tokio::test]

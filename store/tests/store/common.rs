@@ -3,13 +3,16 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use toolgate_store::{ObjectResultStore, ResultId};
+use toolgate_store::ObjectResultStore;
+#[cfg(feature = "s3")]
+use toolgate_store::ResultId;
 
 /// The backends every behaviour runs against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Memory,
     File,
+    #[cfg(feature = "s3")]
     S3,
 }
 
@@ -44,6 +47,7 @@ impl Fixture {
                     _dir: Some(dir),
                 })
             }
+            #[cfg(feature = "s3")]
             Kind::S3 => {
                 let options = s3_options()?;
                 let bucket = std::env::var("TOOLGATE_TEST_S3_BUCKET").unwrap();
@@ -69,9 +73,9 @@ impl Fixture {
                 self.store.prefix().as_ref(),
             )
             .unwrap(),
-            Kind::File | Kind::S3 => {
-                ObjectResultStore::from_url_opts(&self.url, &self.options).unwrap()
-            }
+            #[cfg(feature = "s3")]
+            Kind::S3 => ObjectResultStore::from_url_opts(&self.url, &self.options).unwrap(),
+            Kind::File => ObjectResultStore::from_url_opts(&self.url, &self.options).unwrap(),
         }
     }
 }
@@ -80,6 +84,7 @@ impl Fixture {
 ///
 /// Without them the S3 tests are skipped with a message, except on CI (`CI` set), where a missing
 /// server is a failure: a green run must not hide that the S3 backend went untested.
+#[cfg(feature = "s3")]
 pub fn s3_options() -> Option<BTreeMap<String, String>> {
     let Ok(endpoint) = std::env::var("TOOLGATE_TEST_S3_ENDPOINT") else {
         if std::env::var_os("CI").is_some() {

@@ -11,7 +11,9 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 use toolgate_store::{NewResult, ObjectResultStore, ResultId, ResultStore, Scope, SessionId};
 
-use crate::common::{big_text, s3_options};
+use crate::common::big_text;
+#[cfg(feature = "s3")]
+use crate::common::s3_options;
 
 /// Must match `PATTERN` in `examples/store_probe.rs`.
 const PROBE_PATTERN: &str = "probe Grüße 中文 😀\n";
@@ -64,6 +66,7 @@ fn file_target() -> Target {
     }
 }
 
+#[cfg(feature = "s3")]
 fn s3_target() -> Option<Target> {
     let options = s3_options()?;
     let bucket = std::env::var("TOOLGATE_TEST_S3_BUCKET").unwrap();
@@ -115,6 +118,7 @@ async fn a_second_process_reads_what_the_first_wrote_on_disk() {
     a_second_process_reads_what_the_first_wrote(file_target()).await;
 }
 
+#[cfg(feature = "s3")]
 #[tokio::test]
 async fn a_second_process_reads_what_the_first_wrote_on_s3() {
     if let Some(target) = s3_target() {
@@ -267,6 +271,7 @@ async fn a_killed_writer_leaves_nothing_or_the_whole_result_on_disk() {
     a_killed_writer_leaves_nothing_or_the_whole_result(file_target()).await;
 }
 
+#[cfg(feature = "s3")]
 #[tokio::test]
 async fn a_killed_writer_leaves_nothing_or_the_whole_result_on_s3() {
     if let Some(target) = s3_target() {
