@@ -36,6 +36,7 @@ pub mod history;
 pub mod plugin;
 pub mod reduction;
 pub mod registry;
+mod rules;
 pub mod script;
 pub mod search;
 pub mod session;

@@ -29,7 +29,6 @@
 
 mod layers;
 mod limit;
-mod rules;
 
 use std::any::Any;
 use std::panic::AssertUnwindSafe;
@@ -45,7 +44,7 @@ pub use layers::{
     RewriteLayer, Suggest, TimeoutLayer,
 };
 pub use limit::{LimitLayer, TRUNCATION_MARKER, cap_parts, cap_text};
-pub use rules::{CHECK_ORDER, CompiledRules, RulesLayer};
+pub use crate::rules::{CHECK_ORDER, CompiledRules, RulesLayer};
 
 use crate::error::CallError;
 use crate::events::{Event, EventKind, Events};

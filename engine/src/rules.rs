@@ -18,7 +18,7 @@ use serde_json::Value;
 use toolgate_policy::glob::{Glob, PathGlob, normalize_path};
 use toolgate_policy::{Rule, Rules};
 
-use super::{CallResult, Invocation, Layer, Next};
+use crate::guard::{CallResult, Invocation, Layer, Next};
 use crate::error::{At, BuildError, CallError, DeniedBy};
 use crate::tool::BoxFuture;
 
