@@ -510,3 +510,48 @@ pub struct TurnError {
     /// How it failed.
     pub error: CallError,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An error with an optional cause, whose message is given.
+    #[derive(Debug)]
+    struct Layered(&'static str, Option<Box<Layered>>);
+
+    impl std::fmt::Display for Layered {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl std::error::Error for Layered {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_deref().map(|e| e as _)
+        }
+    }
+
+    #[test]
+    fn chain_writes_an_error_and_each_cause_after_a_colon() {
+        let e = Layered(
+            "cannot build",
+            Some(Box::new(Layered(
+                "cannot read x.jsonl",
+                Some(Box::new(Layered("no such file", None))),
+            ))),
+        );
+        assert_eq!(
+            Chain(&e).to_string(),
+            "cannot build: cannot read x.jsonl: no such file"
+        );
+    }
+
+    #[test]
+    fn chain_skips_a_cause_that_the_message_before_it_already_ends_with() {
+        let e = Layered(
+            "cannot read x.jsonl: no such file",
+            Some(Box::new(Layered("no such file", None))),
+        );
+        assert_eq!(Chain(&e).to_string(), "cannot read x.jsonl: no such file");
+    }
+}

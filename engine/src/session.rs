@@ -93,3 +93,36 @@ impl Sessions {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_id_is_checked_by_the_stores_rule() {
+        let sessions = Sessions::default();
+        for bad in ["", "   ", " padded", "padded\n"] {
+            let err = sessions.get(Some(bad)).unwrap_err();
+            assert_eq!(Err(err), SessionId::parse(bad).map(|_| ()), "{bad:?}");
+        }
+        let too_long = "s".repeat(toolgate_store::MAX_SESSION_ID_BYTES + 1);
+        assert!(sessions.get(Some(&too_long)).is_err());
+    }
+
+    #[test]
+    fn handles_of_one_session_id_share_what_the_session_found() {
+        let sessions = Sessions::default();
+        let first = sessions.get(Some("chat-7")).unwrap();
+        first.state().reveal(["fs.read_file".to_string()]);
+        let again = sessions.of(first.id());
+        assert_eq!(again.id().map(SessionId::as_str), Some("chat-7"));
+        assert!(again.state().is_revealed("fs.read_file"));
+        assert!(
+            !sessions
+                .get(None)
+                .unwrap()
+                .state()
+                .is_revealed("fs.read_file")
+        );
+    }
+}
