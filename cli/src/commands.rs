@@ -70,7 +70,7 @@ pub(crate) fn build(policy: Policy, name: &str) -> Result<Engine, CliError> {
     }
     builder
         .build()
-        .map_err(|e| CliError::Policy(locate(&e.to_string(), name)))
+        .map_err(|e| CliError::Policy(locate(&toolgate::error::Chain(&e).to_string(), name)))
 }
 
 /// Where offloaded results go when the policy turns reduction on without naming a store: a
@@ -238,15 +238,15 @@ fn summary(engine: &Engine, name: &str) -> String {
     let mut count = 0;
     for (tool, entry) in engine.registry().entries() {
         count += 1;
-        let source = if entry.searchable {
-            format!("{} (searchable)", entry.source)
+        let source = if entry.is_searchable() {
+            format!("{} (searchable)", entry.source())
         } else {
-            entry.source.to_string()
+            entry.source().to_string()
         };
-        let shown = if entry.model_name == tool {
+        let shown = if entry.model_name() == tool {
             tool.to_string()
         } else {
-            format!("{} ({tool})", entry.model_name)
+            format!("{} ({tool})", entry.model_name())
         };
         match groups.iter_mut().find(|(s, _)| *s == source) {
             Some((_, names)) => names.push(shown),
@@ -353,7 +353,7 @@ fn tools(args: ToolsArgs) -> Result<Output, CliError> {
         engine
             .registry()
             .resolve(model_name)
-            .map(|r| (r.name.to_string(), r.entry.source.to_string()))
+            .map(|r| (r.name.to_string(), r.entry.source().to_string()))
     };
     if args.json {
         let array: Vec<Value> = specs
@@ -583,13 +583,13 @@ fn explain(args: ExplainArgs) -> Result<Output, CliError> {
     // the name profile maps it).
     let resolved = engine.registry().lookup(&args.tool);
     let (real, source) = match &resolved {
-        Some(r) => (Some(r.name.to_string()), Some(r.entry.source.to_string())),
+        Some(r) => (Some(r.name.to_string()), Some(r.entry.source().to_string())),
         None => (None, None),
     };
     let is_alias = engine.registry().aliases().any(|(a, _)| a == args.tool);
     // The name the model calls: the alias or model-facing name given, else the tool's.
     let model_name = match &resolved {
-        Some(r) if *r.name == args.tool => r.entry.model_name.clone(),
+        Some(r) if *r.name == args.tool => r.entry.model_name().to_string(),
         _ => args.tool.clone(),
     };
     let e = engine.explain(&args.tool);

@@ -12,11 +12,10 @@
 //! estimates every message, and offloads nothing: the cost paid before every model request of
 //! a long session that fits its budget.
 //!
-//! For comparison: the same history without reduction (repair and the estimate only); the
-//! parts `prepare` is made of (`part_repair`, `part_estimate`, and
-//! `part_offload_rounds_under_budget`, the offload step when the budget is not reached); and
-//! `clone_baseline`, a plain clone of the history, the floor for any function that returns a
-//! new history (P2).
+//! For comparison: the same history without reduction (repair and the estimate only; the
+//! difference to the first is the offload step when the budget is not reached); the parts
+//! `prepare` is made of (`part_repair`, `part_estimate`); and `clone_baseline`, a plain clone of
+//! the history, the floor for any function that returns a new history (P2).
 //!
 //! ```text
 //! cargo bench -p toolgate --bench prepare
@@ -27,7 +26,6 @@ use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
-use toolgate::history::budget::offload_rounds;
 use toolgate::history::{ByteEstimator, Message, TokenEstimator, ToolCall, repair};
 use toolgate::tool::{FnTool, Tool, ToolOutput};
 use toolgate::{Engine, Policy};
@@ -140,31 +138,6 @@ fn prepare(c: &mut Criterion) {
                 .map(|m| estimator.message(m))
                 .sum::<u64>()
         })
-    });
-    let (repaired, _) = repair(&history);
-    let tools = with_reduction.visible_tools(&session);
-    let settings = with_reduction
-        .policy()
-        .reduction
-        .clone()
-        .expect("reduction is on");
-    let store = with_reduction.result_store().expect("a store").clone();
-    // The offload step takes the repaired history by value; the copy is made outside the timing.
-    g.bench_function("part_offload_rounds_under_budget", |b| {
-        b.iter_batched(
-            || repaired.clone(),
-            |h| {
-                black_box(rt.block_on(offload_rounds(
-                    h,
-                    &tools,
-                    Some("bench"),
-                    &settings,
-                    &store,
-                    &estimator,
-                )))
-            },
-            criterion::BatchSize::LargeInput,
-        )
     });
     g.bench_function("clone_baseline", |b| {
         b.iter(|| black_box(black_box(&history).clone()))

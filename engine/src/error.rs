@@ -2,6 +2,7 @@
 //! stable snake_case name that the command line prints and scripts see. [`BuildError`] is why an
 //! engine could not be built from a policy. [`TurnError`] aborts a turn under `on_error: fail`.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use thiserror::Error;
@@ -22,50 +23,101 @@ pub enum DeniedBy {
 /// Why one tool call failed. Every message is written for the model: what failed and what to do.
 #[derive(Debug, Clone, Error, PartialEq)]
 pub enum CallError {
+    /// The call ran past its timeout and was cancelled (G2).
     #[error("tool call timed out after {}", fmt_duration(*.after))]
-    Timeout { after: Duration },
+    Timeout {
+        /// The timeout.
+        after: Duration,
+    },
 
+    /// A rule, the before script or search gating refused the call.
     #[error("tool call denied: {reason}")]
-    Denied { reason: String, by: DeniedBy },
+    Denied {
+        /// Why, for the model.
+        reason: String,
+        /// Who refused it.
+        by: DeniedBy,
+    },
 
+    /// No tool has the name the model called (D4).
     #[error("{message}")]
     UnknownTool {
+        /// The name the model called.
         name: String,
+        /// The closest names it may have meant.
         suggestions: Vec<String>,
+        /// The whole answer, suggestions included.
         message: String,
     },
 
+    /// The arguments are not a JSON object, or do not fit the tool.
     #[error("invalid arguments for {tool}: {reason}")]
-    InvalidArguments { tool: String, reason: String },
+    InvalidArguments {
+        /// The tool.
+        tool: String,
+        /// What is wrong with them.
+        reason: String,
+    },
 
+    /// The tool ran and failed.
     #[error("{tool} failed: {message}")]
-    ToolFailed { tool: String, message: String },
+    ToolFailed {
+        /// The tool.
+        tool: String,
+        /// The tool's message.
+        message: String,
+    },
 
+    /// The tool (or a layer) panicked (G6).
     #[error("tool execution panic in {tool}: {message}")]
-    ToolExecutionPanic { tool: String, message: String },
+    ToolExecutionPanic {
+        /// The tool.
+        tool: String,
+        /// The panic's message.
+        message: String,
+    },
 
+    /// A policy script failed (G6).
     #[error("tool policy panic in the {} script: {message}", hook_name(*.hook))]
-    ToolPolicyPanic { hook: Hook, message: String },
+    ToolPolicyPanic {
+        /// The hook whose script failed.
+        hook: Hook,
+        /// Where and how.
+        message: String,
+    },
 
+    /// The turn was cancelled.
     #[error("tool call cancelled")]
     Cancelled,
 
     /// No room to run the call now: the plugin's threads or the call's sequential group are
     /// held by calls that ignored their cancellation and still run.
     #[error("{tool} is overloaded: {message}")]
-    Overloaded { tool: String, message: String },
+    Overloaded {
+        /// The tool.
+        tool: String,
+        /// What is held, and what to do.
+        message: String,
+    },
 
+    /// Not run: an earlier call of a sequential turn failed under `stop_on_error` (D7).
     #[error(
         "skipped: an earlier call of this turn ({failed_call_id}) failed and stop_on_error is set"
     )]
-    Skipped { failed_call_id: String },
+    Skipped {
+        /// The call that failed.
+        failed_call_id: String,
+    },
 
     /// A failure with a stable kind of its own, such as the result store's `not_found`,
     /// `access_denied` or `store_error`.
     #[error("{tool}: {message}")]
     Store {
+        /// The tool.
         tool: String,
+        /// The stable snake_case kind.
         kind: &'static str,
+        /// What failed.
         message: String,
     },
 }
@@ -93,7 +145,7 @@ impl CallError {
 
     /// The free text of the error (a tool's message, a reason), which the guard caps and
     /// offloads like a result (G3); `None` for errors whose text is short and fixed.
-    pub fn text_mut(&mut self) -> Option<&mut String> {
+    pub(crate) fn text_mut(&mut self) -> Option<&mut String> {
         match self {
             CallError::Denied { reason, .. } | CallError::InvalidArguments { reason, .. } => {
                 Some(reason)
@@ -111,11 +163,11 @@ impl CallError {
 
 /// The most characters of a name (a tool name the model made up, say) that an error message
 /// echoes; a longer name is cut and marked with `...`.
-pub const ECHOED_NAME_CHARS: usize = 64;
+pub(crate) const ECHOED_NAME_CHARS: usize = 64;
 
 /// `name` as an error message echoes it: at most [`ECHOED_NAME_CHARS`] characters, then
 /// `...(N bytes)` when it was longer.
-pub fn cut_name(name: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn cut_name(name: &str) -> std::borrow::Cow<'_, str> {
     match name.char_indices().nth(ECHOED_NAME_CHARS) {
         None => std::borrow::Cow::Borrowed(name),
         Some((cut, _)) => {
@@ -125,7 +177,7 @@ pub fn cut_name(name: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// The name of a hook as written in the policy.
-pub fn hook_name(hook: Hook) -> &'static str {
+pub(crate) fn hook_name(hook: Hook) -> &'static str {
     match hook {
         Hook::Rewrite => "rewrite",
         Hook::Before => "before",
@@ -146,24 +198,38 @@ pub(crate) fn fmt_duration(d: Duration) -> String {
 }
 
 /// Why an engine could not be built. Each variant names what is wrong and, where the policy
-/// says it, the file position.
+/// says it, the file position. Where another error is the cause, it is the [`source`]
+/// (`std::error::Error::source`) and the message does not repeat it: print the whole chain with
+/// [`Chain`].
+///
+/// [`source`]: std::error::Error::source
 #[derive(Debug, Error)]
 pub enum BuildError {
-    #[error("{}", .0)]
+    /// The policy itself is invalid.
+    #[error(transparent)]
     Policy(#[from] toolgate_policy::PolicyError),
 
+    /// A tool or alias name breaks the name rules (N1).
     #[error("{at}invalid tool name {name:?} ({source_desc}): {reason}")]
     InvalidName {
+        /// The name.
         name: String,
+        /// Where it came from.
         source_desc: String,
+        /// Which rule it breaks.
         reason: String,
+        /// The policy entry it comes from, if any.
         at: At,
     },
 
+    /// Two sources offer a tool of the same name (N2).
     #[error("duplicate tool name {name:?}: provided by {first} and by {second}")]
     DuplicateName {
+        /// The name.
         name: String,
+        /// The source of the first tool.
         first: String,
+        /// The source of the second tool.
         second: String,
     },
 
@@ -172,37 +238,246 @@ pub enum BuildError {
         "{at}two tools have the model-facing name {model_name:?} under name_profile {profile}: {first} and {second}"
     )]
     NameCollision {
+        /// The model-facing name both map to.
         model_name: String,
+        /// The policy's name profile.
         profile: &'static str,
+        /// The first tool and its source.
         first: String,
+        /// The second tool and its source.
         second: String,
         /// The policy entry of the second tool's plugin, when it comes from one.
         at: At,
     },
 
+    /// An alias that cannot be (N4).
     #[error("{at}{message}")]
-    Alias { message: String, at: At },
-
-    #[error("{at}{message}")]
-    Setting { message: String, at: At },
-
-    #[error("{message}")]
-    Script { message: String },
-
-    #[error("{at}plugin {path}: {message}")]
-    Plugin {
-        path: String,
+    Alias {
+        /// What is wrong.
         message: String,
+        /// The policy entry.
         at: At,
     },
 
-    #[error("{message}")]
-    Other { message: String },
+    /// A setting that makes no sense (N5).
+    #[error("{at}{message}")]
+    Setting {
+        /// What is wrong.
+        message: String,
+        /// The policy entry, if known.
+        at: At,
+    },
+
+    /// A policy script does not compile.
+    #[error("{location}: the {} script does not compile", hook_name(*.hook))]
+    Script {
+        /// `file:line:col` of the problem.
+        location: String,
+        /// The hook the script is for.
+        hook: Hook,
+        /// What the script compiler said.
+        source: ScriptSyntaxError,
+    },
+
+    /// A plugin that cannot be used.
+    #[error("{at}plugin {path}")]
+    Plugin {
+        /// The library file (or, when none was found, the file name looked for).
+        path: String,
+        /// Why.
+        source: Box<PluginError>,
+        /// The policy entry.
+        at: At,
+    },
+
+    /// A JSONL catalog of `search.catalogs` cannot be read.
+    #[error("search: cannot read catalog")]
+    CatalogFile {
+        /// Why.
+        source: toolgate_policy::FileError,
+    },
+
+    /// A JSONL catalog of `search.catalogs` does not parse.
+    #[error("search")]
+    Catalog {
+        /// Where and why.
+        source: toolgate_search::CatalogError,
+    },
+
+    /// The search index cannot be built.
+    #[error("search: cannot build the index")]
+    SearchIndex {
+        /// Why.
+        source: toolgate_search::IndexError,
+    },
+
+    /// The result store of `reduction` cannot be opened.
+    #[error("reduction: cannot open the result store")]
+    Store {
+        /// Why.
+        source: toolgate_store::StoreError,
+    },
 
     /// Several problems found in one pass (for example every plugin that does not load), one
-    /// per line, in policy order.
-    #[error("{}", .errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
-    Several { errors: Vec<BuildError> },
+    /// per line, in policy order, each with its causes.
+    #[error("{}", .errors.iter().map(|e| Chain(e).to_string()).collect::<Vec<_>>().join("\n"))]
+    Several {
+        /// The problems.
+        errors: Vec<BuildError>,
+    },
+}
+
+impl BuildError {
+    /// The error with `at` as its position when it is a name error of a tool without one (a
+    /// plugin's tool, placed at its plugin's entry).
+    pub(crate) fn at_entry(self, pos: Option<&toolgate_policy::Position>) -> Self {
+        match self {
+            BuildError::InvalidName {
+                name,
+                source_desc,
+                reason,
+                ..
+            } => BuildError::InvalidName {
+                name,
+                source_desc,
+                reason,
+                at: At(pos.cloned()),
+            },
+            BuildError::NameCollision {
+                model_name,
+                profile,
+                first,
+                second,
+                ..
+            } => BuildError::NameCollision {
+                model_name,
+                profile,
+                first,
+                second,
+                at: At(pos.cloned()),
+            },
+            other => other,
+        }
+    }
+}
+
+/// What the script compiler said about a script that does not compile, without the position
+/// (the [`BuildError::Script`] gives it, in the policy file).
+#[derive(Debug)]
+pub struct ScriptSyntaxError(pub(crate) rhai::ParseError);
+
+impl std::fmt::Display for ScriptSyntaxError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0.err_type())
+    }
+}
+
+impl std::error::Error for ScriptSyntaxError {}
+
+/// Why a plugin named in the policy cannot be used.
+#[derive(Debug, Error)]
+pub enum PluginError {
+    /// `name:` found no library.
+    #[error(transparent)]
+    NotFound(#[from] PluginNotFound),
+    /// The library did not load.
+    #[error(transparent)]
+    Load(#[from] toolgate_plugin_api::LoadError),
+}
+
+/// A plugin given by `name:` whose library is in none of the directories searched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginNotFound {
+    /// The `name:` of the policy.
+    pub name: String,
+    /// The library file looked for.
+    pub file: String,
+    /// The directories searched, in order.
+    pub dirs: Vec<PathBuf>,
+    /// The installed plugins named most like it (its `name:` and library), closest first.
+    pub nearest: Vec<(String, PathBuf)>,
+    /// Every plugin installed in those directories, by `name:`.
+    pub installed: Vec<String>,
+}
+
+impl std::fmt::Display for PluginNotFound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let PluginNotFound {
+            name,
+            file,
+            dirs,
+            nearest,
+            installed,
+        } = self;
+        let shown: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+        write!(
+            f,
+            "plugin {name:?} not found: no file {file} in {}",
+            if shown.is_empty() {
+                "any directory (none to search)".to_string()
+            } else {
+                shown.join(", ")
+            }
+        )?;
+        if !nearest.is_empty() {
+            let offers: Vec<String> = nearest
+                .iter()
+                .map(|(plugin, path)| format!("`name: {plugin}` ({})", path.display()))
+                .collect();
+            write!(f, "; did you mean {}?", offers.join(" or "))?;
+        } else if installed.is_empty() {
+            f.write_str("; there is no plugin library in those directories")?;
+        } else {
+            write!(f, "; the plugins there are {}", installed.join(", "))?;
+        }
+        f.write_str(if nearest.is_empty() {
+            ". Put "
+        } else {
+            " Otherwise put "
+        })?;
+        write!(
+            f,
+            "{file} in one of them, add its directory to {PLUGIN_PATH_ENV}, or give the library \
+             file with `path:`"
+        )
+    }
+}
+
+impl std::error::Error for PluginNotFound {}
+
+/// Environment variable with extra directories to look for plugins named by `name:`.
+pub const PLUGIN_PATH_ENV: &str = "TOOLGATE_PLUGIN_PATH";
+
+/// An error and its causes on one line, `error: cause: cause`, for printing.
+///
+/// A cause whose text already ends what was written (an error that still repeats its source
+/// in its own message) is not written twice.
+///
+/// ```
+/// use toolgate::error::Chain;
+///
+/// let err = std::io::Error::other("disk full");
+/// assert_eq!(Chain(&err).to_string(), "disk full");
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct Chain<'a>(pub &'a (dyn std::error::Error + 'static));
+
+impl std::fmt::Display for Chain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut written = self.0.to_string();
+        let mut cause = self.0.source();
+        while let Some(e) = cause {
+            let text = e.to_string();
+            if !text.is_empty() && !written.ends_with(&text) {
+                if !written.is_empty() {
+                    written.push_str(": ");
+                }
+                written.push_str(&text);
+            }
+            cause = e.source();
+        }
+        f.write_str(&written)
+    }
 }
 
 /// An optional `file:line:col: ` prefix for build errors that come from a policy position.
@@ -228,7 +503,55 @@ impl From<Option<toolgate_policy::Position>> for At {
 #[derive(Debug, Clone, Error, PartialEq)]
 #[error("tool call {call_id} ({tool}) failed: {error}")]
 pub struct TurnError {
+    /// The call that failed.
     pub call_id: String,
+    /// Its real tool name.
     pub tool: String,
+    /// How it failed.
     pub error: CallError,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An error with an optional cause, whose message is given.
+    #[derive(Debug)]
+    struct Layered(&'static str, Option<Box<Layered>>);
+
+    impl std::fmt::Display for Layered {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl std::error::Error for Layered {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_deref().map(|e| e as _)
+        }
+    }
+
+    #[test]
+    fn chain_writes_an_error_and_each_cause_after_a_colon() {
+        let e = Layered(
+            "cannot build",
+            Some(Box::new(Layered(
+                "cannot read x.jsonl",
+                Some(Box::new(Layered("no such file", None))),
+            ))),
+        );
+        assert_eq!(
+            Chain(&e).to_string(),
+            "cannot build: cannot read x.jsonl: no such file"
+        );
+    }
+
+    #[test]
+    fn chain_skips_a_cause_that_the_message_before_it_already_ends_with() {
+        let e = Layered(
+            "cannot read x.jsonl: no such file",
+            Some(Box::new(Layered("no such file", None))),
+        );
+        assert_eq!(Chain(&e).to_string(), "cannot read x.jsonl: no such file");
+    }
 }

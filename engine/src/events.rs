@@ -11,30 +11,54 @@ use std::sync::{Arc, RwLock};
 
 use serde::Serialize;
 
-use crate::guard::{Invocation, Outcome};
+use crate::call::{Content, Invocation, Outcome};
 
 /// What happened.
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum EventKind {
+    /// The call starts running through the guard.
     Start,
-    Update { message: String },
-    End { outcome: Arc<OutcomeSummary> },
-    Error { message: String, kind: &'static str },
+    /// A running tool reported progress.
+    Update {
+        /// What the tool said.
+        message: String,
+    },
+    /// The call ended.
+    End {
+        /// How it ended.
+        outcome: Arc<OutcomeSummary>,
+    },
+    /// A problem that does not fail the call (a failing after hook, a store that could not
+    /// keep a large result).
+    Error {
+        /// What went wrong.
+        message: String,
+        /// Its stable snake_case kind.
+        kind: &'static str,
+    },
 }
 
 /// The outcome as events report it.
 #[derive(Debug, Clone, Serialize)]
 pub struct OutcomeSummary {
-    pub content: crate::guard::Content,
+    /// What the model gets.
+    pub content: Content,
+    /// Whether the call failed.
     pub is_error: bool,
+    /// The failure's stable kind, if the call failed.
     pub error_kind: Option<&'static str>,
+    /// The failure's message, if the call failed.
     pub error: Option<String>,
+    /// Whether the text was cut at its cap.
     pub truncated: bool,
+    /// Unicode characters of text kept (marker excluded).
     pub output_chars: u64,
+    /// The run's duration, queue time excluded.
     pub duration_ms: f64,
     /// Time spent waiting for a concurrency slot or group lock before the run.
     pub queued_ms: f64,
+    /// The stored result's id when the output was offloaded.
     pub result_id: Option<String>,
 }
 
@@ -57,9 +81,12 @@ impl From<&Outcome> for OutcomeSummary {
 /// One event.
 #[derive(Debug, Clone, Serialize)]
 pub struct Event {
+    /// What happened.
     #[serde(flatten)]
     pub kind: EventKind,
+    /// The model's id for the call.
     pub call_id: String,
+    /// The call's session, if any.
     pub session: Option<String>,
     /// The name the model used (D8).
     pub model_name: String,
@@ -74,7 +101,7 @@ impl Event {
         Event {
             kind,
             call_id: inv.call_id.clone(),
-            session: inv.session.clone(),
+            session: inv.session.as_ref().map(ToString::to_string),
             model_name: inv.model_name.clone(),
             tool_name: inv.tool_name.clone(),
             arguments: inv.raw_arguments.clone(),
@@ -91,24 +118,25 @@ impl Event {
     }
 }
 
-/// A listener.
+/// A listener: called with every event, on the thread that emits it.
 pub type Listener = Arc<dyn Fn(&Event) + Send + Sync>;
 
 /// The subscribers; cheap to clone.
 #[derive(Clone, Default)]
-pub struct Events {
+pub(crate) struct Events {
     listeners: Arc<RwLock<Vec<Listener>>>,
 }
 
 impl Events {
-    pub fn add(&self, listener: Listener) {
+    /// Adds a listener.
+    pub(crate) fn add(&self, listener: Listener) {
         if let Ok(mut l) = self.listeners.write() {
             l.push(listener);
         }
     }
 
     /// Whether anyone listens.
-    pub fn active(&self) -> bool {
+    pub(crate) fn active(&self) -> bool {
         self.listeners
             .read()
             .map(|l| !l.is_empty())
@@ -116,7 +144,7 @@ impl Events {
     }
 
     /// Delivers an event to every listener. A panicking listener is logged and skipped.
-    pub fn emit(&self, event: Event) {
+    pub(crate) fn emit(&self, event: Event) {
         let Ok(listeners) = self.listeners.read() else {
             return;
         };

@@ -26,25 +26,47 @@
 //! Where each behaviour of the specification lives: names in [`registry`], one call in
 //! [`guard`], one turn in [`dispatch`](Engine::dispatch), scripts in [`script`], events in
 //! [`events`], sessions in [`session`], messages in [`history`].
+//!
+//! The modules depend on each other one way: `call` (the types of one call) on `error`, `tool`
+//! and `settings` only; the guard's layers on those; `dispatch` on the guard; `engine` and
+//! `builder` on everything. Nothing imports `engine`.
 
+#![warn(missing_docs)]
+
+mod builder;
+mod call;
 mod dispatch;
-pub mod engine;
+mod engine;
 pub mod error;
 pub mod events;
 pub mod guard;
 pub mod history;
-pub mod plugin;
-pub mod reduction;
+mod plugin;
+mod reduction;
 pub mod registry;
+mod rules;
 pub mod script;
 pub mod search;
 pub mod session;
-pub mod settings;
+mod settings;
 pub mod tool;
 
-pub use engine::{Engine, EngineBuilder};
-pub use error::{BuildError, CallError, TurnError};
-pub use guard::{Content, Outcome};
+pub use builder::EngineBuilder;
+pub use call::{Content, Outcome};
+pub use engine::Engine;
+pub use error::{BuildError, CallError, PLUGIN_PATH_ENV, TurnError};
 pub use session::Session;
-pub use toolgate_policy::{self as policy, Policy};
+pub use settings::Explanation;
+
+/// The policy crate: what a [`Policy`] holds and how to load one.
+pub use toolgate_policy as policy;
+pub use toolgate_policy::Policy;
+/// The result store crate: the [`store::ResultStore`] trait (implement it with
+/// [`macro@async_trait`]) and its ids.
 pub use toolgate_store as store;
+
+/// The attribute that implements async traits such as [`store::ResultStore`].
+pub use async_trait::async_trait;
+/// The token that cancels a turn ([`Engine::dispatch_with_cancel`]) or tells a tool to stop
+/// ([`tool::ToolContext::cancel`]).
+pub use tokio_util::sync::CancellationToken;

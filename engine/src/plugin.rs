@@ -11,22 +11,19 @@
 //! queueing, so stubborn calls cannot pile up threads nor hold up later calls silently. A call
 //! keeps its thread (and its sequential group's lock) until the plugin really returns.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use tokio::sync::Semaphore;
 use toolgate_plugin_api::{CancelFlag, LoadedPlugin, Part, PluginOutcome, library_file_name};
 use toolgate_policy::{PluginLocation, PluginSpec};
 
-use crate::error::{At, BuildError};
+use crate::error::{At, BuildError, PLUGIN_PATH_ENV, PluginNotFound};
 use crate::tool::{BoxFuture, ContentPart, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
-
-/// Environment variable with extra directories to look for plugins named by `name:`.
-pub const PLUGIN_PATH_ENV: &str = "TOOLGATE_PLUGIN_PATH";
 
 /// Where a plugin named `name` may be: the directories of `TOOLGATE_PLUGIN_PATH`, then beside
 /// the running program and in its parent directory (test binaries live in `target/*/deps`).
-pub fn search_dirs() -> Vec<PathBuf> {
+fn search_dirs() -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = std::env::var_os(PLUGIN_PATH_ENV)
         .map(|v| std::env::split_paths(&v).collect())
         .unwrap_or_default();
@@ -42,7 +39,7 @@ pub fn search_dirs() -> Vec<PathBuf> {
 }
 
 /// The library file of a plugin spec.
-pub fn resolve(spec: &PluginSpec) -> Result<PathBuf, BuildError> {
+fn resolve(spec: &PluginSpec) -> Result<PathBuf, BuildError> {
     match &spec.location {
         PluginLocation::Path(p) => Ok(p.clone()),
         PluginLocation::Name(name) => {
@@ -54,7 +51,7 @@ pub fn resolve(spec: &PluginSpec) -> Result<PathBuf, BuildError> {
                 .find(|p| p.is_file())
                 .ok_or_else(|| BuildError::Plugin {
                     path: file.clone(),
-                    message: not_found_message(name, &file, &dirs),
+                    source: Box::new(not_found(name, &file, dirs).into()),
                     at: At(spec.position.clone()),
                 })
         }
@@ -63,45 +60,20 @@ pub fn resolve(spec: &PluginSpec) -> Result<PathBuf, BuildError> {
 
 /// Why `name:` found no library: the file looked for, where, and the plugins that are there,
 /// the ones named most like it first.
-fn not_found_message(name: &str, file: &str, dirs: &[PathBuf]) -> String {
-    let shown: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
-    let mut message = format!(
-        "plugin {name:?} not found: no file {file} in {}",
-        if shown.is_empty() {
-            "any directory (none to search)".to_string()
-        } else {
-            shown.join(", ")
-        }
-    );
-    let installed = installed_plugins(dirs);
-    let nearest =
-        crate::registry::closest(name, installed.iter().map(|(plugin, _)| plugin.as_str()), 3);
-    if !nearest.is_empty() {
-        let offers: Vec<String> = nearest
-            .iter()
-            .filter_map(|near| installed.iter().find(|(plugin, _)| plugin == near))
-            .map(|(plugin, path)| format!("`name: {plugin}` ({})", path.display()))
-            .collect();
-        message.push_str(&format!("; did you mean {}?", offers.join(" or ")));
-    } else if installed.is_empty() {
-        message.push_str("; there is no plugin library in those directories");
-    } else {
-        let names: Vec<&str> = installed
-            .iter()
-            .map(|(plugin, _)| plugin.as_str())
-            .collect();
-        message.push_str(&format!("; the plugins there are {}", names.join(", ")));
+fn not_found(name: &str, file: &str, dirs: Vec<PathBuf>) -> PluginNotFound {
+    let installed = installed_plugins(&dirs);
+    let nearest = crate::registry::closest(name, installed.iter().map(|(p, _)| p.as_str()), 3)
+        .iter()
+        .filter_map(|near| installed.iter().find(|(plugin, _)| plugin == near))
+        .cloned()
+        .collect();
+    PluginNotFound {
+        name: name.to_string(),
+        file: file.to_string(),
+        dirs,
+        nearest,
+        installed: installed.into_iter().map(|(plugin, _)| plugin).collect(),
     }
-    message.push_str(if nearest.is_empty() {
-        ". Put "
-    } else {
-        " Otherwise put "
-    });
-    message.push_str(&format!(
-        "{file} in one of them, add its directory to {PLUGIN_PATH_ENV}, or give the library \
-         file with `path:`"
-    ));
-    message
 }
 
 /// The plugin libraries in `dirs`: each as the `name:` that loads it and its path, by name.
@@ -135,7 +107,7 @@ fn installed_plugins(dirs: &[PathBuf]) -> Vec<(String, PathBuf)> {
 }
 
 /// Loads the plugin of a spec.
-pub fn load(spec: &PluginSpec) -> Result<Arc<LoadedPlugin>, BuildError> {
+pub(crate) fn load(spec: &PluginSpec) -> Result<Arc<LoadedPlugin>, BuildError> {
     let path = resolve(spec)?;
     // SAFETY: a policy is trusted configuration, like a program's command line: the libraries it
     // names are ones its author chose to run in this process (docs/policy.md, `plugins`). That
@@ -144,13 +116,13 @@ pub fn load(spec: &PluginSpec) -> Result<Arc<LoadedPlugin>, BuildError> {
         .map(Arc::new)
         .map_err(|e| BuildError::Plugin {
             path: path.display().to_string(),
-            message: e.to_string(),
+            source: Box::new(e.into()),
             at: At(spec.position.clone()),
         })
 }
 
 /// The tools of a loaded plugin; together they hold at most `max_threads` threads at once.
-pub fn tools(plugin: &Arc<LoadedPlugin>, max_threads: usize) -> Vec<Arc<dyn Tool>> {
+pub(crate) fn tools(plugin: &Arc<LoadedPlugin>, max_threads: usize) -> Vec<Arc<dyn Tool>> {
     let max_threads = max_threads.max(1);
     let threads = Arc::new(Semaphore::new(max_threads));
     plugin
@@ -168,18 +140,12 @@ pub fn tools(plugin: &Arc<LoadedPlugin>, max_threads: usize) -> Vec<Arc<dyn Tool
 }
 
 /// One tool of a plugin.
-pub struct PluginTool {
+pub(crate) struct PluginTool {
     plugin: Arc<LoadedPlugin>,
     spec: ToolSpec,
     /// The plugin's threads, shared by its tools.
     threads: Arc<Semaphore>,
     max_threads: usize,
-}
-
-impl PluginTool {
-    pub fn plugin_path(&self) -> &Path {
-        self.plugin.path()
-    }
 }
 
 /// Sets the flag when the waiting future is dropped (a timeout drops it).

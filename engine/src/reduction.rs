@@ -1,44 +1,27 @@
-//! Large-result reduction (R1-R4, R9): inside the guard, a text result over
-//! `max_result_bytes` is stored whole in the [`ResultStore`] and the model gets a notice with
-//! its id, size, a head and tail preview and how to read it with the built-in
-//! `read_tool_result` tool, which pages through it by Unicode characters, only within the
-//! session that owns it.
-//!
-//! The offload runs outside the call's timeout (the tool's output must not be lost because the
-//! store was slow) but under its own store timeout; a store that fails or does not answer in time
-//! never loses the result silently (R9): the model gets the capped text and a notice saying the
-//! full output could not be saved, and an `error` event is emitted.
-//!
-//! Error texts are reduced the same way (G3): the free text of an error (a tool's message) over
-//! `max_result_bytes` is stored whole and the error carries the notice instead; the call stays
-//! an error of the same kind.
+//! Large-result reduction (R1-R4, R9): the result store a policy names, and the built-in
+//! `read_tool_result` tool, which pages through an offloaded result by Unicode characters, only
+//! within the session that owns it. The offload itself is a layer of the guard
+//! (`guard/reduce.rs`); the offload of older rounds is part of preparing a history
+//! (`history/budget.rs`).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolgate_policy::ReductionSettings;
 use toolgate_store::{
-    ForeignResult, NewResult, ObjectResultStore, ResultId, ResultStore, SessionId, StoreError,
-    read_scoped,
+    ForeignResult, ObjectResultStore, ResultId, ResultStore, StoreError, read_scoped,
 };
 
-use crate::engine::READ_TOOL_RESULT;
-use crate::error::CallError;
-use crate::events::{Event, EventKind, Events};
-use crate::guard::{CallResult, Invocation, Layer, Next, cap_text};
-use crate::tool::{BoxFuture, ContentPart, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+use crate::registry::BuiltinTool;
+use crate::tool::{BoxFuture, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 /// The most characters one `read_tool_result` call returns, and its default `limit`.
-pub const MAX_PAGE_CHARS: u64 = 20_000;
-
-/// How long an offload may take before it counts as a store failure.
-pub const STORE_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const MAX_PAGE_CHARS: u64 = 20_000;
 
 /// Opens the store a policy names; `default_url` is used when the policy names none (the
 /// command line passes a folder under the user's data directory; the library default is
 /// `memory://`).
-pub fn open_store(
+pub(crate) fn open_store(
     settings: &ReductionSettings,
     default_url: Option<&str>,
 ) -> Result<Arc<dyn ResultStore>, StoreError> {
@@ -51,247 +34,18 @@ pub fn open_store(
     Ok(Arc::new(store))
 }
 
-/// The notice that replaces an offloaded result (R1).
-pub fn notice(id: &str, text: &str, bytes: u64, chars: u64, head: u64, tail: u64) -> String {
-    let head_text: String = text.chars().take(head as usize).collect();
-    let tail_start = chars.saturating_sub(tail).max(head);
-    let tail_text: String = if tail_start < chars {
-        // Walk from the end: the tail is short, the text may be huge.
-        let mut t: Vec<char> = text
-            .chars()
-            .rev()
-            .take((chars - tail_start) as usize)
-            .collect();
-        t.reverse();
-        t.into_iter().collect()
-    } else {
-        String::new()
-    };
-    let mut n = format!(
-        "[This tool result is too large to show here: {bytes} bytes ({chars} characters). It was saved whole as \"{id}\". \
-         Read it in pages with read_tool_result {{\"id\": \"{id}\", \"offset\": 0, \"limit\": {MAX_PAGE_CHARS}}}.]\n\
-         --- first {} characters ---\n{head_text}",
-        head_text.chars().count()
-    );
-    if !tail_text.is_empty() {
-        let omitted = tail_start - head_text.chars().count() as u64;
-        n.push_str(&format!(
-            "\n--- {omitted} characters omitted; last {} characters ---\n{tail_text}",
-            tail_text.chars().count()
-        ));
-    }
-    n
-}
-
-/// The reduce layer.
-pub struct ReduceLayer {
-    pub store: Arc<dyn ResultStore>,
-    pub settings: ReductionSettings,
-    /// The dispatch cap, used for the fallback text when the store fails (R9).
-    pub fallback_chars: Option<u64>,
-    pub events: Events,
-}
-
-impl Layer for ReduceLayer {
-    fn call<'a>(&'a self, inv: &'a mut Invocation, next: Next<'a>) -> BoxFuture<'a, CallResult> {
-        Box::pin(async move {
-            let mut reply = match next.run(inv).await {
-                Ok(reply) => reply,
-                Err(err) => return Err(self.reduce_error(inv, err).await),
-            };
-            // R2: the reader's own output is never reduced again.
-            if inv.tool_name == READ_TOOL_RESULT || inv.tool_name == crate::engine::TOOL_SEARCH {
-                return Ok(reply);
-            }
-            // The text moves out of the reply (no copy of a large result); the reply's output
-            // is replaced below by the notice or, if the store fails, the fallback.
-            let text = match &mut reply.output {
-                ToolOutput::Text(t) if t.len() as u64 > self.settings.max_result_bytes => {
-                    std::mem::take(t)
-                }
-                ToolOutput::Parts(parts) => {
-                    let joined = text_of(parts);
-                    if joined.len() as u64 <= self.settings.max_result_bytes {
-                        return Ok(reply);
-                    }
-                    joined
-                }
-                _ => return Ok(reply),
-            };
-            let (id, n) = match self.store_whole(inv, &text).await? {
-                Ok(saved) => saved,
-                Err(why) => return Ok(self.fallback(inv, reply, text, &why)),
-            };
-            reply.chars = n.chars().count() as u64;
-            reply.output = with_images_of(&mut reply.output, n);
-            reply.truncated = false;
-            reply.result_id = Some(id);
-            Ok(reply)
-        })
-    }
-}
-
-impl ReduceLayer {
-    /// G3: an error whose text is over the threshold keeps a notice in its place; the text is
-    /// stored whole (or, if the store fails, cut as in R9).
-    async fn reduce_error(&self, inv: &mut Invocation, mut err: CallError) -> CallError {
-        let text = match err.text_mut() {
-            Some(t) if t.len() as u64 > self.settings.max_result_bytes => std::mem::take(t),
-            _ => return err,
-        };
-        let replacement = match self.store_whole(inv, &text).await {
-            Err(store_err) => return store_err,
-            Ok(Ok((id, notice))) => {
-                inv.error_sizing.result_id = Some(id);
-                notice
-            }
-            Ok(Err(why)) => {
-                let mut reply = self.fallback(
-                    inv,
-                    crate::guard::Reply::new(ToolOutput::Text(String::new())),
-                    text,
-                    &why,
-                );
-                inv.error_sizing.truncated = reply.truncated;
-                match std::mem::replace(&mut reply.output, ToolOutput::Text(String::new())) {
-                    ToolOutput::Text(t) => t,
-                    _ => String::new(),
-                }
-            }
-        };
-        if let Some(t) = err.text_mut() {
-            *t = replacement;
-        }
-        err
-    }
-
-    /// Stores `text` whole under a fresh id in the call's session (R1, R4): `Ok(Ok((id,
-    /// notice)))` with the notice that replaces it, `Ok(Err(why))` when the store failed or did
-    /// not answer in time (the caller falls back, R9), `Err` for a session id the store refuses.
-    async fn store_whole(
-        &self,
-        inv: &Invocation,
-        text: &str,
-    ) -> Result<Result<(String, String), String>, CallError> {
-        let session = inv
-            .session
-            .as_deref()
-            .map(SessionId::parse)
-            .transpose()
-            .map_err(|e| store_error(inv, format!("bad session id: {e}")))?;
-        let new = NewResult::new(session).with_tool(inv.tool_name.clone());
-        let id = new.id.to_string();
-        if let Some(why) = self.save(new, text).await {
-            return Ok(Err(why));
-        }
-        let notice = notice(
-            &id,
-            text,
-            text.len() as u64,
-            text.chars().count() as u64,
-            self.settings.preview_head_chars,
-            self.settings.preview_tail_chars,
-        );
-        Ok(Ok((id, notice)))
-    }
-
-    /// Saves a text; `Some(why)` when the store failed or did not answer in time.
-    async fn save(&self, new: NewResult, text: &str) -> Option<String> {
-        match tokio::time::timeout(STORE_TIMEOUT, self.store.save(new, text)).await {
-            Ok(Ok(_meta)) => None,
-            Ok(Err(e)) => Some(e.to_string()),
-            Err(_) => Some(format!(
-                "the store did not answer within {}s",
-                STORE_TIMEOUT.as_secs()
-            )),
-        }
-    }
-
-    /// R9: the store failed; keep what fits and say so.
-    fn fallback(
-        &self,
-        inv: &Invocation,
-        mut reply: crate::guard::Reply,
-        mut text: String,
-        why: &str,
-    ) -> crate::guard::Reply {
-        tracing::error!(tool = %inv.tool_name, "could not offload a large result: {why}");
-        if self.events.active() {
-            let mut ev = Event::new(EventKind::Start, inv);
-            ev.kind = EventKind::Error {
-                message: format!("could not save the full output of {}: {why}", inv.tool_name),
-                kind: "store_error",
-            };
-            self.events.emit(ev);
-        }
-        let total = text.chars().count();
-        let cap = self
-            .fallback_chars
-            .unwrap_or(self.settings.preview_head_chars + self.settings.preview_tail_chars)
-            .max(1);
-        let (kept, cut) = cap_text(&mut text, Some(cap));
-        text.push_str(&format!(
-            "\n[The full output ({total} characters) could not be saved for reading later: {why}. \
-             {} shown.]",
-            if cut {
-                format!("Only the first {kept} characters are")
-            } else {
-                "All of it is".to_string()
-            }
-        ));
-        reply.chars = kept;
-        reply.truncated = cut;
-        reply.output = with_images_of(&mut reply.output, text);
-        reply
-    }
-}
-
-/// `text`, followed by the image parts of `output` when it had any: images are never dropped.
-fn with_images_of(output: &mut ToolOutput, text: String) -> ToolOutput {
-    match std::mem::replace(output, ToolOutput::Text(String::new())) {
-        ToolOutput::Parts(parts) => {
-            let mut kept: Vec<ContentPart> = parts
-                .into_iter()
-                .filter(|p| matches!(p, ContentPart::Image { .. }))
-                .collect();
-            kept.insert(0, ContentPart::text(text));
-            ToolOutput::Parts(kept)
-        }
-        _ => ToolOutput::Text(text),
-    }
-}
-
-fn text_of(parts: &[ContentPart]) -> String {
-    parts
-        .iter()
-        .filter_map(|p| match p {
-            ContentPart::Text { text } => Some(text.as_str()),
-            ContentPart::Image { .. } => None,
-        })
-        .collect::<Vec<_>>()
-        .join("")
-}
-
-fn store_error(inv: &Invocation, message: String) -> CallError {
-    CallError::Store {
-        tool: inv.tool_name.clone(),
-        kind: "store_error",
-        message,
-    }
-}
-
 /// The built-in `read_tool_result` tool (R3, R4).
-pub struct ReadToolResult {
+pub(crate) struct ReadToolResult {
     spec: ToolSpec,
     store: Arc<dyn ResultStore>,
     foreign: ForeignResult,
 }
 
 impl ReadToolResult {
-    pub fn new(store: Arc<dyn ResultStore>, hide_foreign: bool) -> Self {
+    pub(crate) fn new(store: Arc<dyn ResultStore>, hide_foreign: bool) -> Self {
         ReadToolResult {
             spec: ToolSpec::new(
-                READ_TOOL_RESULT,
+                BuiltinTool::ReadToolResult.name(),
                 "Read a tool result that was too large to show, in pages of Unicode characters. \
                  Give the id from the notice; continue with the next_offset it reports.",
                 json!({
@@ -359,13 +113,7 @@ impl Tool for ReadToolResult {
             }
             let limit = limit.min(MAX_PAGE_CHARS);
             let id = ResultId::parse(&id).map_err(|e| coded(StoreError::InvalidId(e)))?;
-            let caller = ctx
-                .session
-                .as_deref()
-                .map(SessionId::parse)
-                .transpose()
-                .map_err(|e| coded(StoreError::InvalidSession(e)))?;
-            let page = read_scoped(&*store, caller.as_ref(), &id, offset, limit, foreign)
+            let page = read_scoped(&*store, ctx.session.as_ref(), &id, offset, limit, foreign)
                 .await
                 .map_err(coded)?;
             let mut out = page.text;

@@ -7,7 +7,7 @@
 //! Each tool has two names. Its *real* name is the one its source gives it (`fs.read_file`);
 //! the policy speaks real names (per-tool overrides, rules, aliases keys, keywords, scripts'
 //! `tool`). Its *model-facing* name is what the model sees and calls: the real name mapped
-//! through the policy's name profile ([`model_name`]), so a provider that refuses `.` gets
+//! through the policy's name profile (`model_name` below), so a provider that refuses `.` gets
 //! `fs_read_file`. Two names that map to the same model-facing name fail the build, naming
 //! both tools. A call resolves model-facing names and aliases only; an unmapped real name that
 //! differs from its model-facing name is unknown (never silently rerouted, D4), and the
@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::Arc;
 
-use toolgate_policy::{AliasSpec, NameProfile, Position};
+use toolgate_policy::{AliasSpec, NameProfile, Policy, Position};
 
 use crate::error::{At, BuildError};
 use crate::tool::{Tool, ToolSpec};
@@ -28,9 +28,17 @@ pub enum ToolSource {
     /// Registered in Rust by the host program.
     Native,
     /// From a plugin library.
-    Plugin { plugin: String, path: String },
+    Plugin {
+        /// The plugin's name.
+        plugin: String,
+        /// Its library file.
+        path: String,
+    },
     /// From a JSONL catalog (search only, no implementation).
-    Catalog { file: String },
+    Catalog {
+        /// The catalog file.
+        file: String,
+    },
     /// Built into the engine (`read_tool_result`, `tool_search`).
     Builtin,
 }
@@ -46,20 +54,98 @@ impl fmt::Display for ToolSource {
     }
 }
 
+/// A tool built into the engine, turned on by a feature of the policy; its name is reserved
+/// while the feature is on (N3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BuiltinTool {
+    /// Pages through offloaded results (reduction).
+    ReadToolResult,
+    /// Searches the catalog (search).
+    ToolSearch,
+}
+
+impl BuiltinTool {
+    /// The tool's name (the same under every name profile).
+    pub(crate) const fn name(self) -> &'static str {
+        match self {
+            BuiltinTool::ReadToolResult => "read_tool_result",
+            BuiltinTool::ToolSearch => "tool_search",
+        }
+    }
+
+    /// The policy feature that turns it on.
+    pub(crate) const fn feature(self) -> &'static str {
+        match self {
+            BuiltinTool::ReadToolResult => "reduction",
+            BuiltinTool::ToolSearch => "search",
+        }
+    }
+
+    /// The built-in tool named `name`, whether or not its feature is on.
+    pub(crate) fn named(name: &str) -> Option<BuiltinTool> {
+        [BuiltinTool::ReadToolResult, BuiltinTool::ToolSearch]
+            .into_iter()
+            .find(|b| b.name() == name)
+    }
+
+    /// The built-in tools the features of `policy` turn on, whose names are reserved (N3).
+    pub(crate) fn enabled_by(policy: &Policy) -> Vec<BuiltinTool> {
+        let mut on = Vec::new();
+        if policy.reduction.is_some() {
+            on.push(BuiltinTool::ReadToolResult);
+        }
+        if policy.search.is_some() {
+            on.push(BuiltinTool::ToolSearch);
+        }
+        on
+    }
+}
+
 /// One registered tool.
 #[derive(Clone)]
 pub struct Entry {
-    pub tool: Arc<dyn Tool>,
-    pub source: ToolSource,
+    tool: Arc<dyn Tool>,
+    source: ToolSource,
     /// Hidden behind `tool_search` until found (S1).
-    pub searchable: bool,
+    searchable: bool,
     /// Argument alias -> real argument name.
-    pub arg_aliases: BTreeMap<String, String>,
+    arg_aliases: BTreeMap<String, String>,
     /// The name the model sees and calls: the real name mapped by the name profile (N6).
-    pub model_name: String,
+    model_name: String,
 }
 
 impl Entry {
+    /// The tool itself.
+    pub fn tool(&self) -> &Arc<dyn Tool> {
+        &self.tool
+    }
+
+    /// Where the tool came from.
+    pub fn source(&self) -> &ToolSource {
+        &self.source
+    }
+
+    /// Whether the tool is in the search catalog, hidden behind `tool_search` until found (S1).
+    pub fn is_searchable(&self) -> bool {
+        self.searchable
+    }
+
+    /// A built-in tool that a feature turned on (`read_tool_result`, `tool_search`): only rules
+    /// that name it judge it, and its output is never reduced again (R2).
+    pub fn is_builtin(&self) -> bool {
+        self.source == ToolSource::Builtin
+    }
+
+    /// The name the model sees and calls: the real name mapped by the name profile (N6).
+    pub fn model_name(&self) -> &str {
+        &self.model_name
+    }
+
+    /// The tool's argument aliases: alias -> real argument name (D2).
+    pub(crate) fn arg_aliases(&self) -> &BTreeMap<String, String> {
+        &self.arg_aliases
+    }
+
     /// The tool's spec as the model sees it: under its model-facing name.
     pub fn model_spec(&self) -> ToolSpec {
         let mut spec = self.tool.spec().clone();
@@ -73,6 +159,7 @@ impl Entry {
 pub struct Resolved<'a> {
     /// The real tool name.
     pub name: &'a str,
+    /// The tool.
     pub entry: &'a Entry,
 }
 
@@ -90,7 +177,7 @@ pub struct Registry {
 
 impl Registry {
     /// An empty registry whose names are mapped by `profile` (N6).
-    pub fn new(profile: NameProfile) -> Self {
+    pub(crate) fn new(profile: NameProfile) -> Self {
         Registry {
             profile,
             ..Registry::default()
@@ -104,7 +191,7 @@ impl Registry {
 
     /// Adds a tool, checking its name (N1), uniqueness (N2) and that its model-facing name
     /// (N6) is not already another tool's.
-    pub fn insert(
+    pub(crate) fn insert(
         &mut self,
         tool: Arc<dyn Tool>,
         source: ToolSource,
@@ -150,7 +237,7 @@ impl Registry {
 
     /// Adds the policy's aliases (N4), after every tool is in. An alias is a model-facing name,
     /// mapped by the profile like a tool's name; `reserved` are model-facing names too.
-    pub fn add_aliases(
+    pub(crate) fn add_aliases(
         &mut self,
         aliases: &BTreeMap<String, AliasSpec>,
         reserved: &[&str],
@@ -265,7 +352,7 @@ impl Registry {
     }
 
     /// Moves the tools whose real name matches into the search catalog.
-    pub fn mark_searchable(&mut self, matches: impl Fn(&str) -> bool) {
+    pub(crate) fn mark_searchable(&mut self, matches: impl Fn(&str) -> bool) {
         for (name, entry) in self.entries.iter_mut() {
             if matches(name) {
                 entry.searchable = true;
@@ -303,7 +390,7 @@ impl Registry {
     /// The model-facing names closest to `name`, for "did you mean" messages; `visible` is
     /// asked with each model-facing name. When `name` maps (by the profile) to a name that
     /// resolves, as an unmapped real name does, that name comes first.
-    pub fn suggestions(&self, name: &str, visible: impl Fn(&str) -> bool) -> Vec<String> {
+    pub(crate) fn suggestions(&self, name: &str, visible: impl Fn(&str) -> bool) -> Vec<String> {
         let names = self
             .by_model_name
             .keys()
@@ -325,7 +412,7 @@ impl Registry {
 
 /// N1: checks one name against the basic rule (1 to 128 bytes of `[A-Za-z0-9_.-]`). Returns
 /// the reason it is invalid.
-pub fn check_name(name: &str) -> Result<(), String> {
+pub(crate) fn check_name(name: &str) -> Result<(), String> {
     if name.is_empty() {
         return Err("a name must be 1 to 128 bytes; this one is empty".into());
     }
@@ -347,7 +434,7 @@ pub fn check_name(name: &str) -> Result<(), String> {
 }
 
 /// The longest model-facing name the `openai` profile allows, in bytes.
-pub const OPENAI_MAX_NAME_BYTES: usize = 64;
+pub(crate) const OPENAI_MAX_NAME_BYTES: usize = 64;
 
 /// Hex digits of the hash that ends a shortened name.
 const HASH_DIGITS: usize = 8;
@@ -359,7 +446,7 @@ const HASH_DIGITS: usize = 8;
 /// * `openai`: every `.` becomes `_`; a result over 64 bytes keeps its first 55 bytes, then `_`
 ///   and 8 hex digits of the FNV-1a hash of the whole real name, so it is stable across builds
 ///   and machines and two long names that share a prefix stay apart.
-pub fn model_name(name: &str, profile: NameProfile) -> String {
+pub(crate) fn model_name(name: &str, profile: NameProfile) -> String {
     match profile {
         NameProfile::Mcp => name.to_string(),
         NameProfile::Anthropic => name.replace('.', "_"),
@@ -386,7 +473,7 @@ pub fn model_name(name: &str, profile: NameProfile) -> String {
 }
 
 /// The lower-case name of a profile, for messages.
-pub fn profile_name(profile: NameProfile) -> &'static str {
+pub(crate) fn profile_name(profile: NameProfile) -> &'static str {
     match profile {
         NameProfile::Mcp => "mcp",
         NameProfile::Openai => "openai",
@@ -416,7 +503,7 @@ fn check_alias_text(
 }
 
 /// The top-level parameter names of a JSON Schema object.
-pub fn param_names(schema: &serde_json::Value) -> Vec<String> {
+pub(crate) fn param_names(schema: &serde_json::Value) -> Vec<String> {
     schema
         .get("properties")
         .and_then(|p| p.as_object())
@@ -436,7 +523,11 @@ fn suggest<'a>(name: &str, names: impl Iterator<Item = &'a str>) -> String {
 /// Up to `n` names within a small edit distance of `name`, closest first, ties by name. The
 /// distance is optimal string alignment (Damerau-Levenshtein without repeated edits of one
 /// substring): a swap of two neighbouring letters (`ehco` for `echo`) counts as one edit.
-pub fn closest<'a>(name: &str, names: impl Iterator<Item = &'a str>, n: usize) -> Vec<String> {
+pub(crate) fn closest<'a>(
+    name: &str,
+    names: impl Iterator<Item = &'a str>,
+    n: usize,
+) -> Vec<String> {
     let lname = name.to_ascii_lowercase();
     let max = (lname.chars().count() / 3).clamp(1, 4);
     let mut scored: Vec<(usize, &str)> = names

@@ -23,7 +23,7 @@
 //! | `after` | `outcome` = `#{duration_ms, queued_ms, is_error, error_kind, error, chars, truncated}` | ignored |
 //! | `unknown_tool` | `suggestions` (array of names) | the text answer, or `()` for the default |
 
-use std::cell::Cell;
+use std::cell::RefCell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -33,19 +33,29 @@ use rhai::{AST, Dynamic, Engine, EvalAltResult, Scope};
 use tokio_util::sync::CancellationToken;
 use toolgate_policy::{Hook, ScriptSource, Scripts};
 
-use crate::error::{BuildError, CallError, hook_name};
+use crate::call::{Invocation, panic_message};
+use crate::error::{BuildError, CallError, ScriptSyntaxError};
 
 /// Resource limits for policy scripts. The defaults are the same in debug and release builds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScriptLimits {
+    /// Operations one run may take.
     pub max_operations: u64,
+    /// How deep functions may call each other.
     pub max_call_levels: usize,
+    /// How deep expressions may nest at the top level.
     pub max_expr_depth: usize,
+    /// How deep expressions may nest inside functions.
     pub max_function_expr_depth: usize,
+    /// The longest string, in bytes.
     pub max_string_size: usize,
+    /// The most elements of an array.
     pub max_array_size: usize,
+    /// The most entries of a map.
     pub max_map_size: usize,
+    /// The most variables in scope.
     pub max_variables: usize,
+    /// The most functions a script may define.
     pub max_functions: usize,
 }
 
@@ -66,10 +76,9 @@ impl Default for ScriptLimits {
 }
 
 /// The default wall-clock bound of one script run.
-pub const DEFAULT_SCRIPT_TIMEOUT: Duration = Duration::from_secs(1);
+pub(crate) const DEFAULT_SCRIPT_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// What bounds the script that runs on a thread.
-#[derive(Clone, Copy)]
 struct Bounds {
     /// When the script's own bound passes.
     bound: Instant,
@@ -77,13 +86,13 @@ struct Bounds {
     bound_len: Duration,
     /// The call's deadline, if it has one.
     call: Option<Instant>,
-    /// The call's cancellation.
-    cancel: *const CancellationToken,
+    /// The call's cancellation (a clone of the call's token).
+    cancel: CancellationToken,
 }
 
 thread_local! {
     /// The bounds of the script that runs on this thread.
-    static BUDGET: Cell<Option<Bounds>> = const { Cell::new(None) };
+    static BUDGET: RefCell<Option<Bounds>> = const { RefCell::new(None) };
 }
 
 /// How many operations run between two looks at the clock: a single operation on a string of
@@ -91,7 +100,7 @@ thread_local! {
 const CLOCK_EVERY_OPS: u64 = 16;
 
 /// Builds the sandboxed engine.
-pub fn sandbox(limits: &ScriptLimits) -> Engine {
+fn sandbox(limits: &ScriptLimits) -> Engine {
     let mut engine = Engine::new_raw();
     engine.register_global_module(rhai::packages::Package::as_shared_module(
         &rhai::packages::StandardPackage::new(),
@@ -114,10 +123,9 @@ pub fn sandbox(limits: &ScriptLimits) -> Engine {
             return None;
         }
         BUDGET.with(|b| {
-            let b = b.get()?;
-            // SAFETY: the pointer is set by `Budget::enter` from a reference that outlives
-            // the evaluation, and cleared before that reference goes away.
-            let cancelled = unsafe { (*b.cancel).is_cancelled() };
+            let b = b.borrow();
+            let b = b.as_ref()?;
+            let cancelled = b.cancel.is_cancelled();
             let now = Instant::now();
             if cancelled || b.call.is_some_and(|d| now >= d) {
                 Some(Dynamic::from(
@@ -145,16 +153,16 @@ impl Budget {
             bound: Instant::now() + bound,
             bound_len: bound,
             call: deadline,
-            cancel: cancel as *const _,
+            cancel: cancel.clone(),
         };
-        BUDGET.with(|b| b.set(Some(bounds)));
+        BUDGET.with(|b| *b.borrow_mut() = Some(bounds));
         Budget
     }
 }
 
 impl Drop for Budget {
     fn drop(&mut self) {
-        BUDGET.with(|b| b.set(None));
+        BUDGET.with(|b| *b.borrow_mut() = None);
     }
 }
 
@@ -181,35 +189,48 @@ impl Compiled {
 
 /// The view of a call that scripts get.
 #[derive(Debug, Clone, Copy)]
-pub struct CallView<'a> {
-    pub tool: &'a str,
-    pub model_name: &'a str,
-    pub args: &'a serde_json::Value,
-    pub call_id: &'a str,
-    pub session: Option<&'a str>,
+pub(crate) struct CallView<'a> {
+    pub(crate) tool: &'a str,
+    pub(crate) model_name: &'a str,
+    pub(crate) args: &'a serde_json::Value,
+    pub(crate) call_id: &'a str,
+    pub(crate) session: Option<&'a str>,
+}
+
+impl<'a> CallView<'a> {
+    /// What the scripts see of `inv`.
+    pub(crate) fn of(inv: &'a Invocation) -> Self {
+        CallView {
+            tool: &inv.tool_name,
+            model_name: &inv.model_name,
+            args: &inv.args,
+            call_id: &inv.call_id,
+            session: inv.session.as_ref().map(|s| s.as_str()),
+        }
+    }
 }
 
 /// The view of an outcome that the `after` script gets.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct OutcomeView<'a> {
-    pub duration_ms: f64,
-    pub queued_ms: f64,
-    pub is_error: bool,
-    pub error_kind: Option<&'a str>,
-    pub error: Option<String>,
-    pub chars: u64,
-    pub truncated: bool,
+pub(crate) struct OutcomeView<'a> {
+    pub(crate) duration_ms: f64,
+    pub(crate) queued_ms: f64,
+    pub(crate) is_error: bool,
+    pub(crate) error_kind: Option<&'a str>,
+    pub(crate) error: Option<String>,
+    pub(crate) chars: u64,
+    pub(crate) truncated: bool,
 }
 
 /// What the `before` script decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     Allow,
     Deny(String),
 }
 
 /// The compiled scripts of a policy.
-pub struct ScriptSet {
+pub(crate) struct ScriptSet {
     engine: Arc<Engine>,
     /// The wall-clock bound of one run.
     timeout: Duration,
@@ -233,7 +254,10 @@ impl std::fmt::Debug for ScriptSet {
 impl ScriptSet {
     /// Compiles every script of the policy. The first one that does not compile fails with
     /// `file:line:col: rhai: <message> (in the <hook> script)`.
-    pub fn compile(scripts: &Scripts, limits: &ScriptLimits) -> Result<ScriptSet, BuildError> {
+    pub(crate) fn compile(
+        scripts: &Scripts,
+        limits: &ScriptLimits,
+    ) -> Result<ScriptSet, BuildError> {
         let engine = Arc::new(sandbox(limits));
         let compile =
             |hook: Hook, src: &Option<ScriptSource>| -> Result<Option<Compiled>, BuildError> {
@@ -253,12 +277,9 @@ impl ScriptSet {
                             column_offset: src.column_offset,
                         };
                         Err(BuildError::Script {
-                            message: format!(
-                                "{}: the {} script does not compile: {}",
-                                c.locate(e.1),
-                                hook_name(hook),
-                                e.0
-                            ),
+                            location: c.locate(e.1),
+                            hook,
+                            source: ScriptSyntaxError(e),
                         })
                     }
                 }
@@ -274,7 +295,7 @@ impl ScriptSet {
     }
 
     /// Sets the wall-clock bound of each run (`dispatch.script_timeout`); it must be above zero.
-    pub fn with_timeout(mut self, timeout: Duration) -> Result<Self, BuildError> {
+    pub(crate) fn with_timeout(mut self, timeout: Duration) -> Result<Self, BuildError> {
         if timeout.is_zero() {
             return Err(BuildError::Setting {
                 message: "dispatch.script_timeout must be above zero: every script run needs a \
@@ -287,7 +308,7 @@ impl ScriptSet {
         Ok(self)
     }
 
-    pub fn has(&self, hook: Hook) -> bool {
+    pub(crate) fn has(&self, hook: Hook) -> bool {
         self.get(hook).is_some()
     }
 
@@ -345,13 +366,13 @@ impl ScriptSet {
             Ok(Err(e)) => Err(policy_panic(describe(&e, compiled))),
             Err(panic) => Err(policy_panic(format!(
                 "the script engine panicked: {}",
-                crate::guard::panic_message(&*panic)
+                panic_message(&*panic)
             ))),
         }
     }
 
     /// Runs the `rewrite` script. `Ok(None)`: no script, or the script kept the arguments.
-    pub async fn rewrite(
+    pub(crate) async fn rewrite(
         self: &Arc<Self>,
         call: CallView<'_>,
         deadline: Option<Instant>,
@@ -386,7 +407,7 @@ impl ScriptSet {
     }
 
     /// Runs the `before` script.
-    pub async fn before(
+    pub(crate) async fn before(
         self: &Arc<Self>,
         call: CallView<'_>,
         deadline: Option<Instant>,
@@ -425,7 +446,7 @@ impl ScriptSet {
     /// Runs the `after` script. Its failure is reported as an error event by the caller; the
     /// result stands (G6).
     /// It has no call deadline, only its own bound.
-    pub async fn after(
+    pub(crate) async fn after(
         self: &Arc<Self>,
         call: CallView<'_>,
         outcome: &OutcomeView<'_>,
@@ -447,7 +468,7 @@ impl ScriptSet {
     }
 
     /// Runs the `unknown_tool` script. `Ok(None)`: no script, or it returned `()`.
-    pub async fn unknown_tool(
+    pub(crate) async fn unknown_tool(
         self: &Arc<Self>,
         call: CallView<'_>,
         suggestions: &[String],

@@ -9,7 +9,7 @@
 //!   (S2, S6); the tools it returns become visible for the rest of the session (S3). The visible
 //!   set lives in the session's state, not in the history.
 //! * A catalog tool that was not found yet cannot be called (S4), unless the policy allows
-//!   direct calls; the [`VisibilityLayer`] refuses it with a message that says to search first.
+//!   direct calls; the guard's visibility layer refuses it with a message that says to search first.
 //! * With `use_model_native`, there is no `tool_search`: the catalog is handed to the provider's
 //!   own search through [`crate::Engine::deferred_tools`] and its tools may be called (S5).
 
@@ -17,11 +17,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use toolgate_search::{LiveIndex, Query, SearchIndex, ToolDoc};
+use toolgate_search::{IndexError, LiveIndex, Query, SearchIndex, ToolDoc};
 
-use crate::engine::TOOL_SEARCH;
-use crate::error::{CallError, DeniedBy};
-use crate::guard::{CallResult, Invocation, Layer, Next};
+use crate::registry::{BuiltinTool, Registry};
 use crate::session::Sessions;
 use crate::tool::{BoxFuture, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
@@ -29,8 +27,8 @@ use crate::tool::{BoxFuture, Tool, ToolContext, ToolError, ToolOutput, ToolSpec}
 const REMINDER_NAMES: usize = 60;
 
 /// A catalog entry with no implementation in this engine.
-pub struct CatalogOnly {
-    pub spec: ToolSpec,
+pub(crate) struct CatalogOnly {
+    pub(crate) spec: ToolSpec,
 }
 
 impl Tool for CatalogOnly {
@@ -57,7 +55,7 @@ impl Tool for CatalogOnly {
 
 /// The `tool_search` meta-tool. The index holds model-facing names (N6): they are what the
 /// model reads in results and writes after `select:`; the session records the real names found.
-pub struct ToolSearch {
+pub(crate) struct ToolSearch {
     spec: ToolSpec,
     index: Arc<LiveIndex>,
     sessions: Arc<Sessions>,
@@ -67,7 +65,7 @@ pub struct ToolSearch {
 }
 
 impl ToolSearch {
-    pub fn new(
+    pub(crate) fn new(
         index: Arc<LiveIndex>,
         sessions: Arc<Sessions>,
         default_max: usize,
@@ -93,7 +91,7 @@ impl ToolSearch {
         );
         ToolSearch {
             spec: ToolSpec::new(
-                TOOL_SEARCH,
+                BuiltinTool::ToolSearch.name(),
                 description,
                 json!({
                     "type": "object",
@@ -152,13 +150,11 @@ impl Tool for ToolSearch {
                 Query::parse(&query).map_err(|e| ToolError::invalid_arguments(e.to_string()))?;
             let results = index.search(&parsed, max);
             let found: Vec<String> = results.hits.iter().map(|h| h.name.clone()).collect();
-            if let Ok(session) = sessions.get(ctx.session.as_deref()) {
-                session.state().reveal(
-                    found
-                        .iter()
-                        .map(|name| real_names.get(name).unwrap_or(name).clone()),
-                );
-            }
+            sessions.of(ctx.session.as_ref()).state().reveal(
+                found
+                    .iter()
+                    .map(|name| real_names.get(name).unwrap_or(name).clone()),
+            );
             let tools: Vec<Value> = results
                 .hits
                 .iter()
@@ -191,50 +187,20 @@ impl Tool for ToolSearch {
     }
 }
 
-/// S4: refuses catalog tools the session has not found yet.
-pub struct VisibilityLayer {
-    /// Real name -> model-facing name of every catalog tool.
-    pub catalog: HashMap<String, String>,
-    pub sessions: Arc<Sessions>,
-}
-
-impl Layer for VisibilityLayer {
-    fn call<'a>(&'a self, inv: &'a mut Invocation, next: Next<'a>) -> BoxFuture<'a, CallResult> {
-        Box::pin(async move {
-            if let Some(model_name) = self.catalog.get(&inv.tool_name).filter(|_| inv.is_known()) {
-                let revealed = self
-                    .sessions
-                    .get(inv.session.as_deref())
-                    .map(|s| s.state().is_revealed(&inv.tool_name))
-                    .unwrap_or(false);
-                if !revealed {
-                    return Err(CallError::Denied {
-                        reason: format!(
-                            "{model_name} is not available yet: call tool_search first to find it (for example tool_search {{\"query\": \"select:{model_name}\"}})"
-                        ),
-                        by: DeniedBy::Search,
-                    });
-                }
-            }
-            next.run(inv).await
-        })
-    }
-}
-
 /// The documents the index holds: every searchable tool of the registry (JSONL catalogs,
 /// searchable plugins, `searchable_tools`) under its model-facing name, with its model-facing
 /// aliases and the policy's keywords (keyed by real name).
-pub fn catalog_docs(
-    registry: &crate::registry::Registry,
+pub(crate) fn catalog_docs(
+    registry: &Registry,
     settings: &toolgate_policy::SearchSettings,
 ) -> Vec<ToolDoc> {
     registry
         .entries()
-        .filter(|(_, e)| e.searchable)
+        .filter(|(_, e)| e.is_searchable())
         .map(|(name, e)| {
-            let spec = e.tool.spec();
+            let spec = e.tool().spec();
             ToolDoc {
-                name: e.model_name.clone(),
+                name: e.model_name().to_string(),
                 description: spec.description.clone(),
                 parameters: spec.parameters.clone(),
                 aliases: registry.aliases_of(name),
@@ -244,11 +210,17 @@ pub fn catalog_docs(
         .collect()
 }
 
-/// Builds the index over the catalog, or opens the prebuilt one when its names match.
+/// Builds the search index over `docs` (see [`Engine::search_docs`](crate::Engine::search_docs)),
+/// or opens the prebuilt `index_file` when it holds exactly those names; a prebuilt file that
+/// does not match or does not open is logged and the index is built in memory.
+///
+/// # Errors
+///
+/// The index cannot be built from `docs`.
 pub fn build_index(
     docs: Vec<ToolDoc>,
     index_file: Option<&std::path::Path>,
-) -> Result<SearchIndex, String> {
+) -> Result<SearchIndex, IndexError> {
     if let Some(path) = index_file
         && path.is_file()
     {
@@ -272,5 +244,5 @@ pub fn build_index(
             ),
         }
     }
-    SearchIndex::build(docs).map_err(|e| e.to_string())
+    SearchIndex::build(docs)
 }

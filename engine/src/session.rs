@@ -1,36 +1,14 @@
 //! Sessions: an id that flows through every call, and the state a session keeps (the catalog
 //! tools it has found, S3). The state lives here, not in the message history, so offloading or
 //! compacting the history cannot hide found tools again.
+//!
+//! A session id is a [`SessionId`] of the result store, which owns the rule (R7): checked once,
+//! when the session handle is made, and carried as it is from then on.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
-use thiserror::Error;
-
-/// A session id that breaks the rules.
-#[derive(Debug, Clone, Error, PartialEq, Eq)]
-pub enum SessionError {
-    #[error("a session id must not be blank")]
-    Blank,
-    #[error("session id {0:?} has surrounding whitespace")]
-    Whitespace(String),
-    #[error("a session id must be at most 256 bytes; this one is {0} bytes")]
-    TooLong(usize),
-}
-
-/// Checks a session id: non-blank, no surrounding whitespace, at most 256 bytes (R7).
-pub fn check_session_id(id: &str) -> Result<(), SessionError> {
-    if id.trim().is_empty() {
-        return Err(SessionError::Blank);
-    }
-    if id.trim() != id {
-        return Err(SessionError::Whitespace(id.to_string()));
-    }
-    if id.len() > 256 {
-        return Err(SessionError::TooLong(id.len()));
-    }
-    Ok(())
-}
+use toolgate_store::{IdError, SessionId};
 
 /// What a session remembers.
 #[derive(Debug, Default)]
@@ -39,13 +17,14 @@ pub struct SessionState {
 }
 
 impl SessionState {
-    /// Makes catalog tools visible for the rest of the session.
+    /// Makes catalog tools (by real name) visible for the rest of the session.
     pub fn reveal<I: IntoIterator<Item = String>>(&self, names: I) {
         if let Ok(mut v) = self.visible.lock() {
             v.extend(names);
         }
     }
 
+    /// Whether the catalog tool `name` (a real name) was found in this session.
     pub fn is_revealed(&self, name: &str) -> bool {
         self.visible
             .lock()
@@ -53,6 +32,7 @@ impl SessionState {
             .unwrap_or(false)
     }
 
+    /// The catalog tools found in this session, by real name, sorted.
     pub fn revealed(&self) -> Vec<String> {
         self.visible
             .lock()
@@ -61,18 +41,20 @@ impl SessionState {
     }
 }
 
-/// A handle to a session; cheap to clone.
+/// A handle to a session; cheap to clone. Get one from [`crate::Engine::session`].
 #[derive(Debug, Clone)]
 pub struct Session {
-    id: Option<String>,
+    id: Option<SessionId>,
     state: Arc<SessionState>,
 }
 
 impl Session {
-    pub fn id(&self) -> Option<&str> {
-        self.id.as_deref()
+    /// The session's id; `None` for calls without a session.
+    pub fn id(&self) -> Option<&SessionId> {
+        self.id.as_ref()
     }
 
+    /// What the session remembers.
     pub fn state(&self) -> &SessionState {
         &self.state
     }
@@ -81,27 +63,66 @@ impl Session {
 /// Every named session's state, shared by all handles of the same id; calls without a session
 /// share one state of their own.
 #[derive(Debug, Default)]
-pub struct Sessions {
-    map: Mutex<HashMap<String, Arc<SessionState>>>,
+pub(crate) struct Sessions {
+    map: Mutex<HashMap<SessionId, Arc<SessionState>>>,
     anonymous: Arc<SessionState>,
 }
 
 impl Sessions {
-    pub fn get(&self, id: Option<&str>) -> Result<Session, SessionError> {
+    /// The session `id`, checked by the store's rule (R7); `None` for calls without a session.
+    pub(crate) fn get(&self, id: Option<&str>) -> Result<Session, IdError> {
+        let id = id.map(SessionId::parse).transpose()?;
+        Ok(self.of(id.as_ref()))
+    }
+
+    /// The session of an id already checked.
+    pub(crate) fn of(&self, id: Option<&SessionId>) -> Session {
         let Some(id) = id else {
-            return Ok(Session {
+            return Session {
                 id: None,
                 state: self.anonymous.clone(),
-            });
+            };
         };
-        check_session_id(id)?;
         let state = match self.map.lock() {
-            Ok(mut m) => m.entry(id.to_string()).or_default().clone(),
+            Ok(mut m) => m.entry(id.clone()).or_default().clone(),
             Err(_) => Arc::default(),
         };
-        Ok(Session {
-            id: Some(id.to_string()),
+        Session {
+            id: Some(id.clone()),
             state,
-        })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_id_is_checked_by_the_stores_rule() {
+        let sessions = Sessions::default();
+        for bad in ["", "   ", " padded", "padded\n"] {
+            let err = sessions.get(Some(bad)).unwrap_err();
+            assert_eq!(Err(err), SessionId::parse(bad).map(|_| ()), "{bad:?}");
+        }
+        let too_long = "s".repeat(toolgate_store::MAX_SESSION_ID_BYTES + 1);
+        assert!(sessions.get(Some(&too_long)).is_err());
+    }
+
+    #[test]
+    fn handles_of_one_session_id_share_what_the_session_found() {
+        let sessions = Sessions::default();
+        let first = sessions.get(Some("chat-7")).unwrap();
+        first.state().reveal(["fs.read_file".to_string()]);
+        let again = sessions.of(first.id());
+        assert_eq!(again.id().map(SessionId::as_str), Some("chat-7"));
+        assert!(again.state().is_revealed("fs.read_file"));
+        assert!(
+            !sessions
+                .get(None)
+                .unwrap()
+                .state()
+                .is_revealed("fs.read_file")
+        );
     }
 }

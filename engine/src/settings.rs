@@ -11,7 +11,7 @@
 //! rules that name them exactly: a top-level rule whose `tools` lists the name, or the rules of
 //! an override whose key is the name.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,7 +20,7 @@ use toolgate_policy::glob::Glob;
 use toolgate_policy::{DispatchSettings, ToolOverride};
 
 use crate::error::{At, BuildError, fmt_duration};
-use crate::guard::CompiledRules;
+use crate::rules::CompiledRules;
 
 /// The effective settings of one tool.
 #[derive(Debug)]
@@ -28,7 +28,8 @@ pub struct ToolSettings {
     pub timeout: Option<Duration>,
     /// `-1` = no cap.
     pub max_result_chars: i64,
-    pub sequential_group: Option<(String, Arc<crate::guard::GroupLock>)>,
+    /// The `sequential_group` the tool is in, if any.
+    pub sequential_group: Option<String>,
     /// Rule groups: the policy's, then each matching override's.
     pub rules: Vec<Arc<CompiledRules>>,
     /// Where each setting came from, for `toolgate explain`.
@@ -38,21 +39,28 @@ pub struct ToolSettings {
 /// Where each effective setting came from.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Explanation {
+    /// The tool explained (a real name, or the unknown name as given).
     pub tool: String,
     /// Matching overrides, least specific first.
     pub matched: Vec<String>,
+    /// The effective timeout (`None`: no timeout).
     pub timeout: Option<String>,
+    /// The policy key it comes from.
     pub timeout_from: String,
     /// The configured character cap; see `max_result_chars_applies`.
     pub max_result_chars: i64,
+    /// The policy key it comes from.
     pub max_result_chars_from: String,
     /// `false` while reduction is on: results are offloaded by size instead (R2).
     pub max_result_chars_applies: bool,
     /// While reduction is on: the size over which a result of this tool is offloaded (`None`
     /// for the built-ins, whose output is never reduced again).
     pub max_result_bytes: Option<u64>,
+    /// The policy key it comes from.
     pub max_result_bytes_from: Option<String>,
+    /// The tool's sequential group, if any.
     pub sequential_group: Option<String>,
+    /// The policy key it comes from (`none` without a group).
     pub sequential_group_from: String,
     /// Rule groups that apply: "rules", "tools.\"fs.*\".rules"...
     pub rules_from: Vec<String>,
@@ -70,7 +78,8 @@ pub struct SettingsResolver {
     defaults: DispatchSettings,
     global_rules: Option<Arc<CompiledRules>>,
     overrides: Vec<CompiledOverride>,
-    groups: HashMap<String, Arc<crate::guard::GroupLock>>,
+    /// Every `sequential_group` an override names.
+    groups: BTreeSet<String>,
     /// `reduction.max_result_bytes` while reduction is on.
     reduction_bytes: Option<u64>,
 }
@@ -83,7 +92,7 @@ impl SettingsResolver {
     ) -> Result<Self, BuildError> {
         check_limits(defaults)?;
         let mut compiled = Vec::with_capacity(overrides.len());
-        let mut groups = HashMap::new();
+        let mut groups = BTreeSet::new();
         for (index, o) in overrides.iter().enumerate() {
             let at = At(o.position.clone());
             if let Some(v) = o.max_result_chars
@@ -102,7 +111,7 @@ impl SettingsResolver {
                 at: at.clone(),
             })?;
             if let Some(g) = &o.sequential_group {
-                groups.entry(g.clone()).or_insert_with(Default::default);
+                groups.insert(g.clone());
             }
             let rules = if o.rules.is_empty() {
                 None
@@ -135,6 +144,11 @@ impl SettingsResolver {
     pub fn with_reduction(mut self, max_result_bytes: Option<u64>) -> Self {
         self.reduction_bytes = max_result_bytes;
         self
+    }
+
+    /// Every `sequential_group` the policy names.
+    pub fn groups(&self) -> impl Iterator<Item = &str> {
+        self.groups.iter().map(String::as_str)
     }
 
     /// The effective settings of the ordinary tool `tool`.
@@ -211,10 +225,7 @@ impl SettingsResolver {
         ToolSettings {
             timeout,
             max_result_chars: cap,
-            sequential_group: group.map(|g| {
-                let lock = self.groups.get(&g).cloned().unwrap_or_default();
-                (g, lock)
-            }),
+            sequential_group: group,
             rules,
             explanation,
         }
@@ -237,6 +248,65 @@ impl SettingsResolver {
             }
         }
         found
+    }
+}
+
+/// The settings of every registered tool, resolved once when the engine is built, and the
+/// resolver for names the registry does not know.
+pub(crate) struct SettingsTable {
+    resolver: SettingsResolver,
+    /// Real tool name -> its settings.
+    tools: HashMap<String, Arc<ToolSettings>>,
+}
+
+impl SettingsTable {
+    /// Resolves the settings of `tools`: each a real name, and whether it is a built-in tool
+    /// that a feature turned on.
+    pub(crate) fn new<'a>(
+        resolver: SettingsResolver,
+        tools: impl IntoIterator<Item = (&'a str, bool)>,
+    ) -> Self {
+        let tools = tools
+            .into_iter()
+            .map(|(name, builtin)| {
+                (
+                    name.to_string(),
+                    Arc::new(resolver.resolve_for(name, builtin)),
+                )
+            })
+            .collect();
+        SettingsTable { resolver, tools }
+    }
+
+    /// The settings of the registered tool `tool` (a real name).
+    pub(crate) fn of(&self, tool: &str) -> Arc<ToolSettings> {
+        self.tools
+            .get(tool)
+            .cloned()
+            .unwrap_or_else(|| Arc::new(self.resolver.resolve(tool)))
+    }
+
+    /// The settings a call to `name`, which no tool has, runs under.
+    pub(crate) fn of_unknown(&self, name: &str) -> Arc<ToolSettings> {
+        Arc::new(self.resolver.resolve(name))
+    }
+
+    /// Why a call to the unknown `name` runs under the settings it does: no rule judges it
+    /// (D4), so no rule group is listed.
+    pub(crate) fn explain_unknown(&self, name: &str) -> Explanation {
+        let mut e = self.resolver.resolve(name).explanation;
+        e.rules_from.clear();
+        e
+    }
+
+    /// Whether some registered tool is in a `sequential_group`.
+    pub(crate) fn any_group(&self) -> bool {
+        self.tools.values().any(|s| s.sequential_group.is_some())
+    }
+
+    /// The resolver behind the table.
+    pub(crate) fn resolver(&self) -> &SettingsResolver {
+        &self.resolver
     }
 }
 

@@ -29,6 +29,7 @@ use std::sync::Arc;
 use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
+use toolgate_store::SessionId;
 
 /// A boxed, sendable future: the return type of [`Tool::call`].
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -36,13 +37,16 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// What the model is told about a tool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolSpec {
+    /// The tool's name.
     pub name: String,
+    /// What the tool does, for the model.
     pub description: String,
     /// JSON Schema of the arguments object.
     pub parameters: serde_json::Value,
 }
 
 impl ToolSpec {
+    /// A spec from its three parts.
     pub fn new(
         name: impl Into<String>,
         description: impl Into<String>,
@@ -60,17 +64,22 @@ impl ToolSpec {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentPart {
+    /// Text.
     Text {
+        /// The text.
         text: String,
     },
     /// An image, base64-encoded.
     Image {
+        /// Its MIME type (`image/png`).
         mime_type: String,
+        /// Its bytes, base64-encoded.
         data: String,
     },
 }
 
 impl ContentPart {
+    /// A text part.
     pub fn text(text: impl Into<String>) -> Self {
         ContentPart::Text { text: text.into() }
     }
@@ -78,6 +87,7 @@ impl ContentPart {
 
 /// What a tool returns.
 pub enum ToolOutput {
+    /// Plain text.
     Text(String),
     /// Text and image parts, in order.
     Parts(Vec<ContentPart>),
@@ -87,6 +97,7 @@ pub enum ToolOutput {
 }
 
 impl ToolOutput {
+    /// A text output.
     pub fn text(text: impl Into<String>) -> Self {
         ToolOutput::Text(text.into())
     }
@@ -121,11 +132,14 @@ pub enum ToolErrorKind {
 /// A tool's own failure, written for the model ("file not found: a.txt").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolError {
+    /// What went wrong, written for the model.
     pub message: String,
+    /// What kind of failure it is.
     pub kind: ToolErrorKind,
 }
 
 impl ToolError {
+    /// A failure of the tool (`tool_error`).
     pub fn new(message: impl Into<String>) -> Self {
         ToolError {
             message: message.into(),
@@ -181,7 +195,7 @@ pub type ProgressFn = Arc<dyn Fn(&str) + Send + Sync>;
 #[derive(Clone)]
 pub struct ToolContext {
     /// The session the call belongs to, if any.
-    pub session: Option<String>,
+    pub session: Option<SessionId>,
     /// The model's id for this call.
     pub call_id: String,
     /// The name the model used (an alias, perhaps); the tool's own name is in its spec.
@@ -218,6 +232,7 @@ impl ToolContext {
         }
     }
 
+    /// Whether the call was cancelled (timeout, turn cancelled).
     pub fn is_cancelled(&self) -> bool {
         self.cancel.is_cancelled()
     }
@@ -236,6 +251,7 @@ impl fmt::Debug for ToolContext {
 
 /// A tool the engine can run. Implementations must be safe to call concurrently.
 pub trait Tool: Send + Sync + 'static {
+    /// What the model is told about the tool; its `name` is the tool's real name.
     fn spec(&self) -> &ToolSpec;
     /// Runs the tool. `args` is the JSON arguments object after aliases and the rewrite.
     fn call(
@@ -256,6 +272,7 @@ where
     F: Fn(ToolContext, serde_json::Value) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<ToolOutput, ToolError>> + Send + 'static,
 {
+    /// A tool named `name` that runs `f` with the call's context and arguments.
     pub fn new(
         name: impl Into<String>,
         description: impl Into<String>,

@@ -46,7 +46,8 @@ fn build_error(location: PluginLocation) -> String {
         Ok(_) => panic!("the build should fail"),
         Err(e) => {
             assert!(matches!(e, BuildError::Plugin { .. }), "{e:?}");
-            e.to_string()
+            // The message names the plugin; its source says why.
+            toolgate::error::Chain(&e).to_string()
         }
     }
 }

@@ -189,7 +189,7 @@ fn r6_an_image_part_counts_a_fixed_amount_not_its_base64_length() {
     };
     let t = ByteEstimator.message(&m);
     assert!(t < 1_000, "{t}");
-    assert!(t >= toolgate::history::budget::IMAGE_TOKENS);
+    assert!(t >= toolgate::history::IMAGE_TOKENS);
 }
 
 #[tokio::test]

@@ -502,3 +502,23 @@ async fn r9_a_failing_store_keeps_the_images_of_a_multimodal_result() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn a_store_that_cannot_be_opened_fails_the_build_with_the_store_error_as_its_cause() {
+    let policy = Policy {
+        reduction: Some(ReductionSettings {
+            store: Some("nosuchscheme://bucket".into()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let err = Engine::builder(policy).build().unwrap_err();
+    let cause = std::error::Error::source(&err).expect("the store error is the source");
+    assert!(cause.is::<toolgate::store::StoreError>(), "{cause:?}");
+    // The message says what failed; the cause is not repeated in it.
+    assert_eq!(err.to_string(), "reduction: cannot open the result store");
+    assert_eq!(
+        toolgate::error::Chain(&err).to_string(),
+        format!("reduction: cannot open the result store: {cause}")
+    );
+}

@@ -402,10 +402,10 @@ fn a_catalog_that_is_a_fifo_fails_the_build_at_once_instead_of_hanging() {
         .recv_timeout(std::time::Duration::from_secs(10))
         .expect("the build finishes within 10 s")
         .unwrap_err();
+    // The cause is the error's source: the whole chain says what the file is.
+    let text = toolgate::error::Chain(&error).to_string();
     assert!(
-        error
-            .to_string()
-            .contains("named pipe (FIFO), not a regular file"),
-        "{error}"
+        text.contains("named pipe (FIFO), not a regular file"),
+        "{text}"
     );
 }

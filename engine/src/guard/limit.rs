@@ -14,16 +14,14 @@ use std::panic::AssertUnwindSafe;
 
 use futures::{FutureExt, StreamExt};
 
-use super::{CallResult, Invocation, Layer, Next, panic_message};
+use super::layer::{Layer, Next};
+use crate::call::{CallResult, Invocation, TRUNCATION_MARKER, error_text, panic_message};
 use crate::error::CallError;
-use crate::tool::{BoxFuture, ContentPart, ToolOutput};
-
-/// Appended to a cut result.
-pub const TRUNCATION_MARKER: &str = "\n...[tool result truncated]";
+use crate::tool::{BoxFuture, ContentPart, ToolError, ToolOutput};
 
 /// Caps `text` at `cap` characters (`None` = no cap). Returns the kept characters and whether
 /// it was cut; a cut text gets the marker.
-pub fn cap_text(text: &mut String, cap: Option<u64>) -> (u64, bool) {
+pub(crate) fn cap_text(text: &mut String, cap: Option<u64>) -> (u64, bool) {
     let Some(cap) = cap else {
         return (text.chars().count() as u64, false);
     };
@@ -42,7 +40,10 @@ pub fn cap_text(text: &mut String, cap: Option<u64>) -> (u64, bool) {
 }
 
 /// Caps parts as described in the module docs.
-pub fn cap_parts(parts: Vec<ContentPart>, cap: Option<u64>) -> (Vec<ContentPart>, u64, bool) {
+pub(crate) fn cap_parts(
+    parts: Vec<ContentPart>,
+    cap: Option<u64>,
+) -> (Vec<ContentPart>, u64, bool) {
     let mut kept = 0u64;
     let mut cut = false;
     let mut out = Vec::with_capacity(parts.len());
@@ -66,9 +67,9 @@ pub fn cap_parts(parts: Vec<ContentPart>, cap: Option<u64>) -> (Vec<ContentPart>
 
 /// The limit layer: collects streams and applies the character cap. When reduction is on, the
 /// cap is off (R2) and streams are collected whole.
-pub struct LimitLayer {
+pub(crate) struct LimitLayer {
     /// Reduction owns result sizing: no cap.
-    pub reduction: bool,
+    pub(crate) reduction: bool,
 }
 
 impl Layer for LimitLayer {
@@ -122,7 +123,7 @@ fn cap_error(mut err: CallError, cap: Option<u64>, inv: &mut Invocation) -> Call
         return err;
     }
     let text_chars = text.chars().count() as u64;
-    let all_chars = super::error_text(&err).chars().count() as u64;
+    let all_chars = error_text(&err).chars().count() as u64;
     if all_chars <= cap {
         return err;
     }
@@ -135,7 +136,7 @@ fn cap_error(mut err: CallError, cap: Option<u64>, inv: &mut Invocation) -> Call
 }
 
 async fn read_stream(
-    mut stream: futures::stream::BoxStream<'static, Result<String, crate::tool::ToolError>>,
+    mut stream: futures::stream::BoxStream<'static, Result<String, ToolError>>,
     cap: Option<u64>,
     tool: &str,
 ) -> Result<(String, u64, bool), CallError> {

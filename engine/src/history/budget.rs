@@ -11,7 +11,8 @@
 //! that answer it. The id of an offloaded result is derived from the session, the call id and the
 //! content, so preparing the same history again reuses it (the save is create-only and an
 //! existing id counts as done): each round is offloaded at most once. Results under
-//! `min_offload_bytes`, and the outputs of `tool_search` and `read_tool_result`, stay in place.
+//! `min_offload_bytes`, and the outputs of the built-in tools (`tool_search`, `read_tool_result`),
+//! stay in place.
 //! A result with images is offloaded by its text: the images stay after the notice where the
 //! provider profile lets tool messages carry images, and are dropped (the notice says so) where
 //! it does not.
@@ -20,13 +21,11 @@
 use std::sync::Arc;
 
 use serde_json::Value;
+use toolgate_policy::NameProfile;
 use toolgate_policy::ReductionSettings;
 use toolgate_store::{NewResult, ResultId, ResultStore, SessionId, StoreError};
 
-use toolgate_policy::NameProfile;
-
 use super::message::{Message, tool_messages_carry_images};
-use crate::engine::{READ_TOOL_RESULT, TOOL_SEARCH};
 use crate::tool::ToolSpec;
 
 /// Tokens counted for one image part.
@@ -34,7 +33,9 @@ pub const IMAGE_TOKENS: u64 = 765;
 
 /// Estimates how many tokens a request costs.
 pub trait TokenEstimator: Send + Sync {
+    /// The tokens of one message.
     fn message(&self, m: &Message) -> u64;
+    /// The tokens of the tool schemas sent with the request.
     fn tools(&self, tools: &[ToolSpec]) -> u64;
 }
 
@@ -145,8 +146,9 @@ impl TokenEstimator for ByteEstimator {
 /// What the offload did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OffloadReport {
-    /// The estimate before and after.
+    /// The estimate before the offload.
     pub tokens_before: u64,
+    /// The estimate after it.
     pub tokens_after: u64,
     /// `(call id, result id)` of each result replaced by a notice.
     pub offloaded: Vec<(String, String)>,
@@ -170,7 +172,7 @@ fn stable_id(parts: &[&[u8]]) -> String {
 }
 
 /// The notice that replaces an offloaded older result.
-pub fn round_notice(id: &str, bytes: usize) -> String {
+pub(crate) fn round_notice(id: &str, bytes: usize) -> String {
     format!(
         "[Older tool result ({bytes} bytes) moved out of the conversation to save space; it was saved whole as \"{id}\". \
          Read it with read_tool_result {{\"id\": \"{id}\"}} if you need it again.]"
@@ -223,19 +225,37 @@ fn offloaded_content(id: &str, bytes: usize, other: Vec<Value>, profile: NamePro
     }
 }
 
+/// What [`offload_rounds`] works with besides the history.
+pub(crate) struct Offload<'a> {
+    /// The tools the model sees (their schemas count toward the estimate).
+    pub(crate) tools: &'a [ToolSpec],
+    pub(crate) session: Option<&'a SessionId>,
+    pub(crate) settings: &'a ReductionSettings,
+    pub(crate) store: &'a Arc<dyn ResultStore>,
+    pub(crate) estimator: &'a dyn TokenEstimator,
+    /// The provider profile: whether tool messages may keep images.
+    pub(crate) profile: NameProfile,
+    /// Whether a call name (as the model wrote it) names a built-in tool, whose results stay.
+    pub(crate) is_builtin: &'a (dyn Fn(&str) -> bool + Sync),
+}
+
 /// Offloads older rounds once the estimate reaches the budget (R5). `history` must already be
 /// repaired (it is the copy repair made, never the caller's); under the budget it is returned
 /// as it is. A result with images has its text offloaded; its images are kept or dropped as
-/// the provider `profile` allows images in tool messages (see [`tool_messages_carry_images`]).
-pub async fn offload_rounds(
+/// the provider profile allows images in tool messages (see [`tool_messages_carry_images`]).
+pub(crate) async fn offload_rounds(
     history: Vec<Message>,
-    tools: &[ToolSpec],
-    session: Option<&str>,
-    settings: &ReductionSettings,
-    store: &Arc<dyn ResultStore>,
-    estimator: &dyn TokenEstimator,
-    profile: NameProfile,
+    with: Offload<'_>,
 ) -> (Vec<Message>, OffloadReport) {
+    let Offload {
+        tools,
+        session,
+        settings,
+        store,
+        estimator,
+        profile,
+        is_builtin,
+    } = with;
     let mut report = OffloadReport::default();
     let schema_tokens = estimator.tools(tools);
     let mut per_message: Vec<u64> = history.iter().map(|m| estimator.message(m)).collect();
@@ -257,16 +277,6 @@ pub async fn offload_rounds(
         .collect();
     let keep = settings.keep_recent_tool_rounds as usize;
     let old = rounds.len().saturating_sub(keep);
-    let session_id = match session.map(SessionId::parse).transpose() {
-        Ok(s) => s,
-        Err(e) => {
-            report
-                .failed
-                .push((String::new(), format!("bad session id: {e}")));
-            report.tokens_after = report.tokens_before;
-            return (out, report);
-        }
-    };
     for &start in &rounds[..old] {
         let Message::Assistant { tool_calls, .. } = &history[start] else {
             continue;
@@ -285,7 +295,7 @@ pub async fn offload_rounds(
                 .unwrap_or("");
             let idx = i;
             i += 1;
-            if name == TOOL_SEARCH || name == READ_TOOL_RESULT {
+            if is_builtin(name) {
                 continue;
             }
             let Some((text, other)) = split_content(content) else {
@@ -295,7 +305,7 @@ pub async fn offload_rounds(
                 continue;
             }
             let id_text = stable_id(&[
-                session.unwrap_or("").as_bytes(),
+                session.map_or("", SessionId::as_str).as_bytes(),
                 tool_call_id.as_bytes(),
                 text.as_bytes(),
             ]);
@@ -306,7 +316,7 @@ pub async fn offload_rounds(
                     continue;
                 }
             };
-            let new = NewResult::new(session_id.clone())
+            let new = NewResult::new(session.cloned())
                 .with_id(id)
                 .with_tool(name.to_string());
             match store.save(new, &text).await {

@@ -8,28 +8,38 @@ use serde_json::{Map, Value};
 
 use toolgate_policy::NameProfile;
 
-use crate::guard::{Content, Outcome};
+use crate::call::{Content, Outcome};
 use crate::tool::ContentPart;
 
 /// One message of a conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "lowercase")]
 pub enum Message {
+    /// Instructions from the system.
     System {
+        /// A string, or a list of parts.
         content: Value,
+        /// Fields this crate does not know, kept as they came.
         #[serde(flatten)]
         extra: Map<String, Value>,
     },
+    /// Instructions from the developer (the newer name of `system`).
     Developer {
+        /// A string, or a list of parts.
         content: Value,
+        /// Fields this crate does not know, kept as they came.
         #[serde(flatten)]
         extra: Map<String, Value>,
     },
+    /// The user's message.
     User {
+        /// A string, or a list of parts.
         content: Value,
+        /// Fields this crate does not know, kept as they came.
         #[serde(flatten)]
         extra: Map<String, Value>,
     },
+    /// The model's answer, perhaps with tool calls.
     Assistant {
         /// `None` when the message has no `content` key; `Some(Value::Null)` for an explicit
         /// `"content": null`, which is written back as it came.
@@ -39,17 +49,23 @@ pub enum Message {
             skip_serializing_if = "Option::is_none"
         )]
         content: Option<Value>,
+        /// The tool calls, in order.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ToolCall>,
+        /// Fields this crate does not know, kept as they came.
         #[serde(flatten)]
         extra: Map<String, Value>,
     },
+    /// The answer to one tool call.
     Tool {
+        /// The id of the call it answers.
         tool_call_id: String,
+        /// The tool's name as the model called it (not under the `openai` profile).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         name: Option<String>,
         /// A string, or a list of parts.
         content: Value,
+        /// Fields this crate does not know, kept as they came.
         #[serde(flatten)]
         extra: Map<String, Value>,
     },
@@ -65,6 +81,7 @@ impl Message {
         }
     }
 
+    /// A user message with plain text.
     pub fn user(text: impl Into<String>) -> Self {
         Message::User {
             content: Value::String(text.into()),
@@ -72,6 +89,7 @@ impl Message {
         }
     }
 
+    /// A tool message answering the call `call_id`.
     pub fn tool(call_id: impl Into<String>, name: Option<String>, content: Value) -> Self {
         Message::Tool {
             tool_call_id: call_id.into(),
@@ -81,6 +99,7 @@ impl Message {
         }
     }
 
+    /// The message's role, as written in the `role` key.
     pub fn role(&self) -> &'static str {
         match self {
             Message::System { .. } => "system",
@@ -188,10 +207,14 @@ pub fn answer_messages(outcomes: &[Outcome], profile: NameProfile) -> Vec<Messag
 /// One tool call of an assistant message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {
+    /// The call's id, which its answer names.
     pub id: String,
+    /// The `type` key: `function`.
     #[serde(rename = "type", default = "function_type")]
     pub kind: String,
+    /// The tool called and its arguments.
     pub function: FunctionCall,
+    /// Fields this crate does not know, kept as they came.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -201,6 +224,7 @@ fn function_type() -> String {
 }
 
 impl ToolCall {
+    /// A function call `id` of the tool `name` with the JSON `arguments`.
     pub fn new(
         id: impl Into<String>,
         name: impl Into<String>,
@@ -222,11 +246,13 @@ impl ToolCall {
 /// The function part of a tool call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FunctionCall {
+    /// The name the model called.
     pub name: String,
     /// The JSON arguments as a string. Some providers send an object; it is read as its JSON
     /// text.
     #[serde(default, deserialize_with = "string_or_json")]
     pub arguments: String,
+    /// Fields this crate does not know, kept as they came.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }

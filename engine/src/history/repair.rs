@@ -36,6 +36,7 @@ pub struct RepairReport {
 }
 
 impl RepairReport {
+    /// Whether repair changed nothing.
     pub fn is_clean(&self) -> bool {
         self.added.is_empty()
             && self.removed_orphans.is_empty()

@@ -18,9 +18,7 @@ use serde_json::Value;
 use toolgate_policy::glob::{Glob, PathGlob, normalize_path};
 use toolgate_policy::{Rule, Rules};
 
-use super::{CallResult, Invocation, Layer, Next};
-use crate::error::{At, BuildError, CallError, DeniedBy};
-use crate::tool::BoxFuture;
+use crate::error::{At, BuildError};
 
 fn glob(pattern: &str, at: &At) -> Result<Glob, BuildError> {
     Glob::new(pattern).map_err(|e| BuildError::Setting {
@@ -214,34 +212,5 @@ impl CompiledRules {
         Err(format!(
             "the policy's allow rules do not allow {tool} with these arguments"
         ))
-    }
-}
-
-/// The order in which a call's arguments are changed and judged, for `toolgate explain` and
-/// the docs: the rules and the before hook see exactly what the tool will receive.
-pub const CHECK_ORDER: &str =
-    "argument aliases -> rewrite script -> rules (paths normalised) -> before hook -> tool";
-
-/// The rules layer. It runs after the rewrite script, on the arguments the tool will receive.
-pub struct RulesLayer;
-
-impl Layer for RulesLayer {
-    fn call<'a>(&'a self, inv: &'a mut Invocation, next: Next<'a>) -> BoxFuture<'a, CallResult> {
-        Box::pin(async move {
-            // D4: an unknown name is answered by the unknown-tool path, never "denied".
-            if inv.is_known() {
-                for group in inv.settings.rules.iter() {
-                    if let Err(reason) =
-                        group.check(&inv.tool_name, &inv.args, inv.session.as_deref())
-                    {
-                        return Err(CallError::Denied {
-                            reason,
-                            by: DeniedBy::Rule,
-                        });
-                    }
-                }
-            }
-            next.run(inv).await
-        })
     }
 }

@@ -1,0 +1,343 @@
+//! One call on its way through the guard: the [`Invocation`] every layer works on, the
+//! [`Reply`] a tool's success travels back as, and the [`Outcome`] a caller gets in the end.
+//!
+//! Every other module of the engine builds on these types; this one builds only on the error,
+//! tool and settings types.
+
+use std::any::Any;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+use toolgate_store::SessionId;
+
+use crate::error::CallError;
+use crate::settings::ToolSettings;
+use crate::tool::{ContentPart, Hold, ProgressFn, Tool, ToolOutput};
+
+/// Appended to a result (or an error's text) cut at its character cap (G3-G5).
+pub const TRUNCATION_MARKER: &str = "\n...[tool result truncated]";
+
+/// What a call's name resolved to in the registry.
+pub(crate) struct Target {
+    /// The real tool name.
+    pub(crate) name: String,
+    pub(crate) tool: Arc<dyn Tool>,
+    /// A built-in tool that a feature turned on (`read_tool_result`, `tool_search`).
+    pub(crate) builtin: bool,
+}
+
+/// One call as it travels through the guard. A [`Layer`](crate::guard::Layer) reads it and may
+/// change its arguments.
+pub struct Invocation {
+    pub(crate) call_id: String,
+    /// The name the model used.
+    pub(crate) model_name: String,
+    /// The real tool name (the model's name when the tool is unknown).
+    pub(crate) tool_name: String,
+    /// `None` when the name is unknown.
+    pub(crate) tool: Option<Arc<dyn Tool>>,
+    /// A built-in tool that a feature turned on: its output is never reduced again (R2).
+    pub(crate) builtin: bool,
+    /// The arguments exactly as the model sent them.
+    pub(crate) raw_arguments: String,
+    /// The parsed arguments (after the arguments layer).
+    pub(crate) args: serde_json::Value,
+    pub(crate) session: Option<SessionId>,
+    pub(crate) settings: Arc<ToolSettings>,
+    /// When the call started running: after any wait for a concurrency slot or its group's
+    /// lock (G2).
+    pub(crate) started: Instant,
+    /// `started` + the timeout, if any.
+    pub(crate) deadline: Option<Instant>,
+    /// Time spent waiting for a concurrency slot and the group's lock, apart from the run.
+    pub(crate) queued: Duration,
+    /// The group lock the call holds (set by the group layer, handed to the tool).
+    pub(crate) hold: Option<Hold>,
+    /// Set when the error text was cut or offloaded (G3, R1).
+    pub(crate) error_sizing: ErrorSizing,
+    /// Fires on timeout or when the turn is cancelled.
+    pub(crate) cancel: CancellationToken,
+    pub(crate) progress: Option<ProgressFn>,
+}
+
+impl Invocation {
+    /// A call that starts now: `target` is `None` for a name the registry does not know.
+    pub(crate) fn new(
+        call_id: String,
+        model_name: String,
+        target: Option<Target>,
+        raw_arguments: String,
+        session: Option<SessionId>,
+        settings: Arc<ToolSettings>,
+        cancel: CancellationToken,
+    ) -> Self {
+        let started = Instant::now();
+        let (tool_name, tool, builtin) = match target {
+            Some(t) => (t.name, Some(t.tool), t.builtin),
+            None => (model_name.clone(), None, false),
+        };
+        Invocation {
+            call_id,
+            model_name,
+            tool_name,
+            tool,
+            builtin,
+            raw_arguments,
+            args: serde_json::Value::Null,
+            session,
+            deadline: settings.timeout.map(|t| started + t),
+            settings,
+            started,
+            queued: Duration::ZERO,
+            hold: None,
+            error_sizing: ErrorSizing::default(),
+            cancel,
+            progress: None,
+        }
+    }
+
+    /// The model's id for this call.
+    pub fn call_id(&self) -> &str {
+        &self.call_id
+    }
+
+    /// The name the model used (a model-facing name or an alias, D8).
+    pub fn model_name(&self) -> &str {
+        &self.model_name
+    }
+
+    /// The real tool name (D8); the model's name when the tool is unknown.
+    pub fn tool_name(&self) -> &str {
+        &self.tool_name
+    }
+
+    /// Whether the name resolved to a tool.
+    pub fn is_known(&self) -> bool {
+        self.tool.is_some()
+    }
+
+    /// The arguments exactly as the model sent them.
+    pub fn raw_arguments(&self) -> &str {
+        &self.raw_arguments
+    }
+
+    /// The parsed arguments: `null` before the arguments layer, then the JSON object the tool
+    /// will receive (after argument aliases and, past the rewrite layer, the rewrite script).
+    pub fn args(&self) -> &serde_json::Value {
+        &self.args
+    }
+
+    /// The arguments, to change them before the tool sees them.
+    pub fn args_mut(&mut self) -> &mut serde_json::Value {
+        &mut self.args
+    }
+
+    /// The session the call belongs to, if any.
+    pub fn session(&self) -> Option<&SessionId> {
+        self.session.as_ref()
+    }
+
+    /// When the call's timeout passes, if it has one.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    /// Fires when the call is cancelled (its timeout, or the turn cancelled).
+    pub fn cancel_token(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    /// The call waited `waited` (for a slot or a lock) and starts running now: the wait is
+    /// reported as queue time and the timeout starts from here (G2).
+    pub(crate) fn start_after_wait(&mut self, waited: Duration) {
+        self.queued += waited;
+        self.started = Instant::now();
+        self.deadline = self.settings.timeout.map(|t| self.started + t);
+    }
+
+    /// A script stopped because the call's deadline passed is a timeout, not a policy failure:
+    /// once the deadline has passed, `err` becomes `timeout` and the call's token fires.
+    pub(crate) fn past_deadline(&self, err: CallError) -> CallError {
+        match (self.deadline, self.settings.timeout) {
+            (Some(deadline), Some(after)) if Instant::now() >= deadline => {
+                self.cancel.cancel();
+                CallError::Timeout { after }
+            }
+            _ => err,
+        }
+    }
+
+    /// Turns the chain's result into the outcome.
+    pub(crate) fn outcome(&self, result: CallResult) -> Outcome {
+        let base = |content, error, truncated, output_chars, result_id| Outcome {
+            call_id: self.call_id.clone(),
+            model_name: self.model_name.clone(),
+            tool_name: self.tool_name.clone(),
+            known_tool: self.is_known(),
+            content,
+            error,
+            truncated,
+            output_chars,
+            duration: self.started.elapsed(),
+            queued: self.queued,
+            result_id,
+        };
+        match result {
+            Ok(reply) => {
+                let content = match reply.output {
+                    ToolOutput::Text(t) => Content::Text(t),
+                    ToolOutput::Parts(p) => Content::Parts(p),
+                    // The limit layer always collects streams; reaching here means a custom
+                    // chain without it. Say so rather than lose the output silently.
+                    ToolOutput::Stream(_) => {
+                        let err = CallError::ToolExecutionPanic {
+                            tool: self.tool_name.clone(),
+                            message: "a stream reached the end of the guard unread".into(),
+                        };
+                        return base(Content::Text(error_text(&err)), Some(err), false, 0, None);
+                    }
+                };
+                base(content, None, reply.truncated, reply.chars, reply.result_id)
+            }
+            Err(err) => {
+                let text = error_text(&err);
+                let sizing = &self.error_sizing;
+                let mut chars = text.chars().count() as u64;
+                if sizing.truncated {
+                    chars = chars.saturating_sub(TRUNCATION_MARKER.chars().count() as u64);
+                }
+                base(
+                    Content::Text(text),
+                    Some(err),
+                    sizing.truncated,
+                    chars,
+                    sizing.result_id.clone(),
+                )
+            }
+        }
+    }
+}
+
+/// What happened to an error's text on its way out (G3, R1).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ErrorSizing {
+    /// The text was cut at the cap and marked.
+    pub(crate) truncated: bool,
+    /// The text was offloaded whole under this id; the error carries the notice.
+    pub(crate) result_id: Option<String>,
+}
+
+/// A tool's success on its way back out through the layers.
+#[derive(Debug)]
+pub struct Reply {
+    /// Never a stream once the limit layer has run.
+    pub(crate) output: ToolOutput,
+    pub(crate) truncated: bool,
+    /// Unicode characters of text kept (marker excluded).
+    pub(crate) chars: u64,
+    /// The stored result's id when the output was offloaded.
+    pub(crate) result_id: Option<String>,
+}
+
+impl Reply {
+    /// A reply carrying `output` as it is (a layer that answers a call itself uses this).
+    pub fn new(output: ToolOutput) -> Self {
+        Reply {
+            output,
+            truncated: false,
+            chars: 0,
+            result_id: None,
+        }
+    }
+
+    /// The output so far: the tool's, or what the layers inside made of it.
+    pub fn output(&self) -> &ToolOutput {
+        &self.output
+    }
+}
+
+/// What a layer returns: the reply, or why the call failed.
+pub type CallResult = Result<Reply, CallError>;
+
+/// The final result of one call.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The model's id for this call.
+    pub call_id: String,
+    /// The name the model used (D8).
+    pub model_name: String,
+    /// The real tool name (D8); the model's name when the tool is unknown.
+    pub tool_name: String,
+    /// Whether the name resolved to a tool.
+    pub known_tool: bool,
+    /// What the model gets: the tool's text or parts, or the error message.
+    pub content: Content,
+    /// Why the call failed, if it did.
+    pub error: Option<CallError>,
+    /// Whether the text was cut at its character cap.
+    pub truncated: bool,
+    /// Unicode characters of text kept (marker excluded).
+    pub output_chars: u64,
+    /// From the start of the run to the final result (G7), queue time excluded.
+    pub duration: Duration,
+    /// Time spent waiting for a concurrency slot and a group lock before the run (G2).
+    pub queued: Duration,
+    /// The stored result's id when the output was offloaded (R1).
+    pub result_id: Option<String>,
+}
+
+impl Outcome {
+    /// Whether the call failed.
+    pub fn is_error(&self) -> bool {
+        self.error.is_some()
+    }
+
+    /// The stable snake_case kind of the failure ([`CallError::kind`]), if the call failed.
+    pub fn error_kind(&self) -> Option<&'static str> {
+        self.error.as_ref().map(CallError::kind)
+    }
+}
+
+/// The content of a tool message: plain text, or parts (text and images).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(untagged)]
+pub enum Content {
+    /// Plain text.
+    Text(String),
+    /// Text and image parts, in order.
+    Parts(Vec<ContentPart>),
+}
+
+impl Content {
+    /// All text, parts joined by newlines (images skipped).
+    pub fn text(&self) -> String {
+        match self {
+            Content::Text(t) => t.clone(),
+            Content::Parts(p) => p
+                .iter()
+                .filter_map(|p| match p {
+                    ContentPart::Text { text } => Some(text.as_str()),
+                    ContentPart::Image { .. } => None,
+                })
+                .collect::<Vec<_>>()
+                .join("\n"),
+        }
+    }
+}
+
+/// The text the model reads for a failed call.
+pub(crate) fn error_text(err: &CallError) -> String {
+    format!("Error: {err}")
+}
+
+/// The message of a caught panic payload.
+pub(crate) fn panic_message(panic: &(dyn Any + Send)) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic with a non-text payload".to_string()
+    }
+}

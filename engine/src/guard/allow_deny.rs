@@ -1,0 +1,35 @@
+//! The declarative allow/deny rules (G1), judged on the arguments the tool will receive. The
+//! rules themselves, compiled from the policy, are in [`crate::rules`].
+
+use toolgate_store::SessionId;
+
+use super::layer::{Layer, Next};
+use crate::call::{CallResult, Invocation};
+use crate::error::{CallError, DeniedBy};
+use crate::tool::BoxFuture;
+
+/// The rules layer. It runs after the rewrite script, on the arguments the tool will receive.
+pub(crate) struct RulesLayer;
+
+impl Layer for RulesLayer {
+    fn call<'a>(&'a self, inv: &'a mut Invocation, next: Next<'a>) -> BoxFuture<'a, CallResult> {
+        Box::pin(async move {
+            // D4: an unknown name is answered by the unknown-tool path, never "denied".
+            if inv.is_known() {
+                for group in inv.settings.rules.iter() {
+                    if let Err(reason) = group.check(
+                        &inv.tool_name,
+                        &inv.args,
+                        inv.session.as_ref().map(SessionId::as_str),
+                    ) {
+                        return Err(CallError::Denied {
+                            reason,
+                            by: DeniedBy::Rule,
+                        });
+                    }
+                }
+            }
+            next.run(inv).await
+        })
+    }
+}

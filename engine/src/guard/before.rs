@@ -1,0 +1,33 @@
+//! The before script (G1): the last check before the tool, on the final arguments.
+
+use std::sync::Arc;
+
+use super::layer::{Layer, Next};
+use crate::call::{CallResult, Invocation};
+use crate::error::{CallError, DeniedBy};
+use crate::script::{CallView, ScriptSet, Verdict};
+use crate::tool::BoxFuture;
+
+/// The before script (G1): may deny the call with a reason.
+pub(crate) struct BeforeLayer {
+    pub(crate) scripts: Arc<ScriptSet>,
+}
+
+impl Layer for BeforeLayer {
+    fn call<'a>(&'a self, inv: &'a mut Invocation, next: Next<'a>) -> BoxFuture<'a, CallResult> {
+        Box::pin(async move {
+            let verdict = self
+                .scripts
+                .before(CallView::of(inv), inv.deadline, &inv.cancel)
+                .await
+                .map_err(|e| inv.past_deadline(e))?;
+            match verdict {
+                Verdict::Allow => next.run(inv).await,
+                Verdict::Deny(reason) => Err(CallError::Denied {
+                    reason,
+                    by: DeniedBy::Script,
+                }),
+            }
+        })
+    }
+}

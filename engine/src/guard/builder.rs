@@ -1,0 +1,261 @@
+//! The one place that owns the order of the guard's layers.
+//!
+//! [`ORDER`] lists the stages outermost first; [`Stage::needs`] says which stages must run
+//! outside a stage (before it on the way in, after it on the way out), and why. The crate does
+//! not compile when [`ORDER`] breaks one of those needs (the `const` assertion below), and
+//! [`GuardParts::build`] assembles the chain by walking [`ORDER`], so the order is stated once,
+//! in code.
+
+use std::sync::Arc;
+
+use toolgate_policy::{Hook, ReductionSettings};
+use toolgate_store::ResultStore;
+
+use super::after_hook::AfterHookLayer;
+use super::allow_deny::RulesLayer;
+use super::arguments::{ArgAliases, ArgumentsLayer};
+use super::before::BeforeLayer;
+use super::endpoint::Endpoint;
+use super::group::GroupLayer;
+use super::layer::Layer;
+use super::limit::LimitLayer;
+use super::reduce::ReduceLayer;
+use super::rewrite::RewriteLayer;
+use super::run::Guard;
+use super::timeout::TimeoutLayer;
+use super::visibility::VisibilityLayer;
+use crate::events::Events;
+use crate::script::ScriptSet;
+
+/// One stage of the guard. Each variant's docs say what it does and what it needs from the
+/// stages outside it ([`Stage::needs`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stage {
+    /// The `after` script sees the final outcome, offloaded or capped, panics included (G6,
+    /// G7). Needs nothing: it is the outermost stage.
+    AfterHook,
+    /// Offloads large results and error texts to the store (R1, R2, R9; when reduction is on).
+    /// Needs the after hook outside, so that the hook sees what the model gets.
+    Reduce,
+    /// Serialises the calls of a `sequential_group`. Needs the reduce stage outside, so that a
+    /// slow store never holds the group's lock.
+    Group,
+    /// The call's timeout (G2). Needs the group outside: the wait for the group's lock is queue
+    /// time, and the timeout starts once the call runs. Needs the reduce stage outside: the
+    /// offload is not cut by the call's deadline.
+    Timeout,
+    /// Reads streams and caps text by characters (G3-G5). Needs the timeout outside: a stream is
+    /// read under the call's deadline.
+    Limit,
+    /// Parses the JSON arguments and renames argument aliases (D2). Needs the limit outside: the
+    /// error it returns echoes the model's text, which the cap holds.
+    Arguments,
+    /// Refuses catalog tools not found yet (S4). Needs the limit outside, for the same reason.
+    Visibility,
+    /// The rewrite script (D2, D3). Needs the parsed, renamed arguments and the deadline it
+    /// runs under.
+    Rewrite,
+    /// The allow/deny rules (G1). Needs the rewrite outside: the rules judge the arguments the
+    /// tool will receive, so a rewrite cannot turn a denied call into an allowed one unseen.
+    Rules,
+    /// The before script (G1). Needs the rules outside (a call the rules deny never reaches the
+    /// script) and the final arguments.
+    Before,
+    /// The layers the program added ([`crate::EngineBuilder::layer`]): last, just before the
+    /// tool, on the final, judged arguments.
+    Custom,
+}
+
+/// The stages, outermost first; the endpoint (the tool, or the unknown-tool answer) follows.
+pub(crate) const ORDER: [Stage; 11] = [
+    Stage::AfterHook,
+    Stage::Reduce,
+    Stage::Group,
+    Stage::Timeout,
+    Stage::Limit,
+    Stage::Arguments,
+    Stage::Visibility,
+    Stage::Rewrite,
+    Stage::Rules,
+    Stage::Before,
+    Stage::Custom,
+];
+
+impl Stage {
+    /// The stages that must run outside this one (see each variant's docs for why).
+    const fn needs(self) -> &'static [Stage] {
+        match self {
+            Stage::AfterHook => &[],
+            Stage::Reduce => &[Stage::AfterHook],
+            Stage::Group => &[Stage::Reduce],
+            Stage::Timeout => &[Stage::Group, Stage::Reduce],
+            Stage::Limit => &[Stage::Timeout],
+            Stage::Arguments => &[Stage::Limit],
+            Stage::Visibility => &[Stage::Limit],
+            Stage::Rewrite => &[Stage::Arguments, Stage::Timeout],
+            Stage::Rules => &[Stage::Rewrite, Stage::Arguments],
+            Stage::Before => &[Stage::Rules, Stage::Rewrite],
+            Stage::Custom => &[Stage::Before],
+        }
+    }
+}
+
+/// Where `stage` is in [`ORDER`] (`ORDER.len()` if it is not there).
+const fn position(stage: Stage) -> usize {
+    let mut i = 0;
+    while i < ORDER.len() {
+        if ORDER[i] as usize == stage as usize {
+            return i;
+        }
+        i += 1;
+    }
+    ORDER.len()
+}
+
+/// Whether every stage of [`ORDER`] runs inside the stages it needs.
+const fn order_meets_needs() -> bool {
+    let mut i = 0;
+    while i < ORDER.len() {
+        let needs = ORDER[i].needs();
+        let mut k = 0;
+        while k < needs.len() {
+            if position(needs[k]) >= i {
+                return false;
+            }
+            k += 1;
+        }
+        i += 1;
+    }
+    true
+}
+
+const _: () = assert!(
+    order_meets_needs(),
+    "the guard's ORDER puts a stage outside a stage it needs outside it"
+);
+
+/// The order in which a call's arguments are changed and judged, for `toolgate explain` and
+/// the docs: the rules and the before hook see exactly what the tool will receive. It follows
+/// the order of the guard's layers (a test checks that).
+pub const CHECK_ORDER: &str =
+    "argument aliases -> rewrite script -> rules (paths normalised) -> before hook -> tool";
+
+/// Offloading large results to the store.
+pub(crate) struct Reduction {
+    pub(crate) store: Arc<dyn ResultStore>,
+    pub(crate) settings: ReductionSettings,
+    /// The dispatch cap, used for the fallback text when the store fails (R9).
+    pub(crate) fallback_chars: Option<u64>,
+}
+
+/// What the guard is assembled from; [`GuardParts::build`] puts each part in its place.
+pub(crate) struct GuardParts {
+    pub(crate) scripts: Arc<ScriptSet>,
+    pub(crate) events: Events,
+    /// `Some` while reduction is on.
+    pub(crate) reduction: Option<Reduction>,
+    /// The names of the sequential groups, when any tool is in one.
+    pub(crate) groups: Vec<String>,
+    /// Every result capped by characters; `false` while reduction is on (R2).
+    pub(crate) cap_results: bool,
+    pub(crate) arg_aliases: ArgAliases,
+    /// `Some` while search gates catalog tools (S4).
+    pub(crate) visibility: Option<VisibilityLayer>,
+    pub(crate) custom: Vec<Arc<dyn Layer>>,
+    pub(crate) endpoint: Endpoint,
+}
+
+impl GuardParts {
+    /// The guard: the stages of [`ORDER`] that this policy uses, in that order, then the
+    /// endpoint. A stage with nothing to do is left out.
+    pub(crate) fn build(self) -> Guard {
+        let GuardParts {
+            scripts,
+            events,
+            mut reduction,
+            groups,
+            cap_results,
+            mut arg_aliases,
+            mut visibility,
+            mut custom,
+            endpoint,
+        } = self;
+        let mut layers: Vec<Arc<dyn Layer>> = Vec::new();
+        for stage in ORDER {
+            match stage {
+                Stage::AfterHook if scripts.has(Hook::After) => {
+                    layers.push(Arc::new(AfterHookLayer {
+                        scripts: scripts.clone(),
+                        events: events.clone(),
+                    }));
+                }
+                Stage::Reduce => {
+                    if let Some(r) = reduction.take() {
+                        layers.push(Arc::new(ReduceLayer {
+                            store: r.store,
+                            settings: r.settings,
+                            fallback_chars: r.fallback_chars,
+                            events: events.clone(),
+                        }));
+                    }
+                }
+                Stage::Group if !groups.is_empty() => {
+                    layers.push(Arc::new(GroupLayer::new(groups.iter().map(String::as_str))));
+                }
+                Stage::Timeout => layers.push(Arc::new(TimeoutLayer)),
+                Stage::Limit => layers.push(Arc::new(LimitLayer {
+                    reduction: !cap_results,
+                })),
+                Stage::Arguments => layers.push(Arc::new(ArgumentsLayer {
+                    aliases: std::mem::take(&mut arg_aliases),
+                })),
+                Stage::Visibility => {
+                    if let Some(v) = visibility.take() {
+                        layers.push(Arc::new(v));
+                    }
+                }
+                Stage::Rewrite if scripts.has(Hook::Rewrite) => {
+                    layers.push(Arc::new(RewriteLayer {
+                        scripts: scripts.clone(),
+                    }));
+                }
+                Stage::Rules => layers.push(Arc::new(RulesLayer)),
+                Stage::Before if scripts.has(Hook::Before) => {
+                    layers.push(Arc::new(BeforeLayer {
+                        scripts: scripts.clone(),
+                    }));
+                }
+                Stage::Custom => layers.append(&mut custom),
+                Stage::AfterHook | Stage::Group | Stage::Rewrite | Stage::Before => {}
+            }
+        }
+        Guard::new(layers, endpoint, events)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_order_names_the_argument_stages_in_the_order_of_the_chain() {
+        let named = [
+            (Stage::Arguments, "argument aliases"),
+            (Stage::Rewrite, "rewrite script"),
+            (Stage::Rules, "rules"),
+            (Stage::Before, "before hook"),
+        ];
+        let text_at = |words: &str| {
+            CHECK_ORDER
+                .find(words)
+                .unwrap_or_else(|| panic!("CHECK_ORDER does not name {words:?}"))
+        };
+        for pair in named.windows(2) {
+            let [(first, first_words), (second, second_words)] = pair else {
+                continue;
+            };
+            assert!(text_at(first_words) < text_at(second_words));
+            assert!(position(*first) < position(*second), "{first:?} {second:?}");
+        }
+    }
+}

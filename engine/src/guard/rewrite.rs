@@ -1,0 +1,31 @@
+//! The rewrite script (D2, D3).
+
+use std::sync::Arc;
+
+use super::layer::{Layer, Next};
+use crate::call::{CallResult, Invocation};
+use crate::script::{CallView, ScriptSet};
+use crate::tool::BoxFuture;
+
+/// The argument rewrite script (D2, D3). It sees the real tool name and the renamed arguments;
+/// its output replaces the arguments. A failure fails this call only.
+pub(crate) struct RewriteLayer {
+    pub(crate) scripts: Arc<ScriptSet>,
+}
+
+impl Layer for RewriteLayer {
+    fn call<'a>(&'a self, inv: &'a mut Invocation, next: Next<'a>) -> BoxFuture<'a, CallResult> {
+        Box::pin(async move {
+            if inv.is_known()
+                && let Some(args) = self
+                    .scripts
+                    .rewrite(CallView::of(inv), inv.deadline, &inv.cancel)
+                    .await
+                    .map_err(|e| inv.past_deadline(e))?
+            {
+                inv.args = args;
+            }
+            next.run(inv).await
+        })
+    }
+}

@@ -1,0 +1,93 @@
+//! The assembled pipeline: runs a call through the chain inside its `tracing` span, with the
+//! start and end events (E1), the duration and the panic capture (G6).
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use futures::FutureExt;
+use toolgate_store::SessionId;
+use tracing::Instrument;
+
+use super::endpoint::Endpoint;
+use super::layer::{Layer, Next};
+use crate::call::{Invocation, Outcome, panic_message};
+use crate::error::CallError;
+use crate::events::{Event, EventKind, Events};
+
+/// The assembled pipeline; built by [`super::builder::GuardParts::build`], which owns the
+/// order of the layers.
+pub(crate) struct Guard {
+    layers: Vec<Arc<dyn Layer>>,
+    endpoint: Endpoint,
+    events: Events,
+}
+
+impl Guard {
+    /// The chain `layers` (outermost first), then `endpoint`.
+    pub(super) fn new(layers: Vec<Arc<dyn Layer>>, endpoint: Endpoint, events: Events) -> Self {
+        Guard {
+            layers,
+            endpoint,
+            events,
+        }
+    }
+
+    /// Runs one call through the whole chain. Never panics: a panic anywhere inside becomes a
+    /// `tool_execution_panic` outcome (policy scripts report `tool_policy_panic` themselves).
+    pub(crate) async fn run(&self, mut inv: Invocation) -> Outcome {
+        let span = tracing::info_span!(
+            "tool_call",
+            tool = %inv.tool_name,
+            model_name = %inv.model_name,
+            call_id = %inv.call_id,
+            session = inv.session.as_ref().map_or("", SessionId::as_str),
+        );
+        async move {
+            if self.events.active() {
+                self.events.emit(Event::new(EventKind::Start, &inv));
+                let events = self.events.clone();
+                let base = Event::new(EventKind::Start, &inv);
+                let inner = inv.progress.take();
+                inv.progress = Some(Arc::new(move |msg: &str| {
+                    let mut e = base.clone();
+                    e.kind = EventKind::Update {
+                        message: msg.to_string(),
+                    };
+                    events.emit(e);
+                    if let Some(p) = &inner {
+                        p(msg);
+                    }
+                }));
+            }
+            let next = Next::new(&self.layers, &self.endpoint);
+            let result = AssertUnwindSafe(next.run(&mut inv)).catch_unwind().await;
+            let result = match result {
+                Ok(r) => r,
+                Err(panic) => Err(CallError::ToolExecutionPanic {
+                    tool: inv.tool_name.clone(),
+                    message: panic_message(&*panic),
+                }),
+            };
+            let outcome = inv.outcome(result);
+            if let Some(err) = &outcome.error {
+                tracing::debug!(kind = err.kind(), "tool call failed: {err}");
+            }
+            if self.events.active() {
+                self.events.emit(Event::end(&inv, &outcome));
+            }
+            outcome
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Records a call that does not run (D7): its outcome carries `err` and an `end` event is
+    /// emitted like for any other call.
+    pub(crate) fn skip(&self, inv: Invocation, err: CallError) -> Outcome {
+        let outcome = inv.outcome(Err(err));
+        if self.events.active() {
+            self.events.emit(Event::end(&inv, &outcome));
+        }
+        outcome
+    }
+}

@@ -1,0 +1,42 @@
+//! Tool-search gating (S4): a catalog tool cannot be called before the session has found it,
+//! unless the policy allows direct calls.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::layer::{Layer, Next};
+use crate::call::{CallResult, Invocation};
+use crate::error::{CallError, DeniedBy};
+use crate::session::Sessions;
+use crate::tool::BoxFuture;
+
+/// S4: refuses catalog tools the session has not found yet.
+pub(crate) struct VisibilityLayer {
+    /// Real name -> model-facing name of every catalog tool.
+    pub(crate) catalog: HashMap<String, String>,
+    /// Where each session keeps the tools it has found.
+    pub(crate) sessions: Arc<Sessions>,
+}
+
+impl Layer for VisibilityLayer {
+    fn call<'a>(&'a self, inv: &'a mut Invocation, next: Next<'a>) -> BoxFuture<'a, CallResult> {
+        Box::pin(async move {
+            if let Some(model_name) = self.catalog.get(&inv.tool_name).filter(|_| inv.is_known()) {
+                let revealed = self
+                    .sessions
+                    .of(inv.session.as_ref())
+                    .state()
+                    .is_revealed(&inv.tool_name);
+                if !revealed {
+                    return Err(CallError::Denied {
+                        reason: format!(
+                            "{model_name} is not available yet: call tool_search first to find it (for example tool_search {{\"query\": \"select:{model_name}\"}})"
+                        ),
+                        by: DeniedBy::Search,
+                    });
+                }
+            }
+            next.run(inv).await
+        })
+    }
+}
