@@ -178,18 +178,7 @@ impl EngineBuilder {
                     )?;
                 }
             }
-            let globs = search
-                .searchable_tools
-                .iter()
-                .map(|p| {
-                    globset::Glob::new(p)
-                        .map(|g| g.compile_matcher())
-                        .map_err(|e| BuildError::Setting {
-                            message: format!("search.searchable_tools: bad pattern {p:?}: {e}"),
-                            at: At(None),
-                        })
-                })
-                .collect::<Result<Vec<_>, _>>()?;
+            let globs = &search.searchable_tools;
             registry.mark_searchable(|name| globs.iter().any(|g| g.is_match(name)));
         }
         let reserved = reserved_names(&policy);

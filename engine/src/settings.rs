@@ -16,7 +16,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
-use toolgate_policy::glob::Glob;
 use toolgate_policy::{DispatchSettings, ToolOverride};
 
 use crate::error::{At, BuildError, fmt_duration};
@@ -60,7 +59,6 @@ pub struct Explanation {
 
 struct CompiledOverride {
     spec: ToolOverride,
-    pattern: Glob,
     index: usize,
     rules: Option<Arc<CompiledRules>>,
 }
@@ -92,26 +90,21 @@ impl SettingsResolver {
                 return Err(BuildError::Setting {
                     message: format!(
                         "tools.{:?}.max_result_chars is {v}; it must be -1 (no cap) or more",
-                        o.pattern
+                        o.pattern.as_str()
                     ),
                     at,
                 });
             }
-            let pattern = Glob::new(&o.pattern).map_err(|e| BuildError::Setting {
-                message: format!("tools: {e}"),
-                at: at.clone(),
-            })?;
             if let Some(g) = &o.sequential_group {
                 groups.entry(g.clone()).or_insert_with(Default::default);
             }
             let rules = if o.rules.is_empty() {
                 None
             } else {
-                Some(Arc::new(CompiledRules::compile(&o.rules)?))
+                Some(Arc::new(CompiledRules::compile(&o.rules)))
             };
             compiled.push(CompiledOverride {
                 spec: o.clone(),
-                pattern,
                 index,
                 rules,
             });
@@ -119,7 +112,7 @@ impl SettingsResolver {
         let global_rules = if global_rules.is_empty() {
             None
         } else {
-            Some(Arc::new(CompiledRules::compile(global_rules)?))
+            Some(Arc::new(CompiledRules::compile(global_rules)))
         };
         Ok(SettingsResolver {
             defaults: defaults.clone(),
@@ -148,9 +141,9 @@ impl SettingsResolver {
         let mut matching: Vec<&CompiledOverride> = self
             .overrides
             .iter()
-            .filter(|o| o.pattern.is_match(tool))
+            .filter(|o| o.spec.pattern.is_match(tool))
             .collect();
-        matching.sort_by_key(|o| (o.pattern.specificity(), o.index));
+        matching.sort_by_key(|o| (o.spec.pattern.specificity(), o.index));
 
         let d = &self.defaults;
         let mut timeout = d.timeout;
@@ -173,7 +166,7 @@ impl SettingsResolver {
             }
         }
         for o in &matching {
-            let key = format!("tools.{:?}", o.spec.pattern);
+            let key = format!("tools.{:?}", o.spec.pattern.as_str());
             if let Some(t) = o.spec.timeout {
                 timeout = t;
                 timeout_from = format!("{key}.timeout");
@@ -187,7 +180,7 @@ impl SettingsResolver {
                 group_from = format!("{key}.sequential_group");
             }
             if let Some(r) = &o.rules
-                && (!builtin || o.pattern.is_literal())
+                && (!builtin || o.spec.pattern.is_literal())
             {
                 rules.push(r.clone());
                 rules_from.push(format!("{key}.rules"));
@@ -196,7 +189,10 @@ impl SettingsResolver {
         let offload_bytes = self.reduction_bytes.filter(|_| !builtin);
         let explanation = Explanation {
             tool: tool.to_string(),
-            matched: matching.iter().map(|o| o.spec.pattern.clone()).collect(),
+            matched: matching
+                .iter()
+                .map(|o| o.spec.pattern.to_string())
+                .collect(),
             timeout: timeout.map(fmt_duration),
             timeout_from,
             max_result_chars: cap,
@@ -228,7 +224,7 @@ impl SettingsResolver {
             found.extend(r.rules_refusing(tool));
         }
         for o in &self.overrides {
-            if o.rules.is_some() && o.pattern.is_literal() && o.spec.pattern == tool {
+            if o.rules.is_some() && o.spec.pattern.is_literal() && o.spec.pattern == tool {
                 found.push(format!(
                     "{}tools.{:?}.rules",
                     At(o.spec.position.clone()),

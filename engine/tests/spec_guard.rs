@@ -17,11 +17,8 @@ use toolgate_policy::{Rule, Rules, ToolOverride};
 
 fn deny_rule(tools: &[&str], args: &[(&str, &str)], reason: Option<&str>) -> Rule {
     Rule {
-        tools: tools.iter().map(|s| s.to_string()).collect(),
-        args: args
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
+        tools: tools.iter().map(|s| glob(s)).collect(),
+        args: args.iter().map(|(k, v)| (k.to_string(), glob(v))).collect(),
         reason: reason.map(str::to_string),
         ..Rule::default()
     }
@@ -137,7 +134,7 @@ async fn g1_deny_wins_over_allow() {
 async fn g1_rules_match_sessions() {
     let p = policy_with(|p| {
         p.rules.deny.push(Rule {
-            sessions: vec!["guest-*".into()],
+            sessions: vec![glob("guest-*")],
             ..deny_rule(&[], &[], Some("guests cannot"))
         })
     });
@@ -510,7 +507,7 @@ async fn g7_the_after_hook_gets_duration_error_chars_and_truncation() {
 
 fn over(pattern: &str, cap: i64) -> ToolOverride {
     ToolOverride {
-        pattern: pattern.into(),
+        pattern: glob(pattern),
         timeout: None,
         max_result_chars: Some(cap),
         sequential_group: None,

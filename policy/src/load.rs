@@ -240,42 +240,50 @@ impl<'a> Build<'a> {
         }
     }
 
-    fn glob(&mut self, pattern: &str, pos: Pos, path: &str) {
-        if let Err(error) = Glob::new(pattern) {
-            self.report(pos, format!("{path}: {error}"), DiagnosticKind::Glob);
-        }
+    /// A compiled glob; `None` when it was reported as wrong.
+    fn glob(&mut self, pattern: &str, pos: Pos, path: &str) -> Option<Glob> {
+        Glob::new(pattern)
+            .map_err(|error| self.report(pos, format!("{path}: {error}"), DiagnosticKind::Glob))
+            .ok()
     }
 
-    fn path_glob(&mut self, pattern: &str, pos: Pos, path: &str) {
-        if let Err(error) = PathGlob::new(pattern) {
-            self.report(pos, format!("{path}: {error}"), DiagnosticKind::Glob);
-        }
+    /// A compiled path glob; `None` when it was reported as wrong.
+    fn path_glob(&mut self, pattern: &str, pos: Pos, path: &str) -> Option<PathGlob> {
+        PathGlob::new(pattern)
+            .map_err(|error| self.report(pos, format!("{path}: {error}"), DiagnosticKind::Glob))
+            .ok()
     }
 
     fn tools(&mut self, node: &Node) -> Vec<ToolOverride> {
         let mut tools = Vec::new();
         for entry in entries(node) {
             let path = join_key("tools", &entry.key);
-            self.glob(&entry.key, entry.key_pos, &path);
-            let mut tool = ToolOverride {
-                pattern: entry.key.clone(),
-                timeout: None,
-                max_result_chars: None,
-                sequential_group: None,
-                rules: Rules::default(),
-                position: self.position(entry.key_pos),
-            };
+            let pattern = self.glob(&entry.key, entry.key_pos, &path);
+            let mut timeout = None;
+            let mut max_result_chars = None;
+            let mut sequential_group = None;
+            let mut rules = Rules::default();
+            // The settings are read even under a bad pattern, so their problems are reported too.
             for setting in entries(&entry.value) {
                 let value = &setting.value;
                 match setting.key.as_str() {
-                    "timeout" => tool.timeout = self.duration(setting, &format!("{path}.timeout")),
-                    "max_result_chars" => tool.max_result_chars = int(value),
-                    "sequential_group" => tool.sequential_group = Some(text(value).to_owned()),
-                    "rules" => tool.rules = self.rules(value, &format!("{path}.rules")),
+                    "timeout" => timeout = self.duration(setting, &format!("{path}.timeout")),
+                    "max_result_chars" => max_result_chars = int(value),
+                    "sequential_group" => sequential_group = Some(text(value).to_owned()),
+                    "rules" => rules = self.rules(value, &format!("{path}.rules")),
                     _ => {}
                 }
             }
-            tools.push(tool);
+            if let Some(pattern) = pattern {
+                tools.push(ToolOverride {
+                    pattern,
+                    timeout,
+                    max_result_chars,
+                    sequential_group,
+                    rules,
+                    position: self.position(entry.key_pos),
+                });
+            }
         }
         tools
     }
@@ -310,16 +318,18 @@ impl<'a> Build<'a> {
                 "sessions" => rule.sessions = self.globs(value, &field),
                 "args" => {
                     for arg in entries(value) {
-                        let pattern = text(&arg.value);
-                        self.glob(pattern, arg.value_pos(), &join_key(&field, &arg.key));
-                        rule.args.insert(arg.key.clone(), pattern.to_owned());
+                        let at = join_key(&field, &arg.key);
+                        if let Some(glob) = self.glob(text(&arg.value), arg.value_pos(), &at) {
+                            rule.args.insert(arg.key.clone(), glob);
+                        }
                     }
                 }
                 "paths" => {
                     for arg in entries(value) {
-                        let pattern = text(&arg.value);
-                        self.path_glob(pattern, arg.key_pos, &join_key(&field, &arg.key));
-                        rule.paths.insert(arg.key.clone(), pattern.to_owned());
+                        let at = join_key(&field, &arg.key);
+                        if let Some(glob) = self.path_glob(text(&arg.value), arg.key_pos, &at) {
+                            rule.paths.insert(arg.key.clone(), glob);
+                        }
                     }
                 }
                 "reason" => rule.reason = Some(text(value).to_owned()),
@@ -329,13 +339,11 @@ impl<'a> Build<'a> {
         rule
     }
 
-    /// A list of globs, each checked.
-    fn globs(&mut self, node: &Node, path: &str) -> Vec<String> {
+    /// A list of globs, each compiled; the bad ones are reported and left out.
+    fn globs(&mut self, node: &Node, path: &str) -> Vec<Glob> {
         let mut out = Vec::new();
         for (i, item) in items(node).iter().enumerate() {
-            let pattern = text(item);
-            self.glob(pattern, item.pos, &format!("{path}[{i}]"));
-            out.push(pattern.to_owned());
+            out.extend(self.glob(text(item), item.pos, &format!("{path}[{i}]")));
         }
         out
     }

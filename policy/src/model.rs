@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::glob::{Glob, PathGlob};
+
 /// A place in a policy file, 1-based, for error messages that point at the line and column.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Position {
@@ -135,8 +137,9 @@ impl Default for DispatchSettings {
 /// Per-tool settings, matched by exact name or glob (`fs.*`, `*_search`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolOverride {
-    /// Exact tool name or glob pattern (`*`, `?`, `[abc]`).
-    pub pattern: String,
+    /// Exact tool name or glob pattern (`*`, `?`, `[abc]`); when several match a tool,
+    /// [`Glob::specificity`] orders them.
+    pub pattern: Glob,
     /// `Some(None)` = explicitly no timeout; `None` = inherit.
     pub timeout: Option<Option<Duration>>,
     /// Result cap for the matched tools (`-1` = no cap); `None` = inherit.
@@ -181,18 +184,18 @@ impl Rules {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Rule {
     /// Real tool names or globs; empty = every tool (or the override's tools).
-    pub tools: Vec<String>,
+    pub tools: Vec<Glob>,
     /// Top-level argument name -> glob that the argument's value (a string, or a number or
     /// boolean in its JSON text) must match. A missing argument does not match.
-    pub args: BTreeMap<String, String>,
+    pub args: BTreeMap<String, Glob>,
     /// Top-level argument name -> path glob that the argument, read as a path relative to the
     /// tool's root and normalised (`.`, `..`, repeated and trailing slashes resolved), must
     /// match. See [`crate::glob::PathGlob`] and [`crate::glob::normalize_path`]. A path that
     /// cannot be normalised (absolute, climbing above the root, holding a NUL byte, not a
     /// string) makes the call denied whenever a rule with such a condition applies to it.
-    pub paths: BTreeMap<String, String>,
+    pub paths: BTreeMap<String, PathGlob>,
     /// Session ids or globs; empty = any session.
-    pub sessions: Vec<String>,
+    pub sessions: Vec<Glob>,
     /// Told to the model when a deny rule matches.
     pub reason: Option<String>,
     /// Where the rule is in the policy file.
@@ -320,7 +323,7 @@ pub struct SearchSettings {
     /// JSONL catalogs (`{"name","description","parameters"}` per line), resolved paths.
     pub catalogs: Vec<PathBuf>,
     /// Tool names or globs of plugin/native tools to move into the catalog.
-    pub searchable_tools: Vec<String>,
+    pub searchable_tools: Vec<Glob>,
     /// Extra search keywords per tool name.
     pub keywords: BTreeMap<String, Vec<String>>,
     /// Allow calling a catalog tool that has not been found yet (S4).

@@ -434,6 +434,18 @@ fn semantic_errors_are_all_reported() {
 }
 
 #[test]
+fn the_rules_under_a_tool_key_with_a_bad_glob_are_still_checked() {
+    let error =
+        error_of("version: 1\ntools:\n  \"[\":\n    rules: {deny: [{sessions: [\"a{\"]}]}\n");
+    let places: Vec<(u32, u32)> = error
+        .diagnostics()
+        .iter()
+        .map(|d| (d.line, d.column))
+        .collect();
+    assert_eq!(places, [(3, 3), (4, 32)], "{error}");
+}
+
+#[test]
 fn an_unreadable_policy_file_names_the_file() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("absent.yaml");

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use toolgate_policy::glob::Glob;
 use toolgate_policy::{
     DispatchSettings, NameProfile, OnError, PluginLocation, Policy, ReductionSettings,
     SearchSettings, load_file, load_str,
@@ -127,8 +128,25 @@ fn override_rules_are_read_without_a_tools_list() {
     let deny = &policy.tools[0].rules.deny;
     assert_eq!(deny.len(), 1);
     assert!(deny[0].tools.is_empty());
-    assert_eq!(deny[0].args.get("path").map(String::as_str), Some("*.pem"));
+    assert_eq!(deny[0].args.get("path").map(Glob::as_str), Some("*.pem"));
     assert_eq!(deny[0].reason.as_deref(), Some("no keys"));
+}
+
+#[test]
+fn patterns_come_compiled_and_match_as_the_file_says() {
+    let policy = load(
+        "version: 1\ntools:\n  \"fs.*\": {}\nrules:\n  deny:\n    - tools: [\"{a,b}\"]\n      \
+         sessions: [\"guest-?\"]\n      args: {cmd: \"rm *\"}\n      paths: {path: \".env\"}\n\
+         search:\n  searchable_tools: [\"web_*\"]\n",
+    );
+    assert!(policy.tools[0].pattern.is_match("fs.read_file"));
+    let deny = &policy.rules.deny[0];
+    assert!(deny.tools[0].is_match("b") && !deny.tools[0].is_match("c"));
+    assert!(deny.sessions[0].is_match("guest-1"));
+    assert!(deny.args["cmd"].is_match("rm -rf /"));
+    assert!(deny.paths["path"].is_match("sub/.env"));
+    let search = policy.search.expect("a search section");
+    assert!(search.searchable_tools[0].is_match("web_search"));
 }
 
 #[test]
@@ -141,7 +159,7 @@ fn rules_are_read_with_their_positions() {
     assert_eq!(deny.tools, ["fs.read_file"]);
     assert_eq!(
         deny.args,
-        BTreeMap::from([("path".to_owned(), "/etc/*".to_owned())])
+        BTreeMap::from([("path".to_owned(), Glob::new("/etc/*").expect("valid glob"))])
     );
     assert_eq!(deny.sessions, ["guest-*"]);
     assert_eq!(deny.reason.as_deref(), Some("system files are off limits"));
