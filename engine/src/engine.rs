@@ -296,7 +296,7 @@ impl EngineBuilder {
             layers.push(Arc::new(crate::reduction::ReduceLayer {
                 store: store.clone(),
                 settings: settings.clone(),
-                fallback_chars: u64::try_from(policy.dispatch.max_result_chars).ok(),
+                fallback_chars: policy.dispatch.max_result_chars.limit(),
                 events: events.clone(),
             }));
         }

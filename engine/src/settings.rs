@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
-use toolgate_policy::{DispatchSettings, ToolOverride};
+use toolgate_policy::{CharCap, DispatchSettings, ToolOverride};
 
 use crate::error::{At, BuildError, fmt_duration};
 use crate::guard::CompiledRules;
@@ -25,8 +25,7 @@ use crate::guard::CompiledRules;
 #[derive(Debug)]
 pub struct ToolSettings {
     pub timeout: Option<Duration>,
-    /// `-1` = no cap.
-    pub max_result_chars: i64,
+    pub max_result_chars: CharCap,
     pub sequential_group: Option<(String, Arc<crate::guard::GroupLock>)>,
     /// Rule groups: the policy's, then each matching override's.
     pub rules: Vec<Arc<CompiledRules>>,
@@ -42,8 +41,8 @@ pub struct Explanation {
     pub matched: Vec<String>,
     pub timeout: Option<String>,
     pub timeout_from: String,
-    /// The configured character cap; see `max_result_chars_applies`.
-    pub max_result_chars: i64,
+    /// The configured character cap (`-1` in JSON for none); see `max_result_chars_applies`.
+    pub max_result_chars: CharCap,
     pub max_result_chars_from: String,
     /// `false` while reduction is on: results are offloaded by size instead (R2).
     pub max_result_chars_applies: bool,
@@ -83,18 +82,6 @@ impl SettingsResolver {
         let mut compiled = Vec::with_capacity(overrides.len());
         let mut groups = HashMap::new();
         for (index, o) in overrides.iter().enumerate() {
-            let at = At(o.position.clone());
-            if let Some(v) = o.max_result_chars
-                && v < -1
-            {
-                return Err(BuildError::Setting {
-                    message: format!(
-                        "tools.{:?}.max_result_chars is {v}; it must be -1 (no cap) or more",
-                        o.pattern.as_str()
-                    ),
-                    at,
-                });
-            }
             if let Some(g) = &o.sequential_group {
                 groups.entry(g.clone()).or_insert_with(Default::default);
             }
@@ -238,15 +225,6 @@ impl SettingsResolver {
 
 /// N5: limits that make no sense fail the build, also for policies built in code.
 fn check_limits(d: &DispatchSettings) -> Result<(), BuildError> {
-    if d.max_result_chars < -1 {
-        return Err(BuildError::Setting {
-            message: format!(
-                "dispatch.max_result_chars is {}; it must be -1 (no cap) or more",
-                d.max_result_chars
-            ),
-            at: At(None),
-        });
-    }
     if d.concurrency == Some(0) {
         return Err(BuildError::Setting {
             message: "dispatch.concurrency must be at least 1".into(),

@@ -187,13 +187,6 @@ fn n4_the_same_argument_alias_under_two_tools_is_fine() {
 }
 
 #[test]
-fn n5_result_limit_below_minus_one_fails() {
-    let p = policy_with(|p| p.dispatch.max_result_chars = -2);
-    let e = build_err(p, vec![]);
-    assert!(e.contains("max_result_chars is -2"), "{e}");
-}
-
-#[test]
 fn n5_negative_timeout_in_a_policy_file_fails_at_load() {
     let dir = tempfile::tempdir().unwrap();
     let err = toolgate_policy::load_str(

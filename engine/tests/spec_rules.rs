@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use common::*;
 use serde_json::json;
 use toolgate::Engine;
-use toolgate_policy::{ReductionSettings, Rule, Rules, SearchSettings, ToolOverride};
+use toolgate_policy::{CharCap, ReductionSettings, Rule, Rules, SearchSettings, ToolOverride};
 
 /// Strips one leading `/` from `args.path` (or `args.text`), as a careless rewrite might.
 const STRIP_SLASH: &str = r#"
@@ -247,7 +247,7 @@ fn over(pattern: &str) -> ToolOverride {
 #[tokio::test]
 async fn g8_a_more_specific_override_adds_to_the_rules_and_never_drops_them() {
     let mut glob = over("fs.*");
-    glob.max_result_chars = Some(5);
+    glob.max_result_chars = Some(CharCap::Chars(5));
     glob.rules.deny.push(paths_rule("path", "*.pem"));
     let mut exact = over("fs.show");
     exact.timeout = Some(None);
@@ -260,7 +260,8 @@ async fn g8_a_more_specific_override_adds_to_the_rules_and_never_drops_them() {
     let e = engine.explain("fs.show");
     assert_eq!(e.timeout, None, "from the exact override");
     assert_eq!(
-        e.max_result_chars, 5,
+        e.max_result_chars,
+        CharCap::Chars(5),
         "field by field: the glob's cap stays"
     );
     assert_eq!(

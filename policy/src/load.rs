@@ -15,7 +15,7 @@ use crate::error::{Diagnostic, DiagnosticKind, PolicyError};
 use crate::file::{MAX_CATALOG_FILE_BYTES, MAX_POLICY_FILE_BYTES, check_text_file, read_text_file};
 use crate::glob::{Glob, PathGlob};
 use crate::model::{
-    AliasSpec, DispatchSettings, NameProfile, OnError, PluginLocation, PluginSpec, Policy,
+    AliasSpec, CharCap, DispatchSettings, NameProfile, OnError, PluginLocation, PluginSpec, Policy,
     Position, ReductionSettings, Rule, Rules, ScriptSource, Scripts, SearchSettings, ToolOverride,
 };
 use crate::schema;
@@ -204,7 +204,8 @@ impl<'a> Build<'a> {
                     }
                 }
                 "max_result_chars" => {
-                    dispatch.max_result_chars = int(value).unwrap_or(dispatch.max_result_chars);
+                    dispatch.max_result_chars =
+                        char_cap(value).unwrap_or(dispatch.max_result_chars);
                 }
                 "on_error" => {
                     dispatch.on_error = match text(value) {
@@ -268,7 +269,7 @@ impl<'a> Build<'a> {
                 let value = &setting.value;
                 match setting.key.as_str() {
                     "timeout" => timeout = self.duration(setting, &format!("{path}.timeout")),
-                    "max_result_chars" => max_result_chars = int(value),
+                    "max_result_chars" => max_result_chars = char_cap(value),
                     "sequential_group" => sequential_group = Some(text(value).to_owned()),
                     "rules" => rules = self.rules(value, &format!("{path}.rules")),
                     _ => {}
@@ -631,6 +632,14 @@ fn int(node: &Node) -> Option<i64> {
             Some(f as i64)
         }
         _ => None,
+    }
+}
+
+/// A result cap: `-1` is no cap (the schema refuses anything below it).
+fn char_cap(node: &Node) -> Option<CharCap> {
+    match int(node)? {
+        -1 => Some(CharCap::Unlimited),
+        n => u64::try_from(n).ok().map(CharCap::Chars),
     }
 }
 

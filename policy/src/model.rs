@@ -109,8 +109,9 @@ pub struct DispatchSettings {
     pub concurrency: Option<usize>,
     /// Per-call timeout (`None` = no timeout). Default 60 s.
     pub timeout: Option<Duration>,
-    /// Cap on text results in Unicode characters; `-1` = no cap. Default 100,000 (G3).
-    pub max_result_chars: i64,
+    /// Cap on text results in Unicode characters (`-1` in a policy file is
+    /// [`CharCap::Unlimited`]). Default 100,000 (G3).
+    pub max_result_chars: CharCap,
     /// What a failed call does to its turn (D6). Default [`OnError::Model`].
     pub on_error: OnError,
     /// Sequential mode only: skip the calls after a failure (D7).
@@ -126,10 +127,57 @@ impl Default for DispatchSettings {
             sequential: false,
             concurrency: None,
             timeout: Some(Duration::from_secs(60)),
-            max_result_chars: 100_000,
+            max_result_chars: CharCap::Chars(100_000),
             on_error: OnError::Model,
             stop_on_error: false,
             script_timeout: Duration::from_secs(1),
+        }
+    }
+}
+
+/// A cap on the Unicode characters of a text result (G3). A policy file writes
+/// [`CharCap::Unlimited`] as `-1` and [`CharCap::Chars`] as the number; `Display` prints
+/// `unlimited` or the number, and serde writes it as the policy file does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CharCap {
+    /// No cap.
+    Unlimited,
+    /// At most this many characters.
+    Chars(u64),
+}
+
+impl CharCap {
+    /// The most characters allowed, or `None` for no cap.
+    ///
+    /// ```
+    /// use toolgate_policy::CharCap;
+    ///
+    /// assert_eq!(CharCap::Chars(10).limit(), Some(10));
+    /// assert_eq!(CharCap::Unlimited.limit(), None);
+    /// ```
+    pub fn limit(self) -> Option<u64> {
+        match self {
+            CharCap::Unlimited => None,
+            CharCap::Chars(n) => Some(n),
+        }
+    }
+}
+
+impl std::fmt::Display for CharCap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CharCap::Unlimited => f.write_str("unlimited"),
+            CharCap::Chars(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+/// As the policy file writes it: `-1` or the number.
+impl serde::Serialize for CharCap {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            CharCap::Unlimited => serializer.serialize_i64(-1),
+            CharCap::Chars(n) => serializer.serialize_u64(*n),
         }
     }
 }
@@ -142,8 +190,8 @@ pub struct ToolOverride {
     pub pattern: Glob,
     /// `Some(None)` = explicitly no timeout; `None` = inherit.
     pub timeout: Option<Option<Duration>>,
-    /// Result cap for the matched tools (`-1` = no cap); `None` = inherit.
-    pub max_result_chars: Option<i64>,
+    /// Result cap for the matched tools; `None` = inherit.
+    pub max_result_chars: Option<CharCap>,
     /// Calls in the same group never run at the same time, even in parallel mode.
     pub sequential_group: Option<String>,
     /// Rules that apply to the matched tools only (their `tools` list is implied).
@@ -347,5 +395,28 @@ impl Default for SearchSettings {
             index_file: None,
             default_max_results: 5,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_char_cap_serialises_as_the_policy_file_writes_it() {
+        assert_eq!(
+            serde_json::to_value(CharCap::Unlimited).ok(),
+            Some(serde_json::json!(-1))
+        );
+        assert_eq!(
+            serde_json::to_value(CharCap::Chars(20_000)).ok(),
+            Some(serde_json::json!(20_000))
+        );
+    }
+
+    #[test]
+    fn a_char_cap_displays_as_a_number_or_unlimited() {
+        assert_eq!(CharCap::Unlimited.to_string(), "unlimited");
+        assert_eq!(CharCap::Chars(7).to_string(), "7");
     }
 }
