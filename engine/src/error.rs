@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use thiserror::Error;
+use toolgate_policy::format_duration;
 
 pub use toolgate_policy::Hook;
 
@@ -22,7 +23,7 @@ pub enum DeniedBy {
 /// Why one tool call failed. Every message is written for the model: what failed and what to do.
 #[derive(Debug, Clone, Error, PartialEq)]
 pub enum CallError {
-    #[error("tool call timed out after {}", fmt_duration(*.after))]
+    #[error("tool call timed out after {}", format_duration(Some(*.after)))]
     Timeout { after: Duration },
 
     #[error("tool call denied: {reason}")]
@@ -131,17 +132,6 @@ pub fn hook_name(hook: Hook) -> &'static str {
         Hook::Before => "before",
         Hook::After => "after",
         Hook::UnknownTool => "unknown_tool",
-    }
-}
-
-pub(crate) fn fmt_duration(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms >= 1000 && ms.is_multiple_of(1000) {
-        format!("{}s", ms / 1000)
-    } else if ms > 0 {
-        format!("{ms}ms")
-    } else {
-        format!("{}µs", d.as_micros())
     }
 }
 

@@ -18,7 +18,7 @@ use std::time::Duration;
 use serde::Serialize;
 use toolgate_policy::{CharCap, DispatchSettings, ToolOverride};
 
-use crate::error::{At, BuildError, fmt_duration};
+use crate::error::{At, BuildError};
 use crate::guard::CompiledRules;
 
 /// The effective settings of one tool.
@@ -180,7 +180,7 @@ impl SettingsResolver {
                 .iter()
                 .map(|o| o.spec.pattern.to_string())
                 .collect(),
-            timeout: timeout.map(fmt_duration),
+            timeout: timeout.map(|t| toolgate_policy::format_duration(Some(t))),
             timeout_from,
             max_result_chars: cap,
             max_result_chars_from: cap_from,

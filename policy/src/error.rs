@@ -120,7 +120,7 @@ impl PolicyError {
     }
 }
 
-/// Why a duration string was refused by [`crate::parse_duration`].
+/// Why a duration string was refused by [`crate::parse_duration`] or [`crate::parse_age`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DurationError {
     /// Not of the form `<digits><unit>...` or `none`.
@@ -128,6 +128,12 @@ pub enum DurationError {
         "{text:?} is not a duration like 30s or 500ms (units ms, s, m, h; combined like 1m30s) or none"
     )]
     Invalid {
+        /// The text as written.
+        text: String,
+    },
+    /// Not an age like `7d`, `12h`, `30m` or `1d12h` (see [`crate::parse_age`]).
+    #[error("{text:?} is not an age (examples: 7d, 12h, 30m, 1d12h)")]
+    InvalidAge {
         /// The text as written.
         text: String,
     },
