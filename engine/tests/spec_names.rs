@@ -434,3 +434,16 @@ fn n6_a_plugin_tool_that_collides_after_mapping_fails_at_its_plugin_entry() {
     assert!(e.contains("fs_read_file (a native tool)"), "{e}");
     assert!(e.contains("fs.read_file (plugin fs"), "{e}");
 }
+
+proptest::proptest! {
+    /// The search crate cannot depend on the policy crate (which owns N1), so `select:` keeps a
+    /// copy of the rule; this keeps the two in step.
+    #[test]
+    fn n1_search_select_names_follow_the_policy_name_rule(name in "[A-Za-z0-9_.\\- /é]{0,130}") {
+        proptest::prop_assert_eq!(
+            toolgate_search::is_valid_name(&name),
+            toolgate_policy::check_tool_name(&name).is_ok(),
+            "{:?}", name
+        );
+    }
+}

@@ -51,6 +51,7 @@ mod file;
 pub mod glob;
 mod load;
 pub mod model;
+mod name;
 mod schema;
 mod yaml;
 
@@ -62,6 +63,7 @@ pub use file::{
 };
 pub use load::{load_file, load_str};
 pub use model::*;
+pub use name::{MAX_TOOL_NAME_BYTES, ToolNameError, check_tool_name};
 
 /// The policy JSON Schema (draft 2020-12), as shipped in `schemas/policy.schema.json`.
 ///
