@@ -139,7 +139,9 @@ pub fn hook_name(hook: Hook) -> &'static str {
 /// says it, the file position.
 #[derive(Debug, Error)]
 pub enum BuildError {
-    #[error("{}", .0)]
+    /// The policy itself is wrong; shown as its diagnostics (transparent: `source()` does not
+    /// repeat them).
+    #[error(transparent)]
     Policy(#[from] toolgate_policy::PolicyError),
 
     #[error("{at}invalid tool name {name:?} ({source_desc}): {reason}")]

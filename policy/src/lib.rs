@@ -56,7 +56,7 @@ mod schema;
 mod yaml;
 
 pub use duration::{format_duration, parse_age, parse_duration};
-pub use error::{Diagnostic, DiagnosticKind, DurationError, GlobError, PolicyError};
+pub use error::{Diagnostic, DiagnosticKind, DurationError, GlobError, LineColumn, PolicyError};
 pub use file::{
     FileError, FileProblem, MAX_CATALOG_FILE_BYTES, MAX_POLICY_FILE_BYTES, check_text_file,
     read_text_file,

@@ -61,8 +61,7 @@ pub fn load_file(path: &Path) -> Result<Policy, PolicyError> {
 pub fn load_str(text: &str, file: &Path) -> Result<Policy, PolicyError> {
     let at = |pos: Pos, message: String, kind: DiagnosticKind| Diagnostic {
         file: file.to_path_buf(),
-        line: pos.line,
-        column: pos.column,
+        at: Some(pos),
         message,
         kind,
     };
@@ -133,8 +132,7 @@ impl<'a> Build<'a> {
     fn report(&mut self, pos: Pos, message: String, kind: DiagnosticKind) {
         self.diagnostics.push(Diagnostic {
             file: self.file.to_path_buf(),
-            line: pos.line,
-            column: pos.column,
+            at: Some(pos),
             message,
             kind,
         });

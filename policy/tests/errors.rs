@@ -428,7 +428,7 @@ fn semantic_errors_are_all_reported() {
     let places: Vec<(u32, u32)> = error
         .diagnostics()
         .iter()
-        .map(|d| (d.line, d.column))
+        .map(|d| d.at.map_or((0, 0), |at| (at.line, at.column)))
         .collect();
     assert_eq!(places, [(3, 3), (4, 3), (5, 25)]);
 }
@@ -440,7 +440,7 @@ fn the_rules_under_a_tool_key_with_a_bad_glob_are_still_checked() {
     let places: Vec<(u32, u32)> = error
         .diagnostics()
         .iter()
-        .map(|d| (d.line, d.column))
+        .map(|d| d.at.map_or((0, 0), |at| (at.line, at.column)))
         .collect();
     assert_eq!(places, [(3, 3), (4, 32)], "{error}");
 }
