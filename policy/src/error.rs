@@ -95,7 +95,7 @@ fn render(diagnostics: &[Diagnostic]) -> String {
 impl PolicyError {
     /// Builds an error from diagnostics, sorting them by file, line and column and dropping
     /// exact repeats. (The loader never builds one from an empty list.)
-    pub fn new(mut diagnostics: Vec<Diagnostic>) -> PolicyError {
+    pub(crate) fn new(mut diagnostics: Vec<Diagnostic>) -> PolicyError {
         diagnostics.sort_by(|a, b| (&a.file, a.at, &a.message).cmp(&(&b.file, b.at, &b.message)));
         diagnostics.dedup();
         PolicyError { diagnostics }

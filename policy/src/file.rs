@@ -132,7 +132,7 @@ pub fn read_text_file(path: &Path, limit: u64) -> Result<String, FileError> {
 /// # Errors
 ///
 /// As [`read_text_file`], except that the content is not looked at.
-pub fn check_text_file(path: &Path, limit: u64) -> Result<(), FileError> {
+pub(crate) fn check_text_file(path: &Path, limit: u64) -> Result<(), FileError> {
     let fail = |problem| FileError {
         path: path.to_path_buf(),
         problem,
