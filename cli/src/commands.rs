@@ -221,11 +221,7 @@ fn summary(engine: &Engine, name: &str) -> String {
             }
         },
         toolgate_policy::format_duration(d.timeout),
-        if d.max_result_chars < 0 {
-            "unlimited".to_string()
-        } else {
-            d.max_result_chars.to_string()
-        },
+        d.max_result_chars,
         match d.on_error {
             toolgate_policy::OnError::Model => "model",
             toolgate_policy::OnError::Fail => "fail",
@@ -669,11 +665,7 @@ fn explain(args: ExplainArgs) -> Result<Output, CliError> {
         _ => row(
             &mut s,
             "max_result_chars",
-            if e.max_result_chars < 0 {
-                "unlimited".into()
-            } else {
-                e.max_result_chars.to_string()
-            },
+            e.max_result_chars.to_string(),
             &e.max_result_chars_from,
         ),
     }

@@ -603,25 +603,10 @@ struct Age(Duration);
 /// A policy duration (`ms`, `s`, `m`, `h`, combined from the largest down), which may start
 /// with a number of days: `7d`, `1d12h`.
 fn parse_age(text: &str) -> Result<Age, String> {
-    const DAY_MS: u64 = 24 * 60 * 60 * 1000;
-    let bad = || format!("{text:?} is not an age (examples: 7d, 12h, 30m, 1d12h)");
-    let digits = text.bytes().take_while(u8::is_ascii_digit).count();
-    let (days, rest) = match text[digits..].strip_prefix('d') {
-        Some(rest) if digits > 0 => (text[..digits].parse::<u64>().map_err(|_| bad())?, rest),
-        _ => (0, text),
-    };
-    let rest_ms = if rest.len() < text.len() && rest.is_empty() {
-        0
-    } else {
-        match toolgate_policy::parse_duration(rest) {
-            Ok(Some(d)) => u64::try_from(d.as_millis()).map_err(|_| bad())?,
-            Ok(None) | Err(_) => return Err(bad()),
-        }
-    };
-    days.checked_mul(DAY_MS)
-        .and_then(|ms| ms.checked_add(rest_ms))
-        .map(|ms| Age(Duration::from_millis(ms)))
-        .ok_or_else(bad)
+    // Every refusal is told the one way, with examples.
+    toolgate_policy::parse_age(text)
+        .map(Age)
+        .map_err(|_| format!("{text:?} is not an age (examples: 7d, 12h, 30m, 1d12h)"))
 }
 
 /// A `--timeout` value: `None` means no timeout at all.

@@ -162,7 +162,7 @@ impl EngineBuilder {
                 (Some(store), Some(settings)) => Some(Reduction {
                     store: store.clone(),
                     settings: settings.clone(),
-                    fallback_chars: u64::try_from(policy.dispatch.max_result_chars).ok(),
+                    fallback_chars: policy.dispatch.max_result_chars.limit(),
                 }),
                 _ => None,
             },
@@ -249,18 +249,7 @@ fn registry_of(policy: &Policy, natives: Vec<Arc<dyn Tool>>) -> Result<Registry,
                 registry.insert(Arc::new(CatalogOnly { spec }), source.clone(), true)?;
             }
         }
-        let globs = search
-            .searchable_tools
-            .iter()
-            .map(|p| {
-                globset::Glob::new(p)
-                    .map(|g| g.compile_matcher())
-                    .map_err(|e| BuildError::Setting {
-                        message: format!("search.searchable_tools: bad pattern {p:?}: {e}"),
-                        at: At(None),
-                    })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let globs = &search.searchable_tools;
         registry.mark_searchable(|name| globs.iter().any(|g| g.is_match(name)));
     }
     Ok(registry)

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use thiserror::Error;
+use toolgate_policy::format_duration;
 
 pub use toolgate_policy::Hook;
 
@@ -24,7 +25,7 @@ pub enum DeniedBy {
 #[derive(Debug, Clone, Error, PartialEq)]
 pub enum CallError {
     /// The call ran past its timeout and was cancelled (G2).
-    #[error("tool call timed out after {}", fmt_duration(*.after))]
+    #[error("tool call timed out after {}", format_duration(Some(*.after)))]
     Timeout {
         /// The timeout.
         after: Duration,
@@ -186,17 +187,6 @@ pub(crate) fn hook_name(hook: Hook) -> &'static str {
     }
 }
 
-pub(crate) fn fmt_duration(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms >= 1000 && ms.is_multiple_of(1000) {
-        format!("{}s", ms / 1000)
-    } else if ms > 0 {
-        format!("{ms}ms")
-    } else {
-        format!("{}µs", d.as_micros())
-    }
-}
-
 /// Why an engine could not be built. Each variant names what is wrong and, where the policy
 /// says it, the file position. Where another error is the cause, it is the [`source`]
 /// (`std::error::Error::source`) and the message does not repeat it: print the whole chain with
@@ -205,7 +195,8 @@ pub(crate) fn fmt_duration(d: Duration) -> String {
 /// [`source`]: std::error::Error::source
 #[derive(Debug, Error)]
 pub enum BuildError {
-    /// The policy itself is invalid.
+    /// The policy itself is wrong; shown as its diagnostics (transparent: `source()` does not
+    /// repeat them).
     #[error(transparent)]
     Policy(#[from] toolgate_policy::PolicyError),
 

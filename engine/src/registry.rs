@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::Arc;
 
-use toolgate_policy::{AliasSpec, NameProfile, Policy, Position};
+use toolgate_policy::{AliasSpec, NameProfile, Policy, Position, check_tool_name};
 
 use crate::error::{At, BuildError};
 use crate::tool::{Tool, ToolSpec};
@@ -198,10 +198,10 @@ impl Registry {
         searchable: bool,
     ) -> Result<(), BuildError> {
         let name = tool.spec().name.clone();
-        check_name(&name).map_err(|reason| BuildError::InvalidName {
+        check_tool_name(&name).map_err(|reason| BuildError::InvalidName {
             name: name.clone(),
             source_desc: source.to_string(),
-            reason,
+            reason: reason.to_string(),
             at: At(None),
         })?;
         if let Some(existing) = self.entries.get(&name) {
@@ -255,10 +255,10 @@ impl Registry {
             };
             for written in &spec.names {
                 check_alias_text(written, "tool-name alias", tool, &spec.position)?;
-                check_name(written).map_err(|reason| BuildError::InvalidName {
+                check_tool_name(written).map_err(|reason| BuildError::InvalidName {
                     name: written.clone(),
                     source_desc: format!("alias of {tool}"),
-                    reason,
+                    reason: reason.to_string(),
                     at: at(),
                 })?;
                 let alias = model_name(written, self.profile);
@@ -398,7 +398,7 @@ impl Registry {
             .map(String::as_str)
             .filter(|n| visible(n));
         let mut found = closest(name, names, 3);
-        if check_name(name).is_ok() {
+        if check_tool_name(name).is_ok() {
             let mapped = model_name(name, self.profile);
             if mapped != name && self.resolve(&mapped).is_some() && visible(&mapped) {
                 found.retain(|n| *n != mapped);
@@ -410,36 +410,13 @@ impl Registry {
     }
 }
 
-/// N1: checks one name against the basic rule (1 to 128 bytes of `[A-Za-z0-9_.-]`). Returns
-/// the reason it is invalid.
-pub(crate) fn check_name(name: &str) -> Result<(), String> {
-    if name.is_empty() {
-        return Err("a name must be 1 to 128 bytes; this one is empty".into());
-    }
-    if name.len() > 128 {
-        return Err(format!(
-            "a name must be at most 128 bytes; this one is {} bytes",
-            name.len()
-        ));
-    }
-    if let Some((i, c)) = name
-        .char_indices()
-        .find(|(_, c)| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '.' || *c == '-'))
-    {
-        return Err(format!(
-            "character {c:?} at byte {i} is not allowed (only A-Z, a-z, 0-9, '_', '.', '-')"
-        ));
-    }
-    Ok(())
-}
-
 /// The longest model-facing name the `openai` profile allows, in bytes.
 pub(crate) const OPENAI_MAX_NAME_BYTES: usize = 64;
 
 /// Hex digits of the hash that ends a shortened name.
 const HASH_DIGITS: usize = 8;
 
-/// N6: the model-facing name of a name (that passed [`check_name`]) under a profile.
+/// N6: the model-facing name of a name (that passed [`check_tool_name`]) under a profile.
 ///
 /// * `mcp`: the name itself.
 /// * `anthropic`: every `.` becomes `_`.

@@ -18,15 +18,9 @@ use serde_json::Value;
 use toolgate_policy::glob::{Glob, PathGlob, normalize_path};
 use toolgate_policy::{Rule, Rules};
 
-use crate::error::{At, BuildError};
+use crate::error::At;
 
-fn glob(pattern: &str, at: &At) -> Result<Glob, BuildError> {
-    Glob::new(pattern).map_err(|e| BuildError::Setting {
-        message: e.to_string(),
-        at: at.clone(),
-    })
-}
-
+/// A rule with its globs (compiled by the policy loader) and its position.
 #[derive(Debug, Clone)]
 struct CompiledRule {
     tools: Vec<Glob>,
@@ -38,38 +32,23 @@ struct CompiledRule {
 }
 
 impl CompiledRule {
-    fn new(rule: &Rule) -> Result<Self, BuildError> {
-        let at = At(rule.position.clone());
-        Ok(CompiledRule {
-            tools: rule
-                .tools
-                .iter()
-                .map(|p| glob(p, &at))
-                .collect::<Result<_, _>>()?,
+    fn new(rule: &Rule) -> Self {
+        CompiledRule {
+            tools: rule.tools.clone(),
             args: rule
                 .args
                 .iter()
-                .map(|(k, p)| Ok((k.clone(), glob(p, &at)?)))
-                .collect::<Result<_, BuildError>>()?,
+                .map(|(k, g)| (k.clone(), g.clone()))
+                .collect(),
             paths: rule
                 .paths
                 .iter()
-                .map(|(k, p)| {
-                    let g = PathGlob::new(p).map_err(|e| BuildError::Setting {
-                        message: format!("paths.{k}: {e}"),
-                        at: at.clone(),
-                    })?;
-                    Ok((k.clone(), g))
-                })
-                .collect::<Result<_, BuildError>>()?,
-            sessions: rule
-                .sessions
-                .iter()
-                .map(|p| glob(p, &at))
-                .collect::<Result<_, _>>()?,
+                .map(|(k, g)| (k.clone(), g.clone()))
+                .collect(),
+            sessions: rule.sessions.clone(),
             reason: rule.reason.clone(),
-            at,
-        })
+            at: At(rule.position.clone()),
+        }
     }
 
     fn has_conditions(&self) -> bool {
@@ -139,19 +118,11 @@ pub struct CompiledRules {
 }
 
 impl CompiledRules {
-    pub fn compile(rules: &Rules) -> Result<Self, BuildError> {
-        Ok(CompiledRules {
-            allow: rules
-                .allow
-                .iter()
-                .map(CompiledRule::new)
-                .collect::<Result<_, _>>()?,
-            deny: rules
-                .deny
-                .iter()
-                .map(CompiledRule::new)
-                .collect::<Result<_, _>>()?,
-        })
+    pub fn compile(rules: &Rules) -> Self {
+        CompiledRules {
+            allow: rules.allow.iter().map(CompiledRule::new).collect(),
+            deny: rules.deny.iter().map(CompiledRule::new).collect(),
+        }
     }
 
     pub fn is_empty(&self) -> bool {

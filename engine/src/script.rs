@@ -134,7 +134,7 @@ fn sandbox(limits: &ScriptLimits) -> Engine {
             } else if now >= b.bound {
                 Some(Dynamic::from(format!(
                     "the script ran longer than its {} bound (dispatch.script_timeout)",
-                    crate::error::fmt_duration(b.bound_len)
+                    toolgate_policy::format_duration(Some(b.bound_len))
                 )))
             } else {
                 None

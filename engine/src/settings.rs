@@ -16,18 +16,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
-use toolgate_policy::glob::Glob;
-use toolgate_policy::{DispatchSettings, ToolOverride};
+use toolgate_policy::{CharCap, DispatchSettings, ToolOverride};
 
-use crate::error::{At, BuildError, fmt_duration};
+use crate::error::{At, BuildError};
 use crate::rules::CompiledRules;
 
 /// The effective settings of one tool.
 #[derive(Debug)]
 pub struct ToolSettings {
     pub timeout: Option<Duration>,
-    /// `-1` = no cap.
-    pub max_result_chars: i64,
+    /// The character cap.
+    pub max_result_chars: CharCap,
     /// The `sequential_group` the tool is in, if any.
     pub sequential_group: Option<String>,
     /// Rule groups: the policy's, then each matching override's.
@@ -47,8 +46,8 @@ pub struct Explanation {
     pub timeout: Option<String>,
     /// The policy key it comes from.
     pub timeout_from: String,
-    /// The configured character cap; see `max_result_chars_applies`.
-    pub max_result_chars: i64,
+    /// The configured character cap (`-1` in JSON for none); see `max_result_chars_applies`.
+    pub max_result_chars: CharCap,
     /// The policy key it comes from.
     pub max_result_chars_from: String,
     /// `false` while reduction is on: results are offloaded by size instead (R2).
@@ -68,7 +67,6 @@ pub struct Explanation {
 
 struct CompiledOverride {
     spec: ToolOverride,
-    pattern: Glob,
     index: usize,
     rules: Option<Arc<CompiledRules>>,
 }
@@ -94,33 +92,16 @@ impl SettingsResolver {
         let mut compiled = Vec::with_capacity(overrides.len());
         let mut groups = BTreeSet::new();
         for (index, o) in overrides.iter().enumerate() {
-            let at = At(o.position.clone());
-            if let Some(v) = o.max_result_chars
-                && v < -1
-            {
-                return Err(BuildError::Setting {
-                    message: format!(
-                        "tools.{:?}.max_result_chars is {v}; it must be -1 (no cap) or more",
-                        o.pattern
-                    ),
-                    at,
-                });
-            }
-            let pattern = Glob::new(&o.pattern).map_err(|e| BuildError::Setting {
-                message: format!("tools: {e}"),
-                at: at.clone(),
-            })?;
             if let Some(g) = &o.sequential_group {
                 groups.insert(g.clone());
             }
             let rules = if o.rules.is_empty() {
                 None
             } else {
-                Some(Arc::new(CompiledRules::compile(&o.rules)?))
+                Some(Arc::new(CompiledRules::compile(&o.rules)))
             };
             compiled.push(CompiledOverride {
                 spec: o.clone(),
-                pattern,
                 index,
                 rules,
             });
@@ -128,7 +109,7 @@ impl SettingsResolver {
         let global_rules = if global_rules.is_empty() {
             None
         } else {
-            Some(Arc::new(CompiledRules::compile(global_rules)?))
+            Some(Arc::new(CompiledRules::compile(global_rules)))
         };
         Ok(SettingsResolver {
             defaults: defaults.clone(),
@@ -162,9 +143,9 @@ impl SettingsResolver {
         let mut matching: Vec<&CompiledOverride> = self
             .overrides
             .iter()
-            .filter(|o| o.pattern.is_match(tool))
+            .filter(|o| o.spec.pattern.is_match(tool))
             .collect();
-        matching.sort_by_key(|o| (o.pattern.specificity(), o.index));
+        matching.sort_by_key(|o| (o.spec.pattern.specificity(), o.index));
 
         let d = &self.defaults;
         let mut timeout = d.timeout;
@@ -187,7 +168,7 @@ impl SettingsResolver {
             }
         }
         for o in &matching {
-            let key = format!("tools.{:?}", o.spec.pattern);
+            let key = format!("tools.{:?}", o.spec.pattern.as_str());
             if let Some(t) = o.spec.timeout {
                 timeout = t;
                 timeout_from = format!("{key}.timeout");
@@ -201,7 +182,7 @@ impl SettingsResolver {
                 group_from = format!("{key}.sequential_group");
             }
             if let Some(r) = &o.rules
-                && (!builtin || o.pattern.is_literal())
+                && (!builtin || o.spec.pattern.is_literal())
             {
                 rules.push(r.clone());
                 rules_from.push(format!("{key}.rules"));
@@ -210,8 +191,11 @@ impl SettingsResolver {
         let offload_bytes = self.reduction_bytes.filter(|_| !builtin);
         let explanation = Explanation {
             tool: tool.to_string(),
-            matched: matching.iter().map(|o| o.spec.pattern.clone()).collect(),
-            timeout: timeout.map(fmt_duration),
+            matched: matching
+                .iter()
+                .map(|o| o.spec.pattern.to_string())
+                .collect(),
+            timeout: timeout.map(|t| toolgate_policy::format_duration(Some(t))),
             timeout_from,
             max_result_chars: cap,
             max_result_chars_from: cap_from,
@@ -239,7 +223,7 @@ impl SettingsResolver {
             found.extend(r.rules_refusing(tool));
         }
         for o in &self.overrides {
-            if o.rules.is_some() && o.pattern.is_literal() && o.spec.pattern == tool {
+            if o.rules.is_some() && o.spec.pattern.is_literal() && o.spec.pattern == tool {
                 found.push(format!(
                     "{}tools.{:?}.rules",
                     At(o.spec.position.clone()),
@@ -312,15 +296,6 @@ impl SettingsTable {
 
 /// N5: limits that make no sense fail the build, also for policies built in code.
 fn check_limits(d: &DispatchSettings) -> Result<(), BuildError> {
-    if d.max_result_chars < -1 {
-        return Err(BuildError::Setting {
-            message: format!(
-                "dispatch.max_result_chars is {}; it must be -1 (no cap) or more",
-                d.max_result_chars
-            ),
-            at: At(None),
-        });
-    }
     if d.concurrency == Some(0) {
         return Err(BuildError::Setting {
             message: "dispatch.concurrency must be at least 1".into(),

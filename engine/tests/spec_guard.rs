@@ -13,15 +13,12 @@ use toolgate::events::EventKind;
 use toolgate::guard::{CallResult, Invocation, Layer, Next, TRUNCATION_MARKER};
 use toolgate::tool::{BoxFuture, ContentPart, FnTool, ToolOutput};
 use toolgate::{CallError, Engine};
-use toolgate_policy::{Rule, Rules, ToolOverride};
+use toolgate_policy::{CharCap, Rule, Rules, ToolOverride};
 
 fn deny_rule(tools: &[&str], args: &[(&str, &str)], reason: Option<&str>) -> Rule {
     Rule {
-        tools: tools.iter().map(|s| s.to_string()).collect(),
-        args: args
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
+        tools: tools.iter().map(|s| glob(s)).collect(),
+        args: args.iter().map(|(k, v)| (k.to_string(), glob(v))).collect(),
         reason: reason.map(str::to_string),
         ..Rule::default()
     }
@@ -137,7 +134,7 @@ async fn g1_deny_wins_over_allow() {
 async fn g1_rules_match_sessions() {
     let p = policy_with(|p| {
         p.rules.deny.push(Rule {
-            sessions: vec!["guest-*".into()],
+            sessions: vec![glob("guest-*")],
             ..deny_rule(&[], &[], Some("guests cannot"))
         })
     });
@@ -239,7 +236,7 @@ async fn g2_a_result_after_the_deadline_is_discarded() {
 
 #[tokio::test]
 async fn g3_text_is_capped_by_characters_with_the_marker() {
-    let p = policy_with(|p| p.dispatch.max_result_chars = 5);
+    let p = policy_with(|p| p.dispatch.max_result_chars = CharCap::Chars(5));
     let engine = Engine::builder(p).tool(texter("text")).build().unwrap();
     let o = one(&engine, "text", json!({"n": 8})).await;
     assert_eq!(o.content.text(), format!("ééééé{TRUNCATION_MARKER}"));
@@ -250,7 +247,7 @@ async fn g3_text_is_capped_by_characters_with_the_marker() {
 
 #[tokio::test]
 async fn g3_a_result_at_the_cap_is_not_cut() {
-    let p = policy_with(|p| p.dispatch.max_result_chars = 5);
+    let p = policy_with(|p| p.dispatch.max_result_chars = CharCap::Chars(5));
     let engine = Engine::builder(p).tool(texter("text")).build().unwrap();
     let o = one(&engine, "text", json!({"n": 5})).await;
     assert_eq!((o.output_chars, o.truncated), (5, false));
@@ -260,7 +257,7 @@ async fn g3_a_result_at_the_cap_is_not_cut() {
 async fn g3_minus_one_means_no_cap_and_the_default_is_100000() {
     assert_eq!(
         toolgate::Policy::default().dispatch.max_result_chars,
-        100_000
+        CharCap::Chars(100_000)
     );
     let engine = Engine::builder(Default::default())
         .tool(texter("text"))
@@ -268,10 +265,12 @@ async fn g3_minus_one_means_no_cap_and_the_default_is_100000() {
         .unwrap();
     let o = one(&engine, "text", json!({"n": 100_001})).await;
     assert_eq!((o.output_chars, o.truncated), (100_000, true));
-    let engine = Engine::builder(policy_with(|p| p.dispatch.max_result_chars = -1))
-        .tool(texter("text"))
-        .build()
-        .unwrap();
+    let engine = Engine::builder(policy_with(|p| {
+        p.dispatch.max_result_chars = CharCap::Unlimited
+    }))
+    .tool(texter("text"))
+    .build()
+    .unwrap();
     let o = one(&engine, "text", json!({"n": 200_000})).await;
     assert_eq!((o.output_chars, o.truncated), (200_000, false));
 }
@@ -299,10 +298,12 @@ async fn g4_multimodal_cap_counts_text_parts_and_keeps_images() {
             }
         },
     );
-    let engine = Engine::builder(policy_with(|p| p.dispatch.max_result_chars = 3))
-        .tool(tool)
-        .build()
-        .unwrap();
+    let engine = Engine::builder(policy_with(|p| {
+        p.dispatch.max_result_chars = CharCap::Chars(3)
+    }))
+    .tool(tool)
+    .build()
+    .unwrap();
     let o = one(&engine, "mm", json!({})).await;
     assert_eq!(
         o.content,
@@ -344,10 +345,12 @@ async fn g5_stream_cap_counts_across_chunks_and_closes_the_source() {
             }
         },
     );
-    let engine = Engine::builder(policy_with(|p| p.dispatch.max_result_chars = 10))
-        .tool(tool)
-        .build()
-        .unwrap();
+    let engine = Engine::builder(policy_with(|p| {
+        p.dispatch.max_result_chars = CharCap::Chars(10)
+    }))
+    .tool(tool)
+    .build()
+    .unwrap();
     let o = one(&engine, "stream", json!({})).await;
     assert_eq!(o.content.text(), format!("000|001|00{TRUNCATION_MARKER}"));
     assert_eq!((o.output_chars, o.truncated), (10, true));
@@ -485,7 +488,7 @@ async fn g6_an_after_hook_failure_is_an_error_event_and_the_result_stands() {
 #[tokio::test]
 async fn g7_the_after_hook_gets_duration_error_chars_and_truncation() {
     let p = policy_with(|p| {
-        p.dispatch.max_result_chars = 4;
+        p.dispatch.max_result_chars = CharCap::Chars(4);
         p.scripts.after = Some(script(
             r#"throw `d=${outcome.duration_ms >= 20.0} e=${outcome.is_error} k=${outcome.error_kind} c=${outcome.chars} t=${outcome.truncated}`"#,
         ));
@@ -508,11 +511,11 @@ async fn g7_the_after_hook_gets_duration_error_chars_and_truncation() {
     assert!(msgs[1].contains("d=true e=false"), "{msgs:?}");
 }
 
-fn over(pattern: &str, cap: i64) -> ToolOverride {
+fn over(pattern: &str, cap: u64) -> ToolOverride {
     ToolOverride {
-        pattern: pattern.into(),
+        pattern: glob(pattern),
         timeout: None,
-        max_result_chars: Some(cap),
+        max_result_chars: Some(CharCap::Chars(cap)),
         sequential_group: None,
         rules: Rules::default(),
         position: None,
@@ -547,7 +550,7 @@ async fn g8_explain_says_which_setting_came_from_where() {
     let engine = Engine::builder(p).tool(texter("text")).build().unwrap();
     let e = engine.explain("text");
     assert_eq!(e.matched, ["te*", "text"]);
-    assert_eq!(e.max_result_chars, 2);
+    assert_eq!(e.max_result_chars, CharCap::Chars(2));
     assert_eq!(e.max_result_chars_from, "tools.\"text\".max_result_chars");
     assert_eq!(e.timeout.as_deref(), Some("5s"));
     assert_eq!(e.timeout_from, "tools.\"te*\".timeout");

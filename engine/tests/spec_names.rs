@@ -187,13 +187,6 @@ fn n4_the_same_argument_alias_under_two_tools_is_fine() {
 }
 
 #[test]
-fn n5_result_limit_below_minus_one_fails() {
-    let p = policy_with(|p| p.dispatch.max_result_chars = -2);
-    let e = build_err(p, vec![]);
-    assert!(e.contains("max_result_chars is -2"), "{e}");
-}
-
-#[test]
 fn n5_negative_timeout_in_a_policy_file_fails_at_load() {
     let dir = tempfile::tempdir().unwrap();
     let err = toolgate_policy::load_str(
@@ -440,4 +433,17 @@ fn n6_a_plugin_tool_that_collides_after_mapping_fails_at_its_plugin_entry() {
     assert!(e.contains("policy.yaml:4:5: "), "{e}");
     assert!(e.contains("fs_read_file (a native tool)"), "{e}");
     assert!(e.contains("fs.read_file (plugin fs"), "{e}");
+}
+
+proptest::proptest! {
+    /// The search crate cannot depend on the policy crate (which owns N1), so `select:` keeps a
+    /// copy of the rule; this keeps the two in step.
+    #[test]
+    fn n1_search_select_names_follow_the_policy_name_rule(name in "[A-Za-z0-9_.\\- /é]{0,130}") {
+        proptest::prop_assert_eq!(
+            toolgate_search::is_valid_name(&name),
+            toolgate_policy::check_tool_name(&name).is_ok(),
+            "{:?}", name
+        );
+    }
 }

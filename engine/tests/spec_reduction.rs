@@ -432,7 +432,7 @@ async fn d5_read_tool_result_runs_under_the_same_guard() {
         ..Default::default()
     };
     policy.rules.deny.push(toolgate_policy::Rule {
-        tools: vec!["read_tool_result".into()],
+        tools: vec![glob("read_tool_result")],
         reason: Some("reading is off".into()),
         ..Default::default()
     });

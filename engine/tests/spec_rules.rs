@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use common::*;
 use serde_json::json;
 use toolgate::Engine;
-use toolgate_policy::{ReductionSettings, Rule, Rules, SearchSettings, ToolOverride};
+use toolgate_policy::{CharCap, ReductionSettings, Rule, Rules, SearchSettings, ToolOverride};
 
 /// Strips one leading `/` from `args.path` (or `args.text`), as a careless rewrite might.
 const STRIP_SLASH: &str = r#"
@@ -23,7 +23,7 @@ a
 
 fn paths_rule(arg: &str, pattern: &str) -> Rule {
     Rule {
-        paths: BTreeMap::from([(arg.to_string(), pattern.to_string())]),
+        paths: BTreeMap::from([(arg.to_string(), pattern.parse().expect("a valid path glob"))]),
         reason: Some("secrets are off limits".into()),
         ..Rule::default()
     }
@@ -34,7 +34,7 @@ async fn g1_a_rewrite_cannot_turn_a_denied_call_into_an_allowed_one() {
     let runs = Arc::new(AtomicUsize::new(0));
     let p = policy_with(|p| {
         p.rules.deny.push(Rule {
-            args: BTreeMap::from([("path".into(), "secrets/*".into())]),
+            args: BTreeMap::from([("path".into(), glob("secrets/*"))]),
             reason: Some("secrets are off limits".into()),
             ..Rule::default()
         });
@@ -123,7 +123,7 @@ async fn g1_a_path_that_cannot_be_normalised_denies_the_call_with_its_reason() {
 async fn g1_a_path_rule_of_another_tool_does_not_judge_this_one() {
     let p = policy_with(|p| {
         let mut rule = paths_rule("path", "secrets/*");
-        rule.tools = vec!["fs.*".into()];
+        rule.tools = vec![glob("fs.*")];
         p.rules.deny.push(rule);
     });
     let engine = Engine::builder(p).tool(show_args("show")).build().unwrap();
@@ -150,7 +150,7 @@ async fn g1_an_allow_paths_rule_admits_only_paths_that_stay_inside() {
 async fn d4_an_allow_list_does_not_turn_an_unknown_name_into_a_denial() {
     let p = policy_with(|p| {
         p.rules.allow.push(Rule {
-            tools: vec!["echo".into()],
+            tools: vec![glob("echo")],
             ..Rule::default()
         })
     });
@@ -167,12 +167,12 @@ async fn d4_an_allow_list_does_not_turn_an_unknown_name_into_a_denial() {
 fn fs_only() -> Rules {
     Rules {
         allow: vec![Rule {
-            tools: vec!["fs.*".into()],
+            tools: vec![glob("fs.*")],
             ..Rule::default()
         }],
         deny: vec![Rule {
-            tools: vec!["*".into()],
-            sessions: vec!["guest-*".into()],
+            tools: vec![glob("*")],
+            sessions: vec![glob("guest-*")],
             ..Rule::default()
         }],
     }
@@ -220,7 +220,7 @@ async fn d5_a_rule_that_names_a_built_in_exactly_still_applies_to_it() {
     let policy = policy_with(|p| {
         p.search = Some(SearchSettings::default());
         p.rules.deny.push(Rule {
-            tools: vec!["tool_search".into()],
+            tools: vec![glob("tool_search")],
             reason: Some("no searching".into()),
             ..Rule::default()
         });
@@ -235,7 +235,7 @@ async fn d5_a_rule_that_names_a_built_in_exactly_still_applies_to_it() {
 
 fn over(pattern: &str) -> ToolOverride {
     ToolOverride {
-        pattern: pattern.into(),
+        pattern: glob(pattern),
         timeout: None,
         max_result_chars: None,
         sequential_group: None,
@@ -247,7 +247,7 @@ fn over(pattern: &str) -> ToolOverride {
 #[tokio::test]
 async fn g8_a_more_specific_override_adds_to_the_rules_and_never_drops_them() {
     let mut glob = over("fs.*");
-    glob.max_result_chars = Some(5);
+    glob.max_result_chars = Some(CharCap::Chars(5));
     glob.rules.deny.push(paths_rule("path", "*.pem"));
     let mut exact = over("fs.show");
     exact.timeout = Some(None);
@@ -260,7 +260,8 @@ async fn g8_a_more_specific_override_adds_to_the_rules_and_never_drops_them() {
     let e = engine.explain("fs.show");
     assert_eq!(e.timeout, None, "from the exact override");
     assert_eq!(
-        e.max_result_chars, 5,
+        e.max_result_chars,
+        CharCap::Chars(5),
         "field by field: the glob's cap stays"
     );
     assert_eq!(
@@ -298,7 +299,7 @@ async fn g8_explain_under_reduction_names_the_offload_size_not_the_character_cap
 async fn d4_explain_lists_no_rules_for_an_unknown_name() {
     let p = policy_with(|p| {
         p.rules.allow.push(Rule {
-            tools: vec!["echo".into()],
+            tools: vec![glob("echo")],
             ..Rule::default()
         })
     });

@@ -222,7 +222,7 @@ async fn s4_the_policy_can_allow_direct_calls() {
 async fn s5_ordinary_tools_are_always_visible_and_searchable_natives_are_gated() {
     let dir = tempfile::tempdir().unwrap();
     let engine = engine(dir.path(), |s| {
-        s.searchable_tools = vec!["translate_*".into()]
+        s.searchable_tools = vec![glob("translate_*")]
     });
     let s = engine.session(None).unwrap();
     assert_eq!(names(&engine, &s), ["echo", "tool_search"]);
@@ -330,7 +330,7 @@ async fn n6_search_results_select_and_the_reminder_use_model_facing_names() {
         name_profile: toolgate_policy::NameProfile::Openai,
         search: Some(SearchSettings {
             catalogs: vec![catalog_file(dir.path())],
-            searchable_tools: vec!["text.*".into()],
+            searchable_tools: vec![glob("text.*")],
             default_max_results: 5,
             ..Default::default()
         }),

@@ -12,18 +12,25 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-/// One problem in a policy file, at a 1-based line and column.
-///
-/// `line` and `column` are 0 only when the problem concerns the file as a whole (it could
-/// not be read); [`fmt::Display`] then prints `file: message`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Diagnostic {
-    /// The policy file (or the `.rhai` file) the problem is in, as given to the loader.
-    pub file: PathBuf,
+/// A place in a file: 1-based line and column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LineColumn {
     /// 1-based line.
     pub line: u32,
     /// 1-based column, in characters.
     pub column: u32,
+}
+
+/// One problem in a policy file, as typed data: the file, the line and column, the rule
+/// broken ([`DiagnosticKind`]) and the message. [`fmt::Display`] prints
+/// `file:line:col: message`, or `file: message` for a problem without a position.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// The policy file (or the `.rhai` file) the problem is in, as given to the loader.
+    pub file: PathBuf,
+    /// Where in `file`; `None` when the problem concerns the file as a whole (it could not be
+    /// read).
+    pub at: Option<LineColumn>,
     /// What is wrong and what was expected, starting with the key path when there is one
     /// (`dispatch.timeout: expected ...`).
     pub message: String,
@@ -59,17 +66,14 @@ pub enum DiagnosticKind {
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.line == 0 {
-            write!(f, "{}: {}", self.file.display(), self.message)
-        } else {
-            write!(
+        match self.at {
+            None => write!(f, "{}: {}", self.file.display(), self.message),
+            Some(LineColumn { line, column }) => write!(
                 f,
-                "{}:{}:{}: {}",
+                "{}:{line}:{column}: {}",
                 self.file.display(),
-                self.line,
-                self.column,
                 self.message
-            )
+            ),
         }
     }
 }
@@ -91,10 +95,8 @@ fn render(diagnostics: &[Diagnostic]) -> String {
 impl PolicyError {
     /// Builds an error from diagnostics, sorting them by file, line and column and dropping
     /// exact repeats. (The loader never builds one from an empty list.)
-    pub fn new(mut diagnostics: Vec<Diagnostic>) -> PolicyError {
-        diagnostics.sort_by(|a, b| {
-            (&a.file, a.line, a.column, &a.message).cmp(&(&b.file, b.line, b.column, &b.message))
-        });
+    pub(crate) fn new(mut diagnostics: Vec<Diagnostic>) -> PolicyError {
+        diagnostics.sort_by(|a, b| (&a.file, a.at, &a.message).cmp(&(&b.file, b.at, &b.message)));
         diagnostics.dedup();
         PolicyError { diagnostics }
     }
@@ -112,15 +114,14 @@ impl PolicyError {
     pub(crate) fn io(file: &Path, error: &dyn fmt::Display) -> PolicyError {
         PolicyError::new(vec![Diagnostic {
             file: file.to_path_buf(),
-            line: 0,
-            column: 0,
+            at: None,
             message: format!("cannot read the policy file: {error}"),
             kind: DiagnosticKind::Io,
         }])
     }
 }
 
-/// Why a duration string was refused by [`crate::parse_duration`].
+/// Why a duration string was refused by [`crate::parse_duration`] or [`crate::parse_age`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DurationError {
     /// Not of the form `<digits><unit>...` or `none`.
@@ -128,6 +129,12 @@ pub enum DurationError {
         "{text:?} is not a duration like 30s or 500ms (units ms, s, m, h; combined like 1m30s) or none"
     )]
     Invalid {
+        /// The text as written.
+        text: String,
+    },
+    /// Not an age like `7d`, `12h`, `30m` or `1d12h` (see [`crate::parse_age`]).
+    #[error("{text:?} is not an age (examples: 7d, 12h, 30m, 1d12h)")]
+    InvalidAge {
         /// The text as written.
         text: String,
     },

@@ -49,7 +49,7 @@ pub enum FileProblem {
         /// The byte offset of the first invalid sequence.
         offset: usize,
     },
-    /// The operating system refused (missing file, no permission, ...).
+    /// The operating system refused (missing file, no permission, ...); shown as that error.
     Io(std::io::Error),
 }
 
@@ -75,10 +75,12 @@ impl fmt::Display for FileProblem {
     }
 }
 
+/// A [`FileProblem::Io`] is the operating system's error itself: its `Display` is that
+/// error's, so `source()` goes on to what lies beneath it rather than repeating it.
 impl std::error::Error for FileProblem {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            FileProblem::Io(error) => Some(error),
+            FileProblem::Io(error) => error.source(),
             _ => None,
         }
     }
@@ -130,7 +132,7 @@ pub fn read_text_file(path: &Path, limit: u64) -> Result<String, FileError> {
 /// # Errors
 ///
 /// As [`read_text_file`], except that the content is not looked at.
-pub fn check_text_file(path: &Path, limit: u64) -> Result<(), FileError> {
+pub(crate) fn check_text_file(path: &Path, limit: u64) -> Result<(), FileError> {
     let fail = |problem| FileError {
         path: path.to_path_buf(),
         problem,

@@ -30,6 +30,7 @@ pub struct Glob {
     literal_chars: usize,
 }
 
+/// Two globs are equal when they are written alike.
 impl PartialEq for Glob {
     fn eq(&self, other: &Glob) -> bool {
         self.pattern == other.pattern
@@ -37,6 +38,21 @@ impl PartialEq for Glob {
 }
 
 impl Eq for Glob {}
+
+/// A glob equals the text it was written as (`glob == "fs.*"`).
+impl PartialEq<&str> for Glob {
+    fn eq(&self, other: &&str) -> bool {
+        self.pattern == *other
+    }
+}
+
+impl std::str::FromStr for Glob {
+    type Err = GlobError;
+
+    fn from_str(pattern: &str) -> Result<Glob, GlobError> {
+        Glob::new(pattern)
+    }
+}
 
 impl Glob {
     /// Compiles `pattern`.
@@ -96,6 +112,8 @@ impl Glob {
     }
 
     /// How specific the pattern is, for choosing among several that match: compare with `>`.
+    /// This is the only specificity rule; everything that picks among matching patterns (the
+    /// per-tool overrides) sorts by it.
     ///
     /// The first part is `true` for a literal (an exact name beats every glob); the second
     /// counts the literal characters (`fs.read_*` has 8, `fs.*` has 3, `*` has 0).
@@ -196,6 +214,30 @@ pub fn normalize_path(path: &str) -> Result<String, PathError> {
 pub struct PathGlob {
     pattern: String,
     matcher: GlobMatcher,
+}
+
+/// Two path globs are equal when they are written alike.
+impl PartialEq for PathGlob {
+    fn eq(&self, other: &PathGlob) -> bool {
+        self.pattern == other.pattern
+    }
+}
+
+impl Eq for PathGlob {}
+
+/// A path glob equals the text it was written as.
+impl PartialEq<&str> for PathGlob {
+    fn eq(&self, other: &&str) -> bool {
+        self.pattern == *other
+    }
+}
+
+impl std::str::FromStr for PathGlob {
+    type Err = GlobError;
+
+    fn from_str(pattern: &str) -> Result<PathGlob, GlobError> {
+        PathGlob::new(pattern)
+    }
 }
 
 impl PathGlob {

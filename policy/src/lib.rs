@@ -39,7 +39,19 @@
 //!    paths resolved against the policy file's directory.
 //!
 //! Any problem makes a [`PolicyError`], whose `Display` prints one `file:line:col: message`
-//! per [`Diagnostic`], like a compiler.
+//! per [`Diagnostic`], like a compiler; each diagnostic is also typed data (file,
+//! [`LineColumn`], [`DiagnosticKind`], message) for a program that reports them its own way.
+//!
+//! # The model
+//!
+//! [`Policy`] and its parts are plain data, parsed once: patterns are compiled
+//! [`glob::Glob`]s (with the one specificity rule for overrides), result caps are
+//! [`CharCap`]s, durations are [`std::time::Duration`]s. Nothing downstream parses them again.
+//! A Rust user may also build a [`Policy`] in code, starting from [`Policy::default`].
+//!
+//! The crate also owns the rules shared with the engine and the command line: the tool-name
+//! rule N1 ([`check_tool_name`]), and reading and writing durations ([`parse_duration`],
+//! [`parse_age`], [`format_duration`]).
 //!
 //! The reference for every key is `docs/policy.md`; a test keeps it in step with the schema.
 
@@ -50,18 +62,19 @@ mod error;
 mod file;
 pub mod glob;
 mod load;
-pub mod model;
+mod model;
+mod name;
 mod schema;
 mod yaml;
 
-pub use duration::{format_duration, parse_duration};
-pub use error::{Diagnostic, DiagnosticKind, DurationError, GlobError, PolicyError};
+pub use duration::{format_duration, parse_age, parse_duration};
+pub use error::{Diagnostic, DiagnosticKind, DurationError, GlobError, LineColumn, PolicyError};
 pub use file::{
-    FileError, FileProblem, MAX_CATALOG_FILE_BYTES, MAX_POLICY_FILE_BYTES, check_text_file,
-    read_text_file,
+    FileError, FileProblem, MAX_CATALOG_FILE_BYTES, MAX_POLICY_FILE_BYTES, read_text_file,
 };
 pub use load::{load_file, load_str};
 pub use model::*;
+pub use name::{MAX_TOOL_NAME_BYTES, ToolNameError, check_tool_name};
 
 /// The policy JSON Schema (draft 2020-12), as shipped in `schemas/policy.schema.json`.
 ///

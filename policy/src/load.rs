@@ -15,7 +15,7 @@ use crate::error::{Diagnostic, DiagnosticKind, PolicyError};
 use crate::file::{MAX_CATALOG_FILE_BYTES, MAX_POLICY_FILE_BYTES, check_text_file, read_text_file};
 use crate::glob::{Glob, PathGlob};
 use crate::model::{
-    AliasSpec, DispatchSettings, NameProfile, OnError, PluginLocation, PluginSpec, Policy,
+    AliasSpec, CharCap, DispatchSettings, NameProfile, OnError, PluginLocation, PluginSpec, Policy,
     Position, ReductionSettings, Rule, Rules, ScriptSource, Scripts, SearchSettings, ToolOverride,
 };
 use crate::schema;
@@ -61,8 +61,7 @@ pub fn load_file(path: &Path) -> Result<Policy, PolicyError> {
 pub fn load_str(text: &str, file: &Path) -> Result<Policy, PolicyError> {
     let at = |pos: Pos, message: String, kind: DiagnosticKind| Diagnostic {
         file: file.to_path_buf(),
-        line: pos.line,
-        column: pos.column,
+        at: Some(pos),
         message,
         kind,
     };
@@ -133,8 +132,7 @@ impl<'a> Build<'a> {
     fn report(&mut self, pos: Pos, message: String, kind: DiagnosticKind) {
         self.diagnostics.push(Diagnostic {
             file: self.file.to_path_buf(),
-            line: pos.line,
-            column: pos.column,
+            at: Some(pos),
             message,
             kind,
         });
@@ -204,7 +202,8 @@ impl<'a> Build<'a> {
                     }
                 }
                 "max_result_chars" => {
-                    dispatch.max_result_chars = int(value).unwrap_or(dispatch.max_result_chars);
+                    dispatch.max_result_chars =
+                        char_cap(value).unwrap_or(dispatch.max_result_chars);
                 }
                 "on_error" => {
                     dispatch.on_error = match text(value) {
@@ -240,42 +239,50 @@ impl<'a> Build<'a> {
         }
     }
 
-    fn glob(&mut self, pattern: &str, pos: Pos, path: &str) {
-        if let Err(error) = Glob::new(pattern) {
-            self.report(pos, format!("{path}: {error}"), DiagnosticKind::Glob);
-        }
+    /// A compiled glob; `None` when it was reported as wrong.
+    fn glob(&mut self, pattern: &str, pos: Pos, path: &str) -> Option<Glob> {
+        Glob::new(pattern)
+            .map_err(|error| self.report(pos, format!("{path}: {error}"), DiagnosticKind::Glob))
+            .ok()
     }
 
-    fn path_glob(&mut self, pattern: &str, pos: Pos, path: &str) {
-        if let Err(error) = PathGlob::new(pattern) {
-            self.report(pos, format!("{path}: {error}"), DiagnosticKind::Glob);
-        }
+    /// A compiled path glob; `None` when it was reported as wrong.
+    fn path_glob(&mut self, pattern: &str, pos: Pos, path: &str) -> Option<PathGlob> {
+        PathGlob::new(pattern)
+            .map_err(|error| self.report(pos, format!("{path}: {error}"), DiagnosticKind::Glob))
+            .ok()
     }
 
     fn tools(&mut self, node: &Node) -> Vec<ToolOverride> {
         let mut tools = Vec::new();
         for entry in entries(node) {
             let path = join_key("tools", &entry.key);
-            self.glob(&entry.key, entry.key_pos, &path);
-            let mut tool = ToolOverride {
-                pattern: entry.key.clone(),
-                timeout: None,
-                max_result_chars: None,
-                sequential_group: None,
-                rules: Rules::default(),
-                position: self.position(entry.key_pos),
-            };
+            let pattern = self.glob(&entry.key, entry.key_pos, &path);
+            let mut timeout = None;
+            let mut max_result_chars = None;
+            let mut sequential_group = None;
+            let mut rules = Rules::default();
+            // The settings are read even under a bad pattern, so their problems are reported too.
             for setting in entries(&entry.value) {
                 let value = &setting.value;
                 match setting.key.as_str() {
-                    "timeout" => tool.timeout = self.duration(setting, &format!("{path}.timeout")),
-                    "max_result_chars" => tool.max_result_chars = int(value),
-                    "sequential_group" => tool.sequential_group = Some(text(value).to_owned()),
-                    "rules" => tool.rules = self.rules(value, &format!("{path}.rules")),
+                    "timeout" => timeout = self.duration(setting, &format!("{path}.timeout")),
+                    "max_result_chars" => max_result_chars = char_cap(value),
+                    "sequential_group" => sequential_group = Some(text(value).to_owned()),
+                    "rules" => rules = self.rules(value, &format!("{path}.rules")),
                     _ => {}
                 }
             }
-            tools.push(tool);
+            if let Some(pattern) = pattern {
+                tools.push(ToolOverride {
+                    pattern,
+                    timeout,
+                    max_result_chars,
+                    sequential_group,
+                    rules,
+                    position: self.position(entry.key_pos),
+                });
+            }
         }
         tools
     }
@@ -310,16 +317,18 @@ impl<'a> Build<'a> {
                 "sessions" => rule.sessions = self.globs(value, &field),
                 "args" => {
                     for arg in entries(value) {
-                        let pattern = text(&arg.value);
-                        self.glob(pattern, arg.value_pos(), &join_key(&field, &arg.key));
-                        rule.args.insert(arg.key.clone(), pattern.to_owned());
+                        let at = join_key(&field, &arg.key);
+                        if let Some(glob) = self.glob(text(&arg.value), arg.value_pos(), &at) {
+                            rule.args.insert(arg.key.clone(), glob);
+                        }
                     }
                 }
                 "paths" => {
                     for arg in entries(value) {
-                        let pattern = text(&arg.value);
-                        self.path_glob(pattern, arg.key_pos, &join_key(&field, &arg.key));
-                        rule.paths.insert(arg.key.clone(), pattern.to_owned());
+                        let at = join_key(&field, &arg.key);
+                        if let Some(glob) = self.path_glob(text(&arg.value), arg.key_pos, &at) {
+                            rule.paths.insert(arg.key.clone(), glob);
+                        }
                     }
                 }
                 "reason" => rule.reason = Some(text(value).to_owned()),
@@ -329,13 +338,11 @@ impl<'a> Build<'a> {
         rule
     }
 
-    /// A list of globs, each checked.
-    fn globs(&mut self, node: &Node, path: &str) -> Vec<String> {
+    /// A list of globs, each compiled; the bad ones are reported and left out.
+    fn globs(&mut self, node: &Node, path: &str) -> Vec<Glob> {
         let mut out = Vec::new();
         for (i, item) in items(node).iter().enumerate() {
-            let pattern = text(item);
-            self.glob(pattern, item.pos, &format!("{path}[{i}]"));
-            out.push(pattern.to_owned());
+            out.extend(self.glob(text(item), item.pos, &format!("{path}[{i}]")));
         }
         out
     }
@@ -623,6 +630,14 @@ fn int(node: &Node) -> Option<i64> {
             Some(f as i64)
         }
         _ => None,
+    }
+}
+
+/// A result cap: `-1` is no cap (the schema refuses anything below it).
+fn char_cap(node: &Node) -> Option<CharCap> {
+    match int(node)? {
+        -1 => Some(CharCap::Unlimited),
+        n => u64::try_from(n).ok().map(CharCap::Chars),
     }
 }
 

@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::glob::{Glob, PathGlob};
+
 /// A place in a policy file, 1-based, for error messages that point at the line and column.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Position {
@@ -107,8 +109,9 @@ pub struct DispatchSettings {
     pub concurrency: Option<usize>,
     /// Per-call timeout (`None` = no timeout). Default 60 s.
     pub timeout: Option<Duration>,
-    /// Cap on text results in Unicode characters; `-1` = no cap. Default 100,000 (G3).
-    pub max_result_chars: i64,
+    /// Cap on text results in Unicode characters (`-1` in a policy file is
+    /// [`CharCap::Unlimited`]). Default 100,000 (G3).
+    pub max_result_chars: CharCap,
     /// What a failed call does to its turn (D6). Default [`OnError::Model`].
     pub on_error: OnError,
     /// Sequential mode only: skip the calls after a failure (D7).
@@ -124,7 +127,7 @@ impl Default for DispatchSettings {
             sequential: false,
             concurrency: None,
             timeout: Some(Duration::from_secs(60)),
-            max_result_chars: 100_000,
+            max_result_chars: CharCap::Chars(100_000),
             on_error: OnError::Model,
             stop_on_error: false,
             script_timeout: Duration::from_secs(1),
@@ -132,15 +135,63 @@ impl Default for DispatchSettings {
     }
 }
 
+/// A cap on the Unicode characters of a text result (G3). A policy file writes
+/// [`CharCap::Unlimited`] as `-1` and [`CharCap::Chars`] as the number; `Display` prints
+/// `unlimited` or the number, and serde writes it as the policy file does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CharCap {
+    /// No cap.
+    Unlimited,
+    /// At most this many characters.
+    Chars(u64),
+}
+
+impl CharCap {
+    /// The most characters allowed, or `None` for no cap.
+    ///
+    /// ```
+    /// use toolgate_policy::CharCap;
+    ///
+    /// assert_eq!(CharCap::Chars(10).limit(), Some(10));
+    /// assert_eq!(CharCap::Unlimited.limit(), None);
+    /// ```
+    pub fn limit(self) -> Option<u64> {
+        match self {
+            CharCap::Unlimited => None,
+            CharCap::Chars(n) => Some(n),
+        }
+    }
+}
+
+impl std::fmt::Display for CharCap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CharCap::Unlimited => f.write_str("unlimited"),
+            CharCap::Chars(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+/// As the policy file writes it: `-1` or the number.
+impl serde::Serialize for CharCap {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            CharCap::Unlimited => serializer.serialize_i64(-1),
+            CharCap::Chars(n) => serializer.serialize_u64(*n),
+        }
+    }
+}
+
 /// Per-tool settings, matched by exact name or glob (`fs.*`, `*_search`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolOverride {
-    /// Exact tool name or glob pattern (`*`, `?`, `[abc]`).
-    pub pattern: String,
+    /// Exact tool name or glob pattern (`*`, `?`, `[abc]`); when several match a tool,
+    /// [`Glob::specificity`] orders them.
+    pub pattern: Glob,
     /// `Some(None)` = explicitly no timeout; `None` = inherit.
     pub timeout: Option<Option<Duration>>,
-    /// Result cap for the matched tools (`-1` = no cap); `None` = inherit.
-    pub max_result_chars: Option<i64>,
+    /// Result cap for the matched tools; `None` = inherit.
+    pub max_result_chars: Option<CharCap>,
     /// Calls in the same group never run at the same time, even in parallel mode.
     pub sequential_group: Option<String>,
     /// Rules that apply to the matched tools only (their `tools` list is implied).
@@ -181,18 +232,18 @@ impl Rules {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Rule {
     /// Real tool names or globs; empty = every tool (or the override's tools).
-    pub tools: Vec<String>,
+    pub tools: Vec<Glob>,
     /// Top-level argument name -> glob that the argument's value (a string, or a number or
     /// boolean in its JSON text) must match. A missing argument does not match.
-    pub args: BTreeMap<String, String>,
+    pub args: BTreeMap<String, Glob>,
     /// Top-level argument name -> path glob that the argument, read as a path relative to the
     /// tool's root and normalised (`.`, `..`, repeated and trailing slashes resolved), must
     /// match. See [`crate::glob::PathGlob`] and [`crate::glob::normalize_path`]. A path that
     /// cannot be normalised (absolute, climbing above the root, holding a NUL byte, not a
     /// string) makes the call denied whenever a rule with such a condition applies to it.
-    pub paths: BTreeMap<String, String>,
+    pub paths: BTreeMap<String, PathGlob>,
     /// Session ids or globs; empty = any session.
-    pub sessions: Vec<String>,
+    pub sessions: Vec<Glob>,
     /// Told to the model when a deny rule matches.
     pub reason: Option<String>,
     /// Where the rule is in the policy file.
@@ -320,7 +371,7 @@ pub struct SearchSettings {
     /// JSONL catalogs (`{"name","description","parameters"}` per line), resolved paths.
     pub catalogs: Vec<PathBuf>,
     /// Tool names or globs of plugin/native tools to move into the catalog.
-    pub searchable_tools: Vec<String>,
+    pub searchable_tools: Vec<Glob>,
     /// Extra search keywords per tool name.
     pub keywords: BTreeMap<String, Vec<String>>,
     /// Allow calling a catalog tool that has not been found yet (S4).
@@ -344,5 +395,28 @@ impl Default for SearchSettings {
             index_file: None,
             default_max_results: 5,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_char_cap_serialises_as_the_policy_file_writes_it() {
+        assert_eq!(
+            serde_json::to_value(CharCap::Unlimited).ok(),
+            Some(serde_json::json!(-1))
+        );
+        assert_eq!(
+            serde_json::to_value(CharCap::Chars(20_000)).ok(),
+            Some(serde_json::json!(20_000))
+        );
+    }
+
+    #[test]
+    fn a_char_cap_displays_as_a_number_or_unlimited() {
+        assert_eq!(CharCap::Unlimited.to_string(), "unlimited");
+        assert_eq!(CharCap::Chars(7).to_string(), "7");
     }
 }

@@ -54,8 +54,7 @@ pub(crate) fn check(root: &Node, file: &Path) -> Vec<Diagnostic> {
         (Err(message), _) | (_, Err(message)) => {
             return vec![Diagnostic {
                 file: file.to_path_buf(),
-                line: 0,
-                column: 0,
+                at: None,
                 message,
                 kind: DiagnosticKind::Schema {
                     keyword: "$schema".to_owned(),
@@ -107,8 +106,7 @@ fn explain(
     let instance: &Value = error.instance();
     let diagnostic = |pos: Pos, message: String| Diagnostic {
         file: file.to_path_buf(),
-        line: pos.line,
-        column: pos.column,
+        at: Some(pos),
         message,
         kind: DiagnosticKind::Schema {
             keyword: keyword.clone(),

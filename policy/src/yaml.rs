@@ -23,12 +23,8 @@ use std::collections::HashMap;
 use serde_json::{Map, Number, Value};
 use serde_saphyr::granit_parser::{Event, Marker, Parser, ScalarStyle, ScanError, Span, Tag};
 
-/// A 1-based line and column.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) struct Pos {
-    pub line: u32,
-    pub column: u32,
-}
+/// Where a node is: the diagnostics' own position type.
+pub(crate) use crate::error::LineColumn as Pos;
 
 impl Pos {
     fn from_marker(marker: &Marker) -> Pos {

@@ -428,9 +428,21 @@ fn semantic_errors_are_all_reported() {
     let places: Vec<(u32, u32)> = error
         .diagnostics()
         .iter()
-        .map(|d| (d.line, d.column))
+        .map(|d| d.at.map_or((0, 0), |at| (at.line, at.column)))
         .collect();
     assert_eq!(places, [(3, 3), (4, 3), (5, 25)]);
+}
+
+#[test]
+fn the_rules_under_a_tool_key_with_a_bad_glob_are_still_checked() {
+    let error =
+        error_of("version: 1\ntools:\n  \"[\":\n    rules: {deny: [{sessions: [\"a{\"]}]}\n");
+    let places: Vec<(u32, u32)> = error
+        .diagnostics()
+        .iter()
+        .map(|d| d.at.map_or((0, 0), |at| (at.line, at.column)))
+        .collect();
+    assert_eq!(places, [(3, 3), (4, 32)], "{error}");
 }
 
 #[test]

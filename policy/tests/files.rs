@@ -8,7 +8,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use toolgate_policy::{
-    DiagnosticKind, FileProblem, MAX_CATALOG_FILE_BYTES, MAX_POLICY_FILE_BYTES, Policy,
+    DiagnosticKind, FileProblem, LineColumn, MAX_CATALOG_FILE_BYTES, MAX_POLICY_FILE_BYTES, Policy,
     PolicyError, load_file, read_text_file,
 };
 
@@ -51,6 +51,7 @@ fn a_policy_path_that_is_a_fifo_is_refused_at_once() {
     let d = &error.diagnostics()[0];
     assert_eq!(d.kind, DiagnosticKind::Io);
     assert_eq!(d.file, fifo);
+    assert_eq!(d.at, None, "a problem of the whole file has no position");
     assert!(
         d.message.contains("named pipe (FIFO), not a regular file"),
         "{error}"
@@ -98,6 +99,18 @@ fn a_policy_of_exactly_the_limit_is_read() {
 }
 
 #[test]
+fn an_os_error_is_shown_once_not_again_as_its_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let error = read_text_file(&dir.path().join("absent.yaml"), MAX_POLICY_FILE_BYTES)
+        .expect_err("absent file");
+    let FileProblem::Io(io) = &error.problem else {
+        panic!("expected an I/O problem, got {:?}", error.problem);
+    };
+    assert_eq!(error.problem.to_string(), io.to_string());
+    assert!(std::error::Error::source(&error.problem).is_none());
+}
+
+#[test]
 fn a_directory_is_not_a_policy() {
     let dir = tempfile::tempdir().unwrap();
     let error = read_text_file(dir.path(), MAX_POLICY_FILE_BYTES).unwrap_err();
@@ -136,7 +149,7 @@ fn a_script_file_that_is_a_fifo_is_an_error_at_its_key() {
     )
     .unwrap_err();
     let d = &error.diagnostics()[0];
-    assert_eq!((d.line, d.column), (4, 5), "{error}");
+    assert_eq!(d.at, Some(LineColumn { line: 4, column: 5 }), "{error}");
     assert_eq!(d.kind, DiagnosticKind::MissingFile);
     assert!(
         d.message
@@ -155,7 +168,7 @@ fn a_script_file_that_is_dev_zero_is_an_error_at_its_key() {
     )
     .unwrap_err();
     let d = &error.diagnostics()[0];
-    assert_eq!((d.line, d.column), (4, 5), "{error}");
+    assert_eq!(d.at, Some(LineColumn { line: 4, column: 5 }), "{error}");
     assert!(d.message.contains("character device"), "{error}");
 }
 
@@ -169,7 +182,7 @@ fn a_script_file_over_16_mib_is_an_error_at_its_key() {
     )
     .unwrap_err();
     let d = &error.diagnostics()[0];
-    assert_eq!(d.line, 3, "{error}");
+    assert_eq!(d.at.map(|at| at.line), Some(3), "{error}");
     assert!(d.message.contains("more than the limit"), "{error}");
 }
 
@@ -183,7 +196,14 @@ fn a_catalog_that_is_a_fifo_is_an_error_at_its_item() {
     )
     .unwrap_err();
     let d = &error.diagnostics()[0];
-    assert_eq!((d.line, d.column), (3, 14), "{error}");
+    assert_eq!(
+        d.at,
+        Some(LineColumn {
+            line: 3,
+            column: 14
+        }),
+        "{error}"
+    );
     assert!(
         d.message
             .starts_with("search.catalogs[0]: cannot read catalog \"tools.jsonl\""),

@@ -4,8 +4,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use toolgate_policy::glob::Glob;
 use toolgate_policy::{
-    DispatchSettings, NameProfile, OnError, PluginLocation, Policy, ReductionSettings,
+    CharCap, DispatchSettings, NameProfile, OnError, PluginLocation, Policy, ReductionSettings,
     SearchSettings, load_file, load_str,
 };
 
@@ -61,7 +62,7 @@ fn absent_dispatch_keys_keep_their_defaults() {
     let policy = load("version: 1\ndispatch: {sequential: true}\n");
     assert!(policy.dispatch.sequential);
     assert_eq!(policy.dispatch.timeout, Some(Duration::from_secs(60)));
-    assert_eq!(policy.dispatch.max_result_chars, 100_000);
+    assert_eq!(policy.dispatch.max_result_chars, CharCap::Chars(100_000));
 }
 
 #[test]
@@ -77,7 +78,7 @@ fn dispatch_keys_are_read() {
             sequential: true,
             concurrency: Some(3),
             timeout: Some(Duration::from_secs(90)),
-            max_result_chars: -1,
+            max_result_chars: CharCap::Unlimited,
             on_error: OnError::Fail,
             stop_on_error: true,
             script_timeout: Duration::from_secs(1),
@@ -112,7 +113,7 @@ fn tool_overrides_keep_file_order_settings_and_positions() {
     assert_eq!(patterns, ["fs.*", "fs.read_file"]);
     let fs = &policy.tools[0];
     assert_eq!(fs.timeout, Some(Some(Duration::from_secs(5))));
-    assert_eq!(fs.max_result_chars, Some(20_000));
+    assert_eq!(fs.max_result_chars, Some(CharCap::Chars(20_000)));
     assert_eq!(fs.sequential_group.as_deref(), Some("disk"));
     let position = fs.position.as_ref().expect("a position");
     assert_eq!((position.line, position.column), (3, 3));
@@ -127,8 +128,25 @@ fn override_rules_are_read_without_a_tools_list() {
     let deny = &policy.tools[0].rules.deny;
     assert_eq!(deny.len(), 1);
     assert!(deny[0].tools.is_empty());
-    assert_eq!(deny[0].args.get("path").map(String::as_str), Some("*.pem"));
+    assert_eq!(deny[0].args.get("path").map(Glob::as_str), Some("*.pem"));
     assert_eq!(deny[0].reason.as_deref(), Some("no keys"));
+}
+
+#[test]
+fn patterns_come_compiled_and_match_as_the_file_says() {
+    let policy = load(
+        "version: 1\ntools:\n  \"fs.*\": {}\nrules:\n  deny:\n    - tools: [\"{a,b}\"]\n      \
+         sessions: [\"guest-?\"]\n      args: {cmd: \"rm *\"}\n      paths: {path: \".env\"}\n\
+         search:\n  searchable_tools: [\"web_*\"]\n",
+    );
+    assert!(policy.tools[0].pattern.is_match("fs.read_file"));
+    let deny = &policy.rules.deny[0];
+    assert!(deny.tools[0].is_match("b") && !deny.tools[0].is_match("c"));
+    assert!(deny.sessions[0].is_match("guest-1"));
+    assert!(deny.args["cmd"].is_match("rm -rf /"));
+    assert!(deny.paths["path"].is_match("sub/.env"));
+    let search = policy.search.expect("a search section");
+    assert!(search.searchable_tools[0].is_match("web_search"));
 }
 
 #[test]
@@ -141,7 +159,7 @@ fn rules_are_read_with_their_positions() {
     assert_eq!(deny.tools, ["fs.read_file"]);
     assert_eq!(
         deny.args,
-        BTreeMap::from([("path".to_owned(), "/etc/*".to_owned())])
+        BTreeMap::from([("path".to_owned(), Glob::new("/etc/*").expect("valid glob"))])
     );
     assert_eq!(deny.sessions, ["guest-*"]);
     assert_eq!(deny.reason.as_deref(), Some("system files are off limits"));
@@ -381,9 +399,9 @@ fn integral_floats_are_taken_as_whole_numbers() {
          search:\n  default_max_results: 7.0\n",
     );
     assert_eq!(policy.version, 1);
-    assert_eq!(policy.dispatch.max_result_chars, 5);
+    assert_eq!(policy.dispatch.max_result_chars, CharCap::Chars(5));
     assert_eq!(policy.dispatch.concurrency, Some(10));
-    assert_eq!(policy.tools[0].max_result_chars, Some(-1));
+    assert_eq!(policy.tools[0].max_result_chars, Some(CharCap::Unlimited));
     let reduction = policy.reduction.expect("reduction");
     assert_eq!(reduction.max_result_bytes, 2500);
     assert_eq!(reduction.keep_recent_tool_rounds, 0);
@@ -395,7 +413,10 @@ fn the_largest_whole_number_is_taken_exactly() {
     let policy = load(
         "version: 1\ndispatch:\n  max_result_chars: 9007199254740991\nreduction:\n  max_result_bytes: 9.007199254740991e15\n",
     );
-    assert_eq!(policy.dispatch.max_result_chars, 9_007_199_254_740_991);
+    assert_eq!(
+        policy.dispatch.max_result_chars,
+        CharCap::Chars(9_007_199_254_740_991)
+    );
     assert_eq!(
         policy.reduction.expect("reduction").max_result_bytes,
         9_007_199_254_740_991

@@ -78,7 +78,7 @@ impl Layer for LimitLayer {
             let cap = if self.reduction {
                 None
             } else {
-                u64::try_from(inv.settings.max_result_chars).ok()
+                inv.settings.max_result_chars.limit()
             };
             let mut reply = match next.run(inv).await {
                 Ok(reply) => reply,

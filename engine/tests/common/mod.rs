@@ -10,6 +10,11 @@ use toolgate::history::ToolCall;
 use toolgate::tool::{FnTool, ToolError, ToolOutput};
 use toolgate::{Engine, Outcome, Policy};
 
+/// A policy glob written in a test; the pattern is known to be valid.
+pub fn glob(pattern: &str) -> toolgate_policy::glob::Glob {
+    toolgate_policy::glob::Glob::new(pattern).expect("a valid glob")
+}
+
 pub fn obj(props: Value) -> Value {
     json!({"type": "object", "properties": props})
 }
