@@ -164,7 +164,7 @@ impl EngineBuilder {
                         })?;
                 let docs = toolgate_search::read_catalog_jsonl_from(text.as_bytes(), file)
                     .map_err(|e| BuildError::Other {
-                        message: format!("search: {e}"),
+                        message: format!("search: {}", crate::search::with_sources(&e)),
                     })?;
                 let source = ToolSource::Catalog {
                     file: file.display().to_string(),
@@ -246,8 +246,11 @@ impl EngineBuilder {
                 .collect();
             if !search.use_model_native {
                 let index = crate::search::build_index(docs, search.index_file.as_deref())
-                    .map_err(|message| BuildError::Other {
-                        message: format!("search: cannot build the index: {message}"),
+                    .map_err(|e| BuildError::Other {
+                        message: format!(
+                            "search: cannot build the index: {}",
+                            crate::search::with_sources(&e)
+                        ),
                     })?;
                 registry.insert(
                     Arc::new(crate::search::ToolSearch::new(

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use toolgate_search::{LiveIndex, Query, SearchIndex, ToolDoc};
+use toolgate_search::{IndexError, LiveIndex, Query, SearchIndex, ToolDoc};
 
 use crate::engine::TOOL_SEARCH;
 use crate::error::{CallError, DeniedBy};
@@ -244,15 +244,26 @@ pub fn catalog_docs(
         .collect()
 }
 
-/// Builds the index over the catalog, or opens the prebuilt one when its names match.
+/// Builds the index over the catalog, or opens the prebuilt one when its names match (a file
+/// that cannot be used is reported in the log, and the index built in memory instead).
+///
+/// The prebuilt file is memory-mapped ([`SearchIndex::open_mapped`]), not read: that is what an
+/// index file is for. Engine processes on one machine share one copy of it in the page cache,
+/// and only the pages their searches touch become resident (a 100,000-tool index is about
+/// 65 MB). The price is the map's contract: the file must not change in place while an engine
+/// has it open. `toolgate index build` (through [`SearchIndex::write`]) replaces it by renaming
+/// a new file over it, which leaves a mapped one intact; the policy reference says so of
+/// `search.index_file`.
 pub fn build_index(
     docs: Vec<ToolDoc>,
     index_file: Option<&std::path::Path>,
-) -> Result<SearchIndex, String> {
+) -> Result<SearchIndex, IndexError> {
     if let Some(path) = index_file
         && path.is_file()
     {
-        match SearchIndex::open(path) {
+        // SAFETY: the index file is replaced only by renaming a new one over it (see above and
+        // `search.index_file` in docs/policy.md), never changed in place while mapped.
+        match unsafe { SearchIndex::open_mapped(path) } {
             Ok(idx) => {
                 let mut a: Vec<&str> = idx.names().collect();
                 let mut b: Vec<&str> = docs.iter().map(|d| d.name.as_str()).collect();
@@ -267,10 +278,24 @@ pub fn build_index(
                 );
             }
             Err(e) => tracing::warn!(
-                "cannot open index file {}: {e}; building the index in memory",
-                path.display()
+                "cannot open index file {}: {}; building the index in memory",
+                path.display(),
+                with_sources(&e)
             ),
         }
     }
-    SearchIndex::build(docs).map_err(|e| e.to_string())
+    SearchIndex::build(docs)
+}
+
+/// An error and its sources on one line, `error: source: source of source`, for messages
+/// that are text (errors' `Display` does not repeat their source).
+pub(crate) fn with_sources(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        text.push_str(": ");
+        text.push_str(&e.to_string());
+        source = e.source();
+    }
+    text
 }
