@@ -53,10 +53,13 @@
 
 #![warn(missing_docs)]
 
-// The modules, from the public face down; each uses only those below it
-// (and the leaves at the end), never one above.
-mod index;
+// The modules in layers, from the public face down: a module uses only
+// modules of the layers below its own, never one of its layer or above
+// (data flows one way; nothing uses this root).
+pub mod eval;
 mod live;
+
+mod index;
 
 mod build;
 mod explain;
@@ -64,24 +67,24 @@ mod rerank;
 mod score;
 
 mod file;
+
+mod check;
 mod lookup;
+mod ranking;
+mod record;
+
+mod fields;
+mod format;
+mod hits;
+mod query;
 mod terms;
 
 mod automata;
-mod check;
-mod fields;
-mod format;
-mod quotes;
-mod record;
-
 mod catalog;
 mod error;
-pub mod eval;
 mod field;
 mod hash;
-mod hits;
-mod query;
-mod ranking;
+mod quotes;
 mod text;
 
 pub use catalog::{CatalogError, ToolDoc, read_catalog_jsonl, read_catalog_jsonl_from};
