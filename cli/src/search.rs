@@ -34,8 +34,12 @@ pub fn search(args: SearchArgs) -> Result<Output, CliError> {
     } else {
         let (engine, name) = load_engine(args.policy.as_deref())?;
         let (docs, index_file) = policy_catalog(&engine, &name)?;
-        toolgate::search::build_index(docs, index_file.as_deref())
-            .map_err(|e| CliError::Input(format!("{name}: cannot index the search catalog: {e}")))?
+        toolgate::search::build_index(docs, index_file.as_deref()).map_err(|e| {
+            CliError::Input(format!(
+                "{name}: cannot index the search catalog: {}",
+                with_sources(&e)
+            ))
+        })?
     };
     tracing::info!(tools = index.len(), "index ready");
     match (query, &args.queries) {
@@ -244,8 +248,24 @@ fn read_bytes(path: &Path) -> Result<(Vec<u8>, String), CliError> {
 // ---------------------------------------------------------------------------------------------
 // where the index comes from
 
+/// Reads the index file into memory rather than mapping it: this process lives for one search
+/// (or one batch), opening reads every byte to check it either way, and a file rebuilt in
+/// place meanwhile cannot affect a copy.
 fn open_index(path: &Path) -> Result<SearchIndex, CliError> {
-    SearchIndex::open(path).map_err(|e| CliError::Input(e.to_string()))
+    SearchIndex::open(path).map_err(|e| CliError::Input(with_sources(&e)))
+}
+
+/// An error and its sources on one line, `error: source: ...` (errors' `Display` does not
+/// repeat their source).
+fn with_sources(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        text.push_str(": ");
+        text.push_str(&e.to_string());
+        source = e.source();
+    }
+    text
 }
 
 /// Reads and indexes catalogs; also returns how long the indexing itself took.
@@ -253,14 +273,18 @@ fn build_from_catalogs(paths: &[PathBuf]) -> Result<(SearchIndex, std::time::Dur
     let mut docs = Vec::new();
     for path in paths {
         let read = toolgate_search::read_catalog_jsonl(path)
-            .map_err(|e| CliError::Input(e.to_string()))?;
+            .map_err(|e| CliError::Input(with_sources(&e)))?;
         tracing::debug!(catalog = %path.display(), tools = read.len(), "catalog read");
         docs.extend(read);
     }
     let started = Instant::now();
     let index = SearchIndex::build(docs).map_err(|e| {
         let files: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
-        CliError::Input(format!("cannot index {}: {e}", files.join(", ")))
+        CliError::Input(format!(
+            "cannot index {}: {}",
+            files.join(", "),
+            with_sources(&e)
+        ))
     })?;
     Ok((index, started.elapsed()))
 }
@@ -313,13 +337,16 @@ fn index_build(args: IndexBuildArgs) -> Result<Output, CliError> {
         };
         let building = Instant::now();
         let index = SearchIndex::build(docs).map_err(|e| {
-            CliError::Input(format!("{name}: cannot index the search catalog: {e}"))
+            CliError::Input(format!(
+                "{name}: cannot index the search catalog: {}",
+                with_sources(&e)
+            ))
         })?;
         (index, building.elapsed(), output)
     };
     index
         .write(&output)
-        .map_err(|e| CliError::Input(format!("cannot write the index: {e}")))?;
+        .map_err(|e| CliError::Input(format!("cannot write the index: {}", with_sources(&e))))?;
     let size = std::fs::metadata(&output)
         .map(|m| m.len())
         .unwrap_or(index.size_bytes() as u64);

@@ -214,6 +214,14 @@ pub(crate) fn catalog_docs(
 /// or opens the prebuilt `index_file` when it holds exactly those names; a prebuilt file that
 /// does not match or does not open is logged and the index is built in memory.
 ///
+/// The prebuilt file is memory-mapped ([`SearchIndex::open_mapped`]), not read: that is what an
+/// index file is for. Engine processes on one machine share one copy of it in the page cache,
+/// and only the pages their searches touch become resident (a 100,000-tool index is about
+/// 65 MB). The price is the map's contract: the file must not change in place while an engine
+/// has it open. `toolgate index build` (through [`SearchIndex::write`]) replaces it by renaming
+/// a new file over it, which leaves a mapped one intact; the policy reference says so of
+/// `search.index_file`.
+///
 /// # Errors
 ///
 /// The index cannot be built from `docs`.
@@ -224,7 +232,9 @@ pub fn build_index(
     if let Some(path) = index_file
         && path.is_file()
     {
-        match SearchIndex::open(path) {
+        // SAFETY: the index file is replaced only by renaming a new one over it (see above and
+        // `search.index_file` in docs/policy.md), never changed in place while mapped.
+        match unsafe { SearchIndex::open_mapped(path) } {
             Ok(idx) => {
                 let mut a: Vec<&str> = idx.names().collect();
                 let mut b: Vec<&str> = docs.iter().map(|d| d.name.as_str()).collect();
@@ -239,8 +249,9 @@ pub fn build_index(
                 );
             }
             Err(e) => tracing::warn!(
-                "cannot open index file {}: {e}; building the index in memory",
-                path.display()
+                "cannot open index file {}: {}; building the index in memory",
+                path.display(),
+                crate::error::Chain(&e)
             ),
         }
     }

@@ -47,11 +47,12 @@ impl ToolDoc {
 }
 
 /// An error reading a catalog file. Every variant names the file; parse
-/// errors also name the 1-based line.
+/// errors also name the 1-based line. `Display` does not repeat the cause:
+/// it is the [`source`](std::error::Error::source).
 #[derive(Debug, thiserror::Error)]
 pub enum CatalogError {
     /// The file could not be opened or read.
-    #[error("cannot read catalog {path}: {source}")]
+    #[error("cannot read catalog {path}")]
     Io {
         /// The catalog file.
         path: PathBuf,
@@ -60,7 +61,7 @@ pub enum CatalogError {
         source: std::io::Error,
     },
     /// A line is not a JSON object with at least a string `name`.
-    #[error("{path}:{line}: not a tool document: {source}")]
+    #[error("{path}:{line}: not a tool document")]
     Parse {
         /// The catalog file.
         path: PathBuf,

@@ -1,6 +1,6 @@
 //! Checks an opened index's term dictionary and postings before any search uses them, so that a
 //! file whose checksum matches but whose content was crafted is refused at open with
-//! [`crate::IndexError::Invalid`] instead of panicking in a search.
+//! [`crate::IndexError::Damaged`] instead of panicking in a search.
 //!
 //! The checksum only tells a damaged file from an intact one; it is no defence against a file
 //! written to look valid. Everything a search reads is therefore either bounds-checked where it
@@ -27,6 +27,7 @@ use std::sync::Once;
 
 use fst::{Map, Streamer};
 
+use crate::error::Damage;
 use crate::format::Reader;
 
 thread_local! {
@@ -64,7 +65,7 @@ pub(crate) fn catch_quietly<R>(f: impl FnOnce() -> R) -> Result<R, String> {
 
 /// Checks that every node reachable from the root decodes, that every transition points to a
 /// lower address inside the map, and that every node without transitions is final.
-pub(crate) fn fst_structure<D: AsRef<[u8]>>(map: &Map<D>) -> Result<(), String> {
+pub(crate) fn fst_structure<D: AsRef<[u8]>>(map: &Map<D>) -> Result<(), Damage> {
     let fst = map.as_fst();
     let size = fst.as_bytes().len();
     let root = fst.root().addr();
@@ -75,12 +76,15 @@ pub(crate) fn fst_structure<D: AsRef<[u8]>>(map: &Map<D>) -> Result<(), String> 
         let node = fst.node(addr);
         // (The root of an empty map is the one node that may lead nowhere.)
         if node.is_empty() && !node.is_final() && addr != root {
-            return Err(format!("the node at {addr} leads to no term"));
+            return Err(Damage::DeadEnd { node: addr });
         }
         for t in node.transitions() {
             // A target is written before the node that points to it.
             if t.addr >= addr {
-                return Err(format!("the node at {addr} points forward, to {}", t.addr));
+                return Err(Damage::ForwardLink {
+                    node: addr,
+                    target: t.addr,
+                });
             }
             let (word, bit) = (t.addr / 64, 1u64 << (t.addr % 64));
             if seen[word] & bit == 0 {
@@ -101,7 +105,7 @@ pub(crate) fn postings<D: AsRef<[u8]>>(
     postings: &[u8],
     tools: usize,
     key_budget: usize,
-) -> Result<(), String> {
+) -> Result<(), Damage> {
     let mut stream = map.stream();
     let mut expected = 0usize;
     let (mut terms, mut key_bytes) = (0usize, 0usize);
@@ -109,16 +113,18 @@ pub(crate) fn postings<D: AsRef<[u8]>>(
         terms += 1;
         key_bytes = key_bytes.saturating_add(key.len());
         if key_bytes > key_budget {
-            return Err("the terms are longer in all than the tools' text".into());
+            return Err(Damage::TermsTooLong);
         }
-        let term = String::from_utf8_lossy(key);
+        let term = || String::from_utf8_lossy(key).into_owned();
         if usize::try_from(offset).ok() != Some(expected) {
-            return Err(format!(
-                "the postings of term {term:?} are said to start at byte {offset}, expected {expected}"
-            ));
+            return Err(Damage::Misplaced {
+                term: term(),
+                offset,
+                expected: expected as u64,
+            });
         }
         let mut r = Reader::new(postings, expected);
-        let bad_list = || format!("the postings list of term {term:?} runs past the section");
+        let bad_list = || Damage::Overrun { term: term() };
         let count = r.u32().ok_or_else(bad_list)? as usize;
         let docs = count
             .checked_mul(4)
@@ -132,27 +138,30 @@ pub(crate) fn postings<D: AsRef<[u8]>>(
         for d in docs.chunks_exact(4) {
             let d = u32::from_le_bytes([d[0], d[1], d[2], d[3]]);
             if d as usize >= tools {
-                return Err(format!(
-                    "the postings of term {term:?} name tool {d}, past the {tools} tools"
-                ));
+                return Err(Damage::ToolOutOfRange {
+                    term: term(),
+                    tool: d,
+                    tools,
+                });
             }
             if previous.is_some_and(|p| p >= d) {
-                return Err(format!(
-                    "the postings of term {term:?} are not in ascending tool order"
-                ));
+                return Err(Damage::Unordered { term: term() });
             }
             previous = Some(d);
         }
         expected = r.pos;
     }
     if expected != postings.len() {
-        return Err(format!(
-            "the postings lists end at byte {expected} of a {} byte section",
-            postings.len()
-        ));
+        return Err(Damage::Tail {
+            end: expected,
+            len: postings.len(),
+        });
     }
     if terms != map.len() {
-        return Err(format!("it holds {terms} terms but says {}", map.len()));
+        return Err(Damage::TermCount {
+            found: terms,
+            stated: map.len(),
+        });
     }
     Ok(())
 }

@@ -32,7 +32,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::{Query, SearchIndex, ToolDoc, read_catalog_jsonl};
+use crate::catalog::{ToolDoc, read_catalog_jsonl};
+use crate::index::SearchIndex;
+use crate::query::Query;
 
 /// The data sets shipped under the data set directory.
 pub const DATASETS: [&str; 3] = ["bfcl", "sealtools", "metatool"];
@@ -67,9 +69,9 @@ pub struct Dataset {
 pub enum DatasetError {
     /// The catalog could not be read.
     #[error(transparent)]
-    Catalog(#[from] crate::CatalogError),
+    Catalog(#[from] crate::catalog::CatalogError),
     /// The queries file could not be read.
-    #[error("cannot read queries {path}: {source}")]
+    #[error("cannot read queries {path}")]
     Io {
         /// The file.
         path: PathBuf,
@@ -78,7 +80,7 @@ pub enum DatasetError {
         source: std::io::Error,
     },
     /// A query line is malformed.
-    #[error("{path}:{line}: not a labelled query: {source}")]
+    #[error("{path}:{line}: not a labelled query")]
     Parse {
         /// The file.
         path: PathBuf,

@@ -5,21 +5,20 @@
 //! ```text
 //! offset  size  field
 //!      0     8  magic  b"TGSEARCH"
-//!      8     4  format version (u32, currently 2)
+//!      8     4  format version (u32, currently 3)
 //!     12     4  number of tools (u32)
 //!     16    24  average length of each of the 6 fields, in terms (6 x f32)
 //!     40    52  the ranking parameters the impacts were computed with:
 //!               k1, then the weight and b of each field (13 x f32)
-//!     92    96  6 sections, each (offset u64, length u64), offsets from file start:
-//!               stem fst, surface fst, postings, tool offsets, tool records, field lengths
-//!    188     8  checksum (u64) of bytes 0..188 and of everything after the header
-//!    196     8  total file length (u64)
-//!    204        the sections
+//!     92    80  5 sections, each (offset u64, length u64), offsets from file start:
+//!               term fst, postings, tool offsets, tool records, field lengths
+//!    172     8  checksum (u64) of bytes 0..172 and of everything after the header
+//!    180     8  total file length (u64)
+//!    188        the sections
 //! ```
 //!
-//! * The two fst maps take a term to the byte offset of its postings list.
-//!   The surface (unstemmed) map is written empty by this version: hits are
-//!   explained from the returned tools' text instead.
+//! * The term fst maps each stem to the byte offset of its postings list in
+//!   the postings section.
 //! * A postings list is `u32 count`, then `count` tool numbers (`u32`,
 //!   ascending) and `count` impacts (`u16`). An impact is the term's
 //!   saturated, field-weighted frequency in the tool, `tf / (k1 + tf)` (see
@@ -35,26 +34,46 @@
 //!
 //! The checksum is a 64-bit FNV-1a over 8-byte little-endian words (the tail
 //! zero-padded): cheap enough to verify on every open, strong enough to tell
-//! a truncated, corrupted or foreign file from an index. `open` computes it
-//! by streaming the file through a small buffer ([`Checksum`]), so verifying
-//! does not make the whole map resident.
+//! a truncated, corrupted or foreign file from an index. Opening a mapped file
+//! computes it by streaming the file through a small buffer ([`Checksum`]),
+//! so verifying does not make the whole map resident.
+//!
+//! Opening checks, in this order: the length covers the header, the magic,
+//! the version (another one is refused with the version found and the one
+//! expected: rebuild the index), that every section lies inside the file
+//! after the header, the total length, the checksum, that the per-tool tables
+//! have one entry per tool, and (for a file, not for an index built in this
+//! process) the term fst and postings in full (`check.rs`).
+//!
+//! Versions: 2 had a sixth section after the term fst, an fst of unstemmed
+//! terms that was always written empty; 3 dropped it. Neither reads the
+//! other's files.
 
-use crate::FIELDS;
+use crate::error::Section;
+use crate::field::FIELDS;
 
 pub(crate) const MAGIC: &[u8; 8] = b"TGSEARCH";
-pub(crate) const VERSION: u32 = 2;
-pub(crate) const SECTIONS: usize = 6;
+pub(crate) const VERSION: u32 = 3;
+pub(crate) const SECTIONS: usize = 5;
 /// The ranking parameters stored in the header: `k1`, `weight`, `b`.
 pub(crate) const RANKING_PARAMS: usize = 1 + 2 * FIELDS;
 pub(crate) const CHECKSUM_AT: usize = 40 + RANKING_PARAMS * 4 + SECTIONS * 16;
 pub(crate) const HEADER_LEN: usize = CHECKSUM_AT + 16;
 
 pub(crate) const SEC_STEMS: usize = 0;
-pub(crate) const SEC_SURFACES: usize = 1;
-pub(crate) const SEC_POSTINGS: usize = 2;
-pub(crate) const SEC_DOC_OFFSETS: usize = 3;
-pub(crate) const SEC_DOCS: usize = 4;
-pub(crate) const SEC_FIELD_LENS: usize = 5;
+pub(crate) const SEC_POSTINGS: usize = 1;
+pub(crate) const SEC_DOC_OFFSETS: usize = 2;
+pub(crate) const SEC_DOCS: usize = 3;
+pub(crate) const SEC_FIELD_LENS: usize = 4;
+
+/// The sections in file order (indexed by the `SEC_` numbers).
+pub(crate) const SECTION_ORDER: [Section; SECTIONS] = [
+    Section::Terms,
+    Section::Postings,
+    Section::ToolOffsets,
+    Section::ToolRecords,
+    Section::FieldLengths,
+];
 
 /// FNV-1a over 64-bit words.
 pub(crate) fn checksum(parts: &[&[u8]]) -> u64 {

@@ -12,8 +12,9 @@
 //! * [`ToolDoc`] is what is indexed; [`read_catalog_jsonl`] reads a catalog.
 //! * [`SearchIndex::build`] indexes documents. The term dictionary is an
 //!   [`fst::Map`] from term to postings; [`SearchIndex::write`] stores the
-//!   whole index as one checksummed file and [`SearchIndex::open`] maps it
-//!   back into memory.
+//!   whole index as one checksummed file, which [`SearchIndex::open`] reads
+//!   back into memory and [`SearchIndex::open_mapped`] (an `unsafe fn`: the
+//!   file must not change while mapped) maps.
 //! * [`Query::parse`] reads what the model wrote: free text with optional
 //!   `+required` words, or `select:name_a,name_b` for exact names.
 //! * [`SearchIndex::search`] ranks tools with a field-weighted BM25 (see
@@ -27,7 +28,7 @@
 //!
 //! # Matching
 //!
-//! Text is split and normalised by [`text`]: names break at `_`, `-`, `.`,
+//! Text is split and normalised in one place for both sides: names break at `_`, `-`, `.`,
 //! `__`, camelCase humps and letter/digit boundaries, everything is
 //! lowercased, stop words are dropped and words are stemmed. A query word
 //! matches a tool's term exactly or by stem; only if the word is nowhere in
@@ -50,70 +51,49 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-mod catalog;
-mod check;
+#![warn(missing_docs)]
+
+// The modules in layers, from the public face down: a module uses only
+// modules of the layers below its own, never one of its layer or above
+// (data flows one way; nothing uses this root).
 pub mod eval;
-mod format;
-mod index;
 mod live;
+
+mod index;
+
+mod build;
+mod explain;
+mod rerank;
+mod score;
+
+mod file;
+
+mod check;
+mod lookup;
+mod ranking;
+mod record;
+
+mod fields;
+mod format;
+mod hits;
 mod query;
-pub mod text;
+mod terms;
+
+mod automata;
+mod catalog;
+mod error;
+mod field;
+mod hash;
+mod quotes;
+mod text;
 
 pub use catalog::{CatalogError, ToolDoc, read_catalog_jsonl, read_catalog_jsonl_from};
-pub use index::{
-    Hit, IndexError, Match, MatchKind, RERANK_DEPTH, Ranking, SearchIndex, SearchResults,
-    ToolDocRef,
-};
+pub use error::{Damage, IndexError, Section};
+pub use field::{FIELDS, Field};
+pub use hits::{Hit, Match, MatchKind, SearchResults};
+pub use index::SearchIndex;
 pub use live::LiveIndex;
-pub use query::{MAX_NAME_BYTES, MAX_QUERY_BYTES, Query, QueryError, is_valid_name};
-
-/// The number of indexed fields.
-pub const FIELDS: usize = 6;
-
-/// A part of a tool document that terms are indexed from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Field {
-    /// The tool name, split into parts, plus the whole name.
-    Name = 0,
-    /// The description.
-    Description = 1,
-    /// Parameter (property) names, nested ones included.
-    ParamName = 2,
-    /// Parameter descriptions and `enum` values.
-    ParamDescription = 3,
-    /// Aliases, split like names.
-    Alias = 4,
-    /// Keywords.
-    Keyword = 5,
-}
-
-impl Field {
-    /// Every field, in index order.
-    pub const ALL: [Field; FIELDS] = [
-        Field::Name,
-        Field::Description,
-        Field::ParamName,
-        Field::ParamDescription,
-        Field::Alias,
-        Field::Keyword,
-    ];
-
-    /// The field's name as written in explanations: `name`, `description`,
-    /// `param_name`, `param_description`, `alias`, `keyword`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Field::Name => "name",
-            Field::Description => "description",
-            Field::ParamName => "param_name",
-            Field::ParamDescription => "param_description",
-            Field::Alias => "alias",
-            Field::Keyword => "keyword",
-        }
-    }
-}
-
-impl std::fmt::Display for Field {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use query::is_valid_name;
+pub use query::{Query, QueryError};
+pub use ranking::Ranking;
+pub use record::ToolDocRef;

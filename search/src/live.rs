@@ -4,7 +4,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::thread::JoinHandle;
 
-use crate::{IndexError, Query, SearchIndex, SearchResults, ToolDoc};
+use crate::catalog::ToolDoc;
+use crate::error::IndexError;
+use crate::hits::SearchResults;
+use crate::index::SearchIndex;
+use crate::query::Query;
 
 /// The current [`SearchIndex`], swappable at any time.
 ///

@@ -17,10 +17,14 @@ use crate::text;
 /// The longest query accepted, in bytes. A tool search query is a few words;
 /// anything longer is a mistake (a pasted document, a runaway loop) and is
 /// refused rather than searched.
-pub const MAX_QUERY_BYTES: usize = 4096;
+pub(crate) const MAX_QUERY_BYTES: usize = 4096;
+const _: () = assert!(
+    MAX_QUERY_BYTES == 4096,
+    "the docs of `QueryError::TooLong` say 4096"
+);
 
 /// The longest tool name accepted by `select:` (rule N1).
-pub const MAX_NAME_BYTES: usize = 128;
+pub(crate) const MAX_NAME_BYTES: usize = 128;
 
 /// A parsed search query.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,7 +50,7 @@ pub enum QueryError {
     /// Nothing but whitespace.
     #[error("the query is empty: describe the tool you need in a few words, or use select:name")]
     Empty,
-    /// Longer than [`MAX_QUERY_BYTES`].
+    /// Longer than 4096 bytes (`MAX_QUERY_BYTES`).
     #[error(
         "the query is {len} bytes long, the limit is {max}: search with a few keywords instead"
     )]
@@ -144,7 +148,10 @@ fn parse_select(rest: &str) -> Result<Query, QueryError> {
     Ok(Query::Select(names))
 }
 
-/// Rule N1: 1-128 bytes of `[A-Za-z0-9_.-]`.
+/// Rule N1: 1-128 bytes of `[A-Za-z0-9_.-]`. The policy crate owns the rule
+/// (`toolgate_policy::check_tool_name`, with reasons); this copy keeps the index free of the
+/// policy crate's YAML and schema dependencies, and a property test in the engine fails if
+/// the two ever disagree.
 pub fn is_valid_name(name: &str) -> bool {
     (1..=MAX_NAME_BYTES).contains(&name.len())
         && name

@@ -193,11 +193,7 @@ const STOP_KEYS: [u128; STOP_WORDS.len()] = {
 ///
 /// Stop words are *not* removed here; see [`terms`].
 ///
-/// ```
-/// use toolgate_search::text::words;
-/// assert_eq!(words("getWeather_v2"), ["get", "weather", "v", "2"]);
-/// assert_eq!(words("HTTPServer"), ["http", "server"]);
-/// ```
+/// `getWeather_v2` gives `get`, `weather`, `v`, `2`; `HTTPServer` gives `http`, `server`.
 pub fn words(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     for_each_word(text, |w| out.push(w.to_string()));
@@ -318,11 +314,11 @@ pub fn for_each_term(text: &str, mut f: impl FnMut(&str)) {
 /// The terms of a tool *name*: its parts (as [`terms`], but keeping stop
 /// words, since in a name every part was chosen on purpose) plus the whole
 /// name lowercased, so that a query quoting the exact name matches it best.
+/// `fs__readFile` gives `fs`, `read`, `file`, `fs__readfile`.
 ///
-/// ```
-/// use toolgate_search::text::name_terms;
-/// assert_eq!(name_terms("fs__readFile"), ["fs", "read", "file", "fs__readfile"]);
-/// ```
+/// The index adds a name's terms without building this vector (`fields.rs`); this is the
+/// rule its tests check that against.
+#[cfg(test)]
 pub fn name_terms(name: &str) -> Vec<String> {
     let mut out = words(name);
     let whole = name.to_lowercase();
@@ -348,12 +344,8 @@ pub fn name_terms(name: &str) -> Vec<String> {
 /// all stem to `calculat`. The stemmer is idempotent on its own output for
 /// the suffixes it knows, and never returns an empty string.
 ///
-/// ```
-/// use toolgate_search::text::stem;
-/// assert_eq!(stem("queries"), "query");
-/// assert_eq!(stem("calculating"), stem("calculation"));
-/// assert_eq!(stem("files"), stem("file"));
-/// ```
+/// `queries` stems to `query`; `calculating` and `calculation` have one stem, as do `files`
+/// and `file`.
 ///
 /// Every rule but the first `-ies` → `-y` only shortens the word, so the
 /// stem borrows from `word` unless that rule applied.
@@ -475,6 +467,8 @@ mod tests {
     fn words_split_camel_case_and_acronyms() {
         assert_eq!(words("analyzeEvidence"), ["analyze", "evidence"]);
         assert_eq!(words("parseJSONBody"), ["parse", "json", "body"]);
+        assert_eq!(words("HTTPServer"), ["http", "server"]);
+        assert_eq!(words("getWeather_v2"), ["get", "weather", "v", "2"]);
     }
 
     #[test]
@@ -511,6 +505,10 @@ mod tests {
             ["math", "factorial", "math.factorial"]
         );
         assert_eq!(name_terms("weather"), ["weather"]);
+        assert_eq!(
+            name_terms("fs__readFile"),
+            ["fs", "read", "file", "fs__readfile"]
+        );
     }
 
     #[test]
@@ -522,9 +520,11 @@ mod tests {
             ("calculated", "calculate"),
             ("conversions", "conversion"),
             ("boxes", "box"),
+            ("calculating", "calculation"),
         ] {
             assert_eq!(stem(a), stem(b), "{a} vs {b}");
         }
+        assert_eq!(stem("queries"), "query");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Writing an index to a file and opening it again.
 
 use serde_json::json;
-use toolgate_search::{IndexError, Query, Ranking, SearchIndex, ToolDoc};
+use toolgate_search::{IndexError, Query, Ranking, SearchIndex, Section, ToolDoc};
 
 fn built() -> SearchIndex {
     let mut a = ToolDoc::new("get_weather", "Current weather for a city.");
@@ -40,6 +40,47 @@ fn written_index_opens_and_searches_the_same() {
         assert_eq!(opened.search(&q, 5), index.search(&q, 5));
     }
     assert_eq!(opened.get("get_weather"), index.get("get_weather"));
+}
+
+#[test]
+fn a_mapped_index_searches_as_a_read_one() {
+    let index = built();
+    let (_dir, path) = written(&index);
+    let read = SearchIndex::open(&path).expect("opens");
+    // SAFETY: the file is this test's own, and nothing changes it while mapped.
+    let mapped = unsafe { SearchIndex::open_mapped(&path) }.expect("maps");
+    assert_eq!(mapped.size_bytes(), read.size_bytes());
+    for q in [
+        "weather",
+        "wether city",
+        "email +send",
+        "select:get_weather",
+    ] {
+        let q = Query::parse(q).unwrap();
+        assert_eq!(mapped.search(&q, 5), read.search(&q, 5));
+    }
+    assert_eq!(mapped.get("send_email"), read.get("send_email"));
+}
+
+#[test]
+fn a_mapped_open_checks_the_file_as_a_read_one_does() {
+    let (_dir, path) = written(&built());
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[8] = 99;
+    std::fs::write(&path, &bytes).unwrap();
+    // SAFETY: the file is this test's own, and nothing changes it while mapped.
+    let err = unsafe { SearchIndex::open_mapped(&path) }.unwrap_err();
+    assert!(
+        matches!(err, IndexError::UnsupportedVersion { found: 99, .. }),
+        "{err}"
+    );
+    let last = bytes.len() - 1;
+    bytes[8] = 3;
+    bytes[last] ^= 1;
+    std::fs::write(&path, &bytes).unwrap();
+    // SAFETY: as above.
+    let err = unsafe { SearchIndex::open_mapped(&path) }.unwrap_err();
+    assert!(matches!(err, IndexError::ChecksumMismatch { .. }), "{err}");
 }
 
 #[test]
@@ -87,18 +128,65 @@ fn with_ranking_that_changes_term_weights_equals_building_with_it() {
 }
 
 #[test]
-fn truncated_index_file_is_an_error() {
+fn truncated_index_file_is_an_error_naming_the_file() {
     let (_dir, path) = written(&built());
     let bytes = std::fs::read(&path).unwrap();
     for len in [0, 7, 100, bytes.len() / 2, bytes.len() - 1] {
         std::fs::write(&path, &bytes[..len]).unwrap();
         let err = SearchIndex::open(&path).unwrap_err();
         assert!(
-            matches!(err, IndexError::Invalid { .. }),
+            matches!(
+                err,
+                IndexError::TooShort { .. }
+                    | IndexError::SectionOutOfBounds { .. }
+                    | IndexError::LengthMismatch { .. }
+            ),
             "len {len}: {err}"
         );
+        assert_eq!(err.path(), Some(path.as_path()));
         assert!(err.to_string().contains("tools.idx"));
     }
+}
+
+#[test]
+fn a_file_shorter_than_the_header_says_how_short() {
+    let (_dir, path) = written(&built());
+    std::fs::write(&path, b"TGSEARCH").unwrap();
+    let err = SearchIndex::open(&path).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            IndexError::TooShort {
+                len: 8,
+                header: 188,
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_section_past_the_end_is_an_error_with_its_bounds() {
+    let (_dir, path) = written(&built());
+    let bytes = std::fs::read(&path).unwrap();
+    let cut = bytes.len() - 1;
+    std::fs::write(&path, &bytes[..cut]).unwrap();
+    let err = SearchIndex::open(&path).unwrap_err();
+    let IndexError::SectionOutOfBounds {
+        section,
+        offset,
+        len,
+        file_len,
+        ..
+    } = err
+    else {
+        panic!("{err}");
+    };
+    // The last section, the field lengths, ends where the file ended.
+    assert_eq!(section, Section::FieldLengths);
+    assert_eq!(offset + len, bytes.len() as u64);
+    assert_eq!(file_len, cut as u64);
 }
 
 #[test]
@@ -117,12 +205,27 @@ fn every_flipped_byte_is_detected() {
 }
 
 #[test]
-fn foreign_file_is_an_error_naming_the_problem() {
+fn a_flipped_byte_after_the_header_is_a_checksum_mismatch() {
+    let (_dir, path) = written(&built());
+    let mut bytes = std::fs::read(&path).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x20;
+    std::fs::write(&path, &bytes).unwrap();
+    let err = SearchIndex::open(&path).unwrap_err();
+    assert!(
+        matches!(err, IndexError::ChecksumMismatch { stored, computed, .. } if stored != computed),
+        "{err}"
+    );
+}
+
+#[test]
+fn foreign_file_is_a_bad_magic_error() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("not-an-index");
     std::fs::write(&path, vec![b'x'; 4096]).unwrap();
-    let err = SearchIndex::open(&path).unwrap_err().to_string();
-    assert!(err.contains("magic"), "{err}");
+    let err = SearchIndex::open(&path).unwrap_err();
+    assert!(matches!(err, IndexError::BadMagic { .. }), "{err}");
+    assert!(err.to_string().contains("magic"), "{err}");
 }
 
 #[test]
@@ -131,9 +234,44 @@ fn other_format_version_is_an_error_asking_for_a_rebuild() {
     let mut bytes = std::fs::read(&path).unwrap();
     bytes[8] = 99;
     std::fs::write(&path, &bytes).unwrap();
-    let err = SearchIndex::open(&path).unwrap_err().to_string();
+    let err = SearchIndex::open(&path).unwrap_err();
     assert!(
-        err.contains("version 99") && err.contains("rebuild"),
+        matches!(
+            err,
+            IndexError::UnsupportedVersion {
+                expected: 3,
+                found: 99,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("version 99") && text.contains("rebuild"),
+        "{text}"
+    );
+}
+
+/// Version 2 had a sixth section (an always empty fst of unstemmed terms); version 3 dropped
+/// it. The version is read before anything else of the layout, so a version 2 header is refused
+/// as such, whatever follows it.
+#[test]
+fn a_version_2_index_is_refused_with_the_version_found_and_expected() {
+    let (_dir, path) = written(&built());
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[8..12].copy_from_slice(&2u32.to_le_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+    let err = SearchIndex::open(&path).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            IndexError::UnsupportedVersion {
+                expected: 3,
+                found: 2,
+                ..
+            }
+        ),
         "{err}"
     );
 }
@@ -142,6 +280,14 @@ fn other_format_version_is_an_error_asking_for_a_rebuild() {
 fn missing_index_file_is_an_io_error() {
     let err = SearchIndex::open(std::path::Path::new("/nonexistent/x.idx")).unwrap_err();
     assert!(matches!(err, IndexError::Io { .. }));
+}
+
+#[test]
+fn an_io_error_names_the_file_and_leaves_the_cause_to_its_source() {
+    let err = SearchIndex::open(std::path::Path::new("/nonexistent/x.idx")).unwrap_err();
+    let source = std::error::Error::source(&err).expect("the I/O error");
+    assert_eq!(err.to_string(), "index file /nonexistent/x.idx");
+    assert!(!err.to_string().contains(&source.to_string()));
 }
 
 #[test]

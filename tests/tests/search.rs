@@ -504,7 +504,7 @@ fn search_an_index_file_that_is_not_an_index_is_an_input_error() {
 
 /// Builds a small index file with `toolgate index build`, lets `tamper` change its bytes, then
 /// writes them back with the checksum recomputed as the format describes (FNV-1a over 8-byte
-/// little-endian words of header bytes 0..188 and of everything from byte 204), as someone
+/// little-endian words of header bytes 0..172 and of everything from byte 188), as someone
 /// crafting a file would.
 fn tampered_index(dir: &Path, tamper: impl FnOnce(&mut Vec<u8>)) -> PathBuf {
     let catalog = dir.join("small.jsonl");
@@ -538,13 +538,13 @@ fn tampered_index(dir: &Path, tamper: impl FnOnce(&mut Vec<u8>)) -> PathBuf {
         }
         h
     };
-    let sum = fnv(fnv(0xcbf2_9ce4_8422_2325, &bytes[..188]), &bytes[204..]);
-    bytes[188..196].copy_from_slice(&sum.to_le_bytes());
+    let sum = fnv(fnv(0xcbf2_9ce4_8422_2325, &bytes[..172]), &bytes[188..]);
+    bytes[172..180].copy_from_slice(&sum.to_le_bytes());
     std::fs::write(&index, &bytes).unwrap();
     index
 }
 
-/// Section `i` of an index file (0: the term dictionary, 2: the postings), as its header says.
+/// Section `i` of an index file (0: the term dictionary, 1: the postings), as its header says.
 fn index_section(bytes: &[u8], i: usize) -> std::ops::Range<usize> {
     let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as usize;
     let (offset, len) = (word(92 + 16 * i), word(92 + 16 * i + 8));
@@ -570,7 +570,7 @@ fn a_crafted_index_with_a_valid_checksum_is_an_input_error_not_a_panic() {
 
     // The first postings list naming a tool the catalog does not have.
     let postings = tampered_index(dir.path(), |bytes| {
-        let at = index_section(bytes, 2).start + 4;
+        let at = index_section(bytes, 1).start + 4;
         bytes[at..at + 4].copy_from_slice(&77_777u32.to_le_bytes());
     });
     let run = toolgate(&["search", "--index", postings.to_str().unwrap(), "email"]);

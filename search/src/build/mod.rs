@@ -1,0 +1,181 @@
+//! Building an index: tool documents in, the bytes of an index file out (see `format.rs`).
+//!
+//! Tools are numbered in name order and split into terms ([`crate::fields`]) by up to eight
+//! threads, each a contiguous run of tools ([`shard`]); the runs are joined in order, the stored
+//! impacts computed from the ranking's `k1`, `weight` and `b` ([`crate::ranking`]), and the
+//! postings lists and the term fst written ([`terms`]). The bytes do not depend on the number
+//! of threads.
+
+mod runs;
+mod shard;
+mod terms;
+
+use runs::in_runs;
+use shard::Shard;
+
+use crate::catalog::ToolDoc;
+use crate::error::IndexError;
+use crate::field::FIELDS;
+use crate::format;
+use crate::ranking::ImpactParams;
+
+/// A serialised index and the checksum written into it.
+pub(crate) struct Built {
+    /// The bytes of the index file.
+    pub(crate) bytes: Vec<u8>,
+    /// Their checksum (see [`format::checksum`]).
+    pub(crate) checksum: u64,
+}
+
+/// Serialises an index of `docs` with impacts computed for `params`, on as many threads as
+/// pays for the catalog's size. Tool names must be non-empty and unique.
+pub(crate) fn serialize(docs: &[ToolDoc], params: ImpactParams) -> Result<Built, IndexError> {
+    let workers = if docs.len() < 4096 {
+        1
+    } else {
+        std::thread::available_parallelism().map_or(1, |p| p.get().min(8))
+    };
+    serialize_on(docs, params, workers)
+}
+
+/// [`serialize`] on `workers` threads.
+fn serialize_on(
+    docs: &[ToolDoc],
+    params: ImpactParams,
+    workers: usize,
+) -> Result<Built, IndexError> {
+    let workers = workers.max(1);
+    let n =
+        u32::try_from(docs.len()).map_err(|_| IndexError::TooManyTools { count: docs.len() })?;
+    // Tools are numbered in name order. Sorting numbers rather than
+    // the documents themselves moves 4 bytes instead of a whole
+    // document per step.
+    let mut order: Vec<u32> = (0..n).collect();
+    order.sort_unstable_by(|&a, &b| docs[a as usize].name.cmp(&docs[b as usize].name));
+    for pair in order.windows(2) {
+        let (a, b) = (&docs[pair[0] as usize], &docs[pair[1] as usize]);
+        if a.name == b.name {
+            return Err(IndexError::DuplicateName(a.name.clone()));
+        }
+    }
+    if order
+        .first()
+        .is_some_and(|&d| docs[d as usize].name.is_empty())
+    {
+        return Err(IndexError::EmptyName);
+    }
+
+    // Split the tools, in name order, into one contiguous run per
+    // worker; each splits and interns its run's text on its own, and
+    // the runs are joined in order. The result does not depend on the
+    // number of workers.
+    let shards = in_runs(&order, workers, |first, ids| {
+        Shard::build(ids.iter().map(|&d| &docs[d as usize]), first as u32)
+    });
+    let mut shards = shards.into_iter();
+    let mut all = shards.next().unwrap_or_default();
+    for shard in shards {
+        all.append(shard);
+    }
+    let Shard {
+        stems,
+        field_lens,
+        total_len,
+        doc_offsets,
+        records,
+    } = all;
+    debug_assert_eq!(doc_offsets.len(), docs.len() * 8);
+
+    let avg_len: [f32; FIELDS] = std::array::from_fn(|f| {
+        if n == 0 {
+            0.0
+        } else {
+            (total_len[f] / f64::from(n)) as f32
+        }
+    });
+    let lens_of = |doc: u32| {
+        let at = doc as usize * FIELDS * 2;
+        let mut lens = [0u16; FIELDS];
+        for (f, l) in lens.iter_mut().enumerate() {
+            let i = at + 2 * f;
+            *l = u16::from_le_bytes([field_lens[i], field_lens[i + 1]]);
+        }
+        lens
+    };
+    let norms: Vec<[f32; FIELDS]> = (0..n)
+        .map(|d| params.norms(&lens_of(d), &avg_len))
+        .collect();
+    let mut postings = Vec::new();
+    let stem_fst = stems.finish(
+        &mut postings,
+        |p| params.impact(&p.tf, &norms[p.doc as usize]),
+        workers,
+    )?;
+    let sections: [&[u8]; format::SECTIONS] =
+        [&stem_fst, &postings, &doc_offsets, &records, &field_lens];
+
+    let mut out =
+        Vec::with_capacity(format::HEADER_LEN + sections.iter().map(|s| s.len()).sum::<usize>());
+    out.extend_from_slice(format::MAGIC);
+    out.extend_from_slice(&format::VERSION.to_le_bytes());
+    out.extend_from_slice(&n.to_le_bytes());
+    for avg in avg_len {
+        out.extend_from_slice(&avg.to_le_bytes());
+    }
+    for v in std::iter::once(params.k1)
+        .chain(params.weight)
+        .chain(params.b)
+    {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    let mut offset = format::HEADER_LEN as u64;
+    for s in &sections {
+        out.extend_from_slice(&offset.to_le_bytes());
+        out.extend_from_slice(&(s.len() as u64).to_le_bytes());
+        offset += s.len() as u64;
+    }
+    out.extend_from_slice(&[0; 8]); // checksum, filled in below
+    out.extend_from_slice(&offset.to_le_bytes());
+    for s in &sections {
+        out.extend_from_slice(s);
+    }
+    let checksum = format::checksum(&[&out[..format::CHECKSUM_AT], &out[format::HEADER_LEN..]]);
+    out[format::CHECKSUM_AT..format::CHECKSUM_AT + 8].copy_from_slice(&checksum.to_le_bytes());
+    Ok(Built {
+        bytes: out,
+        checksum,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ranking::Ranking;
+
+    fn catalog(n: usize) -> Vec<ToolDoc> {
+        (0..n)
+            .map(|i| {
+                let mut d = ToolDoc::new(
+                    format!("tool_{i}_{}", ["get", "set", "list"][i % 3]),
+                    format!("Does thing {} with {} files quickly", i % 7, i % 11),
+                );
+                d.parameters = serde_json::json!({
+                    "type": "object",
+                    "properties": {"path": {"type": "string", "description": format!("path {}", i % 5)}}
+                });
+                d
+            })
+            .collect()
+    }
+
+    #[test]
+    fn index_bytes_do_not_depend_on_the_number_of_workers() {
+        let docs = catalog(1000);
+        let params = ImpactParams::of(&Ranking::default());
+        let one = serialize_on(&docs, params, 1).unwrap();
+        for workers in [2, 3, 7] {
+            let many = serialize_on(&docs, params, workers).unwrap();
+            assert!(one.bytes == many.bytes, "{workers} workers");
+        }
+    }
+}

@@ -1,0 +1,27 @@
+//! Work split over threads, with a result that does not depend on how many.
+
+/// Splits `items` into at most `workers` contiguous runs, calls `f` with
+/// each run and the position of its first item on a thread of its own, and
+/// returns the results in run order. A panic in `f` is resumed here.
+pub(super) fn in_runs<T: Sync, R: Send>(
+    items: &[T],
+    workers: usize,
+    f: impl Fn(usize, &[T]) -> R + Sync,
+) -> Vec<R> {
+    let run = items.len().div_ceil(workers.max(1)).max(1);
+    let f = &f;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = items
+            .chunks(run)
+            .enumerate()
+            .map(|(i, chunk)| scope.spawn(move || f(i * run, chunk)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    })
+}

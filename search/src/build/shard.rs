@@ -1,0 +1,79 @@
+//! What one build worker makes of a contiguous run of tools, and how runs are joined.
+
+use std::collections::HashMap;
+
+use super::terms::TermTable;
+use crate::catalog::ToolDoc;
+use crate::field::FIELDS;
+use crate::fields::DocFields;
+use crate::hash::FxBuild;
+use crate::{record, text};
+
+/// What one build worker makes of a contiguous run of tools.
+#[derive(Default)]
+pub(super) struct Shard {
+    pub(super) stems: TermTable,
+    /// Six `u16` per tool.
+    pub(super) field_lens: Vec<u8>,
+    pub(super) total_len: [f64; FIELDS],
+    /// One `u64` per tool into `records`.
+    pub(super) doc_offsets: Vec<u8>,
+    pub(super) records: Vec<u8>,
+}
+
+impl Shard {
+    /// Splits and interns `docs`, numbering them from `first`.
+    pub(super) fn build<'a>(docs: impl Iterator<Item = &'a ToolDoc>, first: u32) -> Shard {
+        let mut shard = Shard::default();
+        // Each distinct surface word is stemmed once.
+        let mut stem_of: HashMap<String, u32, FxBuild> = HashMap::default();
+        let mut occ = Vec::new();
+        let mut fields = DocFields::default();
+        for (id, doc) in (first..).zip(docs) {
+            fields.fill(doc);
+            occ.clear();
+            for (f, total) in shard.total_len.iter_mut().enumerate() {
+                let count = fields.len(f);
+                *total += count as f64;
+                let len = u16::try_from(count).unwrap_or(u16::MAX);
+                shard.field_lens.extend_from_slice(&len.to_le_bytes());
+                for t in fields.terms(f) {
+                    let stem = match stem_of.get(t) {
+                        Some(&s) => s,
+                        None => {
+                            let s = shard.stems.id(&text::stem(t));
+                            stem_of.insert(t.to_string(), s);
+                            s
+                        }
+                    };
+                    occ.push((stem, f as u8));
+                }
+            }
+            shard.stems.add(id, &mut occ);
+            let offset = shard.records.len() as u64;
+            shard.doc_offsets.extend_from_slice(&offset.to_le_bytes());
+            record::put(&mut shard.records, doc);
+        }
+        shard
+    }
+
+    /// Adds `next`, whose tools follow this shard's.
+    pub(super) fn append(&mut self, next: Shard) {
+        for (term, id) in next.stems.ids {
+            let postings = &next.stems.postings[id as usize];
+            let to = self.stems.id_owned(term);
+            self.stems.postings[to as usize].extend_from_slice(postings);
+        }
+        self.field_lens.extend_from_slice(&next.field_lens);
+        for (t, n) in self.total_len.iter_mut().zip(next.total_len) {
+            *t += n;
+        }
+        let base = self.records.len() as u64;
+        for o in next.doc_offsets.chunks_exact(8) {
+            let o = u64::from_le_bytes([o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7]]);
+            self.doc_offsets
+                .extend_from_slice(&(base + o).to_le_bytes());
+        }
+        self.records.extend_from_slice(&next.records);
+    }
+}

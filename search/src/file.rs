@@ -1,0 +1,395 @@
+//! The bytes of an index and where they come from: a buffer just serialised by the builder, a
+//! file read into memory, or a file mapped into memory. Whatever their source, the header is
+//! parsed and checked here once ([`IndexFile`]), and every later read of the sections is
+//! bounds-checked, so nothing in a file can make a search panic.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use fst::Map;
+
+use crate::check;
+use crate::error::{Damage, IndexError};
+use crate::field::FIELDS;
+use crate::format::{self, PostingList, Reader};
+use crate::ranking::ImpactParams;
+use crate::record::{self, ToolDocRef};
+
+/// The bytes behind an index: a memory map, or a vector (a file read into memory, or a freshly
+/// built index).
+enum Storage {
+    Mapped(memmap2::Mmap),
+    Owned(Vec<u8>),
+}
+
+impl AsRef<[u8]> for Storage {
+    fn as_ref(&self) -> &[u8] {
+        match self {
+            Storage::Mapped(m) => m,
+            Storage::Owned(v) => v,
+        }
+    }
+}
+
+/// Where the bytes of an index come from, which decides how far they are checked.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Content {
+    /// Serialised by this process a moment ago: only the header is read back.
+    Built,
+    /// Read from a file: besides the header and checksum, the term dictionary and postings are
+    /// checked in full (see [`check`]), since a checksum can be recomputed by whoever crafts a
+    /// file.
+    Untrusted,
+}
+
+/// A section of the storage, shared so the fst map can own its bytes.
+#[derive(Clone)]
+pub(crate) struct Slice {
+    storage: Arc<Storage>,
+    range: Range<usize>,
+}
+
+impl AsRef<[u8]> for Slice {
+    fn as_ref(&self) -> &[u8] {
+        // The range was checked against the storage length when opening.
+        AsRef::<[u8]>::as_ref(&*self.storage)
+            .get(self.range.clone())
+            .unwrap_or(&[])
+    }
+}
+
+/// The checked bytes of an index, with bounds-checked access to its sections.
+pub(crate) struct IndexFile {
+    storage: Arc<Storage>,
+    stems: Map<Slice>,
+    postings: Range<usize>,
+    doc_offsets: Range<usize>,
+    docs: Range<usize>,
+    field_lens: Range<usize>,
+    len: usize,
+    /// The ranking parameters the stored impacts were computed with.
+    impacts: ImpactParams,
+}
+
+impl IndexFile {
+    /// The index the builder serialised into `bytes`, whose checksum it computed as `checksum`.
+    pub(crate) fn built(bytes: Vec<u8>, checksum: u64) -> Result<IndexFile, IndexError> {
+        IndexFile::from_storage(
+            Storage::Owned(bytes),
+            Path::new("<memory>"),
+            Some(checksum),
+            Content::Built,
+        )
+    }
+
+    /// Reads the index file at `path` into memory and checks it.
+    pub(crate) fn read(path: &Path) -> Result<IndexFile, IndexError> {
+        let io = |source| IndexError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut file = File::open(path).map_err(io)?;
+        let len = file.metadata().map_err(io)?.len();
+        let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+        file.read_to_end(&mut bytes).map_err(io)?;
+        IndexFile::from_storage(Storage::Owned(bytes), path, None, Content::Untrusted)
+    }
+
+    /// Maps the index file at `path` into memory and checks it.
+    ///
+    /// # Safety
+    ///
+    /// The file must not be modified or truncated, by this or any other process, while the
+    /// returned value (or anything holding its bytes) is alive: the map would change under
+    /// the reads (undefined behaviour) or fault on a page past a new end (`SIGBUS`).
+    pub(crate) unsafe fn map(path: &Path) -> Result<IndexFile, IndexError> {
+        let io = |source| IndexError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = File::open(path).map_err(io)?;
+        let len = file.metadata().map_err(io)?.len();
+        if len < format::HEADER_LEN as u64 {
+            // Too short to map usefully (and mapping an empty file fails).
+            return Err(IndexError::TooShort {
+                path: path.to_path_buf(),
+                len,
+                header: format::HEADER_LEN as u64,
+            });
+        }
+        // SAFETY: the map is read-only and every read of it is bounds-checked against its
+        // length; that the file is not modified while mapped is this function's contract.
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
+        // The checksum is computed by reading the file through a small buffer rather than
+        // through the map: the whole file is still verified, but the pages it passes through
+        // stay in the page cache instead of becoming resident in this process. Queries then
+        // fault in only the parts of the map they touch.
+        let sum = streamed_checksum(&file).map_err(io)?;
+        IndexFile::from_storage(Storage::Mapped(map), path, Some(sum), Content::Untrusted)
+    }
+
+    /// Writes the bytes to `path` (replacing it): written beside it first and renamed into
+    /// place, so a reader never sees a half-written index and a map of the old file stays valid.
+    pub(crate) fn write(&self, path: &Path) -> Result<(), IndexError> {
+        let io = |source| IndexError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".tmp");
+        let tmp = PathBuf::from(tmp);
+        let mut file = File::create(&tmp).map_err(io)?;
+        file.write_all(self.bytes()).map_err(io)?;
+        file.sync_all().map_err(io)?;
+        drop(file);
+        std::fs::rename(&tmp, path).map_err(io)
+    }
+
+    /// Parses and checks the header (see `format.rs` for the order of the checks), then, for
+    /// `Content::Untrusted`, the term dictionary and postings.
+    fn from_storage(
+        storage: Storage,
+        path: &Path,
+        precomputed_sum: Option<u64>,
+        content: Content,
+    ) -> Result<IndexFile, IndexError> {
+        let bytes = storage.as_ref();
+        let file_len = bytes.len() as u64;
+        let too_short = || IndexError::TooShort {
+            path: path.to_path_buf(),
+            len: file_len,
+            header: format::HEADER_LEN as u64,
+        };
+        if bytes.len() < format::HEADER_LEN {
+            return Err(too_short());
+        }
+        let mut r = Reader::new(bytes, 0);
+        if r.take(8).ok_or_else(too_short)? != format::MAGIC {
+            return Err(IndexError::BadMagic {
+                path: path.to_path_buf(),
+            });
+        }
+        let version = r.u32().ok_or_else(too_short)?;
+        if version != format::VERSION {
+            return Err(IndexError::UnsupportedVersion {
+                path: path.to_path_buf(),
+                expected: format::VERSION,
+                found: version,
+            });
+        }
+        let len = r.u32().ok_or_else(too_short)? as usize;
+        // The average field lengths are only needed to compute impacts.
+        r.take(4 * FIELDS).ok_or_else(too_short)?;
+        let mut stored = [0f32; format::RANKING_PARAMS];
+        for v in &mut stored {
+            *v = r.f32().ok_or_else(too_short)?;
+        }
+        let impacts = ImpactParams {
+            k1: stored[0],
+            weight: std::array::from_fn(|f| stored[1 + f]),
+            b: std::array::from_fn(|f| stored[1 + FIELDS + f]),
+        };
+        let mut sections: [Range<usize>; format::SECTIONS] = Default::default();
+        for (range, section) in sections.iter_mut().zip(format::SECTION_ORDER) {
+            let (offset, n) = (
+                r.u64().ok_or_else(too_short)?,
+                r.u64().ok_or_else(too_short)?,
+            );
+            *range = usize::try_from(offset)
+                .ok()
+                .zip(usize::try_from(n).ok())
+                .and_then(|(o, n)| Some(o..o.checked_add(n)?))
+                .filter(|range| range.start >= format::HEADER_LEN && range.end <= bytes.len())
+                .ok_or_else(|| IndexError::SectionOutOfBounds {
+                    path: path.to_path_buf(),
+                    section,
+                    offset,
+                    len: n,
+                    file_len,
+                })?;
+        }
+        let stored_sum = r.u64().ok_or_else(too_short)?;
+        let stored_len = r.u64().ok_or_else(too_short)?;
+        if stored_len != file_len {
+            return Err(IndexError::LengthMismatch {
+                path: path.to_path_buf(),
+                stated: stored_len,
+                actual: file_len,
+            });
+        }
+        let sum = match precomputed_sum {
+            Some(sum) => sum,
+            None => {
+                format::checksum(&[&bytes[..format::CHECKSUM_AT], &bytes[format::HEADER_LEN..]])
+            }
+        };
+        if sum != stored_sum {
+            return Err(IndexError::ChecksumMismatch {
+                path: path.to_path_buf(),
+                stored: stored_sum,
+                computed: sum,
+            });
+        }
+        for (section, per_tool) in [
+            (format::SEC_DOC_OFFSETS, 8),
+            (format::SEC_FIELD_LENS, FIELDS * 2),
+        ] {
+            let expected = len.saturating_mul(per_tool);
+            if sections[section].len() != expected {
+                return Err(IndexError::TableSize {
+                    path: path.to_path_buf(),
+                    section: format::SECTION_ORDER[section],
+                    len: sections[section].len() as u64,
+                    expected: expected as u64,
+                    tools: len as u64,
+                });
+            }
+        }
+        let damaged = |damage| IndexError::Damaged {
+            path: path.to_path_buf(),
+            damage,
+        };
+        let storage = Arc::new(storage);
+        let slice = Slice {
+            storage: Arc::clone(&storage),
+            range: sections[format::SEC_STEMS].clone(),
+        };
+        let stems = check::catch_quietly(|| Map::new(slice))
+            .map_err(|panic| damaged(Damage::Panic(panic)))?
+            .map_err(|source| IndexError::Dictionary {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        if content == Content::Untrusted {
+            let postings = AsRef::<[u8]>::as_ref(&*storage)
+                .get(sections[format::SEC_POSTINGS].clone())
+                .unwrap_or(&[]);
+            // Every distinct term comes from some tool's text, so all the terms together are
+            // not much longer than the stored tools.
+            let key_budget = sections[format::SEC_DOCS]
+                .len()
+                .saturating_mul(4)
+                .saturating_add(1 << 20);
+            let checked = check::catch_quietly(|| {
+                check::fst_structure(&stems)?;
+                check::postings(&stems, postings, len, key_budget)
+            });
+            match checked {
+                Ok(Ok(())) => {}
+                Ok(Err(damage)) => return Err(damaged(damage)),
+                Err(panic) => return Err(damaged(Damage::Panic(panic))),
+            }
+        }
+        let [_, postings, doc_offsets, docs, field_lens] = sections;
+        Ok(IndexFile {
+            storage,
+            stems,
+            postings,
+            doc_offsets,
+            docs,
+            field_lens,
+            len,
+            impacts,
+        })
+    }
+
+    /// The whole file.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        AsRef::<[u8]>::as_ref(&*self.storage)
+    }
+
+    /// The number of tools.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The ranking parameters the stored impacts were computed with.
+    pub(crate) fn impacts(&self) -> ImpactParams {
+        self.impacts
+    }
+
+    /// The term dictionary: each stem to the offset of its postings list.
+    pub(crate) fn stems(&self) -> &Map<Slice> {
+        &self.stems
+    }
+
+    fn section(&self, range: &Range<usize>) -> &[u8] {
+        self.bytes().get(range.clone()).unwrap_or(&[])
+    }
+
+    /// A reader at the record of tool `id`.
+    pub(crate) fn record(&self, id: usize) -> Option<Reader<'_>> {
+        let mut r = Reader::new(self.section(&self.doc_offsets), id.checked_mul(8)?);
+        let offset = usize::try_from(r.u64()?).ok()?;
+        Some(Reader::new(self.section(&self.docs), offset))
+    }
+
+    /// The name of tool `id`.
+    pub(crate) fn name_of(&self, id: usize) -> Option<&str> {
+        self.record(id)?.str()
+    }
+
+    /// The number of the tool called `name` (tools are numbered in name order).
+    pub(crate) fn id_of(&self, name: &str) -> Option<usize> {
+        let (mut lo, mut hi) = (0, self.len);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.name_of(mid)?.cmp(name) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some(mid),
+            }
+        }
+        None
+    }
+
+    /// Tool `id` as stored.
+    pub(crate) fn doc(&self, id: usize) -> Option<ToolDocRef<'_>> {
+        record::read(self.record(id)?)
+    }
+
+    /// The length in terms of field `field` of tool `id` (0 past the table).
+    pub(crate) fn field_len(&self, id: usize, field: usize) -> f32 {
+        let at = (id * FIELDS + field) * 2;
+        let mut r = Reader::new(self.section(&self.field_lens), at);
+        let lo = r.u8().unwrap_or(0);
+        let hi = r.u8().unwrap_or(0);
+        f32::from(u16::from_le_bytes([lo, hi]))
+    }
+
+    /// The postings list at `offset` of the postings section (empty if it does not fit).
+    pub(crate) fn postings_at(&self, offset: u64) -> PostingList<'_> {
+        let offset = usize::try_from(offset).unwrap_or(usize::MAX);
+        PostingList::new(self.section(&self.postings), offset)
+    }
+}
+
+/// The checksum of an index file (see [`format::checksum`]), read through a fixed buffer. A
+/// short file gives some value that cannot match.
+fn streamed_checksum(file: &File) -> std::io::Result<u64> {
+    let mut reader = file;
+    let mut state = format::Checksum::new();
+    let mut header = [0u8; format::HEADER_LEN];
+    let mut got = 0;
+    while got < header.len() {
+        match reader.read(&mut header[got..])? {
+            0 => return Ok(!0),
+            k => got += k,
+        }
+    }
+    state.update(&header[..format::CHECKSUM_AT]);
+    state.finish_part();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let k = reader.read(&mut buf)?;
+        if k == 0 {
+            break;
+        }
+        state.update(&buf[..k]);
+    }
+    state.finish_part();
+    Ok(state.value())
+}

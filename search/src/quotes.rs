@@ -1,0 +1,121 @@
+//! Quoted text in a query: usually an argument value (a name, a title, a message to send), not
+//! words that describe the tool (see [`crate::Ranking::quote_weight`]).
+
+use std::ops::Range;
+
+/// The byte ranges of `free` inside quotes (`'...'`, `"..."`, and the
+/// typographic pairs): an opening quote starts the text or follows a space
+/// or an opening bracket, colon or comma; its closing quote is followed by
+/// the end, a space or punctuation, so the apostrophes of `it's` or
+/// `Adriel's` neither open nor close. A pair around the whole text is not
+/// counted (a request pasted with its quotes), nor is a quoted identifier
+/// (`'get_weather'`, `'math.sqrt'`): that names a tool.
+pub(crate) fn quoted_spans(free: &str) -> Vec<Range<usize>> {
+    let mut out = Vec::new();
+    let trimmed = free.trim();
+    let lead = free.len() - free.trim_start().len();
+    let mut prev: Option<char> = None;
+    let mut unclosed: Vec<char> = Vec::new();
+    let mut iter = free.char_indices().peekable();
+    while let Some((i, c)) = iter.next() {
+        let close = match c {
+            '\'' => '\'',
+            '"' => '"',
+            '\u{2018}' => '\u{2019}',
+            '\u{201C}' => '\u{201D}',
+            _ => {
+                prev = Some(c);
+                continue;
+            }
+        };
+        let opens =
+            prev.is_none_or(|p| p.is_whitespace() || matches!(p, '(' | '[' | '{' | ':' | ','));
+        prev = Some(c);
+        if !opens {
+            continue;
+        }
+        if unclosed.contains(&close) {
+            continue;
+        }
+        let start = i + c.len_utf8();
+        let rest = &free[start..];
+        let mut end = None;
+        for (j, d) in rest.char_indices() {
+            if d == close {
+                let next = rest[j + d.len_utf8()..].chars().next();
+                if next.is_none_or(|n| !n.is_alphanumeric()) {
+                    end = Some(start + j);
+                    break;
+                }
+            }
+        }
+        let Some(end) = end else {
+            // No later quote of this kind can close either: do not scan
+            // the rest again for each of them.
+            unclosed.push(close);
+            continue;
+        };
+        let inner = &free[start..end];
+        let whole = i == lead && end + close.len_utf8() == lead + trimmed.len();
+        let identifier = inner.contains(['_', '.'])
+            && inner.chars().any(char::is_alphabetic)
+            && inner
+                .chars()
+                .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | '-'));
+        if !whole && !identifier && !inner.trim().is_empty() {
+            out.push(start..end);
+        }
+        if !whole {
+            // Skip to the closing quote.
+            while iter.peek().is_some_and(|&(k, _)| k <= end) {
+                iter.next();
+            }
+            prev = Some(close);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn quoted(free: &str) -> Vec<&str> {
+        quoted_spans(free).into_iter().map(|r| &free[r]).collect()
+    }
+
+    #[test]
+    fn quotes_around_values_are_found() {
+        assert_eq!(quoted("the gene 'BRCA1' of a human"), ["BRCA1"]);
+        assert_eq!(
+            quoted("play \"Hotel California\" now"),
+            ["Hotel California"]
+        );
+        assert_eq!(quoted("topic: 'charts', in Spanish"), ["charts"]);
+    }
+
+    #[test]
+    fn apostrophes_are_not_quotes() {
+        assert!(quoted("it's Adriel's project, isn't it").is_empty());
+        assert_eq!(
+            quoted("a review 'I love it! It's fresh.' please"),
+            ["I love it! It's fresh."]
+        );
+    }
+
+    #[test]
+    fn identifiers_and_whole_requests_are_not_payload() {
+        assert!(quoted("use the 'solve_quadratic' function").is_empty());
+        assert!(quoted("call 'math.sqrt' on it").is_empty());
+        assert!(quoted("\"Find the roots of x^2 = 4.\"").is_empty());
+        assert_eq!(quoted("\"Say 'hi' to Bob.\""), ["hi"]);
+        assert_eq!(quoted("version '1.0.0' please"), ["1.0.0"]);
+    }
+
+    #[test]
+    fn unclosed_quotes_are_not_spans() {
+        assert!(quoted(&" 'a".repeat(1000)).is_empty());
+        assert_eq!(quoted("it 'rains today"), Vec::<&str>::new());
+        assert_eq!(quoted("'a 'b 'c' d"), ["a 'b 'c"]);
+    }
+}

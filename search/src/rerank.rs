@@ -1,0 +1,289 @@
+//! The second stage of a search: the best first-stage tools re-scored from their stored name,
+//! description and parameters (adjacent query word pairs, `enum` values, how much of the
+//! description the query explains), then, for a query of several sentences, reordered so each
+//! sentence gets tools for it (see [`Ranking`]).
+
+use std::collections::HashMap;
+
+use crate::file::IndexFile;
+use crate::hash::FxBuild;
+use crate::ranking::Ranking;
+use crate::terms::QueryTerm;
+use crate::text;
+
+/// Multiplies the first-stage scores of `ranked` by
+/// the phrase, enum-value and name-substring factors described on
+/// [`Ranking`],
+/// diversifies the order of a query of several sentences, and leaves
+/// `ranked` in its final order.
+pub(crate) fn rerank(
+    file: &IndexFile,
+    r: &Ranking,
+    free: &str,
+    terms: &[QueryTerm],
+    term_idf: &[f32],
+    ranked: &mut [(f32, u32)],
+) {
+    // The stems of the free text's words in order, numbered, so that a
+    // tool's words become numbers and its phrases pairs of numbers.
+    let seq: Vec<String> = text::terms(free)
+        .iter()
+        .map(|w| text::stem(w).into_owned())
+        .collect();
+    let vocab = Vocab::new(terms, &seq);
+    let seq_ids: Vec<u32> = seq.iter().map(|s| vocab.id(s)).collect();
+    let mut pairs: Vec<(u32, u32)> = seq_ids
+        .windows(2)
+        .filter(|w| w[0] != w[1])
+        .map(|w| (w[0], w[1]))
+        .collect();
+    pairs.sort_unstable();
+    pairs.dedup();
+    let long_words: Vec<&str> = terms
+        .iter()
+        .filter(|t| !t.required && t.word.chars().count() >= 4)
+        .filter(|t| t.word.chars().all(char::is_alphabetic))
+        .map(|t| t.word.as_str())
+        .collect();
+    let total = terms.len().max(1) as f32;
+    let idf_total: f32 = term_idf.iter().sum::<f32>().max(f32::MIN_POSITIVE);
+    // A tool's name and description words as vocabulary numbers
+    // (`Vocab::NONE` for words the query does not have).
+    let mut ids: Vec<u32> = Vec::new();
+    let mut found: Vec<usize> = Vec::new();
+    let aspects = if r.diversity != 0.0 {
+        sentence_masks(free, &vocab)
+    } else {
+        Vec::new()
+    };
+    let diversifies = aspects.len() >= DIVERSIFY_MIN_SENTENCES;
+    let bigram = r.bigram != 0.0 && !pairs.is_empty();
+    // Per ranked tool: which query terms its name or description holds.
+    let mut masks: Vec<u64> = Vec::with_capacity(ranked.len());
+    for (score, d) in ranked.iter_mut() {
+        masks.push(0);
+        let Some(mut rec) = file.record(*d as usize) else {
+            continue;
+        };
+        let (Some(name), Some(description)) = (rec.str(), rec.str()) else {
+            continue;
+        };
+        let mut factor = 1.0;
+        if r.enum_match != 0.0
+            && let Some(parameters) = rec.str()
+        {
+            let mut mask = 0u64;
+            for_each_enum_term(parameters, |w| mask |= vocab.bit(&text::stem(w)));
+            if mask != 0 {
+                let (mut bits, mut sum) = (mask, 0.0);
+                while bits != 0 {
+                    sum += term_idf[bits.trailing_zeros() as usize];
+                    bits &= bits - 1;
+                }
+                factor *= 1.0 + r.enum_match * sum / idf_total;
+            }
+        }
+        if bigram || diversifies || r.desc_coverage != 0.0 {
+            ids.clear();
+            let mut name_end = 0;
+            let mut name_mask = 0u64;
+            text::for_each_word(name, |w| {
+                let (id, bit) = vocab.get(&text::stem(w));
+                ids.push(id);
+                name_mask |= bit;
+                name_end += 1;
+            });
+            // The query terms the description holds.
+            let mut held = 0u64;
+            text::for_each_term(description, |w| {
+                let (id, bit) = vocab.get(&text::stem(w));
+                ids.push(id);
+                held |= bit;
+            });
+            if diversifies && let Some(m) = masks.last_mut() {
+                *m = name_mask | held;
+            }
+            if bigram {
+                found.clear();
+                for (i, w) in ids.windows(2).enumerate() {
+                    if i + 1 != name_end
+                        && w[0] != Vocab::NONE
+                        && w[1] != Vocab::NONE
+                        && let Ok(k) = pairs.binary_search(&(w[0], w[1]))
+                    {
+                        found.push(k);
+                    }
+                }
+                found.sort_unstable();
+                found.dedup();
+                factor *= 1.0 + r.bigram * found.len() as f32 / pairs.len() as f32;
+            }
+            if r.desc_coverage != 0.0 && ids.len() > name_end {
+                // Over the description's length.
+                let share = held.count_ones() as f32 / (ids.len() - name_end) as f32;
+                factor *= 1.0 + r.desc_coverage * share;
+            }
+        }
+        if r.name_substring != 0.0 && !long_words.is_empty() {
+            let lower = name.to_lowercase();
+            let parts = text::words(name);
+            let hits = long_words
+                .iter()
+                .filter(|w| lower.contains(**w) && !parts.iter().any(|p| p == *w))
+                .count();
+            factor *= 1.0 + r.name_substring * hits as f32 / total;
+        }
+        *score *= factor;
+    }
+    let by_rank = |a: &(usize, (f32, u32)), b: &(usize, (f32, u32))| {
+        b.1.0.total_cmp(&a.1.0).then(a.1.1.cmp(&b.1.1))
+    };
+    let mut order: Vec<(usize, (f32, u32))> = ranked.iter().copied().enumerate().collect();
+    order.sort_unstable_by(by_rank);
+    if aspects.len() >= DIVERSIFY_MIN_SENTENCES && r.diversity != 0.0 {
+        diversify(r.diversity, &mut order, &masks, &aspects, term_idf);
+    }
+    // The scores, best first, handed out in the final order.
+    let mut scores: Vec<f32> = order.iter().map(|o| o.1.0).collect();
+    scores.sort_unstable_by(|a, b| b.total_cmp(a));
+    for ((slot, (_, (_, d))), score) in ranked.iter_mut().zip(&order).zip(scores) {
+        *slot = (score, *d);
+    }
+}
+
+/// Reorders `order` (best first; each entry's index into `masks`)
+/// greedily, as xQuAD does with query aspects: each next tool maximises
+/// `(1 - diversity) * score / best score + diversity * novel / total`,
+/// where `novel` is the IDF of the query words of each sentence that the
+/// tool's name or description holds and no tool placed before it held
+/// for that sentence, summed over sentences, and `total` the same sum
+/// for all the sentences' words.
+fn diversify(
+    lambda: f32,
+    order: &mut [(usize, (f32, u32))],
+    masks: &[u64],
+    aspects: &[u64],
+    term_idf: &[f32],
+) {
+    let idf_of = |mut bits: u64| {
+        let mut sum = 0.0;
+        while bits != 0 {
+            sum += term_idf
+                .get(bits.trailing_zeros() as usize)
+                .copied()
+                .unwrap_or(0.0);
+            bits &= bits - 1;
+        }
+        sum
+    };
+    let total: f32 = aspects.iter().map(|&a| idf_of(a)).sum();
+    let best = order.first().map_or(0.0, |o| o.1.0);
+    if total <= 0.0 || best <= 0.0 {
+        return;
+    }
+    // Per sentence, its words no placed tool holds yet.
+    let mut uncovered: Vec<u64> = aspects.to_vec();
+    let k = order.len().min(DIVERSIFY_DEPTH);
+    for placed in 0..k {
+        let mut pick = placed;
+        let mut pick_value = f32::NEG_INFINITY;
+        for (j, &(i, (score, _))) in order.iter().enumerate().skip(placed) {
+            let novel: f32 = uncovered.iter().map(|&u| idf_of(masks[i] & u)).sum();
+            let value = (1.0 - lambda) * score / best + lambda * novel / total;
+            if value > pick_value {
+                pick = j;
+                pick_value = value;
+            }
+        }
+        order[placed..=pick].rotate_right(1);
+        let i = order[placed].0;
+        for u in &mut uncovered {
+            *u &= !masks[i];
+        }
+    }
+}
+
+/// Calls `f` with the terms of the `enum` values of a parameter schema
+/// stored as compact JSON (as the builder stores it), found by
+/// scanning the text for `"enum":[` rather than parsing it.
+fn for_each_enum_term(json: &str, mut f: impl FnMut(&str)) {
+    const KEY: &str = "\"enum\":[";
+    let mut rest = json;
+    while let Some(at) = rest.find(KEY) {
+        rest = &rest[at + KEY.len()..];
+        let end = rest.find(']').unwrap_or(rest.len());
+        text::for_each_term(&rest[..end], &mut f);
+        rest = &rest[end..];
+    }
+}
+
+/// The stems the second stage looks a tool's words up in: the query terms'
+/// stems and the stems of the free text's words, each with a number and
+/// the bit of the query term with that stem (`1 << index`, or 0).
+struct Vocab<'a> {
+    map: HashMap<&'a str, (u32, u64), FxBuild>,
+}
+
+impl<'a> Vocab<'a> {
+    /// The number of a stem that is not in the vocabulary.
+    const NONE: u32 = u32::MAX;
+
+    fn new(terms: &'a [QueryTerm], seq: &'a [String]) -> Vocab<'a> {
+        let mut map: HashMap<&str, (u32, u64), FxBuild> = HashMap::default();
+        for (i, t) in terms.iter().enumerate() {
+            let id = map.len() as u32;
+            map.entry(t.stem.as_str()).or_insert((id, 1u64 << i));
+        }
+        for s in seq {
+            let id = map.len() as u32;
+            map.entry(s.as_str()).or_insert((id, 0));
+        }
+        Vocab { map }
+    }
+
+    /// The number and query-term bit of `stem`, or `(NONE, 0)`.
+    fn get(&self, stem: &str) -> (u32, u64) {
+        self.map.get(stem).copied().unwrap_or((Self::NONE, 0))
+    }
+
+    fn id(&self, stem: &str) -> u32 {
+        self.get(stem).0
+    }
+
+    /// The bit of the query term with this stem, or 0.
+    fn bit(&self, stem: &str) -> u64 {
+        self.get(stem).1
+    }
+}
+
+/// How many of the first places [`diversify`] fills.
+const DIVERSIFY_DEPTH: usize = 10;
+
+/// The fewest sentences a query needs to be diversified: a request in
+/// three or more sentences is usually a task of several steps, while one
+/// or two sentences usually ask for one thing (perhaps with a greeting or
+/// context). With two, diversifying lost on the tune halves of BFCL and
+/// MetaTool what it gained on Seal-Tools.
+const DIVERSIFY_MIN_SENTENCES: usize = 3;
+
+/// The query terms (as bits of `terms`) of each sentence of `free` that has
+/// any: sentences end at `.`, `!`, `?` or `;` followed by a space or the end.
+fn sentence_masks(free: &str, vocab: &Vocab) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let bytes = free.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        let end = i + 1 == bytes.len();
+        let boundary = matches!(b, b'.' | b'!' | b'?' | b';')
+            && bytes.get(i + 1).is_none_or(|c| c.is_ascii_whitespace());
+        if boundary || end {
+            let mut mask = 0u64;
+            text::for_each_term(&free[start..=i], |w| mask |= vocab.bit(&text::stem(w)));
+            if mask != 0 {
+                out.push(mask);
+            }
+            start = i + 1;
+        }
+    }
+    out
+}

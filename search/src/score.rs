@@ -1,0 +1,505 @@
+//! The first stage of a search: every tool sharing a word with the query gets the BM25F score
+//! described on [`Ranking`] (the stored impacts times each term's IDF, then the coverage factor
+//! and the name bonus), and the best few are kept.
+
+use crate::field::Field;
+use crate::file::IndexFile;
+use crate::format::{self, PostingList};
+use crate::hits::MatchKind;
+use crate::lookup::Lookup;
+use crate::ranking::Ranking;
+use crate::terms::{MAX_QUERY_TERMS, QueryTerm};
+
+/// The best `depth` tools for the query `terms`, found in the dictionary as `lookups` (one per
+/// term), as `(score, tool)` in no particular order; and each term's weight in the coverage
+/// factor (its IDF, times the penalty of an expansion; 0 for a term not found), which the
+/// second stage weighs query words by.
+pub(crate) fn first_stage(
+    file: &IndexFile,
+    r: &Ranking,
+    terms: &[QueryTerm],
+    lookups: &[Lookup],
+    depth: usize,
+) -> (Vec<(f32, u32)>, [f32; MAX_QUERY_TERMS]) {
+    let mut groups: Vec<Group<'_>> = Vec::with_capacity(terms.len());
+    // Each term's weight in the coverage factor: its IDF, times the
+    // penalty of an expansion.
+    let mut term_w = [0f32; MAX_QUERY_TERMS];
+    let mut required_mask = 0u64;
+    let scale = 1.0 / f32::from(format::IMPACT_MAX);
+    for (i, (term, lookup)) in terms.iter().zip(lookups).enumerate() {
+        let bit = 1u64 << i;
+        match lookup {
+            Lookup::Found(offset) => {
+                let list = file.postings_at(*offset);
+                let idf = idf(file.len(), list.len() as u64) * term_weight(r, term);
+                term_w[i] = idf;
+                if term.required {
+                    required_mask |= bit;
+                }
+                groups.push(Group::new(vec![Cursor::new(list, idf * scale)], i, true));
+            }
+            Lookup::Expanded(expansions) => {
+                let cursors = expansions
+                    .iter()
+                    .map(|e| {
+                        let list = file.postings_at(e.offset);
+                        let idf = idf(file.len(), list.len() as u64) * term_weight(r, term);
+                        let factor = match e.kind {
+                            MatchKind::Prefix => r.prefix_factor,
+                            _ => r.typo_factor,
+                        };
+                        term_w[i] = term_w[i].max(factor * idf);
+                        Cursor::new(list, factor * idf * scale)
+                    })
+                    .collect();
+                groups.push(Group::new(cursors, i, false));
+            }
+            Lookup::Missing => {}
+        }
+    }
+    let coverage = Coverage::new(r, terms.len(), &term_w);
+    let ranked = best(file, r, &mut groups, &coverage, required_mask, depth);
+    (ranked, term_w)
+}
+
+/// The IDF of a term in `df` of `n` tools: `ln(1 + (n - df + 0.5) / (df + 0.5))`.
+fn idf(n: usize, df: u64) -> f32 {
+    let (n, df) = (n as f32, df as f32);
+    (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+}
+
+/// The best `depth` tools by first-stage score, as `(score, tool)`, in
+/// no particular order.
+///
+/// Term at a time: each query term's lists are added into a per-thread
+/// accumulator indexed by tool (one multiply-add per posting, since the
+/// lists store ready impacts), then the touched tools are scored in
+/// full and the best kept in a small heap. Every tool sharing a word
+/// with the query is scored: bounds that would let whole lists be
+/// skipped (MaxScore) were tried and lost here, because the coverage
+/// factor makes a bound on many terms loose, and long queries are the
+/// slow ones.
+fn best(
+    file: &IndexFile,
+    r: &Ranking,
+    groups: &mut [Group<'_>],
+    coverage: &Coverage,
+    required_mask: u64,
+    depth: usize,
+) -> Vec<(f32, u32)> {
+    let n = file.len();
+    for g in groups.iter_mut() {
+        g.limit(n as u32);
+    }
+    // The most the coverage factor and the name bonus can multiply a
+    // score by, with a little slack so that rounding can never make this
+    // bound smaller than the score it bounds.
+    let boost_max = 1.0001 * (1.0 + r.name_coverage.max(0.0));
+    let bound = 1.0001 * boost_max * coverage.max_factor();
+    SCRATCH.with(|cell| {
+        let mut guard = cell.borrow_mut();
+        let sc = &mut *guard;
+        sc.prepare(n);
+        // With more postings than half the catalog, most tools will be
+        // touched: the candidates are then found by one pass in tool
+        // order, and the touched ones need not be listed.
+        let postings: usize = groups.iter().flat_map(|g| &g.cursors).map(|c| c.end).sum();
+        let listed = postings <= n / 2;
+        for g in groups.iter() {
+            let required = required_mask & (1 << g.term) != 0;
+            if listed {
+                sc.accumulate::<true>(g, coverage.share[g.term], required);
+            } else {
+                sc.accumulate::<false>(g, coverage.share[g.term], required);
+            }
+        }
+        let cands = std::mem::take(&mut sc.touched);
+        let select = Select {
+            file,
+            name_coverage: r.name_coverage,
+            acc: &sc.acc[..n],
+            name: &sc.name[..n],
+            required: &sc.required[..n],
+            required_count: required_mask.count_ones() as u8,
+            coverage,
+            depth,
+            bound,
+            boost_max,
+        };
+        // With most tools touched, one pass in tool order beats jumping
+        // around the accumulator in the order they were touched.
+        let dense = !listed || cands.len() > n / DENSE_FRACTION;
+        let best = if dense {
+            select.dense()
+        } else {
+            select.sparse(&cands)
+        };
+        sc.touched = cands;
+        sc.reset(dense);
+        best
+    })
+}
+
+/// The weight of a query term's IDF (see [`Ranking::number_weight`] and
+/// [`Ranking::quote_weight`]).
+fn term_weight(r: &Ranking, term: &QueryTerm) -> f32 {
+    let w = if term.quoted { r.quote_weight } else { 1.0 };
+    if !term.required && term.word.bytes().all(|b| b.is_ascii_digit()) {
+        r.number_weight * w
+    } else {
+        w
+    }
+}
+
+/// `x^e`, without calling `powf` for the usual exponents.
+#[inline]
+fn pow(x: f32, e: f32) -> f32 {
+    if e == 1.0 {
+        x
+    } else if e == 0.0 {
+        1.0
+    } else if e == 2.0 {
+        x * x
+    } else {
+        x.powf(e)
+    }
+}
+
+/// A first-stage result ordered so that a max-heap keeps the worst on
+/// top: the lowest score, and among equal scores the highest tool number.
+#[derive(Clone, Copy, Debug)]
+struct Worst(f32, u32);
+
+impl PartialEq for Worst {
+    fn eq(&self, other: &Worst) -> bool {
+        self.cmp(other) == std::cmp::Ordering::Equal
+    }
+}
+
+impl Eq for Worst {}
+
+impl PartialOrd for Worst {
+    fn partial_cmp(&self, other: &Worst) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Worst {
+    fn cmp(&self, other: &Worst) -> std::cmp::Ordering {
+        other.0.total_cmp(&self.0).then(self.1.cmp(&other.1))
+    }
+}
+
+/// The coverage factor of [`Ranking`]: `coverage ^ exponent`, where
+/// coverage blends the fraction of query terms matched with the fraction
+/// of their weight matched. Both fractions are sums over the matched
+/// terms, so the coverage is too: each term has a share, added up while
+/// its postings are, and a tool's coverage is the sum of its terms' shares.
+struct Coverage {
+    /// Per query term: `(1 - idf_coverage) / terms + idf_coverage * w /
+    /// total w`, at least the smallest positive float (an accumulator entry
+    /// with a share of 0 is one no term touched).
+    share: [f32; MAX_QUERY_TERMS],
+    exponent: f32,
+}
+
+impl Coverage {
+    fn new(r: &Ranking, terms: usize, term_w: &[f32; MAX_QUERY_TERMS]) -> Coverage {
+        let a = r.idf_coverage;
+        let per_term = (1.0 - a) / terms.max(1) as f32;
+        let total = term_w.iter().sum::<f32>().max(f32::MIN_POSITIVE);
+        let share = std::array::from_fn(|i| {
+            let w = if a != 0.0 { a * term_w[i] / total } else { 0.0 };
+            (per_term + w).max(f32::MIN_POSITIVE)
+        });
+        Coverage {
+            share,
+            exponent: r.coverage_exponent,
+        }
+    }
+
+    /// The factor of a tool whose matched terms' shares sum to `coverage`.
+    #[inline]
+    fn factor(&self, coverage: f32) -> f32 {
+        pow(coverage, self.exponent)
+    }
+
+    /// The largest factor any tool can get: that of matching every term.
+    fn max_factor(&self) -> f32 {
+        if self.exponent < 0.0 {
+            return f32::INFINITY;
+        }
+        self.factor(self.share.iter().sum::<f32>().max(1.0))
+    }
+}
+
+/// One postings list of a query term.
+struct Cursor<'a> {
+    list: PostingList<'a>,
+    /// Entries at or past this position are ignored.
+    end: usize,
+    /// Contribution per unit of impact: the (penalised) IDF over the scale.
+    weight: f32,
+}
+
+impl<'a> Cursor<'a> {
+    fn new(list: PostingList<'a>, weight: f32) -> Cursor<'a> {
+        Cursor {
+            end: list.len(),
+            list,
+            weight,
+        }
+    }
+}
+
+/// The lists of one query term: one for a word found by stem, one per
+/// expansion for a word matched by prefix or typo (a tool gets the best of
+/// them, not their sum).
+struct Group<'a> {
+    cursors: Vec<Cursor<'a>>,
+    /// The query term's index.
+    term: usize,
+    /// Found by exact or stem match (counts for the name bonus).
+    exact: bool,
+}
+
+impl<'a> Group<'a> {
+    fn new(cursors: Vec<Cursor<'a>>, term: usize, exact: bool) -> Group<'a> {
+        Group {
+            cursors,
+            term,
+            exact,
+        }
+    }
+
+    /// Stops each list at the first tool number past the catalog (only a
+    /// damaged file has any).
+    fn limit(&mut self, n: u32) {
+        for c in &mut self.cursors {
+            c.end = c.list.seek(0, n);
+        }
+    }
+}
+
+/// Per-thread first-stage buffers, indexed by tool number, reused across
+/// searches so a query allocates nothing proportional to the catalog. Only
+/// the entries of touched tools are non-zero, and they are reset after each
+/// search.
+#[derive(Default)]
+struct Scratch {
+    /// What each tool has gathered, in one array so that adding a posting
+    /// touches one cache line.
+    acc: Vec<Acc>,
+    /// Query words found, exactly or by stem, in the name.
+    name: Vec<u8>,
+    /// Required query words found.
+    required: Vec<u8>,
+    /// Best expansion contribution of the current term.
+    best: Vec<f32>,
+    /// Tools with a non-zero entry.
+    touched: Vec<u32>,
+    /// Tools with a `best` entry.
+    best_touched: Vec<u32>,
+    /// The number of tools of the current search: entries from here on are not used, and a
+    /// tool number at or past it (which only a damaged file holds) is passed over.
+    n: usize,
+}
+
+impl Scratch {
+    fn prepare(&mut self, n: usize) {
+        self.n = n;
+        if self.acc.len() < n {
+            self.acc.resize(n, Acc::default());
+            self.name.resize(n, 0);
+            self.required.resize(n, 0);
+            self.best.resize(n, 0.0);
+        }
+        self.touched.clear();
+    }
+
+    /// Clears the touched entries: one by one, or (`dense`) the whole
+    /// catalog's worth at once when most of it was touched.
+    fn reset(&mut self, dense: bool) {
+        if dense {
+            self.acc.fill(Acc::default());
+            self.name.fill(0);
+            self.required.fill(0);
+        } else {
+            for &d in &self.touched {
+                let d = d as usize;
+                self.acc[d] = Acc::default();
+                self.name[d] = 0;
+                self.required[d] = 0;
+            }
+        }
+        self.touched.clear();
+    }
+
+    /// Adds one term's contribution to every tool in its lists (for an
+    /// expanded term, each tool's best expansion), touching new tools.
+    /// Tools touched for the first time are listed in `touched` if `LIST`.
+    fn accumulate<const LIST: bool>(&mut self, group: &Group<'_>, share: f32, required: bool) {
+        if let [c] = group.cursors.as_slice() {
+            let (docs, impacts) = c.list.entries(c.end);
+            for (d, q) in docs.chunks_exact(4).zip(impacts.chunks_exact(2)) {
+                let d = u32::from_le_bytes([d[0], d[1], d[2], d[3]]) as usize;
+                if d >= self.n {
+                    continue;
+                }
+                let q = u16::from_le_bytes([q[0], q[1]]);
+                let a = &mut self.acc[d];
+                if LIST && a.coverage == 0.0 {
+                    self.touched.push(d as u32);
+                }
+                a.score += c.weight * f32::from(q & format::IMPACT_MAX);
+                a.coverage += share;
+                if group.exact && q & format::NAME_BIT != 0 {
+                    self.name[d] = self.name[d].saturating_add(1);
+                }
+                if required {
+                    self.required[d] = self.required[d].saturating_add(1);
+                }
+            }
+            return;
+        }
+        self.best_touched.clear();
+        for c in &group.cursors {
+            for i in 0..c.end {
+                let d = c.list.doc(i) as usize;
+                if d >= self.n {
+                    continue;
+                }
+                let s = c.weight * f32::from(c.list.impact(i) & format::IMPACT_MAX);
+                self.best_touched.push(d as u32);
+                self.best[d] = self.best[d].max(s);
+            }
+        }
+        self.best_touched.sort_unstable();
+        self.best_touched.dedup();
+        for k in 0..self.best_touched.len() {
+            let d = self.best_touched[k] as usize;
+            let s = std::mem::take(&mut self.best[d]);
+            let a = &mut self.acc[d];
+            if LIST && a.coverage == 0.0 {
+                self.touched.push(d as u32);
+            }
+            a.score += s;
+            a.coverage += share;
+        }
+    }
+}
+
+/// The last step of the first stage: the best `depth` touched tools by
+/// final score. Most touched tools cannot make the cut even with the
+/// largest factors, which one multiply tells; only the others get their
+/// coverage factor and name bonus computed.
+struct Select<'a> {
+    file: &'a IndexFile,
+    /// [`Ranking::name_coverage`].
+    name_coverage: f32,
+    acc: &'a [Acc],
+    name: &'a [u8],
+    /// Per tool, how many required terms it matched.
+    required: &'a [u8],
+    /// How many required terms the query has.
+    required_count: u8,
+    coverage: &'a Coverage,
+    depth: usize,
+    /// The most the coverage factor and name bonus together multiply by.
+    bound: f32,
+    /// The most the name bonus multiplies by.
+    boost_max: f32,
+}
+
+/// The best tools so far (the worst on top) and the score a tool must
+/// reach to enter once there are `depth` of them.
+struct Best {
+    heap: std::collections::BinaryHeap<Worst>,
+    cut: f32,
+}
+
+impl Select<'_> {
+    /// The best of the touched `tools`, as `(score, tool)` in no
+    /// particular order.
+    fn sparse(&self, tools: &[u32]) -> Vec<(f32, u32)> {
+        let mut best = self.start();
+        for &d in tools {
+            self.consider(d as usize, &mut best);
+        }
+        Self::finish(best)
+    }
+
+    /// The best of all tools, in tool order (those not touched have a
+    /// score of 0 and are passed over).
+    fn dense(&self) -> Vec<(f32, u32)> {
+        let mut best = self.start();
+        for d in 0..self.acc.len() {
+            self.consider(d, &mut best);
+        }
+        Self::finish(best)
+    }
+
+    fn start(&self) -> Best {
+        Best {
+            heap: std::collections::BinaryHeap::with_capacity(self.depth + 1),
+            cut: f32::NEG_INFINITY,
+        }
+    }
+
+    fn finish(best: Best) -> Vec<(f32, u32)> {
+        best.heap.into_iter().map(|Worst(s, d)| (s, d)).collect()
+    }
+
+    #[inline(always)]
+    fn consider(&self, d: usize, best: &mut Best) {
+        let Some(&Acc { score, coverage }) = self.acc.get(d) else {
+            return;
+        };
+        if score * self.bound < best.cut
+            || score <= 0.0
+            || (self.required_count != 0
+                && self.required.get(d).copied() != Some(self.required_count))
+        {
+            return;
+        }
+        let score = score * self.coverage.factor(coverage);
+        if score * self.boost_max < best.cut {
+            return;
+        }
+        let name_len = self.file.field_len(d, Field::Name as usize);
+        let parts = if name_len > 1.0 { name_len - 1.0 } else { 1.0 };
+        let matched = self.name.get(d).copied().unwrap_or(0);
+        let name_fraction = (f32::from(matched) / parts).min(1.0);
+        let entry = Worst(score * (1.0 + self.name_coverage * name_fraction), d as u32);
+        if best.heap.len() < self.depth {
+            best.heap.push(entry);
+        } else if best.heap.peek().is_some_and(|w| entry < *w) {
+            best.heap.pop();
+            best.heap.push(entry);
+        } else {
+            return;
+        }
+        if best.heap.len() == self.depth {
+            best.cut = best.heap.peek().map_or(f32::NEG_INFINITY, |w| w.0);
+        }
+    }
+}
+
+/// A first stage scans every tool in order, rather than the touched ones,
+/// when more than one in this many tools was touched.
+const DENSE_FRACTION: usize = 4;
+
+/// What one tool has gathered in the first stage: 8 bytes, so that the
+/// accumulator of 100,000 tools (800 KB) stays in a core's L2 cache.
+#[derive(Clone, Copy, Default)]
+struct Acc {
+    /// Sum of term contributions.
+    score: f32,
+    /// Sum of the matched terms' coverage shares (0: not touched).
+    coverage: f32,
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
+}
