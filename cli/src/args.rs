@@ -30,6 +30,8 @@ Examples:
   toolgate results list --policy policies/offload.yaml --older-than 7d
   toolgate search --catalog catalog.jsonl \"area of a triangle\"
   toolgate index build --catalog catalog.jsonl -o catalog.idx
+  toolgate completions bash > ~/.local/share/bash-completion/completions/toolgate
+  toolgate man | man -l -
 
 Without --policy, the default policy built into the program is used: the fs plugin, read-only
 on the current directory, with the default limits.
@@ -233,6 +235,32 @@ Search it with `toolgate search --index INDEX QUERY`.
 
 {EXIT_CODES}"))]
     Index(IndexArgs),
+
+    /// Print a shell completion script for toolgate.
+    #[command(after_help = format!("\
+Examples:
+  toolgate completions bash > ~/.local/share/bash-completion/completions/toolgate
+  toolgate completions zsh > ~/.zfunc/_toolgate      # a folder on your $fpath
+  toolgate completions fish > ~/.config/fish/completions/toolgate.fish
+  toolgate completions powershell >> $PROFILE
+
+The script completes commands, options and the values clap knows (shells, --policy files).
+
+{EXIT_CODES}"))]
+    Completions(CompletionsArgs),
+
+    /// Print the manual page (roff) of toolgate or of one of its commands.
+    #[command(after_help = format!("\
+Examples:
+  toolgate man | man -l -
+  toolgate man results list | man -l -
+  toolgate man > ~/.local/share/man/man1/toolgate.1
+  toolgate man --dir ~/.local/share/man/man1      # toolgate.1 and one page per command
+
+Pages are named like git's: toolgate(1), toolgate-results(1), toolgate-results-list(1).
+
+{EXIT_CODES}"))]
+    Man(ManArgs),
 }
 
 /// The policy option shared by every command.
@@ -586,6 +614,25 @@ pub struct IndexBuildArgs {
     pub output: Option<PathBuf>,
 }
 
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete in.
+    #[arg(value_name = "SHELL", value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// The command whose page to print, as typed after `toolgate` (`results list`).
+    /// Default: the page of toolgate itself.
+    #[arg(value_name = "COMMAND", conflicts_with = "dir")]
+    pub command: Vec<String>,
+
+    /// Write every page (toolgate.1, toolgate-validate.1, ...) into this folder instead.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
 /// A `--older-than` value.
 #[derive(Debug, Clone, Copy)]
 pub struct Age(pub Duration);
@@ -636,6 +683,8 @@ impl Command {
             Command::Results(_) => "results",
             Command::Search(_) => "search",
             Command::Index(_) => "index",
+            Command::Completions(_) => "completions",
+            Command::Man(_) => "man",
         }
     }
 }

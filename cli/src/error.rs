@@ -127,6 +127,9 @@ pub enum CliError {
     /// An argument clap lets through alone that the command needs with another.
     #[error("give {0}")]
     Missing(&'static str),
+    /// `man` for a command that does not exist.
+    #[error("there is no command `toolgate {0}`")]
+    UnknownCommand(String),
     /// `index build --policy` for a policy without `search.index_file`, and no `-o`.
     #[error("{policy} has no search.index_file: give the index file to write with -o INDEX")]
     NoIndexFile {
@@ -266,6 +269,15 @@ pub enum CliError {
     /// The index file cannot be written.
     #[error("cannot write the index")]
     WriteIndex(#[source] IndexError),
+    /// The manual pages cannot be written into a folder.
+    #[error("cannot write the manual pages into {}", .dir.display())]
+    WriteMan {
+        /// The folder.
+        dir: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// `search --queries`: some lines could not be run (each has its `error` output line).
     #[error(
         "{failed} of {total} queries in {input} could not be run; their output lines have an \
@@ -307,6 +319,7 @@ impl CliError {
             CliError::Session(_)
             | CliError::SessionId(_)
             | CliError::Missing(_)
+            | CliError::UnknownCommand(_)
             | CliError::NoIndexFile { .. } => Class::Usage,
             CliError::Policy(_)
             | CliError::Build { .. }
@@ -339,6 +352,7 @@ impl CliError {
             | CliError::IndexCatalogs { .. }
             | CliError::IndexPolicyCatalog { .. }
             | CliError::WriteIndex(_)
+            | CliError::WriteMan { .. }
             | CliError::QueriesFailed { .. }
             | CliError::Output(_) => Class::Input,
         }

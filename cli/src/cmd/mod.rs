@@ -2,8 +2,10 @@
 //! and returns its exit code, or the [`CliError`] that ends it.
 
 mod call;
+mod completions;
 mod explain;
 mod index;
+mod man;
 mod prepare;
 mod results;
 mod run;
@@ -28,5 +30,7 @@ pub async fn run(command: Command, out: &mut Out<'_>) -> Result<u8, CliError> {
         Command::Results(args) => results::results(args, out).await,
         Command::Search(args) => search::search(args, out),
         Command::Index(args) => index::index(args, out),
+        Command::Completions(args) => completions::completions(args, out),
+        Command::Man(args) => man::man(args, out),
     }
 }
