@@ -8,7 +8,7 @@
 use serde_json::Value;
 use toolgate::history::{Message, Turn};
 
-use crate::error::CliError;
+use crate::error::{CliError, JsonError, JsonStage};
 
 /// A parsed conversation, remembering its outer shape so it is written back the same way.
 #[derive(Debug)]
@@ -25,11 +25,12 @@ impl Conversation {
     /// Parses `text`; `name` is how errors refer to the input (a path, or `<stdin>`).
     pub fn parse(text: &str, name: &str) -> Result<Conversation, CliError> {
         // First the syntax, then the shape; both errors carry serde_json's line and column.
-        let value: Value = serde_json::from_str(text).map_err(|e| json_error(name, &e, ""))?;
+        let value: Value =
+            serde_json::from_str(text).map_err(|e| json_error(name, e, JsonStage::Syntax))?;
         match value {
             Value::Array(raw) => {
                 let messages: Vec<Message> = serde_json::from_str(text)
-                    .map_err(|e| json_error(name, &e, "not a valid message list: "))?;
+                    .map_err(|e| json_error(name, e, JsonStage::Messages))?;
                 Ok(Conversation {
                     messages,
                     raw,
@@ -39,10 +40,7 @@ impl Conversation {
             Value::Object(mut object) => {
                 let raw = match object.get_mut("messages") {
                     None => {
-                        return Err(CliError::Input(format!(
-                            "{name}: expected a JSON array of messages, or an object with a \
-                             \"messages\" array; this object has no \"messages\" field"
-                        )));
+                        return Err(CliError::NoMessages { input: name.into() });
                     }
                     Some(Value::Array(raw)) => std::mem::take(raw),
                     // Not an array: the typed parse below says where and why.
@@ -53,18 +51,17 @@ impl Conversation {
                     messages: Vec<Message>,
                 }
                 let Envelope { messages } = serde_json::from_str(text)
-                    .map_err(|e| json_error(name, &e, "not a valid message list: "))?;
+                    .map_err(|e| json_error(name, e, JsonStage::Messages))?;
                 Ok(Conversation {
                     messages,
                     raw,
                     envelope: Some(object),
                 })
             }
-            other => Err(CliError::Input(format!(
-                "{name}: expected a JSON array of messages, or an object with a \"messages\" \
-                 array, found {}",
-                kind_of(&other)
-            ))),
+            other => Err(CliError::NotAConversation {
+                input: name.into(),
+                found: kind_of(&other),
+            }),
         }
     }
 
@@ -108,12 +105,11 @@ impl Conversation {
     }
 
     /// The conversation as JSON, in the shape it was read in.
-    pub fn to_json(&self) -> Value {
-        let messages = Value::Array(self.raw.clone());
-        match &self.envelope {
+    pub fn into_json(self) -> Value {
+        let messages = Value::Array(self.raw);
+        match self.envelope {
             None => messages,
-            Some(object) => {
-                let mut object = object.clone();
+            Some(mut object) => {
                 // An existing key keeps its place.
                 object.insert("messages".into(), messages);
                 Value::Object(object)
@@ -122,25 +118,12 @@ impl Conversation {
     }
 }
 
-/// `name:line:col: message`, with serde_json's own ` at line L column C` suffix removed.
-fn json_error(name: &str, e: &serde_json::Error, what: &str) -> CliError {
-    let text = e.to_string();
-    let message = match text.rfind(" at line ") {
-        Some(i) => &text[..i],
-        None => &text,
-    };
-    let what = if what.is_empty() && e.is_eof() {
-        "unexpected end of input: "
-    } else if what.is_empty() {
-        "invalid JSON: "
-    } else {
-        what
-    };
-    CliError::Input(format!(
-        "{name}:{}:{}: {what}{message}",
-        e.line(),
-        e.column()
-    ))
+fn json_error(name: &str, error: serde_json::Error, stage: JsonStage) -> CliError {
+    CliError::Json(JsonError {
+        input: name.into(),
+        stage,
+        error,
+    })
 }
 
 fn kind_of(v: &Value) -> &'static str {
@@ -162,7 +145,7 @@ mod tests {
     fn a_bare_array_is_written_back_as_an_array() {
         let c = Conversation::parse(r#"[{"role":"user","content":"hi"}]"#, "x").unwrap();
         assert_eq!(c.messages.len(), 1);
-        assert!(c.to_json().is_array());
+        assert!(c.into_json().is_array());
     }
 
     #[test]
@@ -172,7 +155,7 @@ mod tests {
             "x",
         )
         .unwrap();
-        let json = c.to_json();
+        let json = c.into_json();
         assert_eq!(json["model"], "m");
         assert_eq!(json["messages"][0]["content"], "hi");
     }
@@ -181,7 +164,7 @@ mod tests {
     fn a_syntax_error_names_the_line_and_column() {
         let err = Conversation::parse("[\n  {\"role\": }\n]", "conv.json").unwrap_err();
         assert!(
-            err.to_string()
+            err.report()
                 .starts_with("error: conv.json:2:12: invalid JSON: "),
             "{err}"
         );
@@ -191,7 +174,7 @@ mod tests {
     fn an_unknown_role_names_its_position() {
         let err =
             Conversation::parse("[{\"role\": \"robot\", \"content\": \"x\"}]", "c").unwrap_err();
-        let text = err.to_string();
+        let text = err.report();
         assert!(text.starts_with("error: c:1:"), "{text}");
         assert!(text.contains("robot"), "{text}");
     }

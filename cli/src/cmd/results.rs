@@ -13,70 +13,53 @@ use toolgate::store::{
     Unreadable,
 };
 
-use crate::commands::{load_engine, ok, to_json_line};
-use crate::error::CliError;
-use crate::{
-    Output, ResultsArgs, ResultsCommand, ResultsDeleteArgs, ResultsListArgs, ResultsPruneArgs,
+use crate::app::load_engine;
+use crate::args::{
+    ResultsArgs, ResultsCommand, ResultsDeleteArgs, ResultsListArgs, ResultsPruneArgs,
     ResultsReadArgs, ResultsShowArgs, ScopeArgs,
 };
+use crate::error::{CliError, EXIT_OK};
+use crate::output::{Out, stderr_line};
 
 /// `results read` asks the store for at most this many characters at a time.
 const READ_CHUNK_CHARS: u64 = 1 << 20;
 
-pub async fn run(args: ResultsArgs) -> Result<Output, CliError> {
+pub async fn results(args: ResultsArgs, out: &mut Out<'_>) -> Result<u8, CliError> {
     let (engine, name) = load_engine(args.policy.as_deref())?;
     let Some(store) = engine.result_store().cloned() else {
-        return Err(CliError::Policy(format!(
-            "{name}: the policy has no reduction: section, so it has no result store"
-        )));
+        return Err(CliError::NoSection {
+            policy: name,
+            section: "reduction",
+            what: "result store",
+        });
     };
     match args.command {
-        ResultsCommand::List(a) => list(&store, a).await,
-        ResultsCommand::Show(a) => show(&store, a).await,
-        ResultsCommand::Read(a) => read(&store, a).await,
-        ResultsCommand::Delete(a) => delete(&store, a).await,
-        ResultsCommand::Prune(a) => prune(&store, a).await,
-    }
+        ResultsCommand::List(a) => list(&store, a, out).await,
+        ResultsCommand::Show(a) => show(&store, a, out).await,
+        ResultsCommand::Read(a) => read(&store, a, out).await,
+        ResultsCommand::Delete(a) => delete(&store, a, out).await,
+        ResultsCommand::Prune(a) => prune(&store, a, out).await,
+    }?;
+    Ok(EXIT_OK)
 }
 
 type Store = Arc<dyn ResultStore>;
 
-/// How a store error ends the command: what the operator typed is wrong (exit 4), or the store
-/// itself failed (exit 6).
-fn store_error(e: StoreError) -> CliError {
-    match e {
-        StoreError::NotFound { .. }
-        | StoreError::OffsetOutOfRange { .. }
-        | StoreError::InvalidId(_)
-        | StoreError::InvalidSession(_) => CliError::Input(e.to_string()),
-        StoreError::Config(_) => CliError::Policy(e.to_string()),
-        StoreError::Corrupt {
-            id: Some(ref id), ..
-        } => CliError::Store(format!("{e}; `toolgate results delete {id}` removes it")),
-        _ => CliError::Store(e.to_string()),
+/// The warnings for the results a listing skipped, on standard error after the output.
+fn warn_skipped(out: &mut Out<'_>, unreadable: &[Unreadable]) -> Result<(), CliError> {
+    if unreadable.is_empty() {
+        return Ok(());
     }
-}
-
-/// The warnings for the results a listing skipped, one line each, for stderr.
-fn skipped_warnings(unreadable: &[Unreadable]) -> String {
-    let mut s = String::new();
+    out.flush()?;
     for u in unreadable {
-        let _ = writeln!(
-            s,
+        stderr_line(&format!(
             "warning: skipped result {}: {}; `toolgate results delete {}` removes it",
             u.id,
             printable(&u.error.to_string()),
             u.id
-        );
+        ));
     }
-    s
-}
-
-/// Standard output, with warnings on standard error; the command succeeds.
-fn ok_with_warnings(stdout: String, warnings: String) -> Result<Output, CliError> {
-    let mut out = ok(stdout)?;
-    out.stderr = warnings;
-    Ok(out)
+    Ok(())
 }
 
 /// `text` for a terminal: control characters (and the invisible characters that reorder text)
@@ -110,16 +93,15 @@ fn printable(text: &str) -> String {
 /// A result id argument; anything that is not one is an input error (exit 4), never a path.
 fn result_id(arg: &OsString) -> Result<ResultId, CliError> {
     let Some(text) = arg.to_str() else {
-        return Err(CliError::Input(format!(
-            "the result id {:?} is not valid UTF-8",
-            arg.to_string_lossy()
-        )));
+        return Err(CliError::ResultIdNotUtf8(
+            arg.to_string_lossy().into_owned(),
+        ));
     };
-    ResultId::parse(text).map_err(|e| CliError::Input(format!("not a result id: {e}")))
+    ResultId::parse(text).map_err(CliError::ResultId)
 }
 
 fn session_id(text: &str) -> Result<SessionId, CliError> {
-    SessionId::parse(text).map_err(|e| CliError::Usage(format!("--session: {e}")))
+    SessionId::parse(text).map_err(CliError::SessionId)
 }
 
 fn scope(args: &ScopeArgs) -> Result<Scope, CliError> {
@@ -145,7 +127,7 @@ fn cutoff(age: Duration) -> u64 {
 // ---------------------------------------------------------------------------------------------
 // list, show
 
-async fn list(store: &Store, args: ResultsListArgs) -> Result<Output, CliError> {
+async fn list(store: &Store, args: ResultsListArgs, out: &mut Out<'_>) -> Result<(), CliError> {
     let mut filter = ListFilter::scope(scope(&args.scope)?);
     if let Some(age) = args.older_than {
         filter = filter.created_before(cutoff(age.0));
@@ -153,14 +135,11 @@ async fn list(store: &Store, args: ResultsListArgs) -> Result<Output, CliError> 
     let Listing {
         results: metas,
         unreadable,
-    } = store.listing(&filter).await.map_err(store_error)?;
+    } = store.listing(&filter).await.map_err(CliError::Store)?;
     tracing::info!(results = metas.len(), skipped = unreadable.len(), "listed");
-    let warnings = skipped_warnings(&unreadable);
     if args.json {
-        return ok_with_warnings(
-            to_json_line(&Value::Array(metas.iter().map(meta_json).collect()), false),
-            warnings,
-        );
+        out.json(&Value::Array(metas.iter().map(meta_json).collect()), false)?;
+        return warn_skipped(out, &unreadable);
     }
     let now = now_ms();
     let rows: Vec<[String; 5]> = metas
@@ -177,43 +156,43 @@ async fn list(store: &Store, args: ResultsListArgs) -> Result<Output, CliError> 
             ]
         })
         .collect();
-    ok_with_warnings(
-        table(["ID", "SESSION", "TOOL", "CHARS", "SAVED"], &rows),
-        warnings,
-    )
+    table(out, ["ID", "SESSION", "TOOL", "CHARS", "SAVED"], &rows)?;
+    warn_skipped(out, &unreadable)
 }
 
-async fn show(store: &Store, args: ResultsShowArgs) -> Result<Output, CliError> {
+async fn show(store: &Store, args: ResultsShowArgs, out: &mut Out<'_>) -> Result<(), CliError> {
     let id = result_id(&args.id)?;
-    let m = store.meta(&id).await.map_err(store_error)?;
+    let m = store.meta(&id).await.map_err(CliError::Store)?;
     if args.json {
-        return ok(to_json_line(&meta_json(&m), true));
+        return out.json(&meta_json(&m), true);
     }
-    let mut s = String::new();
-    let _ = writeln!(s, "id:           {}", m.id);
-    let _ = writeln!(
-        s,
+    writeln!(out, "id:           {}", m.id)?;
+    writeln!(
+        out,
         "session:      {}",
         m.session
             .as_ref()
             .map_or("none (saved outside any session)".into(), |s| printable(
                 s.as_str()
             ))
-    );
-    let _ = writeln!(
-        s,
+    )?;
+    writeln!(
+        out,
         "tool:         {}",
         m.tool.as_deref().map_or("unknown".into(), printable)
-    );
-    let _ = writeln!(s, "content type: {}", printable(&m.content_type));
-    let _ = writeln!(s, "size:         {} characters, {} bytes", m.chars, m.bytes);
-    let _ = writeln!(
-        s,
+    )?;
+    writeln!(out, "content type: {}", printable(&m.content_type))?;
+    writeln!(
+        out,
+        "size:         {} characters, {} bytes",
+        m.chars, m.bytes
+    )?;
+    writeln!(
+        out,
         "saved:        {} ({})",
         utc(m.created_at_ms),
         age(now_ms(), m.created_at_ms)
-    );
-    ok(s)
+    )
 }
 
 fn meta_json(m: &ResultMeta) -> Value {
@@ -231,11 +210,13 @@ fn meta_json(m: &ResultMeta) -> Value {
 // ---------------------------------------------------------------------------------------------
 // read
 
-async fn read(store: &Store, args: ResultsReadArgs) -> Result<Output, CliError> {
+/// Prints the pages as they come from the store: a store that fails half-way leaves the part
+/// already printed, and exits 6.
+async fn read(store: &Store, args: ResultsReadArgs, out: &mut Out<'_>) -> Result<(), CliError> {
     let id = result_id(&args.id)?;
-    let total = store.meta(&id).await.map_err(store_error)?.chars;
+    let total = store.meta(&id).await.map_err(CliError::Store)?.chars;
     if args.offset > total {
-        return Err(store_error(StoreError::OffsetOutOfRange {
+        return Err(CliError::Store(StoreError::OffsetOutOfRange {
             id,
             offset: args.offset,
             total,
@@ -245,52 +226,50 @@ async fn read(store: &Store, args: ResultsReadArgs) -> Result<Output, CliError> 
         Some(limit) => args.offset.saturating_add(limit).min(total),
         None => total,
     };
-    let mut out = String::new();
     let mut at = args.offset;
     while at < end {
         let page = store
             .read_chars(&id, at, (end - at).min(READ_CHUNK_CHARS))
             .await
-            .map_err(store_error)?;
+            .map_err(CliError::Store)?;
         if page.end <= at {
-            return Err(CliError::Store(format!(
-                "the result store returned no characters at offset {at} of \"{id}\", which has {total}"
-            )));
+            return Err(CliError::EmptyPage { id, at, total });
         }
-        out.push_str(&page.text);
+        out.text(&page.text)?;
         at = page.end;
     }
     tracing::info!(id = %id, from = args.offset, to = end, of = total, "read");
-    ok(out)
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------
 // delete, prune
 
-async fn delete(store: &Store, args: ResultsDeleteArgs) -> Result<Output, CliError> {
+async fn delete(store: &Store, args: ResultsDeleteArgs, out: &mut Out<'_>) -> Result<(), CliError> {
     if let Some(session) = &args.session {
         let session = session_id(session)?;
         let listing = store
             .listing(&ListFilter::scope(Scope::Session(session.clone())))
             .await
-            .map_err(store_error)?;
-        let n = store.delete_session(&session).await.map_err(store_error)?;
-        let mut s = String::new();
+            .map_err(CliError::Store)?;
+        let n = store
+            .delete_session(&session)
+            .await
+            .map_err(CliError::Store)?;
         for m in &listing.results {
-            let _ = writeln!(s, "deleted {}", m.id);
+            writeln!(out, "deleted {}", m.id)?;
         }
         for u in &listing.unreadable {
-            let _ = writeln!(s, "deleted {} (its record could not be read)", u.id);
+            writeln!(out, "deleted {} (its record could not be read)", u.id)?;
         }
-        let _ = writeln!(
-            s,
+        return writeln!(
+            out,
             "deleted {n} result(s) of session {}",
             printable(session.as_str())
         );
-        return ok(s);
     }
     let Some(arg) = &args.id else {
-        return Err(CliError::Usage("give a result id or --session".into()));
+        return Err(CliError::Missing("a result id or --session"));
     };
     let id = result_id(arg)?;
     let found = match store.meta(&id).await {
@@ -298,31 +277,32 @@ async fn delete(store: &Store, args: ResultsDeleteArgs) -> Result<Output, CliErr
         Err(StoreError::NotFound { .. }) => None,
         // Nothing of it can be read; deleting it is the way out.
         Err(e @ StoreError::Corrupt { .. }) => Some(Some(e)),
-        Err(e) => return Err(store_error(e)),
+        Err(e) => return Err(CliError::Store(e)),
     };
-    store.delete(&id).await.map_err(store_error)?;
-    ok(match found {
-        Some(None) => format!("deleted {id}\n"),
-        Some(Some(e)) => format!(
-            "deleted {id} (its record could not be read: {})\n",
+    store.delete(&id).await.map_err(CliError::Store)?;
+    match found {
+        Some(None) => writeln!(out, "deleted {id}"),
+        Some(Some(e)) => writeln!(
+            out,
+            "deleted {id} (its record could not be read: {})",
             printable(&e.to_string())
         ),
-        None => format!("{id} was not in the store; nothing to delete\n"),
-    })
+        None => writeln!(out, "{id} was not in the store; nothing to delete"),
+    }
 }
 
-async fn prune(store: &Store, args: ResultsPruneArgs) -> Result<Output, CliError> {
+async fn prune(store: &Store, args: ResultsPruneArgs, out: &mut Out<'_>) -> Result<(), CliError> {
     let before = cutoff(args.older_than.0);
     let scope = scope(&args.scope)?;
     let listing = store
         .listing(&ListFilter::scope(scope.clone()).created_before(before))
         .await
-        .map_err(store_error)?;
+        .map_err(CliError::Store)?;
     let removed: Vec<String> = listing.results.iter().map(|m| m.id.to_string()).collect();
     let (results, garbage, unreadable) = if args.dry_run {
         (removed.len() as u64, None, None)
     } else {
-        let report = store.prune(before, &scope).await.map_err(store_error)?;
+        let report = store.prune(before, &scope).await.map_err(CliError::Store)?;
         (
             report.results,
             Some(report.garbage),
@@ -330,57 +310,58 @@ async fn prune(store: &Store, args: ResultsPruneArgs) -> Result<Output, CliError
         )
     };
     // What a dry run cannot tell: whether an unreadable record is older than the cutoff.
-    let warnings = if args.dry_run {
-        skipped_warnings(&listing.unreadable)
+    let skipped: &[Unreadable] = if args.dry_run {
+        &listing.unreadable
     } else {
-        String::new()
+        &[]
     };
     if args.json {
-        return ok_with_warnings(
-            to_json_line(
-                &json!({
-                    "dry_run": args.dry_run,
-                    "removed": removed,
-                    "results": results,
-                    "garbage": garbage,
-                    "unreadable": unreadable,
-                }),
-                false,
-            ),
-            warnings,
-        );
+        out.json(
+            &json!({
+                "dry_run": args.dry_run,
+                "removed": removed,
+                "results": results,
+                "garbage": garbage,
+                "unreadable": unreadable,
+            }),
+            false,
+        )?;
+        return warn_skipped(out, skipped);
     }
-    let mut s = String::new();
     let verb = if args.dry_run {
         "would delete"
     } else {
         "deleted"
     };
     for id in &removed {
-        let _ = writeln!(s, "{verb} {id}");
+        writeln!(out, "{verb} {id}")?;
     }
-    let _ = match (garbage, unreadable) {
+    match (garbage, unreadable) {
         (Some(g), Some(u)) => writeln!(
-            s,
+            out,
             "pruned {results} result(s) saved before {}, {u} unreadable result(s) and {g} leftover(s) of interrupted saves",
             utc(before)
-        ),
+        )?,
         _ => writeln!(
-            s,
+            out,
             "would prune {results} result(s) saved before {} (dry run: nothing deleted)",
             utc(before)
-        ),
-    };
-    ok_with_warnings(s, warnings)
+        )?,
+    }
+    warn_skipped(out, skipped)
 }
 
 // ---------------------------------------------------------------------------------------------
 // formatting
 
 /// Left-aligned columns separated by two spaces; nothing at all for no rows.
-fn table<const N: usize>(header: [&str; N], rows: &[[String; N]]) -> String {
+fn table<const N: usize>(
+    out: &mut Out<'_>,
+    header: [&str; N],
+    rows: &[[String; N]],
+) -> Result<(), CliError> {
     if rows.is_empty() {
-        return String::new();
+        return Ok(());
     }
     let mut widths = header.map(str::len);
     for row in rows {
@@ -388,7 +369,6 @@ fn table<const N: usize>(header: [&str; N], rows: &[[String; N]]) -> String {
             *w = (*w).max(cell.chars().count());
         }
     }
-    let mut s = String::new();
     let mut line = |cells: &mut dyn Iterator<Item = &str>| {
         let mut l = String::new();
         for (i, cell) in cells.enumerate() {
@@ -398,14 +378,13 @@ fn table<const N: usize>(header: [&str; N], rows: &[[String; N]]) -> String {
                 let _ = write!(l, "{cell:<w$}  ", w = widths[i]);
             }
         }
-        s.push_str(l.trim_end());
-        s.push('\n');
+        writeln!(out, "{}", l.trim_end())
     };
-    line(&mut header.iter().copied());
+    line(&mut header.iter().copied())?;
     for row in rows {
-        line(&mut row.iter().map(String::as_str));
+        line(&mut row.iter().map(String::as_str))?;
     }
-    s
+    Ok(())
 }
 
 /// `2025-03-01T09:30:00Z`, from milliseconds since the Unix epoch.
@@ -452,6 +431,7 @@ fn age(now_ms: u64, then_ms: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::EXIT_INPUT;
 
     #[test]
     fn times_are_shown_in_utc() {
@@ -477,34 +457,23 @@ mod tests {
     fn a_path_is_not_a_result_id() {
         for bad in ["../x", "", "  ", " a", "a/b", "a\\b"] {
             let err = result_id(&OsString::from(bad)).unwrap_err();
-            assert!(matches!(err, CliError::Input(_)), "{bad:?}: {err}");
+            assert_eq!(err.code(), EXIT_INPUT, "{bad:?}: {err}");
         }
         assert!(result_id(&OsString::from("h_0123abcd")).is_ok());
     }
 
     #[test]
-    fn store_failures_and_operator_mistakes_exit_differently() {
-        let id = ResultId::parse("abc").unwrap();
-        assert!(matches!(
-            store_error(StoreError::NotFound { id: id.clone() }),
-            CliError::Input(_)
-        ));
-        assert!(matches!(
-            store_error(StoreError::Corrupt {
-                id: Some(id),
-                what: "x".into()
-            }),
-            CliError::Store(_)
-        ));
-    }
-
-    #[test]
     fn a_table_aligns_its_columns() {
-        let t = table(
-            ["ID", "N"],
-            &[["a".into(), "1".into()], ["long-id".into(), "22".into()]],
-        );
-        assert_eq!(t, "ID       N\na        1\nlong-id  22\n");
-        assert_eq!(table(["ID"], &[]), "");
+        let shown = |rows: &[[String; 2]]| {
+            let mut bytes = Vec::new();
+            let mut out = Out::new(&mut bytes);
+            table(&mut out, ["ID", "N"], rows).unwrap();
+            out.flush().unwrap();
+            drop(out);
+            String::from_utf8(bytes).unwrap()
+        };
+        let rows = [["a".into(), "1".into()], ["long-id".into(), "22".into()]];
+        assert_eq!(shown(&rows), "ID       N\na        1\nlong-id  22\n");
+        assert_eq!(shown(&[]), "");
     }
 }

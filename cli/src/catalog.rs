@@ -1,0 +1,56 @@
+//! Where a search index comes from, for `search` and `index build`: a prebuilt index file,
+//! JSON Lines catalogs, or a policy's `search:` catalog.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use toolgate::Engine;
+use toolgate_search::{SearchIndex, ToolDoc};
+
+use crate::error::CliError;
+
+/// Opens an index file written by `toolgate index build`.
+pub fn open_index(path: &Path) -> Result<SearchIndex, CliError> {
+    SearchIndex::open(path).map_err(CliError::OpenIndex)
+}
+
+/// Reads and indexes catalogs; also returns how long the indexing itself took.
+pub fn build_from_catalogs(paths: &[PathBuf]) -> Result<(SearchIndex, Duration), CliError> {
+    let mut docs = Vec::new();
+    for path in paths {
+        let read = toolgate_search::read_catalog_jsonl(path).map_err(CliError::Catalog)?;
+        tracing::debug!(catalog = %path.display(), tools = read.len(), "catalog read");
+        docs.extend(read);
+    }
+    let started = Instant::now();
+    let index = SearchIndex::build(docs).map_err(|source| CliError::IndexCatalogs {
+        files: paths
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        source,
+    })?;
+    Ok((index, started.elapsed()))
+}
+
+/// The documents the engine indexes for `tool_search` under this policy: every searchable tool
+/// of the registry (JSONL catalogs, searchable plugins, `searchable_tools`), with its aliases
+/// and the policy's keywords; and the policy's `search.index_file`.
+pub fn policy_catalog(
+    engine: &Engine,
+    name: &str,
+) -> Result<(Vec<ToolDoc>, Option<PathBuf>), CliError> {
+    let Some(search) = &engine.policy().search else {
+        return Err(CliError::NoSection {
+            policy: name.to_string(),
+            section: "search",
+            what: "tool catalog",
+        });
+    };
+    let docs = engine.search_docs().unwrap_or_default();
+    if docs.is_empty() {
+        tracing::warn!("{name}: the search catalog is empty");
+    }
+    Ok((docs, search.index_file.clone()))
+}

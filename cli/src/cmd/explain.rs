@@ -1,0 +1,144 @@
+//! `toolgate explain`: which settings apply to a tool, and the policy key each comes from.
+
+use serde_json::{Value, json};
+
+use crate::app::load_engine;
+use crate::args::ExplainArgs;
+use crate::error::{CliError, EXIT_OK};
+use crate::output::Out;
+
+pub fn explain(args: ExplainArgs, out: &mut Out<'_>) -> Result<u8, CliError> {
+    let (engine, _) = load_engine(args.policy.policy.as_deref())?;
+    // A model-facing name, an alias, or a real name (which the model itself cannot call when
+    // the name profile maps it).
+    let resolved = engine.registry().lookup(&args.tool);
+    let (real, source) = match &resolved {
+        Some(r) => (Some(r.name.to_string()), Some(r.entry.source().to_string())),
+        None => (None, None),
+    };
+    let is_alias = engine.registry().aliases().any(|(a, _)| a == args.tool);
+    // The name the model calls: the alias or model-facing name given, else the tool's.
+    let model_name = match &resolved {
+        Some(r) if *r.name == args.tool => r.entry.model_name().to_string(),
+        _ => args.tool.clone(),
+    };
+    let e = engine.explain(&args.tool);
+    if resolved.is_none() {
+        tracing::warn!(
+            tool = %args.tool,
+            "no tool has this name; shown are the settings a call to it would run under \
+             (the unknown-tool path)"
+        );
+    }
+    if args.json {
+        let mut value = serde_json::to_value(&e).unwrap_or(Value::Null);
+        if let Value::Object(map) = &mut value {
+            map.insert("known_tool".into(), json!(resolved.is_some()));
+            map.insert("model_name".into(), json!(model_name));
+            map.insert(
+                "tool_name".into(),
+                json!(real.clone().unwrap_or_else(|| args.tool.clone())),
+            );
+            map.insert("source".into(), json!(source));
+            map.insert("order".into(), json!(toolgate::guard::CHECK_ORDER));
+        }
+        out.json(&value, true)?;
+        return Ok(EXIT_OK);
+    }
+
+    match (&real, &source) {
+        (Some(real), Some(source)) if is_alias => {
+            writeln!(out, "{} (alias of {real}, from {source})", args.tool)?;
+        }
+        (Some(real), Some(source)) if *real != args.tool => {
+            writeln!(out, "{} (tool {real}, from {source})", args.tool)?;
+        }
+        (Some(_), Some(source)) if model_name != args.tool => {
+            writeln!(
+                out,
+                "{} (the model calls it {model_name}; from {source})",
+                args.tool
+            )?;
+        }
+        (Some(_), Some(source)) => {
+            writeln!(out, "{} (from {source})", args.tool)?;
+        }
+        _ => {
+            writeln!(
+                out,
+                "{} (no such tool: calls to it take the unknown-tool path)",
+                args.tool
+            )?;
+        }
+    }
+    row(
+        out,
+        "timeout",
+        e.timeout.clone().unwrap_or_else(|| "none".into()),
+        &e.timeout_from,
+    )?;
+    match (&e.max_result_bytes, &e.max_result_bytes_from) {
+        (Some(bytes), Some(from)) => row(
+            out,
+            "max_result_bytes",
+            bytes.to_string(),
+            &format!(
+                "{from} (reduction is on: larger results are offloaded; max_result_chars does not apply)"
+            ),
+        )?,
+        _ if !e.max_result_chars_applies => {
+            writeln!(
+                out,
+                "  {:<17} {:<12} (a built-in under reduction: its output is never reduced or cut)",
+                "result size", "unlimited"
+            )?;
+        }
+        _ => row(
+            out,
+            "max_result_chars",
+            e.max_result_chars.to_string(),
+            &e.max_result_chars_from,
+        )?,
+    }
+    row(
+        out,
+        "sequential_group",
+        e.sequential_group.clone().unwrap_or_else(|| "none".into()),
+        if e.sequential_group.is_some() {
+            &e.sequential_group_from
+        } else {
+            "-"
+        },
+    )?;
+    writeln!(
+        out,
+        "  {:<17} {}",
+        "rules",
+        if e.rules_from.is_empty() {
+            "none".to_string()
+        } else {
+            e.rules_from.join(", ")
+        }
+    )?;
+    writeln!(out, "  {:<17} {}", "order", toolgate::guard::CHECK_ORDER)?;
+    writeln!(
+        out,
+        "  {:<17} {}",
+        "matched tools:",
+        if e.matched.is_empty() {
+            "none".to_string()
+        } else {
+            e.matched
+                .iter()
+                .map(|p| format!("{p:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    )?;
+    Ok(EXIT_OK)
+}
+
+/// `  timeout           30s          from dispatch.timeout`
+fn row(out: &mut Out<'_>, key: &str, value: String, from: &str) -> Result<(), CliError> {
+    writeln!(out, "  {key:<17} {value:<12} from {from}")
+}

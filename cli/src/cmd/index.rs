@@ -1,0 +1,80 @@
+//! `toolgate index build`: write the memory-mappable search index file.
+
+use std::time::Instant;
+
+use toolgate_search::SearchIndex;
+
+use crate::app::load_engine;
+use crate::args::{IndexArgs, IndexBuildArgs, IndexCommand};
+use crate::catalog::{build_from_catalogs, policy_catalog};
+use crate::error::{CliError, EXIT_OK};
+use crate::output::Out;
+
+pub fn index(args: IndexArgs, out: &mut Out<'_>) -> Result<u8, CliError> {
+    match args.command {
+        IndexCommand::Build(a) => index_build(a, out),
+    }
+}
+
+fn index_build(args: IndexBuildArgs, out: &mut Out<'_>) -> Result<u8, CliError> {
+    let started = Instant::now();
+    let (index, build_time, output) = if !args.catalog.is_empty() {
+        let Some(output) = args.output else {
+            return Err(CliError::Missing("the index file to write with -o INDEX"));
+        };
+        let (index, took) = build_from_catalogs(&args.catalog)?;
+        (index, took, output)
+    } else {
+        let (engine, name) = load_engine(args.policy.as_deref())?;
+        let (docs, index_file) = policy_catalog(&engine, &name)?;
+        let Some(output) = args.output.or(index_file) else {
+            return Err(CliError::NoIndexFile { policy: name });
+        };
+        let building = Instant::now();
+        let index = SearchIndex::build(docs).map_err(|e| CliError::IndexPolicyCatalog {
+            policy: name,
+            source: e.into(),
+        })?;
+        (index, building.elapsed(), output)
+    };
+    index.write(&output).map_err(CliError::WriteIndex)?;
+    let size = std::fs::metadata(&output)
+        .map(|m| m.len())
+        .unwrap_or(index.size_bytes() as u64);
+    writeln!(
+        out,
+        "wrote {}: {} tools, {} ({size} bytes), indexed in {} ms ({} ms in all)",
+        output.display(),
+        index.len(),
+        human_size(size),
+        build_time.as_millis(),
+        started.elapsed().as_millis(),
+    )?;
+    Ok(EXIT_OK)
+}
+
+fn human_size(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_are_shown_in_binary_units() {
+        assert_eq!(human_size(10), "10 B");
+        assert_eq!(human_size(1536), "1.5 KiB");
+        assert_eq!(human_size(3 * 1024 * 1024), "3.0 MiB");
+    }
+}

@@ -1,0 +1,36 @@
+//! One module per command. Each takes its parsed arguments and the output, prints as it goes,
+//! and returns its exit code, or the [`CliError`] that ends it.
+
+mod call;
+mod completions;
+mod explain;
+mod index;
+mod man;
+mod prepare;
+mod results;
+mod run;
+mod search;
+mod tools;
+mod validate;
+
+use crate::args::Command;
+use crate::error::CliError;
+use crate::output::Out;
+
+/// Runs `command`; `Ok` carries the exit code (0, or 1 for a `call` whose result is an error).
+pub async fn run(command: Command, out: &mut Out<'_>) -> Result<u8, CliError> {
+    tracing::debug!(command = command.name(), "starting");
+    match command {
+        Command::Validate(args) => validate::validate(args, out),
+        Command::Tools(args) => tools::tools(args, out),
+        Command::Call(args) => call::call(args, out).await,
+        Command::Run(args) => run::run_turn(args, out).await,
+        Command::Explain(args) => explain::explain(args, out),
+        Command::Prepare(args) => prepare::prepare(args, out).await,
+        Command::Results(args) => results::results(args, out).await,
+        Command::Search(args) => search::search(args, out),
+        Command::Index(args) => index::index(args, out),
+        Command::Completions(args) => completions::completions(args, out),
+        Command::Man(args) => man::man(args, out),
+    }
+}

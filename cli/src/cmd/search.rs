@@ -1,0 +1,295 @@
+//! `toolgate search`: rank a catalog as `tool_search` does, for one query or a file of them.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
+use serde_json::{Value, json};
+use toolgate_search::{Hit, MatchKind, Query, SearchIndex};
+
+use crate::app::load_engine;
+use crate::args::SearchArgs;
+use crate::catalog::{build_from_catalogs, open_index, policy_catalog};
+use crate::error::{CliError, EXIT_OK, Input};
+use crate::output::Out;
+
+/// How many characters of a description the human-readable output shows.
+const DESCRIPTION_CHARS: usize = 160;
+
+pub fn search(args: SearchArgs, out: &mut Out<'_>) -> Result<u8, CliError> {
+    let top_k = args.top_k as usize;
+    // Check the query before loading anything: a bad query needs no catalog to be refused.
+    let query = match &args.query {
+        Some(q) => Some(parse_query(q)?),
+        None => None,
+    };
+    let index = if let Some(path) = &args.index {
+        open_index(path)?
+    } else if !args.catalog.is_empty() {
+        build_from_catalogs(&args.catalog)?.0
+    } else {
+        let (engine, name) = load_engine(args.policy.as_deref())?;
+        let (docs, index_file) = policy_catalog(&engine, &name)?;
+        toolgate::search::build_index(docs, index_file.as_deref()).map_err(|e| {
+            CliError::IndexPolicyCatalog {
+                policy: name,
+                source: e.into(),
+            }
+        })?
+    };
+    tracing::info!(tools = index.len(), "index ready");
+    match (query, &args.queries) {
+        (Some((text, query)), _) => single(&index, &text, &query, top_k, args.json, out)?,
+        (None, Some(path)) => batch(&index, path, top_k, out)?,
+        (None, None) => return Err(CliError::Missing("a QUERY or --queries FILE")),
+    }
+    Ok(EXIT_OK)
+}
+
+/// The query argument, checked: UTF-8, and a query the index can run.
+fn parse_query(arg: &OsString) -> Result<(String, Query), CliError> {
+    let Some(text) = arg.to_str() else {
+        return Err(CliError::QueryNotUtf8(arg.to_string_lossy().into_owned()));
+    };
+    let query = Query::parse(text).map_err(CliError::Query)?;
+    Ok((text.to_string(), query))
+}
+
+fn single(
+    index: &SearchIndex,
+    text: &str,
+    query: &Query,
+    top_k: usize,
+    json: bool,
+    out: &mut Out<'_>,
+) -> Result<(), CliError> {
+    let results = index.search(query, top_k);
+    let description = |name: &str| {
+        index
+            .get(name)
+            .map(|d| d.description.to_string())
+            .unwrap_or_default()
+    };
+    if json {
+        let hits: Vec<Value> = results
+            .hits
+            .iter()
+            .map(|h| {
+                json!({
+                    "name": h.name,
+                    "score": h.score,
+                    "description": description(&h.name),
+                    "why": h.why.iter().map(|m| json!({
+                        "term": m.term,
+                        "matched": m.matched,
+                        "field": m.field.as_str(),
+                        "kind": kind(m.kind),
+                    })).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        return out.json(
+            &json!({"query": text, "results": hits, "not_found": results.not_found}),
+            false,
+        );
+    }
+    for (i, hit) in results.hits.iter().enumerate() {
+        writeln!(out, "{}. {}  (score {:.3})", i + 1, hit.name, hit.score)?;
+        let d = description(&hit.name);
+        let d = d.lines().next().unwrap_or("");
+        if !d.is_empty() {
+            writeln!(out, "   {}", shorten(d, DESCRIPTION_CHARS))?;
+        }
+        writeln!(out, "   why: {}", why(hit))?;
+    }
+    if !results.not_found.is_empty() {
+        writeln!(out, "not found: {}", results.not_found.join(", "))?;
+    }
+    if results.hits.is_empty() && results.not_found.is_empty() {
+        writeln!(out, "no tool matched {text:?}")?;
+    }
+    Ok(())
+}
+
+/// `area -> area in name (exact); triangle -> triangl in description (stem)`.
+fn why(hit: &Hit) -> String {
+    hit.why
+        .iter()
+        .map(|m| {
+            if m.term == m.matched {
+                format!("{} in {} ({})", m.term, m.field, kind(m.kind))
+            } else {
+                format!(
+                    "{} -> {} in {} ({})",
+                    m.term,
+                    m.matched,
+                    m.field,
+                    kind(m.kind)
+                )
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn kind(k: MatchKind) -> &'static str {
+    match k {
+        MatchKind::Exact => "exact",
+        MatchKind::Stem => "stem",
+        MatchKind::Prefix => "prefix",
+        MatchKind::Typo => "typo",
+    }
+}
+
+fn shorten(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        None => s.to_string(),
+        Some((cut, _)) => format!("{}...", s[..cut].trim_end()),
+    }
+}
+
+/// Runs every query of a JSON Lines file as it reads it; one output line per non-blank input
+/// line, in order, each sent on its way at once. Lines that cannot be run get an `error` line,
+/// and the command fails (exit 4) once all have run.
+fn batch(
+    index: &SearchIndex,
+    path: &Path,
+    top_k: usize,
+    out: &mut Out<'_>,
+) -> Result<(), CliError> {
+    let input = if path == Path::new("-") {
+        Input::Stdin
+    } else {
+        Input::File(path.to_path_buf())
+    };
+    let mut reader: Box<dyn BufRead> = match &input {
+        Input::Stdin => Box::new(std::io::stdin().lock()),
+        Input::File(path) => match File::open(path) {
+            Ok(file) => Box::new(BufReader::new(file)),
+            Err(source) => return Err(CliError::Read { input, source }),
+        },
+    };
+    let (mut total, mut failed) = (0usize, 0usize);
+    let mut raw = Vec::new();
+    for line in 1.. {
+        raw.clear();
+        match reader.read_until(b'\n', &mut raw) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(source) => return Err(CliError::Read { input, source }),
+        }
+        let text = raw.strip_suffix(b"\n").unwrap_or(&raw);
+        let text = text.strip_suffix(b"\r").unwrap_or(text);
+        if text.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        total += 1;
+        let result = match batch_line(index, text, top_k) {
+            Ok((id, names)) => json!({"id": id, "results": names}),
+            Err((id, error)) => {
+                failed += 1;
+                tracing::debug!(line, "{error}");
+                json!({"id": id, "line": line, "error": error})
+            }
+        };
+        out.json(&result, false)?;
+        out.flush()?;
+    }
+    tracing::info!(queries = total, failed, "queries run");
+    if failed == 0 {
+        return Ok(());
+    }
+    Err(CliError::QueriesFailed {
+        failed,
+        total,
+        input: input.position_name(),
+    })
+}
+
+/// One query line: `{"id": ..., "query": "..."}` to its result names, or the id (if known) and
+/// what is wrong.
+fn batch_line(
+    index: &SearchIndex,
+    raw: &[u8],
+    top_k: usize,
+) -> Result<(Value, Vec<String>), (Value, String)> {
+    let text = std::str::from_utf8(raw).map_err(|e| {
+        (
+            Value::Null,
+            format!(
+                "the line is not valid UTF-8 (bad byte at column {})",
+                e.valid_up_to() + 1
+            ),
+        )
+    })?;
+    let value: Value = serde_json::from_str(text)
+        .map_err(|e| (Value::Null, format!("the line is not valid JSON: {e}")))?;
+    let Value::Object(object) = value else {
+        return Err((
+            Value::Null,
+            "the line is not a JSON object with \"id\" and \"query\"".into(),
+        ));
+    };
+    let id = object.get("id").cloned().unwrap_or(Value::Null);
+    if id.is_null() {
+        return Err((Value::Null, "the line has no \"id\"".into()));
+    }
+    let query = match object.get("query") {
+        Some(Value::String(q)) => q,
+        Some(other) => return Err((id, format!("\"query\" must be a string, not {other}"))),
+        None => return Err((id, "the line has no \"query\"".into())),
+    };
+    let query = Query::parse(query).map_err(|e| (id.clone(), format!("bad query: {e}")))?;
+    let names = index
+        .search(&query, top_k)
+        .hits
+        .into_iter()
+        .map(|h| h.name)
+        .collect();
+    Ok((id, names))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolgate_search::ToolDoc;
+
+    fn index() -> SearchIndex {
+        SearchIndex::build(vec![
+            ToolDoc::new("get_weather", "Current weather for a city."),
+            ToolDoc::new("send_email", "Send an email message."),
+        ])
+        .unwrap()
+    }
+
+    #[test]
+    fn a_query_line_gives_its_id_and_the_names_found() {
+        let (id, names) =
+            batch_line(&index(), br#"{"id": 7, "query": "weather in Paris"}"#, 5).unwrap();
+        assert_eq!(id, json!(7));
+        assert_eq!(names[0], "get_weather");
+    }
+
+    #[test]
+    fn a_bad_query_line_says_why_and_keeps_its_id() {
+        let bad = |line: &[u8]| batch_line(&index(), line, 5).unwrap_err();
+        assert_eq!(bad(br#"{"id": "q1", "query": "  "}"#).0, json!("q1"));
+        assert!(bad(br#"{"id": "q1", "query": "  "}"#).1.contains("empty"));
+        assert!(bad(br#"{"id": "q1", "query": 3}"#).1.contains("string"));
+        assert!(bad(br#"{"query": "weather"}"#).1.contains("\"id\""));
+        assert!(bad(br#"[1, 2]"#).1.contains("object"));
+        assert!(bad(b"{\"id\": 1, \"query\": \"\xff\"}").1.contains("UTF-8"));
+        assert!(
+            bad(br#"{"id": 1, "query": "select:no way"}"#)
+                .1
+                .contains("not a valid tool name")
+        );
+    }
+
+    #[test]
+    fn long_descriptions_are_shortened_on_a_character_boundary() {
+        assert_eq!(shorten("héllo wörld", 5), "héllo...");
+        assert_eq!(shorten("short", 10), "short");
+    }
+}
