@@ -313,7 +313,7 @@ enum Class {
 impl CliError {
     fn class(&self) -> Class {
         match self {
-            | CliError::SessionId(_)
+            CliError::SessionId(_)
             | CliError::Missing(_)
             | CliError::UnknownCommand(_)
             | CliError::NoIndexFile { .. } => Class::Usage,
