@@ -2,8 +2,9 @@
 //! (no two modules that use each other, directly or round a longer loop), and no source file
 //! grows past what a newcomer can read in one sitting.
 //!
-//! How a dependency is counted: a file depends on the module a `crate::…`, `super::…` or
-//! `self::…` path names, whether in a `use` or written inline. Paths are resolved to the
+//! How a dependency is counted: a file depends on the module a `crate::…`, `super::…`,
+//! `self::…` or `child::…` path names (a child module of the file's own), whether in a `use`
+//! or written inline. Paths are resolved to the
 //! deepest module file that exists. Two kinds of reference are not dependencies:
 //! - `pub use` re-exports in a `lib.rs` or `mod.rs`: that is the facade naming its children's
 //!   items for the outside (also inside an inline module of such a file), not the parent
