@@ -413,20 +413,10 @@ impl CliError {
     }
 }
 
-/// `error` and each of its sources, joined with `: `. A source whose text the message already
-/// holds is not added again: some error types still print their source in their own text.
-pub fn chain(error: &dyn StdError) -> String {
-    let mut message = error.to_string();
-    let mut source = error.source();
-    while let Some(e) = source {
-        let text = e.to_string();
-        if !text.is_empty() && !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
-        }
-        source = e.source();
-    }
-    message
+/// `error` and each of its sources, joined with `: ` ([`toolgate::error::Chain`] owns the rule:
+/// a source whose text the message already holds is not added again).
+fn chain(error: &(dyn StdError + 'static)) -> String {
+    toolgate::error::Chain(error).to_string()
 }
 
 /// The lines of an engine build error: each problem with its `file:line:col: ` position, or

@@ -441,8 +441,8 @@ pub const PLUGIN_PATH_ENV: &str = "TOOLGATE_PLUGIN_PATH";
 
 /// An error and its causes on one line, `error: cause: cause`, for printing.
 ///
-/// A cause whose text already ends what was written (an error that still repeats its source
-/// in its own message) is not written twice.
+/// A cause whose text the message already holds (an error that still repeats its source in
+/// its own message) is not written twice.
 ///
 /// ```
 /// use toolgate::error::Chain;
@@ -459,7 +459,7 @@ impl std::fmt::Display for Chain<'_> {
         let mut cause = self.0.source();
         while let Some(e) = cause {
             let text = e.to_string();
-            if !text.is_empty() && !written.ends_with(&text) {
+            if !text.is_empty() && !written.contains(&text) {
                 if !written.is_empty() {
                     written.push_str(": ");
                 }
@@ -538,7 +538,7 @@ mod tests {
     }
 
     #[test]
-    fn chain_skips_a_cause_that_the_message_before_it_already_ends_with() {
+    fn chain_skips_a_cause_that_the_message_before_it_already_holds() {
         let e = Layered(
             "cannot read x.jsonl: no such file",
             Some(Box::new(Layered("no such file", None))),
