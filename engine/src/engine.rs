@@ -27,6 +27,9 @@ pub struct EngineBuilder {
     store: Option<Arc<dyn ResultStore>>,
     default_store_url: Option<String>,
     natives: Vec<(Arc<dyn Tool>, bool)>,
+    /// Tools of named sources ([`EngineBuilder::tools_from`]), with their source and whether
+    /// they are searchable.
+    external: Vec<(ToolSource, Arc<dyn Tool>, bool)>,
     listeners: Vec<Listener>,
     layers: Vec<Arc<dyn Layer>>,
     script_limits: ScriptLimits,
@@ -39,6 +42,7 @@ impl EngineBuilder {
             store: None,
             default_store_url: None,
             natives: Vec::new(),
+            external: Vec::new(),
             listeners: Vec::new(),
             layers: Vec::new(),
             script_limits: ScriptLimits::default(),
@@ -54,6 +58,25 @@ impl EngineBuilder {
     /// Registers a native tool already in an `Arc`.
     pub fn tool_arc(mut self, tool: Arc<dyn Tool>) -> Self {
         self.natives.push((tool, false));
+        self
+    }
+
+    /// Registers the tools of one named source that the host program brings (the tools of an
+    /// upstream MCP server, say), checked like every other tool (N1-N3, N6). `source` names
+    /// them in errors and summaries ("MCP server time (stdio: mcp-server-time)"); `searchable`
+    /// puts them in the search catalog behind `tool_search` (S1) instead of always showing them.
+    pub fn tools_from(
+        mut self,
+        source: impl Into<String>,
+        searchable: bool,
+        tools: impl IntoIterator<Item = Arc<dyn Tool>>,
+    ) -> Self {
+        let source = ToolSource::External {
+            name: source.into(),
+        };
+        for tool in tools {
+            self.external.push((source.clone(), tool, searchable));
+        }
         self
     }
 
@@ -94,6 +117,9 @@ impl EngineBuilder {
         let mut registry = Registry::new(policy.name_profile);
         for (tool, searchable) in self.natives {
             registry.insert(tool, ToolSource::Native, searchable)?;
+        }
+        for (source, tool, searchable) in self.external {
+            registry.insert(tool, source, searchable)?;
         }
         // Every plugin is tried, so one build reports all that do not load (each at its entry).
         let mut plugin_errors = Vec::new();

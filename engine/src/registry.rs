@@ -33,6 +33,10 @@ pub enum ToolSource {
     Catalog { file: String },
     /// Built into the engine (`read_tool_result`, `tool_search`).
     Builtin,
+    /// Added by the host program as one named source
+    /// ([`EngineBuilder::tools_from`](crate::EngineBuilder::tools_from)): the tools of an
+    /// upstream MCP server, say. `name` says where they come from in errors and summaries.
+    External { name: String },
 }
 
 impl fmt::Display for ToolSource {
@@ -42,6 +46,7 @@ impl fmt::Display for ToolSource {
             ToolSource::Plugin { plugin, path } => write!(f, "plugin {plugin} ({path})"),
             ToolSource::Catalog { file } => write!(f, "catalog {file}"),
             ToolSource::Builtin => f.write_str("the engine (built-in)"),
+            ToolSource::External { name } => f.write_str(name),
         }
     }
 }
