@@ -46,15 +46,18 @@
 #![warn(missing_docs)]
 
 mod duration;
+mod env_template;
 mod error;
 mod file;
 pub mod glob;
 mod load;
+mod mcp_servers;
 pub mod model;
 mod schema;
 mod yaml;
 
 pub use duration::{format_duration, parse_duration};
+pub use env_template::{EnvTemplate, MissingVar, TemplateError, TemplatePart};
 pub use error::{Diagnostic, DiagnosticKind, DurationError, GlobError, PolicyError};
 pub use file::{
     FileError, FileProblem, MAX_CATALOG_FILE_BYTES, MAX_POLICY_FILE_BYTES, check_text_file,
