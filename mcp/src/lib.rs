@@ -8,3 +8,5 @@
 //!
 //! Data flows one way: `cli -> toolgate-mcp -> toolgate`. The engine knows nothing of MCP.
 #![warn(missing_docs)]
+
+pub mod upstream;
