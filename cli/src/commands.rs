@@ -20,6 +20,12 @@ pub const DEFAULT_POLICY_NAME: &str = "<embedded default policy>";
 
 pub async fn run(command: Command) -> Result<Output, CliError> {
     tracing::debug!(command = command.name(), "starting");
+    let result = run_command(command).await;
+    crate::upstream::shutdown().await;
+    result
+}
+
+async fn run_command(command: Command) -> Result<Output, CliError> {
     match command {
         Command::Validate(args) => validate(args),
         Command::Tools(args) => tools(args),
@@ -63,14 +69,30 @@ pub(crate) fn load_policy(path: Option<&Path>) -> Result<(Policy, String), CliEr
 /// Builds the engine; build errors come out as `file:line:col: message` lines, or
 /// `file: message` when the engine knows no position.
 pub(crate) fn build(policy: Policy, name: &str) -> Result<Engine, CliError> {
+    let (engine, problems) = build_reporting(policy, name)?;
+    // An upstream MCP server that did not start costs only its own tools.
+    for problem in problems {
+        tracing::warn!("{problem}");
+    }
+    Ok(engine)
+}
+
+/// [`build`], with the problems of the policy's upstream MCP servers returned rather than
+/// logged (`validate` reports them as errors).
+pub(crate) fn build_reporting(
+    policy: Policy,
+    name: &str,
+) -> Result<(Engine, Vec<String>), CliError> {
     let needs_store = policy.reduction.as_ref().is_some_and(|r| r.store.is_none());
-    let mut builder = Engine::builder(policy);
+    let servers = policy.mcp_servers.clone();
+    let (mut builder, problems) = crate::upstream::attach(&servers, Engine::builder(policy));
     if needs_store {
         builder = builder.default_store_url(default_store_url()?);
     }
-    builder
+    let engine = builder
         .build()
-        .map_err(|e| CliError::Policy(locate(&e.to_string(), name)))
+        .map_err(|e| CliError::Policy(locate(&e.to_string(), name)))?;
+    Ok((engine, problems.iter().map(|p| locate(p, name)).collect()))
 }
 
 /// Where offloaded results go when the policy turns reduction on without naming a store: a
@@ -171,8 +193,12 @@ fn validate(args: ValidateArgs) -> Result<Output, CliError> {
     let mut stdout = String::new();
     let mut errors = Vec::new();
     for path in &paths {
-        match load_engine(path.as_deref()) {
-            Ok((engine, name)) => {
+        let built = load_policy(path.as_deref())
+            .and_then(|(policy, name)| Ok((build_reporting(policy, &name)?, name)));
+        match built {
+            // An upstream MCP server that does not start, or a tool of one left out.
+            Ok(((_, problems), _)) if !problems.is_empty() => errors.push(problems.join("\n")),
+            Ok(((engine, _), name)) => {
                 for warning in engine.warnings() {
                     tracing::warn!("{name}: {warning}");
                 }

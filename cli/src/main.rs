@@ -8,6 +8,7 @@ mod conversation;
 mod error;
 mod results;
 mod search;
+mod upstream;
 
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};

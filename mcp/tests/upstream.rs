@@ -417,3 +417,70 @@ async fn calls_after_shutdown_are_upstream_unavailable() {
     let o = g.call("fake.echo", json!({"text": "x"})).await;
     assert_eq!(kind(&o), Some("upstream_unavailable"), "{o:?}");
 }
+
+/// The fake server in HTTP mode on a free port, killed on drop.
+struct HttpFake {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl HttpFake {
+    fn start(log: &Path) -> HttpFake {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(python())
+            .arg(fake_server())
+            .args(["--http", "0", "--log"])
+            .arg(log)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("the fake HTTP server starts");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("piped"))
+            .read_line(&mut line)
+            .expect("it prints its port");
+        let port = line.trim().parse().expect("a port number");
+        HttpFake { child, port }
+    }
+}
+
+impl Drop for HttpFake {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test]
+async fn a_url_server_gets_its_headers_with_values_from_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("received.jsonl");
+    let server = HttpFake::start(&log);
+    let g = gate(
+        "",
+        &[format!(
+            "{{name: web, url: \"http://127.0.0.1:{}/mcp\", headers: {{Authorization: \"Bearer ${{HOME}}\", X-Plain: \"$$5\"}}}}",
+            server.port
+        )],
+    )
+    .await;
+    assert!(
+        g.upstreams.problems().is_empty(),
+        "{:?}",
+        g.upstreams.problems()
+    );
+    let o = g.call("web.echo", json!({"text": "over http"})).await;
+    assert_eq!(o.content.text(), "over http", "{o:?}");
+    g.shutdown().await;
+    let received: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let call = received
+        .iter()
+        .find(|m| m["method"] == "tools/call")
+        .expect("the call reached the server");
+    let home = std::env::var("HOME").unwrap_or_default();
+    assert_eq!(call["_headers"]["authorization"], format!("Bearer {home}"));
+    assert_eq!(call["_headers"]["x-plain"], "$5");
+}

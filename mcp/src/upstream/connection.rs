@@ -12,7 +12,7 @@ use tokio::sync::watch;
 use toolgate_policy::McpServerSpec;
 
 use super::config::{HttpLaunch, Launch};
-use super::error::UpstreamError;
+use super::error::{UpstreamError, handshake_reason};
 use super::handler::Handler;
 use super::stdio::{self, Child};
 
@@ -87,8 +87,8 @@ async fn start(
                         });
                     }
                     return Err(UpstreamError::Handshake {
+                        reason: handshake_reason(&source),
                         stderr: child.stderr_tail(),
-                        source: Box::new(source),
                     });
                 }
             }
@@ -99,8 +99,8 @@ async fn start(
             )))
             .await
             .map_err(|source| UpstreamError::Handshake {
+                reason: handshake_reason(&source),
                 stderr: String::new(),
-                source: Box::new(source),
             })?,
     };
     let peer = service.peer().clone();

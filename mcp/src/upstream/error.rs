@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use rmcp::transport::streamable_http_client::StreamableHttpError;
 use toolgate::tool::ToolError;
 
 /// The error kind of a call whose server is not running or cannot be reached.
@@ -54,13 +55,13 @@ pub enum UpstreamError {
         stderr: String,
     },
     /// The MCP handshake (`initialize`) failed.
-    #[error("the MCP handshake failed{}", stderr_note(.stderr))]
+    #[error("the MCP handshake failed: {reason}{}", stderr_note(.stderr))]
     Handshake {
+        /// What failed, down to the first cause (`send initialize request: error sending
+        /// request for url (...): ...: Connection refused`).
+        reason: String,
         /// Its last lines on stderr (empty for a URL server).
         stderr: String,
-        /// What failed.
-        #[source]
-        source: Box<rmcp::service::ClientInitializeError>,
     },
     /// `tools/list` failed.
     #[error("listing its tools failed")]
@@ -107,6 +108,27 @@ fn stderr_note(stderr: &str) -> String {
         String::new()
     } else {
         format!("; its stderr ended with: {stderr}")
+    }
+}
+
+/// What a failed handshake says: the transport's failure and its causes, without the
+/// transport's type name.
+pub(crate) fn handshake_reason(error: &rmcp::service::ClientInitializeError) -> String {
+    use rmcp::service::ClientInitializeError as E;
+    match error {
+        E::TransportError { error, context } => {
+            // The HTTP client's own error keeps its causes (`Connection refused`) where the
+            // transport's wrapper does not name them as sources.
+            let http = error
+                .error
+                .downcast_ref::<StreamableHttpError<reqwest::Error>>();
+            match http {
+                Some(StreamableHttpError::Client(e)) => format!("{context}: {}", chain(e)),
+                _ => format!("{context}: {}", chain(&*error.error)),
+            }
+        }
+        E::ConnectionClosed(when) => format!("the connection closed ({when})"),
+        other => chain(other),
     }
 }
 

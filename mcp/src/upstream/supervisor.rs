@@ -219,6 +219,8 @@ impl Server {
                 Err(error) => {
                     let reason = error.report();
                     if first.is_some() {
+                        // The host reports a failed first start (`Upstreams::problems`).
+                        tracing::debug!(server = %self.spec.name, "MCP server did not start: {reason}");
                         *lock(&self.start_error) = Some(reason.clone());
                     }
                     if let Some(first) = first.take() {
@@ -228,11 +230,14 @@ impl Server {
                     (reason, backoff(failures))
                 }
             };
-            tracing::warn!(
-                server = %self.spec.name,
-                "MCP server not running ({reason}); next attempt in {}",
-                toolgate_policy::format_duration(Some(delay))
-            );
+            // A first start that failed is the host's to report; later failures are logged.
+            if failures > 1 || self.start_error().is_none() {
+                tracing::warn!(
+                    server = %self.spec.name,
+                    "MCP server not running ({reason}); next attempt in {}",
+                    toolgate_policy::format_duration(Some(delay))
+                );
+            }
             self.state.send_replace(State::Down {
                 reason,
                 retry_at: Instant::now() + delay,
