@@ -484,3 +484,69 @@ async fn a_url_server_gets_its_headers_with_values_from_the_environment() {
     assert_eq!(call["_headers"]["authorization"], format!("Bearer {home}"));
     assert_eq!(call["_headers"]["x-plain"], "$5");
 }
+
+#[tokio::test]
+async fn a_searchable_server_hides_its_tools_behind_tool_search() {
+    let g = gate(
+        "search: {}",
+        &[format!(
+            "{{name: fake, command: {}, searchable: true}}",
+            command(&[])
+        )],
+    )
+    .await;
+    let session = g.engine.session(Some("s1")).unwrap();
+    let visible: Vec<String> = g
+        .engine
+        .visible_tools(&session)
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(visible, ["tool_search"]);
+    let found = g
+        .engine
+        .call(
+            &session,
+            &ToolCall::new(
+                "c1",
+                "tool_search",
+                json!({"query": "echo the text back"}).to_string(),
+            ),
+        )
+        .await;
+    assert!(found.content.text().contains("fake.echo"), "{found:?}");
+    let o = g
+        .engine
+        .call(
+            &session,
+            &ToolCall::new("c2", "fake.echo", json!({"text": "found it"}).to_string()),
+        )
+        .await;
+    assert_eq!(o.content.text(), "found it", "{o:?}");
+    g.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_rewrite_hook_changes_what_the_server_receives() {
+    let g = fake(
+        "scripts:\n  rewrite:\n    code: |\n      if tool == \"fake.echo\" { let args = args; args.text = \"rewritten: \" + args.text; args } else { () }",
+        &[],
+    )
+    .await;
+    let o = g.call("fake.echo", json!({"text": "original"})).await;
+    assert_eq!(o.content.text(), "rewritten: original", "{o:?}");
+    g.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_result_cap_holds_an_upstream_result() {
+    let g = fake("tools:\n  \"fake.*\": {max_result_chars: 100}", &[]).await;
+    let o = g.call("fake.big", json!({"chars": 5000})).await;
+    assert!(o.truncated, "{o:?}");
+    assert!(
+        o.content.text().starts_with(&"0123456789".repeat(10)),
+        "{o:?}"
+    );
+    assert!(o.content.text().chars().count() < 400, "{o:?}");
+    g.shutdown().await;
+}
