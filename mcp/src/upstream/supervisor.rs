@@ -230,13 +230,12 @@ impl Server {
                     (reason, backoff(failures))
                 }
             };
-            // A first start that failed is the host's to report; later failures are logged.
-            if failures > 1 || self.start_error().is_none() {
-                tracing::warn!(
-                    server = %self.spec.name,
-                    "MCP server not running ({reason}); next attempt in {}",
-                    toolgate_policy::format_duration(Some(delay))
-                );
+            let next = toolgate_policy::format_duration(Some(delay));
+            if self.start_error().is_none() {
+                tracing::warn!(server = %self.spec.name, "MCP server not running ({reason}); next attempt in {next}");
+            } else {
+                // It never started: the host has reported that once (`Upstreams::problems`).
+                tracing::debug!(server = %self.spec.name, "MCP server still not started ({reason}); next attempt in {next}");
             }
             self.state.send_replace(State::Down {
                 reason,
