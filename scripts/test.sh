@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone: builds every crate (the plugins and the `toolgate`
-# binary that the tests load and drive), installs and starts the S3 test server on 127.0.0.1,
-# runs every test, then the library's default build without S3, and stops the server. Needs only
-# Rust, Python 3 and the package registries.
+# binary that the tests load and drive), installs the test packages (PyPI's into .tools/venv,
+# npm's into .tools/node), starts the S3 test server on 127.0.0.1, runs every test, then the
+# library's default build without S3, and stops the server. Needs only Rust, Python 3, Node.js
+# with npm, and the package registries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,6 +12,9 @@ cargo build --workspace --locked
 
 echo "== Python test packages (moto, openai, jsonschema) into .tools/venv" >&2
 bash scripts/venv.sh >/dev/null
+
+echo "== npm test packages (an upstream MCP server) into .tools/node" >&2
+bash scripts/npm.sh >/dev/null
 
 echo "== S3 test server" >&2
 eval "$(bash scripts/s3-server.sh start)"

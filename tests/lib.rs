@@ -88,6 +88,29 @@ pub fn venv_python_run(script: &str, args: &[&str], stdin: &str) -> Run {
     }
 }
 
+/// `PATH` with the folders of the programs the test scripts install in front: `.tools/venv/bin`
+/// (PyPI's `mcp-server-time`, by `scripts/venv.sh`) and `.tools/node/node_modules/.bin` (npm's
+/// `@modelcontextprotocol/server-everything`, by `scripts/npm.sh`).
+pub fn test_tools_path() -> OsString {
+    let dirs = [
+        repo_path(".tools/venv/bin"),
+        repo_path(".tools/node/node_modules/.bin"),
+    ];
+    for (dir, program, script) in [
+        (&dirs[0], "mcp-server-time", "scripts/venv.sh"),
+        (&dirs[1], "mcp-server-everything", "scripts/npm.sh"),
+    ] {
+        assert!(
+            dir.join(program).exists(),
+            "{} does not exist: run `bash {script}` (scripts/test.sh does) first",
+            dir.join(program).display()
+        );
+    }
+    let rest = std::env::var_os("PATH").unwrap_or_default();
+    std::env::join_paths(dirs.iter().cloned().chain(std::env::split_paths(&rest)))
+        .expect("the folders make a PATH")
+}
+
 /// What one run of the program did.
 #[derive(Debug)]
 pub struct Run {
@@ -142,6 +165,7 @@ pub struct Toolgate {
     dir: PathBuf,
     stdin: Vec<u8>,
     results: Option<PathBuf>,
+    envs: Vec<(OsString, OsString)>,
 }
 
 impl Toolgate {
@@ -152,7 +176,21 @@ impl Toolgate {
             dir: repo_root(),
             stdin: Vec::new(),
             results: None,
+            envs: Vec::new(),
         }
+    }
+
+    /// Sets an environment variable for this run.
+    pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
+        self.envs
+            .push((key.as_ref().to_owned(), value.as_ref().to_owned()));
+        self
+    }
+
+    /// `PATH` with the MCP servers the test scripts install in front ([`test_tools_path`]), so
+    /// a policy names them by their bare program names as a user's would.
+    pub fn with_test_tools(self) -> Self {
+        self.env("PATH", test_tools_path())
     }
 
     pub fn current_dir(mut self, dir: &Path) -> Self {
@@ -182,6 +220,7 @@ impl Toolgate {
             .current_dir(&self.dir)
             .env_remove("RUST_LOG")
             .env("TOOLGATE_RESULTS_DIR", results)
+            .envs(self.envs.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use toolgate::{Engine, Policy, Session};
+use toolgate_mcp::upstream::Problem;
 
 use crate::error::{CliError, Input};
 
@@ -35,17 +36,30 @@ pub fn load_policy(path: Option<&Path>) -> Result<(Policy, String), CliError> {
 }
 
 /// Builds the engine; `name` is the policy's name, for the problems the engine knows no
-/// position of.
+/// position of. The policy's upstream MCP servers (`mcp_servers:`) are started first; one that
+/// does not start costs only its own tools, and is logged as a warning.
 pub fn build(policy: Policy, name: &str) -> Result<Engine, CliError> {
+    let (engine, problems) = build_reporting(policy, name)?;
+    for problem in problems {
+        tracing::warn!("{problem}");
+    }
+    Ok(engine)
+}
+
+/// [`build`], with the problems of the policy's upstream MCP servers returned rather than
+/// logged (`validate` reports them as errors).
+pub fn build_reporting(policy: Policy, name: &str) -> Result<(Engine, Vec<Problem>), CliError> {
     let needs_store = policy.reduction.as_ref().is_some_and(|r| r.store.is_none());
-    let mut builder = Engine::builder(policy);
+    let servers = policy.mcp_servers.clone();
+    let (mut builder, problems) = crate::upstream::attach(&servers, Engine::builder(policy));
     if needs_store {
         builder = builder.default_store_url(default_store_url()?);
     }
-    builder.build().map_err(|source| CliError::Build {
+    let engine = builder.build().map_err(|source| CliError::Build {
         policy: name.to_string(),
         source: Box::new(source),
-    })
+    })?;
+    Ok((engine, problems))
 }
 
 /// Loads the policy (or the built-in one) and builds the engine; also returns the policy's name.

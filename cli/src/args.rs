@@ -13,7 +13,8 @@ Exit codes:
   1  `call` only: the call ran and its result is an error (timeout, denied, unknown_tool, ...)
   2  usage error: unknown option, missing argument, bad value
   3  the policy could not be loaded or the engine could not be built from it, or it lacks
-     the section a command needs (`reduction:` for `results`, `search:` for `search --policy`)
+     the section a command needs (`reduction:` for `results`, `search:` for `search --policy`);
+     for `validate`, also an upstream MCP server (`mcp_servers:`) that does not start
   4  input error: a file cannot be read or written, or is not valid JSON (or UTF-8) of the
      expected shape; a bad or unknown result id; a bad search query
   5  `run` only: the turn was aborted because the policy says `on_error: fail`
@@ -65,7 +66,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Check policies: load each one and build the engine from it (plugins load, scripts
-    /// compile, names are checked), then print a summary.
+    /// compile, upstream MCP servers start, names are checked), then print a summary.
     #[command(after_help = format!("\
 Examples:
   toolgate validate policies/default.yaml

@@ -174,6 +174,15 @@ pub enum CliError {
         /// What the section would have given the command.
         what: &'static str,
     },
+    /// `validate`: upstream MCP servers of the policy that did not start, or tools of theirs
+    /// left out for their names.
+    #[error("{policy}: {} upstream MCP server problem(s)", .problems.len())]
+    Upstreams {
+        /// The policy's name, for a server entry without a position.
+        policy: String,
+        /// One per server or tool.
+        problems: Vec<toolgate_mcp::upstream::Problem>,
+    },
     /// `validate`: every policy that failed, in the order given.
     #[error("{} policies failed", .0.len())]
     Policies(Vec<CliError>),
@@ -322,6 +331,7 @@ impl CliError {
             | CliError::ResultsDir { .. }
             | CliError::ResultsDirUrl { .. }
             | CliError::NoSection { .. }
+            | CliError::Upstreams { .. }
             | CliError::Policies(_) => Class::Policy,
             CliError::Store(e) => match e {
                 // What the operator typed is wrong.
@@ -391,6 +401,14 @@ impl CliError {
                 .collect::<Vec<_>>()
                 .join("\n"),
             CliError::Build { policy, source } => build_lines(source, policy).join("\n"),
+            CliError::Upstreams { policy, problems } => problems
+                .iter()
+                .map(|p| match p.position {
+                    Some(_) => p.to_string(),
+                    None => format!("{policy}: {p}"),
+                })
+                .collect::<Vec<_>>()
+                .join("\n"),
             _ => {
                 let message = format!("{}{}", chain(self), self.hint());
                 match self.class() {

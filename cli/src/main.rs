@@ -13,6 +13,7 @@ mod cmd;
 mod conversation;
 mod error;
 mod output;
+mod upstream;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;

@@ -27,6 +27,9 @@ pub struct EngineBuilder {
     store: Option<Arc<dyn ResultStore>>,
     default_store_url: Option<String>,
     natives: Vec<Arc<dyn Tool>>,
+    /// Tools of named sources ([`EngineBuilder::tools_from`]), with their source and whether
+    /// they are searchable.
+    external: Vec<(ToolSource, Arc<dyn Tool>, bool)>,
     listeners: Vec<Listener>,
     layers: Vec<Arc<dyn Layer>>,
     script_limits: ScriptLimits,
@@ -47,6 +50,7 @@ impl EngineBuilder {
             store: None,
             default_store_url: None,
             natives: Vec::new(),
+            external: Vec::new(),
             listeners: Vec::new(),
             layers: Vec::new(),
             script_limits: ScriptLimits::default(),
@@ -62,6 +66,25 @@ impl EngineBuilder {
     /// Registers a native tool already in an `Arc`.
     pub fn tool_arc(mut self, tool: Arc<dyn Tool>) -> Self {
         self.natives.push(tool);
+        self
+    }
+
+    /// Registers the tools of one named source that the host program brings (the tools of an
+    /// upstream MCP server, say), checked like every other tool (N1-N3, N6). `source` names
+    /// them in errors and summaries ("MCP server time (stdio: mcp-server-time)"); `searchable`
+    /// puts them in the search catalog behind `tool_search` (S1) instead of always showing them.
+    pub fn tools_from(
+        mut self,
+        source: impl Into<String>,
+        searchable: bool,
+        tools: impl IntoIterator<Item = Arc<dyn Tool>>,
+    ) -> Self {
+        let source = ToolSource::External {
+            name: source.into(),
+        };
+        for tool in tools {
+            self.external.push((source.clone(), tool, searchable));
+        }
         self
     }
 
@@ -111,6 +134,7 @@ impl EngineBuilder {
             store,
             default_store_url,
             natives,
+            external,
             listeners,
             layers,
             script_limits,
@@ -120,7 +144,7 @@ impl EngineBuilder {
             .map(BuiltinTool::name)
             .collect();
 
-        let mut registry = registry_of(&policy, natives)?;
+        let mut registry = registry_of(&policy, natives, external)?;
         check_reserved(&registry, &policy)?;
         let store = match &policy.reduction {
             Some(settings) => Some(reduction_store(
@@ -198,10 +222,17 @@ impl EngineBuilder {
 
 /// The registry step: native tools, every plugin's tools, the JSONL catalogs, and the tools
 /// `search.searchable_tools` moves into the catalog.
-fn registry_of(policy: &Policy, natives: Vec<Arc<dyn Tool>>) -> Result<Registry, BuildError> {
+fn registry_of(
+    policy: &Policy,
+    natives: Vec<Arc<dyn Tool>>,
+    external: Vec<(ToolSource, Arc<dyn Tool>, bool)>,
+) -> Result<Registry, BuildError> {
     let mut registry = Registry::new(policy.name_profile);
     for tool in natives {
         registry.insert(tool, ToolSource::Native, false)?;
+    }
+    for (source, tool, searchable) in external {
+        registry.insert(tool, source, searchable)?;
     }
     // Every plugin is tried, so one build reports all that do not load (each at its entry).
     let mut plugin_errors = Vec::new();

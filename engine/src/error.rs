@@ -164,11 +164,11 @@ impl CallError {
 
 /// The most characters of a name (a tool name the model made up, say) that an error message
 /// echoes; a longer name is cut and marked with `...`.
-pub(crate) const ECHOED_NAME_CHARS: usize = 64;
+pub const ECHOED_NAME_CHARS: usize = 64;
 
 /// `name` as an error message echoes it: at most [`ECHOED_NAME_CHARS`] characters, then
 /// `...(N bytes)` when it was longer.
-pub(crate) fn cut_name(name: &str) -> std::borrow::Cow<'_, str> {
+pub fn cut_name(name: &str) -> std::borrow::Cow<'_, str> {
     match name.char_indices().nth(ECHOED_NAME_CHARS) {
         None => std::borrow::Cow::Borrowed(name),
         Some((cut, _)) => {

@@ -41,6 +41,13 @@ pub enum ToolSource {
     },
     /// Built into the engine (`read_tool_result`, `tool_search`).
     Builtin,
+    /// Added by the host program as one named source
+    /// ([`EngineBuilder::tools_from`](crate::EngineBuilder::tools_from)): the tools of an
+    /// upstream MCP server, say. `name` says where they come from in errors and summaries.
+    External {
+        /// Where the tools come from ("MCP server time (stdio: mcp-server-time)").
+        name: String,
+    },
 }
 
 impl fmt::Display for ToolSource {
@@ -50,6 +57,7 @@ impl fmt::Display for ToolSource {
             ToolSource::Plugin { plugin, path } => write!(f, "plugin {plugin} ({path})"),
             ToolSource::Catalog { file } => write!(f, "catalog {file}"),
             ToolSource::Builtin => f.write_str("the engine (built-in)"),
+            ToolSource::External { name } => f.write_str(name),
         }
     }
 }

@@ -62,6 +62,12 @@ pub enum DiagnosticKind {
     Glob,
     /// A file the policy refers to (a script, a catalog) cannot be read.
     MissingFile,
+    /// Two entries of a list that must be told apart by name share one (two `mcp_servers`
+    /// called `time`).
+    DuplicateName,
+    /// A string that takes values from environment variables is not a valid template
+    /// (`$5` instead of `$$5`).
+    Template,
 }
 
 impl fmt::Display for Diagnostic {

@@ -58,16 +58,19 @@
 #![warn(missing_docs)]
 
 mod duration;
+mod env_template;
 mod error;
 mod file;
 pub mod glob;
 mod load;
+mod mcp_servers;
 mod model;
 mod name;
 mod schema;
 mod yaml;
 
 pub use duration::{format_duration, parse_age, parse_duration};
+pub use env_template::{EnvTemplate, MissingVar, TemplateError, TemplatePart};
 pub use error::{Diagnostic, DiagnosticKind, DurationError, GlobError, LineColumn, PolicyError};
 pub use file::{
     FileError, FileProblem, MAX_CATALOG_FILE_BYTES, MAX_POLICY_FILE_BYTES, read_text_file,

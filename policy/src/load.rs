@@ -181,6 +181,14 @@ impl<'a> Build<'a> {
                 "plugins" => policy.plugins = self.plugins(value),
                 "reduction" => policy.reduction = Some(self.reduction(value)),
                 "search" => policy.search = Some(self.search(value)),
+                "mcp_servers" => {
+                    let mut cx = crate::mcp_servers::Context {
+                        file: self.file,
+                        dir: &self.dir,
+                        diagnostics: &mut self.diagnostics,
+                    };
+                    policy.mcp_servers = crate::mcp_servers::load(value, &mut cx);
+                }
                 _ => {}
             }
         }

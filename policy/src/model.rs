@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::env_template::EnvTemplate;
 use crate::glob::{Glob, PathGlob};
 
 /// A place in a policy file, 1-based, for error messages that point at the line and column.
@@ -56,6 +57,8 @@ pub struct Policy {
     pub reduction: Option<ReductionSettings>,
     /// Tool search over a catalog (issue 4); `None` = off.
     pub search: Option<SearchSettings>,
+    /// Upstream MCP servers whose tools join the registry as `<name>.<tool>`, in order.
+    pub mcp_servers: Vec<McpServerSpec>,
 }
 
 impl Default for Policy {
@@ -72,6 +75,7 @@ impl Default for Policy {
             plugins: Vec::new(),
             reduction: None,
             search: None,
+            mcp_servers: Vec::new(),
         }
     }
 }
@@ -396,6 +400,57 @@ impl Default for SearchSettings {
             default_max_results: 5,
         }
     }
+}
+
+/// An upstream MCP server (`mcp_servers:`): its tools join the registry as `<name>.<tool>` and
+/// are governed like every other tool. The program that hosts the engine connects to it; the
+/// policy only says how.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpServerSpec {
+    /// Letters, digits, `_` and `-`: the first part of its tools' names (`time` gives
+    /// `time.get_current_time`). Unique among the policy's servers.
+    pub name: String,
+    /// How to reach it.
+    pub transport: McpTransport,
+    /// Put its tools in the search catalog instead of always showing them.
+    pub searchable: bool,
+    /// How long starting it may take: spawning or connecting, the MCP handshake and the first
+    /// tool list. `None` = no bound. Default [`McpServerSpec::DEFAULT_STARTUP_TIMEOUT`].
+    pub startup_timeout: Option<Duration>,
+    /// Where the server's entry is in the policy file.
+    pub position: Option<Position>,
+}
+
+impl McpServerSpec {
+    /// The default `startup_timeout`: long enough for a server started through a package
+    /// runner that installs it on first use.
+    pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+}
+
+/// How an upstream MCP server is reached. Every string but the server's name may take values
+/// from environment variables (`${NAME}`, see [`EnvTemplate`]), filled in when the server is
+/// started.
+#[derive(Debug, Clone, PartialEq)]
+pub enum McpTransport {
+    /// `command:` a child process that speaks MCP on its standard input and output.
+    Stdio {
+        /// The program and its arguments. A program path that contains `/` and is relative
+        /// has been resolved against the policy file's directory; a bare name is looked up in
+        /// `PATH` when it starts.
+        command: Vec<EnvTemplate>,
+        /// Variables set for the child, on top of the environment it inherits.
+        env: BTreeMap<String, EnvTemplate>,
+        /// The child's working directory, resolved against the policy file's directory;
+        /// `None` = the host program's.
+        cwd: Option<PathBuf>,
+    },
+    /// `url:` a server speaking Streamable HTTP.
+    Http {
+        /// `http://` or `https://` URL of the MCP endpoint.
+        url: EnvTemplate,
+        /// Headers sent with every request (`Authorization: "Bearer ${TOKEN}"`).
+        headers: BTreeMap<String, EnvTemplate>,
+    },
 }
 
 #[cfg(test)]

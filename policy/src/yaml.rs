@@ -105,6 +105,35 @@ impl Node {
         }
     }
 
+    /// The entries of a mapping; none for any other node.
+    pub fn entries(&self) -> &[Entry] {
+        match &self.kind {
+            Kind::Map(mapping) => &mapping.entries,
+            _ => &[],
+        }
+    }
+
+    /// The items of a sequence; none for any other node.
+    pub fn items(&self) -> &[Node] {
+        match &self.kind {
+            Kind::Seq(items) => items,
+            _ => &[],
+        }
+    }
+
+    /// The text of a string; empty for any other node.
+    pub fn str(&self) -> &str {
+        match &self.kind {
+            Kind::Str(s, _) => s,
+            _ => "",
+        }
+    }
+
+    /// Whether the node is the boolean `true`.
+    pub fn is_true(&self) -> bool {
+        matches!(self.kind, Kind::Bool(true))
+    }
+
     /// The node as JSON, for schema validation and for plugin configuration.
     pub fn to_json(&self) -> Value {
         match &self.kind {

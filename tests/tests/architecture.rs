@@ -32,7 +32,15 @@ fn workspace_root() -> PathBuf {
 fn crate_sources() -> Vec<PathBuf> {
     let root = workspace_root();
     let mut crates = Vec::new();
-    for entry in ["engine", "policy", "store", "search", "plugin-api", "cli"] {
+    for entry in [
+        "engine",
+        "policy",
+        "store",
+        "search",
+        "plugin-api",
+        "mcp",
+        "cli",
+    ] {
         crates.push(root.join(entry).join("src"));
     }
     let plugins = fs::read_dir(root.join("plugins")).expect("plugins/ exists");

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use toolgate_e2e::{repo_root, toolgate};
+use toolgate_e2e::{Toolgate, repo_root, toolgate};
 
 /// Every policy shipped in `policies/` and `policies/examples/`.
 fn shipped_policies() -> Vec<PathBuf> {
@@ -48,7 +48,10 @@ fn assert_diagnostic_at(run: &toolgate_e2e::Run, file: &Path, line: u32, needle:
 #[test]
 fn every_shipped_policy_validates() {
     for policy in shipped_policies() {
-        let run = toolgate(&["validate", policy.to_str().unwrap()]);
+        // mcp-upstream.yaml names the MCP servers the test scripts install.
+        let run = Toolgate::new(&["validate", policy.to_str().unwrap()])
+            .with_test_tools()
+            .run();
         assert_eq!(
             run.code,
             0,

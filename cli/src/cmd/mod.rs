@@ -20,6 +20,13 @@ use crate::output::Out;
 /// Runs `command`; `Ok` carries the exit code (0, or 1 for a `call` whose result is an error).
 pub async fn run(command: Command, out: &mut Out<'_>) -> Result<u8, CliError> {
     tracing::debug!(command = command.name(), "starting");
+    let result = run_command(command, out).await;
+    // No child process of an upstream MCP server outlives the command.
+    crate::upstream::shutdown().await;
+    result
+}
+
+async fn run_command(command: Command, out: &mut Out<'_>) -> Result<u8, CliError> {
     match command {
         Command::Validate(args) => validate::validate(args, out),
         Command::Tools(args) => tools::tools(args, out),

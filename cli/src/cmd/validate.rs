@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use toolgate::Engine;
 
-use crate::app::load_engine;
+use crate::app::{build_reporting, load_policy};
 use crate::args::ValidateArgs;
 use crate::error::{CliError, EXIT_OK};
 use crate::output::Out;
@@ -20,8 +20,15 @@ pub fn validate(args: ValidateArgs, out: &mut Out<'_>) -> Result<u8, CliError> {
     let mut printed = false;
     let mut errors = Vec::new();
     for path in &paths {
-        match load_engine(path.as_deref()) {
-            Ok((engine, name)) => {
+        let built = load_policy(path.as_deref())
+            .and_then(|(policy, name)| Ok((build_reporting(policy, &name)?, name)));
+        match built {
+            // An upstream MCP server that does not start, or a tool of one left out.
+            Ok(((_, problems), name)) if !problems.is_empty() => errors.push(CliError::Upstreams {
+                policy: name,
+                problems,
+            }),
+            Ok(((engine, _), name)) => {
                 for warning in engine.warnings() {
                     tracing::warn!("{name}: {warning}");
                 }

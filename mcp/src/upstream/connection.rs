@@ -1,0 +1,190 @@
+//! One live connection to a server: started (spawn or connect, handshake, first tool list)
+//! within its `startup_timeout`, watched until it closes, and closed.
+
+use std::time::Duration;
+
+use rmcp::ServiceExt;
+use rmcp::model::Tool as McpTool;
+use rmcp::service::{Peer, RoleClient, RunningServiceCancellationToken};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use tokio::sync::watch;
+use toolgate_policy::McpServerSpec;
+
+use super::config::{HttpLaunch, Launch};
+use super::error::{UpstreamError, handshake_reason};
+use super::handler::Handler;
+use super::stdio::{self, Child};
+
+/// How long closing a connection waits for the client's own shutdown.
+const CLOSE_WAIT: Duration = Duration::from_millis(500);
+/// How long a child whose pipe closed is given to report its exit status.
+const EXIT_STATUS_WAIT: Duration = Duration::from_millis(300);
+
+/// A started server.
+pub(crate) struct Connection {
+    peer: Peer<RoleClient>,
+    /// Stops the client (taken by [`Connection::close`]).
+    stop: Option<RunningServiceCancellationToken>,
+    /// Turns `true` when the client has stopped, for any reason.
+    ended: watch::Receiver<bool>,
+    child: Option<Child>,
+    /// Its tools, as it listed them when it started.
+    pub tools: Vec<McpTool>,
+}
+
+/// Starts the server `spec` describes, within its `startup_timeout`.
+pub(crate) async fn open(
+    spec: &McpServerSpec,
+    handler: Handler,
+) -> Result<Connection, UpstreamError> {
+    let launch = super::config::launch(spec)?;
+    // Kept outside the timed part, so that a server that hangs is still stopped and its stderr
+    // still quoted.
+    let mut child = None;
+    let started = start(&spec.name, &launch, handler, &mut child);
+    let result = match spec.startup_timeout {
+        Some(after) => match tokio::time::timeout(after, started).await {
+            Ok(result) => result,
+            Err(_) => Err(UpstreamError::StartupTimeout {
+                after,
+                stderr: child.as_ref().map(Child::stderr_tail).unwrap_or_default(),
+            }),
+        },
+        None => started.await,
+    };
+    match result {
+        Ok(connection) => Ok(connection),
+        Err(error) => {
+            if let Some(child) = &child {
+                child.stop().await;
+            }
+            Err(error)
+        }
+    }
+}
+
+async fn start(
+    server: &str,
+    launch: &Launch,
+    handler: Handler,
+    child_slot: &mut Option<Child>,
+) -> Result<Connection, UpstreamError> {
+    let service = match launch {
+        Launch::Stdio(launch) => {
+            let (child, pipes) = stdio::spawn(launch, server)?;
+            let child = child_slot.insert(child);
+            match handler.serve(pipes).await {
+                Ok(service) => service,
+                Err(source) => {
+                    // A child that died during the handshake says more by its exit than the
+                    // closed pipe does.
+                    if let Some(status) = child.status_within(EXIT_STATUS_WAIT).await {
+                        return Err(UpstreamError::ExitedEarly {
+                            program: child.program().to_owned(),
+                            status,
+                            stderr: child.stderr_tail(),
+                        });
+                    }
+                    return Err(UpstreamError::Handshake {
+                        reason: handshake_reason(&source),
+                        stderr: child.stderr_tail(),
+                    });
+                }
+            }
+        }
+        Launch::Http(launch) => handler
+            .serve(StreamableHttpClientTransport::from_config(http_config(
+                launch,
+            )))
+            .await
+            .map_err(|source| UpstreamError::Handshake {
+                reason: handshake_reason(&source),
+                stderr: String::new(),
+            })?,
+    };
+    let peer = service.peer().clone();
+    let stop = service.cancellation_token();
+    let (ended_tx, ended) = watch::channel(false);
+    // The client runs until its transport closes or it is stopped; this says when.
+    tokio::spawn(async move {
+        let _ = service.waiting().await;
+        let _ = ended_tx.send(true);
+    });
+    let mut connection = Connection {
+        peer,
+        stop: Some(stop),
+        ended,
+        child: child_slot.take(),
+        tools: Vec::new(),
+    };
+    match connection.peer.list_all_tools().await {
+        Ok(tools) => {
+            connection.tools = tools;
+            Ok(connection)
+        }
+        Err(source) => {
+            // Put the child back, so `open` stops it.
+            *child_slot = connection.child.take();
+            connection.close().await;
+            Err(UpstreamError::ListTools { source })
+        }
+    }
+}
+
+fn http_config(launch: &HttpLaunch) -> StreamableHttpClientTransportConfig {
+    StreamableHttpClientTransportConfig::with_uri(launch.url.as_str())
+        .custom_headers(launch.headers.clone())
+        .reinit_on_expired_session(true)
+}
+
+impl Connection {
+    /// A handle for requests.
+    pub(crate) fn peer(&self) -> Peer<RoleClient> {
+        self.peer.clone()
+    }
+
+    /// Resolves when the connection is gone: the client stopped (the pipe or the HTTP
+    /// session closed) or the child exited.
+    pub(crate) async fn closed(&self) {
+        let mut ended = self.ended.clone();
+        let ended = async move {
+            // An error means the watcher task is gone, which happens only once it has sent.
+            let _ = ended.wait_for(|e| *e).await;
+        };
+        match &self.child {
+            Some(child) => {
+                tokio::select! {
+                    () = ended => {}
+                    () = child.exited() => {}
+                }
+            }
+            None => ended.await,
+        }
+    }
+
+    /// Why it closed, for messages. A child's stdout closes just before it exits; its exit
+    /// status is waited for a moment, as it says more.
+    pub(crate) async fn exit_note(&self) -> String {
+        match &self.child {
+            Some(child) => {
+                child.status_within(EXIT_STATUS_WAIT).await;
+                child.exit_note()
+            }
+            None => "the connection closed".to_owned(),
+        }
+    }
+
+    /// Closes it: the client stops (closing the child's stdin, or ending the HTTP session),
+    /// then the child gets a short while to exit before its process group is killed.
+    pub(crate) async fn close(mut self) {
+        if let Some(stop) = self.stop.take() {
+            stop.cancel();
+        }
+        let mut ended = self.ended.clone();
+        let _ = tokio::time::timeout(CLOSE_WAIT, ended.wait_for(|e| *e)).await;
+        if let Some(child) = &self.child {
+            child.stop().await;
+        }
+    }
+}

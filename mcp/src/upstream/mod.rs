@@ -1,0 +1,46 @@
+//! Tools of other MCP servers ("upstreams"), governed by a policy like every other tool.
+//!
+//! A policy lists them under `mcp_servers:` (see `docs/policy.md`): each has a name and either
+//! a `command` (a child process speaking MCP on stdio) or a `url` (Streamable HTTP). Their
+//! tools join the engine's registry as `<server>.<tool>` through
+//! [`EngineBuilder::tools_from`](toolgate::EngineBuilder::tools_from), so the engine knows
+//! nothing of MCP: names are checked, and aliases, rules, hooks, timeouts, caps, offload and
+//! search apply as to any tool.
+//!
+//! # Lifecycle
+//!
+//! 1. [`Upstreams::start`] starts every server at once (each within its `startup_timeout`).
+//! 2. [`Upstreams::problems`] says which did not start; their tools are missing, everything
+//!    else works. `toolgate validate` reports them as errors, other commands as warnings.
+//! 3. [`Upstreams::register`] adds the tools to an [`EngineBuilder`](toolgate::EngineBuilder).
+//! 4. Calls run through the engine's guard and reach the server by its live connection.
+//! 5. [`Upstreams::shutdown`] stops them all.
+//!
+//! # Faults
+//!
+//! A server costs only its own calls. Its failures are error kinds of their own:
+//! `upstream_unavailable` (not running, restarting, connection broken) and `upstream_error`
+//! (a JSON-RPC error, or an answer that is not a tool result); arguments it refuses
+//! (`-32602`) are `invalid_arguments`, an answer marked `isError` is `tool_error`. When the
+//! guard stops waiting (timeout, cancelled turn) the server gets `notifications/cancelled` for
+//! the request. A server that exits or whose connection breaks is started again: at once the
+//! first time, then with pauses of 0.5 s, 1 s, 2 s, ... up to 30 s while it keeps failing.
+//!
+//! # Tool list changes
+//!
+//! When a server sends `notifications/tools/list_changed` (or comes back with other tools) its
+//! list is fetched again and [`Upstreams::on_change`] listeners are called. Engines are
+//! immutable: a long-running host (`toolgate serve`) rebuilds the engine with
+//! [`Upstreams::register`] and swaps it in.
+
+mod adapter;
+mod config;
+mod connection;
+mod error;
+mod handler;
+mod set;
+mod stdio;
+mod supervisor;
+
+pub use error::{UPSTREAM_ERROR, UPSTREAM_UNAVAILABLE, UpstreamError};
+pub use set::{Problem, Upstreams};

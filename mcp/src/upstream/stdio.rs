@@ -1,0 +1,177 @@
+//! A server run as a child process: spawned in a process group of its own (so it and anything
+//! it starts can be stopped together, and a terminal's Ctrl-C reaches toolgate, not it), its
+//! stderr forwarded to the log with the last lines kept for error messages, its exit watched.
+
+use std::collections::VecDeque;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{ChildStdin, ChildStdout, Command};
+use tokio::sync::watch;
+
+use super::config::StdioLaunch;
+use super::error::UpstreamError;
+
+/// Lines of stderr kept for error messages.
+const TAIL_LINES: usize = 8;
+/// Characters kept of each such line.
+const TAIL_LINE_CHARS: usize = 300;
+/// How long a child may take to exit once its stdin is closed before it is killed.
+const EXIT_GRACE: Duration = Duration::from_millis(500);
+
+/// A running child process.
+pub(crate) struct Child {
+    program: String,
+    /// The process (and process group) id.
+    pid: Option<u32>,
+    /// `Some(status)` once it has exited.
+    exit: watch::Receiver<Option<String>>,
+    tail: Arc<Mutex<VecDeque<String>>>,
+}
+
+/// The child's pipes, for the MCP transport.
+pub(crate) type Pipes = (ChildStdout, ChildStdin);
+
+/// Starts the program. `server` names it in log lines.
+pub(crate) fn spawn(launch: &StdioLaunch, server: &str) -> Result<(Child, Pipes), UpstreamError> {
+    let mut command = Command::new(&launch.program);
+    command
+        .args(&launch.args)
+        .envs(launch.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Should everything else fail, dropping the handle still kills the child.
+        .kill_on_drop(true);
+    if let Some(dir) = &launch.cwd {
+        command.current_dir(dir);
+    }
+    #[cfg(unix)]
+    command.process_group(0);
+    let mut child = command.spawn().map_err(|source| UpstreamError::Spawn {
+        program: launch.program.clone(),
+        source,
+    })?;
+    let pid = child.id();
+    let (Some(stdin), Some(stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        // Unreachable: all three are piped above.
+        return Err(UpstreamError::Spawn {
+            program: launch.program.clone(),
+            source: std::io::Error::other("the child's pipes were not opened"),
+        });
+    };
+
+    let tail = Arc::new(Mutex::new(VecDeque::new()));
+    let kept = tail.clone();
+    let name = server.to_owned();
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(stderr).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            tracing::debug!(target: "toolgate_mcp::upstream", server = %name, "stderr: {line}");
+            let mut tail = kept.lock().unwrap_or_else(|p| p.into_inner());
+            if tail.len() == TAIL_LINES {
+                tail.pop_front();
+            }
+            tail.push_back(line.chars().take(TAIL_LINE_CHARS).collect());
+        }
+    });
+
+    let (exited, exit) = watch::channel(None);
+    tokio::spawn(async move {
+        let status = match child.wait().await {
+            Ok(status) => status.to_string(),
+            Err(e) => format!("its status could not be read: {e}"),
+        };
+        let _ = exited.send(Some(status));
+    });
+
+    Ok((
+        Child {
+            program: launch.program.clone(),
+            pid,
+            exit,
+            tail,
+        },
+        (stdout, stdin),
+    ))
+}
+
+impl Child {
+    /// The program as it was run.
+    pub(crate) fn program(&self) -> &str {
+        &self.program
+    }
+
+    /// Resolves once the child has exited.
+    pub(crate) async fn exited(&self) {
+        let mut exit = self.exit.clone();
+        // An error means the watcher is gone, which happens only once it has sent.
+        let _ = exit.wait_for(Option::is_some).await;
+    }
+
+    /// Its exit status, once it has exited.
+    pub(crate) fn status(&self) -> Option<String> {
+        self.exit.borrow().clone()
+    }
+
+    /// Its exit status, waiting at most `wait` for it.
+    pub(crate) async fn status_within(&self, wait: Duration) -> Option<String> {
+        let _ = tokio::time::timeout(wait, self.exited()).await;
+        self.status()
+    }
+
+    /// Its last lines on stderr, joined with ` | `.
+    pub(crate) fn stderr_tail(&self) -> String {
+        let tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
+        tail.iter().cloned().collect::<Vec<_>>().join(" | ")
+    }
+
+    /// How it ended, for messages: `exited (exit status: 1); its stderr ended with: ...`.
+    pub(crate) fn exit_note(&self) -> String {
+        let mut note = match self.status() {
+            Some(status) => format!("{} exited ({status})", self.program),
+            None => format!("{} closed its connection", self.program),
+        };
+        let tail = self.stderr_tail();
+        if !tail.is_empty() {
+            note.push_str("; its stderr ended with: ");
+            note.push_str(&tail);
+        }
+        note
+    }
+
+    /// Stops it: the caller has closed its stdin already; it gets a short while to exit, then
+    /// its whole process group is killed.
+    pub(crate) async fn stop(&self) {
+        if self.status_within(EXIT_GRACE).await.is_none() {
+            self.kill_group();
+            let _ = self.status_within(EXIT_GRACE).await;
+        }
+        // Whatever it started and left behind goes with it.
+        self.kill_group();
+    }
+
+    fn kill_group(&self) {
+        #[cfg(unix)]
+        if let Some(pid) = self.pid.and_then(|p| libc::pid_t::try_from(p).ok()) {
+            // SAFETY: kill(2) with a negative pid signals the process group the child leads
+            // (it was spawned with process_group(0)); no memory is touched.
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+impl Drop for Child {
+    /// A child dropped while it runs (its start was abandoned) is killed with its group.
+    fn drop(&mut self) {
+        if self.status().is_none() {
+            self.kill_group();
+        }
+    }
+}
