@@ -16,7 +16,8 @@ use crate::file::{MAX_CATALOG_FILE_BYTES, MAX_POLICY_FILE_BYTES, check_text_file
 use crate::glob::{Glob, PathGlob};
 use crate::model::{
     AliasSpec, DispatchSettings, NameProfile, OnError, PluginLocation, PluginSpec, Policy,
-    Position, ReductionSettings, Rule, Rules, ScriptSource, Scripts, SearchSettings, ToolOverride,
+    Position, ReductionSettings, Rule, Rules, ScriptSource, Scripts, SearchSettings,
+    SessionSettings, ToolOverride,
 };
 use crate::schema;
 use crate::yaml::{self, Entry, Kind, Node, Pos, YamlProblemKind};
@@ -183,6 +184,7 @@ impl<'a> Build<'a> {
                 "plugins" => policy.plugins = self.plugins(value),
                 "reduction" => policy.reduction = Some(self.reduction(value)),
                 "search" => policy.search = Some(self.search(value)),
+                "sessions" => policy.sessions = self.sessions(value),
                 _ => {}
             }
         }
@@ -491,6 +493,18 @@ impl<'a> Build<'a> {
         let joined = self.dir.join(rest);
         let absolute = std::path::absolute(&joined).unwrap_or(joined);
         format!("file://{}", absolute.display())
+    }
+
+    fn sessions(&mut self, node: &Node) -> SessionSettings {
+        let mut sessions = SessionSettings::default();
+        for entry in entries(node) {
+            if entry.key == "ttl"
+                && let Some(ttl) = self.duration(entry, "sessions.ttl")
+            {
+                sessions.ttl = ttl;
+            }
+        }
+        sessions
     }
 
     fn search(&mut self, node: &Node) -> SearchSettings {

@@ -54,6 +54,9 @@ pub struct Policy {
     pub reduction: Option<ReductionSettings>,
     /// Tool search over a catalog (issue 4); `None` = off.
     pub search: Option<SearchSettings>,
+    /// How long session state (the catalog tools a session found) is kept by hosts that keep
+    /// it in a store (`toolgate call --session`, `toolgate serve`).
+    pub sessions: SessionSettings,
 }
 
 impl Default for Policy {
@@ -70,6 +73,7 @@ impl Default for Policy {
             plugins: Vec::new(),
             reduction: None,
             search: None,
+            sessions: SessionSettings::default(),
         }
     }
 }
@@ -343,6 +347,25 @@ impl Default for SearchSettings {
             use_model_native: false,
             index_file: None,
             default_max_results: 5,
+        }
+    }
+}
+
+/// Session state kept in a store (issue 12): the catalog tools a session found, shared by every
+/// process that uses the same store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionSettings {
+    /// A session's state expires this long after its last change; `None` = never. Default 24h.
+    pub ttl: Option<Duration>,
+}
+
+/// The default [`SessionSettings::ttl`].
+pub const DEFAULT_SESSION_TTL: Duration = Duration::from_secs(24 * 60 * 60);
+
+impl Default for SessionSettings {
+    fn default() -> Self {
+        SessionSettings {
+            ttl: Some(DEFAULT_SESSION_TTL),
         }
     }
 }
