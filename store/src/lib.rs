@@ -34,6 +34,7 @@
 mod error;
 mod id;
 mod object;
+mod session;
 mod staging;
 mod store;
 mod types;
@@ -42,6 +43,7 @@ mod validated;
 pub use error::{BoxError, StoreError};
 pub use id::{IdError, MAX_RESULT_ID_BYTES, MAX_SESSION_ID_BYTES, ResultId, SessionId};
 pub use object::{INDEX_STRIDE_CHARS, ObjectResultStore};
+pub use session::{ObjectSessionStore, SessionState, SessionStore};
 pub use store::{ForeignResult, ResultStore, read_scoped};
 pub use types::{
     DEFAULT_CONTENT_TYPE, ListFilter, Listing, NewResult, Page, PruneReport, ResultMeta, Scope,
