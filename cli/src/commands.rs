@@ -9,6 +9,7 @@ use toolgate::{Engine, Outcome, Policy, Session};
 
 use crate::conversation::Conversation;
 use crate::error::{CliError, EXIT_CALL_ERROR, EXIT_OK};
+use crate::stored_session::StoredSession;
 use crate::{
     CallArgs, Command, ExplainArgs, Output, PrepareArgs, RunArgs, ToolsArgs, ValidateArgs,
 };
@@ -22,7 +23,7 @@ pub async fn run(command: Command) -> Result<Output, CliError> {
     tracing::debug!(command = command.name(), "starting");
     match command {
         Command::Validate(args) => validate(args),
-        Command::Tools(args) => tools(args),
+        Command::Tools(args) => tools(args).await,
         Command::Call(args) => call(args).await,
         Command::Run(args) => run_turn(args).await,
         Command::Explain(args) => explain(args),
@@ -30,6 +31,7 @@ pub async fn run(command: Command) -> Result<Output, CliError> {
         Command::Results(args) => crate::results::run(args).await,
         Command::Search(args) => crate::search::search(args),
         Command::Index(args) => crate::search::index(args),
+        Command::Serve(args) => crate::serve::serve(args).await,
     }
 }
 
@@ -79,7 +81,7 @@ pub(crate) fn build(policy: Policy, name: &str) -> Result<Engine, CliError> {
 /// `~/.local/share/toolgate/results`, else the temporary directory.
 pub const RESULTS_DIR_ENV: &str = "TOOLGATE_RESULTS_DIR";
 
-fn default_store_url() -> Result<String, CliError> {
+pub(crate) fn default_store_url() -> Result<String, CliError> {
     let env_dir = |name: &str| {
         std::env::var_os(name)
             .filter(|v| !v.is_empty())
@@ -344,10 +346,10 @@ fn summary(engine: &Engine, name: &str) -> String {
 // ---------------------------------------------------------------------------------------------
 // tools
 
-fn tools(args: ToolsArgs) -> Result<Output, CliError> {
+async fn tools(args: ToolsArgs) -> Result<Output, CliError> {
     let (engine, _) = load_engine(args.policy.policy.as_deref())?;
-    let session = session(&engine, args.session.as_deref())?;
-    let specs = engine.visible_tools(&session);
+    let stored = StoredSession::open(&engine, args.session.as_deref()).await?;
+    let specs = engine.visible_tools(stored.session());
     // The real name and source behind each model-facing name (N6).
     let real = |model_name: &str| {
         engine
@@ -414,9 +416,10 @@ async fn call(args: CallArgs) -> Result<Output, CliError> {
         }
     }
     let engine = build(policy, &name)?;
-    let session = session(&engine, args.session.as_deref())?;
+    let stored = StoredSession::open(&engine, args.session.as_deref()).await?;
     let call = ToolCall::new(args.call_id, args.tool, args.args);
-    let outcome = engine.call(&session, &call).await;
+    let outcome = engine.call(stored.session(), &call).await;
+    stored.save().await;
     tracing::info!(
         tool = %outcome.tool_name,
         error_kind = outcome.error_kind().unwrap_or("none"),
@@ -473,12 +476,13 @@ async fn run_turn(args: RunArgs) -> Result<Output, CliError> {
     let (text, input_name) = read_input(args.file.as_deref())?;
     let mut conversation = Conversation::parse(&text, &input_name)?;
     let (engine, _) = load_engine(args.policy.policy.as_deref())?;
-    let session = session(&engine, args.session.as_deref())?;
+    let stored = StoredSession::open(&engine, args.session.as_deref()).await?;
 
     let turn = engine
-        .run_turn(&session, &conversation.messages)
-        .await
-        .map_err(|e| CliError::TurnAborted(e.to_string()))?;
+        .run_turn(stored.session(), &conversation.messages)
+        .await;
+    stored.save().await;
+    let turn = turn.map_err(|e| CliError::TurnAborted(e.to_string()))?;
     if turn.pending.calls.is_empty() {
         tracing::warn!(
             "nothing to run: the last assistant message has no tool calls waiting for an answer"
@@ -519,9 +523,11 @@ async fn prepare(args: PrepareArgs) -> Result<Output, CliError> {
     let (text, input_name) = read_input(args.file.as_deref())?;
     let mut conversation = Conversation::parse(&text, &input_name)?;
     let (engine, _) = load_engine(args.policy.policy.as_deref())?;
-    let session = session(&engine, args.session.as_deref())?;
+    let stored = StoredSession::open(&engine, args.session.as_deref()).await?;
 
-    let prepared = engine.prepare(&session, &conversation.messages).await;
+    let prepared = engine
+        .prepare(stored.session(), &conversation.messages)
+        .await;
     let (repair, offload) = (&prepared.repair, &prepared.offload);
     tracing::info!(
         synthetic_answers = repair.added.len(),

@@ -34,7 +34,19 @@ pub async fn run(args: ResultsArgs) -> Result<Output, CliError> {
         ResultsCommand::List(a) => list(&store, a).await,
         ResultsCommand::Show(a) => show(&store, a).await,
         ResultsCommand::Read(a) => read(&store, a).await,
-        ResultsCommand::Delete(a) => delete(&store, a).await,
+        ResultsCommand::Delete(a) => {
+            let session = a.session.clone();
+            let mut output = delete(&store, a).await?;
+            // A session's found tools go with its results.
+            if let Some(session) = session
+                && crate::stored_session::forget(&engine, &session).await?
+            {
+                output
+                    .stdout
+                    .push_str("deleted the session's state (the tools it found)\n");
+            }
+            Ok(output)
+        }
         ResultsCommand::Prune(a) => prune(&store, a).await,
     }
 }

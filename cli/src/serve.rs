@@ -1,0 +1,111 @@
+//! `toolgate serve`: the policy's tools to any MCP client, over stdio or Streamable HTTP.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::Args;
+use toolgate_mcp::serve::{HttpOptions, ServeError, ServeOptions, TokenSource};
+
+use crate::Output;
+use crate::commands::{default_store_url, ok};
+use crate::error::CliError;
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The policy file; required, as serve watches it: edits apply to new calls without a
+    /// restart.
+    #[arg(short, long, value_name = "POLICY")]
+    policy: PathBuf,
+
+    /// Serve Streamable HTTP on this address (for example 127.0.0.1:8765) instead of stdio.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<SocketAddr>,
+
+    /// Read the bearer token HTTP clients must send from the first line of this file
+    /// (required when --http is not a loopback address).
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "http",
+        conflicts_with = "token_env"
+    )]
+    token_file: Option<PathBuf>,
+
+    /// Read the bearer token from this environment variable.
+    #[arg(long, value_name = "VAR", requires = "http")]
+    token_env: Option<String>,
+
+    /// A browser origin allowed to call (https://app.example.com:443, http://localhost:*);
+    /// repeat for more. Requests from any other origin are refused.
+    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
+    allow_origins: Vec<String>,
+
+    /// A Host header value accepted besides the loopback names; repeat for more.
+    #[arg(long = "allow-host", value_name = "HOST", requires = "http")]
+    allow_hosts: Vec<String>,
+
+    /// Largest HTTP request body, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 4 * 1024 * 1024, requires = "http")]
+    max_request_bytes: usize,
+
+    /// Most HTTP sessions open at once.
+    #[arg(long, value_name = "N", default_value_t = 256, requires = "http")]
+    max_sessions: usize,
+
+    /// Over stdio, the session id of the connection (a client that comes back with the same id
+    /// finds the tools it found before). Default: a fresh id.
+    #[arg(long, value_name = "ID", conflicts_with = "http")]
+    session: Option<String>,
+
+    /// Do not reload the policy when it or the files it names change, or on SIGHUP.
+    #[arg(long)]
+    no_watch: bool,
+}
+
+pub async fn serve(args: ServeArgs) -> Result<Output, CliError> {
+    let http = args.http.map(|addr| {
+        let mut http = HttpOptions::new(addr);
+        http.token = match (args.token_file, args.token_env) {
+            (Some(file), _) => Some(TokenSource::File(file)),
+            (None, Some(var)) => Some(TokenSource::Env(var)),
+            (None, None) => None,
+        };
+        http.allowed_origins = args.allow_origins;
+        http.allowed_hosts = args.allow_hosts;
+        http.max_request_bytes = args.max_request_bytes;
+        http.max_sessions = args.max_sessions;
+        http
+    });
+    let options = ServeOptions {
+        policy: args.policy,
+        default_store_url: Some(default_store_url()?),
+        http,
+        session: args.session,
+        watch: !args.no_watch,
+    };
+    toolgate_mcp::serve::serve(options)
+        .await
+        .map_err(|e| match e {
+            ServeError::Policy(e) => CliError::Policy(e.to_string()),
+            ServeError::Build(e) => CliError::Policy(e.to_string()),
+            ServeError::Store(e) => CliError::Policy(format!("session store: {e}")),
+            ServeError::Session(e) => CliError::Usage(format!("--session: {e}")),
+            e @ (ServeError::TokenRequired { .. }
+            | ServeError::TokenFile { .. }
+            | ServeError::TokenEnv { .. }) => CliError::Usage(chain(&e)),
+            e => CliError::Input(chain(&e)),
+        })?;
+    ok(String::new())
+}
+
+/// An error and its sources, on one line.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
