@@ -57,7 +57,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "ID", conflicts_with = "http")]
     session: Option<String>,
 
-    /// Do not reload the policy when it or the files it names change, or on SIGHUP.
+    /// Do not watch the policy and the files it names for changes (SIGHUP still reloads).
     #[arg(long)]
     no_watch: bool,
 }

@@ -7,9 +7,12 @@
 //!   the comparison takes the same time wherever the first difference is);
 //! - a new session beyond `max_sessions` gets 503 with a JSON-RPC error.
 //!
+//! - a POST body larger than `max_request_bytes` gets 413, a body that is not JSON a JSON-RPC
+//!   parse error (-32700), and JSON that is not one JSON-RPC message an invalid-request error
+//!   (-32600), all with HTTP 400 or 413 and a JSON-RPC error object.
+//!
 //! `rmcp` then checks `Host` (DNS rebinding: only the loopback names and the configured hosts)
-//! and `Origin` (a browser page of any origin not configured gets 403), bounds the body (413),
-//! and answers a body that is not JSON-RPC with a JSON-RPC error.
+//! and `Origin` (a browser page of any origin not configured gets 403).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -18,7 +21,9 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode, header};
 use http_body_util::combinators::BoxBody;
-use http_body_util::{BodyExt, Full};
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+use rmcp::model::ClientJsonRpcMessage;
+use serde_json::Value;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -41,6 +46,7 @@ struct Front {
     path: String,
     token: Option<String>,
     max_sessions: usize,
+    max_request_bytes: usize,
 }
 
 /// Listens on `options.addr` and serves until `shutdown` fires.
@@ -143,6 +149,7 @@ fn front(
         path: options.path.clone(),
         token,
         max_sessions: options.max_sessions,
+        max_request_bytes: options.max_request_bytes,
     }
 }
 
@@ -172,6 +179,7 @@ impl Front {
         if opens_session && self.sessions.sessions.read().await.len() >= self.max_sessions {
             return json_rpc_error(
                 StatusCode::SERVICE_UNAVAILABLE,
+                Value::Null,
                 -32000,
                 &format!(
                     "too many sessions: this server holds at most {}; close one or try later",
@@ -179,7 +187,70 @@ impl Front {
                 ),
             );
         }
-        self.service.handle(request).await
+        let is_delete = request.method() == http::Method::DELETE;
+        let request = match request.method() {
+            &http::Method::POST => match self.checked_body(request).await {
+                Ok(request) => request,
+                Err(response) => return response,
+            },
+            _ => request.map(|_| Full::new(Bytes::new())),
+        };
+        let mut response = self.service.handle(request).await;
+        if is_delete && response.status() == StatusCode::ACCEPTED {
+            // The session is closed; say so the way clients expect (the official Python client
+            // reports a 202 as a failed termination).
+            *response.status_mut() = StatusCode::NO_CONTENT;
+        }
+        response
+    }
+
+    /// Reads a POST body (at most `max_request_bytes`) and answers what is not one JSON-RPC
+    /// message with a JSON-RPC error: -32700 for text that is not JSON, -32600 for JSON that is
+    /// not a request, notification or response (a batch, a missing `jsonrpc`, ...).
+    async fn checked_body(
+        &self,
+        request: Request<Incoming>,
+    ) -> Result<Request<Full<Bytes>>, Response<Body>> {
+        let (parts, body) = request.into_parts();
+        let bytes = match Limited::new(body, self.max_request_bytes).collect().await {
+            Ok(collected) => collected.to_bytes(),
+            Err(e) if e.is::<LengthLimitError>() => {
+                return Err(json_rpc_error(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    Value::Null,
+                    -32600,
+                    &format!(
+                        "the request is larger than this server accepts ({} bytes)",
+                        self.max_request_bytes
+                    ),
+                ));
+            }
+            Err(e) => {
+                return Err(json_rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    Value::Null,
+                    -32700,
+                    &format!("the request body could not be read: {e}"),
+                ));
+            }
+        };
+        if let Err(e) = serde_json::from_slice::<ClientJsonRpcMessage>(&bytes) {
+            return Err(match serde_json::from_slice::<Value>(&bytes) {
+                Err(syntax) => json_rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    Value::Null,
+                    -32700,
+                    &format!("parse error: the body is not JSON: {syntax}"),
+                ),
+                Ok(value) => json_rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    value.get("id").cloned().unwrap_or(Value::Null),
+                    -32600,
+                    &format!("invalid request: not one JSON-RPC 2.0 message: {e}"),
+                ),
+            });
+        }
+        Ok(Request::from_parts(parts, Full::new(bytes)))
     }
 }
 
@@ -234,10 +305,10 @@ fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
     response
 }
 
-fn json_rpc_error(status: StatusCode, code: i64, message: &str) -> Response<Body> {
+fn json_rpc_error(status: StatusCode, id: Value, code: i64, message: &str) -> Response<Body> {
     let body = serde_json::json!({
         "jsonrpc": "2.0",
-        "id": null,
+        "id": id,
         "error": {"code": code, "message": message},
     });
     let mut response = Response::new(Full::new(Bytes::from(body.to_string())).boxed());

@@ -16,7 +16,7 @@ pub struct ServeOptions {
     /// Over stdio, the session id of the one connection (so a client that restarts finds what
     /// it found before); `None` draws a fresh one.
     pub session: Option<String>,
-    /// Reload the policy when it or the files it names change (and on `SIGHUP`).
+    /// Reload the policy when it or the files it names change. `SIGHUP` reloads either way.
     pub watch: bool,
 }
 

@@ -93,19 +93,26 @@ fn canonical(path: &Path) -> PathBuf {
     }
 }
 
-/// Starts watching the current policy's files and `SIGHUP`; the returned task reloads on every
-/// change until `shutdown` fires.
+/// Starts listening for `SIGHUP` and, with `watch_files`, watching the current policy's files;
+/// the returned task reloads on every trigger until `shutdown` fires.
 pub(crate) fn start(
     shared: Arc<Shared>,
+    watch_files: bool,
     shutdown: CancellationToken,
 ) -> Result<tokio::task::JoinHandle<()>, ServeError> {
     let (tx, rx) = unbounded_channel();
-    let mut watched = Watched::start(tx.clone())?;
-    let current = shared.engines.current();
-    watched.set(&watched_files(
-        shared.engines.policy_path(),
-        current.engine.policy(),
-    ));
+    let watched = match watch_files {
+        true => {
+            let mut watched = Watched::start(tx.clone())?;
+            let current = shared.engines.current();
+            watched.set(&watched_files(
+                shared.engines.policy_path(),
+                current.engine.policy(),
+            ));
+            Some(watched)
+        }
+        false => None,
+    };
     let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
         .map_err(|source| ServeError::Io {
             what: "cannot listen for SIGHUP",
@@ -128,7 +135,7 @@ pub(crate) fn start(
 
 async fn run(
     shared: Arc<Shared>,
-    mut watched: Watched,
+    mut watched: Option<Watched>,
     mut rx: UnboundedReceiver<Trigger>,
     shutdown: CancellationToken,
 ) {
@@ -143,7 +150,9 @@ async fn run(
         let started = Instant::now();
         tokio::time::sleep(SETTLE).await;
         while rx.try_recv().is_ok() {}
-        if let Some(files) = reload(&shared, trigger, started).await {
+        if let Some(files) = reload(&shared, trigger, started).await
+            && let Some(watched) = &mut watched
+        {
             watched.set(&files);
         }
     }

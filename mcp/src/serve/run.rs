@@ -36,19 +36,13 @@ pub async fn serve(options: ServeOptions) -> Result<(), ServeError> {
     let shared = Arc::new(Shared::new(engines, progress));
     let shutdown = CancellationToken::new();
     spawn_stop_on_signals(shutdown.clone())?;
-    let watcher = if options.watch {
-        Some(reload::start(Arc::clone(&shared), shutdown.clone())?)
-    } else {
-        None
-    };
+    let reloader = reload::start(Arc::clone(&shared), options.watch, shutdown.clone())?;
     let result = match options.http {
         Some(http_options) => http::serve_http(shared, http_options, shutdown.clone()).await,
         None => stdio::serve_stdio(shared, session, shutdown.clone()).await,
     };
     shutdown.cancel();
-    if let Some(watcher) = watcher {
-        let _ = watcher.await;
-    }
+    let _ = reloader.await;
     result
 }
 
