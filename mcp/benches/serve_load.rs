@@ -52,7 +52,9 @@ fn call(id: u64, params: &str) -> String {
 
 /// Whether a JSON-RPC answer is a tool result that is not an error.
 fn succeeded(answer: &Value) -> bool {
-    answer.get("result").is_some_and(|r| r.get("isError") != Some(&Value::Bool(true)))
+    answer
+        .get("result")
+        .is_some_and(|r| r.get("isError") != Some(&Value::Bool(true)))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -66,7 +68,11 @@ struct StdioConn {
 }
 
 impl StdioConn {
-    async fn start(program: &Path, args: &[String], env: &[(String, String)]) -> Result<Self, Error> {
+    async fn start(
+        program: &Path,
+        args: &[String],
+        env: &[(String, String)],
+    ) -> Result<Self, Error> {
         let mut child = Command::new(program)
             .args(args)
             .envs(env.iter().cloned())
@@ -96,8 +102,12 @@ impl StdioConn {
         tokio::spawn(async move {
             let mut lines = BufReader::new(stdout).lines();
             while let Ok(Some(line)) = lines.next_line().await {
-                let Ok(value) = serde_json::from_str::<Value>(&line) else { continue };
-                let Some(id) = value.get("id").and_then(Value::as_u64) else { continue };
+                let Ok(value) = serde_json::from_str::<Value>(&line) else {
+                    continue;
+                };
+                let Some(id) = value.get("id").and_then(Value::as_u64) else {
+                    continue;
+                };
                 if value.get("method").is_some() {
                     continue; // a request from the server (none expected)
                 }
@@ -106,8 +116,13 @@ impl StdioConn {
                 }
             }
         });
-        let conn = StdioConn { out, waiting, ids: AtomicU64::new(1), _child: child };
-        let init = conn.request_raw(|id| initialize(id)).await?;
+        let conn = StdioConn {
+            out,
+            waiting,
+            ids: AtomicU64::new(1),
+            _child: child,
+        };
+        let init = conn.request_raw(initialize).await?;
         if init.get("result").is_none() {
             return Err(format!("initialize failed: {init}").into());
         }
@@ -147,7 +162,12 @@ impl HttpConn {
         let (sender, conn) =
             hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await?;
         tokio::spawn(conn);
-        let mut this = HttpConn { sender, url, session: None, ids: 1 };
+        let mut this = HttpConn {
+            sender,
+            url,
+            session: None,
+            ids: 1,
+        };
         let (init, session) = this.post(initialize(0)).await?;
         if init.as_ref().and_then(|v| v.get("result")).is_none() {
             return Err(format!("initialize failed: {init:?}").into());
@@ -161,7 +181,13 @@ impl HttpConn {
     /// and the session id the server gave.
     async fn post(&mut self, body: String) -> Result<(Option<Value>, Option<String>), Error> {
         let mut request = http::Request::post(self.url.clone())
-            .header("host", self.url.authority().map(|a| a.as_str()).unwrap_or("127.0.0.1"))
+            .header(
+                "host",
+                self.url
+                    .authority()
+                    .map(|a| a.as_str())
+                    .unwrap_or("127.0.0.1"),
+            )
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
             .header("mcp-protocol-version", "2025-06-18");
@@ -169,7 +195,10 @@ impl HttpConn {
             request = request.header("mcp-session-id", session);
         }
         self.sender.ready().await?;
-        let response = self.sender.send_request(request.body(Full::new(Bytes::from(body)))?).await?;
+        let response = self
+            .sender
+            .send_request(request.body(Full::new(Bytes::from(body)))?)
+            .await?;
         let session = response
             .headers()
             .get("mcp-session-id")
@@ -230,10 +259,27 @@ impl Target {
     fn stdio_command(self, p: &Paths) -> (PathBuf, Vec<String>) {
         let s = |x: &str| x.to_owned();
         match self {
-            Target::Toolgate => (p.toolgate.clone(), vec![s("serve"), s("--policy"), p.policy.display().to_string(), s("-q")]),
-            Target::Bare => (std::env::current_exe().unwrap_or_default(), vec![s("--bare-stdio")]),
-            Target::Fastmcp => (p.python.clone(), vec![p.fastmcp.display().to_string(), s("direct"), s("stdio")]),
-            Target::FastmcpProxy => (p.python.clone(), vec![p.fastmcp.display().to_string(), s("proxy"), s("stdio")]),
+            Target::Toolgate => (
+                p.toolgate.clone(),
+                vec![
+                    s("serve"),
+                    s("--policy"),
+                    p.policy.display().to_string(),
+                    s("-q"),
+                ],
+            ),
+            Target::Bare => (
+                std::env::current_exe().unwrap_or_default(),
+                vec![s("--bare-stdio")],
+            ),
+            Target::Fastmcp => (
+                p.python.clone(),
+                vec![p.fastmcp.display().to_string(), s("direct"), s("stdio")],
+            ),
+            Target::FastmcpProxy => (
+                p.python.clone(),
+                vec![p.fastmcp.display().to_string(), s("proxy"), s("stdio")],
+            ),
         }
     }
 }
@@ -264,7 +310,11 @@ async fn start_http(target: Target, p: &Paths) -> Result<(Child, String), Error>
         }
         Target::Fastmcp | Target::FastmcpProxy => {
             let port = free_port()?;
-            let kind = if target == Target::Fastmcp { "direct" } else { "proxy" };
+            let kind = if target == Target::Fastmcp {
+                "direct"
+            } else {
+                "proxy"
+            };
             let child = Command::new(&p.python)
                 .arg(&p.fastmcp)
                 .args([kind, "http", &port.to_string()])
@@ -276,7 +326,10 @@ async fn start_http(target: Target, p: &Paths) -> Result<(Child, String), Error>
             let url = format!("http://127.0.0.1:{port}/mcp");
             let deadline = Instant::now() + Duration::from_secs(60);
             loop {
-                if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+                if tokio::net::TcpStream::connect(("127.0.0.1", port))
+                    .await
+                    .is_ok()
+                {
                     return Ok((child, url));
                 }
                 if Instant::now() > deadline {
@@ -290,7 +343,9 @@ async fn start_http(target: Target, p: &Paths) -> Result<(Child, String), Error>
 }
 
 fn free_port() -> Result<u16, Error> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -328,7 +383,12 @@ fn figures(mut tally: Tally, elapsed: Duration) -> Figures {
     }
 }
 
-async fn load_stdio(conn: Arc<StdioConn>, clients: usize, warmup: Duration, measure: Duration) -> Figures {
+async fn load_stdio(
+    conn: Arc<StdioConn>,
+    clients: usize,
+    warmup: Duration,
+    measure: Duration,
+) -> Figures {
     let start = Instant::now() + warmup;
     let end = start + measure;
     let mut tasks = Vec::new();
@@ -341,9 +401,17 @@ async fn load_stdio(conn: Arc<StdioConn>, clients: usize, warmup: Duration, meas
                 if sent >= end {
                     break;
                 }
-                let ok = conn.call(ECHO).await.map(|a| succeeded(&a)).unwrap_or(false);
+                let ok = conn
+                    .call(ECHO)
+                    .await
+                    .map(|a| succeeded(&a))
+                    .unwrap_or(false);
                 if sent >= start {
-                    if ok { tally.latencies.push(sent.elapsed()) } else { tally.failed += 1 }
+                    if ok {
+                        tally.latencies.push(sent.elapsed())
+                    } else {
+                        tally.failed += 1
+                    }
                 }
             }
             tally
@@ -352,7 +420,12 @@ async fn load_stdio(conn: Arc<StdioConn>, clients: usize, warmup: Duration, meas
     gather(tasks, measure).await
 }
 
-async fn load_http(url: &str, clients: usize, warmup: Duration, measure: Duration) -> Result<Figures, Error> {
+async fn load_http(
+    url: &str,
+    clients: usize,
+    warmup: Duration,
+    measure: Duration,
+) -> Result<Figures, Error> {
     let mut conns = Vec::new();
     for _ in 0..clients {
         conns.push(HttpConn::start(url).await?);
@@ -368,9 +441,17 @@ async fn load_http(url: &str, clients: usize, warmup: Duration, measure: Duratio
                 if sent >= end {
                     break;
                 }
-                let ok = conn.call(ECHO).await.map(|a| succeeded(&a)).unwrap_or(false);
+                let ok = conn
+                    .call(ECHO)
+                    .await
+                    .map(|a| succeeded(&a))
+                    .unwrap_or(false);
                 if sent >= start {
-                    if ok { tally.latencies.push(sent.elapsed()) } else { tally.failed += 1 }
+                    if ok {
+                        tally.latencies.push(sent.elapsed())
+                    } else {
+                        tally.failed += 1
+                    }
                 }
             }
             tally
@@ -398,17 +479,32 @@ const RELOAD_POLICY: &str = "version: 1\ndispatch: {timeout: 30s}\nplugins:\n  -
 fn write_policy(path: &Path, n: u64) -> std::io::Result<()> {
     // Written aside and renamed over, as editors save.
     let aside = path.with_extension("yaml.new");
-    std::fs::write(&aside, format!("{RELOAD_POLICY}aliases:\n  echo: {{names: [say_{n}]}}\n"))?;
+    std::fs::write(
+        &aside,
+        format!("{RELOAD_POLICY}aliases:\n  echo: {{names: [say_{n}]}}\n"),
+    )?;
     std::fs::rename(aside, path)
 }
 
-async fn reload_figures(p: &Paths, rounds: u64, clients: usize) -> Result<(Vec<Duration>, u64, u64), Error> {
+async fn reload_figures(
+    p: &Paths,
+    rounds: u64,
+    clients: usize,
+) -> Result<(Vec<Duration>, u64, u64), Error> {
     let dir = p.results.join("reload");
     std::fs::create_dir_all(&dir)?;
     let policy = dir.join("policy.yaml");
     write_policy(&policy, 0)?;
-    let args = vec!["serve".to_owned(), "--policy".to_owned(), policy.display().to_string(), "-q".to_owned()];
-    let env = vec![("TOOLGATE_RESULTS_DIR".to_owned(), p.results.display().to_string())];
+    let args = vec![
+        "serve".to_owned(),
+        "--policy".to_owned(),
+        policy.display().to_string(),
+        "-q".to_owned(),
+    ];
+    let env = vec![(
+        "TOOLGATE_RESULTS_DIR".to_owned(),
+        p.results.display().to_string(),
+    )];
     let conn = Arc::new(StdioConn::start(&p.toolgate, &args, &env).await?);
     // The load: clients calling echo for as long as the reloads go on.
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -474,9 +570,16 @@ mod bare {
             _r: Option<PaginatedRequestParams>,
             _c: RequestContext<RoleServer>,
         ) -> Result<ListToolsResult, McpError> {
-            let schema = serde_json::json!({"type": "object", "properties": {"text": {"type": "string"}}});
-            let serde_json::Value::Object(schema) = schema else { unreachable!() };
-            Ok(ListToolsResult::with_all_items(vec![Tool::new("echo", "Echo.", Arc::new(schema))]))
+            let schema =
+                serde_json::json!({"type": "object", "properties": {"text": {"type": "string"}}});
+            let serde_json::Value::Object(schema) = schema else {
+                unreachable!()
+            };
+            Ok(ListToolsResult::with_all_items(vec![Tool::new(
+                "echo",
+                "Echo.",
+                Arc::new(schema),
+            )]))
         }
 
         async fn call_tool(
@@ -502,20 +605,29 @@ mod bare {
 // ---------------------------------------------------------------------------------------------
 
 fn main() -> Result<(), Error> {
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     if std::env::args().any(|a| a == "--bare-stdio") {
-        return runtime.block_on(bare::serve()).map_err(|e| e.to_string().into());
+        return runtime
+            .block_on(bare::serve())
+            .map_err(|e| e.to_string().into());
     }
     runtime.block_on(run())
 }
 
 fn arg(name: &str) -> Option<String> {
     let args: Vec<String> = std::env::args().collect();
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1).cloned())
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1).cloned())
 }
 
 async fn run() -> Result<(), Error> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().ok_or("no repository root")?.to_path_buf();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .ok_or("no repository root")?
+        .to_path_buf();
     let results = tempfile::tempdir()?;
     let paths = Paths {
         toolgate: root.join("target/release/toolgate"),
@@ -526,18 +638,29 @@ async fn run() -> Result<(), Error> {
     };
     for needed in [&paths.toolgate, &paths.python] {
         if !needed.is_file() {
-            return Err(format!("{} is missing: run scripts/bench-serve.sh", needed.display()).into());
+            return Err(format!(
+                "{} is missing: run scripts/bench-serve.sh",
+                needed.display()
+            )
+            .into());
         }
     }
     let seconds: f64 = arg("--seconds").and_then(|s| s.parse().ok()).unwrap_or(5.0);
     let warmup = Duration::from_secs(1);
     let measure = Duration::from_secs_f64(seconds);
-    let reloads: u64 = arg("--reloads").and_then(|s| s.parse().ok()).unwrap_or(1000);
+    let reloads: u64 = arg("--reloads")
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1000);
     let only = arg("--only");
     let mut rows: Vec<Value> = Vec::new();
     println!("| server | transport | clients | calls/s | p50 µs | p99 µs | failed |");
     println!("|---|---|---:|---:|---:|---:|---:|");
-    let targets = [Target::Toolgate, Target::Bare, Target::Fastmcp, Target::FastmcpProxy];
+    let targets = [
+        Target::Toolgate,
+        Target::Bare,
+        Target::Fastmcp,
+        Target::FastmcpProxy,
+    ];
     for transport in ["stdio", "http"] {
         for target in targets {
             if transport == "http" && target == Target::Bare {
@@ -550,9 +673,14 @@ async fn run() -> Result<(), Error> {
                 let result = match transport {
                     "stdio" => {
                         let (program, args) = target.stdio_command(&paths);
-                        let env = vec![("TOOLGATE_RESULTS_DIR".to_owned(), paths.results.display().to_string())];
+                        let env = vec![(
+                            "TOOLGATE_RESULTS_DIR".to_owned(),
+                            paths.results.display().to_string(),
+                        )];
                         match StdioConn::start(&program, &args, &env).await {
-                            Ok(conn) => Ok(load_stdio(Arc::new(conn), clients, warmup, measure).await),
+                            Ok(conn) => {
+                                Ok(load_stdio(Arc::new(conn), clients, warmup, measure).await)
+                            }
                             Err(e) => Err(e),
                         }
                     }
@@ -565,13 +693,20 @@ async fn run() -> Result<(), Error> {
                     Ok(f) => {
                         println!(
                             "| {} | {transport} | {clients} | {:.0} | {:.0} | {:.0} | {} |",
-                            target.name(), f.calls_per_s, f.p50_us, f.p99_us, f.failed
+                            target.name(),
+                            f.calls_per_s,
+                            f.p50_us,
+                            f.p99_us,
+                            f.failed
                         );
                         rows.push(json!({"server": target.name(), "transport": transport, "clients": clients,
                             "calls_per_s": f.calls_per_s, "p50_us": f.p50_us, "p99_us": f.p99_us,
                             "failed": f.failed, "calls": f.calls}));
                     }
-                    Err(e) => println!("| {} | {transport} | {clients} | error: {e} | | | |", target.name()),
+                    Err(e) => println!(
+                        "| {} | {transport} | {clients} | error: {e} | | | |",
+                        target.name()
+                    ),
                 }
             }
         }
@@ -579,13 +714,20 @@ async fn run() -> Result<(), Error> {
     if reloads > 0 && only.is_none() {
         let (mut times, ok, failed) = reload_figures(&paths, reloads, 16).await?;
         times.sort_unstable();
-        let q = |q: f64| times[((times.len() as f64 * q) as usize).min(times.len() - 1)].as_secs_f64() * 1e3;
+        let q = |q: f64| {
+            times[((times.len() as f64 * q) as usize).min(times.len() - 1)].as_secs_f64() * 1e3
+        };
         println!(
             "\nreload, file written to new policy serving ({} reloads under load of 16 clients): p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms; calls during the reloads: {ok} ok, {failed} failed",
-            times.len(), q(0.5), q(0.99), q(1.0)
+            times.len(),
+            q(0.5),
+            q(0.99),
+            q(1.0)
         );
-        rows.push(json!({"reload": {"reloads": times.len(), "p50_ms": q(0.5), "p99_ms": q(0.99),
-            "max_ms": q(1.0), "calls_ok": ok, "calls_failed": failed}}));
+        rows.push(
+            json!({"reload": {"reloads": times.len(), "p50_ms": q(0.5), "p99_ms": q(0.99),
+            "max_ms": q(1.0), "calls_ok": ok, "calls_failed": failed}}),
+        );
     }
     let out = root.join("target/bench-serve.json");
     std::fs::write(&out, serde_json::to_string_pretty(&rows)?)?;

@@ -22,12 +22,12 @@ use bytes::Bytes;
 use http::{Request, Response, StatusCode, header};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
-use rmcp::model::ClientJsonRpcMessage;
-use serde_json::Value;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
+use rmcp::model::ClientJsonRpcMessage;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -162,7 +162,7 @@ impl Front {
             );
         }
         if let Some(token) = &self.token
-            && !bearer_matches(&request, token)
+            && !bearer_matches(request.headers(), token)
         {
             let mut response = plain(
                 StatusCode::UNAUTHORIZED,
@@ -256,9 +256,8 @@ impl Front {
 
 /// Whether the request carries `Authorization: Bearer <token>`, compared in time that does not
 /// depend on where the first difference is.
-fn bearer_matches(request: &Request<Incoming>, token: &str) -> bool {
-    let Some(given) = request
-        .headers()
+fn bearer_matches(headers: &http::HeaderMap, token: &str) -> bool {
+    let Some(given) = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "))
     else {
@@ -318,4 +317,51 @@ fn json_rpc_error(status: StatusCode, id: Value, code: i64, message: &str) -> Re
         header::HeaderValue::from_static("application/json"),
     );
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(authorization: &str) -> http::HeaderMap {
+        let mut headers = http::HeaderMap::new();
+        headers.insert(
+            header::AUTHORIZATION,
+            header::HeaderValue::from_str(authorization).unwrap(),
+        );
+        headers
+    }
+
+    #[test]
+    fn only_the_exact_bearer_token_passes() {
+        assert!(bearer_matches(&headers("Bearer abc123"), "abc123"));
+        assert!(!bearer_matches(&headers("Bearer abc124"), "abc123"));
+        assert!(!bearer_matches(&headers("Bearer abc1234"), "abc123"));
+        assert!(!bearer_matches(&headers("Basic abc123"), "abc123"));
+        assert!(!bearer_matches(&http::HeaderMap::new(), "abc123"));
+    }
+
+    #[test]
+    fn a_token_file_gives_its_first_line_trimmed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("token");
+        std::fs::write(&path, "  s3cret \nsecond line\n").unwrap();
+        assert_eq!(read_token(&TokenSource::File(path)).unwrap(), "s3cret");
+    }
+
+    #[test]
+    fn an_empty_token_file_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("token");
+        std::fs::write(&path, "\n").unwrap();
+        let err = read_token(&TokenSource::File(path)).unwrap_err();
+        assert!(matches!(err, ServeError::TokenFile { .. }), "{err}");
+    }
+
+    #[test]
+    fn an_unset_token_variable_is_an_error() {
+        let err =
+            read_token(&TokenSource::Env("TOOLGATE_TEST_NO_SUCH_VARIABLE".into())).unwrap_err();
+        assert!(matches!(err, ServeError::TokenEnv { .. }), "{err}");
+    }
 }

@@ -49,18 +49,28 @@ impl StoredSessions {
         Self::open_origin(Self::origin(policy, default_url))
     }
 
-    /// Like [`for_policy`](Self::for_policy), but keeps `previous`'s store when the policy still
-    /// names the same one.
+    /// Like [`for_policy`](Self::for_policy), but keeps `previous`'s backend when the policy
+    /// still names the same store (a `memory://` store must not be replaced by an empty one); a
+    /// new `sessions.ttl` applies either way.
     pub(crate) fn for_reloaded_policy(
         policy: &Policy,
         default_url: Option<&str>,
         previous: &StoredSessions,
     ) -> Result<Self, StoreError> {
         let origin = Self::origin(policy, default_url);
-        if origin == previous.origin {
-            return Ok(previous.clone());
+        match &previous.results {
+            Some(results)
+                if origin.url == previous.origin.url
+                    && origin.options == previous.origin.options =>
+            {
+                Ok(StoredSessions {
+                    store: Arc::new(ObjectSessionStore::beside(results, origin.ttl)),
+                    results: Some(results.clone()),
+                    origin,
+                })
+            }
+            _ => Self::open_origin(origin),
         }
-        Self::open_origin(origin)
     }
 
     /// Sessions in a store of the caller's choosing.
@@ -136,5 +146,76 @@ impl StoredSessions {
     /// Forgets the session's state; answers whether there was one.
     pub async fn delete(&self, id: &SessionId) -> Result<bool, StoreError> {
         self.store.delete(id).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn policy(yaml: &str) -> Policy {
+        toolgate_policy::load_str(yaml, Path::new("p.yaml")).unwrap()
+    }
+
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_reload_that_names_the_same_store_keeps_what_sessions_found() {
+        rt().block_on(async {
+            let first = policy("version: 1\n");
+            let stored = StoredSessions::for_policy(&first, None).unwrap();
+            let engine = Engine::builder(first.clone()).build().unwrap();
+            let id = SessionId::parse("s1").unwrap();
+            let session = stored.open(&engine, &id).await.unwrap();
+            session.state().reveal(["found".to_owned()]);
+            stored.save(&session, &id).await.unwrap();
+
+            // A new engine from an edited policy that still keeps sessions in memory (with
+            // another time to live).
+            let edited = policy("version: 1\nsessions: {ttl: 1h}\n");
+            let reloaded = StoredSessions::for_reloaded_policy(&edited, None, &stored).unwrap();
+            let engine = Engine::builder(edited).build().unwrap();
+            let session = reloaded.open(&engine, &id).await.unwrap();
+            assert!(session.state().is_revealed("found"));
+        });
+    }
+
+    #[test]
+    fn a_reload_that_names_another_store_opens_it() {
+        rt().block_on(async {
+            let first = policy("version: 1\n");
+            let stored = StoredSessions::for_policy(&first, None).unwrap();
+            let engine = Engine::builder(first).build().unwrap();
+            let id = SessionId::parse("s1").unwrap();
+            let session = stored.open(&engine, &id).await.unwrap();
+            session.state().reveal(["found".to_owned()]);
+            stored.save(&session, &id).await.unwrap();
+
+            let dir = tempfile::tempdir().unwrap();
+            let url = format!("file://{}/results", dir.path().display());
+            let edited = policy(&format!("version: 1\nreduction: {{store: \"{url}\"}}\n"));
+            let reloaded = StoredSessions::for_reloaded_policy(&edited, None, &stored).unwrap();
+            let engine = Engine::builder(edited).build().unwrap();
+            let session = reloaded.open(&engine, &id).await.unwrap();
+            assert!(!session.state().is_revealed("found"));
+        });
+    }
+
+    #[test]
+    fn sessions_live_beside_the_results_the_policy_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("file://{}/results", dir.path().display());
+        let named = policy(&format!("version: 1\nreduction: {{store: \"{url}\"}}\n"));
+        let stored = StoredSessions::for_policy(&named, Some("memory://")).unwrap();
+        assert_eq!(stored.origin.url, url);
+        let unnamed = policy("version: 1\n");
+        let stored = StoredSessions::for_policy(&unnamed, Some(&url)).unwrap();
+        assert_eq!(stored.origin.url, url);
     }
 }
