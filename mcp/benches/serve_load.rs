@@ -180,7 +180,8 @@ impl HttpConn {
     /// Posts one message; answers the JSON-RPC answer in the body (plain JSON or an SSE event)
     /// and the session id the server gave.
     async fn post(&mut self, body: String) -> Result<(Option<Value>, Option<String>), Error> {
-        let mut request = http::Request::post(self.url.clone())
+        let path = self.url.path_and_query().map(|p| p.as_str()).unwrap_or("/");
+        let mut request = http::Request::post(path)
             .header(
                 "host",
                 self.url

@@ -82,6 +82,11 @@ pub(crate) async fn serve_http(
                 }
             },
         };
+        // Answers are written as they come (SSE events); without this, Nagle's algorithm and
+        // the client's delayed ACK hold each small write back by tens of milliseconds.
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+        }
         let front = Arc::clone(&front);
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |request: Request<Incoming>| {

@@ -26,13 +26,18 @@ pub async fn serve(options: ServeOptions) -> Result<(), ServeError> {
         None => SessionId::parse(&format!("stdio-{}", random_hex()?))?,
     };
     let progress = Arc::new(ProgressRoutes::default());
-    let engines = tokio::task::block_in_place(|| {
-        Engines::load(
-            &options.policy,
-            options.default_store_url.clone(),
-            Arc::clone(&progress),
-        )
-    })?;
+    // Loading plugins and building the engine blocks: off the async threads.
+    let (policy, default_url, routes) = (
+        options.policy.clone(),
+        options.default_store_url.clone(),
+        Arc::clone(&progress),
+    );
+    let engines = tokio::task::spawn_blocking(move || Engines::load(&policy, default_url, routes))
+        .await
+        .map_err(|e| ServeError::Io {
+            what: "loading the policy stopped",
+            source: std::io::Error::other(e.to_string()),
+        })??;
     let shared = Arc::new(Shared::new(engines, progress));
     let shutdown = CancellationToken::new();
     spawn_stop_on_signals(shutdown.clone())?;
