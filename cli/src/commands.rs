@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use toolgate::history::{ToolCall, content_json};
-use toolgate::{Engine, Outcome, Policy, Session};
+use toolgate::{Engine, Outcome, Policy};
 
 use crate::conversation::Conversation;
 use crate::error::{CliError, EXIT_CALL_ERROR, EXIT_OK};
@@ -31,7 +31,10 @@ pub async fn run(command: Command) -> Result<Output, CliError> {
         Command::Results(args) => crate::results::run(args).await,
         Command::Search(args) => crate::search::search(args),
         Command::Index(args) => crate::search::index(args),
-        Command::Serve(args) => crate::serve::serve(args).await,
+        Command::Serve(args) => {
+            crate::serve::serve(args, default_store_url()?).await?;
+            ok(String::new())
+        }
     }
 }
 
@@ -153,12 +156,6 @@ fn has_position(line: &str) -> bool {
                 .and_then(|j| digits(j + 1))
                 .is_some_and(|k| k < b.len() && b[k] == b':')
     })
-}
-
-pub(crate) fn session(engine: &Engine, id: Option<&str>) -> Result<Session, CliError> {
-    engine
-        .session(id)
-        .map_err(|e| CliError::Usage(format!("--session: {e}")))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -348,7 +345,7 @@ fn summary(engine: &Engine, name: &str) -> String {
 
 async fn tools(args: ToolsArgs) -> Result<Output, CliError> {
     let (engine, _) = load_engine(args.policy.policy.as_deref())?;
-    let stored = StoredSession::open(&engine, args.session.as_deref()).await?;
+    let stored = StoredSession::open(&engine, args.session.as_deref(), default_store_url).await?;
     let specs = engine.visible_tools(stored.session());
     // The real name and source behind each model-facing name (N6).
     let real = |model_name: &str| {
@@ -416,7 +413,7 @@ async fn call(args: CallArgs) -> Result<Output, CliError> {
         }
     }
     let engine = build(policy, &name)?;
-    let stored = StoredSession::open(&engine, args.session.as_deref()).await?;
+    let stored = StoredSession::open(&engine, args.session.as_deref(), default_store_url).await?;
     let call = ToolCall::new(args.call_id, args.tool, args.args);
     let outcome = engine.call(stored.session(), &call).await;
     stored.save().await;
@@ -476,7 +473,7 @@ async fn run_turn(args: RunArgs) -> Result<Output, CliError> {
     let (text, input_name) = read_input(args.file.as_deref())?;
     let mut conversation = Conversation::parse(&text, &input_name)?;
     let (engine, _) = load_engine(args.policy.policy.as_deref())?;
-    let stored = StoredSession::open(&engine, args.session.as_deref()).await?;
+    let stored = StoredSession::open(&engine, args.session.as_deref(), default_store_url).await?;
 
     let turn = engine
         .run_turn(stored.session(), &conversation.messages)
@@ -523,7 +520,7 @@ async fn prepare(args: PrepareArgs) -> Result<Output, CliError> {
     let (text, input_name) = read_input(args.file.as_deref())?;
     let mut conversation = Conversation::parse(&text, &input_name)?;
     let (engine, _) = load_engine(args.policy.policy.as_deref())?;
-    let stored = StoredSession::open(&engine, args.session.as_deref()).await?;
+    let stored = StoredSession::open(&engine, args.session.as_deref(), default_store_url).await?;
 
     let prepared = engine
         .prepare(stored.session(), &conversation.messages)

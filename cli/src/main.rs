@@ -248,24 +248,7 @@ Search it with `toolgate search --index INDEX QUERY`.
 
     /// Serve the tools the policy lets a model see to any MCP client (an agent, an IDE), over
     /// stdio or Streamable HTTP; every call runs through the whole guard.
-    #[command(after_help = format!("\
-Examples:
-  toolgate serve --policy policies/examples/search.yaml          # stdio, for an MCP host
-  toolgate serve --policy my.yaml --http 127.0.0.1:8765          # Streamable HTTP at /mcp
-  toolgate serve --policy my.yaml --http 0.0.0.0:8765 --token-file /run/secrets/toolgate
-
-Over stdio the connection is one session (--session names it); over HTTP each MCP session
-(Mcp-Session-Id) is one. A session's found tools are kept beside the results (the policy's
-reduction.store, else the results folder), so other serve instances on the same store, and
-later runs, share them. HTTP listens on loopback unless told otherwise, and then requires a
-bearer token; it refuses browser origins not allowed with --allow-origin.
-
-The policy file and the scripts and catalogs it names are watched: a valid edit applies to new
-calls (calls in flight finish on the old policy) and clients are told their tool list changed;
-an invalid edit is logged as file:line:col errors and the last good policy stays. SIGHUP
-reloads too.
-
-{EXIT_CODES}"))]
+    #[command(after_help = format!("{}\n\n{EXIT_CODES}", serve::AFTER_HELP))]
     Serve(serve::ServeArgs),
 }
 

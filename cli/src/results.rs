@@ -39,7 +39,12 @@ pub async fn run(args: ResultsArgs) -> Result<Output, CliError> {
             let mut output = delete(&store, a).await?;
             // A session's found tools go with its results.
             if let Some(session) = session
-                && crate::stored_session::forget(&engine, &session).await?
+                && crate::stored_session::forget(
+                    &engine,
+                    &session,
+                    crate::commands::default_store_url,
+                )
+                .await?
             {
                 output
                     .stdout

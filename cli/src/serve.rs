@@ -6,9 +6,25 @@ use std::path::PathBuf;
 use clap::Args;
 use toolgate_mcp::serve::{HttpOptions, ServeError, ServeOptions, TokenSource};
 
-use crate::Output;
-use crate::commands::{default_store_url, ok};
 use crate::error::CliError;
+
+/// The examples and explanations after `toolgate serve --help`.
+pub const AFTER_HELP: &str = "\
+Examples:
+  toolgate serve --policy policies/examples/search.yaml          # stdio, for an MCP host
+  toolgate serve --policy my.yaml --http 127.0.0.1:8765          # Streamable HTTP at /mcp
+  toolgate serve --policy my.yaml --http 0.0.0.0:8765 --token-file /run/secrets/toolgate
+
+Over stdio the connection is one session (--session names it); over HTTP each MCP session
+(Mcp-Session-Id) is one. A session's found tools are kept beside the results (the policy's
+reduction.store, else the results folder), so other serve instances on the same store, and
+later runs, share them. HTTP listens on loopback unless told otherwise, and then requires a
+bearer token; it refuses browser origins not allowed with --allow-origin.
+
+The policy file and the scripts and catalogs it names are watched: a valid edit applies to new
+calls (calls in flight finish on the old policy) and clients are told their tool list changed;
+an invalid edit is logged as file:line:col errors and the last good policy stays. SIGHUP
+reloads too.";
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -62,7 +78,9 @@ pub struct ServeArgs {
     no_watch: bool,
 }
 
-pub async fn serve(args: ServeArgs) -> Result<Output, CliError> {
+/// Serves until the client goes away or a signal stops it. `default_store_url` is the results
+/// folder, where session state goes when the policy names no store.
+pub async fn serve(args: ServeArgs, default_store_url: String) -> Result<(), CliError> {
     let http = args.http.map(|addr| {
         let mut http = HttpOptions::new(addr);
         http.token = match (args.token_file, args.token_env) {
@@ -78,7 +96,7 @@ pub async fn serve(args: ServeArgs) -> Result<Output, CliError> {
     });
     let options = ServeOptions {
         policy: args.policy,
-        default_store_url: Some(default_store_url()?),
+        default_store_url: Some(default_store_url),
         http,
         session: args.session,
         watch: !args.no_watch,
@@ -94,8 +112,7 @@ pub async fn serve(args: ServeArgs) -> Result<Output, CliError> {
             | ServeError::TokenFile { .. }
             | ServeError::TokenEnv { .. }) => CliError::Usage(chain(&e)),
             e => CliError::Input(chain(&e)),
-        })?;
-    ok(String::new())
+        })
 }
 
 /// An error and its sources, on one line.

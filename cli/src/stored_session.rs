@@ -7,8 +7,11 @@ use toolgate::{Engine, Session};
 use toolgate_mcp::serve::{ServeError, StoredSessions};
 use toolgate_store::{SessionId, StoreError};
 
-use crate::commands::default_store_url;
 use crate::error::CliError;
+
+/// Where results (and so session state) go when the policy names no store: the host's results
+/// folder, found (and created) only when needed.
+type DefaultUrl = fn() -> Result<String, CliError>;
 
 /// A command's session, and where its state is kept when it has a name.
 pub(crate) struct StoredSession {
@@ -19,8 +22,14 @@ pub(crate) struct StoredSession {
 impl StoredSession {
     /// The session `id` of `engine` (none: calls without a session, nothing stored), with what
     /// earlier runs found in it.
-    pub(crate) async fn open(engine: &Engine, id: Option<&str>) -> Result<Self, CliError> {
-        let session = crate::commands::session(engine, id)?;
+    pub(crate) async fn open(
+        engine: &Engine,
+        id: Option<&str>,
+        default_url: DefaultUrl,
+    ) -> Result<Self, CliError> {
+        let session = engine
+            .session(id)
+            .map_err(|e| CliError::Usage(format!("--session: {e}")))?;
         let Some(id) = id else {
             return Ok(StoredSession {
                 session,
@@ -28,7 +37,7 @@ impl StoredSession {
             });
         };
         let id = SessionId::parse(id).map_err(|e| CliError::Usage(format!("--session: {e}")))?;
-        let stored = sessions(engine)?;
+        let stored = sessions(engine, default_url)?;
         let session = stored.open(engine, &id).await.map_err(|e| match e {
             ServeError::Store(e) => store_error(e),
             e => CliError::Usage(format!("--session: {e}")),
@@ -55,16 +64,23 @@ impl StoredSession {
 }
 
 /// Forgets the state of session `id` (`results delete --session`); answers whether it had one.
-pub(crate) async fn forget(engine: &Engine, id: &str) -> Result<bool, CliError> {
+pub(crate) async fn forget(
+    engine: &Engine,
+    id: &str,
+    default_url: DefaultUrl,
+) -> Result<bool, CliError> {
     let id = SessionId::parse(id).map_err(|e| CliError::Usage(format!("--session: {e}")))?;
-    sessions(engine)?.delete(&id).await.map_err(store_error)
+    sessions(engine, default_url)?
+        .delete(&id)
+        .await
+        .map_err(store_error)
 }
 
-fn sessions(engine: &Engine) -> Result<StoredSessions, CliError> {
+fn sessions(engine: &Engine, default_url: DefaultUrl) -> Result<StoredSessions, CliError> {
     let policy = engine.policy();
     let default_url = match policy.reduction.as_ref().and_then(|r| r.store.as_ref()) {
         Some(_) => None,
-        None => Some(default_store_url()?),
+        None => Some(default_url()?),
     };
     StoredSessions::for_policy(policy, default_url.as_deref()).map_err(store_error)
 }
