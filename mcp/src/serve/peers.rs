@@ -39,11 +39,17 @@ impl Peers {
             }
             Err(_) => return 0,
         };
-        let sends = peers.iter().map(|p| p.notify_tool_list_changed());
+        // A client that reads nothing must not hold up the reload: each send gets a second.
+        let sends = peers.iter().map(|p| {
+            tokio::time::timeout(
+                std::time::Duration::from_secs(1),
+                p.notify_tool_list_changed(),
+            )
+        });
         futures::future::join_all(sends)
             .await
             .into_iter()
-            .filter(Result::is_ok)
+            .filter(|sent| matches!(sent, Ok(Ok(()))))
             .count()
     }
 }
