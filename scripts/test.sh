@@ -10,10 +10,10 @@ cd "$(dirname "$0")/.."
 echo "== build (plugins and the toolgate binary are test inputs)" >&2
 cargo build --workspace --locked
 
-echo "== Python test packages (moto, openai, jsonschema) into .tools/venv" >&2
+echo "== Python test packages (moto, openai, jsonschema, mcp, fastmcp) into .tools/venv" >&2
 bash scripts/venv.sh >/dev/null
 
-echo "== npm test packages (an upstream MCP server) into .tools/node" >&2
+echo "== npm test packages (MCP Inspector, MCP servers, Node 22 for them) into .tools/node" >&2
 bash scripts/npm.sh >/dev/null
 
 echo "== S3 test server" >&2

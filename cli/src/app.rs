@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use toolgate::{Engine, Policy, Session};
+use toolgate::{Engine, Policy};
 use toolgate_mcp::upstream::Problem;
 
 use crate::error::{CliError, Input};
@@ -68,7 +68,8 @@ pub fn load_engine(path: Option<&Path>) -> Result<(Engine, String), CliError> {
     Ok((build(policy, &name)?, name))
 }
 
-fn default_store_url() -> Result<String, CliError> {
+/// The results folder (see [`RESULTS_DIR_ENV`]) as a `file://` URL, created if missing.
+pub fn default_store_url() -> Result<String, CliError> {
     let env_dir = |name: &str| {
         std::env::var_os(name)
             .filter(|v| !v.is_empty())
@@ -98,11 +99,6 @@ fn default_store_url() -> Result<String, CliError> {
         Ok(url) => Ok(url.into()),
         Err(()) => Err(CliError::ResultsDirUrl { dir }),
     }
-}
-
-/// The session `--session` names, or the anonymous one.
-pub fn session(engine: &Engine, id: Option<&str>) -> Result<Session, CliError> {
-    engine.session(id).map_err(CliError::SessionId)
 }
 
 /// Reads a conversation from a file, or from standard input for `-` or nothing; returns the

@@ -16,6 +16,7 @@ use std::process::ExitCode;
 
 use toolgate::store::{IdError, ResultId, StoreError};
 use toolgate::{BuildError, TurnError};
+use toolgate_mcp::serve::ServeError;
 use toolgate_policy::PolicyError;
 use toolgate_search::{CatalogError, IndexError, QueryError};
 
@@ -174,6 +175,10 @@ pub enum CliError {
         /// What the section would have given the command.
         what: &'static str,
     },
+    /// `serve` could not start, or stopped on a failure of its own (the address, the token,
+    /// the MCP connection, watching the policy).
+    #[error("cannot serve")]
+    Serve(#[source] Box<toolgate_mcp::serve::ServeError>),
     /// `validate`: upstream MCP servers of the policy that did not start, or tools of theirs
     /// left out for their names.
     #[error("{policy}: {} upstream MCP server problem(s)", .problems.len())]
@@ -333,6 +338,12 @@ impl CliError {
             | CliError::NoSection { .. }
             | CliError::Upstreams { .. }
             | CliError::Policies(_) => Class::Policy,
+            CliError::Serve(e) => match **e {
+                ServeError::TokenRequired { .. }
+                | ServeError::TokenFile { .. }
+                | ServeError::TokenEnv { .. } => Class::Usage,
+                _ => Class::Input,
+            },
             CliError::Store(e) => match e {
                 // What the operator typed is wrong.
                 StoreError::NotFound { .. }

@@ -13,6 +13,7 @@ mod cmd;
 mod conversation;
 mod error;
 mod output;
+mod stored_session;
 mod upstream;
 
 use std::io::IsTerminal;

@@ -16,7 +16,8 @@ use crate::file::{MAX_CATALOG_FILE_BYTES, MAX_POLICY_FILE_BYTES, check_text_file
 use crate::glob::{Glob, PathGlob};
 use crate::model::{
     AliasSpec, CharCap, DispatchSettings, NameProfile, OnError, PluginLocation, PluginSpec, Policy,
-    Position, ReductionSettings, Rule, Rules, ScriptSource, Scripts, SearchSettings, ToolOverride,
+    Position, ReductionSettings, Rule, Rules, ScriptSource, Scripts, SearchSettings,
+    SessionSettings, ToolOverride,
 };
 use crate::schema;
 use crate::yaml::{self, Entry, Kind, Node, Pos, YamlProblemKind};
@@ -189,6 +190,7 @@ impl<'a> Build<'a> {
                     };
                     policy.mcp_servers = crate::mcp_servers::load(value, &mut cx);
                 }
+                "sessions" => policy.sessions = self.sessions(value),
                 _ => {}
             }
         }
@@ -506,6 +508,18 @@ impl<'a> Build<'a> {
         let joined = self.dir.join(rest);
         let absolute = std::path::absolute(&joined).unwrap_or(joined);
         format!("file://{}", absolute.display())
+    }
+
+    fn sessions(&mut self, node: &Node) -> SessionSettings {
+        let mut sessions = SessionSettings::default();
+        for entry in entries(node) {
+            if entry.key == "ttl"
+                && let Some(ttl) = self.duration(entry, "sessions.ttl")
+            {
+                sessions.ttl = ttl;
+            }
+        }
+        sessions
     }
 
     fn search(&mut self, node: &Node) -> SearchSettings {

@@ -59,6 +59,9 @@ pub struct Policy {
     pub search: Option<SearchSettings>,
     /// Upstream MCP servers whose tools join the registry as `<name>.<tool>`, in order.
     pub mcp_servers: Vec<McpServerSpec>,
+    /// How long session state (the catalog tools a session found) is kept by hosts that keep
+    /// it in a store (`toolgate call --session`, `toolgate serve`).
+    pub sessions: SessionSettings,
 }
 
 impl Default for Policy {
@@ -76,6 +79,7 @@ impl Default for Policy {
             reduction: None,
             search: None,
             mcp_servers: Vec::new(),
+            sessions: SessionSettings::default(),
         }
     }
 }
@@ -451,6 +455,25 @@ pub enum McpTransport {
         /// Headers sent with every request (`Authorization: "Bearer ${TOKEN}"`).
         headers: BTreeMap<String, EnvTemplate>,
     },
+}
+
+/// Session state kept in a store (issue 12): the catalog tools a session found, shared by every
+/// process that uses the same store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionSettings {
+    /// A session's state expires this long after its last change; `None` = never. Default 24h.
+    pub ttl: Option<Duration>,
+}
+
+/// The default [`SessionSettings::ttl`].
+pub const DEFAULT_SESSION_TTL: Duration = Duration::from_secs(24 * 60 * 60);
+
+impl Default for SessionSettings {
+    fn default() -> Self {
+        SessionSettings {
+            ttl: Some(DEFAULT_SESSION_TTL),
+        }
+    }
 }
 
 #[cfg(test)]

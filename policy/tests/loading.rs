@@ -7,7 +7,7 @@ use std::time::Duration;
 use toolgate_policy::glob::Glob;
 use toolgate_policy::{
     CharCap, DispatchSettings, NameProfile, OnError, PluginLocation, Policy, ReductionSettings,
-    SearchSettings, load_file, load_str,
+    SearchSettings, SessionSettings, load_file, load_str,
 };
 
 fn load(yaml: &str) -> Policy {
@@ -420,5 +420,27 @@ fn the_largest_whole_number_is_taken_exactly() {
     assert_eq!(
         policy.reduction.expect("reduction").max_result_bytes,
         9_007_199_254_740_991
+    );
+}
+
+#[test]
+fn session_state_expires_after_a_day_by_default() {
+    assert_eq!(
+        load("version: 1\n").sessions,
+        SessionSettings {
+            ttl: Some(Duration::from_secs(24 * 3600))
+        }
+    );
+}
+
+#[test]
+fn sessions_ttl_is_read_and_none_means_never() {
+    assert_eq!(
+        load("version: 1\nsessions: {ttl: 1h30m}\n").sessions.ttl,
+        Some(Duration::from_secs(5400))
+    );
+    assert_eq!(
+        load("version: 1\nsessions: {ttl: none}\n").sessions.ttl,
+        None
     );
 }

@@ -39,6 +39,7 @@
 mod error;
 mod id;
 mod object;
+mod session;
 mod staging;
 mod store;
 mod types;
@@ -47,6 +48,7 @@ mod validated;
 pub use error::{BoxError, ConfigError, StoreError};
 pub use id::{IdError, IdKind, MAX_RESULT_ID_BYTES, MAX_SESSION_ID_BYTES, ResultId, SessionId};
 pub use object::{INDEX_STRIDE_CHARS, ObjectResultStore};
+pub use session::{ObjectSessionStore, SessionState, SessionStore};
 pub use store::{ForeignResult, ResultStore, read_scoped};
 pub use types::{
     DEFAULT_CONTENT_TYPE, ListFilter, Listing, NewResult, Page, PruneReport, ResultMeta, Scope,

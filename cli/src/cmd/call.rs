@@ -4,10 +4,11 @@ use serde_json::{Value, json};
 use toolgate::Outcome;
 use toolgate::history::{ToolCall, content_json};
 
-use crate::app::{build, load_policy, session};
+use crate::app::{build, load_policy};
 use crate::args::{CallArgs, Timeout};
 use crate::error::{CliError, EXIT_CALL_ERROR, EXIT_OK};
 use crate::output::Out;
+use crate::stored_session::StoredSession;
 
 /// Exit 1 when the call ran and its result is an error; the result is printed all the same.
 pub async fn call(args: CallArgs, out: &mut Out<'_>) -> Result<u8, CliError> {
@@ -20,9 +21,11 @@ pub async fn call(args: CallArgs, out: &mut Out<'_>) -> Result<u8, CliError> {
         }
     }
     let engine = build(policy, &name)?;
-    let session = session(&engine, args.session.as_deref())?;
+    let stored = StoredSession::open(&engine, args.session.as_deref()).await?;
+    let session = stored.session();
     let call = ToolCall::new(args.call_id, args.tool, args.args);
-    let outcome = engine.call(&session, &call).await;
+    let outcome = engine.call(session, &call).await;
+    stored.save().await;
     tracing::info!(
         tool = %outcome.tool_name,
         error_kind = outcome.error_kind().unwrap_or("none"),

@@ -10,6 +10,7 @@ mod prepare;
 mod results;
 mod run;
 mod search;
+mod serve;
 mod tools;
 mod validate;
 
@@ -29,7 +30,7 @@ pub async fn run(command: Command, out: &mut Out<'_>) -> Result<u8, CliError> {
 async fn run_command(command: Command, out: &mut Out<'_>) -> Result<u8, CliError> {
     match command {
         Command::Validate(args) => validate::validate(args, out),
-        Command::Tools(args) => tools::tools(args, out),
+        Command::Tools(args) => tools::tools(args, out).await,
         Command::Call(args) => call::call(args, out).await,
         Command::Run(args) => run::run_turn(args, out).await,
         Command::Explain(args) => explain::explain(args, out),
@@ -39,5 +40,6 @@ async fn run_command(command: Command, out: &mut Out<'_>) -> Result<u8, CliError
         Command::Index(args) => index::index(args, out),
         Command::Completions(args) => completions::completions(args, out),
         Command::Man(args) => man::man(args, out),
+        Command::Serve(args) => serve::serve(args).await,
     }
 }

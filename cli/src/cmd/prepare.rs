@@ -3,19 +3,21 @@
 
 use serde_json::{Value, json};
 
-use crate::app::{load_engine, read_input, session};
+use crate::app::{load_engine, read_input};
 use crate::args::PrepareArgs;
 use crate::conversation::Conversation;
 use crate::error::{CliError, EXIT_OK};
 use crate::output::Out;
+use crate::stored_session::StoredSession;
 
 pub async fn prepare(args: PrepareArgs, out: &mut Out<'_>) -> Result<u8, CliError> {
     let (text, input_name) = read_input(args.file.as_deref())?;
     let mut conversation = Conversation::parse(&text, &input_name)?;
     let (engine, _) = load_engine(args.policy.policy.as_deref())?;
-    let session = session(&engine, args.session.as_deref())?;
+    let stored = StoredSession::open(&engine, args.session.as_deref()).await?;
+    let session = stored.session();
 
-    let prepared = engine.prepare(&session, &conversation.messages).await;
+    let prepared = engine.prepare(session, &conversation.messages).await;
     let (repair, offload) = (&prepared.repair, &prepared.offload);
     tracing::info!(
         synthetic_answers = repair.added.len(),

@@ -37,7 +37,17 @@ pub async fn results(args: ResultsArgs, out: &mut Out<'_>) -> Result<u8, CliErro
         ResultsCommand::List(a) => list(&store, a, out).await,
         ResultsCommand::Show(a) => show(&store, a, out).await,
         ResultsCommand::Read(a) => read(&store, a, out).await,
-        ResultsCommand::Delete(a) => delete(&store, a, out).await,
+        ResultsCommand::Delete(a) => {
+            let session = a.session.clone();
+            delete(&store, a, out).await?;
+            // A session's found tools go with its results.
+            if let Some(session) = session
+                && crate::stored_session::forget(&engine, &session).await?
+            {
+                writeln!(out, "deleted the session's state (the tools it found)")?;
+            }
+            Ok(())
+        }
         ResultsCommand::Prune(a) => prune(&store, a, out).await,
     }?;
     Ok(EXIT_OK)

@@ -2,15 +2,17 @@
 
 use serde_json::{Value, json};
 
-use crate::app::{load_engine, session};
+use crate::app::load_engine;
 use crate::args::ToolsArgs;
 use crate::error::{CliError, EXIT_OK};
 use crate::output::Out;
+use crate::stored_session::StoredSession;
 
-pub fn tools(args: ToolsArgs, out: &mut Out<'_>) -> Result<u8, CliError> {
+pub async fn tools(args: ToolsArgs, out: &mut Out<'_>) -> Result<u8, CliError> {
     let (engine, _) = load_engine(args.policy.policy.as_deref())?;
-    let session = session(&engine, args.session.as_deref())?;
-    let specs = engine.visible_tools(&session);
+    let stored = StoredSession::open(&engine, args.session.as_deref()).await?;
+    let session = stored.session();
+    let specs = engine.visible_tools(session);
     // The real name and source behind each model-facing name (N6).
     let real = |model_name: &str| {
         engine

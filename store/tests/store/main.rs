@@ -8,4 +8,5 @@ mod common;
 mod interrupted;
 mod processes;
 mod scoping;
+mod sessions;
 mod validated;

@@ -7,6 +7,10 @@ use std::time::Duration;
 
 use clap::{ArgGroup, Args, Parser, Subcommand};
 
+mod serve;
+
+pub use serve::{AFTER_HELP as SERVE_HELP, ServeArgs};
+
 pub const EXIT_CODES: &str = "\
 Exit codes:
   0  success
@@ -262,6 +266,11 @@ Pages are named like git's: toolgate(1), toolgate-results(1), toolgate-results-l
 
 {EXIT_CODES}"))]
     Man(ManArgs),
+
+    /// Serve the tools the policy lets a model see to any MCP client (an agent, an IDE), over
+    /// stdio or Streamable HTTP; every call runs through the whole guard.
+    #[command(after_help = format!("{SERVE_HELP}\n\n{EXIT_CODES}"))]
+    Serve(ServeArgs),
 }
 
 /// The policy option shared by every command.
@@ -671,6 +680,7 @@ impl Command {
             Command::Index(_) => "index",
             Command::Completions(_) => "completions",
             Command::Man(_) => "man",
+            Command::Serve(_) => "serve",
         }
     }
 }

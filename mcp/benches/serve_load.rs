@@ -1,0 +1,737 @@
+//! Throughput and latency of `toolgate serve` against FastMCP, and the time a policy reload
+//! takes to serve. Not a criterion benchmark: the numbers come from real servers in other
+//! processes, driven over stdio and Streamable HTTP by a load generator written for this (in
+//! Rust, so that the generator is not what is measured). Run it with `bash scripts/bench-serve.sh`,
+//! which builds the release program first.
+//!
+//! What is measured, for each server, transport and number of concurrent clients (1, 16, 256):
+//! calls per second and p50/p99 latency of `tools/call echo {"text": "hello"}`, each client
+//! sending its next call when the previous one is answered. Over stdio the clients share the
+//! one connection a stdio server has (requests interleave, answers are matched by id); over
+//! HTTP each client has its own MCP session and its own keep-alive connection.
+//!
+//! Servers: `toolgate serve` (the testkit plugin's echo behind the whole guard), a bare `rmcp`
+//! server with the same echo and no guard (this program itself, `--bare-stdio`: the gateway
+//! hop is toolgate minus this), FastMCP serving an echo tool directly, and a FastMCP proxy in
+//! front of that FastMCP server.
+//!
+//! Reload: the time from writing a new policy (an alias `say_N` for echo) to the first call of
+//! `say_N` that succeeds, and the failed calls of 16 clients calling echo while the policy is
+//! reloaded 1,000 times.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, Command};
+use tokio::sync::{mpsc, oneshot};
+
+type Error = Box<dyn std::error::Error + Send + Sync>;
+
+const ECHO: &str = r#"{"name":"echo","arguments":{"text":"hello"}}"#;
+
+fn initialize(id: u64) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "serve-load", "version": "1"}}})
+    .to_string()
+}
+
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+fn call(id: u64, params: &str) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{params}}}"#)
+}
+
+/// Whether a JSON-RPC answer is a tool result that is not an error.
+fn succeeded(answer: &Value) -> bool {
+    answer
+        .get("result")
+        .is_some_and(|r| r.get("isError") != Some(&Value::Bool(true)))
+}
+
+// ---------------------------------------------------------------------------------------------
+// stdio: one connection, many requests in flight
+
+struct StdioConn {
+    out: mpsc::UnboundedSender<String>,
+    waiting: Arc<Mutex<HashMap<u64, oneshot::Sender<Value>>>>,
+    ids: AtomicU64,
+    _child: Child,
+}
+
+impl StdioConn {
+    async fn start(
+        program: &Path,
+        args: &[String],
+        env: &[(String, String)],
+    ) -> Result<Self, Error> {
+        let mut child = Command::new(program)
+            .args(args)
+            .envs(env.iter().cloned())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()?;
+        let mut stdin = child.stdin.take().ok_or("no stdin")?;
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let (out, mut rx) = mpsc::unbounded_channel::<String>();
+        tokio::spawn(async move {
+            while let Some(mut line) = rx.recv().await {
+                line.push('\n');
+                // Batch what is queued into one write.
+                while let Ok(more) = rx.try_recv() {
+                    line.push_str(&more);
+                    line.push('\n');
+                }
+                if stdin.write_all(line.as_bytes()).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let waiting: Arc<Mutex<HashMap<u64, oneshot::Sender<Value>>>> = Arc::default();
+        let routes = Arc::clone(&waiting);
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stdout).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let Ok(value) = serde_json::from_str::<Value>(&line) else {
+                    continue;
+                };
+                let Some(id) = value.get("id").and_then(Value::as_u64) else {
+                    continue;
+                };
+                if value.get("method").is_some() {
+                    continue; // a request from the server (none expected)
+                }
+                if let Some(tx) = routes.lock().ok().and_then(|mut m| m.remove(&id)) {
+                    let _ = tx.send(value);
+                }
+            }
+        });
+        let conn = StdioConn {
+            out,
+            waiting,
+            ids: AtomicU64::new(1),
+            _child: child,
+        };
+        let init = conn.request_raw(initialize).await?;
+        if init.get("result").is_none() {
+            return Err(format!("initialize failed: {init}").into());
+        }
+        conn.out.send(INITIALIZED.to_owned())?;
+        Ok(conn)
+    }
+
+    async fn request_raw(&self, make: impl FnOnce(u64) -> String) -> Result<Value, Error> {
+        let id = self.ids.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.waiting.lock().map_err(|_| "poisoned")?.insert(id, tx);
+        self.out.send(make(id))?;
+        Ok(tokio::time::timeout(Duration::from_secs(60), rx).await??)
+    }
+
+    async fn call(&self, params: &str) -> Result<Value, Error> {
+        self.request_raw(|id| call(id, params)).await
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP: one session and one keep-alive connection per client
+
+struct HttpConn {
+    sender: hyper::client::conn::http1::SendRequest<Full<Bytes>>,
+    url: http::Uri,
+    session: Option<String>,
+    ids: u64,
+}
+
+impl HttpConn {
+    async fn start(url: &str) -> Result<Self, Error> {
+        let url: http::Uri = url.parse()?;
+        let authority = url.authority().ok_or("no host")?.to_string();
+        let stream = tokio::net::TcpStream::connect(&authority).await?;
+        stream.set_nodelay(true)?;
+        let (sender, conn) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await?;
+        tokio::spawn(conn);
+        let mut this = HttpConn {
+            sender,
+            url,
+            session: None,
+            ids: 1,
+        };
+        let (init, session) = this.post(initialize(0)).await?;
+        if init.as_ref().and_then(|v| v.get("result")).is_none() {
+            return Err(format!("initialize failed: {init:?}").into());
+        }
+        this.session = session;
+        this.post(INITIALIZED.to_owned()).await?;
+        Ok(this)
+    }
+
+    /// Posts one message; answers the JSON-RPC answer in the body (plain JSON or an SSE event)
+    /// and the session id the server gave.
+    async fn post(&mut self, body: String) -> Result<(Option<Value>, Option<String>), Error> {
+        let path = self.url.path_and_query().map(|p| p.as_str()).unwrap_or("/");
+        let mut request = http::Request::post(path)
+            .header(
+                "host",
+                self.url
+                    .authority()
+                    .map(|a| a.as_str())
+                    .unwrap_or("127.0.0.1"),
+            )
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-06-18");
+        if let Some(session) = &self.session {
+            request = request.header("mcp-session-id", session);
+        }
+        self.sender.ready().await?;
+        let response = self
+            .sender
+            .send_request(request.body(Full::new(Bytes::from(body)))?)
+            .await?;
+        let session = response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let status = response.status();
+        let bytes = response.into_body().collect().await?.to_bytes();
+        if !status.is_success() {
+            return Err(format!("HTTP {status}: {}", String::from_utf8_lossy(&bytes)).into());
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        let answer = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .chain(std::iter::once(text.as_ref()))
+            .filter_map(|l| serde_json::from_str::<Value>(l.trim()).ok())
+            .find(|v| v.get("id").is_some());
+        Ok((answer, session))
+    }
+
+    async fn call(&mut self, params: &str) -> Result<Value, Error> {
+        self.ids += 1;
+        let (answer, _) = self.post(call(self.ids, params)).await?;
+        answer.ok_or_else(|| "no answer in the body".into())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// servers
+
+#[derive(Clone)]
+struct Paths {
+    toolgate: PathBuf,
+    python: PathBuf,
+    fastmcp: PathBuf,
+    policy: PathBuf,
+    results: PathBuf,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Target {
+    Toolgate,
+    Bare,
+    Fastmcp,
+    FastmcpProxy,
+}
+
+impl Target {
+    fn name(self) -> &'static str {
+        match self {
+            Target::Toolgate => "toolgate serve",
+            Target::Bare => "rmcp, no guard",
+            Target::Fastmcp => "FastMCP",
+            Target::FastmcpProxy => "FastMCP proxy",
+        }
+    }
+
+    fn stdio_command(self, p: &Paths) -> (PathBuf, Vec<String>) {
+        let s = |x: &str| x.to_owned();
+        match self {
+            Target::Toolgate => (
+                p.toolgate.clone(),
+                vec![
+                    s("serve"),
+                    s("--policy"),
+                    p.policy.display().to_string(),
+                    s("-q"),
+                ],
+            ),
+            Target::Bare => (
+                std::env::current_exe().unwrap_or_default(),
+                vec![s("--bare-stdio")],
+            ),
+            Target::Fastmcp => (
+                p.python.clone(),
+                vec![p.fastmcp.display().to_string(), s("direct"), s("stdio")],
+            ),
+            Target::FastmcpProxy => (
+                p.python.clone(),
+                vec![p.fastmcp.display().to_string(), s("proxy"), s("stdio")],
+            ),
+        }
+    }
+}
+
+/// Starts `target` over HTTP; answers the process and its URL.
+async fn start_http(target: Target, p: &Paths) -> Result<(Child, String), Error> {
+    match target {
+        Target::Toolgate => {
+            let mut child = Command::new(&p.toolgate)
+                .args(["serve", "--policy"])
+                .arg(&p.policy)
+                .args(["--http", "127.0.0.1:0", "-q", "--max-sessions", "1024"])
+                .env("TOOLGATE_RESULTS_DIR", &p.results)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .kill_on_drop(true)
+                .spawn()?;
+            let mut lines = BufReader::new(child.stderr.take().ok_or("no stderr")?).lines();
+            while let Some(line) = lines.next_line().await? {
+                if let Some(at) = line.find("listening on ") {
+                    let url = line[at + "listening on ".len()..].trim().to_owned();
+                    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+                    return Ok((child, url));
+                }
+            }
+            Err("toolgate serve did not listen".into())
+        }
+        Target::Fastmcp | Target::FastmcpProxy => {
+            let port = free_port()?;
+            let kind = if target == Target::Fastmcp {
+                "direct"
+            } else {
+                "proxy"
+            };
+            let child = Command::new(&p.python)
+                .arg(&p.fastmcp)
+                .args([kind, "http", &port.to_string()])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .kill_on_drop(true)
+                .spawn()?;
+            let url = format!("http://127.0.0.1:{port}/mcp");
+            let deadline = Instant::now() + Duration::from_secs(60);
+            loop {
+                if tokio::net::TcpStream::connect(("127.0.0.1", port))
+                    .await
+                    .is_ok()
+                {
+                    return Ok((child, url));
+                }
+                if Instant::now() > deadline {
+                    return Err("FastMCP did not listen within 60 s".into());
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+        Target::Bare => Err("the bare server is stdio only".into()),
+    }
+}
+
+fn free_port() -> Result<u16, Error> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+// ---------------------------------------------------------------------------------------------
+// load
+
+#[derive(Default)]
+struct Tally {
+    latencies: Vec<Duration>,
+    failed: u64,
+}
+
+struct Figures {
+    calls_per_s: f64,
+    p50_us: f64,
+    p99_us: f64,
+    failed: u64,
+    calls: usize,
+}
+
+fn figures(mut tally: Tally, elapsed: Duration) -> Figures {
+    tally.latencies.sort_unstable();
+    let at = |q: f64| {
+        let n = tally.latencies.len();
+        if n == 0 {
+            return f64::NAN;
+        }
+        tally.latencies[((n as f64 * q) as usize).min(n - 1)].as_secs_f64() * 1e6
+    };
+    Figures {
+        calls_per_s: tally.latencies.len() as f64 / elapsed.as_secs_f64(),
+        p50_us: at(0.50),
+        p99_us: at(0.99),
+        failed: tally.failed,
+        calls: tally.latencies.len(),
+    }
+}
+
+async fn load_stdio(
+    conn: Arc<StdioConn>,
+    clients: usize,
+    warmup: Duration,
+    measure: Duration,
+) -> Figures {
+    let start = Instant::now() + warmup;
+    let end = start + measure;
+    let mut tasks = Vec::new();
+    for _ in 0..clients {
+        let conn = Arc::clone(&conn);
+        tasks.push(tokio::spawn(async move {
+            let mut tally = Tally::default();
+            loop {
+                let sent = Instant::now();
+                if sent >= end {
+                    break;
+                }
+                let ok = conn
+                    .call(ECHO)
+                    .await
+                    .map(|a| succeeded(&a))
+                    .unwrap_or(false);
+                if sent >= start {
+                    if ok {
+                        tally.latencies.push(sent.elapsed())
+                    } else {
+                        tally.failed += 1
+                    }
+                }
+            }
+            tally
+        }));
+    }
+    gather(tasks, measure).await
+}
+
+async fn load_http(
+    url: &str,
+    clients: usize,
+    warmup: Duration,
+    measure: Duration,
+) -> Result<Figures, Error> {
+    let mut conns = Vec::new();
+    for _ in 0..clients {
+        conns.push(HttpConn::start(url).await?);
+    }
+    let start = Instant::now() + warmup;
+    let end = start + measure;
+    let mut tasks = Vec::new();
+    for mut conn in conns {
+        tasks.push(tokio::spawn(async move {
+            let mut tally = Tally::default();
+            loop {
+                let sent = Instant::now();
+                if sent >= end {
+                    break;
+                }
+                let ok = conn
+                    .call(ECHO)
+                    .await
+                    .map(|a| succeeded(&a))
+                    .unwrap_or(false);
+                if sent >= start {
+                    if ok {
+                        tally.latencies.push(sent.elapsed())
+                    } else {
+                        tally.failed += 1
+                    }
+                }
+            }
+            tally
+        }));
+    }
+    Ok(gather(tasks, measure).await)
+}
+
+async fn gather(tasks: Vec<tokio::task::JoinHandle<Tally>>, measure: Duration) -> Figures {
+    let mut all = Tally::default();
+    for t in tasks {
+        if let Ok(t) = t.await {
+            all.latencies.extend(t.latencies);
+            all.failed += t.failed;
+        }
+    }
+    figures(all, measure)
+}
+
+// ---------------------------------------------------------------------------------------------
+// reload
+
+const RELOAD_POLICY: &str = "version: 1\ndispatch: {timeout: 30s}\nplugins:\n  - name: testkit\n";
+
+fn write_policy(path: &Path, n: u64) -> std::io::Result<()> {
+    // Written aside and renamed over, as editors save.
+    let aside = path.with_extension("yaml.new");
+    std::fs::write(
+        &aside,
+        format!("{RELOAD_POLICY}aliases:\n  echo: {{names: [say_{n}]}}\n"),
+    )?;
+    std::fs::rename(aside, path)
+}
+
+async fn reload_figures(
+    p: &Paths,
+    rounds: u64,
+    clients: usize,
+) -> Result<(Vec<Duration>, u64, u64), Error> {
+    let dir = p.results.join("reload");
+    std::fs::create_dir_all(&dir)?;
+    let policy = dir.join("policy.yaml");
+    write_policy(&policy, 0)?;
+    let args = vec![
+        "serve".to_owned(),
+        "--policy".to_owned(),
+        policy.display().to_string(),
+        "-q".to_owned(),
+    ];
+    let env = vec![(
+        "TOOLGATE_RESULTS_DIR".to_owned(),
+        p.results.display().to_string(),
+    )];
+    let conn = Arc::new(StdioConn::start(&p.toolgate, &args, &env).await?);
+    // The load: clients calling echo for as long as the reloads go on.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut load = Vec::new();
+    for _ in 0..clients {
+        let (conn, stop) = (Arc::clone(&conn), Arc::clone(&stop));
+        load.push(tokio::spawn(async move {
+            let (mut ok, mut failed) = (0u64, 0u64);
+            while !stop.load(Ordering::Relaxed) {
+                match conn.call(ECHO).await {
+                    Ok(a) if succeeded(&a) => ok += 1,
+                    _ => failed += 1,
+                }
+            }
+            (ok, failed)
+        }));
+    }
+    let mut times = Vec::new();
+    for n in 1..=rounds {
+        let params = format!(r#"{{"name":"say_{n}","arguments":{{"text":"hello"}}}}"#);
+        let written = Instant::now();
+        write_policy(&policy, n)?;
+        loop {
+            if succeeded(&conn.call(&params).await?) {
+                times.push(written.elapsed());
+                break;
+            }
+            if written.elapsed() > Duration::from_secs(30) {
+                return Err(format!("reload {n} never served").into());
+            }
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let (mut ok, mut failed) = (0, 0);
+    for t in load {
+        let (o, f) = t.await?;
+        ok += o;
+        failed += f;
+    }
+    Ok((times, ok, failed))
+}
+
+// ---------------------------------------------------------------------------------------------
+// the bare rmcp server (the baseline without toolgate)
+
+mod bare {
+    use rmcp::ErrorData as McpError;
+    use rmcp::ServiceExt;
+    use rmcp::handler::server::ServerHandler;
+    use rmcp::model::*;
+    use rmcp::service::{RequestContext, RoleServer};
+    use std::sync::Arc;
+
+    pub struct Echo;
+
+    impl ServerHandler for Echo {
+        fn get_info(&self) -> ServerConfig {
+            ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        }
+
+        async fn list_tools(
+            &self,
+            _r: Option<PaginatedRequestParams>,
+            _c: RequestContext<RoleServer>,
+        ) -> Result<ListToolsResult, McpError> {
+            let schema =
+                serde_json::json!({"type": "object", "properties": {"text": {"type": "string"}}});
+            let serde_json::Value::Object(schema) = schema else {
+                unreachable!()
+            };
+            Ok(ListToolsResult::with_all_items(vec![Tool::new(
+                "echo",
+                "Echo.",
+                Arc::new(schema),
+            )]))
+        }
+
+        async fn call_tool(
+            &self,
+            request: CallToolRequestParams,
+            _c: RequestContext<RoleServer>,
+        ) -> Result<CallToolResponse, McpError> {
+            let text = request
+                .arguments
+                .and_then(|a| a.get("text").and_then(|t| t.as_str().map(str::to_owned)))
+                .unwrap_or_default();
+            Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into())
+        }
+    }
+
+    pub async fn serve() -> Result<(), Box<dyn std::error::Error>> {
+        let running = Echo.serve(rmcp::transport::stdio()).await?;
+        running.waiting().await?;
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+fn main() -> Result<(), Error> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    if std::env::args().any(|a| a == "--bare-stdio") {
+        return runtime
+            .block_on(bare::serve())
+            .map_err(|e| e.to_string().into());
+    }
+    runtime.block_on(run())
+}
+
+fn arg(name: &str) -> Option<String> {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1).cloned())
+}
+
+async fn run() -> Result<(), Error> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .ok_or("no repository root")?
+        .to_path_buf();
+    let results = tempfile::tempdir()?;
+    let paths = Paths {
+        toolgate: root.join("target/release/toolgate"),
+        python: root.join(".tools/venv/bin/python"),
+        fastmcp: root.join("scripts/bench/fastmcp_echo.py"),
+        policy: root.join("scripts/bench/echo.yaml"),
+        results: results.path().to_path_buf(),
+    };
+    for needed in [&paths.toolgate, &paths.python] {
+        if !needed.is_file() {
+            return Err(format!(
+                "{} is missing: run scripts/bench-serve.sh",
+                needed.display()
+            )
+            .into());
+        }
+    }
+    let seconds: f64 = arg("--seconds").and_then(|s| s.parse().ok()).unwrap_or(5.0);
+    let warmup = Duration::from_secs(1);
+    let measure = Duration::from_secs_f64(seconds);
+    let reloads: u64 = arg("--reloads")
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1000);
+    let only = arg("--only");
+    let mut rows: Vec<Value> = Vec::new();
+    println!("| server | transport | clients | calls/s | p50 µs | p99 µs | failed |");
+    println!("|---|---|---:|---:|---:|---:|---:|");
+    let targets = [
+        Target::Toolgate,
+        Target::Bare,
+        Target::Fastmcp,
+        Target::FastmcpProxy,
+    ];
+    for transport in ["stdio", "http"] {
+        for target in targets {
+            if transport == "http" && target == Target::Bare {
+                continue;
+            }
+            if only.as_deref().is_some_and(|o| !target.name().contains(o)) {
+                continue;
+            }
+            for clients in [1usize, 16, 256] {
+                let result = match transport {
+                    "stdio" => {
+                        let (program, args) = target.stdio_command(&paths);
+                        let env = vec![(
+                            "TOOLGATE_RESULTS_DIR".to_owned(),
+                            paths.results.display().to_string(),
+                        )];
+                        match StdioConn::start(&program, &args, &env).await {
+                            Ok(conn) => {
+                                Ok(load_stdio(Arc::new(conn), clients, warmup, measure).await)
+                            }
+                            Err(e) => Err(e),
+                        }
+                    }
+                    _ => match start_http(target, &paths).await {
+                        Ok((_child, url)) => load_http(&url, clients, warmup, measure).await,
+                        Err(e) => Err(e),
+                    },
+                };
+                match result {
+                    Ok(f) => {
+                        println!(
+                            "| {} | {transport} | {clients} | {:.0} | {:.0} | {:.0} | {} |",
+                            target.name(),
+                            f.calls_per_s,
+                            f.p50_us,
+                            f.p99_us,
+                            f.failed
+                        );
+                        rows.push(json!({"server": target.name(), "transport": transport, "clients": clients,
+                            "calls_per_s": f.calls_per_s, "p50_us": f.p50_us, "p99_us": f.p99_us,
+                            "failed": f.failed, "calls": f.calls}));
+                    }
+                    Err(e) => println!(
+                        "| {} | {transport} | {clients} | error: {e} | | | |",
+                        target.name()
+                    ),
+                }
+            }
+        }
+    }
+    if reloads > 0 && only.is_none() {
+        let (mut times, ok, failed) = reload_figures(&paths, reloads, 16).await?;
+        times.sort_unstable();
+        let q = |q: f64| {
+            times[((times.len() as f64 * q) as usize).min(times.len() - 1)].as_secs_f64() * 1e3
+        };
+        println!(
+            "\nreload, file written to new policy serving ({} reloads under load of 16 clients): p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms; calls during the reloads: {ok} ok, {failed} failed",
+            times.len(),
+            q(0.5),
+            q(0.99),
+            q(1.0)
+        );
+        rows.push(
+            json!({"reload": {"reloads": times.len(), "p50_ms": q(0.5), "p99_ms": q(0.99),
+            "max_ms": q(1.0), "calls_ok": ok, "calls_failed": failed}}),
+        );
+    }
+    let out = root.join("target/bench-serve.json");
+    std::fs::write(&out, serde_json::to_string_pretty(&rows)?)?;
+    println!("\nwritten to {}", out.display());
+    Ok(())
+}

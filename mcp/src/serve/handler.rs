@@ -1,0 +1,206 @@
+//! One MCP connection: `tools/list` and `tools/call` on the current engine, in this
+//! connection's toolgate session.
+
+use std::borrow::Cow;
+use std::sync::{Arc, Mutex};
+
+use rmcp::ErrorData as McpError;
+use rmcp::handler::server::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ServerCapabilities,
+    ServerConfig,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer};
+use toolgate::Session;
+use toolgate::history::ToolCall;
+use toolgate_store::SessionId;
+
+use super::content::{call_result, error_result, tool};
+use super::engines::Loaded;
+use super::shared::Shared;
+
+/// The HTTP header that carries the MCP session id.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// Where a connection's toolgate session id comes from.
+#[derive(Debug, Clone)]
+pub(crate) enum SessionSource {
+    /// One id for the whole connection (stdio).
+    Fixed(SessionId),
+    /// The `Mcp-Session-Id` of each HTTP request.
+    HttpHeader,
+}
+
+/// The handler of one connection (stdio) or one HTTP session.
+pub(crate) struct Gateway {
+    shared: Arc<Shared>,
+    source: SessionSource,
+    /// This connection's entry in [`Shared::peers`], once the handshake is done.
+    peer: Mutex<Option<u64>>,
+}
+
+impl Gateway {
+    pub(crate) fn new(shared: Arc<Shared>, source: SessionSource) -> Self {
+        Gateway {
+            shared,
+            source,
+            peer: Mutex::new(None),
+        }
+    }
+
+    fn session_id(&self, context: &RequestContext<RoleServer>) -> Result<SessionId, McpError> {
+        match &self.source {
+            SessionSource::Fixed(id) => Ok(id.clone()),
+            SessionSource::HttpHeader => {
+                let header = context
+                    .extensions
+                    .get::<http::request::Parts>()
+                    .and_then(|parts| parts.headers.get(SESSION_HEADER))
+                    .and_then(|value| value.to_str().ok())
+                    .ok_or_else(|| {
+                        McpError::invalid_request("the request has no Mcp-Session-Id", None)
+                    })?;
+                SessionId::parse(header).map_err(|e| {
+                    McpError::invalid_request(format!("bad Mcp-Session-Id: {e}"), None)
+                })
+            }
+        }
+    }
+
+    /// The session `id` of `loaded`'s engine, with what the session store knows it found when
+    /// `fresh` is asked for (a list, or a call to a name not every session sees).
+    async fn session(
+        &self,
+        loaded: &Loaded,
+        id: &SessionId,
+        fresh: bool,
+    ) -> Result<Session, McpError> {
+        let session = loaded
+            .engine
+            .session(Some(id.as_str()))
+            .map_err(|e| McpError::invalid_request(format!("bad session id: {e}"), None))?;
+        if fresh && let Err(e) = loaded.sessions.refresh(&session, id).await {
+            // The session goes on with what this process knows; the next call tries again.
+            tracing::warn!(session = id.as_str(), error = %e, "cannot read the session state");
+        }
+        Ok(session)
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        if let Ok(Some(key)) = self.peer.lock().map(|mut k| k.take()) {
+            self.shared.peers.remove(key);
+        }
+    }
+}
+
+impl ServerHandler for Gateway {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("toolgate", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "The tools of a toolgate policy. Every call runs through the policy's guard; a \
+                 refused or failed call comes back as an error result that says what to do next.",
+            )
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let key = self.shared.peers.add(context.peer.clone());
+        if let Ok(mut slot) = self.peer.lock()
+            && let Some(old) = slot.replace(key)
+        {
+            self.shared.peers.remove(old);
+        }
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let id = self.session_id(&context)?;
+        let loaded = self.shared.engines.current();
+        let session = self.session(&loaded, &id, true).await?;
+        let tools = loaded
+            .engine
+            .visible_tools(&session)
+            .into_iter()
+            .map(tool)
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let id = self.session_id(&context)?;
+        // The engine of this call, to its end: a reload meanwhile changes the next calls only.
+        let loaded = self.shared.engines.current();
+        let name = request.name.as_ref();
+        let fresh = !loaded.always_visible.contains(name);
+        let session = self.session(&loaded, &id, fresh).await?;
+        let found_before = session.state().revealed().len();
+
+        let arguments = match request.arguments {
+            Some(map) => serde_json::Value::Object(map).to_string(),
+            None => "{}".to_owned(),
+        };
+        let call_id = self.shared.next_call_id();
+        let call = ToolCall::new(call_id.clone(), name, arguments);
+
+        let forward = context.meta.get_progress_token().map(|token| {
+            let mut updates = self.shared.progress.register(&call_id);
+            let peer = context.peer.clone();
+            tokio::spawn(async move {
+                let mut step = 0.0;
+                while let Some(message) = updates.recv().await {
+                    step += 1.0;
+                    let note =
+                        ProgressNotificationParam::new(token.clone(), step).with_message(message);
+                    if peer.notify_progress(note).await.is_err() {
+                        break;
+                    }
+                }
+            })
+        });
+        // The client's `notifications/cancelled` fires `context.ct`, and with it the call's
+        // cancellation token.
+        let outcome = loaded
+            .engine
+            .dispatch_with_cancel(&session, std::slice::from_ref(&call), &context.ct)
+            .await;
+        if let Some(forward) = forward {
+            self.shared.progress.unregister(&call_id);
+            let _ = forward.await;
+        }
+        let result = match outcome {
+            Ok(outcomes) => match outcomes.into_iter().next() {
+                Some(outcome) => call_result(outcome),
+                None => return Err(McpError::internal_error("the call had no outcome", None)),
+            },
+            Err(turn) => error_result(turn.error.kind(), format!("Error: {}", turn.error)),
+        };
+
+        if session.state().revealed().len() > found_before {
+            if let Err(e) = loaded.sessions.save(&session, &id).await {
+                tracing::warn!(session = id.as_str(), error = %e, "cannot save the session state");
+            }
+            if let Err(e) = context.peer.notify_tool_list_changed().await {
+                tracing::debug!(error = %e, "cannot tell the client its tool list changed");
+            }
+        }
+        Ok(result.into())
+    }
+}

@@ -1,0 +1,372 @@
+//! `serve` over Streamable HTTP, safe by default.
+//!
+//! In front of `rmcp`'s Streamable HTTP service sits a small gate that answers before any MCP
+//! message is read:
+//! - only the MCP path is served (404 elsewhere);
+//! - off loopback, every request must carry `Authorization: Bearer <token>` (401 otherwise;
+//!   the comparison takes the same time wherever the first difference is);
+//! - a new session beyond `max_sessions` gets 503 with a JSON-RPC error.
+//!
+//! - a POST body larger than `max_request_bytes` gets 413, a body that is not JSON a JSON-RPC
+//!   parse error (-32700), and JSON that is not one JSON-RPC message an invalid-request error
+//!   (-32600), all with HTTP 400 or 413 and a JSON-RPC error object.
+//!
+//! `rmcp` then checks `Host` (DNS rebinding: only the loopback names and the configured hosts)
+//! and `Origin` (a browser page of any origin not configured gets 403).
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode, header};
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use rmcp::model::ClientJsonRpcMessage;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::Value;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use super::error::ServeError;
+use super::handler::{Gateway, SessionSource};
+use super::http_sessions::McpSessions;
+use super::options::{HttpOptions, TokenSource};
+use super::shared::Shared;
+
+type Body = BoxBody<Bytes, Infallible>;
+
+/// The gate in front of the MCP service.
+struct Front {
+    service: StreamableHttpService<Gateway, LocalSessionManager>,
+    sessions: Arc<LocalSessionManager>,
+    path: String,
+    token: Option<String>,
+    max_sessions: usize,
+    max_request_bytes: usize,
+}
+
+/// Listens on `options.addr` and serves until `shutdown` fires.
+pub(crate) async fn serve_http(
+    shared: Arc<Shared>,
+    options: HttpOptions,
+    shutdown: CancellationToken,
+) -> Result<(), ServeError> {
+    let token = options.token.as_ref().map(read_token).transpose()?;
+    let loopback = options.addr.ip().is_loopback();
+    if !loopback && token.is_none() {
+        return Err(ServeError::TokenRequired { addr: options.addr });
+    }
+    let listener = TcpListener::bind(options.addr)
+        .await
+        .map_err(|source| ServeError::Bind {
+            addr: options.addr,
+            source,
+        })?;
+    let addr = listener.local_addr().unwrap_or(options.addr);
+    let front = Arc::new(front(shared, &options, token, addr, &shutdown));
+    // The address goes to stderr as a line a supervisor (or a test) can read.
+    eprintln!("toolgate serve: listening on http://{addr}{}", options.path);
+    tracing::info!(%addr, path = %options.path, "serving MCP over Streamable HTTP");
+    loop {
+        let (stream, _) = tokio::select! {
+            () = shutdown.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot accept a connection");
+                    continue;
+                }
+            },
+        };
+        // Answers are written as they come (SSE events); without this, Nagle's algorithm and
+        // the client's delayed ACK hold each small write back by tens of milliseconds.
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+        }
+        let front = Arc::clone(&front);
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+                let front = Arc::clone(&front);
+                async move { Ok::<_, Infallible>(front.handle(request).await) }
+            });
+            if let Err(e) = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await
+            {
+                tracing::debug!(error = %e, "HTTP connection ended with an error");
+            }
+        });
+    }
+    Ok(())
+}
+
+fn front(
+    shared: Arc<Shared>,
+    options: &HttpOptions,
+    token: Option<String>,
+    addr: SocketAddr,
+    shutdown: &CancellationToken,
+) -> Front {
+    let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"]
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    hosts.extend(options.allowed_hosts.iter().cloned());
+    if !addr.ip().is_unspecified() {
+        hosts.push(addr.ip().to_string());
+    }
+    let mut config = StreamableHttpServerConfig::default()
+        .with_allowed_origins(options.allowed_origins.clone())
+        .enforce_origin_validation()
+        .with_max_request_body_bytes(options.max_request_bytes)
+        .with_cancellation_token(shutdown.child_token());
+    config = if !addr.ip().is_loopback() && options.allowed_hosts.is_empty() {
+        // Listening on all interfaces for clients that name it as they like; the bearer token,
+        // required here, is what keeps strangers out.
+        config.disable_allowed_hosts()
+    } else {
+        config.with_allowed_hosts(hosts)
+    };
+    let stored = shared.engines.current();
+    config.session_store = stored
+        .sessions
+        .results()
+        .map(|results| Arc::new(McpSessions::beside(results)) as _);
+    let sessions = Arc::new(LocalSessionManager::default());
+    let factory_shared = Arc::clone(&shared);
+    let service = StreamableHttpService::new(
+        move || {
+            Ok(Gateway::new(
+                Arc::clone(&factory_shared),
+                SessionSource::HttpHeader,
+            ))
+        },
+        Arc::clone(&sessions),
+        config,
+    );
+    Front {
+        service,
+        sessions,
+        path: options.path.clone(),
+        token,
+        max_sessions: options.max_sessions,
+        max_request_bytes: options.max_request_bytes,
+    }
+}
+
+impl Front {
+    async fn handle(&self, request: Request<Incoming>) -> Response<Body> {
+        if request.uri().path() != self.path {
+            return plain(
+                StatusCode::NOT_FOUND,
+                "Not Found: the MCP endpoint is elsewhere",
+            );
+        }
+        if let Some(token) = &self.token
+            && !bearer_matches(request.headers(), token)
+        {
+            let mut response = plain(
+                StatusCode::UNAUTHORIZED,
+                "Unauthorized: send Authorization: Bearer <token>",
+            );
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                header::HeaderValue::from_static("Bearer"),
+            );
+            return response;
+        }
+        let opens_session = request.method() == http::Method::POST
+            && !request.headers().contains_key("mcp-session-id");
+        if opens_session && self.sessions.sessions.read().await.len() >= self.max_sessions {
+            return json_rpc_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                Value::Null,
+                -32000,
+                &format!(
+                    "too many sessions: this server holds at most {}; close one or try later",
+                    self.max_sessions
+                ),
+            );
+        }
+        let is_delete = request.method() == http::Method::DELETE;
+        let request = match request.method() {
+            &http::Method::POST => match self.checked_body(request).await {
+                Ok(request) => request,
+                Err(response) => return response,
+            },
+            _ => request.map(|_| Full::new(Bytes::new())),
+        };
+        let mut response = self.service.handle(request).await;
+        if is_delete && response.status() == StatusCode::ACCEPTED {
+            // The session is closed; say so the way clients expect (the official Python client
+            // reports a 202 as a failed termination).
+            *response.status_mut() = StatusCode::NO_CONTENT;
+        }
+        response
+    }
+
+    /// Reads a POST body (at most `max_request_bytes`) and answers what is not one JSON-RPC
+    /// message with a JSON-RPC error: -32700 for text that is not JSON, -32600 for JSON that is
+    /// not a request, notification or response (a batch, a missing `jsonrpc`, ...).
+    async fn checked_body(
+        &self,
+        request: Request<Incoming>,
+    ) -> Result<Request<Full<Bytes>>, Response<Body>> {
+        let (parts, body) = request.into_parts();
+        let bytes = match Limited::new(body, self.max_request_bytes).collect().await {
+            Ok(collected) => collected.to_bytes(),
+            Err(e) if e.is::<LengthLimitError>() => {
+                return Err(json_rpc_error(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    Value::Null,
+                    -32600,
+                    &format!(
+                        "the request is larger than this server accepts ({} bytes)",
+                        self.max_request_bytes
+                    ),
+                ));
+            }
+            Err(e) => {
+                return Err(json_rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    Value::Null,
+                    -32700,
+                    &format!("the request body could not be read: {e}"),
+                ));
+            }
+        };
+        if let Err(e) = serde_json::from_slice::<ClientJsonRpcMessage>(&bytes) {
+            return Err(match serde_json::from_slice::<Value>(&bytes) {
+                Err(syntax) => json_rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    Value::Null,
+                    -32700,
+                    &format!("parse error: the body is not JSON: {syntax}"),
+                ),
+                Ok(value) => json_rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    value.get("id").cloned().unwrap_or(Value::Null),
+                    -32600,
+                    &format!("invalid request: not one JSON-RPC 2.0 message: {e}"),
+                ),
+            });
+        }
+        Ok(Request::from_parts(parts, Full::new(bytes)))
+    }
+}
+
+/// Whether the request carries `Authorization: Bearer <token>`, compared in time that does not
+/// depend on where the first difference is.
+fn bearer_matches(headers: &http::HeaderMap, token: &str) -> bool {
+    let Some(given) = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "))
+    else {
+        return false;
+    };
+    let want = token.as_bytes();
+    if given.len() != want.len() {
+        return false;
+    }
+    given
+        .iter()
+        .zip(want)
+        .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+        == 0
+}
+
+fn read_token(source: &TokenSource) -> Result<String, ServeError> {
+    match source {
+        TokenSource::File(path) => {
+            let text = std::fs::read_to_string(path).map_err(|source| ServeError::TokenFile {
+                path: path.clone(),
+                source,
+            })?;
+            let token = text.lines().next().unwrap_or("").trim().to_owned();
+            if token.is_empty() {
+                return Err(ServeError::TokenFile {
+                    path: path.clone(),
+                    source: std::io::Error::new(std::io::ErrorKind::InvalidData, "it is empty"),
+                });
+            }
+            Ok(token)
+        }
+        TokenSource::Env(name) => std::env::var(name)
+            .ok()
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| ServeError::TokenEnv { name: name.clone() }),
+    }
+}
+
+fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed());
+    *response.status_mut() = status;
+    response
+}
+
+fn json_rpc_error(status: StatusCode, id: Value, code: i64, message: &str) -> Response<Body> {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {"code": code, "message": message},
+    });
+    let mut response = Response::new(Full::new(Bytes::from(body.to_string())).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(authorization: &str) -> http::HeaderMap {
+        let mut headers = http::HeaderMap::new();
+        headers.insert(
+            header::AUTHORIZATION,
+            header::HeaderValue::from_str(authorization).unwrap(),
+        );
+        headers
+    }
+
+    #[test]
+    fn only_the_exact_bearer_token_passes() {
+        assert!(bearer_matches(&headers("Bearer abc123"), "abc123"));
+        assert!(!bearer_matches(&headers("Bearer abc124"), "abc123"));
+        assert!(!bearer_matches(&headers("Bearer abc1234"), "abc123"));
+        assert!(!bearer_matches(&headers("Basic abc123"), "abc123"));
+        assert!(!bearer_matches(&http::HeaderMap::new(), "abc123"));
+    }
+
+    #[test]
+    fn a_token_file_gives_its_first_line_trimmed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("token");
+        std::fs::write(&path, "  s3cret \nsecond line\n").unwrap();
+        assert_eq!(read_token(&TokenSource::File(path)).unwrap(), "s3cret");
+    }
+
+    #[test]
+    fn an_empty_token_file_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("token");
+        std::fs::write(&path, "\n").unwrap();
+        let err = read_token(&TokenSource::File(path)).unwrap_err();
+        assert!(matches!(err, ServeError::TokenFile { .. }), "{err}");
+    }
+
+    #[test]
+    fn an_unset_token_variable_is_an_error() {
+        let err =
+            read_token(&TokenSource::Env("TOOLGATE_TEST_NO_SUCH_VARIABLE".into())).unwrap_err();
+        assert!(matches!(err, ServeError::TokenEnv { .. }), "{err}");
+    }
+}

@@ -1,0 +1,41 @@
+//! `toolgate serve`: the tools a policy lets a model see, offered to any MCP client.
+//!
+//! - Transports: stdio (one session per connection) and Streamable HTTP (one session per
+//!   `Mcp-Session-Id`), both through `rmcp`. Only the protocol revisions that have sessions (up
+//!   to 2025-11-25, the `initialize` handshake) are offered: a toolgate session is an MCP
+//!   session, and the session-less 2026-07-28 revision has none to map.
+//! - `tools/list` is [`toolgate::Engine::visible_tools`] for the session; `tools/call` runs
+//!   through the whole guard; a failed call is a tool result with `isError`, never a protocol
+//!   error; progress from a tool becomes `notifications/progress`; a client's
+//!   `notifications/cancelled` fires the call's cancellation token; a call that makes catalog
+//!   tools visible (`tool_search`) is followed by `notifications/tools/list_changed`.
+//! - Session state (the tools a session found) lives in a [`toolgate_store::SessionStore`]
+//!   beside the results, so several `serve` processes on one store share it
+//!   ([`StoredSessions`]).
+//! - HTTP is safe by default: loopback unless told otherwise, a bearer token required off
+//!   loopback, `Origin` and `Host` checked, request size and session count bounded
+//!   ([`HttpOptions`]).
+//! - Live reload: the policy file and the scripts and catalogs it names are watched; a valid
+//!   edit swaps in a whole new engine for new calls (calls in flight finish on the old one) and
+//!   tells every client `list_changed`; an invalid edit keeps the last good policy and logs the
+//!   `file:line:col` errors. `SIGHUP` reloads too.
+
+mod content;
+mod engines;
+mod error;
+mod handler;
+mod http;
+mod http_sessions;
+mod options;
+mod peers;
+mod progress;
+mod reload;
+mod run;
+mod session;
+mod shared;
+mod stdio;
+
+pub use error::ServeError;
+pub use options::{HttpOptions, ServeOptions, TokenSource};
+pub use run::serve;
+pub use session::StoredSessions;

@@ -1,0 +1,208 @@
+//! Live reload: a change to the policy file, or to a script or catalog it names, or `SIGHUP`,
+//! builds a new engine; a good one becomes current for new calls and every client is told
+//! `list_changed`; a bad one is logged with its `file:line:col` errors and the last good policy
+//! stays.
+//!
+//! The watch is on the directories of those files, not the files: editors save by writing a new
+//! file and renaming it over the old one, which a watch on the old file would miss. Events for
+//! other files in those directories are ignored. A burst of events (an editor's several writes)
+//! makes one reload, [`SETTLE`] after the first of them.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use notify::{RecommendedWatcher, RecursiveMode, Watcher};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tokio_util::sync::CancellationToken;
+
+use super::engines::{Loaded, watched_files};
+use super::error::ServeError;
+use super::shared::Shared;
+
+/// How long after the first change event a reload waits for the rest of a burst.
+const SETTLE: Duration = Duration::from_millis(30);
+
+/// What set a reload off.
+#[derive(Debug, Clone, Copy)]
+enum Trigger {
+    FileChanged,
+    Hangup,
+}
+
+/// The files whose change reloads the policy, and the watch on their directories.
+struct Watched {
+    files: Arc<Mutex<HashSet<PathBuf>>>,
+    dirs: HashSet<PathBuf>,
+    watcher: RecommendedWatcher,
+}
+
+impl Watched {
+    fn start(tx: UnboundedSender<Trigger>) -> Result<Self, ServeError> {
+        let files: Arc<Mutex<HashSet<PathBuf>>> = Arc::default();
+        let filter = Arc::clone(&files);
+        let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+            let Ok(event) = event else { return };
+            if matches!(event.kind, notify::EventKind::Access(_)) {
+                return;
+            }
+            let hit = filter
+                .lock()
+                .map(|files| event.paths.iter().any(|p| files.contains(p)))
+                .unwrap_or(false);
+            if hit {
+                let _ = tx.send(Trigger::FileChanged);
+            }
+        })?;
+        Ok(Watched {
+            files,
+            dirs: HashSet::new(),
+            watcher,
+        })
+    }
+
+    /// Watches `files` (and stops caring about the others).
+    fn set(&mut self, files: &[PathBuf]) {
+        let files: HashSet<PathBuf> = files.iter().map(|f| canonical(f)).collect();
+        for dir in files.iter().filter_map(|f| f.parent()) {
+            if self.dirs.contains(dir) {
+                continue;
+            }
+            match self.watcher.watch(dir, RecursiveMode::NonRecursive) {
+                Ok(()) => {
+                    self.dirs.insert(dir.to_path_buf());
+                }
+                Err(e) => tracing::warn!(dir = %dir.display(), error = %e, "cannot watch"),
+            }
+        }
+        if let Ok(mut watched) = self.files.lock() {
+            *watched = files;
+        }
+    }
+}
+
+/// `path` with its directory resolved (symbolic links, `..`), as the watcher reports it.
+fn canonical(path: &Path) -> PathBuf {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    match (absolute.parent(), absolute.file_name()) {
+        (Some(dir), Some(name)) => std::fs::canonicalize(dir)
+            .map(|d| d.join(name))
+            .unwrap_or(absolute),
+        _ => absolute,
+    }
+}
+
+/// Starts listening for `SIGHUP` and, with `watch_files`, watching the current policy's files;
+/// the returned task reloads on every trigger until `shutdown` fires.
+pub(crate) fn start(
+    shared: Arc<Shared>,
+    watch_files: bool,
+    shutdown: CancellationToken,
+) -> Result<tokio::task::JoinHandle<()>, ServeError> {
+    let (tx, rx) = unbounded_channel();
+    let watched = match watch_files {
+        true => {
+            let mut watched = Watched::start(tx.clone())?;
+            let current = shared.engines.current();
+            watched.set(&watched_files(
+                shared.engines.policy_path(),
+                current.engine.policy(),
+            ));
+            Some(watched)
+        }
+        false => None,
+    };
+    let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+        .map_err(|source| ServeError::Io {
+            what: "cannot listen for SIGHUP",
+            source,
+        })?;
+    let hup_shutdown = shutdown.clone();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                () = hup_shutdown.cancelled() => break,
+                signal = hangup.recv() => match signal {
+                    Some(()) => { let _ = tx.send(Trigger::Hangup); }
+                    None => break,
+                },
+            }
+        }
+    });
+    Ok(tokio::spawn(run(shared, watched, rx, shutdown)))
+}
+
+async fn run(
+    shared: Arc<Shared>,
+    mut watched: Option<Watched>,
+    mut rx: UnboundedReceiver<Trigger>,
+    shutdown: CancellationToken,
+) {
+    loop {
+        let trigger = tokio::select! {
+            () = shutdown.cancelled() => return,
+            trigger = rx.recv() => match trigger {
+                Some(trigger) => trigger,
+                None => return,
+            },
+        };
+        let started = Instant::now();
+        tokio::time::sleep(SETTLE).await;
+        while rx.try_recv().is_ok() {}
+        if let Some(files) = reload(&shared, trigger, started).await
+            && let Some(watched) = &mut watched
+        {
+            watched.set(&files);
+        }
+    }
+}
+
+/// Reloads now; on success answers the files the new policy names, to watch.
+async fn reload(shared: &Arc<Shared>, trigger: Trigger, started: Instant) -> Option<Vec<PathBuf>> {
+    let building = Arc::clone(shared);
+    let result = tokio::task::spawn_blocking(move || building.engines.reload()).await;
+    match result {
+        Ok(Ok((previous, next))) => {
+            log_change(&previous, &next, trigger, started);
+            let told = shared.peers.tool_list_changed().await;
+            tracing::debug!(clients = told, "told the clients their tool list changed");
+            Some(watched_files(
+                shared.engines.policy_path(),
+                next.engine.policy(),
+            ))
+        }
+        Ok(Err(e)) => {
+            tracing::error!(
+                "policy reload failed; still serving the last good policy (generation {}):\n{e}",
+                shared.engines.current().generation
+            );
+            None
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "policy reload panicked; still serving the last good policy");
+            None
+        }
+    }
+}
+
+fn log_change(previous: &Loaded, next: &Loaded, trigger: Trigger, started: Instant) {
+    let mut added: Vec<&String> = next
+        .always_visible
+        .difference(&previous.always_visible)
+        .collect();
+    let mut removed: Vec<&String> = previous
+        .always_visible
+        .difference(&next.always_visible)
+        .collect();
+    added.sort();
+    removed.sort();
+    tracing::info!(
+        generation = next.generation,
+        ?trigger,
+        ?added,
+        ?removed,
+        took_ms = started.elapsed().as_secs_f64() * 1000.0,
+        "policy reloaded"
+    );
+}

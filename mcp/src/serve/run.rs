@@ -1,0 +1,81 @@
+//! `serve` from start to end.
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+use toolgate_store::SessionId;
+
+use super::engines::Engines;
+use super::error::ServeError;
+use super::options::ServeOptions;
+use super::progress::ProgressRoutes;
+use super::shared::Shared;
+use super::{http, reload, stdio};
+
+/// Serves the policy's tools until the client goes away (stdio), or until `SIGINT`/`SIGTERM`
+/// (HTTP, or stdio). Logs go to `tracing`; nothing but MCP is written to stdout.
+///
+/// # Errors
+///
+/// The policy does not load or build, its store cannot be opened, the HTTP settings are unsafe
+/// (a non-loopback address without a token) or the address is taken, or the stdio connection
+/// fails. A policy that breaks later, during a reload, is logged and the last good one stays.
+pub async fn serve(options: ServeOptions) -> Result<(), ServeError> {
+    let session = match &options.session {
+        Some(id) => SessionId::parse(id)?,
+        None => SessionId::parse(&format!("stdio-{}", random_hex()?))?,
+    };
+    let progress = Arc::new(ProgressRoutes::default());
+    // Loading plugins and building the engine blocks: off the async threads.
+    let (policy, default_url, routes) = (
+        options.policy.clone(),
+        options.default_store_url.clone(),
+        Arc::clone(&progress),
+    );
+    let engines = tokio::task::spawn_blocking(move || Engines::load(&policy, default_url, routes))
+        .await
+        .map_err(|e| ServeError::Io {
+            what: "loading the policy stopped",
+            source: std::io::Error::other(e.to_string()),
+        })??;
+    let shared = Arc::new(Shared::new(engines, progress));
+    let shutdown = CancellationToken::new();
+    spawn_stop_on_signals(shutdown.clone())?;
+    let reloader = reload::start(Arc::clone(&shared), options.watch, shutdown.clone())?;
+    let result = match options.http {
+        Some(http_options) => http::serve_http(shared, http_options, shutdown.clone()).await,
+        None => stdio::serve_stdio(shared, session, shutdown.clone()).await,
+    };
+    shutdown.cancel();
+    let _ = reloader.await;
+    result
+}
+
+fn spawn_stop_on_signals(shutdown: CancellationToken) -> Result<(), ServeError> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let signal_error = |source| ServeError::Io {
+        what: "cannot listen for SIGINT and SIGTERM",
+        source,
+    };
+    let mut interrupt = signal(SignalKind::interrupt()).map_err(signal_error)?;
+    let mut terminate = signal(SignalKind::terminate()).map_err(signal_error)?;
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
+            () = shutdown.cancelled() => return,
+        }
+        tracing::info!("stopping");
+        shutdown.cancel();
+    });
+    Ok(())
+}
+
+fn random_hex() -> Result<String, ServeError> {
+    let mut bits = [0u8; 8];
+    getrandom::fill(&mut bits).map_err(|e| ServeError::Io {
+        what: "cannot draw a random session id",
+        source: std::io::Error::other(e.to_string()),
+    })?;
+    Ok(bits.iter().map(|b| format!("{b:02x}")).collect())
+}

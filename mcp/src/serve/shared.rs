@@ -1,0 +1,32 @@
+//! What every connection of one `serve` shares.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::engines::Engines;
+use super::peers::Peers;
+use super::progress::ProgressRoutes;
+
+/// The engines, the connected clients and the progress routes of one `serve`.
+pub(crate) struct Shared {
+    pub(crate) engines: Engines,
+    pub(crate) peers: Peers,
+    pub(crate) progress: Arc<ProgressRoutes>,
+    calls: AtomicU64,
+}
+
+impl Shared {
+    pub(crate) fn new(engines: Engines, progress: Arc<ProgressRoutes>) -> Self {
+        Shared {
+            engines,
+            peers: Peers::default(),
+            progress,
+            calls: AtomicU64::new(0),
+        }
+    }
+
+    /// A call id no other call of this process has (events and progress are routed by it).
+    pub(crate) fn next_call_id(&self) -> String {
+        format!("mcp-{}", self.calls.fetch_add(1, Ordering::Relaxed) + 1)
+    }
+}

