@@ -36,6 +36,8 @@ REPO = Path(__file__).resolve().parents[2]
 TESTKIT = REPO / "tests" / "mcp" / "policies" / "testkit.yaml"
 SEARCH = REPO / "policies" / "examples" / "search.yaml"
 CANCEL = REPO / "tests" / "mcp" / "policies" / "one-thread.yaml"
+UPSTREAM = REPO / "policies" / "examples" / "mcp-upstream.yaml"
+FAKE_UPSTREAM = REPO / "mcp" / "tests" / "fixtures" / "fake_mcp_server.py"
 
 
 def check(condition: bool, message: str) -> None:
@@ -482,12 +484,64 @@ async def two_instances_share_a_session(opts: argparse.Namespace) -> None:
                 check("echo" in listed, f"the second instance lists {listed}")
 
 
+# --- upstream MCP servers behind serve (mcp_servers:) ----------------------------------------
+
+
+async def upstream_tools_are_served_under_the_policy(opts: argparse.Namespace) -> None:
+    """The shipped mcp-upstream.yaml in front of PyPI's mcp-server-time and npm's
+    server-everything: their tools are listed under model-facing names, an alias reaches the
+    time server, a deny rule refuses a tool, and a large result is offloaded and paged back."""
+    async with serving(opts, UPSTREAM) as server, server.client() as client:
+        listed = [t.name for t in (await client.list_tools()).tools]
+        for name in ["time_get_current_time", "everything_echo", "read_tool_result"]:
+            check(name in listed, f"{name} not in tools/list: {listed}")
+        now = await client.call_tool("now", {"timezone": "UTC"})
+        check(now.is_error is False and "UTC" in text_of(now), f"now through the alias: {now}")
+        denied = await client.call_tool("everything_get-env", {})
+        check(kind_of(denied) == "denied" and "credentials" in text_of(denied), f"get-env: {denied}")
+        big = await client.call_tool("everything_echo", {"message": "x" * 30_000})
+        check(big.is_error is False and "read_tool_result" in text_of(big), f"a large echo: {text_of(big)[:300]}")
+        result_id = ((big.meta or {}).get("toolgate") or {}).get("result_id")
+        check(isinstance(result_id, str), f"no result_id in _meta.toolgate: {big.meta}")
+        page = await client.call_tool("read_tool_result", {"id": result_id, "offset": 0, "limit": 20000})
+        check(page.is_error is False and text_of(page).startswith("Echo: xxxx"), f"read back: {text_of(page)[:300]}")
+
+
+async def an_upstream_tool_list_change_reaches_the_client(opts: argparse.Namespace) -> None:
+    """An upstream server that adds a tool and says so (notifications/tools/list_changed): serve
+    rebuilds its engine with the new list and tells its own clients."""
+    with tempfile.TemporaryDirectory() as tmp:
+        policy = Path(tmp) / "policy.yaml"
+        policy.write_text(
+            "version: 1\nmcp_servers:\n  - name: fake\n    command: "
+            + json.dumps([sys.executable, str(FAKE_UPSTREAM)])
+            + "\n"
+        )
+        changed = asyncio.Event()
+
+        async def on_message(message: Any) -> None:
+            if isinstance(message, types.ToolListChangedNotification):
+                changed.set()
+
+        async with serving(opts, policy) as server, server.client(message_handler=on_message) as client:
+            before = [t.name for t in (await client.list_tools()).tools]
+            check("fake.echo" in before and "fake.late" not in before, f"before: {before}")
+            added = await client.call_tool("fake.add_tool", {"name": "late"})
+            check(added.is_error is False, f"add_tool: {added}")
+            await asyncio.wait_for(changed.wait(), 20)
+            after = [t.name for t in (await client.list_tools()).tools]
+            check("fake.late" in after, f"after the upstream's list_changed: {after}")
+            late = await client.call_tool("fake.late", {"text": "hi"})
+            check(late.is_error is False, f"the new tool: {late}")
+
+
 SCENARIOS = {f.__name__: f for f in [
     list_matches_cli, call_returns_the_tool_text, failures_are_error_results, images_are_image_content,
     progress_becomes_notifications, cancellation_reaches_the_tool, search_makes_tools_visible_and_says_so,
     sessions_are_isolated, reload_applies_a_valid_edit, reload_keeps_the_last_good_policy, reload_on_sighup,
     in_flight_calls_finish_on_the_old_policy, bad_input_gets_json_rpc_errors, foreign_origins_are_refused,
     a_token_is_required_when_configured, sessions_are_bounded, two_instances_share_a_session,
+    upstream_tools_are_served_under_the_policy, an_upstream_tool_list_change_reaches_the_client,
 ]}
 
 

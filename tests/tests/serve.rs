@@ -8,7 +8,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use toolgate_e2e::{
-    Toolgate, repo_path, repo_root, toolgate_exe, toolgate_with_results, venv_python,
+    Toolgate, repo_path, repo_root, test_tools_path, toolgate_exe, toolgate_with_results,
+    venv_python,
 };
 
 /// Runs `program args` from the repository root; kills it and fails after `limit`.
@@ -77,7 +78,8 @@ fn scenario(transport: &str, name: &str) {
             transport,
             name,
         ],
-        &[],
+        // The upstream MCP servers of the mcp_servers: scenarios are found on PATH.
+        &[("PATH", test_tools_path().to_string_lossy().into_owned())],
         Duration::from_secs(300),
     );
     assert!(
@@ -123,6 +125,8 @@ both_transports!(
     reload_keeps_the_last_good_policy,
     reload_on_sighup,
     in_flight_calls_finish_on_the_old_policy,
+    upstream_tools_are_served_under_the_policy,
+    an_upstream_tool_list_change_reaches_the_client,
 );
 
 mod http_safety {

@@ -4,6 +4,14 @@
 //! current one sits in an [`ArcSwap`]: a call takes an `Arc` of it when it starts and keeps it
 //! to the end, so a swap never changes the engine under a running call; the old engine is
 //! dropped when its last call ends.
+//!
+//! The policy's upstream MCP servers (`mcp_servers:`) are started with the first engine and
+//! kept across reloads while the policy lists the same servers: a reload rebuilds the engine
+//! with their current tool lists, without restarting them. A server whose tool list changes
+//! (it sent `notifications/tools/list_changed`, or came back from a restart with other tools)
+//! sets off a reload too ([`Engines::upstream_changed`]). When a reload lists other servers,
+//! the new set is started, and the old set is shut down once the last engine that uses it is
+//! dropped, so calls in flight still reach their server.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -11,7 +19,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use arc_swap::ArcSwap;
+use tokio::sync::Notify;
 use toolgate::{Engine, Policy};
+use toolgate_policy::McpServerSpec;
+
+use crate::upstream::Upstreams;
 
 use super::error::ServeError;
 use super::progress::ProgressRoutes;
@@ -26,6 +38,63 @@ pub(crate) struct Loaded {
     pub(crate) always_visible: HashSet<String>,
     /// Counts the policies loaded, from 1.
     pub(crate) generation: u64,
+    /// The upstream servers whose tools this engine has.
+    pub(crate) upstreams: Arc<UpstreamSet>,
+}
+
+/// The upstream servers of one `mcp_servers:` list, shared by every engine built while the
+/// policy lists the same servers, and shut down when the last of those engines is dropped.
+pub(crate) struct UpstreamSet {
+    specs: Vec<McpServerSpec>,
+    pub(crate) upstreams: Upstreams,
+    runtime: tokio::runtime::Handle,
+}
+
+impl UpstreamSet {
+    /// Starts the servers of `specs` (blocks until each started or failed, each within its
+    /// `startup_timeout`); a server that did not start is logged and costs only its own tools.
+    /// Must run on a thread of the runtime's blocking pool.
+    fn start(specs: &[McpServerSpec], changed: &Arc<Notify>) -> Arc<UpstreamSet> {
+        let runtime = tokio::runtime::Handle::current();
+        let upstreams = runtime.block_on(Upstreams::start(specs));
+        for problem in upstreams.problems() {
+            tracing::warn!("{problem}");
+        }
+        let changed = Arc::clone(changed);
+        upstreams.on_change(move |server| {
+            tracing::info!(server, "an upstream MCP server's tool list changed");
+            changed.notify_one();
+        });
+        Arc::new(UpstreamSet {
+            specs: specs.to_vec(),
+            upstreams,
+            runtime,
+        })
+    }
+
+    /// Whether `specs` lists the same servers, set up the same way (where in the file they
+    /// are written does not matter).
+    fn serves(&self, specs: &[McpServerSpec]) -> bool {
+        let same = |a: &McpServerSpec, b: &McpServerSpec| {
+            a.name == b.name
+                && a.transport == b.transport
+                && a.searchable == b.searchable
+                && a.startup_timeout == b.startup_timeout
+        };
+        self.specs.len() == specs.len() && self.specs.iter().zip(specs).all(|(a, b)| same(a, b))
+    }
+}
+
+impl Drop for UpstreamSet {
+    /// The last engine with these servers is gone: stop them (their child processes are
+    /// killed with their process groups in any case when the process ends).
+    fn drop(&mut self) {
+        if self.upstreams.is_empty() {
+            return;
+        }
+        let upstreams = self.upstreams.clone();
+        self.runtime.spawn(async move { upstreams.shutdown().await });
+    }
 }
 
 impl Loaded {
@@ -48,22 +117,33 @@ pub(crate) struct Engines {
     default_store_url: Option<String>,
     progress: Arc<ProgressRoutes>,
     generations: AtomicU64,
+    upstream_changed: Arc<Notify>,
 }
 
 impl Engines {
-    /// Loads the policy and builds the first engine.
+    /// Loads the policy, starts its upstream servers and builds the first engine. Blocks: call
+    /// it on the runtime's blocking pool.
     pub(crate) fn load(
         policy: &Path,
         default_store_url: Option<String>,
         progress: Arc<ProgressRoutes>,
     ) -> Result<Self, ServeError> {
-        let first = build(policy, default_store_url.as_deref(), &progress, None, 1)?;
+        let upstream_changed = Arc::new(Notify::new());
+        let first = build(
+            policy,
+            default_store_url.as_deref(),
+            &progress,
+            None,
+            &upstream_changed,
+            1,
+        )?;
         Ok(Engines {
             current: ArcSwap::from_pointee(first),
             policy: policy.to_path_buf(),
             default_store_url,
             progress,
             generations: AtomicU64::new(1),
+            upstream_changed,
         })
     }
 
@@ -72,13 +152,19 @@ impl Engines {
         self.current.load_full()
     }
 
+    /// Notified when an upstream server's tool list changed: the engine should be rebuilt.
+    pub(crate) fn upstream_changed(&self) -> &Arc<Notify> {
+        &self.upstream_changed
+    }
+
     /// The policy file.
     pub(crate) fn policy_path(&self) -> &Path {
         &self.policy
     }
 
     /// Loads the policy again and, when it is good, makes it current; answers the engine it
-    /// replaced and the new one. On an error the current engine stays.
+    /// replaced and the new one. On an error the current engine stays. Blocks: call it on the
+    /// runtime's blocking pool.
     pub(crate) fn reload(&self) -> Result<(Arc<Loaded>, Arc<Loaded>), ServeError> {
         let previous = self.current();
         let generation = self.generations.fetch_add(1, Ordering::Relaxed) + 1;
@@ -86,7 +172,8 @@ impl Engines {
             &self.policy,
             self.default_store_url.as_deref(),
             &self.progress,
-            Some(&previous.sessions),
+            Some(&previous),
+            &self.upstream_changed,
             generation,
         )?);
         self.current.store(Arc::clone(&next));
@@ -122,18 +209,28 @@ fn build(
     path: &Path,
     default_store_url: Option<&str>,
     progress: &Arc<ProgressRoutes>,
-    previous: Option<&StoredSessions>,
+    previous: Option<&Loaded>,
+    upstream_changed: &Arc<Notify>,
     generation: u64,
 ) -> Result<Loaded, ServeError> {
     let policy = toolgate_policy::load_file(path)?;
     let sessions = match previous {
         Some(previous) => {
-            StoredSessions::for_reloaded_policy(&policy, default_store_url, previous)?
+            StoredSessions::for_reloaded_policy(&policy, default_store_url, &previous.sessions)?
         }
         None => StoredSessions::for_policy(&policy, default_store_url)?,
     };
+    let upstreams = match previous {
+        Some(previous) if previous.upstreams.serves(&policy.mcp_servers) => {
+            Arc::clone(&previous.upstreams)
+        }
+        _ => UpstreamSet::start(&policy.mcp_servers, upstream_changed),
+    };
     let needs_store = policy.reduction.as_ref().is_some_and(|r| r.store.is_none());
-    let mut builder = Engine::builder(policy).on_event(progress.listener());
+    let mut builder = upstreams
+        .upstreams
+        .register(Engine::builder(policy))
+        .on_event(progress.listener());
     if needs_store && let Some(url) = default_store_url {
         builder = builder.default_store_url(url);
     }
@@ -144,5 +241,6 @@ fn build(
         sessions,
         always_visible,
         generation,
+        upstreams,
     })
 }

@@ -1,5 +1,5 @@
-//! Live reload: a change to the policy file, or to a script or catalog it names, or `SIGHUP`,
-//! builds a new engine; a good one becomes current for new calls and every client is told
+//! Live reload: a change to the policy file, or to a script or catalog it names, `SIGHUP`, or an
+//! upstream MCP server whose tool list changed builds a new engine; a good one becomes current for new calls and every client is told
 //! `list_changed`; a bad one is logged with its `file:line:col` errors and the last good policy
 //! stays.
 //!
@@ -29,6 +29,8 @@ const SETTLE: Duration = Duration::from_millis(30);
 enum Trigger {
     FileChanged,
     Hangup,
+    /// An upstream MCP server's tool list changed.
+    UpstreamChanged,
 }
 
 /// The files whose change reloads the policy, and the watch on their directories.
@@ -118,6 +120,19 @@ pub(crate) fn start(
             what: "cannot listen for SIGHUP",
             source,
         })?;
+    let upstream_changed = Arc::clone(shared.engines.upstream_changed());
+    let upstream_tx = tx.clone();
+    let upstream_shutdown = shutdown.clone();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                () = upstream_shutdown.cancelled() => break,
+                () = upstream_changed.notified() => {
+                    let _ = upstream_tx.send(Trigger::UpstreamChanged);
+                }
+            }
+        }
+    });
     let hup_shutdown = shutdown.clone();
     tokio::spawn(async move {
         loop {
