@@ -244,7 +244,9 @@ async fn a_timeout_sends_notifications_cancelled_for_the_request() {
     };
     let waited = std::time::Instant::now();
     while waited.elapsed() < std::time::Duration::from_secs(10)
-        && !read().iter().any(|m| m["method"] == "notifications/cancelled")
+        && !read()
+            .iter()
+            .any(|m| m["method"] == "notifications/cancelled")
     {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }

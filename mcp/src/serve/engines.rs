@@ -93,7 +93,8 @@ impl Drop for UpstreamSet {
             return;
         }
         let upstreams = self.upstreams.clone();
-        self.runtime.spawn(async move { upstreams.shutdown().await });
+        self.runtime
+            .spawn(async move { upstreams.shutdown().await });
     }
 }
 

@@ -43,13 +43,21 @@ pub async fn serve(options: ServeOptions) -> Result<(), ServeError> {
     spawn_stop_on_signals(shutdown.clone())?;
     let reloader = reload::start(Arc::clone(&shared), options.watch, shutdown.clone())?;
     let result = match options.http {
-        Some(http_options) => http::serve_http(Arc::clone(&shared), http_options, shutdown.clone()).await,
+        Some(http_options) => {
+            http::serve_http(Arc::clone(&shared), http_options, shutdown.clone()).await
+        }
         None => stdio::serve_stdio(Arc::clone(&shared), session, shutdown.clone()).await,
     };
     shutdown.cancel();
     let _ = reloader.await;
     // No child process of an upstream server outlives serve.
-    shared.engines.current().upstreams.upstreams.shutdown().await;
+    shared
+        .engines
+        .current()
+        .upstreams
+        .upstreams
+        .shutdown()
+        .await;
     result
 }
 
