@@ -65,6 +65,15 @@ pub async fn forget(engine: &Engine, id: &str) -> Result<bool, CliError> {
     sessions(engine)?.delete(&id).await.map_err(CliError::Store)
 }
 
+/// Deletes the state of every session past the policy's `sessions.ttl` (`results prune`);
+/// answers how many sessions lost theirs.
+pub async fn prune_expired(engine: &Engine) -> Result<u64, CliError> {
+    sessions(engine)?
+        .prune_expired()
+        .await
+        .map_err(CliError::Store)
+}
+
 /// The session store of the engine's policy: beside the results (`reduction.store`, else the
 /// results folder).
 fn sessions(engine: &Engine) -> Result<StoredSessions, CliError> {

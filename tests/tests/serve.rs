@@ -492,3 +492,113 @@ fn session_state_expires_after_the_policy_ttl() {
     ])
     .assert_code(1);
 }
+
+#[test]
+fn results_prune_deletes_expired_session_state() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let policy = dir.path().join("policy.yaml");
+    let catalog = repo_path("policies/examples/catalog.jsonl");
+    // A time to live of zero: the state expires as soon as it is written.
+    std::fs::write(
+        &policy,
+        format!(
+            "version: 1\nplugins: [{{name: testkit, searchable: true}}]\nsearch: {{catalogs: [{}]}}\nreduction: {{}}\nsessions: {{ttl: 0s}}\n",
+            catalog.display()
+        ),
+    )
+    .expect("write the policy");
+    let policy = policy.display().to_string();
+    let results = dir.path().join("results");
+    let run = |args: &[&str]| toolgate_with_results(&results, args);
+    run(&[
+        "call",
+        "--policy",
+        &policy,
+        "--session",
+        "s1",
+        "tool_search",
+        r#"{"query": "select:echo"}"#,
+    ])
+    .assert_code(0);
+    let sessions = results.join("sessions");
+    assert!(sessions.exists(), "the search saved the session's state");
+    let pruned = run(&[
+        "results",
+        "prune",
+        "--policy",
+        &policy,
+        "--older-than",
+        "7d",
+        "--json",
+    ]);
+    pruned.assert_code(0);
+    assert_eq!(pruned.json()["expired_sessions"], 1, "{pruned:#?}");
+    let files = walk(&sessions);
+    assert!(files.is_empty(), "left after pruning: {files:?}");
+}
+
+/// Every file under `dir`.
+fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
+#[test]
+fn serve_deletes_expired_session_state_when_it_starts() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let policy = dir.path().join("policy.yaml");
+    let catalog = repo_path("policies/examples/catalog.jsonl");
+    std::fs::write(
+        &policy,
+        format!(
+            "version: 1\nplugins: [{{name: testkit, searchable: true}}]\nsearch: {{catalogs: [{}]}}\nsessions: {{ttl: 0s}}\n",
+            catalog.display()
+        ),
+    )
+    .expect("write the policy");
+    let results = dir.path().join("results");
+    toolgate_with_results(
+        &results,
+        &[
+            "call",
+            "--policy",
+            &policy.display().to_string(),
+            "--session",
+            "s1",
+            "tool_search",
+            r#"{"query": "select:echo"}"#,
+        ],
+    )
+    .assert_code(0);
+    let sessions = results.join("sessions");
+    assert!(
+        !walk(&sessions).is_empty(),
+        "the search saved the session's state"
+    );
+
+    // stdio serve: it runs until its standard input closes.
+    let mut serve = Command::new(toolgate_exe())
+        .args(["serve", "--no-watch", "--policy"])
+        .arg(&policy)
+        .env("TOOLGATE_RESULTS_DIR", &results)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("serve starts");
+    let started = Instant::now();
+    while !walk(&sessions).is_empty() && started.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = serve.kill();
+    let _ = serve.wait();
+    assert!(walk(&sessions).is_empty(), "left: {:?}", walk(&sessions));
+}

@@ -48,7 +48,14 @@ pub async fn results(args: ResultsArgs, out: &mut Out<'_>) -> Result<u8, CliErro
             }
             Ok(())
         }
-        ResultsCommand::Prune(a) => prune(&store, a, out).await,
+        ResultsCommand::Prune(a) => {
+            // Expired session state goes too (it is invisible already; this frees its space).
+            let sessions = match a.dry_run {
+                true => None,
+                false => Some(crate::stored_session::prune_expired(&engine).await?),
+            };
+            prune(&store, a, sessions, out).await
+        }
     }?;
     Ok(EXIT_OK)
 }
@@ -301,7 +308,13 @@ async fn delete(store: &Store, args: ResultsDeleteArgs, out: &mut Out<'_>) -> Re
     }
 }
 
-async fn prune(store: &Store, args: ResultsPruneArgs, out: &mut Out<'_>) -> Result<(), CliError> {
+/// `sessions`: how many expired session states were deleted (none on a dry run).
+async fn prune(
+    store: &Store,
+    args: ResultsPruneArgs,
+    sessions: Option<u64>,
+    out: &mut Out<'_>,
+) -> Result<(), CliError> {
     let before = cutoff(args.older_than.0);
     let scope = scope(&args.scope)?;
     let listing = store
@@ -333,6 +346,7 @@ async fn prune(store: &Store, args: ResultsPruneArgs, out: &mut Out<'_>) -> Resu
                 "results": results,
                 "garbage": garbage,
                 "unreadable": unreadable,
+                "expired_sessions": sessions,
             }),
             false,
         )?;
@@ -349,8 +363,9 @@ async fn prune(store: &Store, args: ResultsPruneArgs, out: &mut Out<'_>) -> Resu
     match (garbage, unreadable) {
         (Some(g), Some(u)) => writeln!(
             out,
-            "pruned {results} result(s) saved before {}, {u} unreadable result(s) and {g} leftover(s) of interrupted saves",
-            utc(before)
+            "pruned {results} result(s) saved before {}, {u} unreadable result(s) and {g} leftover(s) of interrupted saves; {} expired session state(s)",
+            utc(before),
+            sessions.unwrap_or(0)
         )?,
         _ => writeln!(
             out,

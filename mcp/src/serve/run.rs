@@ -42,6 +42,10 @@ pub async fn serve(options: ServeOptions) -> Result<(), ServeError> {
     let shutdown = CancellationToken::new();
     spawn_stop_on_signals(shutdown.clone())?;
     let reloader = reload::start(Arc::clone(&shared), options.watch, shutdown.clone())?;
+    tokio::spawn(sweep_expired_sessions(
+        Arc::clone(&shared),
+        shutdown.clone(),
+    ));
     let result = match options.http {
         Some(http_options) => {
             http::serve_http(Arc::clone(&shared), http_options, shutdown.clone()).await
@@ -59,6 +63,31 @@ pub async fn serve(options: ServeOptions) -> Result<(), ServeError> {
         .shutdown()
         .await;
     result
+}
+
+/// How often `serve` deletes the state of sessions past the policy's `sessions.ttl`.
+const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Deletes expired session state at start and then every [`SWEEP_EVERY`] (it is invisible
+/// once expired; this frees its space). Another instance on the same store doing the same is
+/// harmless. A store that fails costs a warning, and the next sweep tries again.
+async fn sweep_expired_sessions(shared: Arc<Shared>, shutdown: CancellationToken) {
+    let mut every = tokio::time::interval(SWEEP_EVERY);
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            _ = every.tick() => {}
+        }
+        let sessions = shared.engines.current().sessions.clone();
+        match sessions.prune_expired().await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(sessions = n, "deleted expired session state"),
+            Err(e) => tracing::warn!(
+                "cannot delete expired session state: {}",
+                toolgate::error::Chain(&e)
+            ),
+        }
+    }
 }
 
 fn spawn_stop_on_signals(shutdown: CancellationToken) -> Result<(), ServeError> {

@@ -110,6 +110,11 @@ impl StoredSessions {
         })
     }
 
+    /// Deletes the state of every session past the policy's `sessions.ttl`; answers how many.
+    pub async fn prune_expired(&self) -> Result<u64, StoreError> {
+        self.store.prune_expired().await
+    }
+
     /// The result store the state lives beside, when it was opened from a URL.
     pub(crate) fn results(&self) -> Option<&ObjectResultStore> {
         self.results.as_ref()

@@ -26,7 +26,7 @@
 //! after its write, and starts over from that one: the newest version always grew out of the one
 //! before it, so no name that reached the newest version is ever lost.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -232,6 +232,64 @@ impl SessionStore for ObjectSessionStore {
         self.delete_paths(versions.into_iter().map(|(_, path)| path).collect())
             .await?;
         Ok(existed)
+    }
+
+    async fn prune_expired(&self) -> Result<u64, StoreError> {
+        if self.ttl.is_none() {
+            return Ok(0);
+        }
+        // Every version of every session, grouped by the session's `state/` folder.
+        let objects: Vec<_> = self
+            .backend
+            .list(Some(&self.prefix.clone().join("sessions")))
+            .try_collect()
+            .await
+            .map_err(backend("list the session states"))?;
+        let mut sessions: BTreeMap<String, Vec<(u64, Path)>> = BTreeMap::new();
+        for object in objects {
+            let Some(seq) = object.location.filename().and_then(|f| f.parse().ok()) else {
+                continue;
+            };
+            let parts: Vec<_> = object.location.parts().collect();
+            let dir: String = parts[..parts.len().saturating_sub(1)]
+                .iter()
+                .map(|p| p.as_ref())
+                .collect::<Vec<_>>()
+                .join("/");
+            sessions
+                .entry(dir)
+                .or_default()
+                .push((seq, object.location));
+        }
+        let now = now_ms();
+        let mut pruned = 0;
+        for (_, mut versions) in sessions {
+            versions.sort_unstable_by_key(|(seq, _)| *seq);
+            let Some((_, newest)) = versions.last() else {
+                continue;
+            };
+            let raw = match self.backend.get(newest).await {
+                Ok(got) => got.bytes().await,
+                Err(e) => Err(e),
+            };
+            let record: Record = match raw {
+                Ok(raw) => match serde_json::from_slice(&raw) {
+                    Ok(record) => record,
+                    // Not ours to judge: `load` reports it as corrupt, `delete` removes it.
+                    Err(_) => continue,
+                },
+                // A writer replaced it meanwhile: the session is alive.
+                Err(object_store::Error::NotFound { .. }) => continue,
+                Err(e) => return Err(backend("read the session state")(e)),
+            };
+            if self.expired(&record.state, now) {
+                // Only the versions listed: one a writer creates meanwhile is newer and stays.
+                self.delete_paths(versions.into_iter().map(|(_, path)| path).collect())
+                    .await?;
+                pruned += 1;
+            }
+        }
+        Ok(pruned)
     }
 }
 

@@ -39,4 +39,10 @@ pub trait SessionStore: Send + Sync + 'static {
 
     /// Forgets the session's state; answers whether there was one.
     async fn delete(&self, session: &SessionId) -> Result<bool, StoreError>;
+
+    /// Deletes the state of every session that has expired (its last change is older than the
+    /// store's time to live); answers how many sessions lost their state. Expired state is
+    /// already invisible to [`load`](SessionStore::load); this frees its space. A session
+    /// written to while this runs keeps its new state.
+    async fn prune_expired(&self) -> Result<u64, StoreError>;
 }

@@ -35,7 +35,13 @@ fn rt() -> tokio::runtime::Runtime {
 }
 
 fn each_backend(test: impl Fn(&Fixture)) {
-    for kind in [Kind::Memory, Kind::File, Kind::S3] {
+    let kinds = [
+        Kind::Memory,
+        Kind::File,
+        #[cfg(feature = "s3")]
+        Kind::S3,
+    ];
+    for kind in kinds {
         if let Some(fixture) = Fixture::new(kind) {
             test(&fixture);
         }
@@ -204,5 +210,66 @@ fn pruning_and_deleting_results_leave_session_state_alone() {
                 f.kind
             );
         })
+    });
+}
+
+/// Writes a state for `session` whose last change was at 1 s past the epoch: long expired.
+async fn write_stale(backend: &Arc<dyn ObjectStore>, prefix: &Path, session: &str) {
+    let mut path = prefix.clone().join("sessions");
+    for segment in sid(session).key_segments() {
+        path = path.join(segment);
+    }
+    let record = serde_json::json!({
+        "version": 1, "session": session, "revealed": ["old"], "updated_at_ms": 1000
+    });
+    backend
+        .put(
+            &path.join("state").join(format!("{:020}", 1)),
+            serde_json::to_vec(&record).unwrap().into(),
+        )
+        .await
+        .unwrap();
+}
+
+#[test]
+fn prune_expired_deletes_only_the_states_past_their_ttl() {
+    each_backend(|f| {
+        rt().block_on(async {
+            let store = ObjectSessionStore::beside(&f.store, DAY);
+            store.reveal(&sid("live"), &names(&["echo"])).await.unwrap();
+            write_stale(f.store.backend(), f.store.prefix(), "stale").await;
+
+            assert_eq!(store.prune_expired().await.unwrap(), 1, "{:?}", f.kind);
+            let left: Vec<_> = f
+                .store
+                .backend()
+                .list(Some(&f.store.prefix().clone().join("sessions")))
+                .try_collect()
+                .await
+                .unwrap();
+            let stale_dir = sid("stale").key_segments().join("/");
+            assert!(
+                left.iter()
+                    .all(|o| !o.location.as_ref().contains(&stale_dir)),
+                "{left:?}"
+            );
+            assert!(store.load(&sid("live")).await.unwrap().is_some());
+            assert_eq!(
+                store.prune_expired().await.unwrap(),
+                0,
+                "nothing left to prune"
+            );
+        })
+    });
+}
+
+#[test]
+fn prune_expired_without_a_ttl_deletes_nothing() {
+    rt().block_on(async {
+        let backend: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+        write_stale(&backend, &Path::default(), "stale").await;
+        let store = ObjectSessionStore::new(backend, Path::default(), None);
+        assert_eq!(store.prune_expired().await.unwrap(), 0);
+        assert!(store.load(&sid("stale")).await.unwrap().is_some());
     });
 }
