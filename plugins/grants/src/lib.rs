@@ -94,7 +94,7 @@ impl Grants {
             Err(GrantError::HostNotGranted {
                 host: host.to_string(),
                 port,
-                granted: list(self.net.iter().map(String::as_str)),
+                granted: list(self.net.iter().cloned()),
             })
         }
     }
@@ -116,7 +116,7 @@ impl Grants {
         } else {
             Err(GrantError::PathNotGranted {
                 path: path.to_path_buf(),
-                granted: list(self.fs_read.iter().map(|p| p.to_str().unwrap_or("?"))),
+                granted: list(self.fs_read.iter().map(|p| p.display().to_string())),
             })
         }
     }
@@ -145,8 +145,8 @@ fn split_host_port(entry: &str) -> (&str, Option<u16>) {
     }
 }
 
-fn list<'a>(items: impl Iterator<Item = &'a str>) -> String {
-    let items: Vec<&str> = items.collect();
+fn list(items: impl Iterator<Item = String>) -> String {
+    let items: Vec<String> = items.collect();
     if items.is_empty() {
         "nothing".to_string()
     } else {
