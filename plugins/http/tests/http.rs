@@ -309,3 +309,17 @@ fn a_misspelt_grant_stops_the_plugin_at_load() {
         .expect_err("refused");
     assert!(err.to_string().contains("unknown field `nett`"), "{err}");
 }
+
+#[test]
+fn a_url_with_user_info_is_judged_by_the_host_after_the_at_sign() {
+    let port = serve();
+    let message = error(call(
+        &granted(port),
+        "http.get",
+        json!({"url": format!("http://127.0.0.1:{port}@192.0.2.1/hello")}),
+    ));
+    assert!(
+        message.starts_with("not_granted: host 192.0.2.1:80 is not granted"),
+        "{message}"
+    );
+}
