@@ -27,5 +27,10 @@ cargo test --workspace --locked --no-fail-fast
 # feature, and cargo unifies features across the workspace). An embedder's default build has it
 # off: build that too, and run the tests that differ in it (the store suite without the S3
 # backend, and the engine refusing an s3:// store with "built without the s3 feature").
+# plugin-api is published so plugins can depend on it by version: its package must assemble
+# (manifest, metadata, files). Offline and without a build: about a second.
+echo "== toolgate-plugin-api packages for publishing" >&2
+cargo package -p toolgate-plugin-api --locked --offline --no-verify --allow-dirty
+
 echo "== lean library build: toolgate-store and toolgate without the s3 feature" >&2
 cargo test --locked --no-fail-fast -p toolgate-store -p toolgate --test store --test s3_feature

@@ -7,16 +7,52 @@
 //! limits, hooks).
 //!
 //! The boundary is a small, versioned, plain C ABI that carries JSON ([`abi`]), so a plugin
-//! built by one Rust compiler loads in a host built by another. You rarely touch it: the SDK
-//! writes it for you.
+//! built by one Rust compiler loads in a host built by another, and a plugin can even be
+//! written in C (toolgate's `plugins/c-abi` has the header and one). You rarely touch it: the
+//! SDK writes it for you.
 //!
-//! # Writing a plugin
+//! # The plugin author's guide
 //!
-//! Make a library crate with `crate-type = ["cdylib"]` (add `"rlib"` too if you want to unit
-//! test it as Rust), depend on this crate and on `serde`, and write one ordinary function per
-//! tool. A tool takes a [`CallContext`] and its arguments, deserialized by serde from the
-//! model's JSON, and returns a [`ToolOutput`] or a [`ToolError`]. Then list the tools in
-//! [`export_plugin!`]:
+//! Six steps: start a crate, write a tool function, build, hash, grant, load; and test. The
+//! example is a plugin called `greeter`, in a crate called `toolgate-plugin-greeter`.
+//!
+//! ## 1. Start a crate
+//!
+//! Copy toolgate's `plugins/template` (a working plugin with one tool and its tests), with
+//! [cargo-generate](https://github.com/cargo-generate/cargo-generate):
+//!
+//! ```text
+//! cargo generate --git <toolgate repository> plugins/template --name toolgate-plugin-greeter
+//! ```
+//!
+//! or by hand: a library crate whose `Cargo.toml` says
+//!
+//! ```toml
+//! [package]
+//! name = "toolgate-plugin-greeter"
+//! version = "0.1.0"
+//! edition = "2024"
+//!
+//! [lib]
+//! crate-type = ["cdylib", "rlib"]   # cdylib: what toolgate loads; rlib: unit tests call the tools
+//!
+//! [dependencies]
+//! toolgate-plugin-api = "0.1"
+//! serde = { version = "1", features = ["derive"] }
+//!
+//! [dev-dependencies]
+//! toolgate-plugin-api = { version = "0.1", features = ["host"] }   # LoadedPlugin, for step 7
+//! ```
+//!
+//! Name the package `toolgate-plugin-<name>`: the library is then `toolgate_plugin_<name>`,
+//! the name a policy's `name: <name>` looks for.
+//!
+//! ## 2. Write a tool function
+//!
+//! One ordinary function per tool. A tool takes a [`CallContext`] and its arguments,
+//! deserialized by serde from the model's JSON, and returns a [`ToolOutput`] or a
+//! [`ToolError`]. An optional `init` turns the policy's `config:` into the state every call
+//! reads. Then list the tools in [`export_plugin!`]:
 //!
 //! ```
 //! use std::path::PathBuf;
@@ -73,8 +109,90 @@
 //! # fn main() {}
 //! ```
 //!
-//! Build it with `cargo build --release`, and point the policy at
-//! `target/release/libgreeter.so` (see [`library_file_name`] for each platform's spelling).
+//! Tool names are 1 to 128 bytes of `[A-Za-z0-9_.-]`; prefix them with the plugin's name
+//! (`greeter.greet`, like `fs.read_file`) when the plugin may sit beside others. A policy with
+//! `name_profile: openai` shows the model `greeter_greet`.
+//!
+//! ## 3. Build
+//!
+//! ```text
+//! cargo build --release
+//! ```
+//!
+//! The library is `target/release/libtoolgate_plugin_greeter.so` on Linux: the package name with
+//! `-` turned into `_`, spelt the platform's way by [`library_file_name`]
+//! (`libtoolgate_plugin_greeter.dylib` on macOS, `toolgate_plugin_greeter.dll` on Windows).
+//! Keep the default `panic = "unwind"` (see the rules below).
+//!
+//! ## 4. Hash
+//!
+//! ```text
+//! toolgate plugin hash target/release/libtoolgate_plugin_greeter.so
+//! ```
+//!
+//! prints the `sha256:` line to paste into the plugin's entry in the policy. With it, the engine
+//! refuses a library whose contents differ (a rebuilt or replaced file) and names both hashes;
+//! hash again after every build you mean to deploy.
+//!
+//! ## 5. Grant
+//!
+//! A plugin runs with the rights of the program that loads it, so the policy says what it may
+//! touch. Until plugin manifests declare capabilities, the grants reach a plugin as the key
+//! `grants` of its configuration, in this shape (every key optional):
+//!
+//! ```json
+//! {"fs_read": ["/srv/data"], "fs_write": [], "env": ["HOME"],
+//!  "net": ["api.example.com", "127.0.0.1:8080"], "subprocess": false}
+//! ```
+//!
+//! A configuration without `grants` grants nothing, and a plugin must then refuse whatever
+//! needs a grant. Read it in your `Config` (`#[serde(default)] grants: Grants`) and check every
+//! request against it before acting, as toolgate's `http` plugin (`net`, host and port) and
+//! `sqlite` plugin (`fs_read`, on the canonical path) do. These checks are the plugin's own:
+//! in process, nothing stops a plugin that ignores its grants.
+//!
+//! ## 6. Load
+//!
+//! Name the library in a policy, by path (relative to the policy file) or, once it is installed
+//! in a folder of `TOOLGATE_PLUGIN_PATH` or beside the `toolgate` program, by name:
+//!
+//! ```yaml
+//! version: 1
+//! plugins:
+//!   - path: target/release/libtoolgate_plugin_greeter.so   # or: name: greeter
+//!     sha256: "<the line printed in step 4>"
+//!     config:
+//!       greeting: "Hello"
+//!       grants: {}        # this plugin needs nothing
+//! ```
+//!
+//! Then `toolgate validate policy.yaml` loads it and lists its tools (or says why it does not
+//! load), and `toolgate call --policy policy.yaml greet '{"name": "Ada"}'` runs one call
+//! through the whole guard.
+//!
+//! ## 7. Test
+//!
+//! Unit-test each tool function as plain Rust with [`CallContext::detached`] (the `rlib`
+//! crate type makes that possible), and test the built library as toolgate loads it, through
+//! the ABI, with `LoadedPlugin` (feature `host`, a dev-dependency). `cargo test` builds the
+//! library before the tests; it sits one folder above the test executable:
+//!
+//! ```ignore
+//! // tests/plugin.rs (the template has this test)
+//! use toolgate_plugin_api::{library_file_name, CancelFlag, LoadedPlugin, Part, PluginOutcome};
+//!
+//! #[test]
+//! fn greet_through_the_abi_greets() {
+//!     let exe = std::env::current_exe().unwrap();
+//!     let lib = exe.parent().unwrap().parent().unwrap()
+//!         .join(library_file_name("toolgate_plugin_greeter"));
+//!     // SAFETY: our own library, built with the SDK.
+//!     let plugin = unsafe { LoadedPlugin::load(&lib, &serde_json::json!({"greeting": "Hi"})) }
+//!         .unwrap();
+//!     let outcome = plugin.call("greet", r#"{"name": "Ada"}"#, &CancelFlag::new(), &mut |_| {});
+//!     assert_eq!(outcome, PluginOutcome::Ok(vec![Part::Text("Hi, Ada!".into())]));
+//! }
+//! ```
 //!
 //! What the SDK does for you:
 //! - exports `toolgate_plugin_entry` and the ABI table, with the version check built in;

@@ -1,0 +1,599 @@
+//! The host side: load a plugin library, check it, and call its tools.
+//!
+//! ```no_run
+//! use std::path::Path;
+//! use toolgate_plugin_api::{CancelFlag, LoadedPlugin, PluginOutcome};
+//!
+//! let plugin = LoadedPlugin::load(
+//!     Path::new("target/debug/libtoolgate_plugin_fs.so"),
+//!     &serde_json::json!({"root": "/srv/docs"}),
+//! )?;
+//! for tool in plugin.tools() {
+//!     println!("{}: {}", tool.name, tool.description);
+//! }
+//! let cancel = CancelFlag::new();
+//! let outcome = plugin.call("fs.list_dir", "{}", &cancel, &mut |progress| eprintln!("{progress}"));
+//! match outcome {
+//!     PluginOutcome::Ok(parts) => println!("{parts:?}"),
+//!     other => eprintln!("failed: {other:?}"),
+//! }
+//! # Ok::<(), toolgate_plugin_api::LoadError>(())
+//! ```
+//!
+//! A library is never unloaded: once loaded it stays mapped for the life of the process, so no
+//! pointer into it (its table, a thread it started) can ever dangle. Dropping a
+//! [`LoadedPlugin`] drops the plugin's instance (its state), not the library.
+
+use std::ffi::c_void;
+use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::path::{Path, PathBuf};
+use std::ptr::NonNull;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::abi::{
+    self, ABI_VERSION, ENTRY_SYMBOL, EntryFn, OwnedBuf, PluginVTable, STATUS_ERROR,
+    STATUS_INVALID_ARGUMENTS, STATUS_OK, STATUS_PANIC, StrRef, VTABLE_SIZE, VTableHeader,
+};
+use crate::{Manifest, Part};
+
+/// Why a plugin library could not be loaded. Each message names the library's path.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadError {
+    /// There is no file at the path.
+    #[error("plugin library {} does not exist", path.display())]
+    NotFound {
+        /// The path that was given.
+        path: PathBuf,
+    },
+    /// The file exists but the system loader refused it (not a shared library, wrong
+    /// architecture, a missing dependency, ...).
+    #[error("cannot open plugin library {}: {reason}", path.display())]
+    Open {
+        /// The library's path.
+        path: PathBuf,
+        /// What the system loader said.
+        reason: String,
+    },
+    /// The library loads but does not export the entry symbol.
+    #[error("{} is not a toolgate plugin: it does not export {symbol}", path.display())]
+    NotAPlugin {
+        /// The library's path.
+        path: PathBuf,
+        /// The symbol looked for ([`ENTRY_SYMBOL`]).
+        symbol: &'static str,
+    },
+    /// The plugin was built for another version of the ABI.
+    #[error(
+        "{} was built for toolgate plugin ABI {found}, this toolgate speaks ABI {expected}; \
+         rebuild the plugin against this version of toolgate-plugin-api",
+        path.display()
+    )]
+    AbiMismatch {
+        /// The library's path.
+        path: PathBuf,
+        /// The version this host speaks ([`ABI_VERSION`]).
+        expected: u32,
+        /// The version the plugin declares.
+        found: u32,
+    },
+    /// The plugin's table is unusable (null, or smaller than its version requires).
+    #[error("{} has a broken plugin table: {what}", path.display())]
+    BadTable {
+        /// The library's path.
+        path: PathBuf,
+        /// What is wrong with it.
+        what: String,
+    },
+    /// The plugin's manifest (name, version, tools) could not be read or is invalid.
+    #[error("{} has a bad manifest: {what}", path.display())]
+    BadManifest {
+        /// The library's path.
+        path: PathBuf,
+        /// What is wrong with it.
+        what: String,
+    },
+    /// The plugin's `init` refused its configuration.
+    #[error("plugin {plugin} ({}) failed to start: {message}", path.display())]
+    InitFailed {
+        /// The library's path.
+        path: PathBuf,
+        /// The plugin's name from its manifest.
+        plugin: String,
+        /// The plugin's message.
+        message: String,
+    },
+    /// The plugin panicked while describing itself or starting.
+    #[error("plugin {plugin} ({}) panicked while {during}: {message}", path.display())]
+    Panicked {
+        /// The library's path.
+        path: PathBuf,
+        /// The plugin's name, when it is known.
+        plugin: String,
+        /// `describing itself` or `starting`.
+        during: &'static str,
+        /// The panic message.
+        message: String,
+    },
+}
+
+/// One tool a plugin offers, as the model will see it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PluginToolSpec {
+    /// The name the model calls it by.
+    pub name: String,
+    /// What it does, for the model.
+    pub description: String,
+    /// The JSON Schema of its arguments object.
+    pub parameters: serde_json::Value,
+}
+
+/// The result of one [`LoadedPlugin::call`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PluginOutcome {
+    /// The tool succeeded with these parts, in order.
+    Ok(Vec<Part>),
+    /// The tool failed; the message is the plugin's, written for the model.
+    Error(String),
+    /// The arguments were not JSON or not of the shape the tool expects; the message names the
+    /// tool and what was wrong.
+    InvalidArguments(String),
+    /// The tool panicked; the plugin caught it and this is the panic message.
+    Panic(String),
+}
+
+/// A cancellation flag the host owns and a plugin polls: cheap to clone, all clones share one
+/// flag. Once cancelled it stays cancelled.
+#[derive(Debug, Clone, Default)]
+pub struct CancelFlag(Arc<AtomicBool>);
+
+impl CancelFlag {
+    /// A flag that is not set.
+    pub fn new() -> CancelFlag {
+        CancelFlag::default()
+    }
+
+    /// Sets the flag: every call that receives it sees `is_cancelled() == true` from now on.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+
+    /// Whether [`CancelFlag::cancel`] was called on this flag or a clone of it.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+/// A loaded, checked and started plugin.
+///
+/// `Send + Sync`: [`LoadedPlugin::call`] may run on many threads at once. The SDK makes every
+/// plugin honour that (a plugin's state must be `Send + Sync`); a plugin written by hand against
+/// [`crate::abi`] must too.
+pub struct LoadedPlugin {
+    path: PathBuf,
+    name: String,
+    version: String,
+    tools: Vec<PluginToolSpec>,
+    table: &'static PluginVTable,
+    instance: NonNull<c_void>,
+}
+
+// SAFETY: the table is immutable static data of a library that is never unloaded, and the ABI
+// requires an instance to be usable from any thread, by many threads at once (`call` is
+// thread-safe; `destroy` runs only from `Drop`, when no call can be running).
+unsafe impl Send for LoadedPlugin {}
+// SAFETY: see `Send`.
+unsafe impl Sync for LoadedPlugin {}
+
+impl fmt::Debug for LoadedPlugin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LoadedPlugin")
+            .field("path", &self.path)
+            .field("name", &self.name)
+            .field("version", &self.version)
+            .field("tools", &self.tools)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LoadedPlugin {
+    /// Loads the library at `path`, checks that it is a toolgate plugin speaking this ABI,
+    /// reads its manifest and starts an instance with `config` (`null` when the policy gives
+    /// none).
+    ///
+    /// Loading the same library twice (say with two configurations) gives two independent
+    /// instances of one library.
+    ///
+    /// # Safety of loading
+    ///
+    /// Loading a shared library runs its initialisers: only load libraries you trust, as you
+    /// would only run programs you trust. That is why the policy names plugin paths explicitly.
+    pub fn load(path: &Path, config: &serde_json::Value) -> Result<LoadedPlugin, LoadError> {
+        let path = path.to_path_buf();
+        match std::fs::metadata(&path) {
+            Ok(_) => {}
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                return Err(LoadError::NotFound { path });
+            }
+            Err(err) => {
+                return Err(LoadError::Open {
+                    path,
+                    reason: err.to_string(),
+                });
+            }
+        }
+
+        // SAFETY: loading a library runs its initialisers; the policy names trusted plugins
+        // only (documented above).
+        let library = match unsafe { libloading::Library::new(&path) } {
+            Ok(library) => library,
+            Err(err) => {
+                return Err(LoadError::Open {
+                    path,
+                    reason: err.to_string(),
+                });
+            }
+        };
+        // Never unloaded: the table, and anything the plugin started, live as long as we do.
+        let library: &'static libloading::Library = Box::leak(Box::new(library));
+
+        // SAFETY: the symbol, if present, has the ABI's `EntryFn` type; that is what a toolgate
+        // plugin promises by exporting this name.
+        let entry: EntryFn = match unsafe { library.get::<EntryFn>(ENTRY_SYMBOL) } {
+            Ok(symbol) => *symbol,
+            Err(_) => {
+                return Err(LoadError::NotAPlugin {
+                    path,
+                    symbol: ENTRY_SYMBOL,
+                });
+            }
+        };
+
+        // SAFETY: the entry function takes nothing and returns a pointer to static data.
+        let header_ptr = unsafe { entry() };
+        if header_ptr.is_null() {
+            return Err(LoadError::BadTable {
+                path,
+                what: format!("{ENTRY_SYMBOL} returned a null pointer"),
+            });
+        }
+        // SAFETY: every version of the table starts with this header; we read nothing else
+        // before checking the version.
+        let header: VTableHeader = unsafe { header_ptr.read() };
+        if header.abi_version != ABI_VERSION {
+            return Err(LoadError::AbiMismatch {
+                path,
+                expected: ABI_VERSION,
+                found: header.abi_version,
+            });
+        }
+        if header.struct_size < VTABLE_SIZE {
+            return Err(LoadError::BadTable {
+                path,
+                what: format!(
+                    "it is {} bytes, ABI {ABI_VERSION} needs at least {VTABLE_SIZE}",
+                    header.struct_size
+                ),
+            });
+        }
+        // SAFETY: the version and size say this is a full `PluginVTable`, in static memory of a
+        // library that is never unloaded.
+        let table: &'static PluginVTable = unsafe { &*header_ptr.cast::<PluginVTable>() };
+
+        let manifest = read_manifest(table, &path)?;
+        let instance = start(table, &path, &manifest.name, config)?;
+        Ok(LoadedPlugin {
+            path,
+            name: manifest.name,
+            version: manifest.version,
+            tools: manifest
+                .tools
+                .into_iter()
+                .map(|tool| PluginToolSpec {
+                    name: tool.name,
+                    description: tool.description,
+                    parameters: tool.parameters,
+                })
+                .collect(),
+            table,
+            instance,
+        })
+    }
+
+    /// The plugin's name, from its manifest.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The plugin's own version, from its manifest.
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// The path it was loaded from, as given to [`LoadedPlugin::load`].
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The tools it offers, in the order the plugin lists them.
+    pub fn tools(&self) -> &[PluginToolSpec] {
+        &self.tools
+    }
+
+    /// Runs `tool` with the JSON `arguments` and waits for it: a blocking call, so an async
+    /// host runs it on a blocking thread.
+    ///
+    /// `cancel` is the flag the tool polls; setting it from another thread asks the tool to
+    /// stop, but a tool that ignores it runs to the end, so a host that enforces a deadline
+    /// stops waiting instead of relying on it. `progress` receives the tool's progress messages,
+    /// in order, on this thread, before `call` returns; a panic in it is re-raised here once
+    /// the plugin has returned (it never unwinds through the plugin).
+    ///
+    /// Safe to call from many threads at once.
+    pub fn call(
+        &self,
+        tool: &str,
+        arguments: &str,
+        cancel: &CancelFlag,
+        progress: &mut dyn FnMut(&str),
+    ) -> PluginOutcome {
+        let mut sink = ProgressSink {
+            callback: progress,
+            panic: None,
+        };
+        let context = abi::CallContext {
+            cancel_flag: Arc::as_ptr(&cancel.0),
+            progress: Some(progress_trampoline),
+            progress_context: (&raw mut sink).cast::<c_void>(),
+        };
+        let mut out = OwnedBuf::EMPTY;
+        // SAFETY: the table and instance are valid (checked in `load`, destroyed only on drop);
+        // every pointer passed lives until the call returns.
+        let status = unsafe {
+            (self.table.call)(
+                self.instance.as_ptr(),
+                StrRef::new(tool),
+                StrRef::new(arguments),
+                &context,
+                &mut out,
+            )
+        };
+        let outcome = {
+            // SAFETY: the plugin wrote `out` (or left it empty); we free it right after.
+            let bytes = unsafe { out.as_bytes() };
+            decode_outcome(status, bytes, &self.name, tool)
+        };
+        // SAFETY: `out` was written by this plugin and is not used again.
+        unsafe { (self.table.free_buf)(out) };
+        if let Some(payload) = sink.panic {
+            resume_unwind(payload);
+        }
+        outcome
+    }
+}
+
+impl Drop for LoadedPlugin {
+    fn drop(&mut self) {
+        // SAFETY: the instance came from this table's `init`, and `&mut self` means no call is
+        // running. The library itself stays loaded.
+        unsafe { (self.table.destroy)(self.instance.as_ptr()) };
+    }
+}
+
+/// Where the progress trampoline finds the host's callback.
+struct ProgressSink<'a> {
+    callback: &'a mut dyn FnMut(&str),
+    panic: Option<Box<dyn std::any::Any + Send>>,
+}
+
+unsafe extern "C" fn progress_trampoline(context: *mut c_void, message: StrRef) {
+    if context.is_null() {
+        return;
+    }
+    // SAFETY: `context` is the `ProgressSink` of a call still running on this thread (the
+    // plugin may only report progress from the calling thread, during the call).
+    let sink = unsafe { &mut *context.cast::<ProgressSink<'_>>() };
+    if sink.panic.is_some() {
+        return;
+    }
+    // SAFETY: the plugin keeps the message valid for the duration of this callback.
+    let text = String::from_utf8_lossy(unsafe { message.as_bytes() });
+    let callback = &mut sink.callback;
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(|| callback(&text))) {
+        sink.panic = Some(payload);
+    }
+}
+
+fn decode_outcome(status: u32, bytes: &[u8], plugin: &str, tool: &str) -> PluginOutcome {
+    let text = || String::from_utf8_lossy(bytes).into_owned();
+    match status {
+        STATUS_OK => match serde_json::from_slice::<Vec<Part>>(bytes) {
+            Ok(parts) => PluginOutcome::Ok(parts),
+            Err(err) => PluginOutcome::Error(format!(
+                "plugin {plugin} returned malformed output for tool `{tool}`: {err}"
+            )),
+        },
+        STATUS_ERROR => PluginOutcome::Error(text()),
+        STATUS_INVALID_ARGUMENTS => PluginOutcome::InvalidArguments(text()),
+        STATUS_PANIC => PluginOutcome::Panic(text()),
+        other => PluginOutcome::Error(format!(
+            "plugin {plugin} returned unknown status {other} for tool `{tool}`: {}",
+            text()
+        )),
+    }
+}
+
+/// Calls a table function that fills one buffer, and returns its status and bytes.
+fn fill(table: &PluginVTable, call: impl FnOnce(*mut OwnedBuf) -> u32) -> (u32, Vec<u8>) {
+    let mut out = OwnedBuf::EMPTY;
+    let status = call(&mut out);
+    // SAFETY: the plugin wrote `out` (or left it empty); it is copied, then freed by the plugin.
+    let bytes = unsafe { out.as_bytes() }.to_vec();
+    // SAFETY: written by this plugin, not used again.
+    unsafe { (table.free_buf)(out) };
+    (status, bytes)
+}
+
+fn read_manifest(table: &PluginVTable, path: &Path) -> Result<Manifest, LoadError> {
+    // SAFETY: `out` is a valid out-parameter for the duration of the call.
+    let (status, bytes) = fill(table, |out| unsafe { (table.manifest)(out) });
+    let text = || String::from_utf8_lossy(&bytes).into_owned();
+    match status {
+        STATUS_OK => {}
+        STATUS_PANIC => {
+            return Err(LoadError::Panicked {
+                path: path.to_path_buf(),
+                plugin: "(unknown)".to_string(),
+                during: "describing itself",
+                message: text(),
+            });
+        }
+        other => {
+            return Err(LoadError::BadManifest {
+                path: path.to_path_buf(),
+                what: format!(
+                    "the plugin could not describe itself (status {other}): {}",
+                    text()
+                ),
+            });
+        }
+    }
+    let bad = |what: String| LoadError::BadManifest {
+        path: path.to_path_buf(),
+        what,
+    };
+    let manifest: Manifest =
+        serde_json::from_slice(&bytes).map_err(|err| bad(format!("invalid JSON: {err}")))?;
+    validate_manifest(&manifest).map_err(bad)?;
+    Ok(manifest)
+}
+
+/// Checks what the host relies on: a name, and tools with distinct non-blank names and object
+/// schemas. (The engine checks the model-facing name rules itself.)
+fn validate_manifest(manifest: &Manifest) -> Result<(), String> {
+    if manifest.name.trim().is_empty() {
+        return Err("the plugin name is blank".to_string());
+    }
+    let mut seen = std::collections::HashSet::new();
+    for tool in &manifest.tools {
+        if tool.name.trim().is_empty() {
+            return Err("a tool has a blank name".to_string());
+        }
+        if !seen.insert(tool.name.as_str()) {
+            return Err(format!("tool `{}` is listed twice", tool.name));
+        }
+        if !tool.parameters.is_object() {
+            return Err(format!(
+                "the parameters of tool `{}` are not a JSON Schema object",
+                tool.name
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn start(
+    table: &PluginVTable,
+    path: &Path,
+    plugin: &str,
+    config: &serde_json::Value,
+) -> Result<NonNull<c_void>, LoadError> {
+    let config = config.to_string();
+    let mut instance: *mut c_void = std::ptr::null_mut();
+    // SAFETY: every pointer passed lives until the call returns.
+    let (status, bytes) = fill(table, |error| unsafe {
+        (table.init)(StrRef::new(&config), &mut instance, error)
+    });
+    let message = || String::from_utf8_lossy(&bytes).into_owned();
+    match status {
+        STATUS_OK => NonNull::new(instance).ok_or_else(|| LoadError::BadTable {
+            path: path.to_path_buf(),
+            what: "init reported success but returned a null instance".to_string(),
+        }),
+        STATUS_PANIC => Err(LoadError::Panicked {
+            path: path.to_path_buf(),
+            plugin: plugin.to_string(),
+            during: "starting",
+            message: message(),
+        }),
+        _ => Err(LoadError::InitFailed {
+            path: path.to_path_buf(),
+            plugin: plugin.to_string(),
+            message: message(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ToolManifest;
+
+    fn manifest(tools: &[(&str, serde_json::Value)]) -> Manifest {
+        Manifest {
+            name: "p".into(),
+            version: "1".into(),
+            tools: tools
+                .iter()
+                .map(|(name, parameters)| ToolManifest {
+                    name: (*name).into(),
+                    description: String::new(),
+                    parameters: parameters.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_manifest_listing_a_tool_twice_is_rejected() {
+        let m = manifest(&[("a", serde_json::json!({})), ("a", serde_json::json!({}))]);
+        assert_eq!(
+            validate_manifest(&m),
+            Err("tool `a` is listed twice".into())
+        );
+    }
+
+    #[test]
+    fn a_manifest_with_a_non_object_schema_is_rejected() {
+        let m = manifest(&[("a", serde_json::json!("string"))]);
+        assert_eq!(
+            validate_manifest(&m),
+            Err("the parameters of tool `a` are not a JSON Schema object".into())
+        );
+    }
+
+    #[test]
+    fn an_unknown_status_becomes_an_error_naming_it() {
+        let outcome = decode_outcome(77, b"huh", "p", "t");
+        assert_eq!(
+            outcome,
+            PluginOutcome::Error("plugin p returned unknown status 77 for tool `t`: huh".into())
+        );
+    }
+
+    #[test]
+    fn malformed_ok_output_becomes_an_error() {
+        let outcome = decode_outcome(STATUS_OK, b"not json", "p", "t");
+        let PluginOutcome::Error(message) = outcome else {
+            panic!("expected an error, got {outcome:?}");
+        };
+        assert!(message.starts_with("plugin p returned malformed output for tool `t`"));
+    }
+
+    #[test]
+    fn cancel_flag_clones_share_one_flag() {
+        let flag = CancelFlag::new();
+        let clone = flag.clone();
+        assert!(!clone.is_cancelled());
+        flag.cancel();
+        assert!(clone.is_cancelled());
+    }
+
+    #[test]
+    fn loaded_plugin_is_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<LoadedPlugin>();
+    }
+}

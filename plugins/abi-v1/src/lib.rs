@@ -1,0 +1,264 @@
+//! `testkit`: a toolgate plugin whose tools exist to exercise the host.
+//!
+//! Its tools and their behaviour are a public contract that toolgate's own tests rely on:
+//!
+//! | tool | arguments | behaviour |
+//! |---|---|---|
+//! | `echo` | `{text}` | returns `text` unchanged |
+//! | `sleep` | `{ms}` | sleeps `ms` milliseconds in steps of at most 5 ms; once the host cancels, returns the error `cancelled` |
+//! | `stubborn_sleep` | `{ms}` | sleeps `ms` milliseconds, ignoring cancellation |
+//! | `panic` | `{}` | panics with [`PANIC_MESSAGE`] |
+//! | `fail` | `{message}` | fails with `message` |
+//! | `big_output` | `{bytes}` | returns exactly `bytes` bytes of ASCII text in lines (see [`big_text`]) |
+//! | `multimodal` | `{}` | returns the text [`MULTIMODAL_BEFORE`], a 1x1 PNG ([`PNG_PIXEL`]), the text [`MULTIMODAL_AFTER`] |
+//! | `progress` | `{steps}` | reports `step i of N` for i in 1..=N, then returns `done: N steps` |
+
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use toolgate_plugin_api::serde_json::Value;
+use toolgate_plugin_api::{CallContext, NoArgs, Tool, ToolError, ToolOutput, json};
+
+/// The message the `panic` tool panics with.
+pub const PANIC_MESSAGE: &str = "deliberate panic from the testkit `panic` tool";
+
+/// The text part before the image in the `multimodal` result.
+pub const MULTIMODAL_BEFORE: &str = "Here is a one-pixel image:";
+
+/// The text part after the image in the `multimodal` result.
+pub const MULTIMODAL_AFTER: &str = "That was the image.";
+
+/// The largest output `big_output` agrees to make: 64 MiB.
+pub const BIG_OUTPUT_MAX: u64 = 64 * 1024 * 1024;
+
+/// A valid 1x1 orange RGBA PNG: what the `multimodal` tool sends as its image.
+pub const PNG_PIXEL: [u8; 70] = [
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52,
+    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1f, 0x15, 0xc4,
+    0x89, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9c, 0x63, 0xf8, 0xdf, 0xc0, 0xf0,
+    0x1f, 0x00, 0x06, 0x80, 0x02, 0x7f, 0x10, 0x4c, 0x1b, 0xe1, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45,
+    0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+];
+
+/// How often `sleep` looks at the cancellation flag.
+const SLEEP_STEP: Duration = Duration::from_millis(5);
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EchoArgs {
+    text: String,
+}
+
+fn echo(_ctx: &CallContext, args: EchoArgs) -> Result<ToolOutput, ToolError> {
+    Ok(ToolOutput::text(args.text))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SleepArgs {
+    ms: u64,
+}
+
+fn sleep(ctx: &CallContext, args: SleepArgs) -> Result<ToolOutput, ToolError> {
+    let deadline = Instant::now() + Duration::from_millis(args.ms);
+    loop {
+        ctx.check_cancelled()?;
+        let now = Instant::now();
+        if now >= deadline {
+            return Ok(ToolOutput::text(format!("slept {} ms", args.ms)));
+        }
+        std::thread::sleep(SLEEP_STEP.min(deadline - now));
+    }
+}
+
+fn stubborn_sleep(_ctx: &CallContext, args: SleepArgs) -> Result<ToolOutput, ToolError> {
+    std::thread::sleep(Duration::from_millis(args.ms));
+    Ok(ToolOutput::text(format!(
+        "slept {} ms, ignoring cancellation",
+        args.ms
+    )))
+}
+
+fn panic(_ctx: &CallContext, _args: NoArgs) -> Result<ToolOutput, ToolError> {
+    panic!("{PANIC_MESSAGE}");
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FailArgs {
+    message: String,
+}
+
+fn fail(_ctx: &CallContext, args: FailArgs) -> Result<ToolOutput, ToolError> {
+    Err(ToolError::new(args.message))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BigOutputArgs {
+    bytes: u64,
+}
+
+fn big_output(_ctx: &CallContext, args: BigOutputArgs) -> Result<ToolOutput, ToolError> {
+    if args.bytes > BIG_OUTPUT_MAX {
+        return Err(ToolError::new(format!(
+            "bytes must be at most {BIG_OUTPUT_MAX}, got {}",
+            args.bytes
+        )));
+    }
+    // In range of usize: at most 64 MiB.
+    let len = usize::try_from(args.bytes).map_err(|_| ToolError::new("bytes is too large"))?;
+    Ok(ToolOutput::text(big_text(len)))
+}
+
+/// The text `big_output {bytes: len}` returns: exactly `len` bytes of ASCII, in numbered lines
+/// of 64 bytes (`line 000001 ` followed by letters and a newline); the last line is cut short
+/// to hit the length.
+pub fn big_text(len: usize) -> String {
+    const FILL: &str = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    let mut text = String::with_capacity(len + 64);
+    let mut line = 1_u64;
+    while text.len() < len {
+        let prefix = format!("line {line:06} ");
+        text.push_str(&prefix);
+        text.push_str(&FILL[..63 - prefix.len().min(63)]);
+        text.push('\n');
+        line += 1;
+    }
+    text.truncate(len);
+    text
+}
+
+fn multimodal(_ctx: &CallContext, _args: NoArgs) -> Result<ToolOutput, ToolError> {
+    Ok(ToolOutput::text(MULTIMODAL_BEFORE)
+        .with_image("image/png", &PNG_PIXEL)
+        .with_text(MULTIMODAL_AFTER))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProgressArgs {
+    steps: u32,
+}
+
+fn progress(ctx: &CallContext, args: ProgressArgs) -> Result<ToolOutput, ToolError> {
+    for step in 1..=args.steps {
+        ctx.progress(&format!("step {step} of {}", args.steps));
+    }
+    Ok(ToolOutput::text(format!("done: {} steps", args.steps)))
+}
+
+fn ms_schema(description: &str) -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "ms": {"type": "integer", "minimum": 0, "description": description}
+        },
+        "required": ["ms"],
+        "additionalProperties": false
+    })
+}
+
+fn no_args_schema() -> Value {
+    json!({"type": "object", "properties": {}, "additionalProperties": false})
+}
+
+toolgate_plugin_api::export_plugin! {
+    name: "testkit",
+    version: env!("CARGO_PKG_VERSION"),
+    tools: [
+        Tool::new("echo", echo)
+            .description("Return the given text unchanged.")
+            .parameters(json!({
+                "type": "object",
+                "properties": {"text": {"type": "string", "description": "The text to return."}},
+                "required": ["text"],
+                "additionalProperties": false
+            })),
+        Tool::new("sleep", sleep)
+            .description("Sleep for a number of milliseconds, stopping early if cancelled.")
+            .parameters(ms_schema("How long to sleep, in milliseconds.")),
+        Tool::new("stubborn_sleep", stubborn_sleep)
+            .description("Sleep for a number of milliseconds, ignoring cancellation.")
+            .parameters(ms_schema("How long to sleep, in milliseconds.")),
+        Tool::new("panic", panic)
+            .description("Panic, to test that panics are caught.")
+            .parameters(no_args_schema()),
+        Tool::new("fail", fail)
+            .description("Fail with the given message.")
+            .parameters(json!({
+                "type": "object",
+                "properties": {"message": {"type": "string", "description": "The error message."}},
+                "required": ["message"],
+                "additionalProperties": false
+            })),
+        Tool::new("big_output", big_output)
+            .description("Return exactly the given number of bytes of ASCII text, in lines.")
+            .parameters(json!({
+                "type": "object",
+                "properties": {"bytes": {
+                    "type": "integer", "minimum": 0, "maximum": BIG_OUTPUT_MAX,
+                    "description": "How many bytes to return."
+                }},
+                "required": ["bytes"],
+                "additionalProperties": false
+            })),
+        Tool::new("multimodal", multimodal)
+            .description("Return a text part, a one-pixel PNG image, and another text part.")
+            .parameters(no_args_schema()),
+        Tool::new("progress", progress)
+            .description("Report the given number of progress steps, then finish.")
+            .parameters(json!({
+                "type": "object",
+                "properties": {"steps": {
+                    "type": "integer", "minimum": 0, "description": "How many progress messages to send."
+                }},
+                "required": ["steps"],
+                "additionalProperties": false
+            })),
+    ],
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn big_text_has_exactly_the_requested_length() {
+        for len in [0, 1, 63, 64, 65, 1000, 100_003] {
+            assert_eq!(big_text(len).len(), len);
+        }
+    }
+
+    #[test]
+    fn big_text_is_made_of_numbered_64_byte_lines() {
+        let text = big_text(64 * 3);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert!(lines[1].starts_with("line 000002 abc"));
+        assert!(lines.iter().all(|line| line.len() == 63));
+    }
+
+    #[test]
+    fn png_pixel_starts_with_the_png_signature_and_ends_with_iend() {
+        assert_eq!(&PNG_PIXEL[..8], b"\x89PNG\r\n\x1a\n");
+        assert_eq!(
+            &PNG_PIXEL[PNG_PIXEL.len() - 8..PNG_PIXEL.len() - 4],
+            b"IEND"
+        );
+    }
+
+    #[test]
+    fn sleep_without_a_host_runs_to_the_end() {
+        let ctx = CallContext::detached("sleep", &());
+        let out = sleep(&ctx, SleepArgs { ms: 1 }).expect("sleeps");
+        assert_eq!(out, ToolOutput::text("slept 1 ms"));
+    }
+
+    #[test]
+    fn progress_without_a_host_still_finishes() {
+        let ctx = CallContext::detached("progress", &());
+        let out = progress(&ctx, ProgressArgs { steps: 3 }).expect("finishes");
+        assert_eq!(out, ToolOutput::text("done: 3 steps"));
+    }
+}

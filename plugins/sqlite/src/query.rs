@@ -1,0 +1,201 @@
+//! One bounded, read-only query on a granted database: [`Databases::query`].
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use rusqlite::limits::Limit;
+use rusqlite::types::{ToSqlOutput, Value as SqlValue, ValueRef};
+use rusqlite::{Connection, ErrorCode, OpenFlags};
+use toolgate_plugin_api::serde_json::{self, Value, json};
+use toolgate_plugin_api::{ToolError, encode_base64};
+use toolgate_plugin_grants::{GrantError, Grants};
+
+/// How many SQLite virtual machine steps run between two looks at the clock.
+const PROGRESS_STEPS: i32 = 1000;
+
+/// Why a query failed. Its message, which starts with the kind (`not_granted:`, ...), is what
+/// the model reads.
+#[derive(Debug, thiserror::Error)]
+pub enum SqliteError {
+    /// The database file does not exist or cannot be resolved.
+    #[error("not_found: {path}: {source}")]
+    NotFound {
+        /// The path as given.
+        path: PathBuf,
+        /// Why it could not be resolved.
+        source: std::io::Error,
+    },
+    /// The resolved path is not under a granted path.
+    #[error("not_granted: {0}")]
+    NotGranted(#[from] GrantError),
+    /// The statement would write (`sqlite3_stmt_readonly` is false).
+    #[error(
+        "not_read_only: only read-only statements (SELECT) may run, and this one would change the database: {sql}"
+    )]
+    NotReadOnly {
+        /// The statement.
+        sql: String,
+    },
+    /// The query ran past the time bound and was interrupted.
+    #[error("timeout: the query ran longer than {ms} ms and was interrupted")]
+    Timeout {
+        /// The bound, in milliseconds.
+        ms: u128,
+    },
+    /// The host cancelled the call.
+    #[error("cancelled")]
+    Cancelled,
+    /// A parameter that is not a string, number, boolean or null.
+    #[error(
+        "bad_param: parameter {index} is {value}; only strings, numbers, booleans and null can be bound"
+    )]
+    BadParam {
+        /// Its position, from 1.
+        index: usize,
+        /// The value given.
+        value: String,
+    },
+    /// SQLite refused the statement or failed running it.
+    #[error("sql_error: {0}")]
+    Sql(#[from] rusqlite::Error),
+}
+
+impl From<SqliteError> for ToolError {
+    fn from(error: SqliteError) -> ToolError {
+        match error {
+            SqliteError::Cancelled => ToolError::cancelled(),
+            other => ToolError::new(other.to_string()),
+        }
+    }
+}
+
+/// The plugin's state: the grants and the bounds. Each query opens its own connection.
+pub(crate) struct Databases {
+    pub(crate) grants: Grants,
+    pub(crate) max_rows: u64,
+    pub(crate) timeout: Duration,
+}
+
+impl Databases {
+    /// Runs `sql` on the granted database at `path`, read-only, within the row and time bounds.
+    /// `cancelled` is polled between rows.
+    pub(crate) fn query(
+        &self,
+        path: &Path,
+        sql: &str,
+        params: &[Value],
+        max_rows: Option<u64>,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<Value, SqliteError> {
+        let params = params
+            .iter()
+            .enumerate()
+            .map(|(i, value)| bind_value(i + 1, value))
+            .collect::<Result<Vec<_>, _>>()?;
+        let canonical = std::fs::canonicalize(path).map_err(|source| SqliteError::NotFound {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        self.grants.check_read(&canonical)?;
+        let max_rows = max_rows.map_or(self.max_rows, |asked| asked.min(self.max_rows));
+
+        // No SQLITE_OPEN_URI and an absolute path: the name is a file name, never a URI.
+        let mut conn = Connection::open_with_flags(
+            &canonical,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.set_limit(Limit::SQLITE_LIMIT_ATTACHED, 0)?;
+        let timed_out = Arc::new(AtomicBool::new(false));
+        let deadline = Instant::now() + self.timeout;
+        let flag = Arc::clone(&timed_out);
+        conn.progress_handler(
+            PROGRESS_STEPS,
+            Some(move || {
+                let late = Instant::now() >= deadline;
+                if late {
+                    flag.store(true, Ordering::Relaxed);
+                }
+                late
+            }),
+        )?;
+        let interrupted = |error: rusqlite::Error| {
+            if timed_out.load(Ordering::Relaxed)
+                && error.sqlite_error_code() == Some(ErrorCode::OperationInterrupted)
+            {
+                SqliteError::Timeout {
+                    ms: self.timeout.as_millis(),
+                }
+            } else {
+                SqliteError::Sql(error)
+            }
+        };
+
+        let mut statement = conn.prepare(sql).map_err(interrupted)?;
+        if !statement.readonly() {
+            return Err(SqliteError::NotReadOnly {
+                sql: sql.to_string(),
+            });
+        }
+        let columns: Vec<String> = statement.column_names().map(str::to_owned).collect();
+        let mut rows = statement
+            .query(rusqlite::params_from_iter(params))
+            .map_err(interrupted)?;
+        let mut out = Vec::new();
+        let mut truncated = false;
+        while let Some(row) = rows.next().map_err(interrupted)? {
+            if cancelled() {
+                return Err(SqliteError::Cancelled);
+            }
+            if out.len() as u64 >= max_rows {
+                truncated = true;
+                break;
+            }
+            let values = (0..columns.len())
+                .map(|i| row.get_ref(i).map(json_value))
+                .collect::<Result<Vec<_>, _>>()?;
+            out.push(Value::Array(values));
+        }
+        Ok(json!({"columns": columns, "rows": out, "truncated": truncated}))
+    }
+}
+
+/// A JSON argument as an SQLite value.
+fn bind_value(index: usize, value: &Value) -> Result<ToSqlOutput<'static>, SqliteError> {
+    let value = match value {
+        Value::Null => SqlValue::Null,
+        Value::Bool(b) => SqlValue::Integer(i64::from(*b)),
+        Value::String(s) => SqlValue::Text(s.clone()),
+        Value::Number(n) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => SqlValue::Integer(i),
+            (None, Some(f)) => SqlValue::Real(f),
+            (None, None) => {
+                return Err(SqliteError::BadParam {
+                    index,
+                    value: n.to_string(),
+                });
+            }
+        },
+        other => {
+            return Err(SqliteError::BadParam {
+                index,
+                value: serde_json::to_string(other).unwrap_or_else(|_| "not JSON".to_string()),
+            });
+        }
+    };
+    Ok(ToSqlOutput::Owned(value))
+}
+
+/// An SQLite value as JSON.
+fn json_value(value: ValueRef<'_>) -> Value {
+    match value {
+        ValueRef::Null => Value::Null,
+        ValueRef::Integer(i) => Value::from(i),
+        ValueRef::Real(f) if f.is_finite() => Value::from(f),
+        ValueRef::Real(f) if f > 0.0 => Value::from("inf"),
+        ValueRef::Real(_) => Value::from("-inf"),
+        ValueRef::Text(bytes) => Value::from(String::from_utf8_lossy(bytes).into_owned()),
+        ValueRef::Blob(bytes) => json!({"blob_base64": encode_base64(bytes)}),
+    }
+}
