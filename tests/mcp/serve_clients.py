@@ -535,6 +535,26 @@ async def an_upstream_tool_list_change_reaches_the_client(opts: argparse.Namespa
             check(late.is_error is False, f"the new tool: {late}")
 
 
+async def upstream_progress_reaches_the_client(opts: argparse.Namespace) -> None:
+    """Progress an upstream server sends for a call goes on to serve's own client."""
+    with tempfile.TemporaryDirectory() as tmp:
+        policy = Path(tmp) / "policy.yaml"
+        policy.write_text(
+            "version: 1\nmcp_servers:\n  - name: fake\n    command: "
+            + json.dumps([sys.executable, str(FAKE_UPSTREAM)])
+            + "\n"
+        )
+        seen: list[str | None] = []
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            seen.append(message)
+
+        async with serving(opts, policy) as server, server.client() as client:
+            result = await client.call_tool("fake.progress", {"steps": 3}, progress_callback=on_progress)
+        check(result.is_error is False and text_of(result) == "done", f"progress call: {result}")
+        check(len(seen) == 3 and all(m and "step" in m for m in seen), f"progress seen: {seen}")
+
+
 SCENARIOS = {f.__name__: f for f in [
     list_matches_cli, call_returns_the_tool_text, failures_are_error_results, images_are_image_content,
     progress_becomes_notifications, cancellation_reaches_the_tool, search_makes_tools_visible_and_says_so,
@@ -542,6 +562,7 @@ SCENARIOS = {f.__name__: f for f in [
     in_flight_calls_finish_on_the_old_policy, bad_input_gets_json_rpc_errors, foreign_origins_are_refused,
     a_token_is_required_when_configured, sessions_are_bounded, two_instances_share_a_session,
     upstream_tools_are_served_under_the_policy, an_upstream_tool_list_change_reaches_the_client,
+    upstream_progress_reaches_the_client,
 ]}
 
 

@@ -127,6 +127,7 @@ both_transports!(
     in_flight_calls_finish_on_the_old_policy,
     upstream_tools_are_served_under_the_policy,
     an_upstream_tool_list_change_reaches_the_client,
+    upstream_progress_reaches_the_client,
 );
 
 mod http_safety {
