@@ -23,13 +23,7 @@ fn lib(name: &str) -> std::path::PathBuf {
 
 fn plugin_policy(location: PluginLocation, f: impl FnOnce(&mut Policy)) -> Policy {
     policy_with(|p| {
-        p.plugins.push(PluginSpec {
-            location,
-            config: json!({}),
-            searchable: false,
-            max_threads: PluginSpec::DEFAULT_MAX_THREADS,
-            position: None,
-        });
+        p.plugins.push(PluginSpec::new(location));
         f(p)
     })
 }
@@ -66,6 +60,7 @@ async fn plugin_tools_are_registered_by_name_from_the_plugin() {
         names,
         [
             "big_output",
+            "crash",
             "echo",
             "fail",
             "multimodal",

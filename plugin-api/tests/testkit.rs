@@ -34,7 +34,8 @@ fn testkit_lists_exactly_its_contract_tools_in_order() {
             "fail",
             "big_output",
             "multimodal",
-            "progress"
+            "progress",
+            "crash"
         ]
     );
 }

@@ -2,8 +2,9 @@
 
 use toolgate_e2e::{repo_path, testkit_policy, toolgate};
 
-const TESTKIT_TOOLS: [&str; 8] = [
+const TESTKIT_TOOLS: [&str; 9] = [
     "big_output",
+    "crash",
     "echo",
     "fail",
     "multimodal",
