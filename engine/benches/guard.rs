@@ -100,13 +100,9 @@ fn native_engine(policy: Policy, tool: Arc<dyn Tool>) -> Engine {
 /// An engine with the testkit plugin only, or `None` (with a message) when it is not built.
 fn testkit_engine() -> Option<Engine> {
     let mut policy = Policy::default();
-    policy.plugins.push(PluginSpec {
-        location: PluginLocation::Name("testkit".into()),
-        config: json!({}),
-        searchable: false,
-        max_threads: PluginSpec::DEFAULT_MAX_THREADS,
-        position: None,
-    });
+    policy
+        .plugins
+        .push(PluginSpec::new(PluginLocation::Name("testkit".into())));
     match Engine::builder(policy).build() {
         Ok(e) => Some(e),
         Err(e) => {

@@ -3,6 +3,7 @@
 //! the settings of each tool, and the guard.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use toolgate_policy::{Policy, ReductionSettings, SearchSettings};
@@ -30,6 +31,7 @@ pub struct EngineBuilder {
     listeners: Vec<Listener>,
     layers: Vec<Arc<dyn Layer>>,
     script_limits: ScriptLimits,
+    plugin_host: Option<PathBuf>,
 }
 
 impl Engine {
@@ -50,7 +52,18 @@ impl EngineBuilder {
             listeners: Vec::new(),
             layers: Vec::new(),
             script_limits: ScriptLimits::default(),
+            plugin_host: None,
         }
+    }
+
+    /// The program that runs plugins under `isolation: process`: it is started as
+    /// `PROGRAM plugin-host` and must be the `toolgate` program (or another that runs
+    /// [`crate::plugin_host::serve_stdio`] for that command). Default: the running program
+    /// ([`std::env::current_exe`]), which is right for the `toolgate` command line; a library
+    /// user whose own program is not `toolgate` sets the path of an installed `toolgate`.
+    pub fn plugin_host(mut self, program: impl Into<PathBuf>) -> Self {
+        self.plugin_host = Some(program.into());
+        self
     }
 
     /// Registers a native tool, always visible.
@@ -114,13 +127,18 @@ impl EngineBuilder {
             listeners,
             layers,
             script_limits,
+            plugin_host,
         } = self;
         let reserved: Vec<&str> = BuiltinTool::enabled_by(&policy)
             .into_iter()
             .map(BuiltinTool::name)
             .collect();
 
-        let mut registry = registry_of(&policy, natives)?;
+        let program = match plugin_host {
+            Some(program) => program,
+            None => std::env::current_exe().unwrap_or_else(|_| PathBuf::from("toolgate")),
+        };
+        let mut registry = registry_of(&policy, natives, &program)?;
         check_reserved(&registry, &policy)?;
         let store = match &policy.reduction {
             Some(settings) => Some(reduction_store(
@@ -198,7 +216,11 @@ impl EngineBuilder {
 
 /// The registry step: native tools, every plugin's tools, the JSONL catalogs, and the tools
 /// `search.searchable_tools` moves into the catalog.
-fn registry_of(policy: &Policy, natives: Vec<Arc<dyn Tool>>) -> Result<Registry, BuildError> {
+fn registry_of(
+    policy: &Policy,
+    natives: Vec<Arc<dyn Tool>>,
+    program: &Path,
+) -> Result<Registry, BuildError> {
     let mut registry = Registry::new(policy.name_profile);
     for tool in natives {
         registry.insert(tool, ToolSource::Native, false)?;
@@ -206,7 +228,7 @@ fn registry_of(policy: &Policy, natives: Vec<Arc<dyn Tool>>) -> Result<Registry,
     // Every plugin is tried, so one build reports all that do not load (each at its entry).
     let mut plugin_errors = Vec::new();
     for spec in &policy.plugins {
-        let plugin = match crate::plugin::load(spec) {
+        let plugin = match crate::plugin::load(spec, program) {
             Ok(plugin) => plugin,
             Err(e) => {
                 plugin_errors.push(e);
@@ -214,10 +236,10 @@ fn registry_of(policy: &Policy, natives: Vec<Arc<dyn Tool>>) -> Result<Registry,
             }
         };
         let source = ToolSource::Plugin {
-            plugin: plugin.name().to_string(),
-            path: plugin.path().display().to_string(),
+            plugin: plugin.name,
+            path: plugin.path.display().to_string(),
         };
-        for tool in crate::plugin::tools(&plugin, spec.max_threads) {
+        for tool in plugin.tools {
             if let Err(e) = registry.insert(tool, source.clone(), spec.searchable) {
                 plugin_errors.push(e.at_entry(spec.position.as_ref()));
                 break;

@@ -136,6 +136,8 @@ mod host;
 mod libfile;
 #[cfg(feature = "host")]
 mod load_error;
+#[cfg(feature = "host")]
+pub mod worker;
 
 #[cfg(feature = "host")]
 pub use host::{CancelFlag, LoadedPlugin, PluginOutcome, PluginToolSpec};

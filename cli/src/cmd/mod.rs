@@ -6,6 +6,8 @@ mod completions;
 mod explain;
 mod index;
 mod man;
+mod plugin;
+mod plugin_host;
 mod prepare;
 mod results;
 mod run;
@@ -32,5 +34,7 @@ pub async fn run(command: Command, out: &mut Out<'_>) -> Result<u8, CliError> {
         Command::Index(args) => index::index(args, out),
         Command::Completions(args) => completions::completions(args, out),
         Command::Man(args) => man::man(args, out),
+        Command::Plugin(command) => plugin::plugin(command, out),
+        Command::PluginHost => plugin_host::plugin_host(),
     }
 }

@@ -1,24 +1,30 @@
 //! Plugin tools: finds and loads plugin libraries (through `toolgate-plugin-api`'s host side)
 //! and adapts each of their tools to [`Tool`].
 //!
-//! A plugin call is a blocking C call, so it runs on tokio's blocking pool. When the call is
-//! cancelled (timeout, turn cancelled) its cancellation flag is set for the plugin to poll, and
-//! the guard stops waiting at once: a plugin that ignores cancellation finishes on its own
-//! thread and its late result is discarded. Libraries are never unloaded.
+//! A plugin call is a blocking C call, so it runs on a thread of the plugin's own pool
+//! ([`pool`]): the call is handed over a queue to a thread that is already there, and its
+//! result comes back over a oneshot channel. When the call is cancelled (timeout, turn
+//! cancelled) its cancellation flag is set for the plugin to poll, and the guard stops waiting
+//! at once: a plugin that ignores cancellation finishes on its own thread and its late result
+//! is discarded. Libraries are never unloaded.
 //!
 //! Each plugin may hold at most `max_threads` threads at once, abandoned calls that still run
 //! included: a call that finds them all taken fails at once with `overloaded` instead of
 //! queueing, so stubborn calls cannot pile up threads nor hold up later calls silently. A call
 //! keeps its thread (and its sequential group's lock) until the plugin really returns.
 
-use std::path::PathBuf;
+mod pool;
+pub(crate) mod worker;
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 use toolgate_plugin_api::{CancelFlag, LoadedPlugin, Part, PluginOutcome, library_file_name};
-use toolgate_policy::{PluginLocation, PluginSpec};
+use toolgate_policy::{Isolation, PluginLocation, PluginSpec};
 
-use crate::error::{At, BuildError, PLUGIN_PATH_ENV, PluginNotFound};
+use crate::error::{At, BuildError, PLUGIN_PATH_ENV, PluginError, PluginNotFound};
 use crate::tool::{BoxFuture, ContentPart, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 /// Where a plugin named `name` may be: the directories of `TOOLGATE_PLUGIN_PATH`, then beside
@@ -106,46 +112,135 @@ fn installed_plugins(dirs: &[PathBuf]) -> Vec<(String, PathBuf)> {
     found
 }
 
-/// Loads the plugin of a spec.
-pub(crate) fn load(spec: &PluginSpec) -> Result<Arc<LoadedPlugin>, BuildError> {
-    let path = resolve(spec)?;
-    // SAFETY: a policy is trusted configuration, like a program's command line: the libraries it
-    // names are ones its author chose to run in this process (docs/policy.md, `plugins`). That
-    // promise is the `# Safety` contract of `LoadedPlugin::load`; `load` checks the rest.
-    unsafe { LoadedPlugin::load(&path, &spec.config) }
-        .map(Arc::new)
-        .map_err(|e| BuildError::Plugin {
-            path: path.display().to_string(),
-            source: Box::new(e.into()),
-            at: At(spec.position.clone()),
-        })
+/// The SHA-256 of a file, as 64 lowercase hex digits: what a policy's `sha256:` pins.
+pub fn hash_file(path: &Path) -> std::io::Result<String> {
+    use sha2::Digest;
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = sha2::Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    let digest = hasher.finalize();
+    let mut hex = String::with_capacity(64);
+    for byte in digest.iter() {
+        use std::fmt::Write;
+        let _ = write!(hex, "{byte:02x}");
+    }
+    Ok(hex)
 }
 
-/// The tools of a loaded plugin; together they hold at most `max_threads` threads at once.
-pub(crate) fn tools(plugin: &Arc<LoadedPlugin>, max_threads: usize) -> Vec<Arc<dyn Tool>> {
-    let max_threads = max_threads.max(1);
+/// A plugin loaded for the registry: its name, its library and its tools.
+pub(crate) struct Loaded {
+    pub name: String,
+    pub path: PathBuf,
+    pub tools: Vec<Arc<dyn Tool>>,
+}
+
+/// Loads the plugin of a spec, in this process or in a worker started from `program`
+/// (`isolation: process`), and adapts its tools; together they hold at most `max_threads`
+/// threads (or calls on the worker) at once.
+pub(crate) fn load(spec: &PluginSpec, program: &Path) -> Result<Loaded, BuildError> {
+    let path = resolve(spec)?;
+    let fail = |source: PluginError| BuildError::Plugin {
+        path: path.display().to_string(),
+        source: Box::new(source),
+        at: At(spec.position.clone()),
+    };
+    if let Some(expected) = &spec.sha256 {
+        let found = hash_file(&path).map_err(|source| {
+            fail(PluginError::Unreadable {
+                path: path.clone(),
+                source,
+            })
+        })?;
+        if !found.eq_ignore_ascii_case(expected) {
+            return Err(fail(PluginError::HashMismatch {
+                expected: expected.clone(),
+                found,
+            }));
+        }
+    }
+    let max_threads = spec.max_threads.max(1);
     let threads = Arc::new(Semaphore::new(max_threads));
-    plugin
-        .tools()
-        .iter()
-        .map(|t| {
+    let (name, backend, specs) = match spec.isolation {
+        Isolation::InProcess => {
+            // SAFETY: a policy is trusted configuration, like a program's command line: the
+            // libraries it names are ones its author chose to run in this process
+            // (docs/policy.md, `plugins`). That promise is the `# Safety` contract of
+            // `LoadedPlugin::load`; `load` checks the rest.
+            let plugin = unsafe { LoadedPlugin::load(&path, &spec.config) }
+                .map(Arc::new)
+                .map_err(|e| fail(e.into()))?;
+            let specs: Vec<ToolSpec> = plugin
+                .tools()
+                .iter()
+                .map(|t| ToolSpec::new(t.name.clone(), t.description.clone(), t.parameters.clone()))
+                .collect();
+            let pool = Arc::new(pool::Pool::new(plugin.name(), max_threads));
+            (
+                plugin.name().to_string(),
+                Backend::InProcess { plugin, pool },
+                specs,
+            )
+        }
+        Isolation::Process => {
+            let (supervisor, manifest) = worker::Supervisor::start(worker::WorkerSpec {
+                program: program.to_path_buf(),
+                library: path.clone(),
+                config: spec.config.clone(),
+                memory_limit: spec.memory_limit,
+                env: Vec::new(),
+            })
+            .map_err(|e| fail(e.into()))?;
+            let specs = manifest
+                .tools
+                .into_iter()
+                .map(|t| ToolSpec::new(t.name, t.description, t.parameters))
+                .collect();
+            (manifest.name, Backend::Process(supervisor), specs)
+        }
+    };
+    let tools = specs
+        .into_iter()
+        .map(|spec| {
             Arc::new(PluginTool {
-                plugin: plugin.clone(),
-                spec: ToolSpec::new(t.name.clone(), t.description.clone(), t.parameters.clone()),
+                plugin_name: name.clone(),
+                spec,
                 threads: threads.clone(),
                 max_threads,
+                backend: backend.clone(),
             }) as Arc<dyn Tool>
         })
-        .collect()
+        .collect();
+    Ok(Loaded { name, path, tools })
+}
+
+/// Where a plugin's calls run.
+#[derive(Clone)]
+enum Backend {
+    /// Loaded here; calls run on the plugin's own threads.
+    InProcess {
+        plugin: Arc<LoadedPlugin>,
+        pool: Arc<pool::Pool>,
+    },
+    /// Loaded by a worker process.
+    Process(Arc<worker::Supervisor>),
 }
 
 /// One tool of a plugin.
 pub(crate) struct PluginTool {
-    plugin: Arc<LoadedPlugin>,
+    plugin_name: String,
     spec: ToolSpec,
-    /// The plugin's threads, shared by its tools.
+    /// The plugin's threads (or calls on its worker), shared by its tools.
     threads: Arc<Semaphore>,
     max_threads: usize,
+    backend: Backend,
 }
 
 /// Sets the flag when the waiting future is dropped (a timeout drops it).
@@ -175,38 +270,29 @@ impl Tool for PluginTool {
                     "all {} threads of the plugin {:?} are busy (plugins[].max_threads), some \
                      perhaps with calls that passed their timeout and ignore cancellation; try \
                      again later",
-                    self.max_threads,
-                    self.plugin.name()
+                    self.max_threads, self.plugin_name
                 );
                 return Box::pin(async move { Err(ToolError::overloaded(message)) });
             }
         };
-        let plugin = self.plugin.clone();
-        let plugin_name = plugin.name().to_string();
+        let plugin_name = self.plugin_name.clone();
         let name = self.spec.name.clone();
+        let backend = self.backend.clone();
         Box::pin(async move {
-            let flag = CancelFlag::new();
-            let _on_drop = CancelOnDrop(flag.clone());
-            let thread_flag = flag.clone();
-            let progress = ctx.progress.clone();
-            let hold = ctx.hold.clone();
-            let args = args.to_string();
-            let handle = tokio::task::spawn_blocking(move || {
-                // Both are released when the plugin really returns, not at the timeout.
-                let _thread = thread;
-                let _hold = hold;
-                let mut report = |m: &str| {
-                    if let Some(p) = &progress {
-                        p(m);
+            let outcome = match backend {
+                Backend::InProcess { plugin, pool } => {
+                    in_process(plugin, pool, &name, &plugin_name, thread, ctx, args).await?
+                }
+                Backend::Process(supervisor) => {
+                    // Both are held until the worker answers, or dies (or is killed for
+                    // running past the deadline), not only until the timeout.
+                    let keep = Box::new((thread, ctx.hold.clone()));
+                    let call =
+                        supervisor.call(&name, args.to_string(), ctx.progress.clone(), keep);
+                    tokio::select! {
+                        outcome = call => outcome?,
+                        () = ctx.cancel.cancelled() => return Err(ToolError::new("cancelled")),
                     }
-                };
-                plugin.call(&name, &args, &thread_flag, &mut report)
-            });
-            let outcome = tokio::select! {
-                joined = handle => joined.map_err(|e| ToolError::panic(format!("the plugin call's thread failed: {e}")))?,
-                () = ctx.cancel.cancelled() => {
-                    flag.cancel();
-                    return Err(ToolError::new("cancelled"));
                 }
             };
             match outcome {
@@ -221,6 +307,57 @@ impl Tool for PluginTool {
                 }
             }
         })
+    }
+}
+
+/// Runs a call on the plugin's own threads and waits for it.
+async fn in_process(
+    plugin: Arc<LoadedPlugin>,
+    pool: Arc<pool::Pool>,
+    name: &str,
+    plugin_name: &str,
+    thread: OwnedSemaphorePermit,
+    ctx: ToolContext,
+    args: serde_json::Value,
+) -> Result<PluginOutcome, ToolError> {
+    let flag = CancelFlag::new();
+    let _on_drop = CancelOnDrop(flag.clone());
+    let thread_flag = flag.clone();
+    let progress = ctx.progress.clone();
+    let hold = ctx.hold.clone();
+    let args = args.to_string();
+    let name = name.to_string();
+    let (done, outcome) = oneshot::channel();
+    let job = Box::new(move || {
+        // Both are released when the plugin really returns, not at the timeout.
+        let _thread = thread;
+        let _hold = hold;
+        let mut report = |m: &str| {
+            if let Some(p) = &progress {
+                p(m);
+            }
+        };
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            plugin.call(&name, &args, &thread_flag, &mut report)
+        }));
+        // Nobody waits any more after a timeout: the late result is dropped.
+        let _ = done.send(result.map_err(|payload| crate::call::panic_message(payload.as_ref())));
+    });
+    pool.submit(job).map_err(|err| {
+        ToolError::new(format!(
+            "could not start a thread for the plugin {plugin_name:?}: {err}"
+        ))
+    })?;
+    tokio::select! {
+        received = outcome => match received {
+            Ok(Ok(outcome)) => Ok(outcome),
+            Ok(Err(message)) => Err(ToolError::panic(message)),
+            Err(_) => Err(ToolError::panic("the plugin call's thread ended without an answer")),
+        },
+        () = ctx.cancel.cancelled() => {
+            flag.cancel();
+            Err(ToolError::new("cancelled"))
+        }
     }
 }
 
