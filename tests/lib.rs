@@ -142,6 +142,7 @@ pub struct Toolgate {
     dir: PathBuf,
     stdin: Vec<u8>,
     results: Option<PathBuf>,
+    env: Vec<(OsString, OsString)>,
 }
 
 impl Toolgate {
@@ -152,7 +153,15 @@ impl Toolgate {
             dir: repo_root(),
             stdin: Vec::new(),
             results: None,
+            env: Vec::new(),
         }
+    }
+
+    /// Sets an environment variable for this run.
+    pub fn env(mut self, name: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
+        self.env
+            .push((name.as_ref().to_owned(), value.as_ref().to_owned()));
+        self
     }
 
     pub fn current_dir(mut self, dir: &Path) -> Self {
@@ -182,6 +191,7 @@ impl Toolgate {
             .current_dir(&self.dir)
             .env_remove("RUST_LOG")
             .env("TOOLGATE_RESULTS_DIR", results)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -6,6 +6,8 @@
 //! | `overhead`: `guarded` - `direct`, no hooks, `Policy::default()` | < 2 µs median |
 //! | `hooks`: aliases + Rhai rewrite + before + after | < 25 µs median |
 //! | `plugin`: `plugin_echo_1kb` - `native_echo_1kb` | < 5 µs median |
+//! | `process`: `echo_1kb` under `isolation: process` | < 50 µs median |
+//! | `process`: `crash_then_echo`: a crash, the restart and one call | for information |
 //! | `dispatch`: 1,000 calls of one turn sleeping 10 ms each | < 60 ms wall |
 //!
 //! Every async measurement is `rt.block_on(..)` inside `iter`, so it includes the cost of one
@@ -20,7 +22,9 @@
 //! cargo bench -p toolgate --bench guard
 //! ```
 //!
-//! Without it the plugin benches are skipped with a message; the others still run.
+//! Without it the plugin benches are skipped with a message; the others still run. The
+//! `process` benches also need the `toolgate` program of the same profile (it is the plugin
+//! worker): `cargo build --release -p toolgate-cli -p toolgate-plugin-testkit`.
 
 use std::collections::BTreeMap;
 use std::hint::black_box;
@@ -109,6 +113,34 @@ fn testkit_engine() -> Option<Engine> {
             eprintln!(
                 "skipping the plugin benches: {e}\n(run `cargo build --release -p toolgate-plugin-testkit` with the same CARGO_TARGET_DIR first)"
             );
+            None
+        }
+    }
+}
+
+/// The `toolgate` program beside the bench (`target/<profile>/toolgate`), if built.
+fn toolgate_program() -> Option<std::path::PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let program = exe.parent()?.parent()?.join("toolgate");
+    program.is_file().then_some(program)
+}
+
+/// An engine with the testkit plugin in a worker process, or `None` (with a message).
+fn process_engine() -> Option<Engine> {
+    let Some(program) = toolgate_program() else {
+        eprintln!(
+            "skipping the process benches: no toolgate program beside the bench (run `cargo build --release -p toolgate-cli` first)"
+        );
+        return None;
+    };
+    let mut policy = Policy::default();
+    let mut spec = PluginSpec::new(PluginLocation::Name("testkit".into()));
+    spec.isolation = toolgate_policy::Isolation::Process;
+    policy.plugins.push(spec);
+    match Engine::builder(policy).plugin_host(program).build() {
+        Ok(e) => Some(e),
+        Err(e) => {
+            eprintln!("skipping the process benches: {e}");
             None
         }
     }
@@ -257,6 +289,35 @@ fn plugin(c: &mut Criterion) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// 3b. a plugin call through a worker process (goal: < 50 µs), and a crash with its restart
+
+fn process(c: &mut Criterion) {
+    let Some(engine) = process_engine() else {
+        return;
+    };
+    let rt = multi_thread();
+    let session = engine.session(None).expect("session");
+    let payload: String = "0123456789abcdef".repeat(64);
+    let call = ToolCall::new("c", "echo", json!({"text": payload}).to_string());
+    let crash = ToolCall::new("c", "crash", r#"{"how":"abort"}"#);
+    expect_text(&rt.block_on(engine.call(&session, &call)), &payload);
+
+    let mut g = c.benchmark_group("process");
+    g.bench_function("echo_1kb", |b| {
+        b.iter(|| black_box(rt.block_on(engine.call(&session, black_box(&call)))))
+    });
+    g.sample_size(10);
+    g.bench_function("crash_then_echo", |b| {
+        b.iter(|| {
+            let crashed = rt.block_on(engine.call(&session, &crash));
+            assert!(crashed.error.is_some());
+            black_box(rt.block_on(engine.call(&session, &call)))
+        })
+    });
+    g.finish();
+}
+
+// ---------------------------------------------------------------------------------------------
 // 4. 1,000 calls of one turn that each sleep 10 ms, in parallel (goal: < 60 ms wall)
 
 fn sleep_calls() -> Vec<ToolCall> {
@@ -301,5 +362,5 @@ fn dispatch(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, overhead, hooks, plugin, dispatch);
+criterion_group!(benches, overhead, hooks, plugin, process, dispatch);
 criterion_main!(benches);

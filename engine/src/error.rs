@@ -385,6 +385,18 @@ pub enum PluginError {
         /// The library's.
         found: String,
     },
+    /// The plugin's manifest asks for capabilities the policy does not grant.
+    #[error(
+        "plugin {plugin} asks for more than its grants allow; missing: {}; add them under the \
+         plugin's grants: in the policy if you mean it to have them",
+        .missing.join(", ")
+    )]
+    NotGranted {
+        /// The plugin's name.
+        plugin: String,
+        /// What is missing, one item each (`fs_read /etc`, `env HOME`, `subprocess`).
+        missing: Vec<String>,
+    },
     /// The library could not be read to check its `sha256:`.
     #[error("cannot read {} to check its sha256", .path.display())]
     Unreadable {
@@ -424,7 +436,6 @@ pub enum WorkerError {
         message: String,
     },
 }
-
 
 /// A plugin given by `name:` whose library is in none of the directories searched.
 #[derive(Debug, Clone, PartialEq, Eq)]

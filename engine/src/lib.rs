@@ -55,8 +55,8 @@ pub mod tool;
 pub use builder::EngineBuilder;
 pub use call::{Content, Outcome};
 pub use engine::Engine;
-pub use plugin::hash_file as plugin_hash;
 pub use error::{BuildError, CallError, PLUGIN_PATH_ENV, TurnError};
+pub use plugin::hash_file as plugin_hash;
 pub use session::Session;
 pub use settings::Explanation;
 

@@ -13,7 +13,7 @@ use crate::abi::{
     STATUS_INVALID_ARGUMENTS, STATUS_OK, STATUS_PANIC, StrRef, VTABLE_SIZE, VTableHeader,
 };
 use crate::load_error::{LoadError, ManifestProblem, OpenError, TableProblem};
-use crate::manifest::Manifest;
+use crate::manifest::{Capabilities, Manifest};
 use crate::part::Part;
 
 /// One tool a plugin offers, as the model will see it.
@@ -100,6 +100,7 @@ pub struct LoadedPlugin {
     name: String,
     version: String,
     tools: Vec<PluginToolSpec>,
+    capabilities: Capabilities,
     table: &'static PluginVTable,
     instance: NonNull<c_void>,
 }
@@ -249,9 +250,15 @@ impl LoadedPlugin {
                     parameters: tool.parameters,
                 })
                 .collect(),
+            capabilities: manifest.capabilities,
             table,
             instance,
         })
+    }
+
+    /// What the plugin's manifest says it needs (empty when it declares nothing).
+    pub fn capabilities(&self) -> &Capabilities {
+        &self.capabilities
     }
 
     /// The plugin's name, from its manifest.
@@ -486,6 +493,7 @@ mod tests {
 
     fn manifest(tools: &[(&str, serde_json::Value)]) -> Manifest {
         Manifest {
+            capabilities: Capabilities::default(),
             name: "p".into(),
             version: "1".into(),
             tools: tools

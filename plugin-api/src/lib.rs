@@ -112,7 +112,7 @@ mod panic;
 mod part;
 
 pub use filekind::non_regular_kind;
-pub use manifest::{Manifest, ToolManifest};
+pub use manifest::{Capabilities, Manifest, ToolManifest};
 pub use part::Part;
 
 #[cfg(feature = "sdk")]

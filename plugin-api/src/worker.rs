@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
-use crate::{CancelFlag, LoadedPlugin, Part, PluginOutcome};
+use crate::{CancelFlag, Capabilities, LoadedPlugin, Part, PluginOutcome};
 
 /// The largest frame either side accepts: 256 MiB.
 pub const MAX_FRAME: usize = 256 * 1024 * 1024;
@@ -72,6 +72,9 @@ pub enum WorkerFrame {
         version: String,
         /// Its tools.
         tools: Vec<WireTool>,
+        /// What it needs (its manifest's `capabilities`).
+        #[serde(default)]
+        capabilities: Capabilities,
     },
     /// The library did not load.
     LoadFailed {
@@ -268,6 +271,7 @@ pub unsafe fn serve(
                 parameters: t.parameters.clone(),
             })
             .collect(),
+        capabilities: plugin.capabilities().clone(),
     })?;
     let send = Arc::new(send);
     let running: Arc<Mutex<HashMap<u64, CancelFlag>>> = Arc::default();

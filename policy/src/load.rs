@@ -14,10 +14,11 @@ use crate::duration::parse_duration;
 use crate::error::{Diagnostic, DiagnosticKind, PolicyError};
 use crate::file::{MAX_CATALOG_FILE_BYTES, MAX_POLICY_FILE_BYTES, check_text_file, read_text_file};
 use crate::glob::{Glob, PathGlob};
-use crate::model::{parse_memory_limit};
+use crate::model::parse_memory_limit;
 use crate::model::{
     AliasSpec, CharCap, DispatchSettings, Grants, Isolation, NameProfile, OnError, PluginLocation,
-    PluginSpec, Policy, Position, ReductionSettings, Rule, Rules, ScriptSource, Scripts, SearchSettings, ToolOverride,
+    PluginSpec, Policy, Position, ReductionSettings, Rule, Rules, ScriptSource, Scripts,
+    SearchSettings, ToolOverride,
 };
 use crate::schema;
 use crate::yaml::{self, Entry, Kind, Node, Pos, YamlProblemKind};
@@ -434,7 +435,7 @@ impl<'a> Build<'a> {
             let mut isolation = Isolation::InProcess;
             let mut memory_limit = None;
             let mut sha256 = None;
-            let mut grants = Grants::default();
+            let mut grants = None;
             for entry in entries(item) {
                 match entry.key.as_str() {
                     "name" => location = Some(PluginLocation::Name(text(&entry.value).to_owned())),
@@ -456,7 +457,7 @@ impl<'a> Build<'a> {
                     // The schema checked the form; the largest it allows fits a u64.
                     "memory_limit" => memory_limit = parse_memory_limit(text(&entry.value)),
                     "sha256" => sha256 = Some(text(&entry.value).to_ascii_lowercase()),
-                    "grants" => grants = self.grants(&entry.value),
+                    "grants" => grants = Some(self.grants(&entry.value)),
                     _ => {}
                 }
             }

@@ -313,8 +313,9 @@ pub struct PluginSpec {
     /// refused at load.
     pub sha256: Option<String>,
     /// What the plugin may use (`grants:`); a plugin whose manifest asks for more fails to
-    /// load. The plugin receives them in its configuration under `"grants"`.
-    pub grants: Grants,
+    /// load. When set, the plugin receives them in its configuration under `"grants"`.
+    /// `None` (no `grants:` key) grants nothing and leaves the configuration as written.
+    pub grants: Option<Grants>,
     /// Where the plugin's entry is in the policy file.
     pub position: Option<Position>,
 }
@@ -334,7 +335,7 @@ impl PluginSpec {
             isolation: Isolation::InProcess,
             memory_limit: None,
             sha256: None,
-            grants: Grants::default(),
+            grants: None,
             position: None,
         }
     }

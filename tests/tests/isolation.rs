@@ -136,15 +136,8 @@ fn a_crash_is_reported_with_the_error_kind_plugin_crashed() {
 
 #[test]
 fn an_isolated_plugin_answers_like_an_in_process_one() {
-    let run = Toolgate::new(&[
-        "call",
-        "--policy",
-        &policy(),
-        "--json",
-        "multimodal",
-        "{}",
-    ])
-    .run_within(Duration::from_secs(30));
+    let run = Toolgate::new(&["call", "--policy", &policy(), "--json", "multimodal", "{}"])
+        .run_within(Duration::from_secs(30));
     run.assert_code(0).assert_no_panic();
     let parts = run.json()["content"].clone();
     assert_eq!(parts[0]["type"], "text", "{run:#?}");

@@ -41,9 +41,14 @@ fn validate_with(pin: &str) -> Run {
 #[test]
 fn plugin_hash_prints_one_sha256_line_to_paste() {
     let line = hash_line();
-    let hex = line.strip_prefix("sha256: ").expect("the line starts with sha256: ");
+    let hex = line
+        .strip_prefix("sha256: ")
+        .expect("the line starts with sha256: ");
     assert_eq!(hex.len(), 64, "{line:?}");
-    assert!(hex.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+    assert!(
+        hex.bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+    );
 }
 
 #[test]

@@ -7,10 +7,11 @@ use crate::output::Out;
 pub fn plugin(command: PluginCommand, out: &mut Out<'_>) -> Result<u8, CliError> {
     match command {
         PluginCommand::Hash(args) => {
-            let hash = toolgate::plugin_hash(&args.path).map_err(|source| CliError::PluginHash {
-                path: args.path.clone(),
-                source,
-            })?;
+            let hash =
+                toolgate::plugin_hash(&args.path).map_err(|source| CliError::PluginHash {
+                    path: args.path.clone(),
+                    source,
+                })?;
             writeln!(out, "sha256: {hash}")?;
             Ok(EXIT_OK)
         }

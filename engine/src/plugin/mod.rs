@@ -21,7 +21,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
-use toolgate_plugin_api::{CancelFlag, LoadedPlugin, Part, PluginOutcome, library_file_name};
+use toolgate_plugin_api::{
+    CancelFlag, Capabilities, LoadedPlugin, Part, PluginOutcome, library_file_name,
+};
 use toolgate_policy::{Isolation, PluginLocation, PluginSpec};
 
 use crate::error::{At, BuildError, PLUGIN_PATH_ENV, PluginError, PluginNotFound};
@@ -135,6 +137,40 @@ pub fn hash_file(path: &Path) -> std::io::Result<String> {
     Ok(hex)
 }
 
+/// The configuration a plugin receives: the policy's `config`, with the grants under
+/// `"grants"` when the policy has `grants:` (into a mapping, or a missing configuration;
+/// another kind of value is left as written).
+fn config_with_grants(
+    config: &serde_json::Value,
+    grants: Option<&toolgate_policy::Grants>,
+) -> serde_json::Value {
+    let mut config = config.clone();
+    if let Some(grants) = grants {
+        if config.is_null() {
+            config = serde_json::Value::Object(serde_json::Map::new());
+        }
+        if let Some(map) = config.as_object_mut() {
+            map.insert("grants".to_string(), grants.to_json());
+        }
+    }
+    config
+}
+
+/// The policy's grants in the manifest's terms.
+fn granted(grants: Option<&toolgate_policy::Grants>) -> Capabilities {
+    let Some(g) = grants else {
+        return Capabilities::default();
+    };
+    let paths = |paths: &[PathBuf]| paths.iter().map(|p| p.display().to_string()).collect();
+    Capabilities {
+        fs_read: paths(&g.fs_read),
+        fs_write: paths(&g.fs_write),
+        env: g.env.clone(),
+        net: g.net.clone(),
+        subprocess: g.subprocess,
+    }
+}
+
 /// A plugin loaded for the registry: its name, its library and its tools.
 pub(crate) struct Loaded {
     pub name: String,
@@ -166,15 +202,16 @@ pub(crate) fn load(spec: &PluginSpec, program: &Path) -> Result<Loaded, BuildErr
             }));
         }
     }
+    let config = config_with_grants(&spec.config, spec.grants.as_ref());
     let max_threads = spec.max_threads.max(1);
     let threads = Arc::new(Semaphore::new(max_threads));
-    let (name, backend, specs) = match spec.isolation {
+    let (name, backend, specs, asked) = match spec.isolation {
         Isolation::InProcess => {
             // SAFETY: a policy is trusted configuration, like a program's command line: the
             // libraries it names are ones its author chose to run in this process
             // (docs/policy.md, `plugins`). That promise is the `# Safety` contract of
             // `LoadedPlugin::load`; `load` checks the rest.
-            let plugin = unsafe { LoadedPlugin::load(&path, &spec.config) }
+            let plugin = unsafe { LoadedPlugin::load(&path, &config) }
                 .map(Arc::new)
                 .map_err(|e| fail(e.into()))?;
             let specs: Vec<ToolSpec> = plugin
@@ -183,19 +220,25 @@ pub(crate) fn load(spec: &PluginSpec, program: &Path) -> Result<Loaded, BuildErr
                 .map(|t| ToolSpec::new(t.name.clone(), t.description.clone(), t.parameters.clone()))
                 .collect();
             let pool = Arc::new(pool::Pool::new(plugin.name(), max_threads));
+            let asked = plugin.capabilities().clone();
             (
                 plugin.name().to_string(),
                 Backend::InProcess { plugin, pool },
                 specs,
+                asked,
             )
         }
         Isolation::Process => {
             let (supervisor, manifest) = worker::Supervisor::start(worker::WorkerSpec {
                 program: program.to_path_buf(),
                 library: path.clone(),
-                config: spec.config.clone(),
+                config,
                 memory_limit: spec.memory_limit,
-                env: Vec::new(),
+                env: spec
+                    .grants
+                    .as_ref()
+                    .map(|g| g.env.clone())
+                    .unwrap_or_default(),
             })
             .map_err(|e| fail(e.into()))?;
             let specs = manifest
@@ -203,9 +246,22 @@ pub(crate) fn load(spec: &PluginSpec, program: &Path) -> Result<Loaded, BuildErr
                 .into_iter()
                 .map(|t| ToolSpec::new(t.name, t.description, t.parameters))
                 .collect();
-            (manifest.name, Backend::Process(supervisor), specs)
+            (
+                manifest.name,
+                Backend::Process(supervisor),
+                specs,
+                manifest.capabilities,
+            )
         }
     };
+    // Dropping the backend unloads an in-process instance, or ends the worker.
+    let missing = asked.missing_from(&granted(spec.grants.as_ref()));
+    if !missing.is_empty() {
+        return Err(fail(PluginError::NotGranted {
+            plugin: name,
+            missing,
+        }));
+    }
     let tools = specs
         .into_iter()
         .map(|spec| {
@@ -287,8 +343,7 @@ impl Tool for PluginTool {
                     // Both are held until the worker answers, or dies (or is killed for
                     // running past the deadline), not only until the timeout.
                     let keep = Box::new((thread, ctx.hold.clone()));
-                    let call =
-                        supervisor.call(&name, args.to_string(), ctx.progress.clone(), keep);
+                    let call = supervisor.call(&name, args.to_string(), ctx.progress.clone(), keep);
                     tokio::select! {
                         outcome = call => outcome?,
                         () = ctx.cancel.cancelled() => return Err(ToolError::new("cancelled")),
@@ -328,7 +383,7 @@ async fn in_process(
     let args = args.to_string();
     let name = name.to_string();
     let (done, outcome) = oneshot::channel();
-    let job = Box::new(move || {
+    let job = Box::new(move |finishing: &pool::Finishing| {
         // Both are released when the plugin really returns, not at the timeout.
         let _thread = thread;
         let _hold = hold;
@@ -340,8 +395,10 @@ async fn in_process(
         let result = catch_unwind(AssertUnwindSafe(|| {
             plugin.call(&name, &args, &thread_flag, &mut report)
         }));
+        let result = result.map_err(|payload| crate::call::panic_message(payload.as_ref()));
+        finishing.now();
         // Nobody waits any more after a timeout: the late result is dropped.
-        let _ = done.send(result.map_err(|payload| crate::call::panic_message(payload.as_ref())));
+        let _ = done.send(result);
     });
     pool.submit(job).map_err(|err| {
         ToolError::new(format!(

@@ -23,8 +23,25 @@ const IDLE_EXIT: Duration = Duration::from_secs(30);
 /// How long a thread that has just finished a call looks for the next one before it sleeps.
 const SPIN: Duration = Duration::from_micros(50);
 
-/// One unit of work: a plugin call and the sending of its result.
-type Job = Box<dyn FnOnce() + Send + 'static>;
+/// One unit of work: a plugin call and the sending of its result. It calls
+/// [`Finishing::now`] just before it sends the result, so that the caller's next job, which may
+/// come right after, finds this thread ready instead of starting another.
+pub(crate) type Job = Box<dyn FnOnce(&Finishing) + Send + 'static>;
+
+/// Given to a job: lets it say its thread is about to be free.
+pub(crate) struct Finishing<'a> {
+    spinning: &'a AtomicUsize,
+    announced: std::cell::Cell<bool>,
+}
+
+impl Finishing<'_> {
+    /// The job is done but for sending its result: count the thread as available.
+    pub(crate) fn now(&self) {
+        if !self.announced.replace(true) {
+            self.spinning.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+}
 
 /// The threads of one plugin.
 pub(crate) struct Pool {
@@ -40,6 +57,8 @@ struct Shared {
     wake: Condvar,
     /// Jobs in the queue, readable without the lock (for the spinning thread).
     queued: AtomicUsize,
+    /// Threads looking for work without sleeping: as available as idle ones.
+    spinning: AtomicUsize,
 }
 
 #[derive(Default)]
@@ -63,6 +82,7 @@ impl Pool {
                 state: Mutex::new(State::default()),
                 wake: Condvar::new(),
                 queued: AtomicUsize::new(0),
+                spinning: AtomicUsize::new(0),
             }),
         }
     }
@@ -73,9 +93,11 @@ impl Pool {
         let mut state = self.shared.lock();
         state.queue.push_back(job);
         self.shared.queued.fetch_add(1, Ordering::Release);
-        // Idle threads that were woken but have not yet taken a job still count as idle: each
-        // takes one, so a new thread is needed only when there are more jobs than takers.
-        if state.queue.len() > state.idle && state.threads < self.shared.max_threads {
+        // Idle threads that were woken but have not yet taken a job still count as idle, and a
+        // spinning thread will see the job (or, giving up, find it under the lock): each takes
+        // one, so a new thread is needed only when there are more jobs than takers.
+        let takers = state.idle + self.shared.spinning.load(Ordering::Acquire);
+        if state.queue.len() > takers && state.threads < self.shared.max_threads {
             let shared = self.shared.clone();
             let started = std::thread::Builder::new()
                 .name(self.shared.thread_name.clone())
@@ -91,7 +113,8 @@ impl Pool {
                 // A thread that is alive will take it when it is done.
                 Err(_) => {}
             }
-        } else {
+        } else if state.queue.len() > self.shared.spinning.load(Ordering::Acquire) {
+            // More jobs than spinning threads will take: wake a sleeping one.
             self.shared.wake.notify_one();
         }
         Ok(())
@@ -120,18 +143,26 @@ impl Shared {
 
     /// A thread's life: run jobs until the pool is closed or nothing came for [`IDLE_EXIT`].
     fn work(&self) {
+        let mut spinning = false;
         loop {
-            let Some(job) = self.next() else {
+            let Some(job) = self.next(spinning) else {
                 return;
             };
-            if catch_unwind(AssertUnwindSafe(job)).is_err() {
+            let finishing = Finishing {
+                spinning: &self.spinning,
+                announced: std::cell::Cell::new(false),
+            };
+            if catch_unwind(AssertUnwindSafe(|| job(&finishing))).is_err() {
                 tracing::error!(thread = %self.thread_name, "a plugin job panicked");
             }
+            finishing.now();
             self.spin();
+            spinning = true;
         }
     }
 
-    /// Looks for new work for [`SPIN`] without sleeping.
+    /// Looks for new work for [`SPIN`] without sleeping; the thread is counted in `spinning`
+    /// (by [`Finishing::now`]) until it takes the lock again in [`Shared::next`].
     fn spin(&self) {
         let start = Instant::now();
         while self.queued.load(Ordering::Acquire) == 0 && start.elapsed() < SPIN {
@@ -140,8 +171,13 @@ impl Shared {
     }
 
     /// The next job, or `None` when this thread should end (and has been counted out).
-    fn next(&self) -> Option<Job> {
+    /// `spinning`: this thread is counted in `spinning`; it stops being counted under the lock,
+    /// so that `submit` always sees it as spinning or as idle, never as neither.
+    fn next(&self, spinning: bool) -> Option<Job> {
         let mut state = self.lock();
+        if spinning {
+            self.spinning.fetch_sub(1, Ordering::AcqRel);
+        }
         loop {
             if let Some(job) = self.take(&mut state) {
                 return Some(job);
@@ -174,12 +210,14 @@ mod tests {
     fn a_submitted_job_runs_on_a_thread_named_after_the_plugin() {
         let pool = Pool::new("demo", 2);
         let (tx, rx) = mpsc::channel();
-        pool.submit(Box::new(move || {
+        pool.submit(Box::new(move |_: &Finishing| {
             let name = std::thread::current().name().map(str::to_string);
             tx.send(name).ok();
         }))
         .expect("submitted");
-        let name = rx.recv_timeout(Duration::from_secs(10)).expect("the job ran");
+        let name = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the job ran");
         assert_eq!(name.as_deref(), Some("toolgate-plugin-demo"));
     }
 
@@ -191,7 +229,7 @@ mod tests {
         for _ in 0..3 {
             let barrier = barrier.clone();
             let tx = tx.clone();
-            pool.submit(Box::new(move || {
+            pool.submit(Box::new(move |_: &Finishing| {
                 // Returns only once all three run at once.
                 barrier.wait();
                 tx.send(()).ok();
@@ -210,7 +248,7 @@ mod tests {
         let (tx, rx) = mpsc::channel();
         for _ in 0..6 {
             let tx = tx.clone();
-            pool.submit(Box::new(move || {
+            pool.submit(Box::new(move |_: &Finishing| {
                 std::thread::sleep(Duration::from_millis(5));
                 tx.send(std::thread::current().id()).ok();
             }))
@@ -226,12 +264,28 @@ mod tests {
     }
 
     #[test]
+    fn jobs_one_after_another_reuse_one_thread() {
+        let pool = Pool::new("demo", 8);
+        let (tx, rx) = mpsc::channel();
+        for _ in 0..20 {
+            let tx = tx.clone();
+            pool.submit(Box::new(move |finishing: &Finishing| {
+                finishing.now();
+                tx.send(std::thread::current().id()).ok();
+            }))
+            .expect("submitted");
+            rx.recv_timeout(Duration::from_secs(10)).expect("job ran");
+        }
+        assert_eq!(pool.shared.lock().threads, 1);
+    }
+
+    #[test]
     fn a_panicking_job_leaves_the_thread_able_to_run_the_next() {
         let pool = Pool::new("demo", 1);
-        pool.submit(Box::new(|| panic!("job panics")))
+        pool.submit(Box::new(|_: &Finishing| panic!("job panics")))
             .expect("submitted");
         let (tx, rx) = mpsc::channel();
-        pool.submit(Box::new(move || {
+        pool.submit(Box::new(move |_: &Finishing| {
             tx.send(()).ok();
         }))
         .expect("submitted");

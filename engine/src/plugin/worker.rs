@@ -28,7 +28,7 @@ use tokio::sync::oneshot;
 use toolgate_plugin_api::worker::{
     FrameError, HostFrame, WireTool, WorkerFrame, read_frame, write_frame,
 };
-use toolgate_plugin_api::PluginOutcome;
+use toolgate_plugin_api::{Capabilities, PluginOutcome};
 
 use crate::error::WorkerError;
 use crate::tool::{ProgressFn, ToolError};
@@ -65,6 +65,7 @@ pub(crate) struct WorkerSpec {
 pub(crate) struct WorkerManifest {
     pub name: String,
     pub tools: Vec<WireTool>,
+    pub capabilities: Capabilities,
 }
 
 type Reply = Result<PluginOutcome, ToolError>;
@@ -183,7 +184,16 @@ impl Supervisor {
                     .map_err(|e| protocol(format!("did not answer hello: {e}")))
             });
         let manifest = match answer {
-            Ok(Some(WorkerFrame::Manifest { name, tools, .. })) => WorkerManifest { name, tools },
+            Ok(Some(WorkerFrame::Manifest {
+                name,
+                tools,
+                capabilities,
+                ..
+            })) => WorkerManifest {
+                name,
+                tools,
+                capabilities,
+            },
             Ok(Some(WorkerFrame::LoadFailed { message })) => {
                 kill_and_reap(&mut child);
                 return Err(WorkerError::Load { message });
@@ -421,9 +431,7 @@ fn read_results(running: &Running, stdout: &mut impl Read) {
     loop {
         match read_frame::<WorkerFrame>(stdout) {
             Ok(Some(WorkerFrame::Result { id, outcome })) => {
-                let pending = lock(&running.pending)
-                    .as_mut()
-                    .and_then(|p| p.remove(&id));
+                let pending = lock(&running.pending).as_mut().and_then(|p| p.remove(&id));
                 if let Some(pending) = pending {
                     let _ = pending.done.send(Ok(outcome.into()));
                 }

@@ -91,6 +91,7 @@ pub struct Plugin<S> {
     version: String,
     init: Box<InitFn<S>>,
     tools: Vec<Tool<S>>,
+    capabilities: crate::manifest::Capabilities,
 }
 
 impl Plugin<()> {
@@ -101,6 +102,7 @@ impl Plugin<()> {
             version: version.into(),
             init: Box::new(|_| Ok(())),
             tools: Vec::new(),
+            capabilities: crate::manifest::Capabilities::default(),
         }
     }
 
@@ -132,11 +134,19 @@ impl Plugin<()> {
             version: self.version,
             init: Box::new(init),
             tools: Vec::new(),
+            capabilities: self.capabilities,
         }
     }
 }
 
 impl<S> Plugin<S> {
+    /// Declares what the plugin needs: a host loads it only if the policy grants all of it
+    /// (`grants:`), and passes the grants in the configuration under `"grants"`.
+    pub fn capabilities(mut self, capabilities: crate::manifest::Capabilities) -> Plugin<S> {
+        self.capabilities = capabilities;
+        self
+    }
+
     /// Adds a tool.
     pub fn tool(mut self, tool: Tool<S>) -> Plugin<S> {
         self.tools.push(tool);
@@ -156,6 +166,7 @@ impl<S> Plugin<S> {
                     parameters: tool.parameters.clone(),
                 })
                 .collect(),
+            capabilities: self.capabilities.clone(),
         }
     }
 }

@@ -195,7 +195,9 @@ fn crash(_ctx: &CallContext, args: CrashArgs) -> Result<ToolOutput, ToolError> {
             let null = std::hint::black_box(std::ptr::null_mut::<u8>());
             // SAFETY: none: this write faults on purpose, which is the tool's whole job.
             unsafe { null.write_volatile(1) };
-            Err(ToolError::new("the write through a null pointer did not fault"))
+            Err(ToolError::new(
+                "the write through a null pointer did not fault",
+            ))
         }
         Crash::Oom => {
             let mut blocks: Vec<Vec<u8>> = Vec::new();
