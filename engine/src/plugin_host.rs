@@ -20,7 +20,25 @@ pub fn serve_stdio() -> Result<(), ServeError> {
     let frames = protocol_output().map_err(|e| ServeError::Frame(FrameError::Io(e)))?;
     // SAFETY: the engine that started this worker names a library from its policy, which it
     // would otherwise load into its own process: the same promise as `LoadedPlugin::load`.
-    unsafe { toolgate_plugin_api::worker::serve(stdin, frames) }
+    unsafe { toolgate_plugin_api::worker::serve_confined(stdin, frames, confine) }
+}
+
+/// The platform's confinement of a worker to its file grants: Landlock on Linux.
+#[cfg(target_os = "linux")]
+fn confine(
+    library: &std::path::Path,
+    roots: &toolgate_plugin_api::worker::Confine,
+) -> Result<(), String> {
+    crate::plugin::landlock::confine(library, roots)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn confine(
+    _library: &std::path::Path,
+    _roots: &toolgate_plugin_api::worker::Confine,
+) -> Result<(), String> {
+    eprintln!("toolgate plugin-host: file grants are not enforced on this platform");
+    Ok(())
 }
 
 /// The frames' own copy of stdout; stdout itself (fd 1) then points at stderr, so that a plugin

@@ -21,7 +21,7 @@
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
@@ -41,6 +41,9 @@ pub enum HostFrame {
         library: PathBuf,
         /// The plugin's configuration, as `init` receives it.
         config: serde_json::Value,
+        /// File access to confine the worker to before it loads the library, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        confine: Option<Confine>,
     },
     /// Run one tool.
     Call {
@@ -102,6 +105,16 @@ pub enum WorkerFrame {
         /// How it ended.
         outcome: WireOutcome,
     },
+}
+
+/// The files a worker may use once confined: the granted roots. The worker adds what it needs
+/// to load the library (the library itself, the system's library directories).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Confine {
+    /// Files and directories it may read.
+    pub fs_read: Vec<PathBuf>,
+    /// Files and directories it may read and write.
+    pub fs_write: Vec<PathBuf>,
 }
 
 /// A tool of the manifest frame.
@@ -238,17 +251,46 @@ pub enum ServeError {
 /// As [`LoadedPlugin::load`]: the library named in `hello` must be a sound plugin library. The
 /// host that starts the worker vouches for it, as it would for loading it in its own process.
 pub unsafe fn serve(
+    input: impl Read,
+    output: impl Write + Send + 'static,
+) -> Result<(), ServeError> {
+    // SAFETY: the caller's promise.
+    unsafe { serve_confined(input, output, |_, _| Ok(())) }
+}
+
+/// [`serve`], with the platform's confinement: when `hello` asks for it, `confine` is called
+/// with the library and the granted roots before the library is loaded. An `Err` from it is
+/// told to the host as a load failure.
+///
+/// # Safety
+///
+/// As [`serve`].
+pub unsafe fn serve_confined(
     mut input: impl Read,
     output: impl Write + Send + 'static,
+    confine: impl FnOnce(&Path, &Confine) -> Result<(), String>,
 ) -> Result<(), ServeError> {
     let output = Arc::new(Mutex::new(output));
     let send = move |frame: &WorkerFrame| -> Result<(), FrameError> {
         let mut out = output.lock().unwrap_or_else(PoisonError::into_inner);
         write_frame(&mut *out, frame)
     };
-    let Some(HostFrame::Hello { library, config }) = read_frame::<HostFrame>(&mut input)? else {
+    let Some(HostFrame::Hello {
+        library,
+        config,
+        confine: wanted,
+    }) = read_frame::<HostFrame>(&mut input)?
+    else {
         return Err(ServeError::NoHello);
     };
+    if let Some(wanted) = &wanted
+        && let Err(message) = confine(&library, wanted)
+    {
+        send(&WorkerFrame::LoadFailed {
+            message: format!("the plugin worker cannot be confined to its grants: {message}"),
+        })?;
+        return Ok(());
+    }
     // SAFETY: the caller's promise (`# Safety`).
     let plugin = match unsafe { LoadedPlugin::load(&library, &config) } {
         Ok(plugin) => Arc::new(plugin),

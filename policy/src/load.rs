@@ -449,10 +449,9 @@ impl<'a> Build<'a> {
                             .and_then(|v| usize::try_from(v).ok())
                             .unwrap_or(max_threads);
                     }
-                    "isolation" => {
-                        if text(&entry.value) == "process" {
-                            isolation = Isolation::Process;
-                        }
+                    // The schema allows in_process and process only.
+                    "isolation" if text(&entry.value) == "process" => {
+                        isolation = Isolation::Process;
                     }
                     // The schema checked the form; the largest it allows fits a u64.
                     "memory_limit" => memory_limit = parse_memory_limit(text(&entry.value)),

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use toolgate_e2e::{Run, Toolgate, toolgate_exe};
+use toolgate_e2e::{Run, Toolgate, serde_json, toolgate_exe};
 
 fn granted_library() -> PathBuf {
     toolgate_exe()
@@ -107,4 +107,34 @@ fn an_isolated_plugin_does_not_see_a_variable_it_was_not_granted() {
     let run = call(&policy, "env", r#"{"name": "TOOLGATE_TEST_OTHER"}"#);
     run.assert_code(0);
     assert_eq!(run.stdout.trim(), "(unset)");
+}
+
+#[test]
+fn an_isolated_plugin_reads_under_its_granted_root() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let policy = policy(&dir, &format!("{ALL_GRANTS}    isolation: process\n"));
+    let run = call(&policy, "read", r#"{"path": "/etc/passwd"}"#);
+    run.assert_code(0);
+    assert!(run.stdout.contains("root:"), "{run:#?}");
+}
+
+#[test]
+fn an_isolated_plugin_cannot_read_outside_its_granted_roots() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let policy = policy(&dir, &format!("{ALL_GRANTS}    isolation: process\n"));
+    // The policy file itself: readable by the user, but not under /etc.
+    let args = serde_json::json!({ "path": policy }).to_string();
+    let run = call(&policy, "read", &args);
+    run.assert_code(1);
+    assert!(run.stdout.contains("Permission denied"), "{run:#?}");
+}
+
+#[test]
+fn an_in_process_plugin_is_only_told_its_file_grants() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let policy = policy(&dir, ALL_GRANTS);
+    let args = serde_json::json!({ "path": policy }).to_string();
+    let run = call(&policy, "read", &args);
+    run.assert_code(0);
+    assert!(run.stdout.contains("version: 1"), "{run:#?}");
 }

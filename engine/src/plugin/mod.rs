@@ -13,6 +13,8 @@
 //! queueing, so stubborn calls cannot pile up threads nor hold up later calls silently. A call
 //! keeps its thread (and its sequential group's lock) until the plugin really returns.
 
+#[cfg(target_os = "linux")]
+pub(crate) mod landlock;
 mod pool;
 pub(crate) mod worker;
 
@@ -21,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
+use toolgate_plugin_api::worker::Confine;
 use toolgate_plugin_api::{
     CancelFlag, Capabilities, LoadedPlugin, Part, PluginOutcome, library_file_name,
 };
@@ -234,6 +237,10 @@ pub(crate) fn load(spec: &PluginSpec, program: &Path) -> Result<Loaded, BuildErr
                 library: path.clone(),
                 config,
                 memory_limit: spec.memory_limit,
+                confine: spec.grants.as_ref().map(|g| Confine {
+                    fs_read: g.fs_read.clone(),
+                    fs_write: g.fs_write.clone(),
+                }),
                 env: spec
                     .grants
                     .as_ref()

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 use toolgate_plugin_api::worker::{
-    FrameError, HostFrame, WireTool, WorkerFrame, read_frame, write_frame,
+    Confine, FrameError, HostFrame, WireTool, WorkerFrame, read_frame, write_frame,
 };
 use toolgate_plugin_api::{Capabilities, PluginOutcome};
 
@@ -58,6 +58,8 @@ pub(crate) struct WorkerSpec {
     pub memory_limit: Option<u64>,
     /// The environment variables the worker keeps (everything else is cleared).
     pub env: Vec<String>,
+    /// The file roots the worker is confined to (Landlock), when the policy grants any.
+    pub confine: Option<Confine>,
 }
 
 /// The plugin as a worker describes it.
@@ -176,6 +178,7 @@ impl Supervisor {
         let hello = HostFrame::Hello {
             library: self.spec.library.clone(),
             config: self.spec.config.clone(),
+            confine: self.spec.confine.clone(),
         };
         let answer = write_frame(&mut stdin, &hello)
             .map_err(|e| protocol(format!("did not take the hello frame: {e}")))

@@ -7,6 +7,7 @@
 //! |---|---|---|
 //! | `config` | `{}` | returns the configuration it was started with, as JSON text |
 //! | `env` | `{name}` | returns the variable's value, or `(unset)` |
+//! | `read` | `{path}` | returns the file's text, or fails with the system's error |
 
 use serde::Deserialize;
 use toolgate_plugin_api::serde_json::Value;
@@ -48,6 +49,18 @@ fn env(_ctx: &CallContext<Value>, args: EnvArgs) -> Result<ToolOutput, ToolError
     ))
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReadArgs {
+    path: String,
+}
+
+fn read(_ctx: &CallContext<Value>, args: ReadArgs) -> Result<ToolOutput, ToolError> {
+    std::fs::read_to_string(&args.path)
+        .map(ToolOutput::text)
+        .map_err(|err| ToolError::new(format!("cannot read {}: {err}", args.path)))
+}
+
 toolgate_plugin_api::export_plugin! {
     name: "granted",
     version: env!("CARGO_PKG_VERSION"),
@@ -63,6 +76,14 @@ toolgate_plugin_api::export_plugin! {
                 "type": "object",
                 "properties": {"name": {"type": "string"}},
                 "required": ["name"],
+                "additionalProperties": false
+            })),
+        Tool::new("read", read)
+            .description("Return a file's text.")
+            .parameters(json!({
+                "type": "object",
+                "properties": {"path": {"type": "string"}},
+                "required": ["path"],
                 "additionalProperties": false
             })),
     ],
