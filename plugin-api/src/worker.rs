@@ -12,7 +12,7 @@
 //! host -> worker   call {id, tool, args, deadline_ms}
 //! host -> worker   cancel {id}
 //! worker -> host   progress {id, message}
-//! worker -> host   chunk {id, text}               (reserved for streaming)
+//! worker -> host   chunk {id, text}               streamed text of a running call
 //! worker -> host   result {id, outcome}
 //! ```
 //!
@@ -91,7 +91,7 @@ pub enum WorkerFrame {
         /// The message.
         message: String,
     },
-    /// A text chunk of a running call (reserved for streaming).
+    /// A text chunk of a running call, before its result (streaming).
     Chunk {
         /// The call's id.
         id: u64,
@@ -349,7 +349,16 @@ pub unsafe fn serve_confined(
                                 message: message.to_string(),
                             });
                         };
-                        let outcome = plugin.call(&tool, &args, &flag, &mut progress);
+                        let mut chunk = |text: &str| {
+                            let sent = send(&WorkerFrame::Chunk {
+                                id,
+                                text: text.to_string(),
+                            });
+                            // More only while the host reads and has not cancelled.
+                            sent.is_ok() && !flag.is_cancelled()
+                        };
+                        let outcome =
+                            plugin.call_streaming(&tool, &args, &flag, &mut progress, &mut chunk);
                         running
                             .lock()
                             .unwrap_or_else(PoisonError::into_inner)

@@ -179,3 +179,38 @@ fn every_call_in_flight_on_a_crashed_worker_gets_the_crash() {
     }
     assert!(run.elapsed < Duration::from_secs(5), "{run:#?}");
 }
+
+#[test]
+fn an_isolated_plugin_streams_its_chunks_through_the_worker() {
+    let run = Toolgate::new(&["call", "--policy", &policy(), "stream", r#"{"count": 3}"#])
+        .run_within(Duration::from_secs(30));
+    run.assert_code(0).assert_no_panic();
+    assert_eq!(run.stdout, "chunk 1\nchunk 2\nchunk 3\nstreamed 3 chunks\n");
+}
+
+#[test]
+fn an_isolated_stream_is_cut_at_the_cap_without_waiting_for_the_plugin() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let policy = dir.path().join("capped.yaml");
+    std::fs::write(
+        &policy,
+        "version: 1\n\
+         dispatch:\n  timeout: 60s\n  max_result_chars: 40\n\
+         plugins:\n  - name: testkit\n    isolation: process\n",
+    )
+    .expect("policy written");
+    let run = Toolgate::new(&[
+        "call",
+        "--policy",
+        &policy.display().to_string(),
+        "--json",
+        "stream",
+        r#"{"count": 100000, "delay_ms": 1}"#,
+    ])
+    .run_within(Duration::from_secs(30));
+    run.assert_code(0).assert_no_panic();
+    let outcome = run.json();
+    assert_eq!(outcome["truncated"], true, "{run:#?}");
+    assert_eq!(outcome["output_chars"], 40, "{run:#?}");
+    assert!(run.elapsed < Duration::from_secs(20), "{run:#?}");
+}

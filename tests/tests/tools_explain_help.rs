@@ -2,7 +2,7 @@
 
 use toolgate_e2e::{repo_path, testkit_policy, toolgate};
 
-const TESTKIT_TOOLS: [&str; 9] = [
+const TESTKIT_TOOLS: [&str; 10] = [
     "big_output",
     "crash",
     "echo",
@@ -11,6 +11,7 @@ const TESTKIT_TOOLS: [&str; 9] = [
     "panic",
     "progress",
     "sleep",
+    "stream",
     "stubborn_sleep",
 ];
 

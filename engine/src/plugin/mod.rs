@@ -22,7 +22,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
 use toolgate_plugin_api::worker::Confine;
 use toolgate_plugin_api::{
     CancelFlag, Capabilities, LoadedPlugin, Part, PluginOutcome, library_file_name,
@@ -342,53 +343,55 @@ impl Tool for PluginTool {
         let name = self.spec.name.clone();
         let backend = self.backend.clone();
         Box::pin(async move {
-            let outcome = match backend {
+            let (chunk_tx, chunks) = mpsc::unbounded_channel();
+            let cancel = ctx.cancel.clone();
+            let (answer, guard): (BoxFuture<'static, Reply>, Box<dyn Send>) = match backend {
                 Backend::InProcess { plugin, pool } => {
-                    in_process(plugin, pool, &name, &plugin_name, thread, ctx, args).await?
+                    in_process(plugin, pool, name, thread, ctx, args, chunk_tx)?
                 }
                 Backend::Process(supervisor) => {
                     // Both are held until the worker answers, or dies (or is killed for
                     // running past the deadline), not only until the timeout.
                     let keep = Box::new((thread, ctx.hold.clone()));
-                    let call = supervisor.call(&name, args.to_string(), ctx.progress.clone(), keep);
-                    tokio::select! {
-                        outcome = call => outcome?,
-                        () = ctx.cancel.cancelled() => return Err(ToolError::new("cancelled")),
-                    }
+                    let call = async move {
+                        supervisor
+                            .call(
+                                &name,
+                                args.to_string(),
+                                ctx.progress.clone(),
+                                keep,
+                                chunk_tx,
+                            )
+                            .await
+                    };
+                    (Box::pin(call), Box::new(()))
                 }
             };
-            match outcome {
-                PluginOutcome::Ok(parts) => Ok(output_of(parts)),
-                PluginOutcome::Error(message) => Err(ToolError::new(message)),
-                PluginOutcome::InvalidArguments(message) => {
-                    Err(ToolError::invalid_arguments(message))
-                }
-                PluginOutcome::Panic(message) => {
-                    tracing::error!(plugin = %plugin_name, "a plugin tool panicked: {message}");
-                    Err(ToolError::panic(message))
-                }
-            }
+            collect(chunks, answer, guard, cancel, plugin_name).await
         })
     }
 }
 
-/// Runs a call on the plugin's own threads and waits for it.
-async fn in_process(
+/// What a plugin call answers at its end.
+type Reply = Result<PluginOutcome, ToolError>;
+
+/// Starts a call on the plugin's own threads: its end, and what cancels it when dropped.
+fn in_process(
     plugin: Arc<LoadedPlugin>,
     pool: Arc<pool::Pool>,
-    name: &str,
-    plugin_name: &str,
+    name: String,
     thread: OwnedSemaphorePermit,
     ctx: ToolContext,
     args: serde_json::Value,
-) -> Result<PluginOutcome, ToolError> {
+    chunk_tx: mpsc::UnboundedSender<String>,
+) -> Result<(BoxFuture<'static, Reply>, Box<dyn Send>), ToolError> {
     let flag = CancelFlag::new();
-    let _on_drop = CancelOnDrop(flag.clone());
+    let on_drop = CancelOnDrop(flag.clone());
     let thread_flag = flag.clone();
     let progress = ctx.progress.clone();
     let hold = ctx.hold.clone();
     let args = args.to_string();
-    let name = name.to_string();
+    let plugin_name = plugin.name().to_string();
     let (done, outcome) = oneshot::channel();
     let job = Box::new(move |finishing: &pool::Finishing| {
         // Both are released when the plugin really returns, not at the timeout.
@@ -399,8 +402,11 @@ async fn in_process(
                 p(m);
             }
         };
+        // More only while someone reads and the call is not cancelled.
+        let mut chunk =
+            |text: &str| chunk_tx.send(text.to_string()).is_ok() && !thread_flag.is_cancelled();
         let result = catch_unwind(AssertUnwindSafe(|| {
-            plugin.call(&name, &args, &thread_flag, &mut report)
+            plugin.call_streaming(&name, &args, &thread_flag, &mut report, &mut chunk)
         }));
         let result = result.map_err(|payload| crate::call::panic_message(payload.as_ref()));
         finishing.now();
@@ -412,17 +418,118 @@ async fn in_process(
             "could not start a thread for the plugin {plugin_name:?}: {err}"
         ))
     })?;
-    tokio::select! {
-        received = outcome => match received {
+    let answer = async move {
+        match outcome.await {
             Ok(Ok(outcome)) => Ok(outcome),
             Ok(Err(message)) => Err(ToolError::panic(message)),
-            Err(_) => Err(ToolError::panic("the plugin call's thread ended without an answer")),
-        },
-        () = ctx.cancel.cancelled() => {
-            flag.cancel();
-            Err(ToolError::new("cancelled"))
+            Err(_) => Err(ToolError::panic(
+                "the plugin call's thread ended without an answer",
+            )),
         }
+    };
+    Ok((Box::pin(answer), Box::new(on_drop)))
+}
+
+/// Waits for a plugin call: a call that ends before it streams anything gives its output
+/// whole; one that streams first becomes a [`ToolOutput::Stream`] (its chunks, then the text
+/// of its result), which the guard reads under the result cap, dropping it (and with it
+/// `guard`, which cancels the call) once the cap is reached.
+async fn collect(
+    mut chunks: mpsc::UnboundedReceiver<String>,
+    mut answer: BoxFuture<'static, Reply>,
+    guard: Box<dyn Send>,
+    cancel: CancellationToken,
+    plugin_name: String,
+) -> Result<ToolOutput, ToolError> {
+    let first = tokio::select! {
+        biased;
+        () = cancel.cancelled() => return Err(ToolError::new("cancelled")),
+        reply = &mut answer => {
+            // Chunks sent before the end are already queued.
+            let mut text = String::new();
+            while let Ok(chunk) = chunks.try_recv() {
+                text.push_str(&chunk);
+            }
+            return output_of_reply(reply, text, &plugin_name);
+        }
+        chunk = chunks.recv() => match chunk {
+            Some(chunk) => chunk,
+            // The sender is gone: the end is there, or comes at once.
+            None => return output_of_reply(answer.await, String::new(), &plugin_name),
+        },
+    };
+    struct State {
+        first: Option<String>,
+        chunks: mpsc::UnboundedReceiver<String>,
+        answer: Option<BoxFuture<'static, Reply>>,
+        _guard: Box<dyn Send>,
+        plugin_name: String,
     }
+    let state = State {
+        first: Some(first),
+        chunks,
+        answer: Some(answer),
+        _guard: guard,
+        plugin_name,
+    };
+    let stream = futures::stream::unfold(state, |mut state| async move {
+        if let Some(first) = state.first.take() {
+            return Some((Ok(first), state));
+        }
+        let mut answer = state.answer.take()?;
+        let reply = tokio::select! {
+            biased;
+            chunk = state.chunks.recv() => match chunk {
+                Some(chunk) => {
+                    state.answer = Some(answer);
+                    return Some((Ok(chunk), state));
+                }
+                None => answer.await,
+            },
+            reply = &mut answer => reply,
+        };
+        let mut text = String::new();
+        while let Ok(chunk) = state.chunks.try_recv() {
+            text.push_str(&chunk);
+        }
+        let last = match output_of_reply(reply, text, &state.plugin_name) {
+            Ok(ToolOutput::Text(text)) if text.is_empty() => return None,
+            Ok(ToolOutput::Text(text)) => Ok(text),
+            Ok(_) => Err(ToolError::new(
+                "the plugin streamed text, then returned an image; a streamed result can only be text",
+            )),
+            Err(err) => Err(err),
+        };
+        Some((last, state))
+    });
+    Ok(ToolOutput::Stream(Box::pin(stream)))
+}
+
+/// A plugin call's end as the tool's output, after `prefix` (text already streamed).
+fn output_of_reply(
+    reply: Reply,
+    prefix: String,
+    plugin_name: &str,
+) -> Result<ToolOutput, ToolError> {
+    let outcome = reply?;
+    let parts = match outcome {
+        PluginOutcome::Ok(parts) => parts,
+        PluginOutcome::Error(message) => return Err(ToolError::new(message)),
+        PluginOutcome::InvalidArguments(message) => {
+            return Err(ToolError::invalid_arguments(message));
+        }
+        PluginOutcome::Panic(message) => {
+            tracing::error!(plugin = %plugin_name, "a plugin tool panicked: {message}");
+            return Err(ToolError::panic(message));
+        }
+    };
+    if prefix.is_empty() {
+        return Ok(output_of(parts));
+    }
+    let mut all = Vec::with_capacity(parts.len() + 1);
+    all.push(Part::Text(prefix));
+    all.extend(parts);
+    Ok(output_of(all))
 }
 
 fn output_of(parts: Vec<Part>) -> ToolOutput {

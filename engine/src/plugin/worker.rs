@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 use toolgate_plugin_api::worker::{
     Confine, FrameError, HostFrame, WireTool, WorkerFrame, read_frame, write_frame,
 };
@@ -76,6 +76,8 @@ type Reply = Result<PluginOutcome, ToolError>;
 struct Pending {
     done: oneshot::Sender<Reply>,
     progress: Option<ProgressFn>,
+    /// Where its streamed text goes.
+    chunks: mpsc::UnboundedSender<String>,
     /// What the call holds (its thread permit, its group's lock) until the worker answers or
     /// dies.
     _keep: Box<dyn Send>,
@@ -324,6 +326,7 @@ impl Supervisor {
         args: String,
         progress: Option<ProgressFn>,
         keep: Box<dyn Send>,
+        chunks: mpsc::UnboundedSender<String>,
     ) -> Result<PluginOutcome, ToolError> {
         let running = self.worker().await?;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
@@ -341,6 +344,7 @@ impl Supervisor {
                 Pending {
                     done,
                     progress,
+                    chunks,
                     _keep: keep,
                 },
             );
@@ -448,8 +452,16 @@ fn read_results(running: &Running, stdout: &mut impl Read) {
                     progress(&message);
                 }
             }
-            // Reserved for streaming; a worker of this version does not send it.
-            Ok(Some(WorkerFrame::Chunk { .. })) => {}
+            Ok(Some(WorkerFrame::Chunk { id, text })) => {
+                let chunks = lock(&running.pending)
+                    .as_ref()
+                    .and_then(|p| p.get(&id))
+                    .map(|p| p.chunks.clone());
+                // A reader that is gone was told to cancel (see `Abandon`).
+                if let Some(chunks) = chunks {
+                    let _ = chunks.send(text);
+                }
+            }
             Ok(Some(other)) => {
                 tracing::warn!("unexpected frame from a plugin worker: {other:?}");
             }

@@ -12,6 +12,7 @@
 //! | `big_output` | `{bytes}` | returns exactly `bytes` bytes of ASCII text in lines (see [`big_text`]) |
 //! | `multimodal` | `{}` | returns the text [`MULTIMODAL_BEFORE`], a 1x1 PNG ([`PNG_PIXEL`]), the text [`MULTIMODAL_AFTER`] |
 //! | `progress` | `{steps}` | reports `step i of N` for i in 1..=N, then returns `done: N steps` |
+//! | `stream` | `{count, delay_ms}` | streams `count` chunks `chunk i\n` (i from 1), `delay_ms` apart, then returns `streamed N chunks`; stops as soon as the host wants no more |
 //! | `crash` | `{how}` | brings its process down: `abort`, `segfault`, `oom`, `stack_overflow`, or `spin` (see [`Crash`]) |
 //!
 //! `crash` exists to test process isolation (`isolation: process`): call it only in a worker
@@ -152,6 +153,24 @@ fn progress(ctx: &CallContext, args: ProgressArgs) -> Result<ToolOutput, ToolErr
         ctx.progress(&format!("step {step} of {}", args.steps));
     }
     Ok(ToolOutput::text(format!("done: {} steps", args.steps)))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StreamArgs {
+    count: u64,
+    #[serde(default)]
+    delay_ms: u64,
+}
+
+fn stream(ctx: &CallContext, args: StreamArgs) -> Result<ToolOutput, ToolError> {
+    for i in 1..=args.count {
+        if i > 1 && args.delay_ms > 0 {
+            std::thread::sleep(Duration::from_millis(args.delay_ms));
+        }
+        ctx.emit(&format!("chunk {i}\n"))?;
+    }
+    Ok(ToolOutput::text(format!("streamed {} chunks", args.count)))
 }
 
 /// How the `crash` tool brings its process down.
@@ -305,6 +324,17 @@ toolgate_plugin_api::export_plugin! {
                     "type": "integer", "minimum": 0, "description": "How many progress messages to send."
                 }},
                 "required": ["steps"],
+                "additionalProperties": false
+            })),
+        Tool::new("stream", stream)
+            .description("Stream numbered chunks of text, some milliseconds apart.")
+            .parameters(json!({
+                "type": "object",
+                "properties": {
+                    "count": {"type": "integer", "minimum": 0, "description": "How many chunks."},
+                    "delay_ms": {"type": "integer", "minimum": 0, "description": "Milliseconds between chunks."}
+                },
+                "required": ["count"],
                 "additionalProperties": false
             })),
         Tool::new("crash", crash)
