@@ -36,6 +36,9 @@ use crate::tool::{ProgressFn, ToolError};
 /// How long an abandoned call has to answer its `cancel` before its worker is killed.
 pub(crate) const KILL_GRACE: Duration = Duration::from_millis(200);
 
+/// How long a new worker has to load its library and answer `hello` before it is killed.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// The longest pause before a restart.
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
 
@@ -182,12 +185,26 @@ impl Supervisor {
             config: self.spec.config.clone(),
             confine: self.spec.confine.clone(),
         };
+        // A library whose loading or `init` never returns must not hang the build.
+        let (answered, watchdog) = std::sync::mpsc::channel::<()>();
+        let pid = child.id();
+        let _ = std::thread::Builder::new()
+            .name("toolgate-worker-hello".into())
+            .spawn(move || {
+                if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    watchdog.recv_timeout(HELLO_TIMEOUT)
+                {
+                    kill_pid(pid);
+                }
+            });
         let answer = write_frame(&mut stdin, &hello)
             .map_err(|e| protocol(format!("did not take the hello frame: {e}")))
             .and_then(|()| {
                 read_frame::<WorkerFrame>(&mut stdout)
                     .map_err(|e| protocol(format!("did not answer hello: {e}")))
             });
+        // Answered or not, the watchdog has nothing more to do once this returns.
+        drop(answered);
         let manifest = match answer {
             Ok(Some(WorkerFrame::Manifest {
                 name,
