@@ -101,12 +101,13 @@ fn native_engine(policy: Policy, tool: Arc<dyn Tool>) -> Engine {
         .unwrap_or_else(|e| panic!("the bench engine builds: {e}"))
 }
 
-/// An engine with the testkit plugin only, or `None` (with a message) when it is not built.
-fn testkit_engine() -> Option<Engine> {
+/// An engine with the testkit plugin only, or `None` (with a message) when it is not built;
+/// the plugin may hold `max_threads` threads.
+fn testkit_engine(max_threads: usize) -> Option<Engine> {
     let mut policy = Policy::default();
-    policy
-        .plugins
-        .push(PluginSpec::new(PluginLocation::Name("testkit".into())));
+    let mut spec = PluginSpec::new(PluginLocation::Name("testkit".into()));
+    spec.max_threads = max_threads;
+    policy.plugins.push(spec);
     match Engine::builder(policy).build() {
         Ok(e) => Some(e),
         Err(e) => {
@@ -261,7 +262,7 @@ fn hooks(c: &mut Criterion) {
 // 3. a plugin call over a native call, 1 KB payload (goal: plugin - native < 5 µs)
 
 fn plugin(c: &mut Criterion) {
-    let Some(plugin) = testkit_engine() else {
+    let Some(plugin) = testkit_engine(PluginSpec::DEFAULT_MAX_THREADS) else {
         return;
     };
     let rt = current_thread();
@@ -280,8 +281,8 @@ fn plugin(c: &mut Criterion) {
     g.bench_function("plugin_echo_1kb", |b| {
         b.iter(|| black_box(rt.block_on(plugin.call(&session, black_box(&call)))))
     });
-    // What every plugin call pays before the plugin runs: a hop to tokio's blocking pool and
-    // back (the plugin adapter's `spawn_blocking`), here with an empty closure.
+    // For comparison: a hop to tokio's blocking pool and back with an empty closure, what a
+    // plugin call paid before plugins had threads of their own.
     g.bench_function("spawn_blocking_baseline", |b| {
         b.iter(|| rt.block_on(async { tokio::task::spawn_blocking(|| black_box(1u8)).await.ok() }))
     });
@@ -348,9 +349,9 @@ fn dispatch(c: &mut Criterion) {
     g.bench_function("native_sleep_10ms_x1000", |b| {
         b.iter(|| black_box(rt.block_on(native.dispatch(&session, black_box(&calls)))))
     });
-    // For information: plugin calls are blocking C calls on tokio's blocking pool (at most
-    // 512 threads by default), so 1,000 of them cannot all sleep at once.
-    if let Some(plugin) = testkit_engine() {
+    // For information: plugin calls are blocking C calls, one thread each; with 1,000 threads
+    // allowed, they all sleep at once.
+    if let Some(plugin) = testkit_engine(1000) {
         check(
             &rt.block_on(plugin.dispatch(&session, &calls))
                 .expect("turn"),

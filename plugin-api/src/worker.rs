@@ -317,6 +317,7 @@ pub unsafe fn serve_confined(
     })?;
     let send = Arc::new(send);
     let running: Arc<Mutex<HashMap<u64, CancelFlag>>> = Arc::default();
+    let mut threads = Threads::default();
     while let Some(frame) = read_frame::<HostFrame>(&mut input)? {
         match frame {
             HostFrame::Hello { .. } => {}
@@ -338,36 +339,34 @@ pub unsafe fn serve_confined(
                 let plugin = plugin.clone();
                 let call_send = send.clone();
                 let running = running.clone();
-                let spawned = std::thread::Builder::new()
-                    .name(format!("call-{id}"))
-                    .spawn(move || {
-                        let send = call_send;
-                        let mut progress = |message: &str| {
-                            // A closed pipe means the host is gone; nothing to tell.
-                            let _ = send(&WorkerFrame::Progress {
-                                id,
-                                message: message.to_string(),
-                            });
-                        };
-                        let mut chunk = |text: &str| {
-                            let sent = send(&WorkerFrame::Chunk {
-                                id,
-                                text: text.to_string(),
-                            });
-                            // More only while the host reads and has not cancelled.
-                            sent.is_ok() && !flag.is_cancelled()
-                        };
-                        let outcome =
-                            plugin.call_streaming(&tool, &args, &flag, &mut progress, &mut chunk);
-                        running
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .remove(&id);
-                        let _ = send(&WorkerFrame::Result {
+                let spawned = threads.run(Box::new(move || {
+                    let send = call_send;
+                    let mut progress = |message: &str| {
+                        // A closed pipe means the host is gone; nothing to tell.
+                        let _ = send(&WorkerFrame::Progress {
                             id,
-                            outcome: outcome.into(),
+                            message: message.to_string(),
                         });
+                    };
+                    let mut chunk = |text: &str| {
+                        let sent = send(&WorkerFrame::Chunk {
+                            id,
+                            text: text.to_string(),
+                        });
+                        // More only while the host reads and has not cancelled.
+                        sent.is_ok() && !flag.is_cancelled()
+                    };
+                    let outcome =
+                        plugin.call_streaming(&tool, &args, &flag, &mut progress, &mut chunk);
+                    running
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .remove(&id);
+                    let _ = send(&WorkerFrame::Result {
+                        id,
+                        outcome: outcome.into(),
                     });
+                }));
                 if let Err(err) = spawned {
                     send(&WorkerFrame::Result {
                         id,
@@ -380,6 +379,61 @@ pub unsafe fn serve_confined(
         }
     }
     Ok(())
+}
+
+/// The worker's call threads: kept once started, a new one only when none is idle.
+#[derive(Default)]
+struct Threads {
+    jobs: Option<std::sync::mpsc::Sender<Box<dyn FnOnce() + Send>>>,
+    receiver: Option<Arc<Mutex<std::sync::mpsc::Receiver<Box<dyn FnOnce() + Send>>>>>,
+    /// Threads waiting for a job.
+    idle: Arc<std::sync::atomic::AtomicUsize>,
+    /// Jobs sent and not yet taken.
+    queued: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Threads {
+    /// Runs `job` on an idle thread, or on a new one.
+    fn run(&mut self, job: Box<dyn FnOnce() + Send>) -> io::Result<()> {
+        use std::sync::atomic::Ordering::SeqCst;
+        if self.jobs.is_none() {
+            let (tx, rx) = std::sync::mpsc::channel();
+            self.jobs = Some(tx);
+            self.receiver = Some(Arc::new(Mutex::new(rx)));
+        }
+        let (Some(jobs), Some(receiver)) = (&self.jobs, &self.receiver) else {
+            return Err(io::ErrorKind::Other.into());
+        };
+        let queued = self.queued.fetch_add(1, SeqCst) + 1;
+        if self.idle.load(SeqCst) < queued {
+            let receiver = receiver.clone();
+            let idle = self.idle.clone();
+            let waiting = self.queued.clone();
+            let started = std::thread::Builder::new()
+                .name("call".into())
+                .spawn(move || {
+                    loop {
+                        idle.fetch_add(1, SeqCst);
+                        let job = receiver
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .recv();
+                        idle.fetch_sub(1, SeqCst);
+                        let Ok(job) = job else {
+                            return;
+                        };
+                        waiting.fetch_sub(1, SeqCst);
+                        job();
+                    }
+                });
+            if let Err(err) = started {
+                self.queued.fetch_sub(1, SeqCst);
+                return Err(err);
+            }
+        }
+        jobs.send(job)
+            .map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe))
+    }
 }
 
 /// An error and its causes, joined by `: `.
