@@ -293,7 +293,7 @@ mod tests {
             VTABLE_V1_SIZE as usize,
             8 + 5 * core::mem::size_of::<usize>()
         );
-        assert!(VTABLE_SIZE > VTABLE_V1_SIZE);
+        const { assert!(VTABLE_SIZE > VTABLE_V1_SIZE) };
     }
 
     #[test]

@@ -381,11 +381,14 @@ pub unsafe fn serve_confined(
     Ok(())
 }
 
+/// A call, as a worker thread runs it.
+type Job = Box<dyn FnOnce() + Send>;
+
 /// The worker's call threads: kept once started, a new one only when none is idle.
 #[derive(Default)]
 struct Threads {
-    jobs: Option<std::sync::mpsc::Sender<Box<dyn FnOnce() + Send>>>,
-    receiver: Option<Arc<Mutex<std::sync::mpsc::Receiver<Box<dyn FnOnce() + Send>>>>>,
+    jobs: Option<std::sync::mpsc::Sender<Job>>,
+    receiver: Option<Arc<Mutex<std::sync::mpsc::Receiver<Job>>>>,
     /// Threads waiting for a job.
     idle: Arc<std::sync::atomic::AtomicUsize>,
     /// Jobs sent and not yet taken.
@@ -394,7 +397,7 @@ struct Threads {
 
 impl Threads {
     /// Runs `job` on an idle thread, or on a new one.
-    fn run(&mut self, job: Box<dyn FnOnce() + Send>) -> io::Result<()> {
+    fn run(&mut self, job: Job) -> io::Result<()> {
         use std::sync::atomic::Ordering::SeqCst;
         if self.jobs.is_none() {
             let (tx, rx) = std::sync::mpsc::channel();
