@@ -247,6 +247,18 @@ pub enum CliError {
         /// The result's length in characters.
         total: u64,
     },
+    /// `plugin-host`: the engine that started this worker broke the protocol, or the pipe.
+    #[error("plugin worker")]
+    PluginHost(#[source] toolgate::plugin_host::ServeError),
+    /// `plugin hash`: the library cannot be read.
+    #[error("cannot read the plugin library {}", .path.display())]
+    PluginHash {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// A query argument that is not UTF-8.
     #[error("the query is not valid UTF-8: {0:?}")]
     QueryNotUtf8(String),
@@ -371,6 +383,8 @@ impl CliError {
             | CliError::WriteIndex(_)
             | CliError::WriteMan { .. }
             | CliError::QueriesFailed { .. }
+            | CliError::PluginHost(_)
+            | CliError::PluginHash { .. }
             | CliError::Output(_) => Class::Input,
         }
     }

@@ -6,6 +6,8 @@
 //! | `overhead`: `guarded` - `direct`, no hooks, `Policy::default()` | < 2 µs median |
 //! | `hooks`: aliases + Rhai rewrite + before + after | < 25 µs median |
 //! | `plugin`: `plugin_echo_1kb` - `native_echo_1kb` | < 5 µs median |
+//! | `process`: `echo_1kb` under `isolation: process` | < 50 µs median |
+//! | `process`: `crash_then_echo`: a crash, the restart and one call | for information |
 //! | `dispatch`: 1,000 calls of one turn sleeping 10 ms each | < 60 ms wall |
 //!
 //! Every async measurement is `rt.block_on(..)` inside `iter`, so it includes the cost of one
@@ -20,7 +22,9 @@
 //! cargo bench -p toolgate --bench guard
 //! ```
 //!
-//! Without it the plugin benches are skipped with a message; the others still run.
+//! Without it the plugin benches are skipped with a message; the others still run. The
+//! `process` benches also need the `toolgate` program of the same profile (it is the plugin
+//! worker): `cargo build --release -p toolgate-cli -p toolgate-plugin-testkit`.
 
 use std::collections::BTreeMap;
 use std::hint::black_box;
@@ -97,22 +101,47 @@ fn native_engine(policy: Policy, tool: Arc<dyn Tool>) -> Engine {
         .unwrap_or_else(|e| panic!("the bench engine builds: {e}"))
 }
 
-/// An engine with the testkit plugin only, or `None` (with a message) when it is not built.
-fn testkit_engine() -> Option<Engine> {
+/// An engine with the testkit plugin only, or `None` (with a message) when it is not built;
+/// the plugin may hold `max_threads` threads.
+fn testkit_engine(max_threads: usize) -> Option<Engine> {
     let mut policy = Policy::default();
-    policy.plugins.push(PluginSpec {
-        location: PluginLocation::Name("testkit".into()),
-        config: json!({}),
-        searchable: false,
-        max_threads: PluginSpec::DEFAULT_MAX_THREADS,
-        position: None,
-    });
+    let mut spec = PluginSpec::new(PluginLocation::Name("testkit".into()));
+    spec.max_threads = max_threads;
+    policy.plugins.push(spec);
     match Engine::builder(policy).build() {
         Ok(e) => Some(e),
         Err(e) => {
             eprintln!(
                 "skipping the plugin benches: {e}\n(run `cargo build --release -p toolgate-plugin-testkit` with the same CARGO_TARGET_DIR first)"
             );
+            None
+        }
+    }
+}
+
+/// The `toolgate` program beside the bench (`target/<profile>/toolgate`), if built.
+fn toolgate_program() -> Option<std::path::PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let program = exe.parent()?.parent()?.join("toolgate");
+    program.is_file().then_some(program)
+}
+
+/// An engine with the testkit plugin in a worker process, or `None` (with a message).
+fn process_engine() -> Option<Engine> {
+    let Some(program) = toolgate_program() else {
+        eprintln!(
+            "skipping the process benches: no toolgate program beside the bench (run `cargo build --release -p toolgate-cli` first)"
+        );
+        return None;
+    };
+    let mut policy = Policy::default();
+    let mut spec = PluginSpec::new(PluginLocation::Name("testkit".into()));
+    spec.isolation = toolgate_policy::Isolation::Process;
+    policy.plugins.push(spec);
+    match Engine::builder(policy).plugin_host(program).build() {
+        Ok(e) => Some(e),
+        Err(e) => {
+            eprintln!("skipping the process benches: {e}");
             None
         }
     }
@@ -233,7 +262,7 @@ fn hooks(c: &mut Criterion) {
 // 3. a plugin call over a native call, 1 KB payload (goal: plugin - native < 5 µs)
 
 fn plugin(c: &mut Criterion) {
-    let Some(plugin) = testkit_engine() else {
+    let Some(plugin) = testkit_engine(PluginSpec::DEFAULT_MAX_THREADS) else {
         return;
     };
     let rt = current_thread();
@@ -252,10 +281,39 @@ fn plugin(c: &mut Criterion) {
     g.bench_function("plugin_echo_1kb", |b| {
         b.iter(|| black_box(rt.block_on(plugin.call(&session, black_box(&call)))))
     });
-    // What every plugin call pays before the plugin runs: a hop to tokio's blocking pool and
-    // back (the plugin adapter's `spawn_blocking`), here with an empty closure.
+    // For comparison: a hop to tokio's blocking pool and back with an empty closure, what a
+    // plugin call paid before plugins had threads of their own.
     g.bench_function("spawn_blocking_baseline", |b| {
         b.iter(|| rt.block_on(async { tokio::task::spawn_blocking(|| black_box(1u8)).await.ok() }))
+    });
+    g.finish();
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3b. a plugin call through a worker process (goal: < 50 µs), and a crash with its restart
+
+fn process(c: &mut Criterion) {
+    let Some(engine) = process_engine() else {
+        return;
+    };
+    let rt = multi_thread();
+    let session = engine.session(None).expect("session");
+    let payload: String = "0123456789abcdef".repeat(64);
+    let call = ToolCall::new("c", "echo", json!({"text": payload}).to_string());
+    let crash = ToolCall::new("c", "crash", r#"{"how":"abort"}"#);
+    expect_text(&rt.block_on(engine.call(&session, &call)), &payload);
+
+    let mut g = c.benchmark_group("process");
+    g.bench_function("echo_1kb", |b| {
+        b.iter(|| black_box(rt.block_on(engine.call(&session, black_box(&call)))))
+    });
+    g.sample_size(10);
+    g.bench_function("crash_then_echo", |b| {
+        b.iter(|| {
+            let crashed = rt.block_on(engine.call(&session, &crash));
+            assert!(crashed.error.is_some());
+            black_box(rt.block_on(engine.call(&session, &call)))
+        })
     });
     g.finish();
 }
@@ -291,9 +349,9 @@ fn dispatch(c: &mut Criterion) {
     g.bench_function("native_sleep_10ms_x1000", |b| {
         b.iter(|| black_box(rt.block_on(native.dispatch(&session, black_box(&calls)))))
     });
-    // For information: plugin calls are blocking C calls on tokio's blocking pool (at most
-    // 512 threads by default), so 1,000 of them cannot all sleep at once.
-    if let Some(plugin) = testkit_engine() {
+    // For information: plugin calls are blocking C calls, one thread each; with 1,000 threads
+    // allowed, they all sleep at once.
+    if let Some(plugin) = testkit_engine(1000) {
         check(
             &rt.block_on(plugin.dispatch(&session, &calls))
                 .expect("turn"),
@@ -305,5 +363,5 @@ fn dispatch(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, overhead, hooks, plugin, dispatch);
+criterion_group!(benches, overhead, hooks, plugin, process, dispatch);
 criterion_main!(benches);

@@ -3,6 +3,7 @@
 //! the settings of each tool, and the guard.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use toolgate_policy::{Policy, ReductionSettings, SearchSettings};
@@ -33,6 +34,7 @@ pub struct EngineBuilder {
     listeners: Vec<Listener>,
     layers: Vec<Arc<dyn Layer>>,
     script_limits: ScriptLimits,
+    plugin_host: Option<PathBuf>,
 }
 
 impl Engine {
@@ -54,7 +56,18 @@ impl EngineBuilder {
             listeners: Vec::new(),
             layers: Vec::new(),
             script_limits: ScriptLimits::default(),
+            plugin_host: None,
         }
+    }
+
+    /// The program that runs plugins under `isolation: process`: it is started as
+    /// `PROGRAM plugin-host` and must be the `toolgate` program (or another that runs
+    /// [`crate::plugin_host::serve_stdio`] for that command). Default: the running program
+    /// ([`std::env::current_exe`]), which is right for the `toolgate` command line; a library
+    /// user whose own program is not `toolgate` sets the path of an installed `toolgate`.
+    pub fn plugin_host(mut self, program: impl Into<PathBuf>) -> Self {
+        self.plugin_host = Some(program.into());
+        self
     }
 
     /// Registers a native tool, always visible.
@@ -138,13 +151,18 @@ impl EngineBuilder {
             listeners,
             layers,
             script_limits,
+            plugin_host,
         } = self;
         let reserved: Vec<&str> = BuiltinTool::enabled_by(&policy)
             .into_iter()
             .map(BuiltinTool::name)
             .collect();
 
-        let mut registry = registry_of(&policy, natives, external)?;
+        let program = match plugin_host {
+            Some(program) => program,
+            None => std::env::current_exe().unwrap_or_else(|_| PathBuf::from("toolgate")),
+        };
+        let mut registry = registry_of(&policy, natives, external, &program)?;
         check_reserved(&registry, &policy)?;
         let store = match &policy.reduction {
             Some(settings) => Some(reduction_store(
@@ -226,6 +244,7 @@ fn registry_of(
     policy: &Policy,
     natives: Vec<Arc<dyn Tool>>,
     external: Vec<(ToolSource, Arc<dyn Tool>, bool)>,
+    program: &Path,
 ) -> Result<Registry, BuildError> {
     let mut registry = Registry::new(policy.name_profile);
     for tool in natives {
@@ -237,7 +256,7 @@ fn registry_of(
     // Every plugin is tried, so one build reports all that do not load (each at its entry).
     let mut plugin_errors = Vec::new();
     for spec in &policy.plugins {
-        let plugin = match crate::plugin::load(spec) {
+        let plugin = match crate::plugin::load(spec, program) {
             Ok(plugin) => plugin,
             Err(e) => {
                 plugin_errors.push(e);
@@ -245,10 +264,10 @@ fn registry_of(
             }
         };
         let source = ToolSource::Plugin {
-            plugin: plugin.name().to_string(),
-            path: plugin.path().display().to_string(),
+            plugin: plugin.name,
+            path: plugin.path.display().to_string(),
         };
-        for tool in crate::plugin::tools(&plugin, spec.max_threads) {
+        for tool in plugin.tools {
             if let Err(e) = registry.insert(tool, source.clone(), spec.searchable) {
                 plugin_errors.push(e.at_entry(spec.position.as_ref()));
                 break;

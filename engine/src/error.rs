@@ -374,6 +374,67 @@ pub enum PluginError {
     /// The library did not load.
     #[error(transparent)]
     Load(#[from] toolgate_plugin_api::LoadError),
+    /// The library's SHA-256 is not the one the policy pins (`sha256:`).
+    #[error(
+        "its SHA-256 is {found}, but the policy pins sha256: {expected}; the library changed \
+         since it was pinned: check it, then update the pin (toolgate plugin hash PATH)"
+    )]
+    HashMismatch {
+        /// The policy's `sha256:`.
+        expected: String,
+        /// The library's.
+        found: String,
+    },
+    /// The plugin's manifest asks for capabilities the policy does not grant.
+    #[error(
+        "plugin {plugin} asks for more than its grants allow; missing: {}; add them under the \
+         plugin's grants: in the policy if you mean it to have them",
+        .missing.join(", ")
+    )]
+    NotGranted {
+        /// The plugin's name.
+        plugin: String,
+        /// What is missing, one item each (`fs_read /etc`, `env HOME`, `subprocess`).
+        missing: Vec<String>,
+    },
+    /// The library could not be read to check its `sha256:`.
+    #[error("cannot read {} to check its sha256", .path.display())]
+    Unreadable {
+        /// The library.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Under `isolation: process`: the worker did not start, or did not load the library.
+    #[error(transparent)]
+    Worker(#[from] WorkerError),
+}
+
+/// Why a worker could not be started, or did not load its plugin.
+#[derive(Debug, Error)]
+pub enum WorkerError {
+    /// The program could not be run.
+    #[error("cannot start the plugin worker {program}: {source}")]
+    Spawn {
+        /// The program.
+        program: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The worker could not be talked to.
+    #[error("the plugin worker {program} {what}")]
+    Protocol {
+        /// The program.
+        program: PathBuf,
+        /// What went wrong.
+        what: String,
+    },
+    /// The worker could not load the library.
+    #[error("{message}")]
+    Load {
+        /// The loader's message, from the worker.
+        message: String,
+    },
 }
 
 /// A plugin given by `name:` whose library is in none of the directories searched.

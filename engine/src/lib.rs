@@ -42,6 +42,7 @@ pub mod events;
 pub mod guard;
 pub mod history;
 mod plugin;
+pub mod plugin_host;
 mod reduction;
 pub mod registry;
 mod rules;
@@ -55,6 +56,7 @@ pub use builder::EngineBuilder;
 pub use call::{Content, Outcome};
 pub use engine::Engine;
 pub use error::{BuildError, CallError, PLUGIN_PATH_ENV, TurnError};
+pub use plugin::hash_file as plugin_hash;
 pub use session::Session;
 pub use settings::Explanation;
 

@@ -23,13 +23,7 @@ fn lib(name: &str) -> std::path::PathBuf {
 
 fn plugin_policy(location: PluginLocation, f: impl FnOnce(&mut Policy)) -> Policy {
     policy_with(|p| {
-        p.plugins.push(PluginSpec {
-            location,
-            config: json!({}),
-            searchable: false,
-            max_threads: PluginSpec::DEFAULT_MAX_THREADS,
-            position: None,
-        });
+        p.plugins.push(PluginSpec::new(location));
         f(p)
     })
 }
@@ -66,12 +60,14 @@ async fn plugin_tools_are_registered_by_name_from_the_plugin() {
         names,
         [
             "big_output",
+            "crash",
             "echo",
             "fail",
             "multimodal",
             "panic",
             "progress",
             "sleep",
+            "stream",
             "stubborn_sleep"
         ]
     );
@@ -265,4 +261,45 @@ fn a_file_that_is_not_a_library_is_refused() {
     std::fs::write(&fake, "not a library").unwrap();
     let e = build_error(PluginLocation::Path(fake));
     assert!(e.contains("libfake.so"), "{e}");
+}
+
+#[tokio::test]
+async fn g5_a_streaming_plugin_tool_gives_its_chunks_then_its_result() {
+    let engine = testkit(|_| {});
+    let o = one(&engine, "stream", json!({"count": 3})).await;
+    assert!(o.error.is_none(), "{:?}", o.error);
+    assert_eq!(
+        o.content.text(),
+        "chunk 1\nchunk 2\nchunk 3\nstreamed 3 chunks"
+    );
+}
+
+#[tokio::test]
+async fn g5_a_plugin_stream_is_cut_at_the_cap_and_the_plugin_stopped() {
+    // One thread: the next call finds it free only if the stream's call really stopped.
+    let engine = testkit(|p| {
+        p.dispatch.max_result_chars = toolgate_policy::CharCap::Chars(40);
+        p.plugins[0].max_threads = 1;
+    });
+    let started = Instant::now();
+    let o = one(&engine, "stream", json!({"count": 100_000, "delay_ms": 1})).await;
+    assert!(o.truncated, "{o:?}");
+    assert_eq!(o.output_chars, 40);
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "cut at the cap"
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let next = one(&engine, "echo", json!({"text": "x"})).await;
+        if next.error.is_none() {
+            break;
+        }
+        assert_eq!(next.error_kind(), Some("overloaded"));
+        assert!(
+            Instant::now() < deadline,
+            "the stream's plugin call never stopped"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
 }

@@ -21,6 +21,10 @@
 //!    the host's cancellation flag and progress callback. It may be called from many threads
 //!    at once on the same instance.
 //! 6. [`PluginVTable::destroy`] drops an instance.
+//! 7. [`PluginVTable::call_streaming`], when the table is large enough to have it (a table of
+//!    [`VTABLE_V1_SIZE`] bytes, from an older plugin, does not): `call` with a
+//!    [`StreamContext`] whose chunk callback takes the result's text as it is produced, and
+//!    answers [`CHUNK_STOP`] once the host has enough.
 //!
 //! # Memory
 //!
@@ -161,6 +165,18 @@ impl OwnedBuf {
 /// UTF-8 progress text. The host must not let a panic unwind out of it.
 pub type ProgressFn = unsafe extern "C" fn(context: *mut c_void, message: StrRef);
 
+/// The host's chunk callback, for streamed output: `context` is
+/// [`StreamContext::chunk_context`], `text` a UTF-8 piece of the tool's text output. Returns
+/// [`CHUNK_CONTINUE`], or [`CHUNK_STOP`] when the host wants no more (its result cap is reached,
+/// or the call was cancelled): the tool should then return soon. The host must not let a panic
+/// unwind out of it.
+pub type ChunkFn = unsafe extern "C" fn(context: *mut c_void, text: StrRef) -> u32;
+
+/// [`ChunkFn`]'s answer: go on.
+pub const CHUNK_CONTINUE: u32 = 0;
+/// [`ChunkFn`]'s answer: the host wants no more output; stop.
+pub const CHUNK_STOP: u32 = 1;
+
 /// What a tool call can see of its host, valid for the duration of that one call.
 ///
 /// A plugin may poll the cancellation flag from any thread while the call runs, but must call
@@ -177,6 +193,31 @@ pub struct CallContext {
     /// The first argument of every `progress` call; opaque to the plugin.
     pub progress_context: *mut c_void,
 }
+
+/// A [`CallContext`] with a chunk callback: what [`PluginVTable::call_streaming`] receives.
+///
+/// The chunk callback follows the rules of the progress callback: only from the thread that
+/// received the call, only before the call returns. Text sent as chunks is the start of the
+/// result; the parts the call returns follow it.
+#[repr(C)]
+#[derive(Debug)]
+pub struct StreamContext {
+    /// The cancellation flag and progress callback.
+    pub call: CallContext,
+    /// Called with each chunk of text; `None` when the host takes no chunks.
+    pub chunk: Option<ChunkFn>,
+    /// The first argument of every `chunk` call; opaque to the plugin.
+    pub chunk_context: *mut c_void,
+}
+
+/// The type of [`PluginVTable::call_streaming`].
+pub type CallStreamingFn = unsafe extern "C" fn(
+    instance: *const c_void,
+    tool: StrRef,
+    arguments: StrRef,
+    context: *const StreamContext,
+    out: *mut OwnedBuf,
+) -> u32;
 
 /// The first fields of every version of the plugin table: read these, and only these, before
 /// knowing the plugin speaks [`ABI_VERSION`].
@@ -221,10 +262,18 @@ pub struct PluginVTable {
     pub destroy: unsafe extern "C" fn(instance: *mut c_void),
     /// Frees a buffer this plugin wrote into an out-parameter.
     pub free_buf: unsafe extern "C" fn(buf: OwnedBuf),
+    /// Added after the first release of ABI 1, so present only when `struct_size` is at least
+    /// [`VTABLE_SIZE`]: `call`, with a chunk callback for streamed text. A host reads it only
+    /// after checking the size; a table of [`VTABLE_V1_SIZE`] bytes (an older plugin) lacks it
+    /// and is called through `call`.
+    pub call_streaming: Option<CallStreamingFn>,
 }
 
 /// The size of [`PluginVTable`] as this crate lays it out, for [`VTableHeader::struct_size`].
 pub const VTABLE_SIZE: u32 = core::mem::size_of::<PluginVTable>() as u32;
+
+/// The size of the first table of ABI 1, up to `free_buf`: the least a host accepts.
+pub const VTABLE_V1_SIZE: u32 = core::mem::offset_of!(PluginVTable, call_streaming) as u32;
 
 #[cfg(test)]
 mod tests {
@@ -236,6 +285,15 @@ mod tests {
         assert_eq!(core::mem::size_of::<VTableHeader>(), 8);
         assert_eq!(core::mem::offset_of!(VTableHeader, abi_version), 0);
         assert_eq!(core::mem::offset_of!(VTableHeader, struct_size), 4);
+    }
+
+    #[test]
+    fn the_streaming_call_is_added_after_the_first_table() {
+        assert_eq!(
+            VTABLE_V1_SIZE as usize,
+            8 + 5 * core::mem::size_of::<usize>()
+        );
+        const { assert!(VTABLE_SIZE > VTABLE_V1_SIZE) };
     }
 
     #[test]

@@ -10,10 +10,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::abi::{
     self, ABI_VERSION, ENTRY_SYMBOL, EntryFn, OwnedBuf, PluginVTable, STATUS_ERROR,
-    STATUS_INVALID_ARGUMENTS, STATUS_OK, STATUS_PANIC, StrRef, VTABLE_SIZE, VTableHeader,
+    STATUS_INVALID_ARGUMENTS, STATUS_OK, STATUS_PANIC, StrRef, VTABLE_SIZE, VTABLE_V1_SIZE,
+    VTableHeader,
 };
 use crate::load_error::{LoadError, ManifestProblem, OpenError, TableProblem};
-use crate::manifest::Manifest;
+use crate::manifest::{Capabilities, Manifest};
 use crate::part::Part;
 
 /// One tool a plugin offers, as the model will see it.
@@ -100,6 +101,7 @@ pub struct LoadedPlugin {
     name: String,
     version: String,
     tools: Vec<PluginToolSpec>,
+    capabilities: Capabilities,
     table: &'static PluginVTable,
     instance: NonNull<c_void>,
 }
@@ -222,7 +224,7 @@ impl LoadedPlugin {
                 found: header.abi_version,
             });
         }
-        if header.struct_size < VTABLE_SIZE {
+        if header.struct_size < VTABLE_V1_SIZE {
             return Err(LoadError::BadTable {
                 path,
                 problem: TableProblem::TooSmall {
@@ -230,10 +232,9 @@ impl LoadedPlugin {
                 },
             });
         }
-        // SAFETY: the version and size say this is a full `PluginVTable`, in static memory of a
-        // library that is never unloaded.
-        let table: &'static PluginVTable = unsafe { &*header_ptr.cast::<PluginVTable>() };
-
+        // SAFETY: the version and size were checked; the table is static data of a library
+        // that is never unloaded.
+        let table = unsafe { read_table(header_ptr, header.struct_size) };
         let manifest = read_manifest(table, &path)?;
         let instance = start(table, &path, &manifest.name, config)?;
         Ok(LoadedPlugin {
@@ -249,9 +250,15 @@ impl LoadedPlugin {
                     parameters: tool.parameters,
                 })
                 .collect(),
+            capabilities: manifest.capabilities,
             table,
             instance,
         })
+    }
+
+    /// What the plugin's manifest says it needs (empty when it declares nothing).
+    pub fn capabilities(&self) -> &Capabilities {
+        &self.capabilities
     }
 
     /// The plugin's name, from its manifest.
@@ -326,11 +333,151 @@ impl LoadedPlugin {
     }
 }
 
+impl LoadedPlugin {
+    /// Whether the plugin takes a chunk callback (a table with `call_streaming`). A plugin
+    /// built with an older SDK does not; [`LoadedPlugin::call_streaming`] then calls it
+    /// without chunks.
+    pub fn can_stream(&self) -> bool {
+        self.table.call_streaming.is_some()
+    }
+
+    /// [`LoadedPlugin::call`], with `chunk` receiving the text the tool streams, in order, on
+    /// this thread, before the call returns; the parts of the outcome follow that text.
+    /// `chunk` returns `false` to ask the tool to stop (it is told [`abi::CHUNK_STOP`]). A
+    /// plugin that cannot stream is simply called, and `chunk` never runs.
+    pub fn call_streaming(
+        &self,
+        tool: &str,
+        arguments: &str,
+        cancel: &CancelFlag,
+        progress: &mut dyn FnMut(&str),
+        chunk: &mut dyn FnMut(&str) -> bool,
+    ) -> PluginOutcome {
+        let Some(call_streaming) = self.table.call_streaming else {
+            return self.call(tool, arguments, cancel, progress);
+        };
+        let mut progress_sink = ProgressSink {
+            callback: progress,
+            panic: None,
+        };
+        let mut chunk_sink = ChunkSink {
+            callback: chunk,
+            panic: None,
+        };
+        let context = abi::StreamContext {
+            call: abi::CallContext {
+                cancel_flag: Arc::as_ptr(&cancel.0),
+                progress: Some(progress_trampoline),
+                progress_context: (&raw mut progress_sink).cast::<c_void>(),
+            },
+            chunk: Some(chunk_trampoline),
+            chunk_context: (&raw mut chunk_sink).cast::<c_void>(),
+        };
+        let mut out = OwnedBuf::EMPTY;
+        // SAFETY: as in `call`; the stream context lives until the call returns.
+        let status = unsafe {
+            call_streaming(
+                self.instance.as_ptr(),
+                StrRef::new(tool),
+                StrRef::new(arguments),
+                &context,
+                &mut out,
+            )
+        };
+        let outcome = {
+            // SAFETY: the plugin wrote `out` (or left it empty); we free it right after.
+            let bytes = unsafe { out.as_bytes() };
+            decode_outcome(status, bytes, &self.name, tool)
+        };
+        // SAFETY: `out` was written by this plugin and is not used again.
+        unsafe { (self.table.free_buf)(out) };
+        if let Some(payload) = progress_sink.panic.or(chunk_sink.panic) {
+            resume_unwind(payload);
+        }
+        outcome
+    }
+}
+
 impl Drop for LoadedPlugin {
     fn drop(&mut self) {
         // SAFETY: the instance came from this table's `init`, and `&mut self` means no call is
         // running. The library itself stays loaded.
         unsafe { (self.table.destroy)(self.instance.as_ptr()) };
+    }
+}
+
+/// The plugin's table as a whole [`PluginVTable`]: the table itself when it is that large, or
+/// a copy of an older, shorter table of ABI 1 without `call_streaming`.
+///
+/// # Safety
+///
+/// `header` points to a table of ABI 1 of `size` bytes, at least [`VTABLE_V1_SIZE`], valid for
+/// the life of the process.
+unsafe fn read_table(header: *const VTableHeader, size: u32) -> &'static PluginVTable {
+    if size >= VTABLE_SIZE {
+        // SAFETY: the caller's promise: a whole table, never freed.
+        return unsafe { &*header.cast::<PluginVTable>() };
+    }
+    // Read no further than the older table's size.
+    // SAFETY: the caller's promise: at least the first table is there.
+    let first = unsafe { header.cast::<TableV1>().read() };
+    Box::leak(Box::new(PluginVTable {
+        header: first.header,
+        manifest: first.manifest,
+        init: first.init,
+        call: first.call,
+        destroy: first.destroy,
+        free_buf: first.free_buf,
+        call_streaming: None,
+    }))
+}
+
+/// The first table of ABI 1: [`PluginVTable`] up to `free_buf`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct TableV1 {
+    header: VTableHeader,
+    manifest: unsafe extern "C" fn(out: *mut OwnedBuf) -> u32,
+    init: unsafe extern "C" fn(StrRef, *mut *mut c_void, *mut OwnedBuf) -> u32,
+    call: unsafe extern "C" fn(
+        *const c_void,
+        StrRef,
+        StrRef,
+        *const abi::CallContext,
+        *mut OwnedBuf,
+    ) -> u32,
+    destroy: unsafe extern "C" fn(instance: *mut c_void),
+    free_buf: unsafe extern "C" fn(buf: OwnedBuf),
+}
+
+const _: () = assert!(std::mem::size_of::<TableV1>() == VTABLE_V1_SIZE as usize);
+
+/// Where the chunk trampoline finds the host's callback.
+struct ChunkSink<'a> {
+    callback: &'a mut dyn FnMut(&str) -> bool,
+    panic: Option<Box<dyn std::any::Any + Send>>,
+}
+
+unsafe extern "C" fn chunk_trampoline(context: *mut c_void, text: StrRef) -> u32 {
+    if context.is_null() {
+        return abi::CHUNK_STOP;
+    }
+    // SAFETY: `context` is the `ChunkSink` of a call still running on this thread (chunks may
+    // only be sent from the calling thread, during the call).
+    let sink = unsafe { &mut *context.cast::<ChunkSink<'_>>() };
+    if sink.panic.is_some() {
+        return abi::CHUNK_STOP;
+    }
+    // SAFETY: the plugin keeps the text valid for the duration of this callback.
+    let text = String::from_utf8_lossy(unsafe { text.as_bytes() });
+    let callback = &mut sink.callback;
+    match catch_unwind(AssertUnwindSafe(|| callback(&text))) {
+        Ok(true) => abi::CHUNK_CONTINUE,
+        Ok(false) => abi::CHUNK_STOP,
+        Err(payload) => {
+            sink.panic = Some(payload);
+            abi::CHUNK_STOP
+        }
     }
 }
 
@@ -486,6 +633,7 @@ mod tests {
 
     fn manifest(tools: &[(&str, serde_json::Value)]) -> Manifest {
         Manifest {
+            capabilities: Capabilities::default(),
             name: "p".into(),
             version: "1".into(),
             tools: tools
@@ -542,6 +690,47 @@ mod tests {
         assert!(!clone.is_cancelled());
         flag.cancel();
         assert!(clone.is_cancelled());
+    }
+
+    unsafe extern "C" fn no_manifest(_out: *mut OwnedBuf) -> u32 {
+        STATUS_ERROR
+    }
+    unsafe extern "C" fn no_init(_: StrRef, _: *mut *mut c_void, _: *mut OwnedBuf) -> u32 {
+        STATUS_ERROR
+    }
+    unsafe extern "C" fn no_call(
+        _: *const c_void,
+        _: StrRef,
+        _: StrRef,
+        _: *const abi::CallContext,
+        _: *mut OwnedBuf,
+    ) -> u32 {
+        STATUS_ERROR
+    }
+    unsafe extern "C" fn no_destroy(_: *mut c_void) {}
+    unsafe extern "C" fn no_free(_: OwnedBuf) {}
+
+    #[test]
+    fn an_older_table_without_the_streaming_call_is_read_as_one_that_cannot_stream() {
+        static OLD: TableV1 = TableV1 {
+            header: VTableHeader {
+                abi_version: ABI_VERSION,
+                struct_size: VTABLE_V1_SIZE,
+            },
+            manifest: no_manifest,
+            init: no_init,
+            call: no_call,
+            destroy: no_destroy,
+            free_buf: no_free,
+        };
+        // SAFETY: a static table of the first layout, of its own size.
+        let table = unsafe { read_table(&raw const OLD.header, VTABLE_V1_SIZE) };
+        assert!(table.call_streaming.is_none());
+        assert_eq!(table.header.struct_size, VTABLE_V1_SIZE);
+        assert_eq!(
+            table.call as *const () as usize,
+            no_call as *const () as usize
+        );
     }
 
     #[test]

@@ -230,7 +230,7 @@ mod panic;
 mod part;
 
 pub use filekind::non_regular_kind;
-pub use manifest::{Manifest, ToolManifest};
+pub use manifest::{Capabilities, Manifest, ToolManifest};
 pub use part::Part;
 
 #[cfg(feature = "sdk")]
@@ -254,6 +254,8 @@ mod host;
 mod libfile;
 #[cfg(feature = "host")]
 mod load_error;
+#[cfg(feature = "host")]
+pub mod worker;
 
 #[cfg(feature = "host")]
 pub use host::{CancelFlag, LoadedPlugin, PluginOutcome, PluginToolSpec};

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::abi::{ABI_VERSION, ENTRY_SYMBOL, VTABLE_SIZE};
+use crate::abi::{ABI_VERSION, ENTRY_SYMBOL, VTABLE_V1_SIZE};
 
 /// Why a plugin library could not be loaded. Each message names the library's path.
 ///
@@ -241,7 +241,7 @@ pub enum TableProblem {
     #[error("{ENTRY_SYMBOL} returned a null pointer")]
     NullEntry,
     /// The table is smaller than this ABI's.
-    #[error("it is {size} bytes, ABI {ABI_VERSION} needs at least {VTABLE_SIZE}")]
+    #[error("it is {size} bytes, ABI {ABI_VERSION} needs at least {VTABLE_V1_SIZE}")]
     TooSmall {
         /// The size the table declares.
         size: u32,

@@ -16,6 +16,81 @@ pub struct Manifest {
     pub version: String,
     /// The tools it offers.
     pub tools: Vec<ToolManifest>,
+    /// What it needs from the host; a host refuses to load it unless the policy grants all of
+    /// it. Absent = nothing.
+    #[serde(default, skip_serializing_if = "Capabilities::is_empty")]
+    pub capabilities: Capabilities,
+}
+
+/// What a plugin needs (in its [`Manifest`]), or what a policy grants it (`grants:`, which the
+/// plugin receives in its configuration under `"grants"` in this same shape):
+///
+/// ```json
+/// {"fs_read": ["/srv/data"], "fs_write": [], "env": ["HOME"], "net": ["api.example.com:443"], "subprocess": false}
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Capabilities {
+    /// Files and directories it reads (a directory covers everything below it).
+    pub fs_read: Vec<String>,
+    /// Files and directories it writes.
+    pub fs_write: Vec<String>,
+    /// Environment variables it reads.
+    pub env: Vec<String>,
+    /// Network hosts it reaches: `host` (any port) or `host:port`.
+    pub net: Vec<String>,
+    /// Whether it starts processes.
+    pub subprocess: bool,
+}
+
+impl Capabilities {
+    /// Nothing at all.
+    pub fn is_empty(&self) -> bool {
+        self == &Capabilities::default()
+    }
+
+    /// What `self` asks for that `granted` does not cover, one item a line such as
+    /// `fs_read /etc`, `env HOME`, `net example.com:443`, `subprocess`; empty when all is
+    /// granted.
+    ///
+    /// A path is covered by a granted path it equals or lies under (compared by components;
+    /// `fs_write` covers reading too); a variable by the same name; `host:port` by `host:port`
+    /// or by `host`, and `host` only by `host`.
+    pub fn missing_from(&self, granted: &Capabilities) -> Vec<String> {
+        use std::path::Path;
+        let under = |path: &str, roots: &[&Vec<String>]| {
+            roots
+                .iter()
+                .flat_map(|r| r.iter())
+                .any(|root| Path::new(path).starts_with(Path::new(root)))
+        };
+        let mut missing = Vec::new();
+        for path in &self.fs_read {
+            if !under(path, &[&granted.fs_read, &granted.fs_write]) {
+                missing.push(format!("fs_read {path}"));
+            }
+        }
+        for path in &self.fs_write {
+            if !under(path, &[&granted.fs_write]) {
+                missing.push(format!("fs_write {path}"));
+            }
+        }
+        for name in &self.env {
+            if !granted.env.contains(name) {
+                missing.push(format!("env {name}"));
+            }
+        }
+        for host in &self.net {
+            let bare = host.rsplit_once(':').map_or(host.as_str(), |(h, _)| h);
+            if !granted.net.iter().any(|g| g == host || g == bare) {
+                missing.push(format!("net {host}"));
+            }
+        }
+        if self.subprocess && !granted.subprocess {
+            missing.push("subprocess".to_string());
+        }
+        missing
+    }
 }
 
 /// One tool in a [`Manifest`].
@@ -38,6 +113,73 @@ fn empty_object_schema() -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn caps(f: impl FnOnce(&mut Capabilities)) -> Capabilities {
+        let mut c = Capabilities::default();
+        f(&mut c);
+        c
+    }
+
+    #[test]
+    fn a_path_under_a_granted_root_is_covered_and_a_sibling_is_not() {
+        let granted = caps(|c| c.fs_read = vec!["/srv/data".into()]);
+        assert!(
+            caps(|c| c.fs_read = vec!["/srv/data/a".into()])
+                .missing_from(&granted)
+                .is_empty()
+        );
+        assert_eq!(
+            caps(|c| c.fs_read = vec!["/srv/database".into()]).missing_from(&granted),
+            ["fs_read /srv/database"]
+        );
+    }
+
+    #[test]
+    fn a_write_grant_covers_reading_but_a_read_grant_does_not_cover_writing() {
+        let granted = caps(|c| c.fs_write = vec!["/tmp/out".into()]);
+        assert!(
+            caps(|c| c.fs_read = vec!["/tmp/out".into()])
+                .missing_from(&granted)
+                .is_empty()
+        );
+        let granted = caps(|c| c.fs_read = vec!["/tmp/out".into()]);
+        assert_eq!(
+            caps(|c| c.fs_write = vec!["/tmp/out".into()]).missing_from(&granted),
+            ["fs_write /tmp/out"]
+        );
+    }
+
+    #[test]
+    fn a_bare_host_grant_covers_every_port_but_not_the_reverse() {
+        let any_port = caps(|c| c.net = vec!["example.com".into()]);
+        assert!(
+            caps(|c| c.net = vec!["example.com:443".into()])
+                .missing_from(&any_port)
+                .is_empty()
+        );
+        let one_port = caps(|c| c.net = vec!["example.com:443".into()]);
+        assert_eq!(
+            caps(|c| c.net = vec!["example.com".into()]).missing_from(&one_port),
+            ["net example.com"]
+        );
+    }
+
+    #[test]
+    fn everything_missing_is_listed_in_order() {
+        let asked = caps(|c| {
+            c.env = vec!["HOME".into(), "TOKEN".into()];
+            c.subprocess = true;
+        });
+        let granted = caps(|c| c.env = vec!["HOME".into()]);
+        assert_eq!(asked.missing_from(&granted), ["env TOKEN", "subprocess"]);
+    }
+
+    #[test]
+    fn a_manifest_without_capabilities_asks_for_nothing() {
+        let m: Manifest =
+            serde_json::from_str(r#"{"name": "p", "version": "1", "tools": []}"#).expect("parses");
+        assert!(m.capabilities.is_empty());
+    }
 
     #[test]
     fn tool_manifest_without_parameters_gets_an_empty_object_schema() {

@@ -34,7 +34,9 @@ fn testkit_lists_exactly_its_contract_tools_in_order() {
             "fail",
             "big_output",
             "multimodal",
-            "progress"
+            "progress",
+            "stream",
+            "crash"
         ]
     );
 }
@@ -213,7 +215,7 @@ fn an_unknown_tool_is_an_error_listing_the_plugins_tools() {
     assert_eq!(
         error(call("nope", "{}")),
         "plugin `testkit` has no tool named `nope`; its tools are: echo, sleep, stubborn_sleep, \
-         panic, fail, big_output, multimodal, progress"
+         panic, fail, big_output, multimodal, progress, stream, crash"
     );
 }
 
@@ -351,4 +353,44 @@ fn calls_from_eight_threads_run_in_parallel_not_one_at_a_time() {
         "took {:?}",
         start.elapsed()
     );
+}
+
+#[test]
+fn stream_sends_its_chunks_then_returns_its_result() {
+    let mut chunks = Vec::new();
+    let outcome = testkit().call_streaming(
+        "stream",
+        r#"{"count": 3}"#,
+        &CancelFlag::new(),
+        &mut |_| {},
+        &mut |chunk| {
+            chunks.push(chunk.to_string());
+            true
+        },
+    );
+    assert_eq!(chunks, ["chunk 1\n", "chunk 2\n", "chunk 3\n"]);
+    assert_eq!(text(outcome), "streamed 3 chunks");
+}
+
+#[test]
+fn a_host_that_wants_no_more_chunks_stops_the_stream() {
+    let mut chunks = 0;
+    let outcome = testkit().call_streaming(
+        "stream",
+        r#"{"count": 1000000}"#,
+        &CancelFlag::new(),
+        &mut |_| {},
+        &mut |_| {
+            chunks += 1;
+            chunks < 3
+        },
+    );
+    assert_eq!(chunks, 3, "no chunk after the host said stop");
+    assert_eq!(error(outcome), "cancelled");
+}
+
+#[test]
+fn a_streaming_tool_called_without_chunks_returns_its_text_whole() {
+    let outcome = call("stream", r#"{"count": 2}"#);
+    assert_eq!(text(outcome), "chunk 1\nchunk 2\nstreamed 2 chunks");
 }

@@ -14,10 +14,11 @@ use crate::duration::parse_duration;
 use crate::error::{Diagnostic, DiagnosticKind, PolicyError};
 use crate::file::{MAX_CATALOG_FILE_BYTES, MAX_POLICY_FILE_BYTES, check_text_file, read_text_file};
 use crate::glob::{Glob, PathGlob};
+use crate::model::parse_memory_limit;
 use crate::model::{
-    AliasSpec, CharCap, DispatchSettings, NameProfile, OnError, PluginLocation, PluginSpec, Policy,
-    Position, ReductionSettings, Rule, Rules, ScriptSource, Scripts, SearchSettings,
-    SessionSettings, ToolOverride,
+    AliasSpec, CharCap, DispatchSettings, Grants, Isolation, NameProfile, OnError, PluginLocation,
+    PluginSpec, Policy, Position, ReductionSettings, Rule, Rules, ScriptSource, Scripts,
+    SearchSettings, SessionSettings, ToolOverride,
 };
 use crate::schema;
 use crate::yaml::{self, Entry, Kind, Node, Pos, YamlProblemKind};
@@ -440,6 +441,10 @@ impl<'a> Build<'a> {
             let mut config = serde_json::Value::Object(serde_json::Map::new());
             let mut searchable = false;
             let mut max_threads = PluginSpec::DEFAULT_MAX_THREADS;
+            let mut isolation = Isolation::InProcess;
+            let mut memory_limit = None;
+            let mut sha256 = None;
+            let mut grants = None;
             for entry in entries(item) {
                 match entry.key.as_str() {
                     "name" => location = Some(PluginLocation::Name(text(&entry.value).to_owned())),
@@ -453,6 +458,14 @@ impl<'a> Build<'a> {
                             .and_then(|v| usize::try_from(v).ok())
                             .unwrap_or(max_threads);
                     }
+                    // The schema allows in_process and process only.
+                    "isolation" if text(&entry.value) == "process" => {
+                        isolation = Isolation::Process;
+                    }
+                    // The schema checked the form; the largest it allows fits a u64.
+                    "memory_limit" => memory_limit = parse_memory_limit(text(&entry.value)),
+                    "sha256" => sha256 = Some(text(&entry.value).to_ascii_lowercase()),
+                    "grants" => grants = Some(self.grants(&entry.value)),
                     _ => {}
                 }
             }
@@ -463,11 +476,40 @@ impl<'a> Build<'a> {
                     config,
                     searchable,
                     max_threads,
+                    isolation,
+                    memory_limit,
+                    sha256,
+                    grants,
                     position: self.position(item.pos),
                 });
             }
         }
         plugins
+    }
+
+    fn grants(&mut self, node: &Node) -> Grants {
+        let mut grants = Grants::default();
+        for entry in entries(node) {
+            match entry.key.as_str() {
+                "fs_read" => {
+                    grants.fs_read = strings(&entry.value)
+                        .iter()
+                        .map(|p| self.resolve(p))
+                        .collect();
+                }
+                "fs_write" => {
+                    grants.fs_write = strings(&entry.value)
+                        .iter()
+                        .map(|p| self.resolve(p))
+                        .collect();
+                }
+                "env" => grants.env = strings(&entry.value),
+                "net" => grants.net = strings(&entry.value),
+                "subprocess" => grants.subprocess = boolean(&entry.value),
+                _ => {}
+            }
+        }
+        grants
     }
 
     fn reduction(&mut self, node: &Node) -> ReductionSettings {

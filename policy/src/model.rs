@@ -312,6 +312,18 @@ pub struct PluginSpec {
     /// cancellation and still run included; a call beyond it fails at once with `overloaded`.
     /// Default [`PluginSpec::DEFAULT_MAX_THREADS`].
     pub max_threads: usize,
+    /// Where the plugin runs: in the host's process (default) or in a worker process.
+    pub isolation: Isolation,
+    /// Under `isolation: process`, the worker's address-space limit in bytes (`memory_limit:
+    /// 512MiB`); `None` = no limit.
+    pub memory_limit: Option<u64>,
+    /// The SHA-256 of the library, 64 lowercase hex digits: a library with another hash is
+    /// refused at load.
+    pub sha256: Option<String>,
+    /// What the plugin may use (`grants:`); a plugin whose manifest asks for more fails to
+    /// load. When set, the plugin receives them in its configuration under `"grants"`.
+    /// `None` (no `grants:` key) grants nothing and leaves the configuration as written.
+    pub grants: Option<Grants>,
     /// Where the plugin's entry is in the policy file.
     pub position: Option<Position>,
 }
@@ -320,6 +332,88 @@ impl PluginSpec {
     /// The default `max_threads`: twice the default policy's concurrency, so a turn still runs
     /// while a few calls that ignored their timeout finish.
     pub const DEFAULT_MAX_THREADS: usize = 16;
+
+    /// A plugin at `location` with every other setting at its default.
+    pub fn new(location: PluginLocation) -> Self {
+        PluginSpec {
+            location,
+            config: serde_json::Value::Object(serde_json::Map::new()),
+            searchable: false,
+            max_threads: Self::DEFAULT_MAX_THREADS,
+            isolation: Isolation::InProcess,
+            memory_limit: None,
+            sha256: None,
+            grants: None,
+            position: None,
+        }
+    }
+}
+
+/// Where a plugin runs (`isolation:`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Isolation {
+    /// `in_process`: loaded into the host; fastest, but a crash of the plugin is a crash of
+    /// the host. For plugins you trust.
+    #[default]
+    InProcess,
+    /// `process`: loaded by a worker process (`toolgate plugin-host`); a crash, a runaway
+    /// allocation or an endless loop costs that worker (restarted) and the calls on it.
+    Process,
+}
+
+/// What a plugin may use (`grants:`), the same keys as a manifest's `capabilities`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Grants {
+    /// Directories (and files) it may read, resolved against the policy's directory.
+    pub fs_read: Vec<PathBuf>,
+    /// Directories (and files) it may write, resolved against the policy's directory.
+    pub fs_write: Vec<PathBuf>,
+    /// Environment variables it may read.
+    pub env: Vec<String>,
+    /// Network hosts it may reach: `host` or `host:port`.
+    pub net: Vec<String>,
+    /// Whether it may start processes.
+    pub subprocess: bool,
+}
+
+impl Grants {
+    /// The grants as the plugin receives them, under `"grants"` in its configuration:
+    /// `{"fs_read": [..], "fs_write": [..], "env": [..], "net": [..], "subprocess": false}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let paths = |paths: &[PathBuf]| {
+            paths
+                .iter()
+                .map(|p| serde_json::Value::String(p.display().to_string()))
+                .collect::<Vec<_>>()
+        };
+        serde_json::json!({
+            "fs_read": paths(&self.fs_read),
+            "fs_write": paths(&self.fs_write),
+            "env": self.env,
+            "net": self.net,
+            "subprocess": self.subprocess,
+        })
+    }
+}
+
+/// A `memory_limit` in bytes: a whole number of `KiB`, `MiB` or `GiB` (`512MiB`), as the schema
+/// allows; `None` for anything else.
+///
+/// ```
+/// use toolgate_policy::parse_memory_limit;
+/// assert_eq!(parse_memory_limit("512MiB"), Some(512 * 1024 * 1024));
+/// assert_eq!(parse_memory_limit("2GiB"), Some(2 * 1024 * 1024 * 1024));
+/// assert_eq!(parse_memory_limit("512"), None);
+/// ```
+pub fn parse_memory_limit(text: &str) -> Option<u64> {
+    let (digits, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit())?);
+    let unit = match unit {
+        "KiB" => 1u64 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        _ => return None,
+    };
+    digits.parse::<u64>().ok()?.checked_mul(unit)
 }
 
 /// Where to find a plugin library.

@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use toolgate_e2e::toolgate;
 
 /// Every command a user can type after `toolgate`.
-const COMMANDS: [&str; 11] = [
+const COMMANDS: [&str; 12] = [
     "validate",
     "tools",
     "call",
@@ -19,6 +19,7 @@ const COMMANDS: [&str; 11] = [
     "index",
     "completions",
     "man",
+    "plugin",
 ];
 
 #[test]

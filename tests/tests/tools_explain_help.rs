@@ -2,14 +2,16 @@
 
 use toolgate_e2e::{repo_path, testkit_policy, toolgate};
 
-const TESTKIT_TOOLS: [&str; 8] = [
+const TESTKIT_TOOLS: [&str; 10] = [
     "big_output",
+    "crash",
     "echo",
     "fail",
     "multimodal",
     "panic",
     "progress",
     "sleep",
+    "stream",
     "stubborn_sleep",
 ];
 

@@ -271,6 +271,15 @@ Pages are named like git's: toolgate(1), toolgate-results(1), toolgate-results-l
     /// stdio or Streamable HTTP; every call runs through the whole guard.
     #[command(after_help = format!("{SERVE_HELP}\n\n{EXIT_CODES}"))]
     Serve(ServeArgs),
+
+    /// Plugin tools for a policy's author: `toolgate plugin hash PATH`.
+    #[command(subcommand)]
+    Plugin(PluginCommand),
+
+    /// The worker of a plugin under `isolation: process`: loads one plugin library and runs its
+    /// calls for the engine that started it, over stdin and stdout. Not for people.
+    #[command(hide = true)]
+    PluginHost,
 }
 
 /// The policy option shared by every command.
@@ -643,6 +652,28 @@ pub struct ManArgs {
     pub dir: Option<PathBuf>,
 }
 
+/// `toolgate plugin ...`.
+#[derive(Debug, Subcommand)]
+pub enum PluginCommand {
+    /// Print the `sha256:` line that pins a plugin library in a policy.
+    #[command(after_help = format!("\
+Examples:
+  toolgate plugin hash target/release/libtoolgate_plugin_fs.so
+
+Prints one line, `sha256: <64 hex digits>`, to paste under the plugin's entry in the policy.
+A library whose hash differs is then refused when the engine loads it.
+
+{EXIT_CODES}"))]
+    Hash(PluginHashArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PluginHashArgs {
+    /// The plugin library file.
+    #[arg(value_name = "PATH")]
+    pub path: PathBuf,
+}
+
 /// A `--older-than` value.
 #[derive(Debug, Clone, Copy)]
 pub struct Age(pub Duration);
@@ -681,6 +712,8 @@ impl Command {
             Command::Completions(_) => "completions",
             Command::Man(_) => "man",
             Command::Serve(_) => "serve",
+            Command::Plugin(_) => "plugin",
+            Command::PluginHost => "plugin-host",
         }
     }
 }

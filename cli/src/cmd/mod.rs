@@ -6,6 +6,8 @@ mod completions;
 mod explain;
 mod index;
 mod man;
+mod plugin;
+mod plugin_host;
 mod prepare;
 mod results;
 mod run;
@@ -41,5 +43,7 @@ async fn run_command(command: Command, out: &mut Out<'_>) -> Result<u8, CliError
         Command::Completions(args) => completions::completions(args, out),
         Command::Man(args) => man::man(args, out),
         Command::Serve(args) => serve::serve(args).await,
+        Command::Plugin(command) => plugin::plugin(command, out),
+        Command::PluginHost => plugin_host::plugin_host(),
     }
 }

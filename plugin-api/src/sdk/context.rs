@@ -14,6 +14,11 @@ pub struct CallContext<'a, S = ()> {
     state: &'a S,
     tool: &'a str,
     raw: &'a abi::CallContext,
+    /// The host's chunk callback and its context, when it takes streamed text.
+    chunk: Option<(abi::ChunkFn, *mut std::ffi::c_void)>,
+    /// What [`CallContext::emit`] collected for a host that takes no chunks: it goes before
+    /// the result's parts.
+    emitted: std::cell::RefCell<String>,
 }
 
 /// The raw context of a call that no host watches: never cancelled, progress dropped.
@@ -34,8 +39,20 @@ impl<'a, S> CallContext<'a, S> {
         tool: &'a str,
         state: &'a S,
         raw: &'a abi::CallContext,
+        chunk: Option<(abi::ChunkFn, *mut std::ffi::c_void)>,
     ) -> CallContext<'a, S> {
-        CallContext { state, tool, raw }
+        CallContext {
+            state,
+            tool,
+            raw,
+            chunk,
+            emitted: std::cell::RefCell::default(),
+        }
+    }
+
+    /// The text [`CallContext::emit`] kept because the host takes no chunks.
+    pub(super) fn take_emitted(&self) -> String {
+        self.emitted.take()
     }
 
     /// A context connected to no host: never cancelled, progress goes nowhere. For unit tests
@@ -54,6 +71,8 @@ impl<'a, S> CallContext<'a, S> {
             state,
             tool,
             raw: &DETACHED.0,
+            chunk: None,
+            emitted: std::cell::RefCell::default(),
         }
     }
 
@@ -85,6 +104,30 @@ impl<'a, S> CallContext<'a, S> {
             Err(ToolError::cancelled())
         } else {
             Ok(())
+        }
+    }
+
+    /// Sends a piece of the result's text now, before the call ends (streaming): the host
+    /// applies its result cap as the text arrives. The result the tool returns follows the
+    /// emitted text. `Err` (cancelled) when the host wants no more, because its cap is reached
+    /// or the call was cancelled: return it with `?`, the rest would be thrown away. A host
+    /// that takes no chunks gets the emitted text at the start of the result instead.
+    pub fn emit(&self, text: &str) -> Result<(), ToolError> {
+        match self.chunk {
+            Some((chunk, context)) => {
+                // SAFETY: the host keeps the callback and its context valid for the whole
+                // call, and we are on the calling thread (CallContext is !Send).
+                let answer = unsafe { chunk(context, StrRef::new(text)) };
+                if answer == abi::CHUNK_CONTINUE {
+                    Ok(())
+                } else {
+                    Err(ToolError::cancelled())
+                }
+            }
+            None => {
+                self.emitted.borrow_mut().push_str(text);
+                self.check_cancelled()
+            }
         }
     }
 

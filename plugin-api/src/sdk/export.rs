@@ -21,6 +21,7 @@ macro_rules! export_plugin {
     (
         name: $name:expr,
         version: $version:expr,
+        $(capabilities: $capabilities:expr,)?
         $(init: $init:expr,)?
         tools: [ $($tool:expr),* $(,)? ] $(,)?
     ) => {
@@ -36,6 +37,7 @@ macro_rules! export_plugin {
                         ::std::boxed::Box::new(
                             $crate::Plugin::new($name, $version)
                                 $(.init($init))?
+                                $(.capabilities($capabilities))?
                                 $(.tool($tool))*
                         )
                     })

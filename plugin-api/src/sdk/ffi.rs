@@ -30,6 +30,7 @@ pub const fn vtable<P: PluginProvider>() -> PluginVTable {
         call: call_ffi,
         destroy: destroy_ffi,
         free_buf: free_buf_ffi,
+        call_streaming: Some(call_streaming_ffi),
     }
 }
 
@@ -165,7 +166,42 @@ unsafe extern "C" fn call_ffi(
             // SAFETY: the host keeps the context valid for the duration of the call.
             unsafe { &*context }
         };
-        erased.call(tool, arguments, context)
+        erased.call(tool, arguments, context, None)
+    })
+}
+
+unsafe extern "C" fn call_streaming_ffi(
+    instance: *const c_void,
+    tool: StrRef,
+    arguments: StrRef,
+    context: *const abi::StreamContext,
+    out: *mut OwnedBuf,
+) -> u32 {
+    if context.is_null() {
+        // SAFETY: forwarded as received; `call_ffi` accepts a null context.
+        return unsafe { call_ffi(instance, tool, arguments, std::ptr::null(), out) };
+    }
+    // SAFETY: the host keeps the context valid for the duration of the call.
+    let stream = unsafe { &*context };
+    guarded(out, || {
+        if instance.is_null() {
+            return (STATUS_ERROR, b"the host passed a null instance".to_vec());
+        }
+        // SAFETY: as in `call_ffi`.
+        let erased = unsafe { &*instance.cast::<Box<dyn ErasedInstance>>() };
+        let tool = match utf8(tool, "the tool name") {
+            Ok(tool) => tool,
+            Err(message) => return (STATUS_ERROR, message.into_bytes()),
+        };
+        let arguments = match utf8(arguments, "the arguments") {
+            Ok(arguments) => arguments,
+            Err(message) => {
+                let message = format!("invalid arguments for tool `{tool}`: {message}");
+                return (STATUS_INVALID_ARGUMENTS, message.into_bytes());
+            }
+        };
+        let chunk = stream.chunk.map(|chunk| (chunk, stream.chunk_context));
+        erased.call(tool, arguments, &stream.call, chunk)
     })
 }
 

@@ -70,6 +70,22 @@ impl ToolOutput {
         self.parts.push(part);
     }
 
+    /// The parts, after `text` (what the tool emitted to a host that takes no chunks).
+    pub(crate) fn after_text(self, text: String) -> Vec<Part> {
+        if text.is_empty() {
+            return self.parts;
+        }
+        let mut parts = Vec::with_capacity(self.parts.len() + 1);
+        let mut rest = self.parts.into_iter().peekable();
+        match rest.next_if(|p| matches!(p, Part::Text(_))) {
+            // One text part, as if it had all been returned at once.
+            Some(Part::Text(first)) => parts.push(Part::Text(text + &first)),
+            _ => parts.push(Part::Text(text)),
+        }
+        parts.extend(rest);
+        parts
+    }
+
     /// The parts, in order.
     pub fn parts(&self) -> &[Part] {
         &self.parts

@@ -91,6 +91,7 @@ pub struct Plugin<S> {
     version: String,
     init: Box<InitFn<S>>,
     tools: Vec<Tool<S>>,
+    capabilities: crate::manifest::Capabilities,
 }
 
 impl Plugin<()> {
@@ -101,6 +102,7 @@ impl Plugin<()> {
             version: version.into(),
             init: Box::new(|_| Ok(())),
             tools: Vec::new(),
+            capabilities: crate::manifest::Capabilities::default(),
         }
     }
 
@@ -132,11 +134,19 @@ impl Plugin<()> {
             version: self.version,
             init: Box::new(init),
             tools: Vec::new(),
+            capabilities: self.capabilities,
         }
     }
 }
 
 impl<S> Plugin<S> {
+    /// Declares what the plugin needs: a host loads it only if the policy grants all of it
+    /// (`grants:`), and passes the grants in the configuration under `"grants"`.
+    pub fn capabilities(mut self, capabilities: crate::manifest::Capabilities) -> Plugin<S> {
+        self.capabilities = capabilities;
+        self
+    }
+
     /// Adds a tool.
     pub fn tool(mut self, tool: Tool<S>) -> Plugin<S> {
         self.tools.push(tool);
@@ -156,6 +166,7 @@ impl<S> Plugin<S> {
                     parameters: tool.parameters.clone(),
                 })
                 .collect(),
+            capabilities: self.capabilities.clone(),
         }
     }
 }
@@ -170,7 +181,13 @@ pub trait ErasedPlugin: Send + Sync + 'static {
 /// A started plugin instance with its state type erased.
 #[doc(hidden)]
 pub trait ErasedInstance: Send + Sync {
-    fn call(&self, tool: &str, arguments: &str, context: &abi::CallContext) -> (u32, Vec<u8>);
+    fn call(
+        &self,
+        tool: &str,
+        arguments: &str,
+        context: &abi::CallContext,
+        chunk: Option<(abi::ChunkFn, *mut std::ffi::c_void)>,
+    ) -> (u32, Vec<u8>);
 }
 
 impl<S: Send + Sync + 'static> ErasedPlugin for Plugin<S> {
@@ -193,7 +210,13 @@ struct Instance<S: 'static> {
 }
 
 impl<S: Send + Sync + 'static> ErasedInstance for Instance<S> {
-    fn call(&self, tool: &str, arguments: &str, context: &abi::CallContext) -> (u32, Vec<u8>) {
+    fn call(
+        &self,
+        tool: &str,
+        arguments: &str,
+        context: &abi::CallContext,
+        chunk: Option<(abi::ChunkFn, *mut std::ffi::c_void)>,
+    ) -> (u32, Vec<u8>) {
         let Some(found) = self.plugin.tools.iter().find(|t| t.name == tool) else {
             let names: Vec<&str> = self.plugin.tools.iter().map(|t| t.name.as_str()).collect();
             let message = format!(
@@ -203,9 +226,11 @@ impl<S: Send + Sync + 'static> ErasedInstance for Instance<S> {
             );
             return (STATUS_ERROR, message.into_bytes());
         };
-        let ctx = CallContext::new(&found.name, &self.state, context);
-        match (found.handler)(&ctx, arguments) {
-            Ok(output) => match serde_json::to_vec(output.parts()) {
+        let ctx = CallContext::new(&found.name, &self.state, context, chunk);
+        let result = (found.handler)(&ctx, arguments);
+        let emitted = ctx.take_emitted();
+        match result {
+            Ok(output) => match serde_json::to_vec(&output.after_text(emitted)) {
                 Ok(json) => (STATUS_OK, json),
                 Err(err) => (
                     STATUS_ERROR,
@@ -251,7 +276,7 @@ mod tests {
 
     fn call(plugin: &'static Plugin<i64>, tool: &str, arguments: &str) -> (u32, String) {
         let instance = plugin.instantiate("0").expect("instantiates");
-        let (status, bytes) = instance.call(tool, arguments, &no_context());
+        let (status, bytes) = instance.call(tool, arguments, &no_context(), None);
         (status, String::from_utf8(bytes).expect("utf-8"))
     }
 

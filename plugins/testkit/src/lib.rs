@@ -12,6 +12,11 @@
 //! | `big_output` | `{bytes}` | returns exactly `bytes` bytes of ASCII text in lines (see [`big_text`]) |
 //! | `multimodal` | `{}` | returns the text [`MULTIMODAL_BEFORE`], a 1x1 PNG ([`PNG_PIXEL`]), the text [`MULTIMODAL_AFTER`] |
 //! | `progress` | `{steps}` | reports `step i of N` for i in 1..=N, then returns `done: N steps` |
+//! | `stream` | `{count, delay_ms}` | streams `count` chunks `chunk i\n` (i from 1), `delay_ms` apart, then returns `streamed N chunks`; stops as soon as the host wants no more |
+//! | `crash` | `{how}` | brings its process down: `abort`, `segfault`, `oom`, `stack_overflow`, or `spin` (see [`Crash`]) |
+//!
+//! `crash` exists to test process isolation (`isolation: process`): call it only in a worker
+//! process. In process it takes the host down with it, as it is meant to.
 
 #![warn(missing_docs)]
 
@@ -150,6 +155,109 @@ fn progress(ctx: &CallContext, args: ProgressArgs) -> Result<ToolOutput, ToolErr
     Ok(ToolOutput::text(format!("done: {} steps", args.steps)))
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StreamArgs {
+    count: u64,
+    #[serde(default)]
+    delay_ms: u64,
+}
+
+fn stream(ctx: &CallContext, args: StreamArgs) -> Result<ToolOutput, ToolError> {
+    for i in 1..=args.count {
+        if i > 1 && args.delay_ms > 0 {
+            std::thread::sleep(Duration::from_millis(args.delay_ms));
+        }
+        ctx.emit(&format!("chunk {i}\n"))?;
+    }
+    Ok(ToolOutput::text(format!("streamed {} chunks", args.count)))
+}
+
+/// How the `crash` tool brings its process down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Crash {
+    /// `abort()`: the process ends with SIGABRT.
+    Abort,
+    /// A write through a null pointer: SIGSEGV.
+    Segfault,
+    /// Allocates and touches memory in [`OOM_STEP`] blocks until an allocation fails, then
+    /// ends the process the way Rust does on an allocation failure (SIGABRT). Gives up with an
+    /// error after [`OOM_MAX`] without a failure, so it never eats a machine without a limit.
+    Oom,
+    /// Unbounded recursion: the stack guard page is hit, and Rust aborts the process.
+    StackOverflow,
+    /// Spins on the CPU, ignoring cancellation, for [`SPIN_MAX`], then fails.
+    Spin,
+}
+
+/// The block size `crash {how: "oom"}` allocates in: 16 MiB.
+pub const OOM_STEP: usize = 16 * 1024 * 1024;
+
+/// What `crash {how: "oom"}` allocates at most before giving up: 8 GiB.
+pub const OOM_MAX: usize = 8 * 1024 * 1024 * 1024;
+
+/// How long `crash {how: "spin"}` spins before giving up: 60 s.
+pub const SPIN_MAX: Duration = Duration::from_secs(60);
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CrashArgs {
+    how: Crash,
+}
+
+fn crash(_ctx: &CallContext, args: CrashArgs) -> Result<ToolOutput, ToolError> {
+    match args.how {
+        Crash::Abort => std::process::abort(),
+        Crash::Segfault => {
+            // Hidden from the optimiser, so the write really happens.
+            let null = std::hint::black_box(std::ptr::null_mut::<u8>());
+            // SAFETY: none: this write faults on purpose, which is the tool's whole job.
+            unsafe { null.write_volatile(1) };
+            Err(ToolError::new(
+                "the write through a null pointer did not fault",
+            ))
+        }
+        Crash::Oom => {
+            let mut blocks: Vec<Vec<u8>> = Vec::new();
+            let layout = std::alloc::Layout::array::<u8>(OOM_STEP)
+                .map_err(|err| ToolError::new(err.to_string()))?;
+            while blocks.len() * OOM_STEP < OOM_MAX {
+                let mut block: Vec<u8> = Vec::new();
+                if block.try_reserve_exact(OOM_STEP).is_err() {
+                    std::alloc::handle_alloc_error(layout);
+                }
+                // Touched, so the memory is really used, not only reserved.
+                block.resize(OOM_STEP, 1);
+                blocks.push(std::hint::black_box(block));
+            }
+            Err(ToolError::new(format!(
+                "allocated {OOM_MAX} bytes without running out of memory"
+            )))
+        }
+        Crash::StackOverflow => {
+            let depth = recurse(std::hint::black_box(0));
+            Err(ToolError::new(format!(
+                "recursed {depth} levels without overflowing the stack"
+            )))
+        }
+        Crash::Spin => {
+            let start = Instant::now();
+            while start.elapsed() < SPIN_MAX {
+                std::hint::spin_loop();
+            }
+            Err(ToolError::new(format!("spun for {SPIN_MAX:?}")))
+        }
+    }
+}
+
+/// Recurses until the stack runs out; each level holds 4 KiB of stack.
+#[allow(unconditional_recursion)]
+fn recurse(depth: u64) -> u64 {
+    let frame = std::hint::black_box([depth as u8; 4096]);
+    recurse(depth + 1) + u64::from(frame[0])
+}
+
 fn ms_schema(description: &str) -> Value {
     json!({
         "type": "object",
@@ -216,6 +324,29 @@ toolgate_plugin_api::export_plugin! {
                     "type": "integer", "minimum": 0, "description": "How many progress messages to send."
                 }},
                 "required": ["steps"],
+                "additionalProperties": false
+            })),
+        Tool::new("stream", stream)
+            .description("Stream numbered chunks of text, some milliseconds apart.")
+            .parameters(json!({
+                "type": "object",
+                "properties": {
+                    "count": {"type": "integer", "minimum": 0, "description": "How many chunks."},
+                    "delay_ms": {"type": "integer", "minimum": 0, "description": "Milliseconds between chunks."}
+                },
+                "required": ["count"],
+                "additionalProperties": false
+            })),
+        Tool::new("crash", crash)
+            .description("Bring this process down (abort, segfault, out of memory, stack overflow, or spin forever); for testing process isolation only.")
+            .parameters(json!({
+                "type": "object",
+                "properties": {"how": {
+                    "type": "string",
+                    "enum": ["abort", "segfault", "oom", "stack_overflow", "spin"],
+                    "description": "How to crash."
+                }},
+                "required": ["how"],
                 "additionalProperties": false
             })),
     ],

@@ -1,0 +1,561 @@
+//! Plugin tools: finds and loads plugin libraries (through `toolgate-plugin-api`'s host side)
+//! and adapts each of their tools to [`Tool`].
+//!
+//! A plugin call is a blocking C call, so it runs on a thread of the plugin's own pool
+//! ([`pool`]): the call is handed over a queue to a thread that is already there, and its
+//! result comes back over a oneshot channel. When the call is cancelled (timeout, turn
+//! cancelled) its cancellation flag is set for the plugin to poll, and the guard stops waiting
+//! at once: a plugin that ignores cancellation finishes on its own thread and its late result
+//! is discarded. Libraries are never unloaded.
+//!
+//! Each plugin may hold at most `max_threads` threads at once, abandoned calls that still run
+//! included: a call that finds them all taken fails at once with `overloaded` instead of
+//! queueing, so stubborn calls cannot pile up threads nor hold up later calls silently. A call
+//! keeps its thread (and its sequential group's lock) until the plugin really returns.
+
+#[cfg(target_os = "linux")]
+pub(crate) mod landlock;
+mod pool;
+pub(crate) mod worker;
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use toolgate_plugin_api::worker::Confine;
+use toolgate_plugin_api::{
+    CancelFlag, Capabilities, LoadedPlugin, Part, PluginOutcome, library_file_name,
+};
+use toolgate_policy::{Isolation, PluginLocation, PluginSpec};
+
+use crate::error::{At, BuildError, PLUGIN_PATH_ENV, PluginError, PluginNotFound};
+use crate::tool::{BoxFuture, ContentPart, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+
+/// Where a plugin named `name` may be: the directories of `TOOLGATE_PLUGIN_PATH`, then beside
+/// the running program and in its parent directory (test binaries live in `target/*/deps`).
+fn search_dirs() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::env::var_os(PLUGIN_PATH_ENV)
+        .map(|v| std::env::split_paths(&v).collect())
+        .unwrap_or_default();
+    if let Ok(exe) = std::env::current_exe()
+        && let Some(dir) = exe.parent()
+    {
+        dirs.push(dir.to_path_buf());
+        if let Some(parent) = dir.parent() {
+            dirs.push(parent.to_path_buf());
+        }
+    }
+    dirs
+}
+
+/// The library file of a plugin spec.
+fn resolve(spec: &PluginSpec) -> Result<PathBuf, BuildError> {
+    match &spec.location {
+        PluginLocation::Path(p) => Ok(p.clone()),
+        PluginLocation::Name(name) => {
+            let lib_name = format!("toolgate_plugin_{}", name.replace('-', "_"));
+            let file = library_file_name(&lib_name);
+            let dirs = search_dirs();
+            dirs.iter()
+                .map(|d| d.join(&file))
+                .find(|p| p.is_file())
+                .ok_or_else(|| BuildError::Plugin {
+                    path: file.clone(),
+                    source: Box::new(not_found(name, &file, dirs).into()),
+                    at: At(spec.position.clone()),
+                })
+        }
+    }
+}
+
+/// Why `name:` found no library: the file looked for, where, and the plugins that are there,
+/// the ones named most like it first.
+fn not_found(name: &str, file: &str, dirs: Vec<PathBuf>) -> PluginNotFound {
+    let installed = installed_plugins(&dirs);
+    let nearest = crate::registry::closest(name, installed.iter().map(|(p, _)| p.as_str()), 3)
+        .iter()
+        .filter_map(|near| installed.iter().find(|(plugin, _)| plugin == near))
+        .cloned()
+        .collect();
+    PluginNotFound {
+        name: name.to_string(),
+        file: file.to_string(),
+        dirs,
+        nearest,
+        installed: installed.into_iter().map(|(plugin, _)| plugin).collect(),
+    }
+}
+
+/// The plugin libraries in `dirs`: each as the `name:` that loads it and its path, by name.
+/// A plugin in several directories is listed once, from the first (the one `name:` loads).
+fn installed_plugins(dirs: &[PathBuf]) -> Vec<(String, PathBuf)> {
+    let prefix = format!("{}toolgate_plugin_", std::env::consts::DLL_PREFIX);
+    let suffix = std::env::consts::DLL_SUFFIX;
+    let mut found: Vec<(String, PathBuf)> = Vec::new();
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let file_name = entry.file_name();
+            let Some(plugin) = file_name
+                .to_str()
+                .and_then(|f| f.strip_prefix(&prefix))
+                .and_then(|f| f.strip_suffix(suffix))
+                .filter(|p| !p.is_empty())
+            else {
+                continue;
+            };
+            let path = entry.path();
+            if path.is_file() && !found.iter().any(|(known, _)| known == plugin) {
+                found.push((plugin.to_string(), path));
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// The SHA-256 of a file, as 64 lowercase hex digits: what a policy's `sha256:` pins.
+pub fn hash_file(path: &Path) -> std::io::Result<String> {
+    use sha2::Digest;
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = sha2::Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    let digest = hasher.finalize();
+    let mut hex = String::with_capacity(64);
+    for byte in digest.iter() {
+        use std::fmt::Write;
+        let _ = write!(hex, "{byte:02x}");
+    }
+    Ok(hex)
+}
+
+/// The configuration a plugin receives: the policy's `config`, with the grants under
+/// `"grants"` when the policy has `grants:` (into a mapping, or a missing configuration;
+/// another kind of value is left as written).
+fn config_with_grants(
+    config: &serde_json::Value,
+    grants: Option<&toolgate_policy::Grants>,
+) -> serde_json::Value {
+    let mut config = config.clone();
+    if let Some(grants) = grants {
+        if config.is_null() {
+            config = serde_json::Value::Object(serde_json::Map::new());
+        }
+        if let Some(map) = config.as_object_mut() {
+            map.insert("grants".to_string(), grants.to_json());
+        }
+    }
+    config
+}
+
+/// The policy's grants in the manifest's terms.
+fn granted(grants: Option<&toolgate_policy::Grants>) -> Capabilities {
+    let Some(g) = grants else {
+        return Capabilities::default();
+    };
+    let paths = |paths: &[PathBuf]| paths.iter().map(|p| p.display().to_string()).collect();
+    Capabilities {
+        fs_read: paths(&g.fs_read),
+        fs_write: paths(&g.fs_write),
+        env: g.env.clone(),
+        net: g.net.clone(),
+        subprocess: g.subprocess,
+    }
+}
+
+/// A plugin loaded for the registry: its name, its library and its tools.
+pub(crate) struct Loaded {
+    pub name: String,
+    pub path: PathBuf,
+    pub tools: Vec<Arc<dyn Tool>>,
+}
+
+/// Loads the plugin of a spec, in this process or in a worker started from `program`
+/// (`isolation: process`), and adapts its tools; together they hold at most `max_threads`
+/// threads (or calls on the worker) at once.
+pub(crate) fn load(spec: &PluginSpec, program: &Path) -> Result<Loaded, BuildError> {
+    let path = resolve(spec)?;
+    let fail = |source: PluginError| BuildError::Plugin {
+        path: path.display().to_string(),
+        source: Box::new(source),
+        at: At(spec.position.clone()),
+    };
+    if let Some(expected) = &spec.sha256 {
+        let found = hash_file(&path).map_err(|source| {
+            fail(PluginError::Unreadable {
+                path: path.clone(),
+                source,
+            })
+        })?;
+        if !found.eq_ignore_ascii_case(expected) {
+            return Err(fail(PluginError::HashMismatch {
+                expected: expected.clone(),
+                found,
+            }));
+        }
+    }
+    let config = config_with_grants(&spec.config, spec.grants.as_ref());
+    let max_threads = spec.max_threads.max(1);
+    let threads = Arc::new(Semaphore::new(max_threads));
+    let (name, backend, specs, asked) = match spec.isolation {
+        Isolation::InProcess => {
+            // SAFETY: a policy is trusted configuration, like a program's command line: the
+            // libraries it names are ones its author chose to run in this process
+            // (docs/policy.md, `plugins`). That promise is the `# Safety` contract of
+            // `LoadedPlugin::load`; `load` checks the rest.
+            let plugin = unsafe { LoadedPlugin::load(&path, &config) }
+                .map(Arc::new)
+                .map_err(|e| fail(e.into()))?;
+            let specs: Vec<ToolSpec> = plugin
+                .tools()
+                .iter()
+                .map(|t| ToolSpec::new(t.name.clone(), t.description.clone(), t.parameters.clone()))
+                .collect();
+            let pool = Arc::new(pool::Pool::new(plugin.name(), max_threads));
+            let asked = plugin.capabilities().clone();
+            (
+                plugin.name().to_string(),
+                Backend::InProcess { plugin, pool },
+                specs,
+                asked,
+            )
+        }
+        Isolation::Process => {
+            let (supervisor, manifest) = worker::Supervisor::start(worker::WorkerSpec {
+                program: program.to_path_buf(),
+                library: path.clone(),
+                config,
+                memory_limit: spec.memory_limit,
+                confine: spec.grants.as_ref().map(|g| Confine {
+                    fs_read: g.fs_read.clone(),
+                    fs_write: g.fs_write.clone(),
+                }),
+                env: spec
+                    .grants
+                    .as_ref()
+                    .map(|g| g.env.clone())
+                    .unwrap_or_default(),
+            })
+            .map_err(|e| fail(e.into()))?;
+            let specs = manifest
+                .tools
+                .into_iter()
+                .map(|t| ToolSpec::new(t.name, t.description, t.parameters))
+                .collect();
+            (
+                manifest.name,
+                Backend::Process(supervisor),
+                specs,
+                manifest.capabilities,
+            )
+        }
+    };
+    // Dropping the backend unloads an in-process instance, or ends the worker.
+    let missing = asked.missing_from(&granted(spec.grants.as_ref()));
+    if !missing.is_empty() {
+        return Err(fail(PluginError::NotGranted {
+            plugin: name,
+            missing,
+        }));
+    }
+    let tools = specs
+        .into_iter()
+        .map(|spec| {
+            Arc::new(PluginTool {
+                plugin_name: name.clone(),
+                spec,
+                threads: threads.clone(),
+                max_threads,
+                backend: backend.clone(),
+            }) as Arc<dyn Tool>
+        })
+        .collect();
+    Ok(Loaded { name, path, tools })
+}
+
+/// Where a plugin's calls run.
+#[derive(Clone)]
+enum Backend {
+    /// Loaded here; calls run on the plugin's own threads.
+    InProcess {
+        plugin: Arc<LoadedPlugin>,
+        pool: Arc<pool::Pool>,
+    },
+    /// Loaded by a worker process.
+    Process(Arc<worker::Supervisor>),
+}
+
+/// One tool of a plugin.
+pub(crate) struct PluginTool {
+    plugin_name: String,
+    spec: ToolSpec,
+    /// The plugin's threads (or calls on its worker), shared by its tools.
+    threads: Arc<Semaphore>,
+    max_threads: usize,
+    backend: Backend,
+}
+
+/// Sets the flag when the waiting future is dropped (a timeout drops it).
+struct CancelOnDrop(CancelFlag);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
+}
+
+impl Tool for PluginTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn call(
+        &self,
+        ctx: ToolContext,
+        args: serde_json::Value,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        // Taken before the future exists: a call with no thread left does not start.
+        let thread = match self.threads.clone().try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(_) => {
+                let message = format!(
+                    "all {} threads of the plugin {:?} are busy (plugins[].max_threads), some \
+                     perhaps with calls that passed their timeout and ignore cancellation; try \
+                     again later",
+                    self.max_threads, self.plugin_name
+                );
+                return Box::pin(async move { Err(ToolError::overloaded(message)) });
+            }
+        };
+        let plugin_name = self.plugin_name.clone();
+        let name = self.spec.name.clone();
+        let backend = self.backend.clone();
+        Box::pin(async move {
+            let (chunk_tx, chunks) = mpsc::unbounded_channel();
+            let cancel = ctx.cancel.clone();
+            let (answer, guard): (BoxFuture<'static, Reply>, Box<dyn Send>) = match backend {
+                Backend::InProcess { plugin, pool } => {
+                    in_process(plugin, pool, name, thread, ctx, args, chunk_tx)?
+                }
+                Backend::Process(supervisor) => {
+                    // Both are held until the worker answers, or dies (or is killed for
+                    // running past the deadline), not only until the timeout.
+                    let keep = Box::new((thread, ctx.hold.clone()));
+                    let call = async move {
+                        supervisor
+                            .call(
+                                &name,
+                                args.to_string(),
+                                ctx.progress.clone(),
+                                keep,
+                                chunk_tx,
+                            )
+                            .await
+                    };
+                    (Box::pin(call), Box::new(()))
+                }
+            };
+            collect(chunks, answer, guard, cancel, plugin_name).await
+        })
+    }
+}
+
+/// What a plugin call answers at its end.
+type Reply = Result<PluginOutcome, ToolError>;
+
+/// Starts a call on the plugin's own threads: its end, and what cancels it when dropped.
+fn in_process(
+    plugin: Arc<LoadedPlugin>,
+    pool: Arc<pool::Pool>,
+    name: String,
+    thread: OwnedSemaphorePermit,
+    ctx: ToolContext,
+    args: serde_json::Value,
+    chunk_tx: mpsc::UnboundedSender<String>,
+) -> Result<(BoxFuture<'static, Reply>, Box<dyn Send>), ToolError> {
+    let flag = CancelFlag::new();
+    let on_drop = CancelOnDrop(flag.clone());
+    let thread_flag = flag.clone();
+    let progress = ctx.progress.clone();
+    let hold = ctx.hold.clone();
+    let args = args.to_string();
+    let plugin_name = plugin.name().to_string();
+    let (done, outcome) = oneshot::channel();
+    let job = Box::new(move |finishing: &pool::Finishing| {
+        // Both are released when the plugin really returns, not at the timeout.
+        let _thread = thread;
+        let _hold = hold;
+        let mut report = |m: &str| {
+            if let Some(p) = &progress {
+                p(m);
+            }
+        };
+        // More only while someone reads and the call is not cancelled.
+        let mut chunk =
+            |text: &str| chunk_tx.send(text.to_string()).is_ok() && !thread_flag.is_cancelled();
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            plugin.call_streaming(&name, &args, &thread_flag, &mut report, &mut chunk)
+        }));
+        let result = result.map_err(|payload| crate::call::panic_message(payload.as_ref()));
+        finishing.now();
+        // Nobody waits any more after a timeout: the late result is dropped.
+        let _ = done.send(result);
+    });
+    pool.submit(job).map_err(|err| {
+        ToolError::new(format!(
+            "could not start a thread for the plugin {plugin_name:?}: {err}"
+        ))
+    })?;
+    let answer = async move {
+        match outcome.await {
+            Ok(Ok(outcome)) => Ok(outcome),
+            Ok(Err(message)) => Err(ToolError::panic(message)),
+            Err(_) => Err(ToolError::panic(
+                "the plugin call's thread ended without an answer",
+            )),
+        }
+    };
+    Ok((Box::pin(answer), Box::new(on_drop)))
+}
+
+/// Waits for a plugin call: a call that ends before it streams anything gives its output
+/// whole; one that streams first becomes a [`ToolOutput::Stream`] (its chunks, then the text
+/// of its result), which the guard reads under the result cap, dropping it (and with it
+/// `guard`, which cancels the call) once the cap is reached.
+async fn collect(
+    mut chunks: mpsc::UnboundedReceiver<String>,
+    mut answer: BoxFuture<'static, Reply>,
+    guard: Box<dyn Send>,
+    cancel: CancellationToken,
+    plugin_name: String,
+) -> Result<ToolOutput, ToolError> {
+    let first = tokio::select! {
+        biased;
+        () = cancel.cancelled() => return Err(ToolError::new("cancelled")),
+        reply = &mut answer => {
+            // Chunks sent before the end are already queued.
+            let mut text = String::new();
+            while let Ok(chunk) = chunks.try_recv() {
+                text.push_str(&chunk);
+            }
+            return output_of_reply(reply, text, &plugin_name);
+        }
+        chunk = chunks.recv() => match chunk {
+            Some(chunk) => chunk,
+            // The sender is gone: the end is there, or comes at once.
+            None => return output_of_reply(answer.await, String::new(), &plugin_name),
+        },
+    };
+    struct State {
+        first: Option<String>,
+        chunks: mpsc::UnboundedReceiver<String>,
+        answer: Option<BoxFuture<'static, Reply>>,
+        _guard: Box<dyn Send>,
+        plugin_name: String,
+    }
+    let state = State {
+        first: Some(first),
+        chunks,
+        answer: Some(answer),
+        _guard: guard,
+        plugin_name,
+    };
+    let stream = futures::stream::unfold(state, |mut state| async move {
+        if let Some(first) = state.first.take() {
+            return Some((Ok(first), state));
+        }
+        let mut answer = state.answer.take()?;
+        let reply = tokio::select! {
+            biased;
+            chunk = state.chunks.recv() => match chunk {
+                Some(chunk) => {
+                    state.answer = Some(answer);
+                    return Some((Ok(chunk), state));
+                }
+                None => answer.await,
+            },
+            reply = &mut answer => reply,
+        };
+        let mut text = String::new();
+        while let Ok(chunk) = state.chunks.try_recv() {
+            text.push_str(&chunk);
+        }
+        let last = match output_of_reply(reply, text, &state.plugin_name) {
+            Ok(ToolOutput::Text(text)) if text.is_empty() => return None,
+            Ok(ToolOutput::Text(text)) => Ok(text),
+            Ok(_) => Err(ToolError::new(
+                "the plugin streamed text, then returned an image; a streamed result can only be text",
+            )),
+            Err(err) => Err(err),
+        };
+        Some((last, state))
+    });
+    Ok(ToolOutput::Stream(Box::pin(stream)))
+}
+
+/// A plugin call's end as the tool's output, after `prefix` (text already streamed).
+fn output_of_reply(
+    reply: Reply,
+    prefix: String,
+    plugin_name: &str,
+) -> Result<ToolOutput, ToolError> {
+    let outcome = reply?;
+    let parts = match outcome {
+        PluginOutcome::Ok(parts) => parts,
+        PluginOutcome::Error(message) => return Err(ToolError::new(message)),
+        PluginOutcome::InvalidArguments(message) => {
+            return Err(ToolError::invalid_arguments(message));
+        }
+        PluginOutcome::Panic(message) => {
+            tracing::error!(plugin = %plugin_name, "a plugin tool panicked: {message}");
+            return Err(ToolError::panic(message));
+        }
+    };
+    if prefix.is_empty() {
+        return Ok(output_of(parts));
+    }
+    let mut all = Vec::with_capacity(parts.len() + 1);
+    all.push(Part::Text(prefix));
+    all.extend(parts);
+    Ok(output_of(all))
+}
+
+fn output_of(parts: Vec<Part>) -> ToolOutput {
+    let only_text = parts.iter().all(|p| matches!(p, Part::Text(_)));
+    if only_text {
+        let mut text = String::new();
+        for p in parts {
+            if let Part::Text(t) = p {
+                text.push_str(&t);
+            }
+        }
+        return ToolOutput::Text(text);
+    }
+    ToolOutput::Parts(
+        parts
+            .into_iter()
+            .map(|p| match p {
+                Part::Text(text) => ContentPart::Text { text },
+                Part::Image {
+                    mime_type,
+                    data_base64,
+                } => ContentPart::Image {
+                    mime_type,
+                    data: data_base64,
+                },
+            })
+            .collect(),
+    )
+}

@@ -1,0 +1,642 @@
+//! `isolation: process`: a plugin loaded in a worker process (`toolgate plugin-host`), and the
+//! supervisor that starts it, talks to it and restarts it.
+//!
+//! One [`Supervisor`] per plugin owns at most one live worker at a time. Calls are written to
+//! the worker's stdin as frames (`toolgate_plugin_api::worker`); one reader thread per worker
+//! reads its stdout and hands each result to the call that waits for it. When the worker's
+//! stdout ends (a crash: a signal, `abort()`, an allocation failure, a stack overflow), every
+//! call in flight on it gets a `plugin_crashed` error that names the signal, and the next call
+//! starts a new worker, after a pause that doubles with each crash in a row ([`backoff`]).
+//!
+//! A call that the guard abandons (its deadline passed, or the turn was cancelled) is sent a
+//! `cancel` frame; if the worker has not answered it [`KILL_GRACE`] later, the worker is
+//! killed, so a plugin stuck in a loop costs a restart, never a thread of the host.
+//!
+//! The worker runs with a cleared environment (only the granted variables), `no_new_privs` and
+//! the policy's `memory_limit` as its address-space limit (`RLIMIT_AS`), set between `fork` and
+//! `exec`. It ends when the host closes its stdin (the host exited, or dropped the plugin).
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{mpsc, oneshot};
+use toolgate_plugin_api::worker::{
+    Confine, FrameError, HostFrame, WireTool, WorkerFrame, read_frame, write_frame,
+};
+use toolgate_plugin_api::{Capabilities, PluginOutcome};
+
+use crate::error::WorkerError;
+use crate::tool::{ProgressFn, ToolError};
+
+/// How long an abandoned call has to answer its `cancel` before its worker is killed.
+pub(crate) const KILL_GRACE: Duration = Duration::from_millis(200);
+
+/// How long a new worker has to load its library and answer `hello` before it is killed.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The longest pause before a restart.
+const BACKOFF_MAX: Duration = Duration::from_secs(5);
+
+/// How much of the worker's stderr is kept for the crash message: its last 2 KiB.
+const STDERR_TAIL: usize = 2048;
+
+/// The error kind of a call whose worker died under it.
+pub(crate) const PLUGIN_CRASHED: &str = "plugin_crashed";
+
+/// What starts a worker: the program, the library and what the policy says about it.
+#[derive(Debug, Clone)]
+pub(crate) struct WorkerSpec {
+    /// The `toolgate` program (`plugin-host` is one of its commands).
+    pub program: PathBuf,
+    /// The plugin library.
+    pub library: PathBuf,
+    /// The configuration `init` receives.
+    pub config: serde_json::Value,
+    /// The worker's address-space limit, in bytes.
+    pub memory_limit: Option<u64>,
+    /// The environment variables the worker keeps (everything else is cleared).
+    pub env: Vec<String>,
+    /// The file roots the worker is confined to (Landlock), when the policy grants any.
+    pub confine: Option<Confine>,
+}
+
+/// The plugin as a worker describes it.
+#[derive(Debug, Clone)]
+pub(crate) struct WorkerManifest {
+    pub name: String,
+    pub tools: Vec<WireTool>,
+    pub capabilities: Capabilities,
+}
+
+type Reply = Result<PluginOutcome, ToolError>;
+
+/// A call in flight on a worker.
+struct Pending {
+    done: oneshot::Sender<Reply>,
+    progress: Option<ProgressFn>,
+    /// Where its streamed text goes.
+    chunks: mpsc::UnboundedSender<String>,
+    /// What the call holds (its thread permit, its group's lock) until the worker answers or
+    /// dies.
+    _keep: Box<dyn Send>,
+}
+
+/// One live worker process.
+struct Running {
+    pid: u32,
+    /// `None` once the supervisor is gone: closing it ends the worker.
+    stdin: Mutex<Option<ChildStdin>>,
+    /// `None` once the worker is dead: later calls must not wait on it.
+    pending: Mutex<Option<HashMap<u64, Pending>>>,
+    /// Why the host killed it, if it did (the crash message says so).
+    killed_because: Mutex<Option<String>>,
+    /// Its stderr's last bytes.
+    stderr: Arc<Mutex<Vec<u8>>>,
+    started: Instant,
+}
+
+/// Supervises the worker of one plugin.
+pub(crate) struct Supervisor {
+    spec: WorkerSpec,
+    label: String,
+    state: Mutex<State>,
+    next_id: AtomicU64,
+}
+
+#[derive(Default)]
+struct State {
+    current: Option<Arc<Running>>,
+    /// Crashes since the last call a worker answered.
+    crashes: u32,
+    last_crash: Option<Instant>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The pause before the restart that follows `crashes` crashes in a row: none after the first,
+/// then 100 ms, doubling, at most [`BACKOFF_MAX`].
+pub(crate) fn backoff(crashes: u32) -> Duration {
+    if crashes <= 1 {
+        return Duration::ZERO;
+    }
+    let doublings = (crashes - 2).min(16);
+    (Duration::from_millis(100) * 2u32.pow(doublings)).min(BACKOFF_MAX)
+}
+
+impl Supervisor {
+    /// Starts the first worker and reads the plugin's manifest from it (blocking); the worker
+    /// stays up for the calls.
+    pub(crate) fn start(
+        spec: WorkerSpec,
+    ) -> Result<(Arc<Supervisor>, WorkerManifest), WorkerError> {
+        let label = spec.library.display().to_string();
+        let supervisor = Arc::new(Supervisor {
+            spec,
+            label,
+            state: Mutex::new(State::default()),
+            next_id: AtomicU64::new(1),
+        });
+        let (running, manifest) = supervisor.spawn()?;
+        lock(&supervisor.state).current = Some(running);
+        Ok((supervisor, manifest))
+    }
+
+    /// Starts a worker, says hello and reads its manifest.
+    fn spawn(self: &Arc<Self>) -> Result<(Arc<Running>, WorkerManifest), WorkerError> {
+        let program = &self.spec.program;
+        let mut command = Command::new(program);
+        command
+            .arg("plugin-host")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .env_clear();
+        for name in &self.spec.env {
+            if let Some(value) = std::env::var_os(name) {
+                command.env(name, value);
+            }
+        }
+        confine(&mut command, self.spec.memory_limit);
+        let mut child = command.spawn().map_err(|source| WorkerError::Spawn {
+            program: program.clone(),
+            source,
+        })?;
+        let protocol = |what: String| WorkerError::Protocol {
+            program: program.clone(),
+            what,
+        };
+        let (Some(mut stdin), Some(mut stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            kill_and_reap(&mut child);
+            return Err(protocol("has no pipes".into()));
+        };
+        let tail = Arc::new(Mutex::new(Vec::new()));
+        keep_tail(stderr, tail.clone());
+        let hello = HostFrame::Hello {
+            library: self.spec.library.clone(),
+            config: self.spec.config.clone(),
+            confine: self.spec.confine.clone(),
+        };
+        // A library whose loading or `init` never returns must not hang the build.
+        let (answered, watchdog) = std::sync::mpsc::channel::<()>();
+        let pid = child.id();
+        let _ = std::thread::Builder::new()
+            .name("toolgate-worker-hello".into())
+            .spawn(move || {
+                if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    watchdog.recv_timeout(HELLO_TIMEOUT)
+                {
+                    kill_pid(pid);
+                }
+            });
+        let answer = write_frame(&mut stdin, &hello)
+            .map_err(|e| protocol(format!("did not take the hello frame: {e}")))
+            .and_then(|()| {
+                read_frame::<WorkerFrame>(&mut stdout)
+                    .map_err(|e| protocol(format!("did not answer hello: {e}")))
+            });
+        // Answered or not, the watchdog has nothing more to do once this returns.
+        drop(answered);
+        let manifest = match answer {
+            Ok(Some(WorkerFrame::Manifest {
+                name,
+                tools,
+                capabilities,
+                ..
+            })) => WorkerManifest {
+                name,
+                tools,
+                capabilities,
+            },
+            Ok(Some(WorkerFrame::LoadFailed { message })) => {
+                kill_and_reap(&mut child);
+                return Err(WorkerError::Load { message });
+            }
+            Ok(Some(other)) => {
+                kill_and_reap(&mut child);
+                return Err(protocol(format!("answered hello with {other:?}")));
+            }
+            Ok(None) | Err(_) => {
+                let status = kill_and_reap(&mut child);
+                let stderr = tail_text(&tail);
+                let why = match answer {
+                    Err(e) => e.to_string(),
+                    _ => "closed its output".to_string(),
+                };
+                return Err(protocol(format!(
+                    "{why} ({}){}",
+                    describe_exit(status),
+                    if stderr.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; it said: {stderr}")
+                    }
+                )));
+            }
+        };
+        let running = Arc::new(Running {
+            pid: child.id(),
+            stdin: Mutex::new(Some(stdin)),
+            pending: Mutex::new(Some(HashMap::new())),
+            killed_because: Mutex::new(None),
+            stderr: tail,
+            started: Instant::now(),
+        });
+        let reader = running.clone();
+        let supervisor = Arc::downgrade(self);
+        let spawned = std::thread::Builder::new()
+            .name(format!("toolgate-worker-{}", manifest.name))
+            .spawn(move || {
+                read_results(&reader, &mut stdout);
+                // Taken before the child is reaped: once it is, its pid may be reused, and
+                // nothing may kill it any more (see `Abandon`).
+                let calls = lock(&reader.pending).take().unwrap_or_default();
+                let status = child.wait().ok();
+                let message = crash_message(&reader, status);
+                if let Some(supervisor) = supervisor.upgrade() {
+                    supervisor.crashed(&reader);
+                }
+                for (_, call) in calls {
+                    let _ = call
+                        .done
+                        .send(Err(ToolError::coded(PLUGIN_CRASHED, message.clone())));
+                }
+            });
+        if let Err(e) = spawned {
+            // Without its reader nobody would ever see its answers: stop it now.
+            kill_pid(running.pid);
+            return Err(protocol(format!("cannot be read: no thread: {e}")));
+        }
+        Ok((running, manifest))
+    }
+
+    /// Counts a crash of `running` and forgets it, unless a newer worker already replaced it.
+    fn crashed(&self, running: &Arc<Running>) {
+        let mut state = lock(&self.state);
+        if state
+            .current
+            .as_ref()
+            .is_some_and(|c| Arc::ptr_eq(c, running))
+        {
+            state.current = None;
+        }
+        state.crashes = state.crashes.saturating_add(1);
+        state.last_crash = Some(Instant::now());
+    }
+
+    /// The live worker, started (after its backoff) if there is none.
+    async fn worker(self: &Arc<Self>) -> Result<Arc<Running>, ToolError> {
+        let wait = {
+            let state = lock(&self.state);
+            if let Some(current) = &state.current {
+                return Ok(current.clone());
+            }
+            let pause = backoff(state.crashes);
+            state
+                .last_crash
+                .map_or(Duration::ZERO, |at| pause.saturating_sub(at.elapsed()))
+        };
+        if !wait.is_zero() {
+            tokio::time::sleep(wait).await;
+        }
+        let this = self.clone();
+        let started = tokio::task::spawn_blocking(move || {
+            // Another call may have started one while this one slept.
+            let mut state = lock(&this.state);
+            if let Some(current) = &state.current {
+                return Ok(current.clone());
+            }
+            let (running, _) = this.spawn()?;
+            state.current = Some(running.clone());
+            Ok::<_, WorkerError>(running)
+        })
+        .await;
+        match started {
+            Ok(Ok(running)) => {
+                tracing::info!(plugin = %self.label, pid = running.pid, "plugin worker started");
+                Ok(running)
+            }
+            Ok(Err(e)) => Err(ToolError::coded(
+                PLUGIN_CRASHED,
+                format!("the plugin's worker could not be restarted: {e}"),
+            )),
+            Err(e) => Err(ToolError::coded(
+                PLUGIN_CRASHED,
+                format!("the plugin's worker could not be restarted: {e}"),
+            )),
+        }
+    }
+
+    /// Runs `tool` on the worker. Dropping the future abandons the call: the worker is told to
+    /// cancel it, and killed if it has not answered [`KILL_GRACE`] later.
+    pub(crate) async fn call(
+        self: &Arc<Self>,
+        tool: &str,
+        args: String,
+        progress: Option<ProgressFn>,
+        keep: Box<dyn Send>,
+        chunks: mpsc::UnboundedSender<String>,
+    ) -> Result<PluginOutcome, ToolError> {
+        let running = self.worker().await?;
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (done, answer) = oneshot::channel();
+        {
+            let mut pending = lock(&running.pending);
+            let Some(pending) = pending.as_mut() else {
+                return Err(ToolError::coded(
+                    PLUGIN_CRASHED,
+                    "the plugin's worker died as the call was sent; try again",
+                ));
+            };
+            pending.insert(
+                id,
+                Pending {
+                    done,
+                    progress,
+                    chunks,
+                    _keep: keep,
+                },
+            );
+        }
+        let frame = HostFrame::Call {
+            id,
+            tool: tool.to_string(),
+            args,
+            deadline_ms: None,
+        };
+        if let Err(e) = running.send(&frame) {
+            // The reader sees the end too and answers every pending call, this one included.
+            tracing::warn!(plugin = %self.label, "writing a call to the plugin worker failed: {e}");
+        }
+        let mut guard = Abandon {
+            running: running.clone(),
+            id,
+            answered: false,
+        };
+        let reply = answer.await.unwrap_or_else(|_| {
+            Err(ToolError::coded(
+                PLUGIN_CRASHED,
+                "the plugin's worker ended without answering",
+            ))
+        });
+        guard.answered = true;
+        if reply.is_ok() {
+            lock(&self.state).crashes = 0;
+        }
+        reply
+    }
+}
+
+impl Running {
+    fn send(&self, frame: &HostFrame) -> Result<(), FrameError> {
+        match lock(&self.stdin).as_mut() {
+            Some(stdin) => write_frame(stdin, frame),
+            None => Err(FrameError::Io(std::io::ErrorKind::BrokenPipe.into())),
+        }
+    }
+}
+
+impl Drop for Supervisor {
+    fn drop(&mut self) {
+        // Closing its stdin ends the worker; its reader thread then reaps it.
+        if let Some(current) = lock(&self.state).current.take() {
+            lock(&current.stdin).take();
+        }
+    }
+}
+
+/// Abandons a call whose future is dropped before its answer came.
+struct Abandon {
+    running: Arc<Running>,
+    id: u64,
+    answered: bool,
+}
+
+impl Drop for Abandon {
+    fn drop(&mut self) {
+        if self.answered {
+            return;
+        }
+        let running = self.running.clone();
+        let id = self.id;
+        let _ = running.send(&HostFrame::Cancel { id });
+        let spawned = std::thread::Builder::new()
+            .name("toolgate-worker-deadline".into())
+            .spawn(move || {
+                std::thread::sleep(KILL_GRACE);
+                let still_running = lock(&running.pending)
+                    .as_ref()
+                    .is_some_and(|p| p.contains_key(&id));
+                if still_running {
+                    *lock(&running.killed_because) = Some(format!(
+                        "the host killed the worker because a call ran past its deadline and \
+                         did not stop within {} ms of being cancelled",
+                        KILL_GRACE.as_millis()
+                    ));
+                    kill_pid(running.pid);
+                }
+            });
+        if spawned.is_err() {
+            kill_pid(self.running.pid);
+        }
+    }
+}
+
+/// Reads the worker's frames until its stdout ends.
+fn read_results(running: &Running, stdout: &mut impl Read) {
+    loop {
+        match read_frame::<WorkerFrame>(stdout) {
+            Ok(Some(WorkerFrame::Result { id, outcome })) => {
+                let pending = lock(&running.pending).as_mut().and_then(|p| p.remove(&id));
+                if let Some(pending) = pending {
+                    let _ = pending.done.send(Ok(outcome.into()));
+                }
+            }
+            Ok(Some(WorkerFrame::Progress { id, message })) => {
+                let progress = lock(&running.pending)
+                    .as_ref()
+                    .and_then(|p| p.get(&id))
+                    .and_then(|p| p.progress.clone());
+                if let Some(progress) = progress {
+                    progress(&message);
+                }
+            }
+            Ok(Some(WorkerFrame::Chunk { id, text })) => {
+                let chunks = lock(&running.pending)
+                    .as_ref()
+                    .and_then(|p| p.get(&id))
+                    .map(|p| p.chunks.clone());
+                // A reader that is gone was told to cancel (see `Abandon`).
+                if let Some(chunks) = chunks {
+                    let _ = chunks.send(text);
+                }
+            }
+            Ok(Some(other)) => {
+                tracing::warn!("unexpected frame from a plugin worker: {other:?}");
+            }
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!("reading from a plugin worker failed: {e}");
+                kill_pid(running.pid);
+                return;
+            }
+        }
+    }
+}
+
+/// What the model is told about a worker that died.
+fn crash_message(running: &Running, status: Option<std::process::ExitStatus>) -> String {
+    let mut message = format!(
+        "the plugin's worker process {} after {} ms",
+        describe_exit(status),
+        running.started.elapsed().as_millis()
+    );
+    if let Some(why) = lock(&running.killed_because).as_ref() {
+        message.push_str(&format!(" ({why})"));
+    }
+    let stderr = tail_text(&running.stderr);
+    if !stderr.is_empty() {
+        message.push_str(&format!("; its last words: {stderr}"));
+    }
+    message.push_str("; the call did not finish, and the worker restarts for the next call");
+    message
+}
+
+/// `was killed by signal 11 (SIGSEGV)`, `exited with status 3`.
+fn describe_exit(status: Option<std::process::ExitStatus>) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match status {
+        Some(status) => match (status.code(), status.signal()) {
+            (_, Some(signal)) => {
+                format!("was killed by signal {signal} ({})", signal_name(signal))
+            }
+            (Some(code), None) => format!("exited with status {code}"),
+            (None, None) => "ended".to_string(),
+        },
+        None => "ended (its status is unknown)".to_string(),
+    }
+}
+
+/// The usual name of a signal.
+pub(crate) fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGILL => "SIGILL",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGXCPU => "SIGXCPU",
+        libc::SIGSYS => "SIGSYS",
+        libc::SIGPIPE => "SIGPIPE",
+        _ => "another signal",
+    }
+}
+
+/// Keeps the last [`STDERR_TAIL`] bytes of the worker's stderr in `tail`, on its own thread.
+fn keep_tail(mut stderr: impl Read + Send + 'static, tail: Arc<Mutex<Vec<u8>>>) {
+    let _ = std::thread::Builder::new()
+        .name("toolgate-worker-stderr".into())
+        .spawn(move || {
+            let mut buf = [0u8; 1024];
+            while let Ok(n) = stderr.read(&mut buf) {
+                if n == 0 {
+                    return;
+                }
+                let mut tail = lock(&tail);
+                tail.extend_from_slice(&buf[..n]);
+                let excess = tail.len().saturating_sub(STDERR_TAIL);
+                tail.drain(..excess);
+            }
+        });
+}
+
+/// The worker's stderr tail as one line.
+fn tail_text(tail: &Mutex<Vec<u8>>) -> String {
+    // Give the stderr thread a moment to read what the dying process wrote last.
+    std::thread::sleep(Duration::from_millis(5));
+    let bytes = lock(tail).clone();
+    String::from_utf8_lossy(&bytes)
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" | ")
+}
+
+fn kill_and_reap(child: &mut Child) -> Option<std::process::ExitStatus> {
+    let _ = child.kill();
+    child.wait().ok()
+}
+
+fn kill_pid(pid: u32) {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return;
+    };
+    // SAFETY: kill(2) with a pid of our own child, which its reader thread has not reaped yet
+    // while a call is pending on it (it reaps only after the pipe closes).
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+    }
+}
+
+/// Sets the worker's limits between `fork` and `exec`.
+fn confine(command: &mut Command, memory_limit: Option<u64>) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure calls only async-signal-safe functions (setrlimit, prctl) and does not
+    // allocate.
+    unsafe {
+        command.pre_exec(move || {
+            #[cfg(target_os = "linux")]
+            {
+                if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            if let Some(limit) = memory_limit {
+                let limit = libc::rlim_t::try_from(limit).unwrap_or(libc::RLIM_INFINITY);
+                let rlimit = libc::rlimit {
+                    rlim_cur: limit,
+                    rlim_max: limit,
+                };
+                if libc::setrlimit(libc::RLIMIT_AS, &rlimit) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_restart_is_immediate_and_later_ones_double_up_to_the_cap() {
+        assert_eq!(backoff(1), Duration::ZERO);
+        assert_eq!(backoff(2), Duration::from_millis(100));
+        assert_eq!(backoff(3), Duration::from_millis(200));
+        assert_eq!(backoff(4), Duration::from_millis(400));
+        assert_eq!(backoff(40), BACKOFF_MAX);
+    }
+
+    #[test]
+    fn a_signal_is_named_in_the_exit_description() {
+        use std::os::unix::process::ExitStatusExt;
+        let status = std::process::ExitStatus::from_raw(libc::SIGSEGV);
+        assert_eq!(
+            describe_exit(Some(status)),
+            "was killed by signal 11 (SIGSEGV)"
+        );
+    }
+}

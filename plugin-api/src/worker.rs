@@ -1,0 +1,510 @@
+//! The worker protocol: how a host talks to a plugin loaded in another process
+//! (`isolation: process`).
+//!
+//! The host starts a worker (`toolgate plugin-host`) with piped stdin and stdout. Each side
+//! writes frames: a 4-byte little-endian length, then that many bytes of one JSON object with a
+//! `"type"` field. Frames larger than [`MAX_FRAME`] are refused. The worker's stderr is not
+//! part of the protocol (it carries the plugin's own logging, and the message of a crash).
+//!
+//! ```text
+//! host -> worker   hello {library, config}       first frame, once
+//! worker -> host   manifest {name, version, tools} | load_failed {message}
+//! host -> worker   call {id, tool, args, deadline_ms}
+//! host -> worker   cancel {id}
+//! worker -> host   progress {id, message}
+//! worker -> host   chunk {id, text}               streamed text of a running call
+//! worker -> host   result {id, outcome}
+//! ```
+//!
+//! Calls run concurrently in the worker, each on its own thread; results come back in the order
+//! they finish. [`serve`] is the worker side, whole; the host side lives in the engine.
+
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde::{Deserialize, Serialize};
+
+use crate::{CancelFlag, Capabilities, LoadedPlugin, Part, PluginOutcome};
+
+/// The largest frame either side accepts: 256 MiB.
+pub const MAX_FRAME: usize = 256 * 1024 * 1024;
+
+/// A frame from the host to the worker.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum HostFrame {
+    /// Load this library with this configuration.
+    Hello {
+        /// The library file.
+        library: PathBuf,
+        /// The plugin's configuration, as `init` receives it.
+        config: serde_json::Value,
+        /// File access to confine the worker to before it loads the library, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        confine: Option<Confine>,
+    },
+    /// Run one tool.
+    Call {
+        /// The host's id for the call, unique while it runs.
+        id: u64,
+        /// The tool's name in the plugin.
+        tool: String,
+        /// The arguments, as JSON text.
+        args: String,
+        /// Milliseconds the host will wait; past them it kills the worker. Informational.
+        deadline_ms: Option<u64>,
+    },
+    /// Ask a running call to stop (sets its cancellation flag).
+    Cancel {
+        /// The call's id.
+        id: u64,
+    },
+}
+
+/// A frame from the worker to the host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum WorkerFrame {
+    /// The library loaded: its manifest.
+    Manifest {
+        /// The plugin's name.
+        name: String,
+        /// The plugin's version.
+        version: String,
+        /// Its tools.
+        tools: Vec<WireTool>,
+        /// What it needs (its manifest's `capabilities`).
+        #[serde(default)]
+        capabilities: Capabilities,
+    },
+    /// The library did not load.
+    LoadFailed {
+        /// Why, as the host loader words it.
+        message: String,
+    },
+    /// A progress message of a running call.
+    Progress {
+        /// The call's id.
+        id: u64,
+        /// The message.
+        message: String,
+    },
+    /// A text chunk of a running call, before its result (streaming).
+    Chunk {
+        /// The call's id.
+        id: u64,
+        /// The text.
+        text: String,
+    },
+    /// A call ended.
+    Result {
+        /// The call's id.
+        id: u64,
+        /// How it ended.
+        outcome: WireOutcome,
+    },
+}
+
+/// The files a worker may use once confined: the granted roots. The worker adds what it needs
+/// to load the library (the library itself, the system's library directories).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Confine {
+    /// Files and directories it may read.
+    pub fs_read: Vec<PathBuf>,
+    /// Files and directories it may read and write.
+    pub fs_write: Vec<PathBuf>,
+}
+
+/// A tool of the manifest frame.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WireTool {
+    /// Its name.
+    pub name: String,
+    /// Its description.
+    pub description: String,
+    /// JSON Schema of its arguments.
+    pub parameters: serde_json::Value,
+}
+
+/// How a call ended: [`PluginOutcome`] on the wire.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum WireOutcome {
+    /// Success, with its parts.
+    Ok {
+        /// The parts.
+        parts: Vec<Part>,
+    },
+    /// The tool failed.
+    Error {
+        /// Its message.
+        message: String,
+    },
+    /// The arguments did not fit.
+    InvalidArguments {
+        /// Its message.
+        message: String,
+    },
+    /// The tool panicked.
+    Panic {
+        /// The panic message.
+        message: String,
+    },
+}
+
+impl From<PluginOutcome> for WireOutcome {
+    fn from(outcome: PluginOutcome) -> Self {
+        match outcome {
+            PluginOutcome::Ok(parts) => WireOutcome::Ok { parts },
+            PluginOutcome::Error(message) => WireOutcome::Error { message },
+            PluginOutcome::InvalidArguments(message) => WireOutcome::InvalidArguments { message },
+            PluginOutcome::Panic(message) => WireOutcome::Panic { message },
+        }
+    }
+}
+
+impl From<WireOutcome> for PluginOutcome {
+    fn from(outcome: WireOutcome) -> Self {
+        match outcome {
+            WireOutcome::Ok { parts } => PluginOutcome::Ok(parts),
+            WireOutcome::Error { message } => PluginOutcome::Error(message),
+            WireOutcome::InvalidArguments { message } => PluginOutcome::InvalidArguments(message),
+            WireOutcome::Panic { message } => PluginOutcome::Panic(message),
+        }
+    }
+}
+
+/// Why a frame could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    /// The pipe failed or closed in the middle of a frame.
+    #[error("the pipe failed: {0}")]
+    Io(#[from] io::Error),
+    /// The length prefix is over [`MAX_FRAME`].
+    #[error("a frame of {len} bytes is over the limit of {MAX_FRAME}")]
+    TooLarge {
+        /// The announced length.
+        len: usize,
+    },
+    /// The frame is not the JSON expected.
+    #[error("a frame is not valid: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+/// Writes one frame.
+pub fn write_frame<T: Serialize>(out: &mut impl Write, frame: &T) -> Result<(), FrameError> {
+    let body = serde_json::to_vec(frame)?;
+    if body.len() > MAX_FRAME {
+        return Err(FrameError::TooLarge { len: body.len() });
+    }
+    let len = u32::try_from(body.len()).map_err(|_| FrameError::TooLarge { len: body.len() })?;
+    let mut bytes = Vec::with_capacity(4 + body.len());
+    bytes.extend_from_slice(&len.to_le_bytes());
+    bytes.extend_from_slice(&body);
+    out.write_all(&bytes)?;
+    out.flush()?;
+    Ok(())
+}
+
+/// Reads one frame; `Ok(None)` at a clean end of the stream (before a length prefix).
+pub fn read_frame<T: for<'de> Deserialize<'de>>(
+    input: &mut impl Read,
+) -> Result<Option<T>, FrameError> {
+    let mut prefix = [0u8; 4];
+    let mut filled = 0;
+    while filled < prefix.len() {
+        match input.read(&mut prefix[filled..]) {
+            Ok(0) if filled == 0 => return Ok(None),
+            Ok(0) => return Err(FrameError::Io(io::ErrorKind::UnexpectedEof.into())),
+            Ok(n) => filled += n,
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            Err(err) => return Err(err.into()),
+        }
+    }
+    let len = u32::from_le_bytes(prefix) as usize;
+    if len > MAX_FRAME {
+        return Err(FrameError::TooLarge { len });
+    }
+    let mut body = vec![0u8; len];
+    input.read_exact(&mut body)?;
+    Ok(Some(serde_json::from_slice(&body)?))
+}
+
+/// Why [`serve`] stopped before the host closed the pipe.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// A frame could not be read or written.
+    #[error(transparent)]
+    Frame(#[from] FrameError),
+    /// The first frame was not `hello`.
+    #[error("the first frame must be hello")]
+    NoHello,
+}
+
+/// The worker side, whole: reads `hello`, loads the library, answers with its manifest, then
+/// runs calls until `input` ends. Returns `Ok` when the host closes the pipe.
+///
+/// # Safety
+///
+/// As [`LoadedPlugin::load`]: the library named in `hello` must be a sound plugin library. The
+/// host that starts the worker vouches for it, as it would for loading it in its own process.
+pub unsafe fn serve(
+    input: impl Read,
+    output: impl Write + Send + 'static,
+) -> Result<(), ServeError> {
+    // SAFETY: the caller's promise.
+    unsafe { serve_confined(input, output, |_, _| Ok(())) }
+}
+
+/// [`serve`], with the platform's confinement: when `hello` asks for it, `confine` is called
+/// with the library and the granted roots before the library is loaded. An `Err` from it is
+/// told to the host as a load failure.
+///
+/// # Safety
+///
+/// As [`serve`].
+pub unsafe fn serve_confined(
+    mut input: impl Read,
+    output: impl Write + Send + 'static,
+    confine: impl FnOnce(&Path, &Confine) -> Result<(), String>,
+) -> Result<(), ServeError> {
+    let output = Arc::new(Mutex::new(output));
+    let send = move |frame: &WorkerFrame| -> Result<(), FrameError> {
+        let mut out = output.lock().unwrap_or_else(PoisonError::into_inner);
+        write_frame(&mut *out, frame)
+    };
+    let Some(HostFrame::Hello {
+        library,
+        config,
+        confine: wanted,
+    }) = read_frame::<HostFrame>(&mut input)?
+    else {
+        return Err(ServeError::NoHello);
+    };
+    if let Some(wanted) = &wanted
+        && let Err(message) = confine(&library, wanted)
+    {
+        send(&WorkerFrame::LoadFailed {
+            message: format!("the plugin worker cannot be confined to its grants: {message}"),
+        })?;
+        return Ok(());
+    }
+    // SAFETY: the caller's promise (`# Safety`).
+    let plugin = match unsafe { LoadedPlugin::load(&library, &config) } {
+        Ok(plugin) => Arc::new(plugin),
+        Err(err) => {
+            send(&WorkerFrame::LoadFailed {
+                message: chain(&err),
+            })?;
+            return Ok(());
+        }
+    };
+    send(&WorkerFrame::Manifest {
+        name: plugin.name().to_string(),
+        version: plugin.version().to_string(),
+        tools: plugin
+            .tools()
+            .iter()
+            .map(|t| WireTool {
+                name: t.name.clone(),
+                description: t.description.clone(),
+                parameters: t.parameters.clone(),
+            })
+            .collect(),
+        capabilities: plugin.capabilities().clone(),
+    })?;
+    let send = Arc::new(send);
+    let running: Arc<Mutex<HashMap<u64, CancelFlag>>> = Arc::default();
+    let mut threads = Threads::default();
+    while let Some(frame) = read_frame::<HostFrame>(&mut input)? {
+        match frame {
+            HostFrame::Hello { .. } => {}
+            HostFrame::Cancel { id } => {
+                if let Some(flag) = running
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get(&id)
+                {
+                    flag.cancel();
+                }
+            }
+            HostFrame::Call { id, tool, args, .. } => {
+                let flag = CancelFlag::new();
+                running
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(id, flag.clone());
+                let plugin = plugin.clone();
+                let call_send = send.clone();
+                let running = running.clone();
+                let spawned = threads.run(Box::new(move || {
+                    let send = call_send;
+                    let mut progress = |message: &str| {
+                        // A closed pipe means the host is gone; nothing to tell.
+                        let _ = send(&WorkerFrame::Progress {
+                            id,
+                            message: message.to_string(),
+                        });
+                    };
+                    let mut chunk = |text: &str| {
+                        let sent = send(&WorkerFrame::Chunk {
+                            id,
+                            text: text.to_string(),
+                        });
+                        // More only while the host reads and has not cancelled.
+                        sent.is_ok() && !flag.is_cancelled()
+                    };
+                    let outcome =
+                        plugin.call_streaming(&tool, &args, &flag, &mut progress, &mut chunk);
+                    running
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .remove(&id);
+                    let _ = send(&WorkerFrame::Result {
+                        id,
+                        outcome: outcome.into(),
+                    });
+                }));
+                if let Err(err) = spawned {
+                    send(&WorkerFrame::Result {
+                        id,
+                        outcome: WireOutcome::Error {
+                            message: format!("the plugin worker could not start a thread: {err}"),
+                        },
+                    })?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A call, as a worker thread runs it.
+type Job = Box<dyn FnOnce() + Send>;
+
+/// The worker's call threads: kept once started, a new one only when none is idle.
+#[derive(Default)]
+struct Threads {
+    jobs: Option<std::sync::mpsc::Sender<Job>>,
+    receiver: Option<Arc<Mutex<std::sync::mpsc::Receiver<Job>>>>,
+    /// Threads waiting for a job.
+    idle: Arc<std::sync::atomic::AtomicUsize>,
+    /// Jobs sent and not yet taken.
+    queued: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Threads {
+    /// Runs `job` on an idle thread, or on a new one.
+    fn run(&mut self, job: Job) -> io::Result<()> {
+        use std::sync::atomic::Ordering::SeqCst;
+        if self.jobs.is_none() {
+            let (tx, rx) = std::sync::mpsc::channel();
+            self.jobs = Some(tx);
+            self.receiver = Some(Arc::new(Mutex::new(rx)));
+        }
+        let (Some(jobs), Some(receiver)) = (&self.jobs, &self.receiver) else {
+            return Err(io::ErrorKind::Other.into());
+        };
+        let queued = self.queued.fetch_add(1, SeqCst) + 1;
+        if self.idle.load(SeqCst) < queued {
+            let receiver = receiver.clone();
+            let idle = self.idle.clone();
+            let waiting = self.queued.clone();
+            let started = std::thread::Builder::new()
+                .name("call".into())
+                .spawn(move || {
+                    loop {
+                        idle.fetch_add(1, SeqCst);
+                        let job = receiver
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .recv();
+                        idle.fetch_sub(1, SeqCst);
+                        let Ok(job) = job else {
+                            return;
+                        };
+                        waiting.fetch_sub(1, SeqCst);
+                        job();
+                    }
+                });
+            if let Err(err) = started {
+                self.queued.fetch_sub(1, SeqCst);
+                return Err(err);
+            }
+        }
+        jobs.send(job)
+            .map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe))
+    }
+}
+
+/// An error and its causes, joined by `: `.
+fn chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let line = cause.to_string();
+        if !text.contains(&line) {
+            text.push_str(": ");
+            text.push_str(&line);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_frame_reads_back_as_written() {
+        let frame = HostFrame::Call {
+            id: 7,
+            tool: "echo".into(),
+            args: r#"{"text":"hi"}"#.into(),
+            deadline_ms: Some(500),
+        };
+        let mut bytes = Vec::new();
+        write_frame(&mut bytes, &frame).expect("written");
+        let back: Option<HostFrame> = read_frame(&mut bytes.as_slice()).expect("read");
+        assert_eq!(back, Some(frame));
+    }
+
+    #[test]
+    fn a_frame_is_a_little_endian_length_then_json() {
+        let mut bytes = Vec::new();
+        write_frame(&mut bytes, &HostFrame::Cancel { id: 3 }).expect("written");
+        let body = br#"{"type":"cancel","id":3}"#;
+        assert_eq!(&bytes[..4], &(body.len() as u32).to_le_bytes());
+        assert_eq!(&bytes[4..], body);
+    }
+
+    #[test]
+    fn an_empty_stream_is_a_clean_end() {
+        let read: Option<HostFrame> = read_frame(&mut [].as_slice()).expect("clean end");
+        assert_eq!(read, None);
+    }
+
+    #[test]
+    fn a_stream_cut_inside_a_frame_is_an_error() {
+        let mut bytes = Vec::new();
+        write_frame(&mut bytes, &HostFrame::Cancel { id: 3 }).expect("written");
+        bytes.truncate(bytes.len() - 2);
+        assert!(matches!(
+            read_frame::<HostFrame>(&mut bytes.as_slice()),
+            Err(FrameError::Io(_))
+        ));
+    }
+
+    #[test]
+    fn a_length_over_the_limit_is_refused_before_reading_the_body() {
+        let len = u32::try_from(MAX_FRAME + 1).expect("fits");
+        let bytes = len.to_le_bytes();
+        assert!(matches!(
+            read_frame::<HostFrame>(&mut bytes.as_slice()),
+            Err(FrameError::TooLarge { .. })
+        ));
+    }
+}
