@@ -411,31 +411,10 @@ fn tools_lists_what_the_session_found_in_earlier_runs() {
 
 #[test]
 fn results_delete_session_forgets_what_it_found() {
-    let dir = tempfile::tempdir().expect("a temporary folder");
-    // One policy with both search and reduction, so `results` has a store to delete from.
-    let policy = dir.path().join("policy.yaml");
-    let catalog = repo_path("policies/examples/catalog.jsonl");
-    std::fs::write(
-        &policy,
-        format!(
-            "version: 1\nplugins: [{{name: testkit, searchable: true}}]\nsearch: {{catalogs: [{}]}}\nreduction: {{}}\n",
-            catalog.display()
-        ),
-    )
-    .expect("write the policy");
-    let policy = policy.display().to_string();
-    let results = dir.path().join("results");
+    // Search and reduction, so `results` has a store to delete from.
+    let (_dir, policy, results) = searchable_testkit("reduction: {}\n");
     let run = |args: &[&str]| toolgate_with_results(&results, args);
-    run(&[
-        "call",
-        "--policy",
-        &policy,
-        "--session",
-        "s1",
-        "tool_search",
-        r#"{"query": "select:echo"}"#,
-    ])
-    .assert_code(0);
+    find_echo(&policy, &results);
     let deleted = run(&["results", "delete", "--policy", &policy, "--session", "s1"]);
     deleted.assert_code(0);
     assert!(
@@ -496,31 +475,10 @@ fn session_state_expires_after_the_policy_ttl() {
 
 #[test]
 fn results_prune_deletes_expired_session_state() {
-    let dir = tempfile::tempdir().expect("a temporary folder");
-    let policy = dir.path().join("policy.yaml");
-    let catalog = repo_path("policies/examples/catalog.jsonl");
     // A time to live of zero: the state expires as soon as it is written.
-    std::fs::write(
-        &policy,
-        format!(
-            "version: 1\nplugins: [{{name: testkit, searchable: true}}]\nsearch: {{catalogs: [{}]}}\nreduction: {{}}\nsessions: {{ttl: 0s}}\n",
-            catalog.display()
-        ),
-    )
-    .expect("write the policy");
-    let policy = policy.display().to_string();
-    let results = dir.path().join("results");
+    let (_dir, policy, results) = searchable_testkit("reduction: {}\nsessions: {ttl: 0s}\n");
     let run = |args: &[&str]| toolgate_with_results(&results, args);
-    run(&[
-        "call",
-        "--policy",
-        &policy,
-        "--session",
-        "s1",
-        "tool_search",
-        r#"{"query": "select:echo"}"#,
-    ])
-    .assert_code(0);
+    find_echo(&policy, &results);
     let sessions = results.join("sessions");
     assert!(sessions.exists(), "the search saved the session's state");
     let pruned = run(&[
@@ -554,31 +512,8 @@ fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
 
 #[test]
 fn serve_deletes_expired_session_state_when_it_starts() {
-    let dir = tempfile::tempdir().expect("a temporary folder");
-    let policy = dir.path().join("policy.yaml");
-    let catalog = repo_path("policies/examples/catalog.jsonl");
-    std::fs::write(
-        &policy,
-        format!(
-            "version: 1\nplugins: [{{name: testkit, searchable: true}}]\nsearch: {{catalogs: [{}]}}\nsessions: {{ttl: 0s}}\n",
-            catalog.display()
-        ),
-    )
-    .expect("write the policy");
-    let results = dir.path().join("results");
-    toolgate_with_results(
-        &results,
-        &[
-            "call",
-            "--policy",
-            &policy.display().to_string(),
-            "--session",
-            "s1",
-            "tool_search",
-            r#"{"query": "select:echo"}"#,
-        ],
-    )
-    .assert_code(0);
+    let (_dir, policy, results) = searchable_testkit("sessions: {ttl: 0s}\n");
+    find_echo(&policy, &results);
     let sessions = results.join("sessions");
     assert!(
         !walk(&sessions).is_empty(),
@@ -602,4 +537,39 @@ fn serve_deletes_expired_session_state_when_it_starts() {
     let _ = serve.kill();
     let _ = serve.wait();
     assert!(walk(&sessions).is_empty(), "left: {:?}", walk(&sessions));
+}
+
+/// A policy in a fresh folder: the testkit plugin's tools searchable behind `tool_search`, plus
+/// `extra` (YAML lines); answers the folder, the policy's path and the results folder beside it.
+fn searchable_testkit(extra: &str) -> (tempfile::TempDir, String, PathBuf) {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let policy = dir.path().join("policy.yaml");
+    let catalog = repo_path("policies/examples/catalog.jsonl");
+    std::fs::write(
+        &policy,
+        format!(
+            "version: 1\nplugins: [{{name: testkit, searchable: true}}]\nsearch: {{catalogs: [{}]}}\n{extra}",
+            catalog.display()
+        ),
+    )
+    .expect("write the policy");
+    let results = dir.path().join("results");
+    (dir, policy.display().to_string(), results)
+}
+
+/// `toolgate call --session s1 tool_search select:echo`: the session finds `echo`.
+fn find_echo(policy: &str, results: &std::path::Path) {
+    toolgate_with_results(
+        results,
+        &[
+            "call",
+            "--policy",
+            policy,
+            "--session",
+            "s1",
+            "tool_search",
+            r#"{"query": "select:echo"}"#,
+        ],
+    )
+    .assert_code(0);
 }
