@@ -59,7 +59,19 @@ fn s2_area_of_a_triangle_finds_calculate_triangle_area() {
         "{}",
         run.stdout
     );
-    // Each hit: a numbered line with its name and score, its description, and why it matched.
+    // Each hit: a numbered line with its name and score, then its description; why it matched
+    // only with --explain.
+    assert!(lines[0].starts_with("1. "), "{}", run.stdout);
+    assert!(lines[1].starts_with("   "), "{}", run.stdout);
+    assert!(lines[2].starts_with("2. "), "{}", run.stdout);
+    assert!(!run.stdout.contains("why: "), "{}", run.stdout);
+}
+
+#[test]
+fn search_explain_says_why_each_hit_matched() {
+    let run = search_catalog(&["--explain", "area of a triangle"]);
+    run.assert_code(0);
+    let lines: Vec<&str> = run.stdout.lines().collect();
     assert!(lines[0].starts_with("1. "), "{}", run.stdout);
     assert!(lines[1].starts_with("   "), "{}", run.stdout);
     assert!(
