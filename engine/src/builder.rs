@@ -379,6 +379,7 @@ fn search_step(
                 .iter()
                 .map(|(real, model)| (model.clone(), real.clone()))
                 .collect(),
+            search.explain,
         )),
         ToolSource::Builtin,
         false,

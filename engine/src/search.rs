@@ -62,6 +62,8 @@ pub(crate) struct ToolSearch {
     default_max: usize,
     /// Model-facing name -> real name, for every catalog tool.
     real_names: Arc<HashMap<String, String>>,
+    /// Each found tool says why it matched (`search.explain`).
+    explain: bool,
 }
 
 impl ToolSearch {
@@ -70,6 +72,7 @@ impl ToolSearch {
         sessions: Arc<Sessions>,
         default_max: usize,
         real_names: HashMap<String, String>,
+        explain: bool,
     ) -> Self {
         let current = index.current();
         let mut names: Vec<&str> = current.names().collect();
@@ -107,6 +110,7 @@ impl ToolSearch {
             sessions,
             default_max,
             real_names: Arc::new(real_names),
+            explain,
         }
     }
 }
@@ -125,6 +129,7 @@ impl Tool for ToolSearch {
         let sessions = self.sessions.clone();
         let default_max = self.default_max;
         let real_names = self.real_names.clone();
+        let explain = self.explain;
         Box::pin(async move {
             let query = match args.get("query") {
                 Some(Value::String(q)) => q.clone(),
@@ -148,7 +153,11 @@ impl Tool for ToolSearch {
             };
             let parsed =
                 Query::parse(&query).map_err(|e| ToolError::invalid_arguments(e.to_string()))?;
-            let results = index.search(&parsed, max);
+            let results = if explain {
+                index.search_explained(&parsed, max)
+            } else {
+                index.search(&parsed, max)
+            };
             let found: Vec<String> = results.hits.iter().map(|h| h.name.clone()).collect();
             sessions.of(ctx.session.as_ref()).state().reveal(
                 found
@@ -160,17 +169,20 @@ impl Tool for ToolSearch {
                 .iter()
                 .map(|h| {
                     let doc = index.get(&h.name);
-                    let why: Vec<String> = h
-                        .why
-                        .iter()
-                        .map(|m| format!("{} ~ {} in {} ({:?})", m.term, m.matched, m.field.as_str(), m.kind).to_lowercase())
-                        .collect();
-                    json!({
+                    let mut tool = json!({
                         "name": h.name,
                         "description": doc.as_ref().map(|d| d.description.to_string()).unwrap_or_default(),
                         "parameters": doc.as_ref().and_then(|d| d.parameters().ok()).unwrap_or(Value::Null),
-                        "why": why,
-                    })
+                    });
+                    if explain {
+                        let why: Vec<String> = h
+                            .why
+                            .iter()
+                            .map(|m| format!("{} ~ {} in {} ({:?})", m.term, m.matched, m.field.as_str(), m.kind).to_lowercase())
+                            .collect();
+                        tool["why"] = json!(why);
+                    }
+                    tool
                 })
                 .collect();
             let mut out = json!({ "tools": tools });

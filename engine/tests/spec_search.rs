@@ -109,7 +109,33 @@ async fn s2_tool_search_returns_matches_best_first_with_name_and_description() {
         v["tools"][0]["description"],
         "Get the current weather for a city."
     );
-    assert!(!v["tools"][0]["why"].as_array().unwrap().is_empty());
+    assert!(v["tools"][0].get("why").is_none(), "{v}");
+}
+
+#[tokio::test]
+async fn s2_tool_search_says_why_each_tool_matched_when_the_policy_asks() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine(dir.path(), |s| s.explain = true);
+    let s = engine.session(Some("s")).unwrap();
+    let o = engine
+        .call(
+            &s,
+            &call(
+                "1",
+                "tool_search",
+                json!({"query": "what is the weather in Paris"}),
+            ),
+        )
+        .await;
+    assert!(!o.is_error(), "{:?}", o.error);
+    let v: Value = serde_json::from_str(&o.content.text()).unwrap();
+    let why = v["tools"][0]["why"].as_array().unwrap();
+    assert!(
+        why.iter().any(|w| w
+            .as_str()
+            .is_some_and(|w| w.starts_with("weather ~ weather in name"))),
+        "{v}"
+    );
 }
 
 #[tokio::test]

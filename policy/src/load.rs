@@ -600,6 +600,7 @@ impl<'a> Build<'a> {
                 "allow_direct_calls" => search.allow_direct_calls = boolean(value),
                 "use_model_native" => search.use_model_native = boolean(value),
                 "index_file" => search.index_file = Some(self.resolve(text(value))),
+                "explain" => search.explain = boolean(value),
                 "default_max_results" => {
                     set(
                         &mut search.default_max_results,

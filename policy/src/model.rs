@@ -484,6 +484,9 @@ pub struct SearchSettings {
     pub index_file: Option<PathBuf>,
     /// Default `max_results` of `tool_search`. Default 5.
     pub default_max_results: u64,
+    /// `tool_search` says why each tool matched (a `why` list per tool). Default false:
+    /// explaining costs more than the search, and models act on names and descriptions.
+    pub explain: bool,
 }
 
 impl Default for SearchSettings {
@@ -496,6 +499,7 @@ impl Default for SearchSettings {
             use_model_native: false,
             index_file: None,
             default_max_results: 5,
+            explain: false,
         }
     }
 }

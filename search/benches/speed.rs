@@ -1,8 +1,11 @@
 //! Speed of the index at 100,000 tools: `cargo bench -p toolgate-search --bench speed`.
 //!
 //! The catalog is the three real catalogs repeated with renamed tools
-//! (`name_r17`) up to 100,000 tools; queries are the real labelled queries.
-//! Before criterion runs, the bench prints figures criterion does not give:
+//! (`name_r17`) up to 100,000 tools; queries are the real labelled queries
+//! (`common/corpus.rs`, which `examples/bench_corpus.rs` writes out for the
+//! side-by-side comparison of `scripts/bench-search.sh`). First the latency
+//! percentiles on a small catalog (BFCL's 2,723 tools, its own queries). Then,
+//! before criterion runs, the bench prints figures criterion does not give:
 //! build time, index file size, the time to open it (read, and mapped),
 //! resident memory before and after mapping the file, and the median and p99
 //! of single-query latency over all queries (of one run, and of each query's
@@ -12,8 +15,11 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use toolgate_search::eval::{self, DATASETS};
+use toolgate_search::eval::{self};
 use toolgate_search::{Query, SearchIndex, ToolDoc};
+
+#[path = "common/corpus.rs"]
+mod corpus;
 
 const TOOLS: usize = 100_000;
 
@@ -21,36 +27,24 @@ const TOOLS: usize = 100_000;
 const RUNS: usize = 3;
 
 fn load() -> (Vec<ToolDoc>, Vec<Query>) {
-    let dir = eval::datasets_dir();
-    let (mut base, mut queries) = (Vec::new(), Vec::new());
-    for name in DATASETS {
-        let data = eval::load_dataset(&dir, name).unwrap_or_else(|e| {
-            panic!("{e} (set {} to the data set directory)", eval::DATASETS_ENV)
-        });
-        base.extend(data.catalog);
-        queries.extend(
-            data.queries
-                .iter()
-                .filter_map(|q| Query::parse(&q.query).ok()),
-        );
-    }
-    // The catalogs share a few names; keep the first of each.
-    let mut seen = std::collections::HashSet::new();
-    base.retain(|d: &ToolDoc| seen.insert(d.name.clone()));
-    let mut docs = Vec::with_capacity(TOOLS);
-    'fill: for round in 0.. {
-        for d in &base {
-            if docs.len() == TOOLS {
-                break 'fill;
-            }
-            let mut d = d.clone();
-            if round > 0 {
-                d.name = format!("{}_r{round}", d.name);
-            }
-            docs.push(d);
-        }
-    }
-    (docs, queries)
+    let (base, queries) = corpus::real();
+    let queries = queries
+        .iter()
+        .filter_map(|q| Query::parse(q).ok())
+        .collect();
+    (corpus::repeated(&base, TOOLS), queries)
+}
+
+/// The BFCL catalog alone (2,723 tools) and its own queries: the small-catalog figures.
+fn load_small() -> (Vec<ToolDoc>, Vec<Query>) {
+    let data = eval::load_dataset(&eval::datasets_dir(), "bfcl")
+        .unwrap_or_else(|e| panic!("{e} (set {} to the data set directory)", eval::DATASETS_ENV));
+    let queries = data
+        .queries
+        .iter()
+        .filter_map(|q| Query::parse(&q.query).ok())
+        .collect();
+    (data.catalog, queries)
 }
 
 fn rss_kib() -> u64 {
@@ -89,25 +83,8 @@ fn figures(docs: &[ToolDoc], queries: &[Query]) {
     let index = unsafe { SearchIndex::open_mapped(&path) }.expect("maps");
     let open = start.elapsed();
     let after_open = rss_kib();
-    // Each query runs `RUNS` times; the first run's times give one set of
-    // percentiles, each query's least time another, which leaves out what
-    // other processes on the machine cost a run.
-    let mut first = Vec::with_capacity(queries.len());
-    let mut least = vec![Duration::MAX; queries.len()];
-    for run in 0..RUNS {
-        for (q, best) in queries.iter().zip(&mut least) {
-            let start = Instant::now();
-            black_box(index.search(black_box(q), 5));
-            let took = start.elapsed();
-            if run == 0 {
-                first.push(took);
-            }
-            *best = (*best).min(took);
-        }
-    }
+    let (first, least) = latencies(&index, queries);
     let after_queries = rss_kib();
-    first.sort_unstable();
-    least.sort_unstable();
     println!("tools: {}, queries: {}", index.len(), queries.len());
     println!("build (in memory, incl. serialisation): {build:.2?}");
     println!("index file: {:.1} MiB", size as f64 / (1024.0 * 1024.0));
@@ -121,7 +98,33 @@ fn figures(docs: &[ToolDoc], queries: &[Query]) {
         after_queries,
         after_queries.saturating_sub(before)
     );
-    for (label, times) in [("one run", &first), ("least of runs", &least)] {
+    print_latencies(&first, &least);
+}
+
+/// Single-query latencies over `queries`, each run [`RUNS`] times, sorted: those of the first
+/// run, and each query's least time (which leaves out what other processes on the machine
+/// cost a run).
+fn latencies(index: &SearchIndex, queries: &[Query]) -> (Vec<Duration>, Vec<Duration>) {
+    let mut first = Vec::with_capacity(queries.len());
+    let mut least = vec![Duration::MAX; queries.len()];
+    for run in 0..RUNS {
+        for (q, best) in queries.iter().zip(&mut least) {
+            let start = Instant::now();
+            black_box(index.search(black_box(q), 5));
+            let took = start.elapsed();
+            if run == 0 {
+                first.push(took);
+            }
+            *best = (*best).min(took);
+        }
+    }
+    first.sort_unstable();
+    least.sort_unstable();
+    (first, least)
+}
+
+fn print_latencies(first: &[Duration], least: &[Duration]) {
+    for (label, times) in [("one run", first), ("least of runs", least)] {
         println!(
             "query latency (top 5, {label}): median {:.1?}, p90 {:.1?}, p99 {:.1?}, max {:.1?}",
             percentile(times, 0.5),
@@ -132,7 +135,23 @@ fn figures(docs: &[ToolDoc], queries: &[Query]) {
     }
 }
 
+/// The small-catalog figures: BFCL's 2,723 tools and its own queries.
+fn small_figures(docs: &[ToolDoc], queries: &[Query]) {
+    let index = SearchIndex::build(docs).expect("builds");
+    let (first, least) = latencies(&index, queries);
+    println!(
+        "small catalog: tools: {}, queries: {}, index {:.1} MiB",
+        index.len(),
+        queries.len(),
+        index.size_bytes() as f64 / (1024.0 * 1024.0)
+    );
+    print_latencies(&first, &least);
+}
+
 fn main() {
+    let (docs, queries) = load_small();
+    small_figures(&docs, &queries);
+    drop(docs);
     let (docs, queries) = load();
     figures(&docs, &queries);
 

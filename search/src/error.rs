@@ -183,6 +183,9 @@ pub enum Section {
     ToolRecords,
     /// Six field lengths per tool.
     FieldLengths,
+    /// The re-ranking vocabulary: an fst map from each stem of the tools' re-ranking words to
+    /// its number.
+    RerankTerms,
 }
 
 impl fmt::Display for Section {
@@ -193,6 +196,7 @@ impl fmt::Display for Section {
             Section::ToolOffsets => "tool offsets",
             Section::ToolRecords => "tool records",
             Section::FieldLengths => "field lengths",
+            Section::RerankTerms => "re-ranking vocabulary",
         })
     }
 }

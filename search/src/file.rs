@@ -65,6 +65,8 @@ impl AsRef<[u8]> for Slice {
 pub(crate) struct IndexFile {
     storage: Arc<Storage>,
     stems: Map<Slice>,
+    /// The re-ranking vocabulary: each stem of the tools' re-ranking words to its number.
+    rerank_terms: Map<Slice>,
     postings: Range<usize>,
     doc_offsets: Range<usize>,
     docs: Range<usize>,
@@ -253,16 +255,20 @@ impl IndexFile {
             damage,
         };
         let storage = Arc::new(storage);
-        let slice = Slice {
-            storage: Arc::clone(&storage),
-            range: sections[format::SEC_STEMS].clone(),
+        let fst_of = |section: usize| {
+            let slice = Slice {
+                storage: Arc::clone(&storage),
+                range: sections[section].clone(),
+            };
+            check::catch_quietly(|| Map::new(slice))
+                .map_err(|panic| damaged(Damage::Panic(panic)))?
+                .map_err(|source| IndexError::Dictionary {
+                    path: path.to_path_buf(),
+                    source,
+                })
         };
-        let stems = check::catch_quietly(|| Map::new(slice))
-            .map_err(|panic| damaged(Damage::Panic(panic)))?
-            .map_err(|source| IndexError::Dictionary {
-                path: path.to_path_buf(),
-                source,
-            })?;
+        let stems = fst_of(format::SEC_STEMS)?;
+        let rerank_terms = fst_of(format::SEC_RERANK_TERMS)?;
         if content == Content::Untrusted {
             let postings = AsRef::<[u8]>::as_ref(&*storage)
                 .get(sections[format::SEC_POSTINGS].clone())
@@ -275,6 +281,7 @@ impl IndexFile {
                 .saturating_add(1 << 20);
             let checked = check::catch_quietly(|| {
                 check::fst_structure(&stems)?;
+                check::fst_structure(&rerank_terms)?;
                 check::postings(&stems, postings, len, key_budget)
             });
             match checked {
@@ -283,10 +290,11 @@ impl IndexFile {
                 Err(panic) => return Err(damaged(Damage::Panic(panic))),
             }
         }
-        let [_, postings, doc_offsets, docs, field_lens] = sections;
+        let [_, postings, doc_offsets, docs, field_lens, _] = sections;
         Ok(IndexFile {
             storage,
             stems,
+            rerank_terms,
             postings,
             doc_offsets,
             docs,
@@ -318,6 +326,11 @@ impl IndexFile {
 
     fn section(&self, range: &Range<usize>) -> &[u8] {
         self.bytes().get(range.clone()).unwrap_or(&[])
+    }
+
+    /// The re-ranking vocabulary: each stem of the tools' re-ranking words to its number.
+    pub(crate) fn rerank_terms(&self) -> &Map<Slice> {
+        &self.rerank_terms
     }
 
     /// A reader at the record of tool `id`.

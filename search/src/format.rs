@@ -5,16 +5,17 @@
 //! ```text
 //! offset  size  field
 //!      0     8  magic  b"TGSEARCH"
-//!      8     4  format version (u32, currently 3)
+//!      8     4  format version (u32, currently 4)
 //!     12     4  number of tools (u32)
 //!     16    24  average length of each of the 6 fields, in terms (6 x f32)
 //!     40    52  the ranking parameters the impacts were computed with:
 //!               k1, then the weight and b of each field (13 x f32)
-//!     92    80  5 sections, each (offset u64, length u64), offsets from file start:
-//!               term fst, postings, tool offsets, tool records, field lengths
-//!    172     8  checksum (u64) of bytes 0..172 and of everything after the header
-//!    180     8  total file length (u64)
-//!    188        the sections
+//!     92    96  6 sections, each (offset u64, length u64), offsets from file start:
+//!               term fst, postings, tool offsets, tool records, field lengths,
+//!               re-ranking vocabulary
+//!    188     8  checksum (u64) of bytes 0..188 and of everything after the header
+//!    196     8  total file length (u64)
+//!    204        the sections
 //! ```
 //!
 //! * The term fst maps each stem to the byte offset of its postings list in
@@ -29,8 +30,15 @@
 //! * Tool offsets are one `u64` per tool into the tool records; a record is
 //!   the name, description and parameters (JSON text) as length-prefixed
 //!   strings, then `u32` counts of aliases and keywords, each followed by
-//!   that many strings.
+//!   that many strings, then the tool's re-ranking words: three lists (the
+//!   stems of the name's words and of the description's terms in text order,
+//!   the stems of the `enum` values' terms ascending and each once), each a
+//!   varint count and then varint numbers of the re-ranking vocabulary.
 //! * Field lengths are six `u16` (saturating) per tool.
+//! * The re-ranking vocabulary is an fst from each stem of the re-ranking
+//!   words to its number, the most frequent numbered first. A search looks up
+//!   its few query stems there once instead of splitting and stemming the
+//!   name and description of every tool it re-ranks.
 //!
 //! The checksum is a 64-bit FNV-1a over 8-byte little-endian words (the tail
 //! zero-padded): cheap enough to verify on every open, strong enough to tell
@@ -46,15 +54,15 @@
 //! process) the term fst and postings in full (`check.rs`).
 //!
 //! Versions: 2 had a sixth section after the term fst, an fst of unstemmed
-//! terms that was always written empty; 3 dropped it. Neither reads the
-//! other's files.
+//! terms that was always written empty; 3 dropped it; 4 added the re-ranking
+//! words and vocabulary. None reads another's files.
 
 use crate::error::Section;
 use crate::field::FIELDS;
 
 pub(crate) const MAGIC: &[u8; 8] = b"TGSEARCH";
-pub(crate) const VERSION: u32 = 3;
-pub(crate) const SECTIONS: usize = 5;
+pub(crate) const VERSION: u32 = 4;
+pub(crate) const SECTIONS: usize = 6;
 /// The ranking parameters stored in the header: `k1`, `weight`, `b`.
 pub(crate) const RANKING_PARAMS: usize = 1 + 2 * FIELDS;
 pub(crate) const CHECKSUM_AT: usize = 40 + RANKING_PARAMS * 4 + SECTIONS * 16;
@@ -65,6 +73,7 @@ pub(crate) const SEC_POSTINGS: usize = 1;
 pub(crate) const SEC_DOC_OFFSETS: usize = 2;
 pub(crate) const SEC_DOCS: usize = 3;
 pub(crate) const SEC_FIELD_LENS: usize = 4;
+pub(crate) const SEC_RERANK_TERMS: usize = 5;
 
 /// The sections in file order (indexed by the `SEC_` numbers).
 pub(crate) const SECTION_ORDER: [Section; SECTIONS] = [
@@ -73,6 +82,7 @@ pub(crate) const SECTION_ORDER: [Section; SECTIONS] = [
     Section::ToolOffsets,
     Section::ToolRecords,
     Section::FieldLengths,
+    Section::RerankTerms,
 ];
 
 /// FNV-1a over 64-bit words.
@@ -201,6 +211,36 @@ impl<'a> Reader<'a> {
         let n = self.u32()? as usize;
         std::str::from_utf8(self.take(n)?).ok()
     }
+
+    /// Steps over a length-prefixed string without checking that it is UTF-8.
+    pub(crate) fn skip_str(&mut self) -> Option<()> {
+        let n = self.u32()? as usize;
+        self.take(n).map(|_| ())
+    }
+
+    /// A LEB128 varint of at most five bytes (as [`put_varint`] writes a `u32`).
+    #[inline]
+    pub(crate) fn varint(&mut self) -> Option<u32> {
+        let mut v = 0u32;
+        for shift in [0, 7, 14, 21, 28] {
+            let b = self.u8()?;
+            v |= u32::from(b & 0x7f).checked_shl(shift)?;
+            if b & 0x80 == 0 {
+                return Some(v);
+            }
+        }
+        None
+    }
+}
+
+/// Appends `v` as a LEB128 varint: seven bits a byte, low first, the top bit set on every
+/// byte but the last.
+pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u32) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
 }
 
 /// The largest impact: impacts are `tf / (k1 + tf)` scaled from `0..1`.

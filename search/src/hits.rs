@@ -35,7 +35,8 @@ pub struct Hit {
     pub name: String,
     /// The relevance score; only comparable within one search.
     pub score: f32,
-    /// Why the tool matched, ordered by query word, then field.
+    /// Why the tool matched, ordered by query word, then field; empty unless
+    /// the search was asked to explain (`SearchIndex::search_explained`).
     pub why: Vec<Match>,
 }
 

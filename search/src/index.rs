@@ -203,7 +203,10 @@ impl SearchIndex {
         self.file.doc(id)
     }
 
-    /// Runs a query and returns at most `max_results` hits, best first.
+    /// Runs a query and returns at most `max_results` hits, best first,
+    /// without saying why each matched ([`Hit::why`] is empty): what
+    /// `tool_search` needs. [`SearchIndex::search_explained`] ranks the same
+    /// and explains.
     ///
     /// Free-text queries are ranked as described on [`Ranking`]; equal scores
     /// are ordered by name, so results are deterministic. `select:` queries
@@ -211,28 +214,45 @@ impl SearchIndex {
     /// `max_results`), and list the others in
     /// [`SearchResults::not_found`].
     pub fn search(&self, query: &Query, max_results: usize) -> SearchResults {
+        self.run(query, max_results, false)
+    }
+
+    /// [`SearchIndex::search`], and each hit says why it matched
+    /// ([`Hit::why`]): which query word matched which term of which field,
+    /// and how. Explaining splits the few returned tools into terms again, so
+    /// it costs more than the search; ask for it only to show it.
+    pub fn search_explained(&self, query: &Query, max_results: usize) -> SearchResults {
+        self.run(query, max_results, true)
+    }
+
+    fn run(&self, query: &Query, max_results: usize, explains: bool) -> SearchResults {
         match query {
-            Query::Select(names) => self.select(names),
+            Query::Select(names) => self.select(names, explains),
             Query::Terms { text, required } => SearchResults {
-                hits: self.search_terms(text, required, max_results),
+                hits: self.search_terms(text, required, max_results, explains),
                 not_found: Vec::new(),
             },
         }
     }
 
-    fn select(&self, names: &[String]) -> SearchResults {
+    fn select(&self, names: &[String], explains: bool) -> SearchResults {
         let mut out = SearchResults::default();
         for name in names {
             if self.file.id_of(name).is_some() {
-                out.hits.push(Hit {
-                    name: name.clone(),
-                    score: 1.0,
-                    why: vec![Match {
+                let why = if explains {
+                    vec![Match {
                         term: name.clone(),
                         matched: name.to_lowercase(),
                         field: Field::Name,
                         kind: MatchKind::Exact,
-                    }],
+                    }]
+                } else {
+                    Vec::new()
+                };
+                out.hits.push(Hit {
+                    name: name.clone(),
+                    score: 1.0,
+                    why,
                 });
             } else {
                 out.not_found.push(name.clone());
@@ -244,8 +264,14 @@ impl SearchIndex {
     /// The query's terms are looked up (by stem, else by prefix and typo),
     /// the first stage ([`crate::score`]) finds the best 50 tools by the
     /// score described on [`Ranking`], the second ([`crate::rerank`]) orders
-    /// them, and the best `max_results` are explained.
-    fn search_terms(&self, free: &str, required: &[String], max_results: usize) -> Vec<Hit> {
+    /// them, and the best `max_results` are explained if `explains`.
+    fn search_terms(
+        &self,
+        free: &str,
+        required: &[String],
+        max_results: usize,
+        explains: bool,
+    ) -> Vec<Hit> {
         if max_results == 0 || self.file.len() == 0 {
             return Vec::new();
         }
@@ -291,6 +317,18 @@ impl SearchIndex {
             }
             ranked.sort_unstable_by(by_rank);
         }
-        explain(&self.file, &terms, &lookups, ranked)
+        if explains {
+            return explain(&self.file, &terms, &lookups, ranked);
+        }
+        ranked
+            .into_iter()
+            .filter_map(|(score, d)| {
+                Some(Hit {
+                    name: self.file.name_of(d as usize)?.to_string(),
+                    score,
+                    why: Vec::new(),
+                })
+            })
+            .collect()
     }
 }

@@ -19,8 +19,10 @@
 //!   `+required` words, or `select:name_a,name_b` for exact names.
 //! * [`SearchIndex::search`] ranks tools with a field-weighted BM25 (see
 //!   [`Ranking`]), re-scores the best few dozen by query word pairs found
-//!   adjacent in their name or description, and explains each hit
-//!   ([`Hit::why`]).
+//!   adjacent in their name or description (from words stored at build, not
+//!   re-read text). [`SearchIndex::search_explained`] also explains each hit
+//!   ([`Hit::why`]); `search` leaves that out, as it costs more than the
+//!   search.
 //! * [`LiveIndex`] holds the current index for concurrent readers and swaps
 //!   in a rebuilt one atomically.
 //! * [`eval`] has the retrieval metrics and the baselines used by the

@@ -43,9 +43,15 @@ impl LiveIndex {
         Arc::clone(&self.current.read().unwrap_or_else(PoisonError::into_inner))
     }
 
-    /// Searches the current index.
+    /// Searches the current index (see [`SearchIndex::search`]).
     pub fn search(&self, query: &Query, max_results: usize) -> SearchResults {
         self.current().search(query, max_results)
+    }
+
+    /// Searches the current index and explains each hit (see
+    /// [`SearchIndex::search_explained`]).
+    pub fn search_explained(&self, query: &Query, max_results: usize) -> SearchResults {
+        self.current().search_explained(query, max_results)
     }
 
     /// Replaces the index now.

@@ -1,7 +1,14 @@
 //! A stored tool: how the builder writes its record and how a search reads it back.
+//!
+//! A record is the tool as given (name, description, parameter schema as compact JSON, aliases,
+//! keywords), then what the second stage of a search reads instead of splitting and stemming
+//! that text again on every query: the stems of the name's words, of the description's terms
+//! and of the schema's `enum` values, each as a number of the re-ranking vocabulary (see
+//! `format.rs`).
 
 use crate::catalog::ToolDoc;
 use crate::format::{self, Reader};
+use crate::text;
 
 /// A borrowed view of one tool stored in an index.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,8 +54,10 @@ impl ToolDocRef<'_> {
 }
 
 /// Appends the stored record of `doc` to `out`: name, description,
-/// parameter schema as compact JSON, aliases and keywords.
-pub(crate) fn put(out: &mut Vec<u8>, doc: &ToolDoc) {
+/// parameter schema as compact JSON, aliases and keywords. The re-ranking
+/// words ([`put_rerank`]) follow once the vocabulary is known. Returns where
+/// the schema's JSON text lies in `out`.
+pub(crate) fn put(out: &mut Vec<u8>, doc: &ToolDoc) -> std::ops::Range<usize> {
     format::put_str(out, &doc.name);
     format::put_str(out, &doc.description);
     // The schema is written in place, then its length put before it.
@@ -58,11 +67,78 @@ pub(crate) fn put(out: &mut Vec<u8>, doc: &ToolDoc) {
     let _ = serde_json::to_writer(&mut *out, &doc.parameters);
     let len = (out.len() - at - 4) as u32;
     out[at..at + 4].copy_from_slice(&len.to_le_bytes());
+    let schema = at + 4..out.len();
     for list in [&doc.aliases, &doc.keywords] {
         out.extend_from_slice(&(list.len() as u32).to_le_bytes());
         for s in list {
             format::put_str(out, s);
         }
+    }
+    schema
+}
+
+/// Appends a record's re-ranking words: the vocabulary numbers of the stems
+/// of the name's words and of the description's terms, in text order, and
+/// of the schema's `enum` value terms (ascending, each once); each list a
+/// varint count, then varints.
+pub(crate) fn put_rerank(out: &mut Vec<u8>, name: &[u32], description: &[u32], enums: &[u32]) {
+    for list in [name, description, enums] {
+        format::put_varint(out, list.len() as u32);
+        for &v in list {
+            format::put_varint(out, v);
+        }
+    }
+}
+
+/// What the second stage reads of a record: the name, and a reader at the
+/// re-ranking words. `None` if the record does not fit.
+pub(crate) fn rerank_of(mut r: Reader<'_>) -> Option<(&str, RerankWords<'_>)> {
+    let name = r.str()?;
+    r.skip_str()?;
+    r.skip_str()?;
+    for _ in 0..2 {
+        for _ in 0..r.u32()? {
+            r.skip_str()?;
+        }
+    }
+    Some((name, RerankWords { r }))
+}
+
+/// The re-ranking words of a record, read in order: [`RerankWords::list`]
+/// three times gives the name's, the description's and the `enum` values'.
+pub(crate) struct RerankWords<'a> {
+    r: Reader<'a>,
+}
+
+impl RerankWords<'_> {
+    /// Calls `f` with each number of the next list, and returns how many
+    /// there were; stops early (returning what was read) at a list that
+    /// does not fit.
+    pub(crate) fn list(&mut self, mut f: impl FnMut(u32)) -> usize {
+        let Some(n) = self.r.varint() else {
+            return 0;
+        };
+        for k in 0..n as usize {
+            match self.r.varint() {
+                Some(v) => f(v),
+                None => return k,
+            }
+        }
+        n as usize
+    }
+}
+
+/// Calls `f` with the terms of the `enum` values of a parameter schema
+/// stored as compact JSON (as [`put`] stores it), found by scanning the
+/// text for `"enum":[` rather than parsing it.
+pub(crate) fn for_each_enum_term(json: &str, mut f: impl FnMut(&str)) {
+    const KEY: &str = "\"enum\":[";
+    let mut rest = json;
+    while let Some(at) = rest.find(KEY) {
+        rest = &rest[at + KEY.len()..];
+        let end = rest.find(']').unwrap_or(rest.len());
+        text::for_each_term(&rest[..end], &mut f);
+        rest = &rest[end..];
     }
 }
 

@@ -1,13 +1,17 @@
-//! The second stage of a search: the best first-stage tools re-scored from their stored name,
-//! description and parameters (adjacent query word pairs, `enum` values, how much of the
-//! description the query explains), then, for a query of several sentences, reordered so each
-//! sentence gets tools for it (see [`Ranking`]).
+//! The second stage of a search: the best first-stage tools re-scored from their stored
+//! re-ranking words, the stems of their name, description and `enum` values written at build
+//! (adjacent query word pairs, `enum` values, how much of the description the query explains),
+//! then, for a query of several sentences, reordered so each sentence gets tools for it (see
+//! [`Ranking`]).
 
 use std::collections::HashMap;
+
+use fst::Map;
 
 use crate::file::IndexFile;
 use crate::hash::FxBuild;
 use crate::ranking::Ranking;
+use crate::record;
 use crate::terms::QueryTerm;
 use crate::text;
 
@@ -47,6 +51,10 @@ pub(crate) fn rerank(
         .collect();
     let total = terms.len().max(1) as f32;
     let idf_total: f32 = term_idf.iter().sum::<f32>().max(f32::MIN_POSITIVE);
+    // The query's stems by their number in the index's re-ranking vocabulary; a stem not
+    // there is no word of any tool.
+    let by_number = vocab.numbered(file.rerank_terms());
+    let of = |n: u32| by_number.get(&n).copied().unwrap_or((Vocab::NONE, 0));
     // A tool's name and description words as vocabulary numbers
     // (`Vocab::NONE` for words the query does not have).
     let mut ids: Vec<u32> = Vec::new();
@@ -62,67 +70,56 @@ pub(crate) fn rerank(
     let mut masks: Vec<u64> = Vec::with_capacity(ranked.len());
     for (score, d) in ranked.iter_mut() {
         masks.push(0);
-        let Some(mut rec) = file.record(*d as usize) else {
+        let Some((name, mut words)) = file.record(*d as usize).and_then(record::rerank_of) else {
             continue;
         };
-        let (Some(name), Some(description)) = (rec.str(), rec.str()) else {
-            continue;
-        };
+        ids.clear();
+        let mut name_mask = 0u64;
+        let name_end = words.list(|w| {
+            let (id, bit) = of(w);
+            ids.push(id);
+            name_mask |= bit;
+        });
+        // The query terms the description holds.
+        let mut held = 0u64;
+        words.list(|w| {
+            let (id, bit) = of(w);
+            ids.push(id);
+            held |= bit;
+        });
+        let mut enum_mask = 0u64;
+        words.list(|w| enum_mask |= of(w).1);
         let mut factor = 1.0;
-        if r.enum_match != 0.0
-            && let Some(parameters) = rec.str()
-        {
-            let mut mask = 0u64;
-            for_each_enum_term(parameters, |w| mask |= vocab.bit(&text::stem(w)));
-            if mask != 0 {
-                let (mut bits, mut sum) = (mask, 0.0);
-                while bits != 0 {
-                    sum += term_idf[bits.trailing_zeros() as usize];
-                    bits &= bits - 1;
-                }
-                factor *= 1.0 + r.enum_match * sum / idf_total;
+        if r.enum_match != 0.0 && enum_mask != 0 {
+            let (mut bits, mut sum) = (enum_mask, 0.0);
+            while bits != 0 {
+                sum += term_idf[bits.trailing_zeros() as usize];
+                bits &= bits - 1;
             }
+            factor *= 1.0 + r.enum_match * sum / idf_total;
         }
-        if bigram || diversifies || r.desc_coverage != 0.0 {
-            ids.clear();
-            let mut name_end = 0;
-            let mut name_mask = 0u64;
-            text::for_each_word(name, |w| {
-                let (id, bit) = vocab.get(&text::stem(w));
-                ids.push(id);
-                name_mask |= bit;
-                name_end += 1;
-            });
-            // The query terms the description holds.
-            let mut held = 0u64;
-            text::for_each_term(description, |w| {
-                let (id, bit) = vocab.get(&text::stem(w));
-                ids.push(id);
-                held |= bit;
-            });
-            if diversifies && let Some(m) = masks.last_mut() {
-                *m = name_mask | held;
-            }
-            if bigram {
-                found.clear();
-                for (i, w) in ids.windows(2).enumerate() {
-                    if i + 1 != name_end
-                        && w[0] != Vocab::NONE
-                        && w[1] != Vocab::NONE
-                        && let Ok(k) = pairs.binary_search(&(w[0], w[1]))
-                    {
-                        found.push(k);
-                    }
+        if diversifies && let Some(m) = masks.last_mut() {
+            *m = name_mask | held;
+        }
+        if bigram {
+            found.clear();
+            for (i, w) in ids.windows(2).enumerate() {
+                if i + 1 != name_end
+                    && w[0] != Vocab::NONE
+                    && w[1] != Vocab::NONE
+                    && let Ok(k) = pairs.binary_search(&(w[0], w[1]))
+                {
+                    found.push(k);
                 }
-                found.sort_unstable();
-                found.dedup();
-                factor *= 1.0 + r.bigram * found.len() as f32 / pairs.len() as f32;
             }
-            if r.desc_coverage != 0.0 && ids.len() > name_end {
-                // Over the description's length.
-                let share = held.count_ones() as f32 / (ids.len() - name_end) as f32;
-                factor *= 1.0 + r.desc_coverage * share;
-            }
+            found.sort_unstable();
+            found.dedup();
+            factor *= 1.0 + r.bigram * found.len() as f32 / pairs.len() as f32;
+        }
+        if r.desc_coverage != 0.0 && ids.len() > name_end {
+            // Over the description's length.
+            let share = held.count_ones() as f32 / (ids.len() - name_end) as f32;
+            factor *= 1.0 + r.desc_coverage * share;
         }
         if r.name_substring != 0.0 && !long_words.is_empty() {
             let lower = name.to_lowercase();
@@ -203,20 +200,6 @@ fn diversify(
     }
 }
 
-/// Calls `f` with the terms of the `enum` values of a parameter schema
-/// stored as compact JSON (as the builder stores it), found by
-/// scanning the text for `"enum":[` rather than parsing it.
-fn for_each_enum_term(json: &str, mut f: impl FnMut(&str)) {
-    const KEY: &str = "\"enum\":[";
-    let mut rest = json;
-    while let Some(at) = rest.find(KEY) {
-        rest = &rest[at + KEY.len()..];
-        let end = rest.find(']').unwrap_or(rest.len());
-        text::for_each_term(&rest[..end], &mut f);
-        rest = &rest[end..];
-    }
-}
-
 /// The stems the second stage looks a tool's words up in: the query terms'
 /// stems and the stems of the free text's words, each with a number and
 /// the bit of the query term with that stem (`1 << index`, or 0).
@@ -253,6 +236,15 @@ impl<'a> Vocab<'a> {
     /// The bit of the query term with this stem, or 0.
     fn bit(&self, stem: &str) -> u64 {
         self.get(stem).1
+    }
+
+    /// The number and query-term bit of each stem, keyed by its number in the index's
+    /// re-ranking vocabulary `numbers` (stems not there are left out).
+    fn numbered<D: AsRef<[u8]>>(&self, numbers: &Map<D>) -> HashMap<u32, (u32, u64), FxBuild> {
+        self.map
+            .iter()
+            .filter_map(|(stem, &v)| Some((u32::try_from(numbers.get(stem)?).ok()?, v)))
+            .collect()
     }
 }
 

@@ -37,7 +37,10 @@ fn written_index_opens_and_searches_the_same() {
         "select:send_email,nope",
     ] {
         let q = Query::parse(q).unwrap();
-        assert_eq!(opened.search(&q, 5), index.search(&q, 5));
+        assert_eq!(
+            opened.search_explained(&q, 5),
+            index.search_explained(&q, 5)
+        );
     }
     assert_eq!(opened.get("get_weather"), index.get("get_weather"));
 }
@@ -57,7 +60,7 @@ fn a_mapped_index_searches_as_a_read_one() {
         "select:get_weather",
     ] {
         let q = Query::parse(q).unwrap();
-        assert_eq!(mapped.search(&q, 5), read.search(&q, 5));
+        assert_eq!(mapped.search_explained(&q, 5), read.search_explained(&q, 5));
     }
     assert_eq!(mapped.get("send_email"), read.get("send_email"));
 }
@@ -75,7 +78,7 @@ fn a_mapped_open_checks_the_file_as_a_read_one_does() {
         "{err}"
     );
     let last = bytes.len() - 1;
-    bytes[8] = 3;
+    bytes[8] = 4;
     bytes[last] ^= 1;
     std::fs::write(&path, &bytes).unwrap();
     // SAFETY: as above.
@@ -100,7 +103,10 @@ fn an_opened_index_keeps_the_ranking_it_was_built_with() {
     assert_eq!(opened.ranking().k1, 0.9);
     assert_eq!(opened.ranking().weight, ranking.weight);
     let q = Query::parse("weather email").unwrap();
-    assert_eq!(opened.search(&q, 5), index.search(&q, 5));
+    assert_eq!(
+        opened.search_explained(&q, 5),
+        index.search_explained(&q, 5)
+    );
 }
 
 #[test]
@@ -123,7 +129,10 @@ fn with_ranking_that_changes_term_weights_equals_building_with_it() {
     assert_eq!(changed.ranking(), direct.ranking());
     for q in ["weather", "weather alerts email", "storm"] {
         let q = Query::parse(q).unwrap();
-        assert_eq!(changed.search(&q, 5), direct.search(&q, 5));
+        assert_eq!(
+            changed.search_explained(&q, 5),
+            direct.search_explained(&q, 5)
+        );
     }
 }
 
@@ -158,7 +167,7 @@ fn a_file_shorter_than_the_header_says_how_short() {
             err,
             IndexError::TooShort {
                 len: 8,
-                header: 188,
+                header: 204,
                 ..
             }
         ),
@@ -183,8 +192,8 @@ fn a_section_past_the_end_is_an_error_with_its_bounds() {
     else {
         panic!("{err}");
     };
-    // The last section, the field lengths, ends where the file ended.
-    assert_eq!(section, Section::FieldLengths);
+    // The last section, the re-ranking vocabulary, ends where the file ended.
+    assert_eq!(section, Section::RerankTerms);
     assert_eq!(offset + len, bytes.len() as u64);
     assert_eq!(file_len, cut as u64);
 }
@@ -239,7 +248,7 @@ fn other_format_version_is_an_error_asking_for_a_rebuild() {
         matches!(
             err,
             IndexError::UnsupportedVersion {
-                expected: 3,
+                expected: 4,
                 found: 99,
                 ..
             }
@@ -254,26 +263,30 @@ fn other_format_version_is_an_error_asking_for_a_rebuild() {
 }
 
 /// Version 2 had a sixth section (an always empty fst of unstemmed terms); version 3 dropped
-/// it. The version is read before anything else of the layout, so a version 2 header is refused
-/// as such, whatever follows it.
+/// it; version 4 stores the re-ranking words and added a section for their vocabulary. The
+/// version is read before anything else of the layout, so an older header is refused as such,
+/// whatever follows it.
 #[test]
-fn a_version_2_index_is_refused_with_the_version_found_and_expected() {
+fn an_older_index_is_refused_with_the_version_found_and_expected() {
     let (_dir, path) = written(&built());
-    let mut bytes = std::fs::read(&path).unwrap();
-    bytes[8..12].copy_from_slice(&2u32.to_le_bytes());
-    std::fs::write(&path, &bytes).unwrap();
-    let err = SearchIndex::open(&path).unwrap_err();
-    assert!(
-        matches!(
-            err,
-            IndexError::UnsupportedVersion {
-                expected: 3,
-                found: 2,
-                ..
-            }
-        ),
-        "{err}"
-    );
+    let bytes = std::fs::read(&path).unwrap();
+    for old in [2u32, 3] {
+        let mut bytes = bytes.clone();
+        bytes[8..12].copy_from_slice(&old.to_le_bytes());
+        std::fs::write(&path, &bytes).unwrap();
+        let err = SearchIndex::open(&path).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                IndexError::UnsupportedVersion {
+                    expected: 4,
+                    found,
+                    ..
+                } if found == old
+            ),
+            "{err}"
+        );
+    }
 }
 
 #[test]

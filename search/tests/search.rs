@@ -9,8 +9,9 @@ fn doc(name: &str, description: &str) -> ToolDoc {
     ToolDoc::new(name, description)
 }
 
+/// The best 10, explained.
 fn search(index: &SearchIndex, query: &str) -> SearchResults {
-    index.search(&Query::parse(query).expect("query parses"), 10)
+    index.search_explained(&Query::parse(query).expect("query parses"), 10)
 }
 
 fn names(results: &SearchResults) -> Vec<&str> {
@@ -410,6 +411,35 @@ fn names_are_listed_in_name_order() {
         ]
     );
     assert_eq!(index.len(), 5);
+}
+
+#[test]
+fn a_plain_search_ranks_as_the_explained_one_without_explaining() {
+    let index = catalog();
+    for query in [
+        "weather city",
+        "wether",
+        "send +email",
+        "select:get_weather,nope",
+    ] {
+        let q = Query::parse(query).unwrap();
+        let plain = index.search(&q, 10);
+        let explained = index.search_explained(&q, 10);
+        assert!(plain.hits.iter().all(|h| h.why.is_empty()), "{query}");
+        assert!(explained.hits.iter().all(|h| !h.why.is_empty()), "{query}");
+        let without_why: Vec<(String, f32)> = explained
+            .hits
+            .iter()
+            .map(|h| (h.name.clone(), h.score))
+            .collect();
+        let plain_hits: Vec<(String, f32)> = plain
+            .hits
+            .iter()
+            .map(|h| (h.name.clone(), h.score))
+            .collect();
+        assert_eq!(plain_hits, without_why, "{query}");
+        assert_eq!(plain.not_found, explained.not_found, "{query}");
+    }
 }
 
 #[test]

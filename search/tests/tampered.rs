@@ -2,8 +2,8 @@
 //! file would be: opening one and searching it gives a result or a typed error, never a panic.
 //!
 //! The checksum is recomputed here the way the format describes it (`format.rs`): a 64-bit
-//! FNV-1a over 8-byte little-endian words of the header's first 172 bytes and of everything
-//! after the 188-byte header, each part zero-padded to a whole word.
+//! FNV-1a over 8-byte little-endian words of the header's first 188 bytes and of everything
+//! after the 204-byte header, each part zero-padded to a whole word.
 
 use std::path::Path;
 
@@ -11,11 +11,12 @@ use proptest::prelude::*;
 use serde_json::json;
 use toolgate_search::{Damage, IndexError, Query, SearchIndex, ToolDoc};
 
-const CHECKSUM_AT: usize = 172;
-const HEADER_LEN: usize = 188;
+const CHECKSUM_AT: usize = 188;
+const HEADER_LEN: usize = 204;
 const SECTIONS_AT: usize = 92;
 const SEC_STEMS: usize = 0;
 const SEC_POSTINGS: usize = 1;
+const SEC_RERANK_TERMS: usize = 5;
 
 fn fnv_words(mut h: u64, part: &[u8]) -> u64 {
     for chunk in part.chunks(8) {
@@ -109,6 +110,7 @@ fn open_and_search(bytes: &[u8]) -> Result<(), TestCaseError> {
             Ok(index) => {
                 for q in QUERIES {
                     let _ = index.search(&Query::parse(q).unwrap(), 5);
+                    let _ = index.search_explained(&Query::parse(q).unwrap(), 5);
                 }
                 let _ = index.names().count();
                 let _ = index.get("get_weather");
@@ -149,7 +151,7 @@ proptest! {
     /// decoder: one to three bytes set, or one flipped.
     #[test]
     fn a_resealed_index_with_a_changed_dictionary_or_postings_never_panics(
-        sec in prop_oneof![Just(SEC_STEMS), Just(SEC_POSTINGS)],
+        sec in prop_oneof![Just(SEC_STEMS), Just(SEC_POSTINGS), Just(SEC_RERANK_TERMS)],
         changes in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>(), any::<bool>()), 1..4)
     ) {
         let mut bytes = index_bytes();

@@ -59,7 +59,19 @@ fn s2_area_of_a_triangle_finds_calculate_triangle_area() {
         "{}",
         run.stdout
     );
-    // Each hit: a numbered line with its name and score, its description, and why it matched.
+    // Each hit: a numbered line with its name and score, then its description; why it matched
+    // only with --explain.
+    assert!(lines[0].starts_with("1. "), "{}", run.stdout);
+    assert!(lines[1].starts_with("   "), "{}", run.stdout);
+    assert!(lines[2].starts_with("2. "), "{}", run.stdout);
+    assert!(!run.stdout.contains("why: "), "{}", run.stdout);
+}
+
+#[test]
+fn search_explain_says_why_each_hit_matched() {
+    let run = search_catalog(&["--explain", "area of a triangle"]);
+    run.assert_code(0);
+    let lines: Vec<&str> = run.stdout.lines().collect();
     assert!(lines[0].starts_with("1. "), "{}", run.stdout);
     assert!(lines[1].starts_with("   "), "{}", run.stdout);
     assert!(
@@ -504,7 +516,7 @@ fn search_an_index_file_that_is_not_an_index_is_an_input_error() {
 
 /// Builds a small index file with `toolgate index build`, lets `tamper` change its bytes, then
 /// writes them back with the checksum recomputed as the format describes (FNV-1a over 8-byte
-/// little-endian words of header bytes 0..172 and of everything from byte 188), as someone
+/// little-endian words of header bytes 0..188 and of everything from byte 204 (format v4)), as someone
 /// crafting a file would.
 fn tampered_index(dir: &Path, tamper: impl FnOnce(&mut Vec<u8>)) -> PathBuf {
     let catalog = dir.join("small.jsonl");
@@ -538,8 +550,8 @@ fn tampered_index(dir: &Path, tamper: impl FnOnce(&mut Vec<u8>)) -> PathBuf {
         }
         h
     };
-    let sum = fnv(fnv(0xcbf2_9ce4_8422_2325, &bytes[..172]), &bytes[188..]);
-    bytes[172..180].copy_from_slice(&sum.to_le_bytes());
+    let sum = fnv(fnv(0xcbf2_9ce4_8422_2325, &bytes[..188]), &bytes[204..]);
+    bytes[188..196].copy_from_slice(&sum.to_le_bytes());
     std::fs::write(&index, &bytes).unwrap();
     index
 }

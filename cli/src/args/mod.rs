@@ -207,6 +207,7 @@ session's results.
     #[command(after_help = format!("\
 Examples:
   toolgate search --catalog catalog.jsonl \"area of a triangle\"
+  toolgate search --catalog catalog.jsonl --explain \"area of a triangle\"
   toolgate search --catalog catalog.jsonl --top-k 10 --json \"send +email\"
   toolgate search --catalog catalog.jsonl \"select:get_weather,send_email\"
   toolgate search --policy policies/examples/search.yaml \"repeat some text\"
@@ -585,6 +586,11 @@ pub struct SearchArgs {
     /// Print one JSON object: the query, and each hit's name, score, description and why.
     #[arg(long)]
     pub json: bool,
+
+    /// Say why each tool matched (which query word matched which term of which field); the
+    /// JSON output always does.
+    #[arg(long, conflicts_with = "queries")]
+    pub explain: bool,
 
     /// Run every query of this JSON Lines file ({"id", "query"} per line; `-` for stdin).
     #[arg(long, value_name = "FILE.jsonl")]

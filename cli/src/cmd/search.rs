@@ -40,7 +40,13 @@ pub fn search(args: SearchArgs, out: &mut Out<'_>) -> Result<u8, CliError> {
     };
     tracing::info!(tools = index.len(), "index ready");
     match (query, &args.queries) {
-        (Some((text, query)), _) => single(&index, &text, &query, top_k, args.json, out)?,
+        (Some((text, query)), _) => {
+            let shown = Shown {
+                json: args.json,
+                explain: args.explain || args.json,
+            };
+            single(&index, &text, &query, top_k, shown, out)?
+        }
         (None, Some(path)) => batch(&index, path, top_k, out)?,
         (None, None) => return Err(CliError::Missing("a QUERY or --queries FILE")),
     }
@@ -56,22 +62,35 @@ fn parse_query(arg: &OsString) -> Result<(String, Query), CliError> {
     Ok((text.to_string(), query))
 }
 
+/// How one query's results are printed.
+#[derive(Clone, Copy)]
+struct Shown {
+    /// As one JSON object (always with why each hit matched).
+    json: bool,
+    /// With why each hit matched: asked for, since explaining costs more than the search.
+    explain: bool,
+}
+
 fn single(
     index: &SearchIndex,
     text: &str,
     query: &Query,
     top_k: usize,
-    json: bool,
+    shown: Shown,
     out: &mut Out<'_>,
 ) -> Result<(), CliError> {
-    let results = index.search(query, top_k);
+    let results = if shown.explain {
+        index.search_explained(query, top_k)
+    } else {
+        index.search(query, top_k)
+    };
     let description = |name: &str| {
         index
             .get(name)
             .map(|d| d.description.to_string())
             .unwrap_or_default()
     };
-    if json {
+    if shown.json {
         let hits: Vec<Value> = results
             .hits
             .iter()
@@ -101,7 +120,9 @@ fn single(
         if !d.is_empty() {
             writeln!(out, "   {}", shorten(d, DESCRIPTION_CHARS))?;
         }
-        writeln!(out, "   why: {}", why(hit))?;
+        if shown.explain {
+            writeln!(out, "   why: {}", why(hit))?;
+        }
     }
     if !results.not_found.is_empty() {
         writeln!(out, "not found: {}", results.not_found.join(", "))?;

@@ -16,8 +16,8 @@ use shard::Shard;
 use crate::catalog::ToolDoc;
 use crate::error::IndexError;
 use crate::field::FIELDS;
-use crate::format;
 use crate::ranking::ImpactParams;
+use crate::{format, record};
 
 /// A serialised index and the checksum written into it.
 pub(crate) struct Built {
@@ -83,6 +83,7 @@ fn serialize_on(
         total_len,
         doc_offsets,
         records,
+        rerank,
     } = all;
     debug_assert_eq!(doc_offsets.len(), docs.len() * 8);
 
@@ -105,14 +106,31 @@ fn serialize_on(
     let norms: Vec<[f32; FIELDS]> = (0..n)
         .map(|d| params.norms(&lens_of(d), &avg_len))
         .collect();
+    // How often each term occurs in the re-ranking words.
+    let mut uses = vec![0u32; stems.postings.len()];
+    for_each_rerank_list(&rerank, |list| {
+        for &w in list {
+            uses[w as usize] += 1;
+        }
+    });
     let mut postings = Vec::new();
-    let stem_fst = stems.finish(
+    let finished = stems.finish(
         &mut postings,
         |p| params.impact(&p.tf, &norms[p.doc as usize]),
         workers,
+        &uses,
     )?;
-    let sections: [&[u8]; format::SECTIONS] =
-        [&stem_fst, &postings, &doc_offsets, &records, &field_lens];
+    drop(uses);
+    let (records, doc_offsets) =
+        with_rerank_words(&records, &doc_offsets, &rerank, &finished.rerank.number);
+    let sections: [&[u8]; format::SECTIONS] = [
+        &finished.stems,
+        &postings,
+        &doc_offsets,
+        &records,
+        &field_lens,
+        &finished.rerank.fst,
+    ];
 
     let mut out =
         Vec::with_capacity(format::HEADER_LEN + sections.iter().map(|s| s.len()).sum::<usize>());
@@ -145,6 +163,47 @@ fn serialize_on(
         bytes: out,
         checksum,
     })
+}
+
+/// Calls `f` with each list of the shards' flat re-ranking words (three per tool, each its
+/// length and then its term ids), in order.
+fn for_each_rerank_list(words: &[u32], mut f: impl FnMut(&[u32])) {
+    let mut rest = words;
+    while let Some((&count, tail)) = rest.split_first() {
+        let (list, tail) = tail.split_at((count as usize).min(tail.len()));
+        f(list);
+        rest = tail;
+    }
+}
+
+/// The records with each tool's re-ranking words appended (as vocabulary numbers, see
+/// [`record::put_rerank`]), and their new offsets.
+fn with_rerank_words(
+    records: &[u8],
+    doc_offsets: &[u8],
+    words: &[u32],
+    number: &[u32],
+) -> (Vec<u8>, Vec<u8>) {
+    let offsets: Vec<usize> = doc_offsets
+        .chunks_exact(8)
+        .map(|o| u64::from_le_bytes([o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7]]) as usize)
+        .collect();
+    let mut lists: Vec<Vec<u32>> = Vec::with_capacity(offsets.len() * 3);
+    for_each_rerank_list(words, |list| {
+        lists.push(list.iter().map(|&w| number[w as usize]).collect())
+    });
+    let mut out = Vec::with_capacity(records.len() + words.len() * 2);
+    let mut new_offsets = Vec::with_capacity(doc_offsets.len());
+    for (i, &start) in offsets.iter().enumerate() {
+        let end = offsets.get(i + 1).copied().unwrap_or(records.len());
+        new_offsets.extend_from_slice(&(out.len() as u64).to_le_bytes());
+        out.extend_from_slice(&records[start..end]);
+        if let [name, description, enums] = &mut lists[3 * i..3 * i + 3] {
+            enums.sort_unstable();
+            record::put_rerank(&mut out, name, description, enums);
+        }
+    }
+    (out, new_offsets)
 }
 
 #[cfg(test)]

@@ -18,7 +18,11 @@ pub(super) struct Shard {
     pub(super) total_len: [f64; FIELDS],
     /// One `u64` per tool into `records`.
     pub(super) doc_offsets: Vec<u8>,
+    /// The records without their re-ranking words, which need the whole vocabulary.
     pub(super) records: Vec<u8>,
+    /// Per tool, the re-ranking words as term ids of `stems`: the name's, the description's
+    /// and the `enum` values' (each id once), each list its length and then the ids.
+    pub(super) rerank: Vec<u32>,
 }
 
 impl Shard {
@@ -29,6 +33,7 @@ impl Shard {
         let mut stem_of: HashMap<String, u32, FxBuild> = HashMap::default();
         let mut occ = Vec::new();
         let mut fields = DocFields::default();
+        let mut enums: Vec<u32> = Vec::new();
         for (id, doc) in (first..).zip(docs) {
             fields.fill(doc);
             occ.clear();
@@ -52,17 +57,53 @@ impl Shard {
             shard.stems.add(id, &mut occ);
             let offset = shard.records.len() as u64;
             shard.doc_offsets.extend_from_slice(&offset.to_le_bytes());
-            record::put(&mut shard.records, doc);
+            let schema = record::put(&mut shard.records, doc);
+            let stems = &mut shard.stems;
+            let mut id_of = |w: &str| match stem_of.get(w) {
+                Some(&s) => s,
+                None => {
+                    let s = stems.id(&text::stem(w));
+                    stem_of.insert(w.to_string(), s);
+                    s
+                }
+            };
+            let rerank = &mut shard.rerank;
+            rerank.push(0);
+            let at = rerank.len();
+            text::for_each_word(&doc.name, |w| rerank.push(id_of(w)));
+            rerank[at - 1] = (rerank.len() - at) as u32;
+            rerank.push(0);
+            let at = rerank.len();
+            text::for_each_term(&doc.description, |w| rerank.push(id_of(w)));
+            rerank[at - 1] = (rerank.len() - at) as u32;
+            // The records were written from strings: the schema's text is UTF-8.
+            let json = std::str::from_utf8(&shard.records[schema]).unwrap_or("");
+            enums.clear();
+            record::for_each_enum_term(json, |w| enums.push(id_of(w)));
+            enums.sort_unstable();
+            enums.dedup();
+            rerank.push(enums.len() as u32);
+            rerank.extend_from_slice(&enums);
         }
         shard
     }
 
     /// Adds `next`, whose tools follow this shard's.
     pub(super) fn append(&mut self, next: Shard) {
+        // Each of `next`'s term ids to this shard's.
+        let mut to_here = vec![0u32; next.stems.postings.len()];
         for (term, id) in next.stems.ids {
             let postings = &next.stems.postings[id as usize];
             let to = self.stems.id_owned(term);
+            to_here[id as usize] = to;
             self.stems.postings[to as usize].extend_from_slice(postings);
+        }
+        let mut words = next.rerank.iter();
+        while let Some(&count) = words.next() {
+            self.rerank.push(count);
+            for &w in words.by_ref().take(count as usize) {
+                self.rerank.push(to_here[w as usize]);
+            }
         }
         self.field_lens.extend_from_slice(&next.field_lens);
         for (t, n) in self.total_len.iter_mut().zip(next.total_len) {

@@ -1,0 +1,57 @@
+//! Query latencies of a written index, for `scripts/bench-search.sh`:
+//! `cargo run --release --example bench_queries -- INDEX QUERIES.jsonl` maps the index, runs
+//! every query (`{"id", "query"}` per line) three times for the top 5 without explanations, as
+//! `tool_search` does, and prints one JSON object: the query count, the index size, and the
+//! median and 99th percentile in microseconds of each query's least time over the runs.
+
+use std::io::BufRead;
+use std::time::{Duration, Instant};
+
+use toolgate_search::{Query, SearchIndex};
+
+const RUNS: usize = 3;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args_os().skip(1);
+    let usage = "usage: bench_queries INDEX QUERIES.jsonl";
+    let index_path = std::path::PathBuf::from(args.next().ok_or(usage)?);
+    let queries_path = std::path::PathBuf::from(args.next().ok_or(usage)?);
+    // SAFETY: the bench script writes the index before this runs and does not touch it after.
+    let index = unsafe { SearchIndex::open_mapped(&index_path) }?;
+    let mut queries = Vec::new();
+    for line in std::io::BufReader::new(std::fs::File::open(&queries_path)?).lines() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: serde_json::Value = serde_json::from_str(&line)?;
+        if let Some(q) = v.get("query").and_then(|q| q.as_str())
+            && let Ok(q) = Query::parse(q)
+        {
+            queries.push(q);
+        }
+    }
+    let mut least = vec![Duration::MAX; queries.len()];
+    for _ in 0..RUNS {
+        for (q, best) in queries.iter().zip(&mut least) {
+            let start = Instant::now();
+            std::hint::black_box(index.search(std::hint::black_box(q), 5));
+            *best = (*best).min(start.elapsed());
+        }
+    }
+    least.sort_unstable();
+    let at = |p: f64| {
+        let i = ((least.len() as f64 - 1.0) * p).round() as usize;
+        least.get(i).map_or(0.0, |d| d.as_secs_f64() * 1e6)
+    };
+    println!(
+        "{}",
+        serde_json::json!({
+            "queries": queries.len(),
+            "index_bytes": index.size_bytes(),
+            "p50_us": at(0.5),
+            "p99_us": at(0.99),
+        })
+    );
+    Ok(())
+}
