@@ -233,12 +233,14 @@ fn the_inspector_lists_the_tools_over_stdio() {
         names,
         [
             "big_output",
+            "crash",
             "echo",
             "fail",
             "multimodal",
             "panic",
             "progress",
             "sleep",
+            "stream",
             "stubborn_sleep"
         ]
     );

@@ -116,8 +116,8 @@ impl Server {
         lock(&self.on_change).push(f);
     }
 
-    /// The live connection, waiting while the server is being started. Fails at once while it
-    /// is down, and when `cancel` fires.
+    /// The live connection, waiting while the server is being started (or restarted after its
+    /// connection broke). Fails at once while it is down, and when `cancel` fires.
     pub(crate) async fn peer(
         &self,
         cancel: &CancellationToken,
@@ -126,7 +126,10 @@ impl Server {
         loop {
             let now = state.borrow_and_update().clone();
             match now {
-                State::Up(peer) => return Ok(peer),
+                // A connection that has just broken is still `Up` until the supervisor sees it
+                // end: wait for the restart instead of sending into the dead connection.
+                State::Up(peer) if !peer.is_transport_closed() => return Ok(peer),
+                State::Up(_) => {}
                 State::Down { reason, retry_at } => {
                     let wait = retry_at.saturating_duration_since(Instant::now());
                     return Err(unavailable(format!(

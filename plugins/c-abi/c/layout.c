@@ -29,6 +29,13 @@ int main(void) {
     OFF(ToolgatePluginVTable, call);
     OFF(ToolgatePluginVTable, destroy);
     OFF(ToolgatePluginVTable, free_buf);
+    OFF(ToolgatePluginVTable, call_streaming);
+    SIZE(ToolgateStreamContext);
+    OFF(ToolgateStreamContext, call);
+    OFF(ToolgateStreamContext, chunk);
+    OFF(ToolgateStreamContext, chunk_context);
+    printf("value TOOLGATE_CHUNK_CONTINUE %u\n", TOOLGATE_CHUNK_CONTINUE);
+    printf("value TOOLGATE_CHUNK_STOP %u\n", TOOLGATE_CHUNK_STOP);
     printf("value TOOLGATE_ABI_VERSION %u\n", TOOLGATE_ABI_VERSION);
     printf("value TOOLGATE_STATUS_OK %u\n", TOOLGATE_STATUS_OK);
     printf("value TOOLGATE_STATUS_ERROR %u\n", TOOLGATE_STATUS_ERROR);

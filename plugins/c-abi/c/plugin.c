@@ -173,6 +173,7 @@ static const ToolgatePluginVTable VTABLE = {
     c_call,
     c_destroy,
     c_free_buf,
+    NULL, /* no call_streaming: the host calls c_call */
 };
 
 const ToolgateVTableHeader *toolgate_plugin_entry(void) {

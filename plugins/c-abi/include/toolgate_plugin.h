@@ -54,6 +54,19 @@ typedef struct ToolgateCallContext {
     void *progress_context;
 } ToolgateCallContext;
 
+/* The host's chunk callback for streamed text (abi::ChunkFn): returns TOOLGATE_CHUNK_CONTINUE,
+ * or TOOLGATE_CHUNK_STOP when the host wants no more output. */
+typedef uint32_t (*ToolgateChunkFn)(void *context, ToolgateStrRef text);
+#define TOOLGATE_CHUNK_CONTINUE 0u
+#define TOOLGATE_CHUNK_STOP 1u
+
+/* A call context with a chunk callback (abi::StreamContext), for call_streaming. */
+typedef struct ToolgateStreamContext {
+    ToolgateCallContext call;
+    ToolgateChunkFn chunk; /* NULL when the host takes no chunks */
+    void *chunk_context;
+} ToolgateStreamContext;
+
 /* The first fields of every version of the table (abi::VTableHeader). */
 typedef struct ToolgateVTableHeader {
     uint32_t abi_version;
@@ -69,6 +82,11 @@ typedef struct ToolgatePluginVTable {
                      const ToolgateCallContext *context, ToolgateOwnedBuf *out);
     void (*destroy)(void *instance);
     void (*free_buf)(ToolgateOwnedBuf buf);
+    /* Added after the first release of ABI 1, read only when struct_size covers it; NULL (or a
+     * table that ends before it) means the tool is called through `call`. */
+    uint32_t (*call_streaming)(const void *instance, ToolgateStrRef tool,
+                               ToolgateStrRef arguments, const ToolgateStreamContext *context,
+                               ToolgateOwnedBuf *out);
 } ToolgatePluginVTable;
 
 /* The entry point every plugin exports (abi::EntryFn). */

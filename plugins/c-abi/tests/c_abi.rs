@@ -7,7 +7,9 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use serde_json::json;
-use toolgate_plugin_api::abi::{self, CallContext, OwnedBuf, PluginVTable, StrRef, VTableHeader};
+use toolgate_plugin_api::abi::{
+    self, CallContext, OwnedBuf, PluginVTable, StrRef, StreamContext, VTableHeader,
+};
 use toolgate_plugin_api::{CancelFlag, LoadedPlugin, Part, PluginOutcome};
 
 fn crate_dir() -> &'static Path {
@@ -158,6 +160,28 @@ fn the_c_header_lays_out_every_abi_type_as_rust_does() {
             "offset ToolgatePluginVTable.free_buf",
             offset_of!(PluginVTable, free_buf),
         ),
+        (
+            "offset ToolgatePluginVTable.call_streaming",
+            offset_of!(PluginVTable, call_streaming),
+        ),
+        ("size ToolgateStreamContext", size_of::<StreamContext>()),
+        (
+            "offset ToolgateStreamContext.call",
+            offset_of!(StreamContext, call),
+        ),
+        (
+            "offset ToolgateStreamContext.chunk",
+            offset_of!(StreamContext, chunk),
+        ),
+        (
+            "offset ToolgateStreamContext.chunk_context",
+            offset_of!(StreamContext, chunk_context),
+        ),
+        (
+            "value TOOLGATE_CHUNK_CONTINUE",
+            abi::CHUNK_CONTINUE as usize,
+        ),
+        ("value TOOLGATE_CHUNK_STOP", abi::CHUNK_STOP as usize),
         ("value TOOLGATE_ABI_VERSION", abi::ABI_VERSION as usize),
         ("value TOOLGATE_STATUS_OK", abi::STATUS_OK as usize),
         ("value TOOLGATE_STATUS_ERROR", abi::STATUS_ERROR as usize),
