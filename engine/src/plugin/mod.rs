@@ -12,6 +12,12 @@
 //! included: a call that finds them all taken fails at once with `overloaded` instead of
 //! queueing, so stubborn calls cannot pile up threads nor hold up later calls silently. A call
 //! keeps its thread (and its sequential group's lock) until the plugin really returns.
+//!
+//! Under `isolation: process` the same tools run in a worker process instead ([`worker`]);
+//! `max_threads` then bounds the calls in flight on it. Either way a tool that streams
+//! (`ctx.emit` in the SDK) becomes a [`ToolOutput::Stream`] the guard caps as it reads, and
+//! dropping it stops the plugin. `sha256:` pins and the capabilities a manifest asks for are
+//! checked here, at load; the grants reach the plugin in its configuration.
 
 #[cfg(target_os = "linux")]
 pub(crate) mod landlock;
