@@ -15,8 +15,9 @@ use crate::error::{Diagnostic, DiagnosticKind, PolicyError};
 use crate::file::{MAX_CATALOG_FILE_BYTES, MAX_POLICY_FILE_BYTES, check_text_file, read_text_file};
 use crate::glob::{Glob, PathGlob};
 use crate::model::{
-    AliasSpec, CharCap, DispatchSettings, NameProfile, OnError, PluginLocation, PluginSpec, Policy,
-    Position, ReductionSettings, Rule, Rules, ScriptSource, Scripts, SearchSettings, ToolOverride,
+    AliasSpec, CharCap, DispatchSettings, EmbeddingsSettings, NameProfile, OnError, PluginLocation,
+    PluginSpec, Policy, Position, ReductionSettings, Rule, Rules, ScriptSource, Scripts,
+    SearchSettings, ToolOverride,
 };
 use crate::schema;
 use crate::yaml::{self, Entry, Kind, Node, Pos, YamlProblemKind};
@@ -536,6 +537,11 @@ impl<'a> Build<'a> {
                 "allow_direct_calls" => search.allow_direct_calls = boolean(value),
                 "use_model_native" => search.use_model_native = boolean(value),
                 "index_file" => search.index_file = Some(self.resolve(text(value))),
+                "embeddings" => {
+                    search.embeddings = value.get("model").map(|m| EmbeddingsSettings {
+                        model: self.resolve(text(&m.value)),
+                    });
+                }
                 "default_max_results" => {
                     set(
                         &mut search.default_max_results,

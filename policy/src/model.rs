@@ -382,6 +382,18 @@ pub struct SearchSettings {
     pub index_file: Option<PathBuf>,
     /// Default `max_results` of `tool_search`. Default 5.
     pub default_max_results: u64,
+    /// The optional semantic stage: a local static embedding model fused with the lexical
+    /// ranking. Absent = lexical search only.
+    pub embeddings: Option<EmbeddingsSettings>,
+}
+
+/// `search.embeddings`: the local embedding model of the semantic search stage. The model is
+/// read from disk, never downloaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmbeddingsSettings {
+    /// The model directory (model2vec layout: `model.safetensors`, `tokenizer.json`), resolved
+    /// against the policy file's directory.
+    pub model: PathBuf,
 }
 
 impl Default for SearchSettings {
@@ -394,6 +406,7 @@ impl Default for SearchSettings {
             use_model_native: false,
             index_file: None,
             default_max_results: 5,
+            embeddings: None,
         }
     }
 }

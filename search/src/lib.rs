@@ -65,6 +65,8 @@ mod build;
 mod explain;
 mod rerank;
 mod score;
+#[cfg(feature = "semantic")]
+pub mod semantic;
 
 mod file;
 
