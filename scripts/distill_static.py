@@ -1,9 +1,14 @@
 """Distils a static (model2vec-format) embedding model from a BERT sentence encoder, offline.
 
-Every vocabulary token is run through the encoder on its own ("[CLS] token [SEP]", mean-pooled as
-the sentence model pools), the vectors are reduced by PCA and weighted down for frequent tokens
+Every vocabulary token is run through the encoder on its own ("[CLS] token [SEP]") and its own
+output position is kept, the vectors are reduced by PCA and weighted down for frequent tokens
 (SIF, with the vocabulary order standing in for frequency), as model2vec's `distill` does. A
 sentence's vector is then the mean of its tokens' rows: no neural network at query time.
+
+The token's own output scored better than the mean over the three positions on the tune half of
+toolgate's quality sets (nDCG@5 of the dense ranking alone: MetaTool 27.5 against 24.7, BFCL
+46.9 against 45.1, Seal-Tools 37.9 against 36.4); SIF 1e-4 and 256 dimensions were as good as any
+other value tried (3e-5 to 1e-3; 384 dimensions gains under a point at 1.5 times the size).
 
 The encoder's forward pass is written here in numpy (BERT: post-norm layers, GELU), so distilling
 needs only numpy, safetensors and tokenizers, not torch. Output: DIR/model.safetensors (one
@@ -90,6 +95,19 @@ class Bert:
         return x
 
 
+def postprocess(out, dims, sif):
+    """PCA to `dims` components (centred, not whitened), then SIF weighting with Zipf-distributed
+    frequencies in vocabulary order."""
+    n = out.shape[0]
+    centred = out - out.mean(0, keepdims=True)
+    _, _, vt = np.linalg.svd(centred.astype(np.float64), full_matrices=False)
+    emb = (centred @ vt[:dims].T.astype(np.float32)).astype(np.float32)
+    inv_rank = 1.0 / np.arange(2, n + 2)
+    proba = inv_rank / inv_rank.sum()
+    emb *= (sif / (sif + proba)).astype(np.float32)[:, None]
+    return emb
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("encoder", type=Path)
@@ -111,18 +129,10 @@ def main():
     for start in range(0, n, args.batch):
         ids = np.arange(start, min(n, start + args.batch))
         seq = np.stack([np.full_like(ids, cls_id), ids, np.full_like(ids, sep_id)], axis=1)
-        out[ids] = bert.forward(seq).mean(1)  # the sentence model's mean pooling
+        out[ids] = bert.forward(seq)[:, 1]  # the token's own position
         print(f"{min(n, start + args.batch)}/{n} tokens", file=sys.stderr, flush=True)
 
-    # PCA to `dims` components (centred, not whitened).
-    centred = out - out.mean(0, keepdims=True)
-    _, _, vt = np.linalg.svd(centred.astype(np.float64), full_matrices=False)
-    emb = (centred @ vt[: args.dims].T.astype(np.float32)).astype(np.float32)
-    # SIF weighting, Zipf-distributed frequencies in vocabulary order.
-    inv_rank = 1.0 / np.arange(2, n + 2)
-    proba = inv_rank / inv_rank.sum()
-    emb *= (args.sif / (args.sif + proba)).astype(np.float32)[:, None]
-
+    emb = postprocess(out, args.dims, args.sif)
     args.out.mkdir(parents=True, exist_ok=True)
     save_file({"embeddings": np.ascontiguousarray(emb)}, str(args.out / "model.safetensors"))
     shutil.copyfile(args.encoder / "tokenizer.json", args.out / "tokenizer.json")

@@ -74,11 +74,16 @@ mod tests {
 
     #[test]
     fn rrf_puts_a_tool_both_lists_rank_high_first() {
-        let lexical = [(9.0, 1), (5.0, 2), (1.0, 3)];
-        let dense = [(0.9, 4), (0.8, 2), (0.1, 1)];
-        let fused = fuse(Fusion::default(), &lexical, &dense);
+        let lexical = [(9.0, 1), (5.0, 2)];
+        let dense = [(0.9, 3), (0.8, 2)];
+        let rrf = Fusion::Rrf {
+            k: 1.0,
+            dense_weight: 1.0,
+        };
+        let fused = fuse(rrf, &lexical, &dense);
         let order: Vec<u32> = fused.iter().map(|x| x.1).collect();
-        assert_eq!(order, vec![2, 1, 4, 3]);
+        // 2: 1/3 + 1/3; 1 and 3: 1/2 each, tied, by tool number.
+        assert_eq!(order, vec![2, 1, 3]);
     }
 
     #[test]

@@ -266,3 +266,74 @@ fn model_id(rows: &[f32], dims: usize, tokenizer: &[u8]) -> u64 {
     let floats: Vec<u8> = rows.iter().flat_map(|x| x.to_le_bytes()).collect();
     format::checksum(&[&(dims as u64).to_le_bytes(), tokenizer, &floats])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Writes a model of `words` (each its own row: a one-hot vector of `dims`) into `dir`.
+    fn write_model(dir: &Path, words: &[&str], dims: usize, dtype: &str) {
+        let vocab: serde_json::Map<String, serde_json::Value> = words
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (w.to_string(), serde_json::json!(i)))
+            .collect();
+        let tok = serde_json::json!({
+            "normalizer": {"type": "BertNormalizer", "lowercase": true, "strip_accents": null},
+            "model": {"type": "WordPiece", "vocab": vocab, "continuing_subword_prefix": "##",
+                      "max_input_chars_per_word": 100}
+        });
+        fs::write(dir.join("tokenizer.json"), tok.to_string()).expect("writes");
+        let mut data = Vec::new();
+        for i in 0..words.len() {
+            for d in 0..dims {
+                let x: f32 = if d == i % dims { 1.0 } else { 0.0 };
+                data.extend_from_slice(&x.to_le_bytes());
+            }
+        }
+        let header = serde_json::json!({"embeddings": {"dtype": dtype,
+            "shape": [words.len(), dims], "data_offsets": [0, data.len()]}})
+        .to_string();
+        let mut file = (header.len() as u64).to_le_bytes().to_vec();
+        file.extend_from_slice(header.as_bytes());
+        file.extend_from_slice(&data);
+        fs::write(dir.join("model.safetensors"), file).expect("writes");
+    }
+
+    #[test]
+    fn a_text_embeds_as_the_normalised_mean_of_its_words() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        write_model(dir.path(), &["[UNK]", "weather", "city"], 3, "F32");
+        let m = StaticModel::load(dir.path()).expect("loads");
+        let v = m.embed("Weather in the city").expect("known words");
+        let h = std::f32::consts::FRAC_1_SQRT_2;
+        assert!((v[1] - h).abs() < 1e-6 && (v[2] - h).abs() < 1e-6 && v[0] == 0.0);
+    }
+
+    #[test]
+    fn a_text_of_unknown_words_has_no_vector() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        write_model(dir.path(), &["[UNK]", "weather"], 2, "F32");
+        let m = StaticModel::load(dir.path()).expect("loads");
+        assert!(m.embed("xyzzy plugh").is_none());
+    }
+
+    #[test]
+    fn a_missing_model_file_is_an_io_error_naming_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        match StaticModel::load(dir.path()) {
+            Err(SemanticError::Io { path, .. }) => assert!(path.ends_with("tokenizer.json")),
+            other => panic!("expected an I/O error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_float16_tensor_is_refused_saying_so() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        write_model(dir.path(), &["[UNK]", "weather"], 2, "F16");
+        match StaticModel::load(dir.path()) {
+            Err(SemanticError::BadModel { reason, .. }) => assert!(reason.contains("F16")),
+            other => panic!("expected a bad model, got {other:?}"),
+        }
+    }
+}

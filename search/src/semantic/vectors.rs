@@ -332,3 +332,103 @@ pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
     let tail: f32 = ra.iter().zip(rb).map(|(x, y)| x * y).sum();
     acc.iter().sum::<f32>() + tail
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unit_rows(n: usize, dims: usize) -> Vec<f32> {
+        let mut data = Vec::with_capacity(n * dims);
+        for i in 0..n {
+            let mut row: Vec<f32> = (0..dims)
+                .map(|d| (((i * 31 + d * 17) % 13) as f32) - 6.0)
+                .collect();
+            normalize(&mut row);
+            data.extend(row);
+        }
+        data
+    }
+
+    #[test]
+    fn written_vectors_read_back_the_same() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.vectors");
+        let v = ToolVectors::new(8, 7, 9, unit_rows(20, 8));
+        v.write(&path).expect("writes");
+        let back = ToolVectors::open(&path).expect("reads");
+        assert_eq!(back.data, v.data);
+        assert_eq!((back.model_id(), back.tools_id(), back.dims()), (7, 9, 8));
+    }
+
+    #[test]
+    fn a_flipped_byte_is_a_checksum_error() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.vectors");
+        ToolVectors::new(8, 7, 9, unit_rows(4, 8))
+            .write(&path)
+            .expect("writes");
+        let mut bytes = fs::read(&path).expect("reads");
+        bytes[HEADER + 5] ^= 1;
+        fs::write(&path, &bytes).expect("writes");
+        assert!(matches!(
+            ToolVectors::open(&path),
+            Err(SemanticError::Checksum { .. })
+        ));
+    }
+
+    #[test]
+    fn another_version_is_refused_as_such() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.vectors");
+        ToolVectors::new(8, 7, 9, unit_rows(4, 8))
+            .write(&path)
+            .expect("writes");
+        let mut bytes = fs::read(&path).expect("reads");
+        bytes[8] = 2;
+        fs::write(&path, &bytes).expect("writes");
+        assert!(matches!(
+            ToolVectors::open(&path),
+            Err(SemanticError::UnsupportedVersion { found: 2, .. })
+        ));
+    }
+
+    #[test]
+    fn a_truncated_file_is_a_length_mismatch() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.vectors");
+        ToolVectors::new(8, 7, 9, unit_rows(4, 8))
+            .write(&path)
+            .expect("writes");
+        let bytes = fs::read(&path).expect("reads");
+        fs::write(&path, &bytes[..bytes.len() - 4]).expect("writes");
+        assert!(matches!(
+            ToolVectors::open(&path),
+            Err(SemanticError::LengthMismatch { .. })
+        ));
+    }
+
+    #[test]
+    fn a_file_of_another_kind_is_bad_magic() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.vectors");
+        fs::write(&path, [0u8; 64]).expect("writes");
+        assert!(matches!(
+            ToolVectors::open(&path),
+            Err(SemanticError::BadMagic { .. })
+        ));
+    }
+
+    #[test]
+    fn sketch_search_finds_the_exact_nearest_tool_in_a_large_catalog() {
+        let n = EXACT_UP_TO + 100;
+        let v = ToolVectors::new(16, 0, 0, unit_rows(n, 16));
+        assert!(!v.sketches.is_empty());
+        let start = 4321 * 16;
+        let q = v.data[start..start + 16].to_vec();
+        let found = v.nearest(&q, 1);
+        // Rows repeat with period 13; the query's own row or an identical one is first.
+        let best = found[0].1 as usize * 16;
+        assert_eq!(v.data[best..best + 16], q[..]);
+        assert!((found[0].0 - 1.0).abs() < 1e-5);
+    }
+}
