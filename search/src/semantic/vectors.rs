@@ -202,14 +202,9 @@ impl ToolVectors {
         let words = self.dims.div_ceil(64);
         let mut qs = vec![0u64; words];
         sign_bits(q, &mut qs);
-        let n = self.len();
-        let mut dist = Vec::with_capacity(n);
+        let mut dist = Vec::with_capacity(self.len());
         let mut histogram = vec![0usize; words * 64 + 1];
-        for s in self.sketches.chunks_exact(words) {
-            let d: u32 = s.iter().zip(&qs).map(|(a, b)| (a ^ b).count_ones()).sum();
-            histogram[d as usize] += 1;
-            dist.push(d as u16);
-        }
+        hamming(&self.sketches, &qs, &mut dist, &mut histogram);
         // The largest distance `cut` such that fewer than `m` tools are closer.
         let mut below = 0;
         let mut cut = 0;
@@ -308,6 +303,55 @@ impl ToolVectors {
             .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
             .collect();
         Ok(ToolVectors::new(dims, u64_at(24), u64_at(32), data))
+    }
+}
+
+/// The Hamming distance of each sketch to `q` into `dist`, counted in `histogram`. With the
+/// `popcnt` instruction (checked at run time: the baseline x86-64 target lacks it, and
+/// `count_ones` without it is a dozen instructions per word) this is 3-4 times faster.
+fn hamming(sketches: &[u64], q: &[u64], dist: &mut Vec<u16>, histogram: &mut [usize]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("popcnt") {
+        // SAFETY: the CPU has `popcnt`, the only feature the function is compiled for.
+        unsafe { hamming_popcnt(sketches, q, dist, histogram) };
+        return;
+    }
+    hamming_portable(sketches, q, dist, histogram);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt")]
+unsafe fn hamming_popcnt(
+    sketches: &[u64],
+    q: &[u64],
+    dist: &mut Vec<u16>,
+    histogram: &mut [usize],
+) {
+    hamming_portable(sketches, q, dist, histogram);
+}
+
+#[inline(always)]
+fn hamming_portable(sketches: &[u64], q: &[u64], dist: &mut Vec<u16>, histogram: &mut [usize]) {
+    if let Ok(q4) = <[u64; 4]>::try_from(q) {
+        // 256 dimensions, the common case: four words, unrolled.
+        for s in sketches.chunks_exact(4) {
+            let d = (s[0] ^ q4[0]).count_ones()
+                + (s[1] ^ q4[1]).count_ones()
+                + (s[2] ^ q4[2]).count_ones()
+                + (s[3] ^ q4[3]).count_ones();
+            if let Some(h) = histogram.get_mut(d as usize) {
+                *h += 1;
+            }
+            dist.push(d as u16);
+        }
+        return;
+    }
+    for s in sketches.chunks_exact(q.len().max(1)) {
+        let d: u32 = s.iter().zip(q).map(|(a, b)| (a ^ b).count_ones()).sum();
+        if let Some(h) = histogram.get_mut(d as usize) {
+            *h += 1;
+        }
+        dist.push(d as u16);
     }
 }
 
