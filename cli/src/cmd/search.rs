@@ -102,7 +102,12 @@ fn single(
         if !d.is_empty() {
             writeln!(out, "   {}", shorten(d, DESCRIPTION_CHARS))?;
         }
-        writeln!(out, "   why: {}", why(hit))?;
+        if hit.why.is_empty() {
+            // Found by the semantic stage alone: no query word is in the tool's text.
+            writeln!(out, "   why: close in meaning (no word in common)")?;
+        } else {
+            writeln!(out, "   why: {}", why(hit))?;
+        }
     }
     if !results.not_found.is_empty() {
         writeln!(out, "not found: {}", results.not_found.join(", "))?;
