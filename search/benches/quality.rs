@@ -47,6 +47,7 @@ fn main() -> ExitCode {
         };
         let keyword = KeywordBaseline::new(&data.catalog);
         let bm25 = Bm25Baseline::new(&data.catalog);
+        #[cfg_attr(not(feature = "semantic"), allow(unused_mut))]
         let mut systems: Vec<(&str, &dyn Ranker)> =
             vec![("keyword", &keyword), ("bm25", &bm25), ("ours", &ours)];
         #[cfg(feature = "semantic")]
