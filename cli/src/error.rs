@@ -292,6 +292,9 @@ pub enum CliError {
     /// The index file cannot be written.
     #[error("cannot write the index")]
     WriteIndex(#[source] IndexError),
+    /// The semantic stage's tool vectors cannot be written beside the index.
+    #[error("cannot write the tool vectors")]
+    WriteVectors(#[source] toolgate_search::semantic::SemanticError),
     /// The manual pages cannot be written into a folder.
     #[error("cannot write the manual pages into {}", .dir.display())]
     WriteMan {
@@ -381,6 +384,7 @@ impl CliError {
             | CliError::IndexCatalogs { .. }
             | CliError::IndexPolicyCatalog { .. }
             | CliError::WriteIndex(_)
+            | CliError::WriteVectors(_)
             | CliError::WriteMan { .. }
             | CliError::QueriesFailed { .. }
             | CliError::PluginHost(_)
@@ -502,6 +506,7 @@ fn build_lines(error: &BuildError, policy: &str) -> Vec<String> {
         | BuildError::CatalogFile { .. }
         | BuildError::Catalog { .. }
         | BuildError::SearchIndex { .. }
+        | BuildError::EmbeddingModel { .. }
         | BuildError::Store { .. } => {
             unplaced(chain(error), &mut lines);
         }

@@ -370,6 +370,11 @@ fn search_step(
         .collect();
     let index = crate::search::build_index(docs, search.index_file.as_deref())
         .map_err(|source| BuildError::SearchIndex { source })?;
+    let index = crate::search::attach_embeddings(
+        index,
+        search.embeddings.as_ref(),
+        search.index_file.as_deref(),
+    )?;
     registry.insert(
         Arc::new(ToolSearch::new(
             toolgate_search::LiveIndex::new(index),

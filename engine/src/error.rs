@@ -302,6 +302,27 @@ pub enum BuildError {
         source: toolgate_search::IndexError,
     },
 
+    /// The embedding model of `search.embeddings` cannot be loaded.
+    #[cfg(feature = "semantic")]
+    #[error("search.embeddings: cannot load the model {}", path.display())]
+    EmbeddingModel {
+        /// The model directory.
+        path: std::path::PathBuf,
+        /// Why.
+        source: toolgate_search::semantic::SemanticError,
+    },
+
+    /// `search.embeddings` is set, but this build has no semantic search.
+    #[cfg(not(feature = "semantic"))]
+    #[error(
+        "search.embeddings: this toolgate was built without the semantic feature (model {})",
+        path.display()
+    )]
+    SemanticUnavailable {
+        /// The model directory.
+        path: std::path::PathBuf,
+    },
+
     /// The result store of `reduction` cannot be opened.
     #[error("reduction: cannot open the result store")]
     Store {

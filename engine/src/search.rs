@@ -222,6 +222,60 @@ pub(crate) fn catalog_docs(
         .collect()
 }
 
+/// Where the tool vectors of the semantic stage are kept beside an index file: `INDEX.vectors`.
+pub fn vectors_path(index_file: &std::path::Path) -> std::path::PathBuf {
+    let mut name = index_file.as_os_str().to_owned();
+    name.push(".vectors");
+    std::path::PathBuf::from(name)
+}
+
+/// Attaches the semantic stage of `search.embeddings` to `index` (none: `index` as it is). The
+/// model is loaded from its directory (never downloaded). The tool vectors are read from the file
+/// beside `index_file` ([`vectors_path`]) when it matches the index and the model, else computed
+/// (a file that does not is logged).
+///
+/// # Errors
+///
+/// The model cannot be loaded, or this build has no `semantic` feature.
+pub fn attach_embeddings(
+    index: SearchIndex,
+    embeddings: Option<&toolgate_policy::EmbeddingsSettings>,
+    index_file: Option<&std::path::Path>,
+) -> Result<SearchIndex, crate::error::BuildError> {
+    let Some(settings) = embeddings else {
+        return Ok(index);
+    };
+    #[cfg(not(feature = "semantic"))]
+    {
+        let _ = (index, index_file);
+        Err(crate::error::BuildError::SemanticUnavailable {
+            path: settings.model.clone(),
+        })
+    }
+    #[cfg(feature = "semantic")]
+    {
+        let model =
+            toolgate_search::semantic::StaticModel::load(&settings.model).map_err(|source| {
+                crate::error::BuildError::EmbeddingModel {
+                    path: settings.model.clone(),
+                    source,
+                }
+            })?;
+        let model = Arc::new(model);
+        if let Some(vectors) = index_file.map(vectors_path).filter(|p| p.is_file()) {
+            match index.read_semantic(model.clone(), &vectors) {
+                Ok(stage) => return Ok(index.with_semantic_stage(stage)),
+                Err(e) => tracing::warn!(
+                    "cannot use tool vectors {}: {}; computing them (run `toolgate index build` again)",
+                    vectors.display(),
+                    crate::error::Chain(&e)
+                ),
+            }
+        }
+        Ok(index.with_semantic(model))
+    }
+}
+
 /// Builds the search index over `docs` (see [`Engine::search_docs`](crate::Engine::search_docs)),
 /// or opens the prebuilt `index_file` when it holds exactly those names; a prebuilt file that
 /// does not match or does not open is logged and the index is built in memory.

@@ -16,9 +16,9 @@ use crate::file::{MAX_CATALOG_FILE_BYTES, MAX_POLICY_FILE_BYTES, check_text_file
 use crate::glob::{Glob, PathGlob};
 use crate::model::parse_memory_limit;
 use crate::model::{
-    AliasSpec, CharCap, DispatchSettings, Grants, Isolation, NameProfile, OnError, PluginLocation,
-    PluginSpec, Policy, Position, ReductionSettings, Rule, Rules, ScriptSource, Scripts,
-    SearchSettings, SessionSettings, ToolOverride,
+    AliasSpec, CharCap, DispatchSettings, EmbeddingsSettings, Grants, Isolation, NameProfile,
+    OnError, PluginLocation, PluginSpec, Policy, Position, ReductionSettings, Rule, Rules,
+    ScriptSource, Scripts, SearchSettings, SessionSettings, ToolOverride,
 };
 use crate::schema;
 use crate::yaml::{self, Entry, Kind, Node, Pos, YamlProblemKind};
@@ -601,6 +601,11 @@ impl<'a> Build<'a> {
                 "use_model_native" => search.use_model_native = boolean(value),
                 "index_file" => search.index_file = Some(self.resolve(text(value))),
                 "explain" => search.explain = boolean(value),
+                "embeddings" => {
+                    search.embeddings = value.get("model").map(|m| EmbeddingsSettings {
+                        model: self.resolve(text(&m.value)),
+                    });
+                }
                 "default_max_results" => {
                     set(
                         &mut search.default_max_results,

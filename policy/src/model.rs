@@ -487,6 +487,18 @@ pub struct SearchSettings {
     /// `tool_search` says why each tool matched (a `why` list per tool). Default false:
     /// explaining costs more than the search, and models act on names and descriptions.
     pub explain: bool,
+    /// The optional semantic stage: a local static embedding model fused with the lexical
+    /// ranking. Absent = lexical search only.
+    pub embeddings: Option<EmbeddingsSettings>,
+}
+
+/// `search.embeddings`: the local embedding model of the semantic search stage. The model is
+/// read from disk, never downloaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmbeddingsSettings {
+    /// The model directory (model2vec layout: `model.safetensors`, `tokenizer.json`), resolved
+    /// against the policy file's directory.
+    pub model: PathBuf,
 }
 
 impl Default for SearchSettings {
@@ -499,6 +511,7 @@ impl Default for SearchSettings {
             use_model_native: false,
             index_file: None,
             default_max_results: 5,
+            embeddings: None,
             explain: false,
         }
     }

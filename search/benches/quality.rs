@@ -45,11 +45,20 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
-        let systems: [(&str, &dyn Ranker); 3] = [
-            ("keyword", &KeywordBaseline::new(&data.catalog)),
-            ("bm25", &Bm25Baseline::new(&data.catalog)),
-            ("ours", &ours),
-        ];
+        let keyword = KeywordBaseline::new(&data.catalog);
+        let bm25 = Bm25Baseline::new(&data.catalog);
+        #[cfg_attr(not(feature = "semantic"), allow(unused_mut))]
+        let mut systems: Vec<(&str, &dyn Ranker)> =
+            vec![("keyword", &keyword), ("bm25", &bm25), ("ours", &ours)];
+        #[cfg(feature = "semantic")]
+        let hybrid = semantic::attach(&data);
+        #[cfg(feature = "semantic")]
+        let dense = hybrid.as_ref().map(eval::DenseRanker::new);
+        #[cfg(feature = "semantic")]
+        if let (Some(hybrid), Some(dense)) = (&hybrid, &dense) {
+            systems.push(("dense", dense));
+            systems.push(("hybrid", hybrid));
+        }
         let splits: [(&str, Option<Half>); 3] = [
             ("all", None),
             ("tune", Some(Half::Tune)),
@@ -61,7 +70,7 @@ fn main() -> ExitCode {
                 .iter()
                 .filter(|q| half.is_none_or(|h| eval::half_of(&q.id) == h))
                 .collect();
-            for (system, ranker) in systems {
+            for &(system, ranker) in &systems {
                 print_row(
                     name,
                     split,
@@ -83,4 +92,63 @@ fn print_row(dataset: &str, split: &str, system: &str, m: &Metrics) {
         100.0 * m.mrr_at_10,
         m.queries
     );
+}
+
+/// The semantic stage's rows: with the feature on and the model installed (`scripts/model.sh`),
+/// "dense" (nearest tools alone) and "hybrid" (fused with ours). `--tune-fusion` prints the
+/// fusion grid on the tune half, from which `Fusion::default` was chosen.
+#[cfg(feature = "semantic")]
+mod semantic {
+    use std::sync::Arc;
+
+    use toolgate_search::SearchIndex;
+    use toolgate_search::eval::{self, Dataset, EvalQuery, Half};
+    use toolgate_search::semantic::{Fusion, StaticModel};
+
+    pub(crate) fn attach(data: &Dataset) -> Option<SearchIndex> {
+        let dir = eval::semantic_model_dir();
+        let model = match StaticModel::load(&dir) {
+            Ok(m) => Arc::new(m),
+            Err(e) => {
+                eprintln!("no semantic rows: {e} (run scripts/model.sh)");
+                return None;
+            }
+        };
+        let index = SearchIndex::build(data.catalog.clone())
+            .ok()?
+            .with_semantic(model.clone());
+        if std::env::args().any(|a| a == "--tune-fusion") {
+            tune(data, &model);
+        }
+        Some(index)
+    }
+
+    fn tune(data: &Dataset, model: &Arc<StaticModel>) {
+        let tune: Vec<&EvalQuery> = data
+            .queries
+            .iter()
+            .filter(|q| eval::half_of(&q.id) == Half::Tune)
+            .collect();
+        let mut grid = Vec::new();
+        for k in [5.0, 10.0, 20.0, 60.0] {
+            for dense_weight in [0.1, 0.2, 0.3, 0.5, 0.75, 1.0] {
+                grid.push(Fusion::Rrf { k, dense_weight });
+            }
+        }
+        for dense_weight in [0.05, 0.1, 0.15, 0.2, 0.25, 0.35, 0.5, 0.75, 1.0] {
+            grid.push(Fusion::Linear { dense_weight });
+        }
+        for fusion in grid {
+            let Ok(index) = SearchIndex::build(data.catalog.clone()) else {
+                return;
+            };
+            let index = index.with_semantic(model.clone()).with_fusion(fusion);
+            let m = eval::evaluate(&index, tune.iter().copied());
+            println!(
+                "tune {:<10} {fusion:?} nDCG@5 {:.2}",
+                data.name,
+                100.0 * m.ndcg_at_5
+            );
+        }
+    }
 }

@@ -102,6 +102,51 @@ pub fn datasets_dir() -> PathBuf {
     }
 }
 
+/// The environment variable that names the static embedding model the quality checks of the
+/// semantic stage use.
+pub const SEMANTIC_MODEL_ENV: &str = "TOOLGATE_SEMANTIC_MODEL";
+
+/// The static embedding model for the semantic quality checks: `$TOOLGATE_SEMANTIC_MODEL` if
+/// set, else `.tools/models/minilm-l6-static` in the workspace, where `scripts/model.sh`
+/// distils it.
+pub fn semantic_model_dir() -> PathBuf {
+    match std::env::var_os(SEMANTIC_MODEL_ENV) {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../.tools/models/minilm-l6-static"),
+    }
+}
+
+/// Ranks by the semantic stage alone: the tools nearest the query (the dense baseline).
+#[cfg(feature = "semantic")]
+pub struct DenseRanker<'a> {
+    index: &'a SearchIndex,
+    names: Vec<String>,
+}
+
+#[cfg(feature = "semantic")]
+impl<'a> DenseRanker<'a> {
+    /// The dense ranking of `index`'s semantic stage (none if it has none).
+    pub fn new(index: &'a SearchIndex) -> DenseRanker<'a> {
+        DenseRanker {
+            index,
+            names: index.names().map(str::to_string).collect(),
+        }
+    }
+}
+
+#[cfg(feature = "semantic")]
+impl Ranker for DenseRanker<'_> {
+    fn rank(&self, query: &str, k: usize) -> Vec<String> {
+        let Some(sem) = self.index.semantic() else {
+            return Vec::new();
+        };
+        sem.nearest(query, k)
+            .into_iter()
+            .filter_map(|(_, t)| self.names.get(t as usize).cloned())
+            .collect()
+    }
+}
+
 /// Reads `<dir>/<name>/catalog.jsonl` and `<dir>/<name>/queries.jsonl`.
 pub fn load_dataset(dir: &Path, name: &str) -> Result<Dataset, DatasetError> {
     let catalog = read_catalog_jsonl(&dir.join(name).join("catalog.jsonl"))?;

@@ -36,6 +36,9 @@ pub struct SearchIndex {
     /// The ranking in use; its `k1`, `weight` and `b` are those the stored
     /// impacts were computed with.
     ranking: Ranking,
+    /// The semantic stage, fused with the lexical ranking when present.
+    #[cfg(feature = "semantic")]
+    semantic: Option<std::sync::Arc<crate::semantic::Semantic>>,
 }
 
 impl std::fmt::Debug for SearchIndex {
@@ -67,7 +70,12 @@ impl SearchIndex {
         let built = build::serialize(docs.as_ref(), ImpactParams::of(&ranking))?;
         // Freshly serialised: the checksum was just computed from these bytes.
         let file = IndexFile::built(built.bytes, built.checksum)?;
-        Ok(SearchIndex { file, ranking })
+        Ok(SearchIndex {
+            file,
+            ranking,
+            #[cfg(feature = "semantic")]
+            semantic: None,
+        })
     }
 
     /// Writes the index to `path` as a single file (replacing it). The file
@@ -148,6 +156,8 @@ impl SearchIndex {
                 b: impacts.b,
                 ..Ranking::default()
             },
+            #[cfg(feature = "semantic")]
+            semantic: None,
         }
     }
 
@@ -166,6 +176,13 @@ impl SearchIndex {
             .map(|d| d.to_tool_doc_lossy())
             .collect();
         match SearchIndex::build_with(docs, ranking) {
+            // Tools keep their numbers (name order), so the semantic stage still fits.
+            #[cfg(feature = "semantic")]
+            Ok(index) => SearchIndex {
+                semantic: self.semantic,
+                ..index
+            },
+            #[cfg(not(feature = "semantic"))]
             Ok(index) => index,
             // Names were unique and non-empty when this index was built.
             Err(_) => SearchIndex { ranking, ..self },
@@ -228,6 +245,11 @@ impl SearchIndex {
     fn run(&self, query: &Query, max_results: usize, explains: bool) -> SearchResults {
         match query {
             Query::Select(names) => self.select(names, explains),
+            #[cfg(feature = "semantic")]
+            Query::Terms { text, required } if self.semantic.is_some() => SearchResults {
+                hits: self.search_hybrid(text, required, max_results, explains),
+                not_found: Vec::new(),
+            },
             Query::Terms { text, required } => SearchResults {
                 hits: self.search_terms(text, required, max_results, explains),
                 not_found: Vec::new(),
@@ -330,5 +352,115 @@ impl SearchIndex {
                 })
             })
             .collect()
+    }
+}
+
+/// The semantic stage ([`crate::semantic`]): attaching it, and the hybrid search.
+#[cfg(feature = "semantic")]
+impl SearchIndex {
+    /// The same index with a semantic stage: every tool's vector is computed with `model` (its
+    /// name's words, description and keywords). Free-text searches then fuse the lexical ranking
+    /// with the tools nearest the query.
+    pub fn with_semantic(self, model: std::sync::Arc<crate::semantic::StaticModel>) -> SearchIndex {
+        let tools = (0..self.file.len()).filter_map(|i| self.file.doc(i));
+        let semantic = crate::semantic::Semantic::compute(model, tools);
+        SearchIndex {
+            semantic: Some(std::sync::Arc::new(semantic)),
+            ..self
+        }
+    }
+
+    /// The semantic stage whose tool vectors are read from `path` (written by
+    /// [`crate::semantic::ToolVectors::write`]), checked to be this index's tools' vectors
+    /// computed with `model`. Attach it with [`SearchIndex::with_semantic_stage`].
+    pub fn read_semantic(
+        &self,
+        model: std::sync::Arc<crate::semantic::StaticModel>,
+        path: &Path,
+    ) -> Result<crate::semantic::Semantic, crate::semantic::SemanticError> {
+        let vectors = crate::semantic::ToolVectors::open(path)?;
+        if vectors.tools_id() != crate::semantic::tools_id(self.names()) {
+            return Err(crate::semantic::SemanticError::OtherTools {
+                path: path.to_path_buf(),
+            });
+        }
+        crate::semantic::Semantic::with_vectors(model, vectors, path)
+    }
+
+    /// The same index with the semantic stage `semantic` (from [`SearchIndex::read_semantic`],
+    /// or another index's [`SearchIndex::semantic`]). Vectors of other tools are not used: they
+    /// are computed again with the stage's model, as [`SearchIndex::with_semantic`] does.
+    pub fn with_semantic_stage(self, semantic: crate::semantic::Semantic) -> SearchIndex {
+        if semantic.vectors().tools_id() != crate::semantic::tools_id(self.names()) {
+            let fusion = semantic.fusion();
+            return self.with_semantic(semantic.model_arc()).with_fusion(fusion);
+        }
+        SearchIndex {
+            semantic: Some(std::sync::Arc::new(semantic)),
+            ..self
+        }
+    }
+
+    /// The same index with the semantic stage's fusion replaced (no effect without one).
+    pub fn with_fusion(self, fusion: crate::semantic::Fusion) -> SearchIndex {
+        let semantic = self
+            .semantic
+            .map(|s| std::sync::Arc::new((*s).clone().with_fusion(fusion)));
+        SearchIndex { semantic, ..self }
+    }
+
+    /// The semantic stage, if one is attached.
+    pub fn semantic(&self) -> Option<&crate::semantic::Semantic> {
+        self.semantic.as_deref()
+    }
+
+    /// The lexical search's best [`crate::semantic::FUSION_DEPTH`] fused with the as many tools
+    /// nearest the query. With `+required` words, only tools the lexical stage admitted (they
+    /// have every required word) can be found. Tools found only by meaning have no `why`.
+    fn search_hybrid(
+        &self,
+        free: &str,
+        required: &[String],
+        max_results: usize,
+        explains: bool,
+    ) -> Vec<Hit> {
+        let Some(sem) = self.semantic.as_deref() else {
+            return self.search_terms(free, required, max_results, explains);
+        };
+        if max_results == 0 || self.file.len() == 0 {
+            return Vec::new();
+        }
+        let depth = max_results.max(crate::semantic::FUSION_DEPTH);
+        let (mut lexical, lex): (Vec<Option<Hit>>, Vec<(f32, u32)>) = self
+            .search_terms(free, required, depth, explains)
+            .into_iter()
+            .filter_map(|h| {
+                let tool = u32::try_from(self.file.id_of(&h.name)?).ok()?;
+                let score = h.score;
+                Some((Some(h), (score, tool)))
+            })
+            .unzip();
+        let mut dense = sem.nearest(free, depth);
+        if !required.is_empty() {
+            dense.retain(|(_, t)| lex.iter().any(|(_, l)| l == t));
+        }
+        let fused = crate::semantic::fuse(sem.fusion(), &lex, &dense);
+        let mut out = Vec::with_capacity(max_results);
+        for (score, tool) in fused.into_iter().take(max_results) {
+            let found = lex.iter().position(|(_, t)| *t == tool);
+            let hit = match found.and_then(|i| lexical.get_mut(i)?.take()) {
+                Some(hit) => Hit { score, ..hit },
+                None => match self.file.name_of(tool as usize) {
+                    Some(name) => Hit {
+                        name: name.to_string(),
+                        score,
+                        why: Vec::new(),
+                    },
+                    None => continue,
+                },
+            };
+            out.push(hit);
+        }
+        out
     }
 }

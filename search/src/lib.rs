@@ -27,6 +27,10 @@
 //!   in a rebuilt one atomically.
 //! * [`eval`] has the retrieval metrics and the baselines used by the
 //!   quality benchmark.
+//! * With the `semantic` feature, the `semantic` module adds an optional stage: a
+//!   static embedding model gives every tool a vector, and
+//!   `SearchIndex::with_semantic` fuses the tools nearest the query with
+//!   the lexical ranking. Without it (the default), search is lexical only.
 //!
 //! # Matching
 //!
@@ -67,6 +71,8 @@ mod build;
 mod explain;
 mod rerank;
 mod score;
+#[cfg(feature = "semantic")]
+pub mod semantic;
 
 mod file;
 

@@ -6,7 +6,7 @@ use toolgate_search::SearchIndex;
 
 use crate::app::load_engine;
 use crate::args::{IndexArgs, IndexBuildArgs, IndexCommand};
-use crate::catalog::{build_from_catalogs, policy_catalog};
+use crate::catalog::{build_from_catalogs, policy_catalog, with_embeddings};
 use crate::error::{CliError, EXIT_OK};
 use crate::output::Out;
 
@@ -32,12 +32,28 @@ fn index_build(args: IndexBuildArgs, out: &mut Out<'_>) -> Result<u8, CliError> 
         };
         let building = Instant::now();
         let index = SearchIndex::build(docs).map_err(|e| CliError::IndexPolicyCatalog {
-            policy: name,
+            policy: name.clone(),
             source: e.into(),
         })?;
+        // With `search.embeddings`, the tool vectors are computed now and written beside.
+        let index = with_embeddings(index, &engine, &name, None)?;
         (index, building.elapsed(), output)
     };
     index.write(&output).map_err(CliError::WriteIndex)?;
+    if let Some(semantic) = index.semantic() {
+        let vectors = toolgate::search::vectors_path(&output);
+        semantic
+            .vectors()
+            .write(&vectors)
+            .map_err(CliError::WriteVectors)?;
+        writeln!(
+            out,
+            "wrote {}: {} tool vectors of {} dimensions",
+            vectors.display(),
+            semantic.vectors().len(),
+            semantic.vectors().dims()
+        )?;
+    }
     let size = std::fs::metadata(&output)
         .map(|m| m.len())
         .unwrap_or(index.size_bytes() as u64);

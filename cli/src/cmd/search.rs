@@ -10,7 +10,7 @@ use toolgate_search::{Hit, MatchKind, Query, SearchIndex};
 
 use crate::app::load_engine;
 use crate::args::SearchArgs;
-use crate::catalog::{build_from_catalogs, open_index, policy_catalog};
+use crate::catalog::{build_from_catalogs, open_index, policy_catalog, with_embeddings};
 use crate::error::{CliError, EXIT_OK, Input};
 use crate::output::Out;
 
@@ -31,12 +31,13 @@ pub fn search(args: SearchArgs, out: &mut Out<'_>) -> Result<u8, CliError> {
     } else {
         let (engine, name) = load_engine(args.policy.as_deref())?;
         let (docs, index_file) = policy_catalog(&engine, &name)?;
-        toolgate::search::build_index(docs, index_file.as_deref()).map_err(|e| {
+        let index = toolgate::search::build_index(docs, index_file.as_deref()).map_err(|e| {
             CliError::IndexPolicyCatalog {
-                policy: name,
+                policy: name.clone(),
                 source: e.into(),
             }
-        })?
+        })?;
+        with_embeddings(index, &engine, &name, index_file.as_deref())?
     };
     tracing::info!(tools = index.len(), "index ready");
     match (query, &args.queries) {
@@ -120,7 +121,10 @@ fn single(
         if !d.is_empty() {
             writeln!(out, "   {}", shorten(d, DESCRIPTION_CHARS))?;
         }
-        if shown.explain {
+        if shown.explain && hit.why.is_empty() {
+            // Found by the semantic stage alone: no query word is in the tool's text.
+            writeln!(out, "   why: close in meaning (no word in common)")?;
+        } else if shown.explain {
             writeln!(out, "   why: {}", why(hit))?;
         }
     }

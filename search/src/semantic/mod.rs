@@ -1,0 +1,128 @@
+//! The optional semantic stage (feature `semantic`): a static embedding model ([`StaticModel`])
+//! gives every tool a vector at index build ([`ToolVectors`], stored beside the index) and the
+//! query one at search time; the tools nearest the query are fused with the lexical ranking
+//! ([`Fusion`]). It finds tools whose descriptions say what the query means in other words.
+//!
+//! Attach it with [`crate::SearchIndex::with_semantic`]; without it, search is lexical only and
+//! runs exactly as before.
+
+mod error;
+mod fuse;
+mod model;
+mod vectors;
+mod wordpiece;
+
+use std::sync::Arc;
+
+pub use error::SemanticError;
+pub use fuse::Fusion;
+pub(crate) use fuse::fuse;
+pub use model::StaticModel;
+pub(crate) use vectors::tools_id;
+pub use vectors::{EXACT_UP_TO, RESCORE, ToolVectors};
+
+use crate::record::ToolDocRef;
+use crate::text;
+
+/// How many tools each ranking contributes to the fusion.
+pub const FUSION_DEPTH: usize = 50;
+
+/// A model and the vectors of an index's tools, computed with it.
+#[derive(Clone, Debug)]
+pub struct Semantic {
+    model: Arc<StaticModel>,
+    vectors: ToolVectors,
+    fusion: Fusion,
+}
+
+impl Semantic {
+    /// The vectors of `tools` (in tool-number order) computed with `model`.
+    pub(crate) fn compute<'a>(
+        model: Arc<StaticModel>,
+        tools: impl Iterator<Item = ToolDocRef<'a>>,
+    ) -> Semantic {
+        let dims = model.dims();
+        let mut data = Vec::new();
+        let mut names = Vec::new();
+        for doc in tools {
+            match model.embed(&tool_text(&doc)) {
+                Some(v) => data.extend_from_slice(&v),
+                None => data.extend(std::iter::repeat_n(0.0, dims)),
+            }
+            names.push(doc.name);
+        }
+        let vectors = ToolVectors::new(dims, model.id(), tools_id(names.into_iter()), data);
+        Semantic {
+            model,
+            vectors,
+            fusion: Fusion::default(),
+        }
+    }
+
+    /// `vectors` (read with [`ToolVectors::open`]) with the model they were computed with;
+    /// refused if `model` is another one. `path` names the vectors file in the error.
+    pub(crate) fn with_vectors(
+        model: Arc<StaticModel>,
+        vectors: ToolVectors,
+        path: &std::path::Path,
+    ) -> Result<Semantic, SemanticError> {
+        if vectors.model_id() != model.id() || vectors.dims() != model.dims() {
+            return Err(SemanticError::OtherModel {
+                path: path.to_path_buf(),
+                expected: model.id(),
+                found: vectors.model_id(),
+            });
+        }
+        Ok(Semantic {
+            model,
+            vectors,
+            fusion: Fusion::default(),
+        })
+    }
+
+    /// The same stage with another fusion.
+    pub fn with_fusion(self, fusion: Fusion) -> Semantic {
+        Semantic { fusion, ..self }
+    }
+
+    /// The fusion in use.
+    pub fn fusion(&self) -> Fusion {
+        self.fusion
+    }
+
+    /// The tool vectors.
+    pub fn vectors(&self) -> &ToolVectors {
+        &self.vectors
+    }
+
+    /// The model.
+    pub fn model(&self) -> &StaticModel {
+        &self.model
+    }
+
+    /// The model, shared.
+    pub fn model_arc(&self) -> Arc<StaticModel> {
+        self.model.clone()
+    }
+
+    /// The `k` tools nearest `query` as `(cosine, tool number)`; none if no word of the query is
+    /// in the model's vocabulary.
+    pub fn nearest(&self, query: &str, k: usize) -> Vec<(f32, u32)> {
+        match self.model.embed(query) {
+            Some(q) => self.vectors.nearest(&q, k),
+            None => Vec::new(),
+        }
+    }
+}
+
+/// What is embedded for a tool: its name's words, its description and its keywords.
+fn tool_text(doc: &ToolDocRef<'_>) -> String {
+    let mut s = text::words(doc.name).join(" ");
+    s.push_str(". ");
+    s.push_str(doc.description);
+    for k in &doc.keywords {
+        s.push(' ');
+        s.push_str(k);
+    }
+    s
+}

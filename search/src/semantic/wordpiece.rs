@@ -1,0 +1,207 @@
+//! BERT's uncased WordPiece tokenizer, as `tokenizer.json` describes it: clean the text, put
+//! spaces around CJK characters, strip accents and lowercase, split at whitespace and
+//! punctuation, then cut each word into the longest vocabulary pieces from the left
+//! (`##`-prefixed after the first). For a static model's mean, punctuation and stop words are
+//! left out.
+
+use std::collections::HashMap;
+
+use unicode_normalization::UnicodeNormalization;
+use unicode_normalization::char::is_combining_mark;
+
+/// A WordPiece vocabulary and its settings.
+#[derive(Debug, Clone)]
+pub(crate) struct WordPiece {
+    vocab: HashMap<String, u32>,
+    prefix: String,
+    max_chars: usize,
+    lowercase: bool,
+    strip_accents: bool,
+}
+
+impl WordPiece {
+    pub(crate) fn new(
+        vocab: HashMap<String, u32>,
+        prefix: String,
+        max_chars: usize,
+        lowercase: bool,
+        strip_accents: bool,
+    ) -> WordPiece {
+        WordPiece {
+            vocab,
+            prefix,
+            max_chars,
+            lowercase,
+            strip_accents,
+        }
+    }
+
+    /// The vocabulary ids of `text`, without special tokens; unknown words are left out (their
+    /// `[UNK]` vector says nothing about them).
+    pub(crate) fn ids(&self, text: &str, out: &mut Vec<u32>) {
+        let normal = self.normalize(text);
+        let mut word = String::new();
+        for c in normal.chars() {
+            if c.is_whitespace() {
+                self.word_ids(&word, out);
+                word.clear();
+            } else if is_punctuation(c) {
+                // A word boundary; the mark itself says nothing about meaning.
+                self.word_ids(&word, out);
+                word.clear();
+            } else {
+                word.push(c);
+            }
+        }
+        self.word_ids(&word, out);
+    }
+
+    fn normalize(&self, text: &str) -> String {
+        let mut out = String::with_capacity(text.len() + 8);
+        for c in text.chars() {
+            if c == '\0' || c == '\u{fffd}' || (c.is_control() && !c.is_whitespace()) {
+                continue;
+            }
+            if is_cjk(c) {
+                out.push(' ');
+                out.push(c);
+                out.push(' ');
+            } else if c.is_whitespace() {
+                out.push(' ');
+            } else {
+                out.push(c);
+            }
+        }
+        if self.strip_accents && !out.is_ascii() {
+            out = out.nfd().filter(|c| !is_combining_mark(*c)).collect();
+        }
+        if self.lowercase {
+            out = out.to_lowercase();
+        }
+        out
+    }
+
+    fn word_ids(&self, word: &str, out: &mut Vec<u32>) {
+        // Stop words say little about what a text means, and in a static model (no context to
+        // discount them) they pull every sentence towards the same vector.
+        if word.is_empty() || (word.is_ascii() && crate::text::is_stop_word(word)) {
+            return;
+        }
+        if word.chars().count() > self.max_chars {
+            return;
+        }
+        let start_len = out.len();
+        let mut start = 0;
+        let mut piece = String::new();
+        while start < word.len() {
+            let mut end = word.len();
+            let mut found = None;
+            while start < end {
+                piece.clear();
+                if start > 0 {
+                    piece.push_str(&self.prefix);
+                }
+                piece.push_str(&word[start..end]);
+                if let Some(&id) = self.vocab.get(piece.as_str()) {
+                    found = Some(id);
+                    break;
+                }
+                // Back off one character.
+                end = word[..end]
+                    .char_indices()
+                    .next_back()
+                    .map_or(start, |(i, _)| i);
+            }
+            match found {
+                Some(id) => {
+                    out.push(id);
+                    start = end;
+                }
+                None => {
+                    // The whole word is unknown.
+                    out.truncate(start_len);
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// BERT's punctuation: ASCII non-alphanumeric printable characters, and (approximating the
+/// Unicode `P*` classes) any other character that is neither alphanumeric nor whitespace.
+fn is_punctuation(c: char) -> bool {
+    if c.is_ascii() {
+        c.is_ascii_punctuation()
+    } else {
+        !c.is_alphanumeric() && !c.is_whitespace() && !is_combining_mark(c)
+    }
+}
+
+/// The CJK Unified Ideographs blocks BERT's tokenizer isolates.
+fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x4E00..=0x9FFF
+        | 0x3400..=0x4DBF
+        | 0x20000..=0x2A6DF
+        | 0x2A700..=0x2B73F
+        | 0x2B740..=0x2B81F
+        | 0x2B820..=0x2CEAF
+        | 0xF900..=0xFAFF
+        | 0x2F800..=0x2FA1F)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wp(words: &[&str]) -> WordPiece {
+        let vocab = words
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (w.to_string(), i as u32))
+            .collect();
+        WordPiece::new(vocab, "##".into(), 100, true, true)
+    }
+
+    fn ids(w: &WordPiece, text: &str) -> Vec<u32> {
+        let mut out = Vec::new();
+        w.ids(text, &mut out);
+        out
+    }
+
+    #[test]
+    fn words_split_into_longest_pieces_from_the_left() {
+        let w = wp(&["[UNK]", "un", "##aff", "##able", "weather"]);
+        assert_eq!(ids(&w, "unaffable Weather"), vec![1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn stop_words_are_left_out() {
+        let w = wp(&["[UNK]", "the", "weather"]);
+        assert_eq!(ids(&w, "The weather"), vec![2]);
+    }
+
+    #[test]
+    fn punctuation_separates_words_and_is_left_out() {
+        let w = wp(&["[UNK]", "get", "weather", "_", ","]);
+        assert_eq!(ids(&w, "get_weather,"), vec![1, 2]);
+    }
+
+    #[test]
+    fn accents_are_stripped_before_lookup() {
+        let w = wp(&["[UNK]", "cafe"]);
+        assert_eq!(ids(&w, "Café"), vec![1]);
+    }
+
+    #[test]
+    fn a_word_with_no_full_cover_is_left_out() {
+        let w = wp(&["[UNK]", "un", "weather"]);
+        assert_eq!(ids(&w, "unxyz weather"), vec![2]);
+    }
+
+    #[test]
+    fn cjk_characters_are_separate_words() {
+        let w = wp(&["[UNK]", "天", "气"]);
+        assert_eq!(ids(&w, "天气"), vec![1, 2]);
+    }
+}
