@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use crate::build;
-use crate::catalog::ToolDoc;
+use crate::catalog::{Catalog, ToolDoc};
 use crate::error::IndexError;
 use crate::explain::explain;
 use crate::field::Field;
@@ -66,6 +66,16 @@ impl SearchIndex {
     ) -> Result<SearchIndex, IndexError> {
         let built = build::serialize(docs.as_ref(), ImpactParams::of(&ranking))?;
         // Freshly serialised: the checksum was just computed from these bytes.
+        let file = IndexFile::built(built.bytes, built.checksum)?;
+        Ok(SearchIndex { file, ranking })
+    }
+
+    /// Indexes a [`Catalog`] with the default [`Ranking`]: the same index as
+    /// [`SearchIndex::build`] of the [`ToolDoc`]s read from the same lines,
+    /// built without holding every parsed schema at once.
+    pub fn build_catalog(catalog: &Catalog) -> Result<SearchIndex, IndexError> {
+        let ranking = Ranking::default();
+        let built = build::serialize(&catalog.tools, ImpactParams::of(&ranking))?;
         let file = IndexFile::built(built.bytes, built.checksum)?;
         Ok(SearchIndex { file, ranking })
     }

@@ -13,11 +13,58 @@ mod terms;
 use runs::in_runs;
 use shard::Shard;
 
-use crate::catalog::ToolDoc;
+use crate::catalog::{CatalogTool, ToolDoc};
 use crate::error::IndexError;
 use crate::field::FIELDS;
 use crate::ranking::ImpactParams;
 use crate::{format, record};
+
+/// A tool as the builder reads it: an owned [`ToolDoc`], or a catalog line
+/// whose schema is parsed only while the tool is indexed.
+pub(crate) trait Doc: Sync {
+    fn name(&self) -> &str;
+    fn description(&self) -> &str;
+    fn aliases(&self) -> &[String];
+    fn keywords(&self) -> &[String];
+    /// Calls `f` with the parameter schema.
+    fn with_parameters<R>(&self, f: impl FnOnce(&serde_json::Value) -> R) -> R;
+}
+
+impl Doc for ToolDoc {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn description(&self) -> &str {
+        &self.description
+    }
+    fn aliases(&self) -> &[String] {
+        &self.aliases
+    }
+    fn keywords(&self) -> &[String] {
+        &self.keywords
+    }
+    fn with_parameters<R>(&self, f: impl FnOnce(&serde_json::Value) -> R) -> R {
+        f(&self.parameters)
+    }
+}
+
+impl Doc for CatalogTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn description(&self) -> &str {
+        &self.description
+    }
+    fn aliases(&self) -> &[String] {
+        &self.aliases
+    }
+    fn keywords(&self) -> &[String] {
+        &self.keywords
+    }
+    fn with_parameters<R>(&self, f: impl FnOnce(&serde_json::Value) -> R) -> R {
+        f(&self.parameters())
+    }
+}
 
 /// A serialised index and the checksum written into it.
 pub(crate) struct Built {
@@ -29,7 +76,7 @@ pub(crate) struct Built {
 
 /// Serialises an index of `docs` with impacts computed for `params`, on as many threads as
 /// pays for the catalog's size. Tool names must be non-empty and unique.
-pub(crate) fn serialize(docs: &[ToolDoc], params: ImpactParams) -> Result<Built, IndexError> {
+pub(crate) fn serialize<D: Doc>(docs: &[D], params: ImpactParams) -> Result<Built, IndexError> {
     let workers = if docs.len() < 4096 {
         1
     } else {
@@ -39,8 +86,8 @@ pub(crate) fn serialize(docs: &[ToolDoc], params: ImpactParams) -> Result<Built,
 }
 
 /// [`serialize`] on `workers` threads.
-fn serialize_on(
-    docs: &[ToolDoc],
+fn serialize_on<D: Doc>(
+    docs: &[D],
     params: ImpactParams,
     workers: usize,
 ) -> Result<Built, IndexError> {
@@ -51,16 +98,16 @@ fn serialize_on(
     // the documents themselves moves 4 bytes instead of a whole
     // document per step.
     let mut order: Vec<u32> = (0..n).collect();
-    order.sort_unstable_by(|&a, &b| docs[a as usize].name.cmp(&docs[b as usize].name));
+    order.sort_unstable_by(|&a, &b| docs[a as usize].name().cmp(docs[b as usize].name()));
     for pair in order.windows(2) {
         let (a, b) = (&docs[pair[0] as usize], &docs[pair[1] as usize]);
-        if a.name == b.name {
-            return Err(IndexError::DuplicateName(a.name.clone()));
+        if a.name() == b.name() {
+            return Err(IndexError::DuplicateName(a.name().to_string()));
         }
     }
     if order
         .first()
-        .is_some_and(|&d| docs[d as usize].name.is_empty())
+        .is_some_and(|&d| docs[d as usize].name().is_empty())
     {
         return Err(IndexError::EmptyName);
     }
