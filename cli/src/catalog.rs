@@ -24,7 +24,7 @@ pub fn build_from_catalogs(paths: &[PathBuf]) -> Result<(SearchIndex, Duration),
         docs.append(read);
     }
     let started = Instant::now();
-    let index = SearchIndex::build_catalog(&docs).map_err(|source| CliError::IndexCatalogs {
+    let index = SearchIndex::build_catalog(docs).map_err(|source| CliError::IndexCatalogs {
         files: paths
             .iter()
             .map(|p| p.display().to_string())

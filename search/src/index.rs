@@ -72,10 +72,11 @@ impl SearchIndex {
 
     /// Indexes a [`Catalog`] with the default [`Ranking`]: the same index as
     /// [`SearchIndex::build`] of the [`ToolDoc`]s read from the same lines,
-    /// built without holding every parsed schema at once.
-    pub fn build_catalog(catalog: &Catalog) -> Result<SearchIndex, IndexError> {
+    /// built without holding every parsed schema at once. The catalog is
+    /// dropped as soon as its tools are split into terms and records.
+    pub fn build_catalog(catalog: Catalog) -> Result<SearchIndex, IndexError> {
         let ranking = Ranking::default();
-        let built = build::serialize(&catalog.tools, ImpactParams::of(&ranking))?;
+        let built = build::serialize_owned(catalog.tools, ImpactParams::of(&ranking))?;
         let file = IndexFile::built(built.bytes, built.checksum)?;
         Ok(SearchIndex { file, ranking })
     }

@@ -77,12 +77,28 @@ pub(crate) struct Built {
 /// Serialises an index of `docs` with impacts computed for `params`, on as many threads as
 /// pays for the catalog's size. Tool names must be non-empty and unique.
 pub(crate) fn serialize<D: Doc>(docs: &[D], params: ImpactParams) -> Result<Built, IndexError> {
-    let workers = if docs.len() < 4096 {
+    serialize_on(docs, params, workers_for(docs.len()))
+}
+
+/// [`serialize`] of documents the build may drop once their terms and records are taken,
+/// before the index is put together (a catalog's text is as large as the index's records).
+pub(crate) fn serialize_owned<D: Doc>(
+    docs: Vec<D>,
+    params: ImpactParams,
+) -> Result<Built, IndexError> {
+    let workers = workers_for(docs.len());
+    let (n, all) = split(&docs, workers)?;
+    drop(docs);
+    assemble(n, all, params, workers)
+}
+
+/// How many threads pay for a catalog of `len` tools.
+fn workers_for(len: usize) -> usize {
+    if len < 4096 {
         1
     } else {
         std::thread::available_parallelism().map_or(1, |p| p.get().min(8))
-    };
-    serialize_on(docs, params, workers)
+    }
 }
 
 /// [`serialize`] on `workers` threads.
@@ -91,6 +107,14 @@ fn serialize_on<D: Doc>(
     params: ImpactParams,
     workers: usize,
 ) -> Result<Built, IndexError> {
+    let workers = workers.max(1);
+    let (n, all) = split(docs, workers)?;
+    assemble(n, all, params, workers)
+}
+
+/// The tools' count and their terms, records and re-ranking words, numbered in name order and
+/// split on `workers` threads. Tool names must be non-empty and unique.
+fn split<D: Doc>(docs: &[D], workers: usize) -> Result<(u32, Shard), IndexError> {
     let workers = workers.max(1);
     let n =
         u32::try_from(docs.len()).map_err(|_| IndexError::TooManyTools { count: docs.len() })?;
@@ -124,6 +148,12 @@ fn serialize_on<D: Doc>(
     for shard in shards {
         all.append(shard);
     }
+    debug_assert_eq!(all.doc_offsets.len(), docs.len() * 8);
+    Ok((n, all))
+}
+
+/// The index file's bytes from the split tools (see [`split`]).
+fn assemble(n: u32, all: Shard, params: ImpactParams, workers: usize) -> Result<Built, IndexError> {
     let Shard {
         stems,
         field_lens,
@@ -132,7 +162,6 @@ fn serialize_on<D: Doc>(
         records,
         rerank,
     } = all;
-    debug_assert_eq!(doc_offsets.len(), docs.len() * 8);
 
     let avg_len: [f32; FIELDS] = std::array::from_fn(|f| {
         if n == 0 {
@@ -168,19 +197,22 @@ fn serialize_on<D: Doc>(
         &uses,
     )?;
     drop(uses);
-    let (records, doc_offsets) =
-        with_rerank_words(&records, &doc_offsets, &rerank, &finished.rerank.number);
-    let sections: [&[u8]; format::SECTIONS] = [
-        &finished.stems,
-        &postings,
-        &doc_offsets,
-        &records,
-        &field_lens,
-        &finished.rerank.fst,
+    let (records, doc_offsets) = {
+        let (stored, offsets) = (records, doc_offsets);
+        with_rerank_words(&stored, &offsets, &rerank, &finished.rerank.number)
+    };
+    drop(rerank);
+    let sections: [Vec<u8>; format::SECTIONS] = [
+        finished.stems,
+        postings,
+        doc_offsets,
+        records,
+        field_lens,
+        finished.rerank.fst,
     ];
 
     let mut out =
-        Vec::with_capacity(format::HEADER_LEN + sections.iter().map(|s| s.len()).sum::<usize>());
+        Vec::with_capacity(format::HEADER_LEN + sections.iter().map(Vec::len).sum::<usize>());
     out.extend_from_slice(format::MAGIC);
     out.extend_from_slice(&format::VERSION.to_le_bytes());
     out.extend_from_slice(&n.to_le_bytes());
@@ -201,8 +233,10 @@ fn serialize_on<D: Doc>(
     }
     out.extend_from_slice(&[0; 8]); // checksum, filled in below
     out.extend_from_slice(&offset.to_le_bytes());
-    for s in &sections {
-        out.extend_from_slice(s);
+    // Each section is dropped once copied, so the file and all its sections
+    // are never held at once.
+    for s in sections {
+        out.extend_from_slice(&s);
     }
     let checksum = format::checksum(&[&out[..format::CHECKSUM_AT], &out[format::HEADER_LEN..]]);
     out[format::CHECKSUM_AT..format::CHECKSUM_AT + 8].copy_from_slice(&checksum.to_le_bytes());
