@@ -238,6 +238,16 @@ mod tests {
     }
 
     #[test]
+    fn a_catalog_with_schemas_as_text_refuses_the_lines_tool_docs_refuse() {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        writeln!(f, r#"{{"name":"a","parameters":{{"type":"object"}}}}"#).unwrap();
+        writeln!(f).unwrap();
+        writeln!(f, r#"{{"name":"b","parameters":{{"type":}}}}"#).unwrap();
+        let err = Catalog::read_jsonl(f.path()).unwrap_err().to_string();
+        assert!(err.contains(&format!("{}:3:", f.path().display())), "{err}");
+    }
+
+    #[test]
     fn missing_catalog_is_an_io_error_naming_the_file() {
         let err = read_catalog_jsonl(Path::new("/nonexistent/cat.jsonl")).unwrap_err();
         assert!(matches!(err, CatalogError::Io { .. }));

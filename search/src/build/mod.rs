@@ -6,65 +6,19 @@
 //! postings lists and the term fst written ([`terms`]). The bytes do not depend on the number
 //! of threads.
 
+mod doc;
 mod runs;
 mod shard;
 mod terms;
 
+use doc::Doc;
 use runs::in_runs;
 use shard::Shard;
 
-use crate::catalog::{CatalogTool, ToolDoc};
 use crate::error::IndexError;
 use crate::field::FIELDS;
 use crate::ranking::ImpactParams;
 use crate::{format, record};
-
-/// A tool as the builder reads it: an owned [`ToolDoc`], or a catalog line
-/// whose schema is parsed only while the tool is indexed.
-pub(crate) trait Doc: Sync {
-    fn name(&self) -> &str;
-    fn description(&self) -> &str;
-    fn aliases(&self) -> &[String];
-    fn keywords(&self) -> &[String];
-    /// Calls `f` with the parameter schema.
-    fn with_parameters<R>(&self, f: impl FnOnce(&serde_json::Value) -> R) -> R;
-}
-
-impl Doc for ToolDoc {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn description(&self) -> &str {
-        &self.description
-    }
-    fn aliases(&self) -> &[String] {
-        &self.aliases
-    }
-    fn keywords(&self) -> &[String] {
-        &self.keywords
-    }
-    fn with_parameters<R>(&self, f: impl FnOnce(&serde_json::Value) -> R) -> R {
-        f(&self.parameters)
-    }
-}
-
-impl Doc for CatalogTool {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn description(&self) -> &str {
-        &self.description
-    }
-    fn aliases(&self) -> &[String] {
-        &self.aliases
-    }
-    fn keywords(&self) -> &[String] {
-        &self.keywords
-    }
-    fn with_parameters<R>(&self, f: impl FnOnce(&serde_json::Value) -> R) -> R {
-        f(&self.parameters())
-    }
-}
 
 /// A serialised index and the checksum written into it.
 pub(crate) struct Built {
@@ -290,6 +244,7 @@ fn with_rerank_words(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::catalog::ToolDoc;
     use crate::ranking::Ranking;
 
     fn catalog(n: usize) -> Vec<ToolDoc> {
@@ -306,6 +261,31 @@ mod tests {
                 d
             })
             .collect()
+    }
+
+    #[test]
+    fn a_catalog_read_with_schemas_as_text_indexes_as_its_tool_docs_do() {
+        use std::io::Write;
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        for d in catalog(5000) {
+            writeln!(f, "{}", serde_json::to_string(&d).unwrap()).unwrap();
+        }
+        // No schema, a null one, one with spaces, key order and numbers to normalise, and an
+        // unknown key.
+        writeln!(f, r#"{{"name":"zz_none","description":"no schema"}}"#).unwrap();
+        writeln!(f, r#"{{"name":"zz_null","parameters":null}}"#).unwrap();
+        writeln!(
+            f,
+            r#"{{"name":"zz_spaced", "parameters": {{ "type": "object", "properties": {{ "b": {{"enum": ["Red Car", 1.50, 1e2]}}, "a": {{"description": "first A"}} }} }}, "extra": [1]}}"#
+        )
+        .unwrap();
+        let params = ImpactParams::of(&Ranking::default());
+        let docs = crate::catalog::read_catalog_jsonl(f.path()).unwrap();
+        let lean = crate::catalog::Catalog::read_jsonl(f.path()).unwrap();
+        assert_eq!(lean.len(), docs.len());
+        let want = serialize(&docs, params).unwrap();
+        let got = serialize_owned(lean.tools, params).unwrap();
+        assert!(want.bytes == got.bytes);
     }
 
     #[test]

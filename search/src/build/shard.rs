@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use super::Doc;
+use super::doc::Doc;
 use super::terms::TermTable;
 use crate::field::FIELDS;
 use crate::fields::DocFields;
