@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use toolgate::Engine;
-use toolgate_search::{SearchIndex, ToolDoc};
+use toolgate_search::{Catalog, SearchIndex, ToolDoc};
 
 use crate::error::CliError;
 
@@ -14,16 +14,17 @@ pub fn open_index(path: &Path) -> Result<SearchIndex, CliError> {
     SearchIndex::open(path).map_err(CliError::OpenIndex)
 }
 
-/// Reads and indexes catalogs; also returns how long the indexing itself took.
+/// Reads and indexes catalogs; also returns how long the indexing itself took. The catalogs
+/// are read as [`Catalog`]s, each schema kept as its JSON text until it is indexed.
 pub fn build_from_catalogs(paths: &[PathBuf]) -> Result<(SearchIndex, Duration), CliError> {
-    let mut docs = Vec::new();
+    let mut docs = Catalog::default();
     for path in paths {
-        let read = toolgate_search::read_catalog_jsonl(path).map_err(CliError::Catalog)?;
+        let read = Catalog::read_jsonl(path).map_err(CliError::Catalog)?;
         tracing::debug!(catalog = %path.display(), tools = read.len(), "catalog read");
-        docs.extend(read);
+        docs.append(read);
     }
     let started = Instant::now();
-    let index = SearchIndex::build(docs).map_err(|source| CliError::IndexCatalogs {
+    let index = SearchIndex::build_catalog(docs).map_err(|source| CliError::IndexCatalogs {
         files: paths
             .iter()
             .map(|p| p.display().to_string())

@@ -4,7 +4,8 @@ use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::value::RawValue;
 
 /// Everything the index knows about one tool.
 ///
@@ -43,6 +44,83 @@ impl ToolDoc {
             aliases: Vec::new(),
             keywords: Vec::new(),
         }
+    }
+}
+
+/// A catalog read for indexing ([`Catalog::read_jsonl`], then
+/// [`SearchIndex::build_catalog`](crate::SearchIndex::build_catalog)): each tool's text, and
+/// its parameter schema as the JSON text of its line rather than a parsed
+/// [`serde_json::Value`] (a parsed schema takes several times the memory of
+/// its text). The schema is parsed when the tool is indexed, one tool at a
+/// time, so the index holds exactly what [`ToolDoc`]s read from the same
+/// lines would give it.
+#[derive(Debug, Default)]
+pub struct Catalog {
+    pub(crate) tools: Vec<CatalogTool>,
+}
+
+/// One tool of a [`Catalog`]: a [`ToolDoc`] whose schema is still JSON text.
+#[derive(Debug, Deserialize)]
+pub(crate) struct CatalogTool {
+    pub(crate) name: String,
+    #[serde(default)]
+    pub(crate) description: String,
+    /// The schema's JSON text as written in the catalog; `None` if the line
+    /// has no `parameters` (an empty object, as for a [`ToolDoc`]).
+    #[serde(default, deserialize_with = "present")]
+    pub(crate) parameters: Option<Box<RawValue>>,
+    #[serde(default)]
+    pub(crate) aliases: Vec<String>,
+    #[serde(default)]
+    pub(crate) keywords: Vec<String>,
+}
+
+/// A key that is present, even as `null` (which `Option` alone reads as absent).
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Box<RawValue>>, D::Error> {
+    Box::<RawValue>::deserialize(d).map(Some)
+}
+
+impl CatalogTool {
+    /// The schema parsed, as a [`ToolDoc`] read from the same line holds it.
+    pub(crate) fn parameters(&self) -> serde_json::Value {
+        match &self.parameters {
+            None => empty_object(),
+            // The text was checked to be JSON when the line was read, and
+            // parsing on its own allows it more nesting than it had inside
+            // the line, so this does not fail; were it to, the tool would
+            // only lose its parameter terms.
+            Some(raw) => serde_json::from_str(raw.get()).unwrap_or(serde_json::Value::Null),
+        }
+    }
+}
+
+impl Catalog {
+    /// Reads a catalog in JSON Lines form, as [`read_catalog_jsonl`] does
+    /// (same lines accepted, same errors), one line at a time.
+    pub fn read_jsonl(path: &Path) -> Result<Catalog, CatalogError> {
+        let io = |source| CatalogError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let reader = BufReader::new(File::open(path).map_err(io)?);
+        Ok(Catalog {
+            tools: read_lines(reader, path)?,
+        })
+    }
+
+    /// Adds the tools of `other` after these.
+    pub fn append(&mut self, other: Catalog) {
+        self.tools.extend(other.tools);
+    }
+
+    /// How many tools there are.
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    /// Whether there are no tools.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
     }
 }
 
@@ -92,13 +170,26 @@ pub fn read_catalog_jsonl_from(
     reader: impl BufRead,
     path: &Path,
 ) -> Result<Vec<ToolDoc>, CatalogError> {
+    read_lines(reader, path)
+}
+
+/// Each non-blank line of `reader` read as a `T`, into one buffer reused
+/// from line to line.
+fn read_lines<T: serde::de::DeserializeOwned>(
+    mut reader: impl BufRead,
+    path: &Path,
+) -> Result<Vec<T>, CatalogError> {
     let io = |source| CatalogError::Io {
         path: path.to_path_buf(),
         source,
     };
     let mut docs = Vec::new();
-    for (i, line) in reader.lines().enumerate() {
-        let line = line.map_err(io)?;
+    let mut line = String::new();
+    for i in 0.. {
+        line.clear();
+        if reader.read_line(&mut line).map_err(io)? == 0 {
+            break;
+        }
         if line.trim().is_empty() {
             continue;
         }
@@ -144,6 +235,16 @@ mod tests {
         writeln!(f, r#"{{"description":"no name"}}"#).unwrap();
         let err = read_catalog_jsonl(f.path()).unwrap_err().to_string();
         assert!(err.contains(&format!("{}:2:", f.path().display())), "{err}");
+    }
+
+    #[test]
+    fn a_catalog_with_schemas_as_text_refuses_the_lines_tool_docs_refuse() {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        writeln!(f, r#"{{"name":"a","parameters":{{"type":"object"}}}}"#).unwrap();
+        writeln!(f).unwrap();
+        writeln!(f, r#"{{"name":"b","parameters":{{"type":}}}}"#).unwrap();
+        let err = Catalog::read_jsonl(f.path()).unwrap_err().to_string();
+        assert!(err.contains(&format!("{}:3:", f.path().display())), "{err}");
     }
 
     #[test]

@@ -2,7 +2,6 @@
 //! aliases split like names, the description and keywords split into words, and the parameter
 //! names, descriptions and `enum` values found by walking the JSON Schema.
 
-use crate::catalog::ToolDoc;
 use crate::field::{FIELDS, Field};
 use crate::text;
 
@@ -55,17 +54,6 @@ impl DocFields {
 }
 
 impl DocFields {
-    /// Replaces the terms with those of `doc`, keeping the buffers.
-    pub(crate) fn fill(&mut self, doc: &ToolDoc) {
-        self.fill_parts(
-            &doc.name,
-            &doc.description,
-            &doc.parameters,
-            doc.aliases.iter().map(String::as_str),
-            doc.keywords.iter().map(String::as_str),
-        );
-    }
-
     /// Replaces the terms with those of a tool given field by field (an
     /// owned document or one read back from an index), keeping the buffers.
     pub(crate) fn fill_parts<'a>(

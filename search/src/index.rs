@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use crate::build;
-use crate::catalog::ToolDoc;
+use crate::catalog::{Catalog, ToolDoc};
 use crate::error::IndexError;
 use crate::explain::explain;
 use crate::field::Field;
@@ -76,6 +76,17 @@ impl SearchIndex {
             #[cfg(feature = "semantic")]
             semantic: None,
         })
+    }
+
+    /// Indexes a [`Catalog`] with the default [`Ranking`]: the same index as
+    /// [`SearchIndex::build`] of the [`ToolDoc`]s read from the same lines,
+    /// built without holding every parsed schema at once. The catalog is
+    /// dropped as soon as its tools are split into terms and records.
+    pub fn build_catalog(catalog: Catalog) -> Result<SearchIndex, IndexError> {
+        let ranking = Ranking::default();
+        let built = build::serialize_owned(catalog.tools, ImpactParams::of(&ranking))?;
+        let file = IndexFile::built(built.bytes, built.checksum)?;
+        Ok(SearchIndex { file, ranking })
     }
 
     /// Writes the index to `path` as a single file (replacing it). The file

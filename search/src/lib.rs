@@ -95,7 +95,7 @@ mod hash;
 mod quotes;
 mod text;
 
-pub use catalog::{CatalogError, ToolDoc, read_catalog_jsonl, read_catalog_jsonl_from};
+pub use catalog::{Catalog, CatalogError, ToolDoc, read_catalog_jsonl, read_catalog_jsonl_from};
 pub use error::{Damage, IndexError, Section};
 pub use field::{FIELDS, Field};
 pub use hits::{Hit, Match, MatchKind, SearchResults};

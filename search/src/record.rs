@@ -53,22 +53,29 @@ impl ToolDocRef<'_> {
     }
 }
 
-/// Appends the stored record of `doc` to `out`: name, description,
+/// Appends the stored record of a tool to `out`: name, description,
 /// parameter schema as compact JSON, aliases and keywords. The re-ranking
 /// words ([`put_rerank`]) follow once the vocabulary is known. Returns where
 /// the schema's JSON text lies in `out`.
-pub(crate) fn put(out: &mut Vec<u8>, doc: &ToolDoc) -> std::ops::Range<usize> {
-    format::put_str(out, &doc.name);
-    format::put_str(out, &doc.description);
+pub(crate) fn put(
+    out: &mut Vec<u8>,
+    name: &str,
+    description: &str,
+    parameters: &serde_json::Value,
+    aliases: &[String],
+    keywords: &[String],
+) -> std::ops::Range<usize> {
+    format::put_str(out, name);
+    format::put_str(out, description);
     // The schema is written in place, then its length put before it.
     let at = out.len();
     out.extend_from_slice(&[0; 4]);
     // Writing a JSON value into a vector cannot fail.
-    let _ = serde_json::to_writer(&mut *out, &doc.parameters);
+    let _ = serde_json::to_writer(&mut *out, parameters);
     let len = (out.len() - at - 4) as u32;
     out[at..at + 4].copy_from_slice(&len.to_le_bytes());
     let schema = at + 4..out.len();
-    for list in [&doc.aliases, &doc.keywords] {
+    for list in [aliases, keywords] {
         out.extend_from_slice(&(list.len() as u32).to_le_bytes());
         for s in list {
             format::put_str(out, s);

@@ -6,14 +6,15 @@
 //! postings lists and the term fst written ([`terms`]). The bytes do not depend on the number
 //! of threads.
 
+mod doc;
 mod runs;
 mod shard;
 mod terms;
 
+use doc::Doc;
 use runs::in_runs;
 use shard::Shard;
 
-use crate::catalog::ToolDoc;
 use crate::error::IndexError;
 use crate::field::FIELDS;
 use crate::ranking::ImpactParams;
@@ -29,21 +30,45 @@ pub(crate) struct Built {
 
 /// Serialises an index of `docs` with impacts computed for `params`, on as many threads as
 /// pays for the catalog's size. Tool names must be non-empty and unique.
-pub(crate) fn serialize(docs: &[ToolDoc], params: ImpactParams) -> Result<Built, IndexError> {
-    let workers = if docs.len() < 4096 {
+pub(crate) fn serialize<D: Doc>(docs: &[D], params: ImpactParams) -> Result<Built, IndexError> {
+    serialize_on(docs, params, workers_for(docs.len()))
+}
+
+/// [`serialize`] of documents the build may drop once their terms and records are taken,
+/// before the index is put together (a catalog's text is as large as the index's records).
+pub(crate) fn serialize_owned<D: Doc>(
+    docs: Vec<D>,
+    params: ImpactParams,
+) -> Result<Built, IndexError> {
+    let workers = workers_for(docs.len());
+    let (n, all) = split(&docs, workers)?;
+    drop(docs);
+    assemble(n, all, params, workers)
+}
+
+/// How many threads pay for a catalog of `len` tools.
+fn workers_for(len: usize) -> usize {
+    if len < 4096 {
         1
     } else {
         std::thread::available_parallelism().map_or(1, |p| p.get().min(8))
-    };
-    serialize_on(docs, params, workers)
+    }
 }
 
 /// [`serialize`] on `workers` threads.
-fn serialize_on(
-    docs: &[ToolDoc],
+fn serialize_on<D: Doc>(
+    docs: &[D],
     params: ImpactParams,
     workers: usize,
 ) -> Result<Built, IndexError> {
+    let workers = workers.max(1);
+    let (n, all) = split(docs, workers)?;
+    assemble(n, all, params, workers)
+}
+
+/// The tools' count and their terms, records and re-ranking words, numbered in name order and
+/// split on `workers` threads. Tool names must be non-empty and unique.
+fn split<D: Doc>(docs: &[D], workers: usize) -> Result<(u32, Shard), IndexError> {
     let workers = workers.max(1);
     let n =
         u32::try_from(docs.len()).map_err(|_| IndexError::TooManyTools { count: docs.len() })?;
@@ -51,16 +76,16 @@ fn serialize_on(
     // the documents themselves moves 4 bytes instead of a whole
     // document per step.
     let mut order: Vec<u32> = (0..n).collect();
-    order.sort_unstable_by(|&a, &b| docs[a as usize].name.cmp(&docs[b as usize].name));
+    order.sort_unstable_by(|&a, &b| docs[a as usize].name().cmp(docs[b as usize].name()));
     for pair in order.windows(2) {
         let (a, b) = (&docs[pair[0] as usize], &docs[pair[1] as usize]);
-        if a.name == b.name {
-            return Err(IndexError::DuplicateName(a.name.clone()));
+        if a.name() == b.name() {
+            return Err(IndexError::DuplicateName(a.name().to_string()));
         }
     }
     if order
         .first()
-        .is_some_and(|&d| docs[d as usize].name.is_empty())
+        .is_some_and(|&d| docs[d as usize].name().is_empty())
     {
         return Err(IndexError::EmptyName);
     }
@@ -77,6 +102,12 @@ fn serialize_on(
     for shard in shards {
         all.append(shard);
     }
+    debug_assert_eq!(all.doc_offsets.len(), docs.len() * 8);
+    Ok((n, all))
+}
+
+/// The index file's bytes from the split tools (see [`split`]).
+fn assemble(n: u32, all: Shard, params: ImpactParams, workers: usize) -> Result<Built, IndexError> {
     let Shard {
         stems,
         field_lens,
@@ -85,7 +116,6 @@ fn serialize_on(
         records,
         rerank,
     } = all;
-    debug_assert_eq!(doc_offsets.len(), docs.len() * 8);
 
     let avg_len: [f32; FIELDS] = std::array::from_fn(|f| {
         if n == 0 {
@@ -121,19 +151,22 @@ fn serialize_on(
         &uses,
     )?;
     drop(uses);
-    let (records, doc_offsets) =
-        with_rerank_words(&records, &doc_offsets, &rerank, &finished.rerank.number);
-    let sections: [&[u8]; format::SECTIONS] = [
-        &finished.stems,
-        &postings,
-        &doc_offsets,
-        &records,
-        &field_lens,
-        &finished.rerank.fst,
+    let (records, doc_offsets) = {
+        let (stored, offsets) = (records, doc_offsets);
+        with_rerank_words(&stored, &offsets, &rerank, &finished.rerank.number)
+    };
+    drop(rerank);
+    let sections: [Vec<u8>; format::SECTIONS] = [
+        finished.stems,
+        postings,
+        doc_offsets,
+        records,
+        field_lens,
+        finished.rerank.fst,
     ];
 
     let mut out =
-        Vec::with_capacity(format::HEADER_LEN + sections.iter().map(|s| s.len()).sum::<usize>());
+        Vec::with_capacity(format::HEADER_LEN + sections.iter().map(Vec::len).sum::<usize>());
     out.extend_from_slice(format::MAGIC);
     out.extend_from_slice(&format::VERSION.to_le_bytes());
     out.extend_from_slice(&n.to_le_bytes());
@@ -154,8 +187,10 @@ fn serialize_on(
     }
     out.extend_from_slice(&[0; 8]); // checksum, filled in below
     out.extend_from_slice(&offset.to_le_bytes());
-    for s in &sections {
-        out.extend_from_slice(s);
+    // Each section is dropped once copied, so the file and all its sections
+    // are never held at once.
+    for s in sections {
+        out.extend_from_slice(&s);
     }
     let checksum = format::checksum(&[&out[..format::CHECKSUM_AT], &out[format::HEADER_LEN..]]);
     out[format::CHECKSUM_AT..format::CHECKSUM_AT + 8].copy_from_slice(&checksum.to_le_bytes());
@@ -209,6 +244,7 @@ fn with_rerank_words(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::catalog::ToolDoc;
     use crate::ranking::Ranking;
 
     fn catalog(n: usize) -> Vec<ToolDoc> {
@@ -225,6 +261,31 @@ mod tests {
                 d
             })
             .collect()
+    }
+
+    #[test]
+    fn a_catalog_read_with_schemas_as_text_indexes_as_its_tool_docs_do() {
+        use std::io::Write;
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        for d in catalog(5000) {
+            writeln!(f, "{}", serde_json::to_string(&d).unwrap()).unwrap();
+        }
+        // No schema, a null one, one with spaces, key order and numbers to normalise, and an
+        // unknown key.
+        writeln!(f, r#"{{"name":"zz_none","description":"no schema"}}"#).unwrap();
+        writeln!(f, r#"{{"name":"zz_null","parameters":null}}"#).unwrap();
+        writeln!(
+            f,
+            r#"{{"name":"zz_spaced", "parameters": {{ "type": "object", "properties": {{ "b": {{"enum": ["Red Car", 1.50, 1e2]}}, "a": {{"description": "first A"}} }} }}, "extra": [1]}}"#
+        )
+        .unwrap();
+        let params = ImpactParams::of(&Ranking::default());
+        let docs = crate::catalog::read_catalog_jsonl(f.path()).unwrap();
+        let lean = crate::catalog::Catalog::read_jsonl(f.path()).unwrap();
+        assert_eq!(lean.len(), docs.len());
+        let want = serialize(&docs, params).unwrap();
+        let got = serialize_owned(lean.tools, params).unwrap();
+        assert!(want.bytes == got.bytes);
     }
 
     #[test]

@@ -2,8 +2,8 @@
 
 use std::collections::HashMap;
 
+use super::doc::Doc;
 use super::terms::TermTable;
-use crate::catalog::ToolDoc;
 use crate::field::FIELDS;
 use crate::fields::DocFields;
 use crate::hash::FxBuild;
@@ -27,7 +27,7 @@ pub(super) struct Shard {
 
 impl Shard {
     /// Splits and interns `docs`, numbering them from `first`.
-    pub(super) fn build<'a>(docs: impl Iterator<Item = &'a ToolDoc>, first: u32) -> Shard {
+    pub(super) fn build<'a, D: Doc + 'a>(docs: impl Iterator<Item = &'a D>, first: u32) -> Shard {
         let mut shard = Shard::default();
         // Each distinct surface word is stemmed once.
         let mut stem_of: HashMap<String, u32, FxBuild> = HashMap::default();
@@ -35,7 +35,27 @@ impl Shard {
         let mut fields = DocFields::default();
         let mut enums: Vec<u32> = Vec::new();
         for (id, doc) in (first..).zip(docs) {
-            fields.fill(doc);
+            // The schema is parsed (a catalog line's) for as long as its terms
+            // and its record take.
+            let schema = doc.with_parameters(|parameters| {
+                fields.fill_parts(
+                    doc.name(),
+                    doc.description(),
+                    parameters,
+                    doc.aliases().iter().map(String::as_str),
+                    doc.keywords().iter().map(String::as_str),
+                );
+                let offset = shard.records.len() as u64;
+                shard.doc_offsets.extend_from_slice(&offset.to_le_bytes());
+                record::put(
+                    &mut shard.records,
+                    doc.name(),
+                    doc.description(),
+                    parameters,
+                    doc.aliases(),
+                    doc.keywords(),
+                )
+            });
             occ.clear();
             for (f, total) in shard.total_len.iter_mut().enumerate() {
                 let count = fields.len(f);
@@ -55,9 +75,6 @@ impl Shard {
                 }
             }
             shard.stems.add(id, &mut occ);
-            let offset = shard.records.len() as u64;
-            shard.doc_offsets.extend_from_slice(&offset.to_le_bytes());
-            let schema = record::put(&mut shard.records, doc);
             let stems = &mut shard.stems;
             let mut id_of = |w: &str| match stem_of.get(w) {
                 Some(&s) => s,
@@ -70,11 +87,11 @@ impl Shard {
             let rerank = &mut shard.rerank;
             rerank.push(0);
             let at = rerank.len();
-            text::for_each_word(&doc.name, |w| rerank.push(id_of(w)));
+            text::for_each_word(doc.name(), |w| rerank.push(id_of(w)));
             rerank[at - 1] = (rerank.len() - at) as u32;
             rerank.push(0);
             let at = rerank.len();
-            text::for_each_term(&doc.description, |w| rerank.push(id_of(w)));
+            text::for_each_term(doc.description(), |w| rerank.push(id_of(w)));
             rerank[at - 1] = (rerank.len() - at) as u32;
             // The records were written from strings: the schema's text is UTF-8.
             let json = std::str::from_utf8(&shard.records[schema]).unwrap_or("");
