@@ -86,7 +86,12 @@ impl SearchIndex {
         let ranking = Ranking::default();
         let built = build::serialize_owned(catalog.tools, ImpactParams::of(&ranking))?;
         let file = IndexFile::built(built.bytes, built.checksum)?;
-        Ok(SearchIndex { file, ranking })
+        Ok(SearchIndex {
+            file,
+            ranking,
+            #[cfg(feature = "semantic")]
+            semantic: None,
+        })
     }
 
     /// Writes the index to `path` as a single file (replacing it). The file
