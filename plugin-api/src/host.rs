@@ -319,13 +319,7 @@ impl LoadedPlugin {
                 &mut out,
             )
         };
-        let outcome = {
-            // SAFETY: the plugin wrote `out` (or left it empty); we free it right after.
-            let bytes = unsafe { out.as_bytes() };
-            decode_outcome(status, bytes, &self.name, tool)
-        };
-        // SAFETY: `out` was written by this plugin and is not used again.
-        unsafe { (self.table.free_buf)(out) };
+        let outcome = self.take_outcome(status, out, tool);
         if let Some(payload) = sink.panic {
             resume_unwind(payload);
         }
@@ -334,6 +328,19 @@ impl LoadedPlugin {
 }
 
 impl LoadedPlugin {
+    /// Decodes what a call wrote into `out` and frees the buffer with the plugin's own
+    /// `free_buf`.
+    fn take_outcome(&self, status: u32, out: OwnedBuf, tool: &str) -> PluginOutcome {
+        let outcome = {
+            // SAFETY: the plugin wrote `out` (or left it empty); we free it right after.
+            let bytes = unsafe { out.as_bytes() };
+            decode_outcome(status, bytes, &self.name, tool)
+        };
+        // SAFETY: `out` was written by this plugin and is not used again.
+        unsafe { (self.table.free_buf)(out) };
+        outcome
+    }
+
     /// Whether the plugin takes a chunk callback (a table with `call_streaming`). A plugin
     /// built with an older SDK does not; [`LoadedPlugin::call_streaming`] then calls it
     /// without chunks.
@@ -384,13 +391,7 @@ impl LoadedPlugin {
                 &mut out,
             )
         };
-        let outcome = {
-            // SAFETY: the plugin wrote `out` (or left it empty); we free it right after.
-            let bytes = unsafe { out.as_bytes() };
-            decode_outcome(status, bytes, &self.name, tool)
-        };
-        // SAFETY: `out` was written by this plugin and is not used again.
-        unsafe { (self.table.free_buf)(out) };
+        let outcome = self.take_outcome(status, out, tool);
         if let Some(payload) = progress_sink.panic.or(chunk_sink.panic) {
             resume_unwind(payload);
         }
