@@ -233,8 +233,9 @@ async fn a_timeout_sends_notifications_cancelled_for_the_request() {
     .await;
     let o = g.call("fake.sleep", json!({"ms": 5000})).await;
     assert_eq!(kind(&o), Some("timeout"), "{o:?}");
-    // The notice is sent in the background; on a loaded machine the server may log it a
-    // moment after the call's timeout answer.
+    // No waiting here: shutting down waits until the notice is sent and the server has read
+    // it, seen its stdin close and exited.
+    g.shutdown().await;
     let read = || -> Vec<Value> {
         std::fs::read_to_string(&log)
             .unwrap_or_default()
@@ -242,15 +243,6 @@ async fn a_timeout_sends_notifications_cancelled_for_the_request() {
             .filter_map(|l| serde_json::from_str(l).ok())
             .collect()
     };
-    let waited = std::time::Instant::now();
-    while waited.elapsed() < std::time::Duration::from_secs(10)
-        && !read()
-            .iter()
-            .any(|m| m["method"] == "notifications/cancelled")
-    {
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    g.shutdown().await;
     let received = read();
     let call = received
         .iter()
@@ -261,6 +253,36 @@ async fn a_timeout_sends_notifications_cancelled_for_the_request() {
         .find(|m| m["method"] == "notifications/cancelled")
         .unwrap_or_else(|| panic!("no cancellation among {received:#?}"));
     assert_eq!(cancelled["params"]["requestId"], call["id"]);
+}
+
+// Multi-threaded, as in the CLI and `serve`: the supervisor closing the connection runs beside
+// the caller of `shutdown`, which would otherwise go on (and a host exit) before the child exited.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_returns_only_after_the_server_has_exited() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("received.jsonl");
+    let g = fake("", &["--log", log.to_str().unwrap()]).await;
+    g.shutdown().await;
+    let received = std::fs::read_to_string(&log).unwrap_or_default();
+    let pid = received
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|m| m["_event"] == "started")
+        .and_then(|m| m["pid"].as_u64())
+        .expect("the server logged its pid");
+    assert!(
+        received
+            .lines()
+            .last()
+            .is_some_and(|l| l.contains("stdin closed")),
+        "the server was stopped before it saw its stdin close: {received}"
+    );
+    // Exited and reaped: nothing is left for a host that exits now to kill.
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "the server (pid {pid}) still runs after shutdown returned"
+    );
 }
 
 #[tokio::test]

@@ -141,8 +141,10 @@ impl Upstreams {
 
     /// Stops every server: cancellation notices still being sent get a moment to go out, then
     /// each connection is closed and each child process stopped (its stdin closed, killed with
-    /// its process group if it has not exited half a second later). Calls made after this fail
-    /// with `upstream_unavailable`.
+    /// its process group if it has not exited half a second later). Returns once every child
+    /// has exited or been killed, so a host may exit right after it without cutting a server
+    /// off before it read what was sent last. Calls made after this fail with
+    /// `upstream_unavailable`.
     pub async fn shutdown(&self) {
         futures::future::join_all(self.servers.iter().map(|s| s.shutdown(NOTICE_GRACE))).await;
     }

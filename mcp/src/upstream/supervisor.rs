@@ -42,7 +42,9 @@ enum State {
     Up(Peer<RoleClient>),
     /// Down until the next attempt; calls fail at once.
     Down { reason: String, retry_at: Instant },
-    /// Shut down.
+    /// Being shut down: the connection is closing and the child stopping; calls fail at once.
+    Stopping,
+    /// Shut down: the connection is closed and the child has exited or been killed.
     Stopped,
 }
 
@@ -138,7 +140,7 @@ impl Server {
                         toolgate_policy::format_duration(Some(round_up(wait))),
                     )));
                 }
-                State::Stopped => {
+                State::Stopping | State::Stopped => {
                     return Err(unavailable(format!(
                         "the MCP server {} has been shut down",
                         self.spec.name
@@ -166,7 +168,8 @@ impl Server {
     }
 
     /// Stops the server: waits (at most `grace`) for notifications still being sent, then
-    /// closes the connection and stops the child.
+    /// closes the connection and stops the child, returning once the child has exited or been
+    /// killed (the supervisor reports `Stopped` only then).
     pub(crate) async fn shutdown(&self, grace: Duration) {
         self.tasks.close();
         let _ = tokio::time::timeout(grace, self.tasks.wait()).await;
@@ -202,8 +205,12 @@ impl Server {
                     tracing::info!(server = %self.spec.name, tools = connection.tools.len(), "MCP server started");
                     let since = Instant::now();
                     if !self.serve(&connection).await {
-                        self.state.send_replace(State::Stopped);
+                        // Calls fail from now on, but `shutdown` waits for `Stopped`: the child
+                        // must get its stdin closed and time to exit (reading what was sent
+                        // last, such as a cancellation) before the host may exit and take it down.
+                        self.state.send_replace(State::Stopping);
                         connection.close().await;
+                        self.state.send_replace(State::Stopped);
                         return;
                     }
                     self.state.send_replace(State::Starting);
