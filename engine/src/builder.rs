@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use toolgate_policy::{Policy, ReductionSettings, SearchSettings};
+use toolgate_search::LiveIndex;
 use toolgate_store::ResultStore;
 
 use crate::dispatch::Dispatcher;
@@ -175,9 +176,9 @@ impl EngineBuilder {
         };
         registry.add_aliases(&policy.aliases, &reserved)?;
         let sessions = Arc::new(Sessions::default());
-        let visibility = match &policy.search {
+        let (visibility, search_index) = match &policy.search {
             Some(search) => search_step(search, &mut registry, &sessions)?,
-            None => None,
+            None => (None, None),
         };
         let registry = Arc::new(registry);
 
@@ -234,6 +235,7 @@ impl EngineBuilder {
             events,
             store,
             sessions,
+            search_index,
         }))
     }
 }
@@ -352,14 +354,14 @@ fn reduction_store(
 
 /// The search step: the index over the catalog and the built-in `tool_search` (unless the
 /// provider's own search is used), and the gate that keeps catalog tools hidden until found
-/// (unless direct calls are allowed).
+/// (unless direct calls are allowed). Returns the gate and the index `tool_search` searches.
 fn search_step(
     search: &SearchSettings,
     registry: &mut Registry,
     sessions: &Arc<Sessions>,
-) -> Result<Option<VisibilityLayer>, BuildError> {
+) -> Result<(Option<VisibilityLayer>, Option<Arc<LiveIndex>>), BuildError> {
     if search.use_model_native {
-        return Ok(None);
+        return Ok((None, None));
     }
     let docs = crate::search::catalog_docs(registry, search);
     // Real name -> model-facing name of every catalog tool.
@@ -375,9 +377,10 @@ fn search_step(
         search.embeddings.as_ref(),
         search.index_file.as_deref(),
     )?;
+    let live = toolgate_search::LiveIndex::new(index);
     registry.insert(
         Arc::new(ToolSearch::new(
-            toolgate_search::LiveIndex::new(index),
+            live.clone(),
             sessions.clone(),
             search.default_max_results.max(1) as usize,
             catalog
@@ -389,10 +392,11 @@ fn search_step(
         ToolSource::Builtin,
         false,
     )?;
-    Ok((!search.allow_direct_calls).then(|| VisibilityLayer {
+    let visibility = (!search.allow_direct_calls).then(|| VisibilityLayer {
         catalog,
         sessions: sessions.clone(),
-    }))
+    });
+    Ok((visibility, Some(live)))
 }
 
 /// The argument aliases of every tool that has some.

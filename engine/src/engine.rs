@@ -30,6 +30,8 @@ pub(crate) struct Parts {
     pub(crate) events: Events,
     pub(crate) store: Option<Arc<dyn ResultStore>>,
     pub(crate) sessions: Arc<Sessions>,
+    /// The index `tool_search` searches, if the policy has one.
+    pub(crate) search_index: Option<Arc<toolgate_search::LiveIndex>>,
 }
 
 /// The engine. Cheap to clone; share one across tasks.
@@ -100,6 +102,15 @@ impl Engine {
             .search
             .as_ref()
             .map(|s| catalog_docs(&self.inner.registry, s))
+    }
+
+    /// The index the built-in `tool_search` searches, as it is now: built (or opened from
+    /// `search.index_file`) when the engine was built, with the tool vectors of
+    /// `search.embeddings` when the policy names a model. `None` without a `search` section
+    /// and under `use_model_native` (there is no built-in `tool_search` then). Tools run
+    /// a search here exactly as `tool_search` does, without building the index again.
+    pub fn search_index(&self) -> Option<Arc<toolgate_search::SearchIndex>> {
+        self.inner.search_index.as_ref().map(|live| live.current())
     }
 
     /// With `use_model_native`, the catalog tools to hand to the provider's own tool search

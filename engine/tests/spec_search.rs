@@ -435,3 +435,35 @@ fn a_catalog_that_is_a_fifo_fails_the_build_at_once_instead_of_hanging() {
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn search_index_is_the_index_tool_search_searches() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine(dir.path(), |_| {});
+    let index = engine.search_index().expect("a search section gives an index");
+    let mut names: Vec<&str> = index.names().collect();
+    names.sort_unstable();
+    assert_eq!(names, ["get_weather", "sendEmailMessage", "stock.quote"]);
+    let query = toolgate_search::Query::parse("ticker").unwrap();
+    let hits = index.search(&query, 5);
+    let s = engine.session(None).unwrap();
+    let o = engine
+        .call(&s, &call("1", "tool_search", json!({"query": "ticker"})))
+        .await;
+    assert_eq!(found(&o)[0], hits.hits[0].name);
+}
+
+#[test]
+fn search_index_is_none_under_use_model_native_and_without_a_search_section() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(
+        engine(dir.path(), |s| s.use_model_native = true)
+            .search_index()
+            .is_none()
+    );
+    let engine = Engine::builder(Policy::default())
+        .tool(echo("echo"))
+        .build()
+        .unwrap();
+    assert!(engine.search_index().is_none());
+}

@@ -4,8 +4,10 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
+use std::sync::Arc;
 
 use serde_json::{Value, json};
+
 use toolgate_search::{Hit, MatchKind, Query, SearchIndex};
 
 use crate::app::load_engine;
@@ -25,19 +27,11 @@ pub fn search(args: SearchArgs, out: &mut Out<'_>) -> Result<u8, CliError> {
         None => None,
     };
     let index = if let Some(path) = &args.index {
-        open_index(path)?
+        Arc::new(open_index(path)?)
     } else if !args.catalog.is_empty() {
-        build_from_catalogs(&args.catalog)?.0
+        Arc::new(build_from_catalogs(&args.catalog)?.0)
     } else {
-        let (engine, name) = load_engine(args.policy.as_deref())?;
-        let (docs, index_file) = policy_catalog(&engine, &name)?;
-        let index = toolgate::search::build_index(docs, index_file.as_deref()).map_err(|e| {
-            CliError::IndexPolicyCatalog {
-                policy: name.clone(),
-                source: e.into(),
-            }
-        })?;
-        with_embeddings(index, &engine, &name, index_file.as_deref())?
+        policy_index(args.policy.as_deref())?
     };
     tracing::info!(tools = index.len(), "index ready");
     match (query, &args.queries) {
@@ -52,6 +46,29 @@ pub fn search(args: SearchArgs, out: &mut Out<'_>) -> Result<u8, CliError> {
         (None, None) => return Err(CliError::Missing("a QUERY or --queries FILE")),
     }
     Ok(EXIT_OK)
+}
+
+/// The index `tool_search` searches under the policy: the one the engine built, vectors
+/// included (not built a second time); under `use_model_native`, where the engine has none, one
+/// built from the same catalog.
+fn policy_index(policy: Option<&Path>) -> Result<Arc<SearchIndex>, CliError> {
+    let (engine, name) = load_engine(policy)?;
+    if let Some(index) = engine.search_index() {
+        return Ok(index);
+    }
+    let (docs, index_file) = policy_catalog(&engine, &name)?;
+    let index = toolgate::search::build_index(docs, index_file.as_deref()).map_err(|e| {
+        CliError::IndexPolicyCatalog {
+            policy: name.clone(),
+            source: e.into(),
+        }
+    })?;
+    Ok(Arc::new(with_embeddings(
+        index,
+        &engine,
+        &name,
+        index_file.as_deref(),
+    )?))
 }
 
 /// The query argument, checked: UTF-8, and a query the index can run.
