@@ -440,7 +440,9 @@ fn a_catalog_that_is_a_fifo_fails_the_build_at_once_instead_of_hanging() {
 async fn search_index_is_the_index_tool_search_searches() {
     let dir = tempfile::tempdir().unwrap();
     let engine = engine(dir.path(), |_| {});
-    let index = engine.search_index().expect("a search section gives an index");
+    let index = engine
+        .search_index()
+        .expect("a search section gives an index");
     let mut names: Vec<&str> = index.names().collect();
     names.sort_unstable();
     assert_eq!(names, ["get_weather", "sendEmailMessage", "stock.quote"]);
