@@ -258,7 +258,7 @@ mod load_error;
 pub mod worker;
 
 #[cfg(feature = "host")]
-pub use host::{CancelFlag, LoadedPlugin, PluginOutcome, PluginToolSpec};
+pub use host::{CancelFlag, LoadedPlugin, OpenedPlugin, PluginOutcome, PluginToolSpec};
 #[cfg(feature = "host")]
 pub use load_error::{LibraryProblem, LoadError, ManifestProblem, OpenError, TableProblem};
 

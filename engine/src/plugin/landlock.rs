@@ -103,7 +103,11 @@ pub(crate) fn confine(library: &Path, confine: &Confine) -> Result<(), String> {
     let result = (|| {
         // Every right this kernel handles.
         let write = handled;
-        add(ruleset, library, READ & handled, true)?;
+        // A pinned library loads from its sealed copy (`/proc/self/fd/N`): an in-memory file
+        // that Landlock neither takes a rule on nor restricts.
+        if !library.starts_with("/proc/self/fd") {
+            add(ruleset, library, READ & handled, true)?;
+        }
         for root in SYSTEM_READ {
             add(ruleset, Path::new(root), READ & handled, false)?;
         }

@@ -55,6 +55,10 @@ pub(crate) struct WorkerSpec {
     pub program: PathBuf,
     /// The plugin library.
     pub library: PathBuf,
+    /// Its sealed copy when the policy pins it: the worker loads that, not the file.
+    pub pinned: Option<Arc<super::pinned::PinnedLibrary>>,
+    /// What the policy grants: a worker does not start a plugin that asks for more.
+    pub grants: Capabilities,
     /// The configuration `init` receives.
     pub config: serde_json::Value,
     /// The worker's address-space limit, in bytes.
@@ -163,7 +167,8 @@ impl Supervisor {
                 command.env(name, value);
             }
         }
-        confine(&mut command, self.spec.memory_limit);
+        let inherit = self.spec.pinned.as_ref().and_then(|p| p.inherited_fd());
+        confine(&mut command, self.spec.memory_limit, inherit);
         let mut child = command.spawn().map_err(|source| WorkerError::Spawn {
             program: program.clone(),
             source,
@@ -181,9 +186,13 @@ impl Supervisor {
         let tail = Arc::new(Mutex::new(Vec::new()));
         keep_tail(stderr, tail.clone());
         let hello = HostFrame::Hello {
-            library: self.spec.library.clone(),
+            library: self.spec.pinned.as_ref().map_or_else(
+                || self.spec.library.clone(),
+                |p| p.load_path().to_path_buf(),
+            ),
             config: self.spec.config.clone(),
             confine: self.spec.confine.clone(),
+            grants: Some(self.spec.grants.clone()),
         };
         // A library whose loading or `init` never returns must not hang the build.
         let (answered, watchdog) = std::sync::mpsc::channel::<()>();
@@ -219,6 +228,13 @@ impl Supervisor {
             Ok(Some(WorkerFrame::LoadFailed { message })) => {
                 kill_and_reap(&mut child);
                 return Err(WorkerError::Load { message });
+            }
+            Ok(Some(WorkerFrame::NotGranted { name, missing })) => {
+                kill_and_reap(&mut child);
+                return Err(WorkerError::NotGranted {
+                    plugin: name,
+                    missing,
+                });
             }
             Ok(Some(other)) => {
                 kill_and_reap(&mut child);
@@ -589,13 +605,19 @@ fn kill_pid(pid: u32) {
     }
 }
 
-/// Sets the worker's limits between `fork` and `exec`.
-fn confine(command: &mut Command, memory_limit: Option<u64>) {
+/// Sets the worker's limits between `fork` and `exec`, and lets it inherit `inherit` (the
+/// sealed copy of a pinned library, under the same number).
+fn confine(command: &mut Command, memory_limit: Option<u64>, inherit: Option<std::os::fd::RawFd>) {
     use std::os::unix::process::CommandExt;
-    // SAFETY: the closure calls only async-signal-safe functions (setrlimit, prctl) and does not
-    // allocate.
+    // SAFETY: the closure calls only async-signal-safe functions (setrlimit, prctl, fcntl) and
+    // does not allocate.
     unsafe {
         command.pre_exec(move || {
+            if let Some(fd) = inherit
+                && libc::fcntl(fd, libc::F_SETFD, 0) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
             #[cfg(target_os = "linux")]
             {
                 if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
