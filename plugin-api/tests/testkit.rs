@@ -36,7 +36,8 @@ fn testkit_lists_exactly_its_contract_tools_in_order() {
             "multimodal",
             "progress",
             "stream",
-            "crash"
+            "crash",
+            "connect"
         ]
     );
 }

@@ -21,6 +21,8 @@
 
 #[cfg(target_os = "linux")]
 pub(crate) mod landlock;
+#[cfg(target_os = "linux")]
+pub(crate) mod netns;
 mod pinned;
 mod pool;
 pub(crate) mod worker;
@@ -252,6 +254,7 @@ pub(crate) fn load(spec: &PluginSpec, program: &Path) -> Result<Loaded, BuildErr
                 program: program.to_path_buf(),
                 library: path.clone(),
                 pinned: pinned.clone(),
+                deny_net: grants.net.is_empty(),
                 grants: grants.clone(),
                 config,
                 memory_limit: spec.memory_limit,

@@ -12,8 +12,9 @@
 //! `cancel` frame; if the worker has not answered it [`KILL_GRACE`] later, the worker is
 //! killed, so a plugin stuck in a loop costs a restart, never a thread of the host.
 //!
-//! The worker runs with a cleared environment (only the granted variables), `no_new_privs` and
-//! the policy's `memory_limit` as its address-space limit (`RLIMIT_AS`), set between `fork` and
+//! The worker runs with a cleared environment (only the granted variables), `no_new_privs`, the
+//! policy's `memory_limit` as its address-space limit (`RLIMIT_AS`) and, when its plugin has no
+//! `net` grant, in a network namespace of its own ([`super::netns`]), all set between `fork` and
 //! `exec`. It ends when the host closes its stdin (the host exited, or dropped the plugin).
 
 use std::collections::HashMap;
@@ -59,6 +60,8 @@ pub(crate) struct WorkerSpec {
     pub pinned: Option<Arc<super::pinned::PinnedLibrary>>,
     /// What the policy grants: a worker does not start a plugin that asks for more.
     pub grants: Capabilities,
+    /// No `net` grant: the worker leaves the network before loading (where it can).
+    pub deny_net: bool,
     /// The configuration `init` receives.
     pub config: serde_json::Value,
     /// The worker's address-space limit, in bytes.
@@ -168,7 +171,12 @@ impl Supervisor {
             }
         }
         let inherit = self.spec.pinned.as_ref().and_then(|p| p.inherited_fd());
-        confine(&mut command, self.spec.memory_limit, inherit);
+        confine(
+            &mut command,
+            self.spec.memory_limit,
+            inherit,
+            self.spec.deny_net,
+        );
         let mut child = command.spawn().map_err(|source| WorkerError::Spawn {
             program: program.clone(),
             source,
@@ -605,14 +613,28 @@ fn kill_pid(pid: u32) {
     }
 }
 
-/// Sets the worker's limits between `fork` and `exec`, and lets it inherit `inherit` (the
-/// sealed copy of a pinned library, under the same number).
-fn confine(command: &mut Command, memory_limit: Option<u64>, inherit: Option<std::os::fd::RawFd>) {
+/// Sets the worker's limits between `fork` and `exec`, lets it inherit `inherit` (the sealed
+/// copy of a pinned library, under the same number) and, with `deny_net`, takes it off the
+/// network ([`super::netns`]; the child has one thread here, as a new user namespace needs).
+fn confine(
+    command: &mut Command,
+    memory_limit: Option<u64>,
+    inherit: Option<std::os::fd::RawFd>,
+    deny_net: bool,
+) {
     use std::os::unix::process::CommandExt;
-    // SAFETY: the closure calls only async-signal-safe functions (setrlimit, prctl, fcntl) and
-    // does not allocate.
+    // SAFETY: the closure calls only async-signal-safe functions (setrlimit, prctl, fcntl,
+    // unshare, write) and does not allocate.
     unsafe {
         command.pre_exec(move || {
+            #[cfg(target_os = "linux")]
+            if deny_net && super::netns::leave_network().is_err() {
+                // stderr is the worker's already; its tail reaches a crash message.
+                let warning = super::netns::DECLARED_ONLY.as_bytes();
+                libc::write(libc::STDERR_FILENO, warning.as_ptr().cast(), warning.len());
+            }
+            #[cfg(not(target_os = "linux"))]
+            let _ = deny_net;
             if let Some(fd) = inherit
                 && libc::fcntl(fd, libc::F_SETFD, 0) != 0
             {
