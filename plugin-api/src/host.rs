@@ -167,13 +167,10 @@ impl LoadedPlugin {
     }
 
     /// The first half of [`LoadedPlugin::load`]: loads the library, checks it and reads its
-    /// manifest, without starting an instance (the plugin's `init` has not run). A host checks
-    /// the manifest (say its [`Capabilities`] against what it grants) and then calls
-    /// [`OpenedPlugin::start`], or drops it: the plugin then never sees a configuration.
-    ///
-    /// The library's own initialisers and the plugin's entry and `manifest` functions have run:
-    /// the ABI gives the manifest only through code of the plugin, so this is the earliest point
-    /// a host can read it.
+    /// manifest, without starting an instance (`init` has not run). A host checks the manifest
+    /// (say its [`Capabilities`] against its grants), then calls [`OpenedPlugin::start`] or
+    /// drops it. The library's initialisers and the plugin's entry and `manifest` functions
+    /// have run: the ABI gives the manifest only through them, so this is the earliest point.
     ///
     /// # Safety
     ///
@@ -261,9 +258,8 @@ impl LoadedPlugin {
     }
 }
 
-/// A plugin library loaded and checked, with its manifest read, whose instance is not started:
-/// what [`LoadedPlugin::open`] returns. Dropping it starts nothing (the library stays loaded,
-/// as every library does).
+/// A plugin library loaded and checked, its manifest read, its instance not started (what
+/// [`LoadedPlugin::open`] returns). Dropping it starts nothing; the library stays loaded.
 pub struct OpenedPlugin {
     path: PathBuf,
     manifest: Manifest,

@@ -25,6 +25,7 @@ pub(crate) mod landlock;
 pub(crate) mod netns;
 mod pinned;
 mod pool;
+pub use pinned::hash_file;
 pub(crate) mod worker;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -125,29 +126,6 @@ fn installed_plugins(dirs: &[PathBuf]) -> Vec<(String, PathBuf)> {
     }
     found.sort();
     found
-}
-
-/// The SHA-256 of a file, as 64 lowercase hex digits: what a policy's `sha256:` pins.
-pub fn hash_file(path: &Path) -> std::io::Result<String> {
-    use sha2::Digest;
-    use std::io::Read;
-    let mut file = std::fs::File::open(path)?;
-    let mut hasher = sha2::Sha256::new();
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        let n = file.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    let digest = hasher.finalize();
-    let mut hex = String::with_capacity(64);
-    for byte in digest.iter() {
-        use std::fmt::Write;
-        let _ = write!(hex, "{byte:02x}");
-    }
-    Ok(hex)
 }
 
 /// The configuration a plugin receives: the policy's `config`, with the grants under

@@ -53,16 +53,37 @@ impl PinnedLibrary {
     }
 }
 
-/// The SHA-256 of `bytes`, as 64 lowercase hex digits.
-pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+/// The SHA-256 of a file, as 64 lowercase hex digits: what a policy's `sha256:` pins.
+pub fn hash_file(path: &Path) -> std::io::Result<String> {
     use sha2::Digest;
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = sha2::Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(hex(&hasher.finalize()))
+}
+
+/// Bytes as lowercase hex digits.
+fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write;
-    let digest = sha2::Sha256::digest(bytes);
-    let mut hex = String::with_capacity(64);
-    for byte in digest.iter() {
+    let mut hex = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
         let _ = write!(hex, "{byte:02x}");
     }
     hex
+}
+
+/// The SHA-256 of `bytes`, as 64 lowercase hex digits.
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex(&sha2::Sha256::digest(bytes))
 }
 
 /// Reads the library at `path` once and checks its bytes against `expected` (hex, any case);
@@ -133,7 +154,7 @@ pub(crate) fn pin(path: &Path, expected: &str) -> Result<PinnedLibrary, PluginEr
 /// by its path (no sealed copy on this platform).
 #[cfg(not(target_os = "linux"))]
 pub(crate) fn pin(path: &Path, expected: &str) -> Result<PinnedLibrary, PluginError> {
-    let found = super::hash_file(path).map_err(|source| PluginError::Unreadable {
+    let found = hash_file(path).map_err(|source| PluginError::Unreadable {
         path: path.to_path_buf(),
         source,
     })?;
