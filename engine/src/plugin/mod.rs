@@ -576,9 +576,12 @@ mod tests {
 
     use super::*;
 
+    /// What a test runs on a library's path.
+    type Hook = Box<dyn Fn(&Path)>;
+
     thread_local! {
         /// Runs in `load` on this thread right after a pin is checked, before the library loads.
-        static AFTER_PIN: RefCell<Option<Box<dyn Fn(&Path)>>> = const { RefCell::new(None) };
+        static AFTER_PIN: RefCell<Option<Hook>> = const { RefCell::new(None) };
     }
 
     pub(super) fn after_pin(path: &Path) {
