@@ -636,6 +636,8 @@ mod tests {
         loaded.unwrap_or_else(|e| panic!("the pinned library loads: {e:?}"))
     }
 
+    // Elsewhere the file is loaded by its path after the check (docs/plugins.md).
+    #[cfg(target_os = "linux")]
     #[test]
     fn a_pinned_library_swapped_after_its_check_still_loads_the_checked_bytes_in_process() {
         let dir = tempfile::tempdir().expect("a temporary folder");
@@ -644,6 +646,8 @@ mod tests {
         assert_eq!(loaded.name, "testkit");
     }
 
+    // Elsewhere the file is loaded by its path after the check (docs/plugins.md).
+    #[cfg(target_os = "linux")]
     #[test]
     fn a_pinned_library_swapped_after_its_check_still_loads_the_checked_bytes_in_a_worker() {
         let dir = tempfile::tempdir().expect("a temporary folder");
