@@ -426,6 +426,14 @@ pub enum PluginError {
         /// Why.
         source: std::io::Error,
     },
+    /// The pinned library's bytes could not be copied into the sealed memory they load from.
+    #[error("cannot copy {} into sealed memory to load the bytes its sha256 checked", .path.display())]
+    Sealing {
+        /// The library.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
     /// Under `isolation: process`: the worker did not start, or did not load the library.
     #[error(transparent)]
     Worker(#[from] WorkerError),
@@ -455,6 +463,15 @@ pub enum WorkerError {
     Load {
         /// The loader's message, from the worker.
         message: String,
+    },
+    /// The plugin's manifest asks for more than the policy grants; the worker did not start
+    /// it.
+    #[error("plugin {plugin} asks for more than its grants allow; missing: {}", .missing.join(", "))]
+    NotGranted {
+        /// The plugin's name.
+        plugin: String,
+        /// What is missing.
+        missing: Vec<String>,
     },
 }
 

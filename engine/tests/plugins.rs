@@ -60,6 +60,7 @@ async fn plugin_tools_are_registered_by_name_from_the_plugin() {
         names,
         [
             "big_output",
+            "connect",
             "crash",
             "echo",
             "fail",

@@ -162,6 +162,20 @@ impl LoadedPlugin {
     /// The engine calls this for the plugins a policy names: a policy is trusted configuration,
     /// like a program's command line, and its author vouches for the libraries it lists.
     pub unsafe fn load(path: &Path, config: &serde_json::Value) -> Result<LoadedPlugin, LoadError> {
+        // SAFETY: the caller's promise, which is `open`'s.
+        unsafe { LoadedPlugin::open(path) }?.start(config)
+    }
+
+    /// The first half of [`LoadedPlugin::load`]: loads the library, checks it and reads its
+    /// manifest, without starting an instance (`init` has not run). A host checks the manifest
+    /// (say its [`Capabilities`] against its grants), then calls [`OpenedPlugin::start`] or
+    /// drops it. The library's initialisers and the plugin's entry and `manifest` functions
+    /// have run: the ABI gives the manifest only through them, so this is the earliest point.
+    ///
+    /// # Safety
+    ///
+    /// As [`LoadedPlugin::load`].
+    pub unsafe fn open(path: &Path) -> Result<OpenedPlugin, LoadError> {
         let path = path.to_path_buf();
         match std::fs::metadata(&path) {
             Ok(_) => {}
@@ -236,6 +250,45 @@ impl LoadedPlugin {
         // that is never unloaded.
         let table = unsafe { read_table(header_ptr, header.struct_size) };
         let manifest = read_manifest(table, &path)?;
+        Ok(OpenedPlugin {
+            path,
+            manifest,
+            table,
+        })
+    }
+}
+
+/// A plugin library loaded and checked, its manifest read, its instance not started (what
+/// [`LoadedPlugin::open`] returns). Dropping it starts nothing; the library stays loaded.
+pub struct OpenedPlugin {
+    path: PathBuf,
+    manifest: Manifest,
+    table: &'static PluginVTable,
+}
+
+impl fmt::Debug for OpenedPlugin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenedPlugin")
+            .field("path", &self.path)
+            .field("manifest", &self.manifest)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OpenedPlugin {
+    /// The plugin's manifest, as checked.
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// Starts the plugin's instance with `config` (its `init`): the second half of
+    /// [`LoadedPlugin::load`].
+    pub fn start(self, config: &serde_json::Value) -> Result<LoadedPlugin, LoadError> {
+        let OpenedPlugin {
+            path,
+            manifest,
+            table,
+        } = self;
         let instance = start(table, &path, &manifest.name, config)?;
         Ok(LoadedPlugin {
             path,
@@ -255,7 +308,9 @@ impl LoadedPlugin {
             instance,
         })
     }
+}
 
+impl LoadedPlugin {
     /// What the plugin's manifest says it needs (empty when it declares nothing).
     pub fn capabilities(&self) -> &Capabilities {
         &self.capabilities

@@ -137,8 +137,12 @@
 //! ## 5. Grant
 //!
 //! A plugin runs with the rights of the program that loads it, so the policy says what it may
-//! touch. Until plugin manifests declare capabilities, the grants reach a plugin as the key
-//! `grants` of its configuration, in this shape (every key optional):
+//! touch. The plugin declares what it needs in its manifest (`capabilities:` in
+//! [`export_plugin!`], a [`Capabilities`]); fixed roots or hosts by name, or [`ANY_GRANTED`]
+//! (`"*"`) for "whatever the operator grants of this kind" (an HTTP client: `net: ["*"]`). A
+//! policy whose `grants:` do not cover that refuses the plugin before its `init` runs. The
+//! grants reach the plugin as the key `grants` of its configuration, in this shape (every key
+//! optional):
 //!
 //! ```json
 //! {"fs_read": ["/srv/data"], "fs_write": [], "env": ["HOME"],
@@ -161,9 +165,9 @@
 //! plugins:
 //!   - path: target/release/libtoolgate_plugin_greeter.so   # or: name: greeter
 //!     sha256: "<the line printed in step 4>"
+//!     grants: {}          # this plugin needs nothing
 //!     config:
 //!       greeting: "Hello"
-//!       grants: {}        # this plugin needs nothing
 //! ```
 //!
 //! Then `toolgate validate policy.yaml` loads it and lists its tools (or says why it does not
@@ -230,7 +234,7 @@ mod panic;
 mod part;
 
 pub use filekind::non_regular_kind;
-pub use manifest::{Capabilities, Manifest, ToolManifest};
+pub use manifest::{ANY_GRANTED, Capabilities, Manifest, ToolManifest};
 pub use part::Part;
 
 #[cfg(feature = "sdk")]
@@ -258,7 +262,7 @@ mod load_error;
 pub mod worker;
 
 #[cfg(feature = "host")]
-pub use host::{CancelFlag, LoadedPlugin, PluginOutcome, PluginToolSpec};
+pub use host::{CancelFlag, LoadedPlugin, OpenedPlugin, PluginOutcome, PluginToolSpec};
 #[cfg(feature = "host")]
 pub use load_error::{LibraryProblem, LoadError, ManifestProblem, OpenError, TableProblem};
 

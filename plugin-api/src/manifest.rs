@@ -28,6 +28,13 @@ pub struct Manifest {
 /// ```json
 /// {"fs_read": ["/srv/data"], "fs_write": [], "env": ["HOME"], "net": ["api.example.com:443"], "subprocess": false}
 /// ```
+///
+/// In a manifest, [`ANY_GRANTED`] (`"*"`) in `fs_read`, `fs_write` or `net` asks for "whatever the
+/// operator grants of this kind": a plugin that works on roots or hosts its user chooses (an
+/// HTTP client, a database reader) declares `"net": ["*"]` or `"fs_read": ["*"]`. It is
+/// covered by any grant of that kind (at least one root or host) and missing when the policy
+/// grants none, so such a plugin does not load where it could do nothing. In a grant, `"*"`
+/// names no host or root and covers nothing.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Capabilities {
@@ -43,6 +50,9 @@ pub struct Capabilities {
     pub subprocess: bool,
 }
 
+/// The manifest's "any granted root or host" (see [`Capabilities`]).
+pub const ANY_GRANTED: &str = "*";
+
 impl Capabilities {
     /// Nothing at all.
     pub fn is_empty(&self) -> bool {
@@ -55,24 +65,43 @@ impl Capabilities {
     ///
     /// A path is covered by a granted path it equals or lies under (compared by components;
     /// `fs_write` covers reading too); a variable by the same name; `host:port` by `host:port`
-    /// or by `host`, and `host` only by `host`.
+    /// or by `host`, and `host` only by `host`. [`ANY_GRANTED`] is covered by any granted root (or
+    /// host) but `"*"` itself, and listed as `fs_read (any granted root)` or
+    /// `net (any granted host)` when there is none.
     pub fn missing_from(&self, granted: &Capabilities) -> Vec<String> {
         use std::path::Path;
+        let some = |lists: &[&Vec<String>]| {
+            lists
+                .iter()
+                .flat_map(|l| l.iter())
+                .any(|g| g != ANY_GRANTED)
+        };
         let under = |path: &str, roots: &[&Vec<String>]| {
+            if path == ANY_GRANTED {
+                return some(roots);
+            }
             roots
                 .iter()
                 .flat_map(|r| r.iter())
+                .filter(|root| *root != ANY_GRANTED)
                 .any(|root| Path::new(path).starts_with(Path::new(root)))
+        };
+        let named = |kind: &str, item: &str, any: &str| {
+            if item == ANY_GRANTED {
+                format!("{kind} ({any})")
+            } else {
+                format!("{kind} {item}")
+            }
         };
         let mut missing = Vec::new();
         for path in &self.fs_read {
             if !under(path, &[&granted.fs_read, &granted.fs_write]) {
-                missing.push(format!("fs_read {path}"));
+                missing.push(named("fs_read", path, "any granted root"));
             }
         }
         for path in &self.fs_write {
             if !under(path, &[&granted.fs_write]) {
-                missing.push(format!("fs_write {path}"));
+                missing.push(named("fs_write", path, "any granted root"));
             }
         }
         for name in &self.env {
@@ -81,9 +110,14 @@ impl Capabilities {
             }
         }
         for host in &self.net {
-            let bare = host.rsplit_once(':').map_or(host.as_str(), |(h, _)| h);
-            if !granted.net.iter().any(|g| g == host || g == bare) {
-                missing.push(format!("net {host}"));
+            let covered = if host == ANY_GRANTED {
+                some(&[&granted.net])
+            } else {
+                let bare = host.rsplit_once(':').map_or(host.as_str(), |(h, _)| h);
+                granted.net.iter().any(|g| g == host || g == bare)
+            };
+            if !covered {
+                missing.push(named("net", host, "any granted host"));
             }
         }
         if self.subprocess && !granted.subprocess {
@@ -161,6 +195,58 @@ mod tests {
         assert_eq!(
             caps(|c| c.net = vec!["example.com".into()]).missing_from(&one_port),
             ["net example.com"]
+        );
+    }
+
+    #[test]
+    fn any_host_is_covered_by_one_granted_host() {
+        let asked = caps(|c| c.net = vec![ANY_GRANTED.into()]);
+        let granted = caps(|c| c.net = vec!["127.0.0.1:8080".into()]);
+        assert!(asked.missing_from(&granted).is_empty());
+    }
+
+    #[test]
+    fn any_host_is_missing_when_no_host_is_granted() {
+        let asked = caps(|c| c.net = vec![ANY_GRANTED.into()]);
+        let granted = caps(|c| c.fs_read = vec!["/srv".into()]);
+        assert_eq!(asked.missing_from(&granted), ["net (any granted host)"]);
+    }
+
+    #[test]
+    fn a_star_grant_covers_neither_any_host_nor_a_named_one() {
+        let granted = caps(|c| c.net = vec![ANY_GRANTED.into()]);
+        let asked = caps(|c| c.net = vec![ANY_GRANTED.into(), "example.com".into()]);
+        assert_eq!(
+            asked.missing_from(&granted),
+            ["net (any granted host)", "net example.com"]
+        );
+    }
+
+    #[test]
+    fn any_root_to_read_is_covered_by_a_read_or_a_write_grant() {
+        let asked = caps(|c| c.fs_read = vec![ANY_GRANTED.into()]);
+        assert!(
+            asked
+                .missing_from(&caps(|c| c.fs_read = vec!["/srv/db".into()]))
+                .is_empty()
+        );
+        assert!(
+            asked
+                .missing_from(&caps(|c| c.fs_write = vec!["/tmp".into()]))
+                .is_empty()
+        );
+        assert_eq!(
+            asked.missing_from(&Capabilities::default()),
+            ["fs_read (any granted root)"]
+        );
+    }
+
+    #[test]
+    fn a_named_root_is_not_covered_by_a_star_grant() {
+        let granted = caps(|c| c.fs_read = vec![ANY_GRANTED.into()]);
+        assert_eq!(
+            caps(|c| c.fs_read = vec!["/etc".into()]).missing_from(&granted),
+            ["fs_read /etc"]
         );
     }
 

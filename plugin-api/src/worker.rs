@@ -7,8 +7,9 @@
 //! part of the protocol (it carries the plugin's own logging, and the message of a crash).
 //!
 //! ```text
-//! host -> worker   hello {library, config}       first frame, once
-//! worker -> host   manifest {name, version, tools} | load_failed {message}
+//! host -> worker   hello {library, config, confine?, grants?}   first frame, once
+//! worker -> host   manifest {name, version, tools, capabilities} | load_failed {message}
+//!                  | not_granted {name, missing}   (asked for more than `grants`; not started)
 //! host -> worker   call {id, tool, args, deadline_ms}
 //! host -> worker   cancel {id}
 //! worker -> host   progress {id, message}
@@ -44,6 +45,10 @@ pub enum HostFrame {
         /// File access to confine the worker to before it loads the library, if any.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         confine: Option<Confine>,
+        /// What the policy grants the plugin. When present, a plugin whose manifest asks for
+        /// more is not started (its `init` never runs): the worker answers `not_granted`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        grants: Option<Capabilities>,
     },
     /// Run one tool.
     Call {
@@ -78,6 +83,13 @@ pub enum WorkerFrame {
         /// What it needs (its manifest's `capabilities`).
         #[serde(default)]
         capabilities: Capabilities,
+    },
+    /// The plugin asks for more than `hello`'s grants; it was not started.
+    NotGranted {
+        /// The plugin's name.
+        name: String,
+        /// What is missing ([`Capabilities::missing_from`]).
+        missing: Vec<String>,
     },
     /// The library did not load.
     LoadFailed {
@@ -279,6 +291,7 @@ pub unsafe fn serve_confined(
         library,
         config,
         confine: wanted,
+        grants,
     }) = read_frame::<HostFrame>(&mut input)?
     else {
         return Err(ServeError::NoHello);
@@ -292,7 +305,28 @@ pub unsafe fn serve_confined(
         return Ok(());
     }
     // SAFETY: the caller's promise (`# Safety`).
-    let plugin = match unsafe { LoadedPlugin::load(&library, &config) } {
+    let opened = match unsafe { LoadedPlugin::open(&library) } {
+        Ok(opened) => opened,
+        Err(err) => {
+            send(&WorkerFrame::LoadFailed {
+                message: chain(&err),
+            })?;
+            return Ok(());
+        }
+    };
+    // Checked before `init`: a plugin asking for more than granted runs no code of its own
+    // with the configuration.
+    if let Some(grants) = &grants {
+        let missing = opened.manifest().capabilities.missing_from(grants);
+        if !missing.is_empty() {
+            send(&WorkerFrame::NotGranted {
+                name: opened.manifest().name.clone(),
+                missing,
+            })?;
+            return Ok(());
+        }
+    }
+    let plugin = match opened.start(&config) {
         Ok(plugin) => Arc::new(plugin),
         Err(err) => {
             send(&WorkerFrame::LoadFailed {

@@ -36,7 +36,8 @@ fn testkit_lists_exactly_its_contract_tools_in_order() {
             "multimodal",
             "progress",
             "stream",
-            "crash"
+            "crash",
+            "connect"
         ]
     );
 }
@@ -215,7 +216,7 @@ fn an_unknown_tool_is_an_error_listing_the_plugins_tools() {
     assert_eq!(
         error(call("nope", "{}")),
         "plugin `testkit` has no tool named `nope`; its tools are: echo, sleep, stubborn_sleep, \
-         panic, fail, big_output, multimodal, progress, stream, crash"
+         panic, fail, big_output, multimodal, progress, stream, crash, connect"
     );
 }
 

@@ -138,3 +138,88 @@ fn an_in_process_plugin_is_only_told_its_file_grants() {
     run.assert_code(0);
     assert!(run.stdout.contains("version: 1"), "{run:#?}");
 }
+
+/// `validate` of the granted plugin whose config names an init marker in `dir`, with `grants`
+/// (the `grants:` block) and `extra` entry lines; whether its `init` wrote the marker.
+fn init_ran(grants: &str, extra: &str) -> (Run, bool) {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let marker = dir.path().join("init-ran");
+    let grants = grants.replace("DIR", &dir.path().display().to_string());
+    let policy = policy(
+        &dir,
+        &format!(
+            "    config: {{init_marker: {}}}\n{grants}{extra}",
+            marker.display()
+        ),
+    );
+    let run = Toolgate::new(&["validate", &policy]).run_within(Duration::from_secs(60));
+    (run, marker.exists())
+}
+
+/// Everything the plugin asks for but the network, and writing in the marker's folder (so
+/// that Landlock, under `isolation: process`, would let `init` write it).
+const ALL_BUT_NET: &str = "    grants:\n      fs_read: [/etc]\n      fs_write: [DIR]\n      env: [TOOLGATE_TEST_SECRET]\n";
+
+#[test]
+fn a_granted_plugin_is_started_and_its_init_runs() {
+    let (run, ran) = init_ran(&format!("{ALL_BUT_NET}      net: [example.com]\n"), "");
+    run.assert_code(0);
+    assert!(ran, "init did not write its marker: {run:#?}");
+}
+
+#[test]
+fn a_plugin_asking_for_more_than_granted_is_refused_before_its_init_runs() {
+    let (run, ran) = init_ran(ALL_BUT_NET, "");
+    run.assert_code(3);
+    assert!(
+        run.stderr.contains("missing: net example.com:443"),
+        "{run:#?}"
+    );
+    assert!(!ran, "init ran before the grants were checked");
+}
+
+#[test]
+fn an_isolated_granted_plugin_is_started_and_its_init_runs() {
+    let (run, ran) = init_ran(
+        &format!("{ALL_BUT_NET}      net: [example.com]\n"),
+        "    isolation: process\n",
+    );
+    run.assert_code(0);
+    assert!(ran, "init did not write its marker: {run:#?}");
+}
+
+#[test]
+fn an_isolated_plugin_asking_for_more_than_granted_is_refused_before_its_init_runs() {
+    let (run, ran) = init_ran(ALL_BUT_NET, "    isolation: process\n");
+    run.assert_code(3);
+    assert!(
+        run.stderr.contains("missing: net example.com:443"),
+        "{run:#?}"
+    );
+    assert!(
+        !ran,
+        "init ran in the worker before the grants were checked"
+    );
+}
+
+#[test]
+fn a_pinned_isolated_plugin_loads_its_checked_copy_under_landlock() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let hash = Toolgate::new(&["plugin", "hash", &granted_library().display().to_string()])
+        .run_within(Duration::from_secs(60));
+    hash.assert_code(0);
+    let policy = policy(
+        &dir,
+        &format!(
+            "{ALL_GRANTS}    isolation: process\n    {}\n",
+            hash.stdout.trim()
+        ),
+    );
+    let run = call(&policy, "read", r#"{"path": "/etc/passwd"}"#);
+    run.assert_code(0);
+    assert!(run.stdout.contains("root:"), "{run:#?}");
+    let args = serde_json::json!({ "path": policy }).to_string();
+    let run = call(&policy, "read", &args);
+    run.assert_code(1);
+    assert!(run.stdout.contains("Permission denied"), "{run:#?}");
+}

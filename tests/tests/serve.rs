@@ -233,6 +233,7 @@ fn the_inspector_lists_the_tools_over_stdio() {
         names,
         [
             "big_output",
+            "connect",
             "crash",
             "echo",
             "fail",

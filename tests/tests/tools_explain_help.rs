@@ -2,8 +2,9 @@
 
 use toolgate_e2e::{repo_path, testkit_policy, toolgate};
 
-const TESTKIT_TOOLS: [&str; 10] = [
+const TESTKIT_TOOLS: [&str; 11] = [
     "big_output",
+    "connect",
     "crash",
     "echo",
     "fail",

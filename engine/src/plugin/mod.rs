@@ -21,7 +21,11 @@
 
 #[cfg(target_os = "linux")]
 pub(crate) mod landlock;
+#[cfg(target_os = "linux")]
+pub(crate) mod netns;
+mod pinned;
 mod pool;
+pub use pinned::hash_file;
 pub(crate) mod worker;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -124,29 +128,6 @@ fn installed_plugins(dirs: &[PathBuf]) -> Vec<(String, PathBuf)> {
     found
 }
 
-/// The SHA-256 of a file, as 64 lowercase hex digits: what a policy's `sha256:` pins.
-pub fn hash_file(path: &Path) -> std::io::Result<String> {
-    use sha2::Digest;
-    use std::io::Read;
-    let mut file = std::fs::File::open(path)?;
-    let mut hasher = sha2::Sha256::new();
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        let n = file.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    let digest = hasher.finalize();
-    let mut hex = String::with_capacity(64);
-    for byte in digest.iter() {
-        use std::fmt::Write;
-        let _ = write!(hex, "{byte:02x}");
-    }
-    Ok(hex)
-}
-
 /// The configuration a plugin receives: the policy's `config`, with the grants under
 /// `"grants"` when the policy has `grants:` (into a mapping, or a missing configuration;
 /// another kind of value is left as written).
@@ -198,30 +179,38 @@ pub(crate) fn load(spec: &PluginSpec, program: &Path) -> Result<Loaded, BuildErr
         source: Box::new(source),
         at: At(spec.position.clone()),
     };
-    if let Some(expected) = &spec.sha256 {
-        let found = hash_file(&path).map_err(|source| {
-            fail(PluginError::Unreadable {
-                path: path.clone(),
-                source,
-            })
-        })?;
-        if !found.eq_ignore_ascii_case(expected) {
-            return Err(fail(PluginError::HashMismatch {
-                expected: expected.clone(),
-                found,
-            }));
-        }
-    }
+    // A pinned library is read once; what loads is the bytes that were hashed (`pinned`).
+    let pinned = match &spec.sha256 {
+        Some(expected) => Some(Arc::new(pinned::pin(&path, expected).map_err(fail)?)),
+        None => None,
+    };
+    #[cfg(test)]
+    tests::after_pin(&path);
     let config = config_with_grants(&spec.config, spec.grants.as_ref());
+    let grants = granted(spec.grants.as_ref());
     let max_threads = spec.max_threads.max(1);
     let threads = Arc::new(Semaphore::new(max_threads));
     let (name, backend, specs, asked) = match spec.isolation {
         Isolation::InProcess => {
+            let load_path = pinned.as_ref().map_or(path.as_path(), |p| p.load_path());
             // SAFETY: a policy is trusted configuration, like a program's command line: the
             // libraries it names are ones its author chose to run in this process
             // (docs/policy.md, `plugins`). That promise is the `# Safety` contract of
-            // `LoadedPlugin::load`; `load` checks the rest.
-            let plugin = unsafe { LoadedPlugin::load(&path, &config) }
+            // `LoadedPlugin::open`; `open` checks the rest.
+            let opened = unsafe { LoadedPlugin::open(load_path) }.map_err(|e| fail(e.into()))?;
+            // Before `init`: a plugin asking for more than granted is never started.
+            let missing = opened.manifest().capabilities.missing_from(&grants);
+            if !missing.is_empty() {
+                return Err(fail(PluginError::NotGranted {
+                    plugin: opened.manifest().name.clone(),
+                    missing,
+                }));
+            }
+            if let Some(pinned) = pinned {
+                pinned.keep_forever();
+            }
+            let plugin = opened
+                .start(&config)
                 .map(Arc::new)
                 .map_err(|e| fail(e.into()))?;
             let specs: Vec<ToolSpec> = plugin
@@ -242,6 +231,9 @@ pub(crate) fn load(spec: &PluginSpec, program: &Path) -> Result<Loaded, BuildErr
             let (supervisor, manifest) = worker::Supervisor::start(worker::WorkerSpec {
                 program: program.to_path_buf(),
                 library: path.clone(),
+                pinned: pinned.clone(),
+                deny_net: grants.net.is_empty(),
+                grants: grants.clone(),
                 config,
                 memory_limit: spec.memory_limit,
                 confine: spec.grants.as_ref().map(|g| Confine {
@@ -254,7 +246,14 @@ pub(crate) fn load(spec: &PluginSpec, program: &Path) -> Result<Loaded, BuildErr
                     .map(|g| g.env.clone())
                     .unwrap_or_default(),
             })
-            .map_err(|e| fail(e.into()))?;
+            .map_err(|e| {
+                fail(match e {
+                    crate::error::WorkerError::NotGranted { plugin, missing } => {
+                        PluginError::NotGranted { plugin, missing }
+                    }
+                    e => e.into(),
+                })
+            })?;
             let specs = manifest
                 .tools
                 .into_iter()
@@ -268,8 +267,10 @@ pub(crate) fn load(spec: &PluginSpec, program: &Path) -> Result<Loaded, BuildErr
             )
         }
     };
-    // Dropping the backend unloads an in-process instance, or ends the worker.
-    let missing = asked.missing_from(&granted(spec.grants.as_ref()));
+    // Checked before `init` above (in process) or by the worker; this catches a worker program
+    // that ignores hello's grants. Dropping the backend unloads an in-process instance, or
+    // ends the worker.
+    let missing = asked.missing_from(&grants);
     if !missing.is_empty() {
         return Err(fail(PluginError::NotGranted {
             plugin: name,
@@ -564,4 +565,112 @@ fn output_of(parts: Vec<Part>) -> ToolOutput {
             })
             .collect(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+    use std::path::{Path, PathBuf};
+
+    use toolgate_policy::{Isolation, PluginLocation, PluginSpec};
+
+    use super::*;
+
+    /// What a test runs on a library's path.
+    type Hook = Box<dyn Fn(&Path)>;
+
+    thread_local! {
+        /// Runs in `load` on this thread right after a pin is checked, before the library loads.
+        static AFTER_PIN: RefCell<Option<Hook>> = const { RefCell::new(None) };
+    }
+
+    pub(super) fn after_pin(path: &Path) {
+        AFTER_PIN.with(|hook| {
+            if let Some(hook) = hook.borrow().as_ref() {
+                hook(path);
+            }
+        });
+    }
+
+    /// The built workspace's folder (target/debug): the test binary is in its `deps`.
+    fn target_dir() -> PathBuf {
+        let exe = std::env::current_exe().expect("current_exe");
+        let deps = exe.parent().expect("deps folder");
+        deps.parent().expect("profile folder").to_path_buf()
+    }
+
+    fn built_plugin(name: &str) -> PathBuf {
+        let path = target_dir().join(library_file_name(&format!("toolgate_plugin_{name}")));
+        assert!(
+            path.is_file(),
+            "{} is missing: run `cargo build --workspace` first",
+            path.display()
+        );
+        path
+    }
+
+    /// A copy of the `name` plugin in `dir`, pinned to its hash.
+    fn pinned_copy(dir: &Path, name: &str, isolation: Isolation) -> PluginSpec {
+        let path = dir.join(library_file_name(&format!("pinned_{name}")));
+        std::fs::copy(built_plugin(name), &path).expect("copied");
+        let mut spec = PluginSpec::new(PluginLocation::Path(path.clone()));
+        spec.sha256 = Some(hash_file(&path).expect("hashed"));
+        spec.isolation = isolation;
+        spec
+    }
+
+    /// Loads `spec` while the hook replaces its library with the `fs` plugin right after the
+    /// pin was checked.
+    fn load_swapped_after_pin(spec: &PluginSpec) -> Loaded {
+        let fs = built_plugin("fs");
+        AFTER_PIN.with(|hook| {
+            *hook.borrow_mut() = Some(Box::new(move |path: &Path| {
+                // A new file renamed over the old one, as an attacker (or an update) would.
+                let swap = path.with_extension("swap");
+                std::fs::copy(&fs, &swap).expect("copied");
+                std::fs::rename(&swap, path).expect("renamed");
+            }));
+        });
+        let loaded = load(spec, &target_dir().join("toolgate"));
+        AFTER_PIN.with(|hook| hook.borrow_mut().take());
+        loaded.unwrap_or_else(|e| panic!("the pinned library loads: {e:?}"))
+    }
+
+    // Elsewhere the file is loaded by its path after the check (docs/plugins.md).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_pinned_library_swapped_after_its_check_still_loads_the_checked_bytes_in_process() {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let spec = pinned_copy(dir.path(), "testkit", Isolation::InProcess);
+        let loaded = load_swapped_after_pin(&spec);
+        assert_eq!(loaded.name, "testkit");
+    }
+
+    // Elsewhere the file is loaded by its path after the check (docs/plugins.md).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_pinned_library_swapped_after_its_check_still_loads_the_checked_bytes_in_a_worker() {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let spec = pinned_copy(dir.path(), "testkit", Isolation::Process);
+        let loaded = load_swapped_after_pin(&spec);
+        assert_eq!(loaded.name, "testkit");
+    }
+
+    #[test]
+    fn two_pinned_libraries_in_process_each_load_as_themselves() {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let program = target_dir().join("toolgate");
+        let first = load(
+            &pinned_copy(dir.path(), "testkit", Isolation::InProcess),
+            &program,
+        )
+        .expect("testkit loads");
+        let mut fs = pinned_copy(dir.path(), "fs", Isolation::InProcess);
+        fs.config = serde_json::json!({"root": dir.path()});
+        let second = load(&fs, &program).expect("fs loads");
+        assert_eq!(
+            (first.name.as_str(), second.name.as_str()),
+            ("testkit", "fs")
+        );
+    }
 }

@@ -12,8 +12,9 @@
 //! `cancel` frame; if the worker has not answered it [`KILL_GRACE`] later, the worker is
 //! killed, so a plugin stuck in a loop costs a restart, never a thread of the host.
 //!
-//! The worker runs with a cleared environment (only the granted variables), `no_new_privs` and
-//! the policy's `memory_limit` as its address-space limit (`RLIMIT_AS`), set between `fork` and
+//! The worker runs with a cleared environment (only the granted variables), `no_new_privs`, the
+//! policy's `memory_limit` as its address-space limit (`RLIMIT_AS`) and, when its plugin has no
+//! `net` grant, in a network namespace of its own ([`super::netns`]), all set between `fork` and
 //! `exec`. It ends when the host closes its stdin (the host exited, or dropped the plugin).
 
 use std::collections::HashMap;
@@ -55,6 +56,12 @@ pub(crate) struct WorkerSpec {
     pub program: PathBuf,
     /// The plugin library.
     pub library: PathBuf,
+    /// Its sealed copy when the policy pins it: the worker loads that, not the file.
+    pub pinned: Option<Arc<super::pinned::PinnedLibrary>>,
+    /// What the policy grants: a worker does not start a plugin that asks for more.
+    pub grants: Capabilities,
+    /// No `net` grant: the worker leaves the network before loading (where it can).
+    pub deny_net: bool,
     /// The configuration `init` receives.
     pub config: serde_json::Value,
     /// The worker's address-space limit, in bytes.
@@ -163,7 +170,13 @@ impl Supervisor {
                 command.env(name, value);
             }
         }
-        confine(&mut command, self.spec.memory_limit);
+        let inherit = self.spec.pinned.as_ref().and_then(|p| p.inherited_fd());
+        confine(
+            &mut command,
+            self.spec.memory_limit,
+            inherit,
+            self.spec.deny_net,
+        );
         let mut child = command.spawn().map_err(|source| WorkerError::Spawn {
             program: program.clone(),
             source,
@@ -181,9 +194,13 @@ impl Supervisor {
         let tail = Arc::new(Mutex::new(Vec::new()));
         keep_tail(stderr, tail.clone());
         let hello = HostFrame::Hello {
-            library: self.spec.library.clone(),
+            library: self.spec.pinned.as_ref().map_or_else(
+                || self.spec.library.clone(),
+                |p| p.load_path().to_path_buf(),
+            ),
             config: self.spec.config.clone(),
             confine: self.spec.confine.clone(),
+            grants: Some(self.spec.grants.clone()),
         };
         // A library whose loading or `init` never returns must not hang the build.
         let (answered, watchdog) = std::sync::mpsc::channel::<()>();
@@ -219,6 +236,13 @@ impl Supervisor {
             Ok(Some(WorkerFrame::LoadFailed { message })) => {
                 kill_and_reap(&mut child);
                 return Err(WorkerError::Load { message });
+            }
+            Ok(Some(WorkerFrame::NotGranted { name, missing })) => {
+                kill_and_reap(&mut child);
+                return Err(WorkerError::NotGranted {
+                    plugin: name,
+                    missing,
+                });
             }
             Ok(Some(other)) => {
                 kill_and_reap(&mut child);
@@ -589,13 +613,33 @@ fn kill_pid(pid: u32) {
     }
 }
 
-/// Sets the worker's limits between `fork` and `exec`.
-fn confine(command: &mut Command, memory_limit: Option<u64>) {
+/// Sets the worker's limits between `fork` and `exec`, lets it inherit `inherit` (the sealed
+/// copy of a pinned library, under the same number) and, with `deny_net`, takes it off the
+/// network ([`super::netns`]; the child has one thread here, as a new user namespace needs).
+fn confine(
+    command: &mut Command,
+    memory_limit: Option<u64>,
+    inherit: Option<std::os::fd::RawFd>,
+    deny_net: bool,
+) {
     use std::os::unix::process::CommandExt;
-    // SAFETY: the closure calls only async-signal-safe functions (setrlimit, prctl) and does not
-    // allocate.
+    // SAFETY: the closure calls only async-signal-safe functions (setrlimit, prctl, fcntl,
+    // unshare, write) and does not allocate.
     unsafe {
         command.pre_exec(move || {
+            #[cfg(target_os = "linux")]
+            if deny_net && super::netns::leave_network().is_err() {
+                // stderr is the worker's already; its tail reaches a crash message.
+                let warning = super::netns::DECLARED_ONLY.as_bytes();
+                libc::write(libc::STDERR_FILENO, warning.as_ptr().cast(), warning.len());
+            }
+            #[cfg(not(target_os = "linux"))]
+            let _ = deny_net;
+            if let Some(fd) = inherit
+                && libc::fcntl(fd, libc::F_SETFD, 0) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
             #[cfg(target_os = "linux")]
             {
                 if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {

@@ -3,6 +3,8 @@
 //!
 //! It asks for: reading [`READ_ROOT`], the variable [`SECRET_VAR`], the host [`NET_HOST`].
 //!
+//! Its `init` writes the file named by the configuration's `init_marker`, when there is one.
+//!
 //! | tool | arguments | behaviour |
 //! |---|---|---|
 //! | `config` | `{}` | returns the configuration it was started with, as JSON text |
@@ -29,7 +31,13 @@ fn capabilities() -> Capabilities {
     }
 }
 
+/// Writes the file named by the configuration's `init_marker`, if any, so a test can tell
+/// whether `init` ran.
 fn init(config: Value) -> Result<Value, String> {
+    if let Some(marker) = config.get("init_marker").and_then(Value::as_str) {
+        std::fs::write(marker, "init ran\n")
+            .map_err(|err| format!("cannot write the init marker {marker}: {err}"))?;
+    }
     Ok(config)
 }
 

@@ -6,17 +6,23 @@
 //! ```yaml
 //! plugins:
 //!   - name: http
+//!     grants: {net: ["api.example.com", "127.0.0.1:8080"]}
 //!     config:
-//!       grants: {net: ["api.example.com", "127.0.0.1:8080"]}
 //!       timeout_ms: 10000            # optional, default 10000
 //!       max_response_bytes: 1048576  # optional, default 1 MiB
 //! ```
 //!
 //! `grants.net` lists the hosts a request may go to: `host` (any port) or `host:port`
 //! (`[::1]:8080` for IPv6). A name matches only itself, without regard to case: no wildcards, and
-//! `example.com` does not grant `api.example.com`. Without `grants` nothing is granted and every
-//! request is refused. The whole `grants` shape is `{"fs_read", "fs_write", "env", "net",
-//! "subprocess"}` (see the `toolgate-plugin-grants` crate); this plugin uses `net` only.
+//! `example.com` does not grant `api.example.com`. The engine hands the entry's `grants:` to the
+//! plugin in its configuration, under `grants` (the whole shape is `{"fs_read", "fs_write",
+//! "env", "net", "subprocess"}`, see the `toolgate-plugin-grants` crate); this plugin uses `net`
+//! only.
+//!
+//! Its manifest asks for `net: ["*"]`, "any host the policy grants": an engine refuses to load
+//! it when the entry grants no host at all (it could do nothing), and loads it with one or more.
+//! A host that loads it without grants (its configuration without `grants`) gets a plugin that
+//! refuses every request.
 //!
 //! # Tools
 //!
@@ -63,7 +69,9 @@
 mod request;
 
 use serde::Deserialize;
-use toolgate_plugin_api::{CallContext, Tool, ToolError, ToolOutput, json};
+use toolgate_plugin_api::{
+    ANY_GRANTED, CallContext, Capabilities, Tool, ToolError, ToolOutput, json,
+};
 use toolgate_plugin_grants::Grants;
 
 pub use request::HttpError;
@@ -154,9 +162,18 @@ fn headers_schema() -> toolgate_plugin_api::serde_json::Value {
     })
 }
 
+/// What it asks the host for: the network, on whichever hosts the policy grants.
+fn capabilities() -> Capabilities {
+    Capabilities {
+        net: vec![ANY_GRANTED.to_string()],
+        ..Capabilities::default()
+    }
+}
+
 toolgate_plugin_api::export_plugin! {
     name: "http",
     version: env!("CARGO_PKG_VERSION"),
+    capabilities: capabilities(),
     init: init,
     tools: [
         Tool::new("http.get", get)

@@ -8,7 +8,7 @@ use toolgate::history::ToolCall;
 
 fn engine(port: u16) -> Engine {
     let yaml = format!(
-        "version: 1\nplugins:\n  - path: {lib}\n    config:\n      grants: {{net: [\"127.0.0.1:{port}\"]}}\n      timeout_ms: 2000\n",
+        "version: 1\nplugins:\n  - path: {lib}\n    grants: {{net: [\"127.0.0.1:{port}\"]}}\n    config:\n      timeout_ms: 2000\n",
         lib = library().display()
     );
     let dir = std::env::temp_dir();
@@ -57,4 +57,46 @@ async fn a_host_not_granted_through_the_engine_is_an_error_result() {
         "{}",
         outcome.content.text()
     );
+}
+
+/// What building an engine whose policy gives the plugin entry `extra` lines says, when it fails.
+fn load_refusal(extra: &str) -> Option<Vec<String>> {
+    let yaml = format!(
+        "version: 1\nplugins:\n  - path: {lib}\n{extra}",
+        lib = library().display()
+    );
+    let policy = toolgate_policy::load_str(&yaml, &std::env::temp_dir().join("http-policy.yaml"))
+        .unwrap_or_else(|e| panic!("policy loads:\n{e}"));
+    match Engine::builder(policy).build() {
+        Ok(_) => None,
+        Err(toolgate::BuildError::Plugin { source, .. }) => match *source {
+            toolgate::error::PluginError::NotGranted { plugin, missing } => {
+                assert_eq!(plugin, "http");
+                Some(missing)
+            }
+            other => panic!("refused for another reason: {other:?}"),
+        },
+        Err(other) => panic!("refused for another reason: {other:?}"),
+    }
+}
+
+#[test]
+fn without_grants_the_plugin_is_refused_at_load_as_not_granted() {
+    assert_eq!(
+        load_refusal(""),
+        Some(vec!["net (any granted host)".to_string()])
+    );
+}
+
+#[test]
+fn grants_of_another_kind_only_do_not_let_the_plugin_load() {
+    assert_eq!(
+        load_refusal("    grants: {fs_read: [\"/srv\"]}\n"),
+        Some(vec!["net (any granted host)".to_string()])
+    );
+}
+
+#[test]
+fn one_granted_host_lets_the_plugin_load() {
+    assert_eq!(load_refusal("    grants: {net: [\"127.0.0.1:9\"]}\n"), None);
 }

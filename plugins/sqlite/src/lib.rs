@@ -6,16 +6,22 @@
 //! ```yaml
 //! plugins:
 //!   - name: sqlite
+//!     grants: {fs_read: ["/srv/data/shop.db", "/srv/reports"]}
 //!     config:
-//!       grants: {fs_read: ["/srv/data/shop.db", "/srv/reports"]}
 //!       max_rows: 500      # optional, default 500
 //!       timeout_ms: 5000   # optional, default 5000
 //! ```
 //!
-//! `grants.fs_read` lists the database files, or folders of them, a query may open. Without
-//! `grants` nothing is granted and every query is refused. The whole `grants` shape is
-//! `{"fs_read", "fs_write", "env", "net", "subprocess"}` (see the `toolgate-plugin-grants`
-//! crate); this plugin uses `fs_read` only.
+//! `grants.fs_read` lists the database files, or folders of them, a query may open (a relative
+//! path is resolved against the policy's folder). The engine hands the entry's `grants:` to the
+//! plugin in its configuration, under `grants` (the whole shape is `{"fs_read", "fs_write",
+//! "env", "net", "subprocess"}`, see the `toolgate-plugin-grants` crate); this plugin uses
+//! `fs_read` only.
+//!
+//! Its manifest asks for `fs_read: ["*"]`, "any root the policy grants": an engine refuses to
+//! load it when the entry grants nothing to read, and loads it with one root or more. A host
+//! that loads it without grants (its configuration without `grants`) gets a plugin that refuses
+//! every query.
 //!
 //! # Tools
 //!
@@ -60,7 +66,9 @@
 mod query;
 
 use serde::Deserialize;
-use toolgate_plugin_api::{CallContext, Tool, ToolError, ToolOutput, json};
+use toolgate_plugin_api::{
+    ANY_GRANTED, CallContext, Capabilities, Tool, ToolError, ToolOutput, json,
+};
 use toolgate_plugin_grants::Grants;
 
 pub use query::SqliteError;
@@ -132,9 +140,18 @@ fn run_query(
     Ok(ToolOutput::text(result.to_string()))
 }
 
+/// What it asks the host for: reading, under whichever roots the policy grants.
+fn capabilities() -> Capabilities {
+    Capabilities {
+        fs_read: vec![ANY_GRANTED.to_string()],
+        ..Capabilities::default()
+    }
+}
+
 toolgate_plugin_api::export_plugin! {
     name: "sqlite",
     version: env!("CARGO_PKG_VERSION"),
+    capabilities: capabilities(),
     init: init,
     tools: [
         Tool::new("sqlite.query", run_query)

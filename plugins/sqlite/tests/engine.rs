@@ -8,7 +8,7 @@ use toolgate::history::ToolCall;
 
 fn engine(granted: &std::path::Path) -> Engine {
     let yaml = format!(
-        "version: 1\nplugins:\n  - path: {lib}\n    config:\n      grants: {{fs_read: [\"{dir}\"]}}\n      max_rows: 2\n",
+        "version: 1\nplugins:\n  - path: {lib}\n    grants: {{fs_read: [\"{dir}\"]}}\n    config:\n      max_rows: 2\n",
         lib = library().display(),
         dir = granted.display()
     );
@@ -61,4 +61,47 @@ async fn a_write_through_the_engine_is_an_error_result() {
         "{}",
         outcome.content.text()
     );
+}
+
+/// What building an engine whose policy gives the plugin entry `extra` lines says, when it fails.
+fn load_refusal(extra: &str) -> Option<Vec<String>> {
+    let yaml = format!(
+        "version: 1\nplugins:\n  - path: {lib}\n{extra}",
+        lib = library().display()
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let policy = toolgate_policy::load_str(&yaml, &dir.path().join("policy.yaml"))
+        .unwrap_or_else(|e| panic!("policy loads:\n{e}"));
+    match Engine::builder(policy).build() {
+        Ok(_) => None,
+        Err(toolgate::BuildError::Plugin { source, .. }) => match *source {
+            toolgate::error::PluginError::NotGranted { plugin, missing } => {
+                assert_eq!(plugin, "sqlite");
+                Some(missing)
+            }
+            other => panic!("refused for another reason: {other:?}"),
+        },
+        Err(other) => panic!("refused for another reason: {other:?}"),
+    }
+}
+
+#[test]
+fn without_grants_the_plugin_is_refused_at_load_as_not_granted() {
+    assert_eq!(
+        load_refusal(""),
+        Some(vec!["fs_read (any granted root)".to_string()])
+    );
+}
+
+#[test]
+fn grants_of_another_kind_only_do_not_let_the_plugin_load() {
+    assert_eq!(
+        load_refusal("    grants: {net: [example.com]}\n"),
+        Some(vec!["fs_read (any granted root)".to_string()])
+    );
+}
+
+#[test]
+fn one_granted_root_lets_the_plugin_load() {
+    assert_eq!(load_refusal("    grants: {fs_read: [/srv/data]}\n"), None);
 }

@@ -14,6 +14,7 @@
 //! | `progress` | `{steps}` | reports `step i of N` for i in 1..=N, then returns `done: N steps` |
 //! | `stream` | `{count, delay_ms}` | streams `count` chunks `chunk i\n` (i from 1), `delay_ms` apart, then returns `streamed N chunks`; stops as soon as the host wants no more |
 //! | `crash` | `{how}` | brings its process down: `abort`, `segfault`, `oom`, `stack_overflow`, or `spin` (see [`Crash`]) |
+//! | `connect` | `{addr}` | opens a TCP connection to `addr` (`ip:port`) within 5 s and closes it; returns `connected to ADDR`, or fails with the system's error |
 //!
 //! `crash` exists to test process isolation (`isolation: process`): call it only in a worker
 //! process. In process it takes the host down with it, as it is meant to.
@@ -258,6 +259,23 @@ fn recurse(depth: u64) -> u64 {
     recurse(depth + 1) + u64::from(frame[0])
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConnectArgs {
+    addr: String,
+}
+
+/// Opens (and drops) a TCP connection: whether this process may reach the network.
+fn connect(_ctx: &CallContext, args: ConnectArgs) -> Result<ToolOutput, ToolError> {
+    let addr: std::net::SocketAddr = args
+        .addr
+        .parse()
+        .map_err(|err| ToolError::new(format!("addr {:?} is not ip:port: {err}", args.addr)))?;
+    std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5))
+        .map(|_| ToolOutput::text(format!("connected to {addr}")))
+        .map_err(|err| ToolError::new(format!("cannot connect to {addr}: {err}")))
+}
+
 fn ms_schema(description: &str) -> Value {
     json!({
         "type": "object",
@@ -347,6 +365,14 @@ toolgate_plugin_api::export_plugin! {
                     "description": "How to crash."
                 }},
                 "required": ["how"],
+                "additionalProperties": false
+            })),
+        Tool::new("connect", connect)
+            .description("Open a TCP connection to ip:port and close it; for testing network confinement.")
+            .parameters(json!({
+                "type": "object",
+                "properties": {"addr": {"type": "string", "description": "ip:port"}},
+                "required": ["addr"],
                 "additionalProperties": false
             })),
     ],
