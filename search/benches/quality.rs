@@ -138,6 +138,9 @@ mod semantic {
         for dense_weight in [0.05, 0.1, 0.15, 0.2, 0.25, 0.35, 0.5, 0.75, 1.0] {
             grid.push(Fusion::Linear { dense_weight });
         }
+        for dense_weight in [0.05, 0.1, 0.15, 0.2, 0.25, 0.35, 0.5, 0.75, 1.0] {
+            grid.push(Fusion::Blend { dense_weight });
+        }
         for fusion in grid {
             let Ok(index) = SearchIndex::build(data.catalog.clone()) else {
                 return;

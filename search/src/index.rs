@@ -456,11 +456,7 @@ impl SearchIndex {
                 Some((Some(h), (score, tool)))
             })
             .unzip();
-        let mut dense = sem.nearest(free, depth);
-        if !required.is_empty() {
-            dense.retain(|(_, t)| lex.iter().any(|(_, l)| l == t));
-        }
-        let fused = crate::semantic::fuse(sem.fusion(), &lex, &dense);
+        let fused = sem.fused(free, &lex, depth, !required.is_empty());
         let mut out = Vec::with_capacity(max_results);
         for (score, tool) in fused.into_iter().take(max_results) {
             let found = lex.iter().position(|(_, t)| *t == tool);

@@ -68,6 +68,15 @@ pub enum SemanticError {
         /// The vectors file.
         path: PathBuf,
     },
+    /// The vectors file's checksum matches but a value in it is unusable (a non-finite or
+    /// negative scale, a non-finite mean).
+    #[error("{path} is not a usable tool-vectors file: {reason}")]
+    BadVectors {
+        /// The vectors file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
     /// The vectors file was computed with another model.
     #[error(
         "{path} was computed with another embedding model (model id {found:016x}, this one is {expected:016x}): rebuild the index"

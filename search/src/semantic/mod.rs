@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 pub use error::SemanticError;
 pub use fuse::Fusion;
-pub(crate) use fuse::fuse;
+use fuse::fuse;
 pub use model::StaticModel;
 pub(crate) use vectors::tools_id;
 pub use vectors::{EXACT_UP_TO, RESCORE, ToolVectors};
@@ -112,6 +112,34 @@ impl Semantic {
             Some(q) => self.vectors.nearest(&q, k),
             None => Vec::new(),
         }
+    }
+}
+
+impl Semantic {
+    /// `lexical` (`(score, tool)`, best first) fused with the `depth` tools nearest `query`, as
+    /// `(fused score, tool)`, best first. With `lexical_only`, only tools in `lexical` are
+    /// ranked (the query had `+required` words, which only the lexical stage checks).
+    pub(crate) fn fused(
+        &self,
+        query: &str,
+        lexical: &[(f32, u32)],
+        depth: usize,
+        lexical_only: bool,
+    ) -> Vec<(f32, u32)> {
+        let q = self
+            .model
+            .embed(query)
+            .and_then(|q| self.vectors.centre_query(&q));
+        let Some(q) = q else {
+            return fuse(self.fusion, lexical, &[], |_| 0.0);
+        };
+        let mut dense = self.vectors.nearest_centred(&q, depth);
+        if lexical_only {
+            dense.retain(|(_, t)| lexical.iter().any(|(_, l)| l == t));
+        }
+        fuse(self.fusion, lexical, &dense, |t| {
+            self.vectors.cosine_centred(&q, t)
+        })
     }
 }
 

@@ -1,26 +1,34 @@
-//! Tool vectors: one unit vector per tool, in tool-number order, computed at index build and
-//! stored in a file beside the index, and the nearest-neighbour search over them.
+//! Tool vectors: one vector per tool, in tool-number order, computed at index build and stored
+//! in a file beside the index, and the nearest-neighbour search over them.
 //!
-//! # File format (version 1, little-endian)
+//! Similarity is the cosine after subtracting the mean tool vector from both sides: a static
+//! model's sentence vectors share a large common component (every text has common words),
+//! which would otherwise put every cosine near the same value. Each tool's centred unit vector
+//! is kept quantised to 8 bits (each component times `127 / its largest magnitude`), with that
+//! row's scale: a quarter of the floats' size, and cosines within about 0.01 of the exact ones.
+//!
+//! # File format (version 2, little-endian)
 //!
 //! | bytes | field |
 //! |---|---|
 //! | 8 | magic `TGVECS\0\x01` |
-//! | 4 | format version (1) |
+//! | 4 | format version (2) |
 //! | 4 | dimensions `d` |
 //! | 4 | tools `n` |
 //! | 4 | zero |
 //! | 8 | model id ([`super::StaticModel::id`]) |
 //! | 8 | tools id: a checksum of the tool names in tool-number order |
 //! | 8 | checksum of every other byte (FNV-1a over 64-bit words) |
-//! | `4 n d` | the vectors, float32, a tool with no known word all zeros |
+//! | `4 d` | the mean tool vector, float32 |
+//! | `4 n` | each tool's scale, float32 (0 for a tool with no known word) |
+//! | `n d` | each tool's centred unit vector divided by its scale, int8 |
 //!
 //! # Search
 //!
 //! Up to [`EXACT_UP_TO`] tools every cosine is computed. Beyond, each vector also has a sign
-//! sketch (one bit per dimension of the centred vector): the query's sketch
-//! picks the [`RESCORE`] tools at the smallest Hamming distance, and only those are scored
-//! exactly. At 100,000 tools of 256 dimensions the sketches are 3.2 MB, against 102 MB of floats.
+//! sketch (one bit per dimension): the query's sketch picks the [`RESCORE`] tools at the
+//! smallest Hamming distance, and only those are scored exactly. At 100,000 tools of 256
+//! dimensions the sketches are 3.2 MB and the int8 rows 25.6 MB.
 
 use std::fs;
 use std::io::Write;
@@ -31,7 +39,7 @@ use super::model::normalize;
 use crate::format;
 
 const MAGIC: &[u8; 8] = b"TGVECS\0\x01";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 const HEADER: usize = 48;
 const CHECKSUM_AT: usize = 40;
 
@@ -41,22 +49,19 @@ pub const EXACT_UP_TO: usize = 8192;
 pub const RESCORE: usize = 1024;
 
 /// The vectors of an index's tools.
-///
-/// Similarity is the cosine after subtracting the mean tool vector from both sides: a static
-/// model's sentence vectors share a large common component (every text has common words),
-/// which would otherwise put every cosine near the same value.
 #[derive(Clone)]
 pub struct ToolVectors {
     dims: usize,
     model_id: u64,
     tools_id: u64,
-    /// `n * dims`, row-major, as stored: unit length or zero.
-    data: Vec<f32>,
-    /// The mean of the rows of `data`.
+    /// The mean of the tools' unit vectors.
     mean: Vec<f32>,
-    /// `n * dims`: each row minus `mean`, scaled to unit length.
-    centred: Vec<f32>,
-    /// `n * words` sign sketches of `centred` (empty when the catalog is searched exactly).
+    /// Per tool: its row's scale (0 for a tool with no vector).
+    scales: Vec<f32>,
+    /// `n * dims`: each tool's vector minus `mean`, scaled to unit length, divided by its scale
+    /// and rounded.
+    rows: Vec<i8>,
+    /// `n * words` sign sketches of `rows` (empty when the catalog is searched exactly).
     sketches: Vec<u64>,
 }
 
@@ -82,64 +87,74 @@ pub(crate) fn tools_id<'a>(names: impl Iterator<Item = &'a str>) -> u64 {
 impl ToolVectors {
     /// Vectors from `data` (`n * dims` floats, each row unit length or zero).
     pub(crate) fn new(dims: usize, model_id: u64, tools_id: u64, data: Vec<f32>) -> ToolVectors {
-        let mut v = ToolVectors {
-            dims,
-            model_id,
-            tools_id,
-            data,
-            mean: Vec::new(),
-            centred: Vec::new(),
-            sketches: Vec::new(),
-        };
-        v.centre();
-        v
-    }
-
-    fn centre(&mut self) {
-        let n = self.len();
-        if n == 0 {
-            return;
-        }
-        let mut mean = vec![0.0f32; self.dims];
-        for row in self.data.chunks_exact(self.dims) {
+        let n = data.len().checked_div(dims).unwrap_or(0);
+        let mut mean = vec![0.0f32; dims];
+        for row in data.chunks_exact(dims.max(1)) {
             for (m, x) in mean.iter_mut().zip(row) {
                 *m += x;
             }
         }
         for m in &mut mean {
-            *m /= n as f32;
+            *m /= n.max(1) as f32;
         }
-        let mut centred = self.data.clone();
-        for (row, orig) in centred
-            .chunks_exact_mut(self.dims)
-            .zip(self.data.chunks_exact(self.dims))
+        let mut scales = Vec::with_capacity(n);
+        let mut rows = vec![0i8; n * dims];
+        let mut centred = vec![0.0f32; dims];
+        for (orig, out) in data
+            .chunks_exact(dims.max(1))
+            .zip(rows.chunks_exact_mut(dims.max(1)))
         {
-            if orig.iter().all(|x| *x == 0.0) {
+            for ((c, x), m) in centred.iter_mut().zip(orig).zip(&mean) {
+                *c = x - m;
+            }
+            if orig.iter().all(|x| *x == 0.0) || !normalize(&mut centred) {
+                scales.push(0.0);
                 continue;
             }
-            for (x, m) in row.iter_mut().zip(&mean) {
-                *x -= m;
+            let largest = centred.iter().fold(0.0f32, |a, x| a.max(x.abs()));
+            let scale = largest / 127.0;
+            for (q, c) in out.iter_mut().zip(&centred) {
+                *q = (c / scale).round().clamp(-127.0, 127.0) as i8;
             }
-            normalize(row);
+            scales.push(scale);
         }
+        ToolVectors::from_parts(dims, model_id, tools_id, mean, scales, rows)
+    }
+
+    fn from_parts(
+        dims: usize,
+        model_id: u64,
+        tools_id: u64,
+        mean: Vec<f32>,
+        scales: Vec<f32>,
+        rows: Vec<i8>,
+    ) -> ToolVectors {
+        let n = scales.len();
+        let mut sketches = Vec::new();
         if n > EXACT_UP_TO {
-            let words = self.dims.div_ceil(64);
-            let mut sketches = vec![0u64; n * words];
-            for (row, out) in centred
-                .chunks_exact(self.dims)
+            let words = dims.div_ceil(64);
+            sketches = vec![0u64; n * words];
+            for (row, out) in rows
+                .chunks_exact(dims)
                 .zip(sketches.chunks_exact_mut(words))
             {
-                sign_bits(row, out);
+                sign_bits(row.iter().map(|x| *x > 0), out);
             }
-            self.sketches = sketches;
         }
-        self.mean = mean;
-        self.centred = centred;
+        ToolVectors {
+            dims,
+            model_id,
+            tools_id,
+            mean,
+            scales,
+            rows,
+            sketches,
+        }
     }
 
     /// The number of tools.
     pub fn len(&self) -> usize {
-        self.data.len().checked_div(self.dims).unwrap_or(0)
+        self.scales.len()
     }
 
     /// True if there are no tools.
@@ -164,27 +179,46 @@ impl ToolVectors {
     /// The `k` tools most similar to the unit vector `q`, as `(cosine, tool number)` (the
     /// cosine of both minus the mean tool vector), best first, ties by tool number.
     pub fn nearest(&self, q: &[f32], k: usize) -> Vec<(f32, u32)> {
+        match self.centre_query(q) {
+            Some(q) => self.nearest_centred(&q, k),
+            None => Vec::new(),
+        }
+    }
+
+    /// The unit vector `q` minus the mean tool vector, scaled to unit length: what
+    /// [`ToolVectors::nearest_centred`] and [`ToolVectors::cosine_centred`] take. `None` if `q`
+    /// has another number of dimensions, or is the mean.
+    pub(crate) fn centre_query(&self, q: &[f32]) -> Option<Vec<f32>> {
+        if q.len() != self.dims || self.is_empty() {
+            return None;
+        }
+        let mut q: Vec<f32> = q.iter().zip(&self.mean).map(|(x, m)| x - m).collect();
+        normalize(&mut q).then_some(q)
+    }
+
+    /// The cosine of tool `tool` with the centred query `q` (0 for a tool that does not exist).
+    pub(crate) fn cosine_centred(&self, q: &[f32], tool: u32) -> f32 {
+        let i = tool as usize;
+        let start = i * self.dims;
+        match (self.rows.get(start..start + self.dims), self.scales.get(i)) {
+            (Some(row), Some(scale)) if q.len() == self.dims => scale * dot_i8(q, row),
+            _ => 0.0,
+        }
+    }
+
+    /// [`ToolVectors::nearest`] for a query already centred ([`ToolVectors::centre_query`]).
+    pub(crate) fn nearest_centred(&self, q: &[f32], k: usize) -> Vec<(f32, u32)> {
         if k == 0 || q.len() != self.dims || self.is_empty() {
             return Vec::new();
         }
-        let mut q: Vec<f32> = q.iter().zip(&self.mean).map(|(x, m)| x - m).collect();
-        if !normalize(&mut q) {
-            return Vec::new();
-        }
-        let q = &q[..];
         let mut scored: Vec<(f32, u32)> = if self.sketches.is_empty() {
-            self.centred
-                .chunks_exact(self.dims)
-                .enumerate()
-                .map(|(i, row)| (dot(q, row), i as u32))
+            (0..self.len() as u32)
+                .map(|i| (self.cosine_centred(q, i), i))
                 .collect()
         } else {
             self.candidates(q, RESCORE.max(k))
                 .into_iter()
-                .map(|i| {
-                    let start = i as usize * self.dims;
-                    (dot(q, &self.centred[start..start + self.dims]), i)
-                })
+                .map(|i| (self.cosine_centred(q, i), i))
                 .collect()
         };
         let by_rank = |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
@@ -201,7 +235,7 @@ impl ToolVectors {
     fn candidates(&self, q: &[f32], m: usize) -> Vec<u32> {
         let words = self.dims.div_ceil(64);
         let mut qs = vec![0u64; words];
-        sign_bits(q, &mut qs);
+        sign_bits(q.iter().map(|x| *x > 0.0), &mut qs);
         let mut dist = Vec::with_capacity(self.len());
         let mut histogram = vec![0usize; words * 64 + 1];
         hamming(&self.sketches, &qs, &mut dist, &mut histogram);
@@ -229,6 +263,16 @@ impl ToolVectors {
         out
     }
 
+    /// The file's bytes after the header.
+    fn body(&self) -> Vec<u8> {
+        let mut body = Vec::with_capacity(4 * (self.dims + self.len()) + self.rows.len());
+        for x in self.mean.iter().chain(&self.scales) {
+            body.extend_from_slice(&x.to_le_bytes());
+        }
+        body.extend(self.rows.iter().map(|x| x.to_le_bytes()[0]));
+        body
+    }
+
     /// Writes the vectors to `path` (replacing it): written beside it, then renamed into place.
     pub fn write(&self, path: &Path) -> Result<(), SemanticError> {
         let mut header = [0u8; HEADER];
@@ -238,7 +282,7 @@ impl ToolVectors {
         header[16..20].copy_from_slice(&(self.len() as u32).to_le_bytes());
         header[24..32].copy_from_slice(&self.model_id.to_le_bytes());
         header[32..40].copy_from_slice(&self.tools_id.to_le_bytes());
-        let body: Vec<u8> = self.data.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let body = self.body();
         let sum = format::checksum(&[&header[..CHECKSUM_AT], &body]);
         header[CHECKSUM_AT..HEADER].copy_from_slice(&sum.to_le_bytes());
 
@@ -257,8 +301,8 @@ impl ToolVectors {
         fs::rename(&tmp, path).map_err(io)
     }
 
-    /// Reads a vectors file written by [`ToolVectors::write`], checking its header, length and
-    /// checksum.
+    /// Reads a vectors file written by [`ToolVectors::write`], checking its header, length,
+    /// checksum and values.
     pub fn open(path: &Path) -> Result<ToolVectors, SemanticError> {
         let bytes = fs::read(path).map_err(|source| SemanticError::Io {
             path: path.to_path_buf(),
@@ -286,11 +330,13 @@ impl ToolVectors {
         }
         let dims = u32_at(12) as usize;
         let count = u32_at(16) as usize;
-        let stated = (HEADER as u64) + 4 * (dims as u64) * (count as u64);
-        if stated != bytes.len() as u64 || dims == 0 {
+        // In 128 bits: two 32-bit counts multiplied and added to cannot overflow it.
+        let (d, n) = (dims as u128, count as u128);
+        let stated = HEADER as u128 + 4 * d + 4 * n + n * d;
+        if stated != bytes.len() as u128 || dims == 0 {
             return Err(SemanticError::LengthMismatch {
                 path: p(),
-                stated,
+                stated: u64::try_from(stated).unwrap_or(u64::MAX),
                 actual: bytes.len() as u64,
             });
         }
@@ -298,11 +344,41 @@ impl ToolVectors {
         if sum != u64_at(CHECKSUM_AT) {
             return Err(SemanticError::Checksum { path: p() });
         }
-        let data: Vec<f32> = bytes[HEADER..]
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        let floats = |b: &[u8]| -> Vec<f32> {
+            b.chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect()
+        };
+        let scales_at = HEADER + 4 * dims;
+        let rows_at = scales_at + 4 * count;
+        let mean = floats(&bytes[HEADER..scales_at]);
+        let scales = floats(&bytes[scales_at..rows_at]);
+        let bad = |reason: &str| SemanticError::BadVectors {
+            path: p(),
+            reason: reason.to_string(),
+        };
+        if mean.iter().any(|x| !x.is_finite()) {
+            return Err(bad("the mean vector holds a non-finite value"));
+        }
+        // A centred unit vector's largest component is at most 1: so is 127 times its scale.
+        if scales
+            .iter()
+            .any(|s| !(0.0..=1.0 / 127.0 + 1e-6).contains(s))
+        {
+            return Err(bad("a tool's scale is negative, too large or not finite"));
+        }
+        let rows = bytes[rows_at..]
+            .iter()
+            .map(|b| i8::from_le_bytes([*b]))
             .collect();
-        Ok(ToolVectors::new(dims, u64_at(24), u64_at(32), data))
+        Ok(ToolVectors::from_parts(
+            dims,
+            u64_at(24),
+            u64_at(32),
+            mean,
+            scales,
+            rows,
+        ))
     }
 }
 
@@ -355,25 +431,25 @@ fn hamming_portable(sketches: &[u64], q: &[u64], dist: &mut Vec<u16>, histogram:
     }
 }
 
-fn sign_bits(v: &[f32], out: &mut [u64]) {
-    for (i, x) in v.iter().enumerate() {
-        if *x > 0.0 {
+fn sign_bits(positive: impl Iterator<Item = bool>, out: &mut [u64]) {
+    for (i, p) in positive.enumerate() {
+        if p {
             out[i / 64] |= 1 << (i % 64);
         }
     }
 }
 
-/// The dot product, in eight lanes the compiler vectorises.
-pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
+/// The dot product of floats and int8s, in eight lanes the compiler vectorises.
+fn dot_i8(a: &[f32], b: &[i8]) -> f32 {
     let mut acc = [0.0f32; 8];
     let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
     let (ra, rb) = (ca.remainder(), cb.remainder());
     for (x, y) in ca.zip(cb) {
         for l in 0..8 {
-            acc[l] += x[l] * y[l];
+            acc[l] += x[l] * f32::from(y[l]);
         }
     }
-    let tail: f32 = ra.iter().zip(rb).map(|(x, y)| x * y).sum();
+    let tail: f32 = ra.iter().zip(rb).map(|(x, y)| x * f32::from(*y)).sum();
     acc.iter().sum::<f32>() + tail
 }
 
@@ -400,8 +476,64 @@ mod tests {
         let v = ToolVectors::new(8, 7, 9, unit_rows(20, 8));
         v.write(&path).expect("writes");
         let back = ToolVectors::open(&path).expect("reads");
-        assert_eq!(back.data, v.data);
+        assert_eq!(
+            (&back.mean, &back.scales, &back.rows),
+            (&v.mean, &v.scales, &v.rows)
+        );
         assert_eq!((back.model_id(), back.tools_id(), back.dims()), (7, 9, 8));
+    }
+
+    #[test]
+    fn quantised_cosines_are_within_a_hundredth_of_the_exact_ones() {
+        let data = unit_rows(50, 32);
+        let v = ToolVectors::new(32, 0, 0, data.clone());
+        let q = v.centre_query(&data[..32]).expect("a vector");
+        for (i, row) in data.chunks_exact(32).enumerate() {
+            let mut c: Vec<f32> = row.iter().zip(&v.mean).map(|(x, m)| x - m).collect();
+            normalize(&mut c);
+            let exact: f32 = c.iter().zip(&q).map(|(a, b)| a * b).sum();
+            let got = v.cosine_centred(&q, i as u32);
+            assert!(
+                (got - exact).abs() < 0.01,
+                "tool {i}: {got} against {exact}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_checksummed_file_with_a_bad_scale_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.vectors");
+        ToolVectors::new(8, 7, 9, unit_rows(4, 8))
+            .write(&path)
+            .expect("writes");
+        let mut bytes = fs::read(&path).expect("reads");
+        let scale_at = HEADER + 4 * 8;
+        bytes[scale_at..scale_at + 4].copy_from_slice(&f32::NAN.to_le_bytes());
+        let sum = format::checksum(&[&bytes[..CHECKSUM_AT], &bytes[HEADER..]]);
+        bytes[CHECKSUM_AT..HEADER].copy_from_slice(&sum.to_le_bytes());
+        fs::write(&path, &bytes).expect("writes");
+        assert!(matches!(
+            ToolVectors::open(&path),
+            Err(SemanticError::BadVectors { .. })
+        ));
+    }
+
+    #[test]
+    fn a_header_claiming_more_tools_than_the_file_holds_is_a_length_mismatch() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.vectors");
+        ToolVectors::new(8, 7, 9, unit_rows(4, 8))
+            .write(&path)
+            .expect("writes");
+        let mut bytes = fs::read(&path).expect("reads");
+        bytes[16..20].copy_from_slice(&u32::MAX.to_le_bytes());
+        bytes[12..16].copy_from_slice(&u32::MAX.to_le_bytes());
+        fs::write(&path, &bytes).expect("writes");
+        assert!(matches!(
+            ToolVectors::open(&path),
+            Err(SemanticError::LengthMismatch { .. })
+        ));
     }
 
     #[test]
@@ -428,11 +560,11 @@ mod tests {
             .write(&path)
             .expect("writes");
         let mut bytes = fs::read(&path).expect("reads");
-        bytes[8] = 2;
+        bytes[8] = 3;
         fs::write(&path, &bytes).expect("writes");
         assert!(matches!(
             ToolVectors::open(&path),
-            Err(SemanticError::UnsupportedVersion { found: 2, .. })
+            Err(SemanticError::UnsupportedVersion { found: 3, .. })
         ));
     }
 
@@ -465,14 +597,15 @@ mod tests {
     #[test]
     fn sketch_search_finds_the_exact_nearest_tool_in_a_large_catalog() {
         let n = EXACT_UP_TO + 100;
-        let v = ToolVectors::new(16, 0, 0, unit_rows(n, 16));
+        let data = unit_rows(n, 16);
+        let v = ToolVectors::new(16, 0, 0, data.clone());
         assert!(!v.sketches.is_empty());
         let start = 4321 * 16;
-        let q = v.data[start..start + 16].to_vec();
+        let q = data[start..start + 16].to_vec();
         let found = v.nearest(&q, 1);
         // Rows repeat with period 13; the query's own row or an identical one is first.
         let best = found[0].1 as usize * 16;
-        assert_eq!(v.data[best..best + 16], q[..]);
-        assert!((found[0].0 - 1.0).abs() < 1e-5);
+        assert_eq!(data[best..best + 16], q[..]);
+        assert!((found[0].0 - 1.0).abs() < 0.01);
     }
 }
