@@ -6,6 +6,7 @@
 //! | `overhead`: `guarded` - `direct`, no hooks, `Policy::default()` | < 2 µs median |
 //! | `hooks`: aliases + Rhai rewrite + before + after | < 25 µs median |
 //! | `plugin`: `plugin_echo_1kb` - `native_echo_1kb` | < 5 µs median |
+//! | `plugin`: the same on a multi-thread runtime's worker (`*_multi_thread`) | < 5 µs median |
 //! | `process`: `echo_1kb` under `isolation: process` | < 50 µs median |
 //! | `process`: `crash_then_echo`: a crash, the restart and one call | for information |
 //! | `dispatch`: 1,000 calls of one turn sleeping 10 ms each | < 60 ms wall |
@@ -285,6 +286,27 @@ fn plugin(c: &mut Criterion) {
     // plugin call paid before plugins had threads of their own.
     g.bench_function("spawn_blocking_baseline", |b| {
         b.iter(|| rt.block_on(async { tokio::task::spawn_blocking(|| black_box(1u8)).await.ok() }))
+    });
+    // The same two calls from a task of a multi-thread runtime, as the CLI and `serve` run
+    // them (`block_on` of a spawned task, so the call runs on a runtime worker).
+    let mt = multi_thread();
+    let native = Arc::new(native);
+    let plugin = Arc::new(plugin);
+    let session = Arc::new(session);
+    let call = Arc::new(call);
+    let on_worker = |engine: &Arc<Engine>| {
+        let (engine, session, call) = (engine.clone(), session.clone(), call.clone());
+        mt.block_on(async move {
+            tokio::spawn(async move { engine.call(&session, &call).await })
+                .await
+                .ok()
+        })
+    };
+    g.bench_function("native_echo_1kb_multi_thread", |b| {
+        b.iter(|| black_box(on_worker(&native)))
+    });
+    g.bench_function("plugin_echo_1kb_multi_thread", |b| {
+        b.iter(|| black_box(on_worker(&plugin)))
     });
     g.finish();
 }

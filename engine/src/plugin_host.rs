@@ -16,7 +16,8 @@ pub use toolgate_plugin_api::worker::{FrameError, ServeError};
 /// When the pipe breaks or the host speaks out of protocol. A library that does not load is
 /// not an error here: the host is told, and this returns `Ok`.
 pub fn serve_stdio() -> Result<(), ServeError> {
-    let stdin = std::io::stdin().lock();
+    // `Stdin` buffers: a frame usually comes in one read.
+    let stdin = std::io::stdin();
     let frames = protocol_output().map_err(|e| ServeError::Frame(FrameError::Io(e)))?;
     // SAFETY: the engine that started this worker names a library from its policy, which it
     // would otherwise load into its own process: the same promise as `LoadedPlugin::load`.

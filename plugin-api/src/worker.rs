@@ -22,7 +22,9 @@
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
@@ -263,7 +265,7 @@ pub enum ServeError {
 /// As [`LoadedPlugin::load`]: the library named in `hello` must be a sound plugin library. The
 /// host that starts the worker vouches for it, as it would for loading it in its own process.
 pub unsafe fn serve(
-    input: impl Read,
+    input: impl Read + Send + 'static,
     output: impl Write + Send + 'static,
 ) -> Result<(), ServeError> {
     // SAFETY: the caller's promise.
@@ -278,7 +280,7 @@ pub unsafe fn serve(
 ///
 /// As [`serve`].
 pub unsafe fn serve_confined(
-    mut input: impl Read,
+    mut input: impl Read + Send + 'static,
     output: impl Write + Send + 'static,
     confine: impl FnOnce(&Path, &Confine) -> Result<(), String>,
 ) -> Result<(), ServeError> {
@@ -349,127 +351,163 @@ pub unsafe fn serve_confined(
             .collect(),
         capabilities: plugin.capabilities().clone(),
     })?;
-    let send = Arc::new(send);
-    let running: Arc<Mutex<HashMap<u64, CancelFlag>>> = Arc::default();
-    let mut threads = Threads::default();
-    while let Some(frame) = read_frame::<HostFrame>(&mut input)? {
-        match frame {
-            HostFrame::Hello { .. } => {}
-            HostFrame::Cancel { id } => {
-                if let Some(flag) = running
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .get(&id)
-                {
-                    flag.cancel();
-                }
+    let calls = Arc::new(Calls {
+        input: Mutex::new(Input {
+            reader: Box::new(input),
+            ended: false,
+        }),
+        plugin,
+        send: Arc::new(send),
+        running: Mutex::default(),
+        readers: AtomicUsize::new(0),
+    });
+    let (end_tx, end_rx) = std::sync::mpsc::channel();
+    calls.start_reader(end_tx).map_err(FrameError::Io)?;
+    // Every reader holds a sender: they all end only at the end of the input, which one of
+    // them reports first.
+    end_rx.recv().unwrap_or(Ok(()))
+}
+
+/// What the worker's threads share.
+///
+/// The threads take turns reading the host's frames (leader and followers): the thread that
+/// reads a `call` runs it itself, right away, and another thread, already waiting for the
+/// input, reads on meanwhile (for `cancel` frames and concurrent calls). A call thus costs no
+/// hand-over to another thread; a thread is started only when no other is left to read.
+/// Threads are kept once started. The caller of [`serve`] only waits for the end: a call that
+/// never returns cannot keep the worker alive once the host closes the pipe.
+struct Calls {
+    input: Mutex<Input>,
+    plugin: Arc<LoadedPlugin>,
+    send: Arc<SendFrame>,
+    running: Mutex<HashMap<u64, CancelFlag>>,
+    /// Threads that read, or wait to read, the input (none of them runs a call).
+    readers: AtomicUsize,
+}
+
+/// Writes one frame to the host.
+type SendFrame = dyn Fn(&WorkerFrame) -> Result<(), FrameError> + Send + Sync;
+
+/// The host's frames, read by one thread at a time.
+struct Input {
+    reader: Box<dyn Read + Send>,
+    /// The input ended (or broke): the threads that come to read stop.
+    ended: bool,
+}
+
+/// The end of the input as [`serve`] reports it.
+type End = std::sync::mpsc::Sender<Result<(), ServeError>>;
+
+impl Calls {
+    /// Starts one more reading thread.
+    fn start_reader(self: &Arc<Self>, end: End) -> io::Result<()> {
+        self.readers.fetch_add(1, Ordering::SeqCst);
+        let calls = self.clone();
+        let started = std::thread::Builder::new()
+            .name("call".into())
+            .spawn(move || calls.read_and_run(end));
+        if started.is_err() {
+            self.readers.fetch_sub(1, Ordering::SeqCst);
+        }
+        started.map(drop)
+    }
+
+    /// A thread's life: read frames; run each call read, then read again.
+    fn read_and_run(self: Arc<Self>, end: End) {
+        loop {
+            let mut input = self.input.lock().unwrap_or_else(PoisonError::into_inner);
+            if input.ended {
+                return;
             }
-            HostFrame::Call { id, tool, args, .. } => {
-                let flag = CancelFlag::new();
-                running
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .insert(id, flag.clone());
-                let plugin = plugin.clone();
-                let call_send = send.clone();
-                let running = running.clone();
-                let spawned = threads.run(Box::new(move || {
-                    let send = call_send;
-                    let mut progress = |message: &str| {
-                        // A closed pipe means the host is gone; nothing to tell.
-                        let _ = send(&WorkerFrame::Progress {
-                            id,
-                            message: message.to_string(),
-                        });
-                    };
-                    let mut chunk = |text: &str| {
-                        let sent = send(&WorkerFrame::Chunk {
-                            id,
-                            text: text.to_string(),
-                        });
-                        // More only while the host reads and has not cancelled.
-                        sent.is_ok() && !flag.is_cancelled()
-                    };
-                    let outcome =
-                        plugin.call_streaming(&tool, &args, &flag, &mut progress, &mut chunk);
-                    running
+            let frame = match read_frame::<HostFrame>(&mut input.reader) {
+                Ok(Some(frame)) => frame,
+                Ok(None) => {
+                    input.ended = true;
+                    let _ = end.send(Ok(()));
+                    return;
+                }
+                Err(err) => {
+                    input.ended = true;
+                    let _ = end.send(Err(err.into()));
+                    return;
+                }
+            };
+            match frame {
+                HostFrame::Hello { .. } => {}
+                HostFrame::Cancel { id } => {
+                    if let Some(flag) = self
+                        .running
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
-                        .remove(&id);
-                    let _ = send(&WorkerFrame::Result {
-                        id,
-                        outcome: outcome.into(),
-                    });
-                }));
-                if let Err(err) = spawned {
-                    send(&WorkerFrame::Result {
-                        id,
-                        outcome: WireOutcome::Error {
-                            message: format!("the plugin worker could not start a thread: {err}"),
-                        },
-                    })?;
+                        .get(&id)
+                    {
+                        flag.cancel();
+                    }
+                }
+                HostFrame::Call { id, tool, args, .. } => {
+                    // Leave a reader behind before running the call (the input is still held,
+                    // so no other thread takes a call meanwhile).
+                    if self.readers.fetch_sub(1, Ordering::SeqCst) == 1
+                        && let Err(err) = self.start_reader(end.clone())
+                    {
+                        self.readers.fetch_add(1, Ordering::SeqCst);
+                        drop(input);
+                        let _ = (self.send)(&WorkerFrame::Result {
+                            id,
+                            outcome: WireOutcome::Error {
+                                message: format!(
+                                    "the plugin worker could not start a thread: {err}"
+                                ),
+                            },
+                        });
+                        continue;
+                    }
+                    let flag = CancelFlag::new();
+                    self.running
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .insert(id, flag.clone());
+                    drop(input);
+                    self.run(id, &tool, &args, &flag);
+                    self.readers.fetch_add(1, Ordering::SeqCst);
                 }
             }
         }
     }
-    Ok(())
-}
 
-/// A call, as a worker thread runs it.
-type Job = Box<dyn FnOnce() + Send>;
-
-/// The worker's call threads: kept once started, a new one only when none is idle.
-#[derive(Default)]
-struct Threads {
-    jobs: Option<std::sync::mpsc::Sender<Job>>,
-    receiver: Option<Arc<Mutex<std::sync::mpsc::Receiver<Job>>>>,
-    /// Threads waiting for a job.
-    idle: Arc<std::sync::atomic::AtomicUsize>,
-    /// Jobs sent and not yet taken.
-    queued: Arc<std::sync::atomic::AtomicUsize>,
-}
-
-impl Threads {
-    /// Runs `job` on an idle thread, or on a new one.
-    fn run(&mut self, job: Job) -> io::Result<()> {
-        use std::sync::atomic::Ordering::SeqCst;
-        if self.jobs.is_none() {
-            let (tx, rx) = std::sync::mpsc::channel();
-            self.jobs = Some(tx);
-            self.receiver = Some(Arc::new(Mutex::new(rx)));
-        }
-        let (Some(jobs), Some(receiver)) = (&self.jobs, &self.receiver) else {
-            return Err(io::ErrorKind::Other.into());
+    /// Runs one call and sends its result.
+    fn run(&self, id: u64, tool: &str, args: &str, flag: &CancelFlag) {
+        let send = &self.send;
+        let mut progress = |message: &str| {
+            // A closed pipe means the host is gone; nothing to tell.
+            let _ = send(&WorkerFrame::Progress {
+                id,
+                message: message.to_string(),
+            });
         };
-        let queued = self.queued.fetch_add(1, SeqCst) + 1;
-        if self.idle.load(SeqCst) < queued {
-            let receiver = receiver.clone();
-            let idle = self.idle.clone();
-            let waiting = self.queued.clone();
-            let started = std::thread::Builder::new()
-                .name("call".into())
-                .spawn(move || {
-                    loop {
-                        idle.fetch_add(1, SeqCst);
-                        let job = receiver
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .recv();
-                        idle.fetch_sub(1, SeqCst);
-                        let Ok(job) = job else {
-                            return;
-                        };
-                        waiting.fetch_sub(1, SeqCst);
-                        job();
-                    }
-                });
-            if let Err(err) = started {
-                self.queued.fetch_sub(1, SeqCst);
-                return Err(err);
-            }
-        }
-        jobs.send(job)
-            .map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe))
+        let mut chunk = |text: &str| {
+            let sent = send(&WorkerFrame::Chunk {
+                id,
+                text: text.to_string(),
+            });
+            // More only while the host reads and has not cancelled.
+            sent.is_ok() && !flag.is_cancelled()
+        };
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            self.plugin
+                .call_streaming(tool, args, flag, &mut progress, &mut chunk)
+        }))
+        .unwrap_or_else(|payload| {
+            PluginOutcome::Panic(crate::panic::panic_message(payload.as_ref()))
+        });
+        self.running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&id);
+        let _ = send(&WorkerFrame::Result {
+            id,
+            outcome: outcome.into(),
+        });
     }
 }
 

@@ -3,9 +3,11 @@
 //!
 //! A [`Pool`] starts threads lazily, up to its bound, and keeps them: a call is handed to an
 //! idle thread through a queue, without spawning a task or a thread per call. A thread that
-//! has just finished a call looks for the next one for a few microseconds before it sleeps,
-//! so calls that follow each other closely do not pay for waking it. A thread idle for
-//! [`IDLE_EXIT`] ends; the pool starts another when it needs one.
+//! has just finished a call takes the next one if it is already queued, and otherwise sleeps
+//! at once: it does not spin waiting for one (on a machine with few cores and other work,
+//! a spinning thread takes the core the caller needs to finish its call and send the next;
+//! measured in `engine/benches/guard.rs`, `plugin` group, spinning 50 µs made calls 2-10x
+//! slower). A thread idle for [`IDLE_EXIT`] ends; the pool starts another when it needs one.
 //!
 //! The pool does not bound anything itself: the plugin's thread permits (`max_threads`) are
 //! taken before a job is submitted and released by the job when the plugin returns, so at most
@@ -15,13 +17,10 @@ use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How long a thread with nothing to do stays before it ends.
 const IDLE_EXIT: Duration = Duration::from_secs(30);
-
-/// How long a thread that has just finished a call looks for the next one before it sleeps.
-const SPIN: Duration = Duration::from_micros(50);
 
 /// One unit of work: a plugin call and the sending of its result. It calls
 /// [`Finishing::now`] just before it sends the result, so that the caller's next job, which may
@@ -30,7 +29,7 @@ pub(crate) type Job = Box<dyn FnOnce(&Finishing) + Send + 'static>;
 
 /// Given to a job: lets it say its thread is about to be free.
 pub(crate) struct Finishing<'a> {
-    spinning: &'a AtomicUsize,
+    between_jobs: &'a AtomicUsize,
     announced: std::cell::Cell<bool>,
 }
 
@@ -38,7 +37,7 @@ impl Finishing<'_> {
     /// The job is done but for sending its result: count the thread as available.
     pub(crate) fn now(&self) {
         if !self.announced.replace(true) {
-            self.spinning.fetch_add(1, Ordering::AcqRel);
+            self.between_jobs.fetch_add(1, Ordering::AcqRel);
         }
     }
 }
@@ -55,10 +54,9 @@ struct Shared {
     max_threads: usize,
     state: Mutex<State>,
     wake: Condvar,
-    /// Jobs in the queue, readable without the lock (for the spinning thread).
-    queued: AtomicUsize,
-    /// Threads looking for work without sleeping: as available as idle ones.
-    spinning: AtomicUsize,
+    /// Threads that have finished a job and are about to look for the next one: as available
+    /// as idle ones.
+    between_jobs: AtomicUsize,
 }
 
 #[derive(Default)]
@@ -81,8 +79,7 @@ impl Pool {
                 max_threads: max_threads.max(1),
                 state: Mutex::new(State::default()),
                 wake: Condvar::new(),
-                queued: AtomicUsize::new(0),
-                spinning: AtomicUsize::new(0),
+                between_jobs: AtomicUsize::new(0),
             }),
         }
     }
@@ -92,11 +89,10 @@ impl Pool {
     pub(crate) fn submit(&self, job: Job) -> std::io::Result<()> {
         let mut state = self.shared.lock();
         state.queue.push_back(job);
-        self.shared.queued.fetch_add(1, Ordering::Release);
         // Idle threads that were woken but have not yet taken a job still count as idle, and a
-        // spinning thread will see the job (or, giving up, find it under the lock): each takes
-        // one, so a new thread is needed only when there are more jobs than takers.
-        let takers = state.idle + self.shared.spinning.load(Ordering::Acquire);
+        // thread that has just finished a job will find it under the lock: each takes one, so a
+        // new thread is needed only when there are more jobs than takers.
+        let takers = state.idle + self.shared.between_jobs.load(Ordering::Acquire);
         if state.queue.len() > takers && state.threads < self.shared.max_threads {
             let shared = self.shared.clone();
             let started = std::thread::Builder::new()
@@ -107,14 +103,13 @@ impl Pool {
                 Err(err) if state.threads == 0 => {
                     // Nobody would ever run it: take it back.
                     state.queue.pop_back();
-                    self.shared.queued.fetch_sub(1, Ordering::Release);
                     return Err(err);
                 }
                 // A thread that is alive will take it when it is done.
                 Err(_) => {}
             }
-        } else if state.queue.len() > self.shared.spinning.load(Ordering::Acquire) {
-            // More jobs than spinning threads will take: wake a sleeping one.
+        } else if state.queue.len() > self.shared.between_jobs.load(Ordering::Acquire) {
+            // More jobs than finishing threads will take: wake a sleeping one.
             self.shared.wake.notify_one();
         }
         Ok(())
@@ -136,47 +131,36 @@ impl Shared {
     }
 
     fn take(&self, state: &mut State) -> Option<Job> {
-        let job = state.queue.pop_front()?;
-        self.queued.fetch_sub(1, Ordering::Release);
-        Some(job)
+        state.queue.pop_front()
     }
 
     /// A thread's life: run jobs until the pool is closed or nothing came for [`IDLE_EXIT`].
     fn work(&self) {
-        let mut spinning = false;
+        let mut between_jobs = false;
         loop {
-            let Some(job) = self.next(spinning) else {
+            let Some(job) = self.next(between_jobs) else {
                 return;
             };
             let finishing = Finishing {
-                spinning: &self.spinning,
+                between_jobs: &self.between_jobs,
                 announced: std::cell::Cell::new(false),
             };
             if catch_unwind(AssertUnwindSafe(|| job(&finishing))).is_err() {
                 tracing::error!(thread = %self.thread_name, "a plugin job panicked");
             }
+            // Counted in `between_jobs` until it takes the lock again in `next`.
             finishing.now();
-            self.spin();
-            spinning = true;
-        }
-    }
-
-    /// Looks for new work for [`SPIN`] without sleeping; the thread is counted in `spinning`
-    /// (by [`Finishing::now`]) until it takes the lock again in [`Shared::next`].
-    fn spin(&self) {
-        let start = Instant::now();
-        while self.queued.load(Ordering::Acquire) == 0 && start.elapsed() < SPIN {
-            std::hint::spin_loop();
+            between_jobs = true;
         }
     }
 
     /// The next job, or `None` when this thread should end (and has been counted out).
-    /// `spinning`: this thread is counted in `spinning`; it stops being counted under the lock,
-    /// so that `submit` always sees it as spinning or as idle, never as neither.
-    fn next(&self, spinning: bool) -> Option<Job> {
+    /// `between_jobs`: this thread is counted in `between_jobs`; it stops being counted under
+    /// the lock, so that `submit` always sees it as between jobs or as idle, never as neither.
+    fn next(&self, between_jobs: bool) -> Option<Job> {
         let mut state = self.lock();
-        if spinning {
-            self.spinning.fetch_sub(1, Ordering::AcqRel);
+        if between_jobs {
+            self.between_jobs.fetch_sub(1, Ordering::AcqRel);
         }
         loop {
             if let Some(job) = self.take(&mut state) {

@@ -22,7 +22,7 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot};
@@ -45,6 +45,10 @@ const BACKOFF_MAX: Duration = Duration::from_secs(5);
 
 /// How much of the worker's stderr is kept for the crash message: its last 2 KiB.
 const STDERR_TAIL: usize = 2048;
+
+/// How long a crash message waits for a dead worker's stderr to end, so that it has the last
+/// words (the pipe ends at once, unless a process the plugin started still holds it).
+const STDERR_END_WAIT: Duration = Duration::from_millis(50);
 
 /// The error kind of a call whose worker died under it.
 pub(crate) const PLUGIN_CRASHED: &str = "plugin_crashed";
@@ -103,7 +107,7 @@ struct Running {
     /// Why the host killed it, if it did (the crash message says so).
     killed_because: Mutex<Option<String>>,
     /// Its stderr's last bytes.
-    stderr: Arc<Mutex<Vec<u8>>>,
+    stderr: Arc<Tail>,
     started: Instant,
 }
 
@@ -185,13 +189,15 @@ impl Supervisor {
             program: program.clone(),
             what,
         };
-        let (Some(mut stdin), Some(mut stdout), Some(stderr)) =
+        let (Some(mut stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
             kill_and_reap(&mut child);
             return Err(protocol("has no pipes".into()));
         };
-        let tail = Arc::new(Mutex::new(Vec::new()));
+        // A frame's length and body in one read, instead of two.
+        let mut stdout = std::io::BufReader::with_capacity(64 * 1024, stdout);
+        let tail = Arc::new(Tail::default());
         keep_tail(stderr, tail.clone());
         let hello = HostFrame::Hello {
             library: self.spec.pinned.as_ref().map_or_else(
@@ -566,30 +572,49 @@ pub(crate) fn signal_name(signal: i32) -> &'static str {
     }
 }
 
+/// The last bytes of a worker's stderr, and whether it has ended.
+#[derive(Default)]
+struct Tail {
+    state: Mutex<TailState>,
+    ended: Condvar,
+}
+
+#[derive(Default)]
+struct TailState {
+    bytes: Vec<u8>,
+    ended: bool,
+}
+
 /// Keeps the last [`STDERR_TAIL`] bytes of the worker's stderr in `tail`, on its own thread.
-fn keep_tail(mut stderr: impl Read + Send + 'static, tail: Arc<Mutex<Vec<u8>>>) {
+fn keep_tail(mut stderr: impl Read + Send + 'static, tail: Arc<Tail>) {
     let _ = std::thread::Builder::new()
         .name("toolgate-worker-stderr".into())
         .spawn(move || {
             let mut buf = [0u8; 1024];
-            while let Ok(n) = stderr.read(&mut buf) {
+            loop {
+                let n = stderr.read(&mut buf).unwrap_or(0);
+                let mut state = lock(&tail.state);
                 if n == 0 {
+                    state.ended = true;
+                    tail.ended.notify_all();
                     return;
                 }
-                let mut tail = lock(&tail);
-                tail.extend_from_slice(&buf[..n]);
-                let excess = tail.len().saturating_sub(STDERR_TAIL);
-                tail.drain(..excess);
+                state.bytes.extend_from_slice(&buf[..n]);
+                let excess = state.bytes.len().saturating_sub(STDERR_TAIL);
+                state.bytes.drain(..excess);
             }
         });
 }
 
-/// The worker's stderr tail as one line.
-fn tail_text(tail: &Mutex<Vec<u8>>) -> String {
-    // Give the stderr thread a moment to read what the dying process wrote last.
-    std::thread::sleep(Duration::from_millis(5));
-    let bytes = lock(tail).clone();
-    String::from_utf8_lossy(&bytes)
+/// The stderr tail of a worker that has died, as one line: once its stderr has ended (so it
+/// holds what the process wrote last), or [`STDERR_END_WAIT`] at most.
+fn tail_text(tail: &Tail) -> String {
+    let state = lock(&tail.state);
+    let (state, _) = tail
+        .ended
+        .wait_timeout_while(state, STDERR_END_WAIT, |s| !s.ended)
+        .unwrap_or_else(PoisonError::into_inner);
+    String::from_utf8_lossy(&state.bytes)
         .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty())
