@@ -40,6 +40,7 @@ impl Worker {
                 library: library("toolgate_plugin_testkit"),
                 config: serde_json::Value::Null,
                 confine: None,
+                grants: None,
             },
         )
         .expect("hello sent");
