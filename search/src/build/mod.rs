@@ -43,9 +43,10 @@ pub(crate) fn serialize_owned<D: Doc>(
     params: ImpactParams,
 ) -> Result<Built, IndexError> {
     let workers = workers_for(docs.len());
-    let (n, all) = split(&docs, workers)?;
+    let (n, shards) = split(&docs, workers)?;
+    // The shards own what they took: the catalog goes before they are joined.
     drop(docs);
-    assemble(n, all, params, workers)
+    assemble(n, join(shards), params, workers)
 }
 
 /// How many threads pay for a catalog of `len` tools.
@@ -64,13 +65,14 @@ fn serialize_on<D: Doc>(
     workers: usize,
 ) -> Result<Built, IndexError> {
     let workers = workers.max(1);
-    let (n, all) = split(docs, workers)?;
-    assemble(n, all, params, workers)
+    let (n, shards) = split(docs, workers)?;
+    assemble(n, join(shards), params, workers)
 }
 
 /// The tools' count and their terms, records and re-ranking words, numbered in name order and
-/// split on `workers` threads. Tool names must be non-empty and unique.
-fn split<D: Doc>(docs: &[D], workers: usize) -> Result<(u32, Shard), IndexError> {
+/// split on `workers` threads, one shard per run of tools ([`join`] them in order). Tool names
+/// must be non-empty and unique.
+fn split<D: Doc>(docs: &[D], workers: usize) -> Result<(u32, Vec<Shard>), IndexError> {
     let workers = workers.max(1);
     let n =
         u32::try_from(docs.len()).map_err(|_| IndexError::TooManyTools { count: docs.len() })?;
@@ -99,13 +101,17 @@ fn split<D: Doc>(docs: &[D], workers: usize) -> Result<(u32, Shard), IndexError>
     let shards = in_aligned_runs(&order, workers, record::BLOCK_TOOLS, |first, ids| {
         Shard::build(ids.iter().map(|&d| &docs[d as usize]), first as u32)
     });
+    Ok((n, shards))
+}
+
+/// The shards of [`split`] joined in order, each dropped once added.
+fn join(shards: Vec<Shard>) -> Shard {
     let mut shards = shards.into_iter();
     let mut all = shards.next().unwrap_or_default();
     for shard in shards {
         all.append(shard);
     }
-    debug_assert_eq!(all.doc_offsets.len(), docs.len() * 8);
-    Ok((n, all))
+    all
 }
 
 /// The index file's bytes from the split tools (see [`split`]).
