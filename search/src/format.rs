@@ -58,7 +58,13 @@
 //! anything is allocated), that does not decompress to exactly that length or
 //! whose texts do not fit it is a typed error (`record::RecordError`), never a
 //! panic. Blocks start at multiples of B, so a build's bytes do not depend on
-//! its number of threads.
+//! its number of threads. Measured: the records of BFCL take 718 KiB instead
+//! of 1,732 uncompressed, Seal-Tools' 711 instead of 1,666; the speed bench's
+//! 100,000 tools 7.2 MiB instead of 48.7 (2.4 of blocks, whose near-duplicate
+//! tools sit side by side in name order, and 4.7 of hot records). LZ4 rather
+//! than zstd or deflate, which pack a block 1.5 times smaller: it decodes a
+//! block several times faster, in pure Rust, and a search decodes one block
+//! per tool it returns.
 //! * The re-ranking vocabulary is an fst from each stem of the re-ranking
 //!   words to its number, the most frequent numbered first. A search looks up
 //!   its few query stems there once instead of splitting and stemming the
