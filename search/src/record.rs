@@ -392,10 +392,9 @@ mod tests {
             let block = Block::of_tool(&bytes, tool).unwrap();
             let text = block.text(tool).unwrap();
             assert_eq!(text.description, format!("tool {tool} does things"));
-            assert_eq!(
-                text.parameters_json,
-                format!(r#"{{"properties":{{"p":{{"enum":[{tool}]}}}},"type":"object"}}"#)
-            );
+            let schema =
+                serde_json::json!({"type": "object", "properties": {"p": {"enum": [tool]}}});
+            assert_eq!(text.parameters_json, schema.to_string());
             assert_eq!(text.aliases, [format!("alias {tool}")]);
             assert!(text.keywords.is_empty());
         }
