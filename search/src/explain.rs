@@ -50,10 +50,10 @@ pub(crate) fn explain(
             let parameters = doc.parameters().unwrap_or(serde_json::Value::Null);
             fields.fill_parts(
                 doc.name,
-                doc.description,
+                &doc.description,
                 &parameters,
-                doc.aliases.iter().copied(),
-                doc.keywords.iter().copied(),
+                doc.aliases.iter().map(|s| &**s),
+                doc.keywords.iter().map(|s| &**s),
             );
             seen.iter_mut().for_each(|s| *s = [0; FIELDS]);
             for field in Field::ALL {

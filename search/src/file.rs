@@ -16,7 +16,7 @@ use crate::error::{Damage, IndexError};
 use crate::field::FIELDS;
 use crate::format::{self, PostingList, Reader};
 use crate::ranking::ImpactParams;
-use crate::record::{self, ToolDocRef};
+use crate::record::{Block, RecordError, ToolDocRef};
 
 /// The bytes behind an index: a memory map, or a vector (a file read into memory, or a freshly
 /// built index).
@@ -359,9 +359,31 @@ impl IndexFile {
         None
     }
 
-    /// Tool `id` as stored.
+    /// Tool `id` as stored (`None` past the tools or where the file is damaged: see
+    /// [`IndexFile::try_doc`]).
     pub(crate) fn doc(&self, id: usize) -> Option<ToolDocRef<'_>> {
-        record::read(self.record(id)?)
+        self.try_doc(id).ok()
+    }
+
+    /// Tool `id` as stored: its name from its hot record, its text decompressed from its block.
+    pub(crate) fn try_doc(&self, id: usize) -> Result<ToolDocRef<'_>, RecordError> {
+        let name = self.name_of(id).ok_or(RecordError::Record { tool: id })?;
+        let block = Block::of_tool(self.section(&self.docs), id)?;
+        Ok(ToolDocRef::with_text(name, block.text(id)?))
+    }
+
+    /// Every tool as stored, in tool order, each block decompressed once; a tool that cannot
+    /// be read (a damaged file) is left out.
+    pub(crate) fn docs(&self) -> impl Iterator<Item = ToolDocRef<'_>> + '_ {
+        let mut block: Option<Block> = None;
+        (0..self.len).filter_map(move |id| {
+            let name = self.name_of(id)?;
+            if !block.as_ref().is_some_and(|b| b.holds(id)) {
+                block = Block::of_tool(self.section(&self.docs), id).ok();
+            }
+            let text = block.as_ref()?.text(id).ok()?;
+            Some(ToolDocRef::with_text(name, text))
+        })
     }
 
     /// The length in terms of field `field` of tool `id` (0 past the table).

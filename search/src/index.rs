@@ -187,10 +187,7 @@ impl SearchIndex {
         if ImpactParams::of(&ranking) == ImpactParams::of(&self.ranking) {
             return SearchIndex { ranking, ..self };
         }
-        let docs: Vec<ToolDoc> = (0..self.file.len())
-            .filter_map(|i| self.file.doc(i))
-            .map(|d| d.to_tool_doc_lossy())
-            .collect();
+        let docs: Vec<ToolDoc> = self.file.docs().map(|d| d.to_tool_doc_lossy()).collect();
         match SearchIndex::build_with(docs, ranking) {
             // Tools keep their numbers (name order), so the semantic stage still fits.
             #[cfg(feature = "semantic")]
@@ -378,7 +375,7 @@ impl SearchIndex {
     /// name's words, description and keywords). Free-text searches then fuse the lexical ranking
     /// with the tools nearest the query.
     pub fn with_semantic(self, model: std::sync::Arc<crate::semantic::StaticModel>) -> SearchIndex {
-        let tools = (0..self.file.len()).filter_map(|i| self.file.doc(i));
+        let tools = self.file.docs();
         let semantic = crate::semantic::Semantic::compute(model, tools);
         SearchIndex {
             semantic: Some(std::sync::Arc::new(semantic)),

@@ -1,34 +1,42 @@
 //! A stored tool: how the builder writes its record and how a search reads it back.
 //!
-//! A record is the tool as given (name, description, parameter schema as compact JSON, aliases,
-//! keywords), then what the second stage of a search reads instead of splitting and stemming
-//! that text again on every query: the stems of the name's words, of the description's terms
-//! and of the schema's `enum` values, each as a number of the re-ranking vocabulary (see
-//! `format.rs`).
+//! A tool is stored in two parts (see `format.rs`, tool records). Its hot record holds what a
+//! search reads of every tool it ranks: the name, then the stems of the name's words, of the
+//! description's terms and of the schema's `enum` values, each as a number of the re-ranking
+//! vocabulary, which the second stage reads instead of splitting and stemming that text again
+//! on every query. Its text (description, parameter schema as compact JSON, aliases, keywords),
+//! which only the tools a search returns need, lies in a block of [`BLOCK_TOOLS`] tools'
+//! texts compressed together with LZ4.
+
+use std::borrow::Cow;
 
 use crate::catalog::ToolDoc;
 use crate::format::{self, Reader};
 use crate::text;
 
-/// A borrowed view of one tool stored in an index.
+/// How many consecutive tools' texts a block holds (the last block may hold fewer).
+pub(crate) const BLOCK_TOOLS: usize = 32;
+
+/// A view of one tool stored in an index: the name borrowed from the index, the rest decoded
+/// from its compressed block.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ToolDocRef<'a> {
     /// The tool name.
     pub name: &'a str,
     /// The description.
-    pub description: &'a str,
+    pub description: Cow<'a, str>,
     /// The parameter schema as JSON text.
-    pub parameters_json: &'a str,
+    pub parameters_json: Cow<'a, str>,
     /// The aliases.
-    pub aliases: Vec<&'a str>,
+    pub aliases: Vec<Cow<'a, str>>,
     /// The keywords.
-    pub keywords: Vec<&'a str>,
+    pub keywords: Vec<Cow<'a, str>>,
 }
 
 impl ToolDocRef<'_> {
     /// The parameter schema, parsed.
     pub fn parameters(&self) -> Result<serde_json::Value, serde_json::Error> {
-        serde_json::from_str(self.parameters_json)
+        serde_json::from_str(&self.parameters_json)
     }
 
     /// An owned copy of the document.
@@ -53,19 +61,67 @@ impl ToolDocRef<'_> {
     }
 }
 
-/// Appends the stored record of a tool to `out`: name, description,
-/// parameter schema as compact JSON, aliases and keywords. The re-ranking
-/// words ([`put_rerank`]) follow once the vocabulary is known. Returns where
-/// the schema's JSON text lies in `out`.
-pub(crate) fn put(
+/// Why a stored tool could not be read: the index file is damaged (or crafted) where its
+/// records lie. Opening checks the checksum, so this takes a file altered with a recomputed
+/// checksum, or a bug.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RecordError {
+    /// No tool has this number, or its hot record does not fit the section.
+    #[error("the record of tool {tool} does not fit the tool records")]
+    Record {
+        /// The tool number.
+        tool: usize,
+    },
+    /// The block table does not fit the section, or names a block outside it.
+    #[error("block {block} of the tool records lies outside the section")]
+    BlockBounds {
+        /// The block number.
+        block: usize,
+    },
+    /// A block states a decompressed length its compressed bytes cannot hold.
+    #[error("block {block} of the tool records states {stated} bytes from {compressed}")]
+    BlockSize {
+        /// The block number.
+        block: usize,
+        /// The decompressed length it states.
+        stated: u64,
+        /// Its compressed length.
+        compressed: usize,
+    },
+    /// A block is not LZ4 data of the length it states.
+    #[error("block {block} of the tool records does not decompress")]
+    Decompress {
+        /// The block number.
+        block: usize,
+        /// What the decoder found.
+        #[source]
+        source: lz4_flex::block::DecompressError,
+    },
+    /// A tool's text does not fit its decompressed block, or is not UTF-8.
+    #[error("the text of tool {tool} does not fit its block")]
+    Text {
+        /// The tool number.
+        tool: usize,
+    },
+}
+
+/// Appends a tool's hot record's first part, its name. The re-ranking words
+/// ([`put_rerank`]) follow once the vocabulary is known.
+pub(crate) fn put_name(out: &mut Vec<u8>, name: &str) {
+    format::put_str(out, name);
+}
+
+/// Appends a tool's text to the raw bytes of its block (compressed with [`put_block`] once
+/// full, read with [`Block::text`]): description, parameter schema as compact JSON, aliases and
+/// keywords, as length-prefixed strings and counted lists. Returns where the
+/// schema's JSON text lies in `out`.
+pub(crate) fn put_text(
     out: &mut Vec<u8>,
-    name: &str,
     description: &str,
     parameters: &serde_json::Value,
     aliases: &[String],
     keywords: &[String],
 ) -> std::ops::Range<usize> {
-    format::put_str(out, name);
     format::put_str(out, description);
     // The schema is written in place, then its length put before it.
     let at = out.len();
@@ -97,17 +153,10 @@ pub(crate) fn put_rerank(out: &mut Vec<u8>, name: &[u32], description: &[u32], e
     }
 }
 
-/// What the second stage reads of a record: the name, and a reader at the
+/// What the second stage reads of a hot record: the name, and a reader at the
 /// re-ranking words. `None` if the record does not fit.
 pub(crate) fn rerank_of(mut r: Reader<'_>) -> Option<(&str, RerankWords<'_>)> {
     let name = r.str()?;
-    r.skip_str()?;
-    r.skip_str()?;
-    for _ in 0..2 {
-        for _ in 0..r.u32()? {
-            r.skip_str()?;
-        }
-    }
     Some((name, RerankWords { r }))
 }
 
@@ -136,7 +185,7 @@ impl RerankWords<'_> {
 }
 
 /// Calls `f` with the terms of the `enum` values of a parameter schema
-/// stored as compact JSON (as [`put`] stores it), found by scanning the
+/// stored as compact JSON (as [`put_text`] stores it), found by scanning the
 /// text for `"enum":[` rather than parsing it.
 pub(crate) fn for_each_enum_term(json: &str, mut f: impl FnMut(&str)) {
     const KEY: &str = "\"enum\":[";
@@ -149,9 +198,135 @@ pub(crate) fn for_each_enum_term(json: &str, mut f: impl FnMut(&str)) {
     }
 }
 
-/// Reads the record `r` is at (as [`put`] wrote it); `None` if it does not fit or is not UTF-8.
-pub(crate) fn read<'a>(mut r: Reader<'a>) -> Option<ToolDocRef<'a>> {
-    let (name, description, parameters_json) = (r.str()?, r.str()?, r.str()?);
+/// The length of the records section's head for `blocks` blocks: the tools per block, the block
+/// count and `blocks + 1` block offsets.
+pub(crate) fn head_len(blocks: usize) -> usize {
+    8 + 8 * (blocks + 1)
+}
+
+/// Appends the records section's head (see `format.rs`): `block_ends` are where each block
+/// ends in the blocks as they follow the head, back to back.
+pub(crate) fn put_head(out: &mut Vec<u8>, block_ends: &[u64]) {
+    let head = head_len(block_ends.len()) as u64;
+    out.extend_from_slice(&(BLOCK_TOOLS as u32).to_le_bytes());
+    out.extend_from_slice(&(block_ends.len() as u32).to_le_bytes());
+    out.extend_from_slice(&head.to_le_bytes());
+    for &end in block_ends {
+        out.extend_from_slice(&(head + end).to_le_bytes());
+    }
+}
+
+/// Appends a block: the length of `raw` (the texts of its tools, see [`put_text`]) as a `u32`,
+/// then `raw` compressed as one LZ4 block.
+pub(crate) fn put_block(out: &mut Vec<u8>, raw: &[u8]) {
+    out.extend_from_slice(&(raw.len() as u32).to_le_bytes());
+    out.extend_from_slice(&lz4_flex::block::compress(raw));
+}
+
+/// The most an LZ4 block decompresses to per compressed byte: a match's length grows by at
+/// most 255 per byte of input.
+const LZ4_MAX_RATIO: usize = 255;
+
+/// The decompressed texts of one block of tools.
+pub(crate) struct Block {
+    raw: Vec<u8>,
+    /// The number of the block's first tool.
+    first: usize,
+    /// How many tools a block holds.
+    per_block: usize,
+}
+
+/// The text of one tool, read from its block.
+pub(crate) struct ToolText<'a> {
+    pub(crate) description: &'a str,
+    pub(crate) parameters_json: &'a str,
+    pub(crate) aliases: Vec<&'a str>,
+    pub(crate) keywords: Vec<&'a str>,
+}
+
+impl Block {
+    /// Decompresses the block that holds tool `tool`'s text from the records section
+    /// `section`; every read is bounds-checked, and a block that does not fit, states a length
+    /// it cannot hold or does not decompress is an error.
+    pub(crate) fn of_tool(section: &[u8], tool: usize) -> Result<Block, RecordError> {
+        let mut r = Reader::new(section, 0);
+        let bounds = |block| RecordError::BlockBounds { block };
+        let per_block = r.u32().ok_or(bounds(0))? as usize;
+        let count = r.u32().ok_or(bounds(0))? as usize;
+        let block = tool.checked_div(per_block).ok_or(bounds(0))?;
+        if block >= count {
+            return Err(RecordError::Record { tool });
+        }
+        let mut at = Reader::new(section, 8 + 8 * block);
+        let start = at.u64().and_then(|v| usize::try_from(v).ok());
+        let end = at.u64().and_then(|v| usize::try_from(v).ok());
+        let bytes = start
+            .zip(end)
+            .and_then(|(start, end)| section.get(start..end))
+            .ok_or(bounds(block))?;
+        let mut r = Reader::new(bytes, 0);
+        let stated = r.u32().ok_or(bounds(block))?;
+        let compressed = &bytes[4..];
+        let len = stated as usize;
+        if len > compressed.len().saturating_mul(LZ4_MAX_RATIO) {
+            return Err(RecordError::BlockSize {
+                block,
+                stated: u64::from(stated),
+                compressed: compressed.len(),
+            });
+        }
+        let mut raw = vec![0; len];
+        let got = lz4_flex::block::decompress_into(compressed, &mut raw)
+            .map_err(|source| RecordError::Decompress { block, source })?;
+        if got != len {
+            return Err(RecordError::BlockSize {
+                block,
+                stated: u64::from(stated),
+                compressed: compressed.len(),
+            });
+        }
+        Ok(Block {
+            raw,
+            first: block * per_block,
+            per_block,
+        })
+    }
+
+    /// Whether this block holds tool `tool`'s text.
+    pub(crate) fn holds(&self, tool: usize) -> bool {
+        tool >= self.first && tool - self.first < self.per_block
+    }
+
+    /// The text of tool `tool`, found by stepping over the texts of the block's tools before it.
+    pub(crate) fn text(&self, tool: usize) -> Result<ToolText<'_>, RecordError> {
+        let fail = || RecordError::Text { tool };
+        if !self.holds(tool) {
+            return Err(fail());
+        }
+        let mut r = Reader::new(&self.raw, 0);
+        for _ in self.first..tool {
+            skip_text(&mut r).ok_or_else(fail)?;
+        }
+        read_text(r).ok_or_else(fail)
+    }
+}
+
+/// Steps over one tool's text (as [`put_text`] wrote it).
+fn skip_text(r: &mut Reader<'_>) -> Option<()> {
+    r.skip_str()?;
+    r.skip_str()?;
+    for _ in 0..2 {
+        for _ in 0..r.u32()? {
+            r.skip_str()?;
+        }
+    }
+    Some(())
+}
+
+/// Reads the tool text `r` is at (as [`put_text`] wrote it); `None` if it does not fit or is not
+/// UTF-8.
+fn read_text(mut r: Reader<'_>) -> Option<ToolText<'_>> {
+    let (description, parameters_json) = (r.str()?, r.str()?);
     let mut lists = [Vec::new(), Vec::new()];
     for list in &mut lists {
         for _ in 0..r.u32()? {
@@ -159,11 +334,162 @@ pub(crate) fn read<'a>(mut r: Reader<'a>) -> Option<ToolDocRef<'a>> {
         }
     }
     let [aliases, keywords] = lists;
-    Some(ToolDocRef {
-        name,
+    Some(ToolText {
         description,
         parameters_json,
         aliases,
         keywords,
     })
+}
+
+impl<'a> ToolDocRef<'a> {
+    /// The tool called `name` (borrowed from the index) with its text copied out of its block.
+    pub(crate) fn with_text(name: &'a str, text: ToolText<'_>) -> ToolDocRef<'a> {
+        let own = |s: &str| Cow::Owned(s.to_string());
+        ToolDocRef {
+            name,
+            description: own(text.description),
+            parameters_json: own(text.parameters_json),
+            aliases: text.aliases.into_iter().map(own).collect(),
+            keywords: text.keywords.into_iter().map(own).collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A records section of `n` tools' texts, in blocks as the builder writes them.
+    fn section(n: usize) -> Vec<u8> {
+        let (mut blocks, mut ends, mut raw) = (Vec::new(), Vec::new(), Vec::new());
+        for i in 0..n {
+            let schema = serde_json::json!({"type": "object", "properties": {"p": {"enum": [i]}}});
+            let aliases = vec![format!("alias {i}")];
+            put_text(
+                &mut raw,
+                &format!("tool {i} does things"),
+                &schema,
+                &aliases,
+                &[],
+            );
+            if (i + 1) % BLOCK_TOOLS == 0 || i + 1 == n {
+                put_block(&mut blocks, &raw);
+                ends.push(blocks.len() as u64);
+                raw.clear();
+            }
+        }
+        let mut out = Vec::new();
+        put_head(&mut out, &ends);
+        out.extend_from_slice(&blocks);
+        out
+    }
+
+    #[test]
+    fn each_tool_reads_back_the_text_its_block_was_given() {
+        let bytes = section(70);
+        for tool in 0..70 {
+            let block = Block::of_tool(&bytes, tool).unwrap();
+            let text = block.text(tool).unwrap();
+            assert_eq!(text.description, format!("tool {tool} does things"));
+            let schema =
+                serde_json::json!({"type": "object", "properties": {"p": {"enum": [tool]}}});
+            assert_eq!(text.parameters_json, schema.to_string());
+            assert_eq!(text.aliases, [format!("alias {tool}")]);
+            assert!(text.keywords.is_empty());
+        }
+    }
+
+    #[test]
+    fn a_tool_past_the_blocks_is_a_record_error() {
+        let bytes = section(40);
+        assert!(matches!(
+            Block::of_tool(&bytes, 64),
+            Err(RecordError::Record { tool: 64 })
+        ));
+    }
+
+    #[test]
+    fn a_truncated_section_gives_an_error_for_the_blocks_it_cuts() {
+        let bytes = section(40);
+        let end_of = |block: usize| {
+            let at = 8 + 8 * (block + 1);
+            u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as usize
+        };
+        for cut in 0..bytes.len() {
+            for (tool, block) in [(0, 0), (39, 1)] {
+                let read = Block::of_tool(&bytes[..cut], tool).and_then(|b| {
+                    b.text(tool)?;
+                    Ok(())
+                });
+                assert_eq!(
+                    read.is_err(),
+                    cut < end_of(block),
+                    "cut at {cut}, tool {tool}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_altered_byte_reads_as_some_text_or_a_typed_error_without_panicking() {
+        let bytes = section(40);
+        for at in 0..bytes.len() {
+            for flip in [0x01, 0x80, 0xff] {
+                let mut bad = bytes.clone();
+                bad[at] ^= flip;
+                for tool in [0, 5, 33, 39] {
+                    // Either outcome is fine; what matters is that there is one.
+                    let _ = Block::of_tool(&bad, tool).and_then(|b| b.text(tool).map(|_| ()));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_block_stating_more_than_its_bytes_can_hold_is_refused_before_decompressing() {
+        let mut bytes = section(3);
+        let start = head_len(1);
+        bytes[start..start + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(matches!(
+            Block::of_tool(&bytes, 0),
+            Err(RecordError::BlockSize { block: 0, stated, .. }) if stated == u64::from(u32::MAX)
+        ));
+    }
+
+    #[test]
+    fn a_block_that_is_not_lz4_is_a_decompress_error() {
+        let mut bytes = section(3);
+        let start = head_len(1) + 4;
+        // An LZ4 sequence whose match reaches back before the start of the output.
+        bytes[start..start + 4].copy_from_slice(&[0x0f, 0xff, 0xff, 0x00]);
+        assert!(matches!(
+            Block::of_tool(&bytes, 1),
+            Err(RecordError::Decompress { block: 0, .. })
+        ));
+    }
+
+    #[test]
+    fn a_block_offset_outside_the_section_is_a_bounds_error() {
+        let mut bytes = section(3);
+        bytes[16..24].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(matches!(
+            Block::of_tool(&bytes, 2),
+            Err(RecordError::BlockBounds { block: 0 })
+        ));
+    }
+
+    #[test]
+    fn a_block_whose_text_stops_short_is_a_text_error() {
+        let (mut raw, mut blocks) = (Vec::new(), Vec::new());
+        put_text(&mut raw, "whole", &serde_json::Value::Null, &[], &[]);
+        raw.extend_from_slice(&100u32.to_le_bytes());
+        put_block(&mut blocks, &raw);
+        let mut bytes = Vec::new();
+        put_head(&mut bytes, &[blocks.len() as u64]);
+        bytes.extend_from_slice(&blocks);
+        let block = Block::of_tool(&bytes, 1).unwrap();
+        assert!(block.text(0).is_ok());
+        assert!(matches!(block.text(1), Err(RecordError::Text { tool: 1 })));
+    }
 }

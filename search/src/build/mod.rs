@@ -3,7 +3,9 @@
 //! Tools are numbered in name order and split into terms ([`crate::fields`]) by up to eight
 //! threads, each a contiguous run of tools ([`shard`]); the runs are joined in order, the stored
 //! impacts computed from the ranking's `k1`, `weight` and `b` ([`crate::ranking`]), and the
-//! postings lists and the term fst written ([`terms`]). The bytes do not depend on the number
+//! postings lists and the term fst written ([`terms`]). Each worker compresses its tools' texts
+//! in blocks as it goes (runs start at block boundaries), so the build never holds the
+//! catalog's text uncompressed beside the catalog itself. The bytes do not depend on the number
 //! of threads.
 
 mod doc;
@@ -12,7 +14,7 @@ mod shard;
 mod terms;
 
 use doc::Doc;
-use runs::in_runs;
+use runs::in_aligned_runs;
 use shard::Shard;
 
 use crate::error::IndexError;
@@ -41,9 +43,10 @@ pub(crate) fn serialize_owned<D: Doc>(
     params: ImpactParams,
 ) -> Result<Built, IndexError> {
     let workers = workers_for(docs.len());
-    let (n, all) = split(&docs, workers)?;
+    let (n, shards) = split(&docs, workers)?;
+    // The shards own what they took: the catalog goes before they are joined.
     drop(docs);
-    assemble(n, all, params, workers)
+    assemble(n, join(shards), params, workers)
 }
 
 /// How many threads pay for a catalog of `len` tools.
@@ -62,13 +65,14 @@ fn serialize_on<D: Doc>(
     workers: usize,
 ) -> Result<Built, IndexError> {
     let workers = workers.max(1);
-    let (n, all) = split(docs, workers)?;
-    assemble(n, all, params, workers)
+    let (n, shards) = split(docs, workers)?;
+    assemble(n, join(shards), params, workers)
 }
 
 /// The tools' count and their terms, records and re-ranking words, numbered in name order and
-/// split on `workers` threads. Tool names must be non-empty and unique.
-fn split<D: Doc>(docs: &[D], workers: usize) -> Result<(u32, Shard), IndexError> {
+/// split on `workers` threads, one shard per run of tools ([`join`] them in order). Tool names
+/// must be non-empty and unique.
+fn split<D: Doc>(docs: &[D], workers: usize) -> Result<(u32, Vec<Shard>), IndexError> {
     let workers = workers.max(1);
     let n =
         u32::try_from(docs.len()).map_err(|_| IndexError::TooManyTools { count: docs.len() })?;
@@ -94,16 +98,20 @@ fn split<D: Doc>(docs: &[D], workers: usize) -> Result<(u32, Shard), IndexError>
     // worker; each splits and interns its run's text on its own, and
     // the runs are joined in order. The result does not depend on the
     // number of workers.
-    let shards = in_runs(&order, workers, |first, ids| {
+    let shards = in_aligned_runs(&order, workers, record::BLOCK_TOOLS, |first, ids| {
         Shard::build(ids.iter().map(|&d| &docs[d as usize]), first as u32)
     });
+    Ok((n, shards))
+}
+
+/// The shards of [`split`] joined in order, each dropped once added.
+fn join(shards: Vec<Shard>) -> Shard {
     let mut shards = shards.into_iter();
     let mut all = shards.next().unwrap_or_default();
     for shard in shards {
         all.append(shard);
     }
-    debug_assert_eq!(all.doc_offsets.len(), docs.len() * 8);
-    Ok((n, all))
+    all
 }
 
 /// The index file's bytes from the split tools (see [`split`]).
@@ -113,7 +121,9 @@ fn assemble(n: u32, all: Shard, params: ImpactParams, workers: usize) -> Result<
         field_lens,
         total_len,
         doc_offsets,
-        records,
+        names,
+        blocks,
+        block_ends,
         rerank,
     } = all;
 
@@ -151,11 +161,21 @@ fn assemble(n: u32, all: Shard, params: ImpactParams, workers: usize) -> Result<
         &uses,
     )?;
     drop(uses);
-    let (records, doc_offsets) = {
-        let (stored, offsets) = (records, doc_offsets);
-        with_rerank_words(&stored, &offsets, &rerank, &finished.rerank.number)
-    };
-    drop(rerank);
+    // The records section: its head, the blocks of texts, then the hot records.
+    let mut records = Vec::with_capacity(
+        record::head_len(block_ends.len()) + blocks.len() + names.len() + rerank.len() * 2,
+    );
+    record::put_head(&mut records, &block_ends);
+    records.extend_from_slice(&blocks);
+    drop(blocks);
+    let doc_offsets = with_rerank_words(
+        &mut records,
+        &names,
+        &doc_offsets,
+        &rerank,
+        &finished.rerank.number,
+    );
+    drop((names, rerank));
     let sections: [Vec<u8>; format::SECTIONS] = [
         finished.stems,
         postings,
@@ -211,14 +231,16 @@ fn for_each_rerank_list(words: &[u32], mut f: impl FnMut(&[u32])) {
     }
 }
 
-/// The records with each tool's re-ranking words appended (as vocabulary numbers, see
-/// [`record::put_rerank`]), and their new offsets.
+/// Appends to `out` each tool's hot record: its name (from `names`, at `doc_offsets`) and its
+/// re-ranking words (as vocabulary numbers, see [`record::put_rerank`]); returns where each
+/// starts in `out`, as the tool offsets section holds them.
 fn with_rerank_words(
-    records: &[u8],
+    out: &mut Vec<u8>,
+    names: &[u8],
     doc_offsets: &[u8],
     words: &[u32],
     number: &[u32],
-) -> (Vec<u8>, Vec<u8>) {
+) -> Vec<u8> {
     let offsets: Vec<usize> = doc_offsets
         .chunks_exact(8)
         .map(|o| u64::from_le_bytes([o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7]]) as usize)
@@ -227,18 +249,17 @@ fn with_rerank_words(
     for_each_rerank_list(words, |list| {
         lists.push(list.iter().map(|&w| number[w as usize]).collect())
     });
-    let mut out = Vec::with_capacity(records.len() + words.len() * 2);
     let mut new_offsets = Vec::with_capacity(doc_offsets.len());
     for (i, &start) in offsets.iter().enumerate() {
-        let end = offsets.get(i + 1).copied().unwrap_or(records.len());
+        let end = offsets.get(i + 1).copied().unwrap_or(names.len());
         new_offsets.extend_from_slice(&(out.len() as u64).to_le_bytes());
-        out.extend_from_slice(&records[start..end]);
+        out.extend_from_slice(&names[start..end]);
         if let [name, description, enums] = &mut lists[3 * i..3 * i + 3] {
             enums.sort_unstable();
-            record::put_rerank(&mut out, name, description, enums);
+            record::put_rerank(out, name, description, enums);
         }
     }
-    (out, new_offsets)
+    new_offsets
 }
 
 #[cfg(test)]

@@ -8,7 +8,19 @@ pub(super) fn in_runs<T: Sync, R: Send>(
     workers: usize,
     f: impl Fn(usize, &[T]) -> R + Sync,
 ) -> Vec<R> {
-    let run = items.len().div_ceil(workers.max(1)).max(1);
+    in_aligned_runs(items, workers, 1, f)
+}
+
+/// [`in_runs`] with every run but the last a multiple of `align` items long, so that each
+/// starts at a multiple of `align`.
+pub(super) fn in_aligned_runs<T: Sync, R: Send>(
+    items: &[T],
+    workers: usize,
+    align: usize,
+    f: impl Fn(usize, &[T]) -> R + Sync,
+) -> Vec<R> {
+    let align = align.max(1);
+    let run = items.len().div_ceil(workers.max(1)).div_ceil(align).max(1) * align;
     let f = &f;
     std::thread::scope(|scope| {
         let handles: Vec<_> = items

@@ -16,19 +16,30 @@ pub(super) struct Shard {
     /// Six `u16` per tool.
     pub(super) field_lens: Vec<u8>,
     pub(super) total_len: [f64; FIELDS],
-    /// One `u64` per tool into `records`.
+    /// One `u64` per tool into `names`.
     pub(super) doc_offsets: Vec<u8>,
-    /// The records without their re-ranking words, which need the whole vocabulary.
-    pub(super) records: Vec<u8>,
+    /// The tools' hot records without their re-ranking words, which need the whole
+    /// vocabulary: their names.
+    pub(super) names: Vec<u8>,
+    /// The tools' texts in compressed blocks of [`record::BLOCK_TOOLS`] tools, back to back.
+    pub(super) blocks: Vec<u8>,
+    /// Where each block ends in `blocks`.
+    pub(super) block_ends: Vec<u64>,
     /// Per tool, the re-ranking words as term ids of `stems`: the name's, the description's
     /// and the `enum` values' (each id once), each list its length and then the ids.
     pub(super) rerank: Vec<u32>,
 }
 
 impl Shard {
-    /// Splits and interns `docs`, numbering them from `first`.
+    /// Splits and interns `docs`, numbering them from `first`, and compresses their texts in
+    /// blocks: `first` is a multiple of [`record::BLOCK_TOOLS`], so that blocks hold the same
+    /// tools however the catalog is split.
     pub(super) fn build<'a, D: Doc + 'a>(docs: impl Iterator<Item = &'a D>, first: u32) -> Shard {
+        debug_assert_eq!(first as usize % record::BLOCK_TOOLS, 0);
         let mut shard = Shard::default();
+        // The texts of the block being filled, and how many tools they are.
+        let mut raw = Vec::new();
+        let mut in_block = 0;
         // Each distinct surface word is stemmed once.
         let mut stem_of: HashMap<String, u32, FxBuild> = HashMap::default();
         let mut occ = Vec::new();
@@ -45,11 +56,11 @@ impl Shard {
                     doc.aliases().iter().map(String::as_str),
                     doc.keywords().iter().map(String::as_str),
                 );
-                let offset = shard.records.len() as u64;
+                let offset = shard.names.len() as u64;
                 shard.doc_offsets.extend_from_slice(&offset.to_le_bytes());
-                record::put(
-                    &mut shard.records,
-                    doc.name(),
+                record::put_name(&mut shard.names, doc.name());
+                record::put_text(
+                    &mut raw,
                     doc.description(),
                     parameters,
                     doc.aliases(),
@@ -93,16 +104,31 @@ impl Shard {
             let at = rerank.len();
             text::for_each_term(doc.description(), |w| rerank.push(id_of(w)));
             rerank[at - 1] = (rerank.len() - at) as u32;
-            // The records were written from strings: the schema's text is UTF-8.
-            let json = std::str::from_utf8(&shard.records[schema]).unwrap_or("");
+            // The text was written from strings: the schema's text is UTF-8.
+            let json = std::str::from_utf8(&raw[schema]).unwrap_or("");
             enums.clear();
             record::for_each_enum_term(json, |w| enums.push(id_of(w)));
             enums.sort_unstable();
             enums.dedup();
             rerank.push(enums.len() as u32);
             rerank.extend_from_slice(&enums);
+            in_block += 1;
+            if in_block == record::BLOCK_TOOLS {
+                shard.end_block(&raw);
+                raw.clear();
+                in_block = 0;
+            }
+        }
+        if in_block > 0 {
+            shard.end_block(&raw);
         }
         shard
+    }
+
+    /// Compresses a full block's texts (or the last one's) onto the blocks.
+    fn end_block(&mut self, raw: &[u8]) {
+        record::put_block(&mut self.blocks, raw);
+        self.block_ends.push(self.blocks.len() as u64);
     }
 
     /// Adds `next`, whose tools follow this shard's.
@@ -126,12 +152,16 @@ impl Shard {
         for (t, n) in self.total_len.iter_mut().zip(next.total_len) {
             *t += n;
         }
-        let base = self.records.len() as u64;
+        let base = self.names.len() as u64;
         for o in next.doc_offsets.chunks_exact(8) {
             let o = u64::from_le_bytes([o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7]]);
             self.doc_offsets
                 .extend_from_slice(&(base + o).to_le_bytes());
         }
-        self.records.extend_from_slice(&next.records);
+        self.names.extend_from_slice(&next.names);
+        let base = self.blocks.len() as u64;
+        self.block_ends
+            .extend(next.block_ends.iter().map(|&end| base + end));
+        self.blocks.extend_from_slice(&next.blocks);
     }
 }

@@ -147,7 +147,7 @@ impl Semantic {
 fn tool_text(doc: &ToolDocRef<'_>) -> String {
     let mut s = text::words(doc.name).join(" ");
     s.push_str(". ");
-    s.push_str(doc.description);
+    s.push_str(&doc.description);
     for k in &doc.keywords {
         s.push(' ');
         s.push_str(k);
