@@ -14,7 +14,8 @@ use fst::Map;
 use crate::check;
 use crate::error::{Damage, IndexError};
 use crate::field::FIELDS;
-use crate::format::{self, PostingList, Reader};
+use crate::format::{self, Reader};
+use crate::postings::PostingList;
 use crate::ranking::ImpactParams;
 use crate::record::{self, ToolDocRef};
 

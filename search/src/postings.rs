@@ -1,0 +1,298 @@
+//! Postings lists in blocks (format v5): tool numbers delta-coded and bit-packed, impacts
+//! packed beside them, decoded a block at a time into a small buffer.
+//!
+//! ```text
+//! list   := count (LEB128 varint) block*            ceil(count / 128) blocks
+//! block  := doc_bits u8                             width of each tool-number gap, 0..=32
+//!           impact_bits u8                          width of each impact above the base, 0..=15,
+//!                                                   | 0x80 if the block has name bits
+//!           impact_base u16                         the block's smallest impact (name bit off)
+//!           gaps      n x doc_bits, bit-packed      tool number - previous tool number - 1
+//!                                                   (the first of a list: the tool number)
+//!           impacts   n x impact_bits, bit-packed   impact - impact_base
+//!           names     ceil(n / 8) bytes             only with the 0x80 flag: bit i set if entry
+//!                                                   i's term occurs in the tool's name
+//! ```
+//!
+//! `n` is 128 for every block but a list's last, which holds the rest. Packed values are
+//! little-endian bit streams (value `i` at bit `i * width`), each padded to a whole byte. An
+//! impact is a term's saturated, field-weighted frequency in the tool, `0..=32767` (see
+//! `format::IMPACT_MAX`), with [`crate::format`]'s name bit (`0x8000`) set when the term occurs
+//! in the tool's name; decoding gives back exactly the impacts written. Gaps make tool numbers
+//! ascend strictly by construction; decoding fails (and a file check refuses the list) if a
+//! width is out of range, a block runs past the section, a tool number would pass `u32::MAX`
+//! or an impact `32767`.
+
+/// Entries per block (every block of a list but the last).
+pub(crate) const BLOCK: usize = 128;
+/// The largest impact, without the name bit.
+const IMPACT_MAX: u16 = 0x7fff;
+/// The name bit of an impact.
+const NAME_BIT: u16 = 0x8000;
+/// The flag of `impact_bits` saying the block has name bits.
+const NAMES_FLAG: u8 = 0x80;
+
+/// Appends a postings list: `(tool number, impact)` pairs in strictly ascending tool order.
+pub(crate) fn put_postings(out: &mut Vec<u8>, postings: &[(u32, u16)]) {
+    put_varint(out, postings.len() as u32);
+    let mut previous: Option<u32> = None;
+    for block in postings.chunks(BLOCK) {
+        let gap = |i: usize| match (i, previous) {
+            (0, None) => block[0].0,
+            (0, Some(p)) => block[0].0 - p - 1,
+            (i, _) => block[i].0 - block[i - 1].0 - 1,
+        };
+        let gaps: Vec<u32> = (0..block.len()).map(gap).collect();
+        let base = block.iter().map(|p| p.1 & IMPACT_MAX).min().unwrap_or(0);
+        let top = block.iter().map(|p| p.1 & IMPACT_MAX).max().unwrap_or(0);
+        let names = block.iter().any(|p| p.1 & NAME_BIT != 0);
+        let doc_bits = bits(gaps.iter().copied().max().unwrap_or(0));
+        let impact_bits = bits(u32::from(top - base));
+        out.push(doc_bits);
+        out.push(impact_bits | if names { NAMES_FLAG } else { 0 });
+        out.extend_from_slice(&base.to_le_bytes());
+        pack(out, gaps.iter().copied(), doc_bits);
+        pack(
+            out,
+            block.iter().map(|p| u32::from((p.1 & IMPACT_MAX) - base)),
+            impact_bits,
+        );
+        if names {
+            pack(out, block.iter().map(|p| u32::from(p.1 >> 15)), 1);
+        }
+        previous = block.last().map(|p| p.0);
+    }
+}
+
+/// The number of bits `v` needs (0 for 0).
+fn bits(v: u32) -> u8 {
+    (32 - v.leading_zeros()) as u8
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u32) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Appends `values` packed at `width` bits each, padded to a whole byte.
+fn pack(out: &mut Vec<u8>, values: impl Iterator<Item = u32>, width: u8) {
+    if width == 0 {
+        return;
+    }
+    let (mut acc, mut held) = (0u64, 0u32);
+    for v in values {
+        acc |= u64::from(v) << held;
+        held += u32::from(width);
+        while held >= 8 {
+            out.push(acc as u8);
+            acc >>= 8;
+            held -= 8;
+        }
+    }
+    if held > 0 {
+        out.push(acc as u8);
+    }
+}
+
+/// Why a list does not decode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BlockError {
+    /// The count or a block runs past the end of the section.
+    Overrun,
+    /// A block's `doc_bits` is above 32 or its `impact_bits` above 15.
+    Width,
+    /// A tool number would pass `u32::MAX`.
+    DocOverflow,
+    /// An impact would pass 32767.
+    ImpactOverflow,
+}
+
+/// One decoded block: its entries' tool numbers and impacts (with the name bit).
+pub(crate) struct Block {
+    pub(crate) docs: [u32; BLOCK],
+    pub(crate) impacts: [u16; BLOCK],
+    pub(crate) len: usize,
+}
+
+impl Block {
+    pub(crate) fn new() -> Block {
+        Block {
+            docs: [0; BLOCK],
+            impacts: [0; BLOCK],
+            len: 0,
+        }
+    }
+}
+
+/// A postings list read in place: its length, and its blocks decoded in order.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PostingList<'a> {
+    count: usize,
+    /// The section from the list's first block on (blocks delimit themselves).
+    bytes: &'a [u8],
+}
+
+impl<'a> PostingList<'a> {
+    /// The list at `offset` of the section `bytes`; empty if its count does not fit (a malformed
+    /// offset never panics, and a malformed block ends the list where it starts).
+    pub(crate) fn new(bytes: &'a [u8], offset: usize) -> PostingList<'a> {
+        let empty = PostingList {
+            count: 0,
+            bytes: &[],
+        };
+        let Some(rest) = bytes.get(offset..) else {
+            return empty;
+        };
+        let mut pos = 0;
+        match varint(rest, &mut pos) {
+            Some(count) => PostingList {
+                count: count as usize,
+                bytes: &rest[pos..],
+            },
+            None => empty,
+        }
+    }
+
+    /// The number of tools in the list (the document frequency).
+    pub(crate) fn len(&self) -> usize {
+        self.count
+    }
+
+    /// A decoder of the list's blocks, first to last.
+    pub(crate) fn blocks(&self) -> Blocks<'a> {
+        Blocks {
+            bytes: self.bytes,
+            pos: 0,
+            left: self.count,
+            previous: None,
+        }
+    }
+}
+
+/// Decodes a list's blocks in order (see [`PostingList::blocks`]).
+pub(crate) struct Blocks<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    /// Entries not yet decoded.
+    left: usize,
+    /// The last tool number decoded.
+    previous: Option<u32>,
+}
+
+impl Blocks<'_> {
+    /// Decodes the next block into `out`: `Ok(false)` once the list is done.
+    pub(crate) fn next_into(&mut self, out: &mut Block) -> Result<bool, BlockError> {
+        if self.left == 0 {
+            return Ok(false);
+        }
+        let n = self.left.min(BLOCK);
+        let head = self
+            .bytes
+            .get(self.pos..self.pos + 4)
+            .ok_or(BlockError::Overrun)?;
+        let (doc_bits, flags) = (head[0], head[1]);
+        let impact_bits = flags & !NAMES_FLAG;
+        let base = u16::from_le_bytes([head[2], head[3]]);
+        if doc_bits > 32 || impact_bits > 15 {
+            return Err(BlockError::Width);
+        }
+        let mut pos = self.pos + 4;
+        let mut take = |width: u8| -> Result<&[u8], BlockError> {
+            let len = (n * usize::from(width)).div_ceil(8);
+            let s = self.bytes.get(pos..pos + len).ok_or(BlockError::Overrun)?;
+            pos += len;
+            Ok(s)
+        };
+        let gaps = take(doc_bits)?;
+        let impacts = take(impact_bits)?;
+        let names = if flags & NAMES_FLAG != 0 {
+            Some(take(1)?)
+        } else {
+            None
+        };
+        unpack(gaps, doc_bits, &mut out.docs[..n]);
+        // Gaps to tool numbers, in u64 so that an overflow is seen, not wrapped.
+        let mut next = self.previous.map_or(0, |p| u64::from(p) + 1);
+        for d in &mut out.docs[..n] {
+            let doc = next + u64::from(*d);
+            *d = u32::try_from(doc).map_err(|_| BlockError::DocOverflow)?;
+            next = doc + 1;
+        }
+        let mut raw = [0u32; BLOCK];
+        unpack(impacts, impact_bits, &mut raw[..n]);
+        for (q, &r) in out.impacts[..n].iter_mut().zip(&raw[..n]) {
+            let v = u32::from(base) + r;
+            if v > u32::from(IMPACT_MAX) {
+                return Err(BlockError::ImpactOverflow);
+            }
+            *q = v as u16;
+        }
+        if let Some(names) = names {
+            for (i, q) in out.impacts[..n].iter_mut().enumerate() {
+                if names[i / 8] >> (i % 8) & 1 != 0 {
+                    *q |= NAME_BIT;
+                }
+            }
+        }
+        out.len = n;
+        self.pos = pos;
+        self.left -= n;
+        self.previous = Some(out.docs[n - 1]);
+        Ok(true)
+    }
+
+    /// Bytes of the section from the list's first block to the end of the last decoded block.
+    pub(crate) fn consumed(&self) -> usize {
+        self.pos
+    }
+}
+
+/// Unpacks `out.len()` values of `width` bits from `packed` (long enough for them).
+#[inline]
+fn unpack(packed: &[u8], width: u8, out: &mut [u32]) {
+    if width == 0 {
+        out.fill(0);
+        return;
+    }
+    let mask = if width == 32 {
+        u64::from(u32::MAX)
+    } else {
+        (1u64 << width) - 1
+    };
+    let width = usize::from(width);
+    for (i, o) in out.iter_mut().enumerate() {
+        let bit = i * width;
+        let at = bit / 8;
+        let word = match packed.get(at..at + 8) {
+            Some(w) => u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]),
+            None => {
+                let mut w = [0u8; 8];
+                let tail = packed.get(at..).unwrap_or(&[]);
+                w[..tail.len().min(8)].copy_from_slice(&tail[..tail.len().min(8)]);
+                u64::from_le_bytes(w)
+            }
+        };
+        *o = ((word >> (bit % 8)) & mask) as u32;
+    }
+}
+
+/// A LEB128 varint of at most five bytes at `*pos`, which it moves past it.
+fn varint(bytes: &[u8], pos: &mut usize) -> Option<u32> {
+    let mut v = 0u32;
+    for shift in [0, 7, 14, 21, 28] {
+        let b = *bytes.get(*pos)?;
+        *pos += 1;
+        v |= u32::from(b & 0x7f).checked_shl(shift)?;
+        if b & 0x80 == 0 {
+            return Some(v);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+#[path = "postings_tests.rs"]
+mod tests;
