@@ -325,6 +325,18 @@ impl IndexFile {
         &self.stems
     }
 
+    /// The length in bytes of each section, in file order (`format::SECTION_ORDER`).
+    pub(crate) fn section_lens(&self) -> [usize; format::SECTIONS] {
+        [
+            self.stems.as_fst().as_bytes().len(),
+            self.postings.len(),
+            self.doc_offsets.len(),
+            self.docs.len(),
+            self.field_lens.len(),
+            self.rerank_terms.as_fst().as_bytes().len(),
+        ]
+    }
+
     fn section(&self, range: &Range<usize>) -> &[u8] {
         self.bytes().get(range.clone()).unwrap_or(&[])
     }

@@ -7,10 +7,11 @@ use std::path::Path;
 
 use crate::build;
 use crate::catalog::{Catalog, ToolDoc};
-use crate::error::IndexError;
+use crate::error::{IndexError, Section};
 use crate::explain::explain;
 use crate::field::Field;
 use crate::file::IndexFile;
+use crate::format::{SECTION_ORDER, SECTIONS};
 use crate::hits::{Hit, Match, MatchKind, SearchResults};
 use crate::lookup::{Lookup, lookup};
 use crate::query::Query;
@@ -223,6 +224,14 @@ impl SearchIndex {
     /// The size of the index in bytes (the file size).
     pub fn size_bytes(&self) -> usize {
         self.file.bytes().len()
+    }
+
+    /// The size in bytes of each section of the index file, in file order: the term
+    /// dictionary, the postings, the tool offsets, the tool records, the field lengths and the
+    /// re-ranking vocabulary. The header is the rest of [`SearchIndex::size_bytes`].
+    pub fn section_sizes(&self) -> [(Section, usize); SECTIONS] {
+        let lens = self.file.section_lens();
+        std::array::from_fn(|i| (SECTION_ORDER[i], lens[i]))
     }
 
     /// All tool names, in name order.
