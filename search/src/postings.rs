@@ -200,11 +200,17 @@ impl Blocks<'_> {
             return Err(BlockError::Width);
         }
         let mut pos = self.pos + 4;
-        let mut take = |width: u8| -> Result<&[u8], BlockError> {
+        // Each packed part, with what follows it in the section (an unpack may read past a
+        // part's end, never past the section's).
+        let mut take = |width: u8| -> Result<Packed<'_>, BlockError> {
             let len = (n * usize::from(width)).div_ceil(8);
-            let s = self.bytes.get(pos..pos + len).ok_or(BlockError::Overrun)?;
-            pos += len;
-            Ok(s)
+            let end = pos.checked_add(len).ok_or(BlockError::Overrun)?;
+            let rest = self.bytes.get(pos..).ok_or(BlockError::Overrun)?;
+            if end > self.bytes.len() {
+                return Err(BlockError::Overrun);
+            }
+            pos = end;
+            Ok(Packed { rest, len })
         };
         let gaps = take(doc_bits)?;
         let impacts = take(impact_bits)?;
@@ -213,27 +219,33 @@ impl Blocks<'_> {
         } else {
             None
         };
-        unpack(gaps, doc_bits, &mut out.docs[..n]);
-        // Gaps to tool numbers, in u64 so that an overflow is seen, not wrapped.
-        let mut next = self.previous.map_or(0, |p| u64::from(p) + 1);
-        for d in &mut out.docs[..n] {
-            let doc = next + u64::from(*d);
-            *d = u32::try_from(doc).map_err(|_| BlockError::DocOverflow)?;
-            next = doc + 1;
+        let docs = &mut out.docs[..n];
+        let (gap_sum, _) = gaps.unpack(doc_bits, n, |i, v| docs[i] = v);
+        // The last tool number, in u64 so that an overflow is seen, not wrapped: every earlier
+        // one is smaller, so none can overflow below.
+        let start = self.previous.map_or(0, |p| u64::from(p) + 1);
+        if start + gap_sum + (n as u64 - 1) > u64::from(u32::MAX) {
+            return Err(BlockError::DocOverflow);
         }
-        let mut raw = [0u32; BLOCK];
-        unpack(impacts, impact_bits, &mut raw[..n]);
-        for (q, &r) in out.impacts[..n].iter_mut().zip(&raw[..n]) {
-            let v = u32::from(base) + r;
-            if v > u32::from(IMPACT_MAX) {
-                return Err(BlockError::ImpactOverflow);
-            }
-            *q = v as u16;
+        let mut next = start as u32;
+        for d in docs.iter_mut() {
+            let doc = next.wrapping_add(*d);
+            *d = doc;
+            next = doc.wrapping_add(1);
+        }
+        let quals = &mut out.impacts[..n];
+        let (_, top) = impacts.unpack(impact_bits, n, |i, v| quals[i] = v as u16);
+        if u32::from(base) + top > u32::from(IMPACT_MAX) {
+            return Err(BlockError::ImpactOverflow);
+        }
+        for q in quals.iter_mut() {
+            *q += base;
         }
         if let Some(names) = names {
-            for (i, q) in out.impacts[..n].iter_mut().enumerate() {
-                if names[i / 8] >> (i % 8) & 1 != 0 {
-                    *q |= NAME_BIT;
+            let bytes = names.rest.get(..names.len).unwrap_or(&[]);
+            for (chunk, &byte) in quals.chunks_mut(8).zip(bytes) {
+                for (j, q) in chunk.iter_mut().enumerate() {
+                    *q |= u16::from((byte >> j) & 1) << 15;
                 }
             }
         }
@@ -250,32 +262,50 @@ impl Blocks<'_> {
     }
 }
 
-/// Unpacks `out.len()` values of `width` bits from `packed` (long enough for them).
-#[inline]
-fn unpack(packed: &[u8], width: u8, out: &mut [u32]) {
-    if width == 0 {
-        out.fill(0);
-        return;
-    }
-    let mask = if width == 32 {
-        u64::from(u32::MAX)
-    } else {
-        (1u64 << width) - 1
-    };
-    let width = usize::from(width);
-    for (i, o) in out.iter_mut().enumerate() {
-        let bit = i * width;
-        let at = bit / 8;
-        let word = match packed.get(at..at + 8) {
-            Some(w) => u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]),
-            None => {
-                let mut w = [0u8; 8];
-                let tail = packed.get(at..).unwrap_or(&[]);
-                w[..tail.len().min(8)].copy_from_slice(&tail[..tail.len().min(8)]);
-                u64::from_le_bytes(w)
+/// A bit-packed part of a block: its `len` bytes at the start of `rest`, the section from there on.
+struct Packed<'a> {
+    rest: &'a [u8],
+    len: usize,
+}
+
+impl Packed<'_> {
+    /// Unpacks `n` values (at most [`BLOCK`]) of `width` bits (at most 32), giving each with
+    /// its index to `put`, and returns their sum and the largest.
+    #[inline(always)]
+    fn unpack(&self, width: u8, n: usize, mut put: impl FnMut(usize, u32)) -> (u64, u32) {
+        if width == 0 {
+            for i in 0..n {
+                put(i, 0);
             }
+            return (0, 0);
+        }
+        // Every value is one 8-byte load: from the section when 8 bytes follow the part,
+        // else from a zero-padded copy.
+        let mut buf = [0u8; BLOCK * 4 + 8];
+        let bytes = if self.rest.len() >= self.len + 8 {
+            self.rest
+        } else {
+            let len = self.len.min(self.rest.len()).min(BLOCK * 4);
+            buf[..len].copy_from_slice(&self.rest[..len]);
+            &buf[..]
         };
-        *o = ((word >> (bit % 8)) & mask) as u32;
+        let mask = (1u64 << width) - 1;
+        let width = usize::from(width);
+        let (mut sum, mut max) = (0u64, 0u32);
+        for i in 0..n {
+            let bit = i * width;
+            let at = bit / 8;
+            let Some(w) = bytes.get(at..at + 8) else {
+                break;
+            };
+            let mut word = [0u8; 8];
+            word.copy_from_slice(w);
+            let v = ((u64::from_le_bytes(word) >> (bit % 8)) & mask) as u32;
+            put(i, v);
+            sum += u64::from(v);
+            max = max.max(v);
+        }
+        (sum, max)
     }
 }
 
