@@ -219,8 +219,11 @@ impl Blocks<'_> {
         } else {
             None
         };
+        // Unpacked over whole groups of 8: the entries past `n` are overwritten by no reader.
+        let docs = &mut out.docs;
+        gaps.unpack(doc_bits, n, |i, v| docs[i] = v);
         let docs = &mut out.docs[..n];
-        let (gap_sum, _) = gaps.unpack(doc_bits, n, |i, v| docs[i] = v);
+        let gap_sum: u64 = docs.iter().map(|&g| u64::from(g)).sum();
         // The last tool number, in u64 so that an overflow is seen, not wrapped: every earlier
         // one is smaller, so none can overflow below.
         let start = self.previous.map_or(0, |p| u64::from(p) + 1);
@@ -233,9 +236,11 @@ impl Blocks<'_> {
             *d = doc;
             next = doc.wrapping_add(1);
         }
+        let quals = &mut out.impacts;
+        impacts.unpack(impact_bits, n, |i, v| quals[i] = v as u16);
         let quals = &mut out.impacts[..n];
-        let (_, top) = impacts.unpack(impact_bits, n, |i, v| quals[i] = v as u16);
-        if u32::from(base) + top > u32::from(IMPACT_MAX) {
+        let top = quals.iter().copied().max().unwrap_or(0);
+        if u32::from(base) + u32::from(top) > u32::from(IMPACT_MAX) {
             return Err(BlockError::ImpactOverflow);
         }
         for q in quals.iter_mut() {
@@ -270,42 +275,59 @@ struct Packed<'a> {
 
 impl Packed<'_> {
     /// Unpacks `n` values (at most [`BLOCK`]) of `width` bits (at most 32), giving each with
-    /// its index to `put`, and returns their sum and the largest.
+    /// its index to `put`; then (up to the next multiple of 8) values of no meaning.
     #[inline(always)]
-    fn unpack(&self, width: u8, n: usize, mut put: impl FnMut(usize, u32)) -> (u64, u32) {
+    fn unpack(&self, width: u8, n: usize, mut put: impl FnMut(usize, u32)) {
+        // Whole groups of 8 values: `groups * width` bytes, at most the 512 of 128 32-bit values.
+        let groups = n.div_ceil(8);
         if width == 0 {
-            for i in 0..n {
+            for i in 0..groups * 8 {
                 put(i, 0);
             }
-            return (0, 0);
+            return;
         }
-        // Every value is one 8-byte load: from the section when 8 bytes follow the part,
-        // else from a zero-padded copy.
+        // Every value is one 8-byte load: from the section when 8 bytes follow the groups,
+        // else from a zero-padded copy of the part.
         let mut buf = [0u8; BLOCK * 4 + 8];
-        let bytes = if self.rest.len() >= self.len + 8 {
+        let bytes = if self.rest.len() >= groups * usize::from(width) + 8 {
             self.rest
         } else {
             let len = self.len.min(self.rest.len()).min(BLOCK * 4);
             buf[..len].copy_from_slice(&self.rest[..len]);
             &buf[..]
         };
-        let mask = (1u64 << width) - 1;
-        let width = usize::from(width);
-        let (mut sum, mut max) = (0u64, 0u32);
-        for i in 0..n {
-            let bit = i * width;
-            let at = bit / 8;
-            let Some(w) = bytes.get(at..at + 8) else {
-                break;
-            };
-            let mut word = [0u8; 8];
-            word.copy_from_slice(w);
-            let v = ((u64::from_le_bytes(word) >> (bit % 8)) & mask) as u32;
-            put(i, v);
-            sum += u64::from(v);
-            max = max.max(v);
+        if bytes.len() < groups * usize::from(width) + 8 {
+            return;
         }
-        (sum, max)
+        macro_rules! widths {
+            ($($w:literal)*) => {
+                match width {
+                    $($w => unpack_groups::<$w>(bytes, groups, &mut put),)*
+                    _ => {}
+                }
+            };
+        }
+        widths!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32);
+    }
+}
+
+/// Unpacks `groups` groups of 8 values of `W` bits (a group is `W` bytes) from `bytes`, which
+/// hold 8 bytes more, giving each value with its index to `put`. The shifts are constants.
+#[inline(always)]
+fn unpack_groups<const W: usize>(bytes: &[u8], groups: usize, put: &mut impl FnMut(usize, u32)) {
+    let mask = (1u64 << W) - 1;
+    for g in 0..groups {
+        let base = g * W;
+        for j in 0..8 {
+            let bit = j * W;
+            let at = base + bit / 8;
+            let mut word = [0u8; 8];
+            word.copy_from_slice(&bytes[at..at + 8]);
+            put(
+                g * 8 + j,
+                ((u64::from_le_bytes(word) >> (bit % 8)) & mask) as u32,
+            );
+        }
     }
 }
 
