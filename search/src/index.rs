@@ -119,10 +119,12 @@ impl SearchIndex {
     /// `fst` caught and reported as [`IndexError::Damaged`], and the postings
     /// lists must tile their section with ascending tool numbers below the
     /// tool count. With 100,000 tools (a 64.5 MB file, 108,088 terms, a
-    /// 167 KB dictionary, 13.6 MB of postings) this took 6-28 ms for the
-    /// dictionary and 12-55 ms for the postings in a release build on a busy
-    /// two-core machine. Searches read records, field lengths and postings
-    /// with bounds checks, so nothing in the file can make them panic.
+    /// 167 KB dictionary, 13.6 MB of postings in format 4) this took 6-28 ms
+    /// for the dictionary and 12-55 ms for the postings in a release build on
+    /// a busy two-core machine; format 5's 7.2 MB of postings are decoded
+    /// block by block to be checked (not measured again). Searches read
+    /// records, field lengths and postings with bounds checks, so nothing in
+    /// the file can make them panic.
     ///
     /// The whole file becomes resident in this process (as large as the
     /// file: about 65 MB for 100,000 tools).
