@@ -39,7 +39,7 @@ fn lists_longer_than_a_block_round_trip() {
             .map(|i| {
                 (
                     i * 8 + (i % 7),
-                    (i as u16 * 37) % 0x7fff | ((i % 5 == 0) as u16) << 15,
+                    ((i as u16 * 37) % 0x7fff) | (u16::from(i % 5 == 0) << 15),
                 )
             })
             .collect();
