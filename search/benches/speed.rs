@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use criterion::Criterion;
 use toolgate_search::eval::{self};
-use toolgate_search::{Query, SearchIndex, ToolDoc};
+use toolgate_search::{Query, SearchIndex, Section, ToolDoc};
 
 #[path = "common/corpus.rs"]
 mod corpus;
@@ -83,11 +83,13 @@ fn figures(docs: &[ToolDoc], queries: &[Query]) {
     let index = unsafe { SearchIndex::open_mapped(&path) }.expect("maps");
     let open = start.elapsed();
     let after_open = rss_kib();
+    let sections = index.section_sizes();
     let (first, least) = latencies(&index, queries);
     let after_queries = rss_kib();
     println!("tools: {}, queries: {}", index.len(), queries.len());
     println!("build (in memory, incl. serialisation): {build:.2?}");
     println!("index file: {:.1} MiB", size as f64 / (1024.0 * 1024.0));
+    print_sections(size as usize, &sections);
     println!("open (read into memory + verify): {read:.2?}");
     println!("open_mapped (map + verify): {open:.2?}");
     println!(
@@ -99,6 +101,30 @@ fn figures(docs: &[ToolDoc], queries: &[Query]) {
         after_queries.saturating_sub(before)
     );
     print_latencies(&first, &least);
+}
+
+/// The index's size by section: the search structures (what bm25s and tantivy store: terms,
+/// postings, field lengths, re-ranking vocabulary and header) and, beside them, the tool records
+/// with their offsets (what a search returns).
+fn print_sections(size: usize, sections: &[(Section, usize)]) {
+    let mib = |n: usize| n as f64 / (1024.0 * 1024.0);
+    let is_record = |s: &Section| matches!(s, Section::ToolOffsets | Section::ToolRecords);
+    let records: usize = sections
+        .iter()
+        .filter(|(s, _)| is_record(s))
+        .map(|(_, n)| n)
+        .sum();
+    let parts: Vec<String> = sections
+        .iter()
+        .map(|(s, n)| format!("{s} {:.2}", mib(*n)))
+        .collect();
+    println!(
+        "  search structures {:.2} MiB, tool records {:.2} MiB (MiB by section: {}, header {} B)",
+        mib(size - records),
+        mib(records),
+        parts.join(", "),
+        size - sections.iter().map(|(_, n)| n).sum::<usize>()
+    );
 }
 
 /// Single-query latencies over `queries`, each run [`RUNS`] times, sorted: those of the first

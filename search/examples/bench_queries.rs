@@ -1,13 +1,14 @@
 //! Query latencies of a written index, for `scripts/bench-search.sh`:
 //! `cargo run --release --example bench_queries -- INDEX QUERIES.jsonl` maps the index, runs
 //! every query (`{"id", "query"}` per line) three times for the top 5 without explanations, as
-//! `tool_search` does, and prints one JSON object: the query count, the index size, and the
-//! median and 99th percentile in microseconds of each query's least time over the runs.
+//! `tool_search` does, and prints one JSON object: the query count, the index size (in all, the
+//! search structures, the tool records with their offsets, and each section), and the median
+//! and 99th percentile in microseconds of each query's least time over the runs.
 
 use std::io::BufRead;
 use std::time::{Duration, Instant};
 
-use toolgate_search::{Query, SearchIndex};
+use toolgate_search::{Query, SearchIndex, Section};
 
 const RUNS: usize = 3;
 
@@ -44,11 +45,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let i = ((least.len() as f64 - 1.0) * p).round() as usize;
         least.get(i).map_or(0.0, |d| d.as_secs_f64() * 1e6)
     };
+    // What a search reads (as bm25s and tantivy store it) apart from what it returns: the tool
+    // records and their offsets.
+    let sections = index.section_sizes();
+    let records: usize = sections
+        .iter()
+        .filter(|(s, _)| matches!(s, Section::ToolOffsets | Section::ToolRecords))
+        .map(|(_, n)| n)
+        .sum();
+    let by_section: serde_json::Map<String, serde_json::Value> = sections
+        .iter()
+        .map(|(s, n)| (s.to_string(), (*n).into()))
+        .collect();
     println!(
         "{}",
         serde_json::json!({
             "queries": queries.len(),
             "index_bytes": index.size_bytes(),
+            "search_bytes": index.size_bytes() - records,
+            "record_bytes": records,
+            "sections": by_section,
             "p50_us": at(0.5),
             "p99_us": at(0.99),
         })

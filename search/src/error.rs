@@ -246,10 +246,20 @@ pub enum Damage {
         /// The tool count.
         tools: usize,
     },
-    /// A postings list's tool numbers do not ascend strictly.
+    /// A postings list's tool numbers do not ascend strictly (format 4; the gaps of format 5
+    /// cannot express it).
     Unordered {
         /// The term.
         term: String,
+    },
+    /// A block of a postings list does not decode.
+    BadBlock {
+        /// The term.
+        term: String,
+        /// The block's number in the list, from 0.
+        block: usize,
+        /// What is wrong with it.
+        reason: &'static str,
     },
     /// The postings lists end before the end of their section.
     Tail {
@@ -297,6 +307,14 @@ impl fmt::Display for Damage {
             Damage::Unordered { term } => write!(
                 f,
                 "the postings of term {term:?} are not in ascending tool order"
+            ),
+            Damage::BadBlock {
+                term,
+                block,
+                reason,
+            } => write!(
+                f,
+                "block {block} of the postings of term {term:?} does not decode: {reason}"
             ),
             Damage::Tail { end, len } => write!(
                 f,

@@ -14,7 +14,8 @@ use fst::Map;
 use crate::check;
 use crate::error::{Damage, IndexError};
 use crate::field::FIELDS;
-use crate::format::{self, PostingList, Reader};
+use crate::format::{self, Reader};
+use crate::postings::PostingList;
 use crate::ranking::ImpactParams;
 use crate::record::{Block, RecordError, ToolDocRef};
 
@@ -322,6 +323,18 @@ impl IndexFile {
     /// The term dictionary: each stem to the offset of its postings list.
     pub(crate) fn stems(&self) -> &Map<Slice> {
         &self.stems
+    }
+
+    /// The length in bytes of each section, in file order (`format::SECTION_ORDER`).
+    pub(crate) fn section_lens(&self) -> [usize; format::SECTIONS] {
+        [
+            self.stems.as_fst().as_bytes().len(),
+            self.postings.len(),
+            self.doc_offsets.len(),
+            self.docs.len(),
+            self.field_lens.len(),
+            self.rerank_terms.as_fst().as_bytes().len(),
+        ]
     }
 
     fn section(&self, range: &Range<usize>) -> &[u8] {

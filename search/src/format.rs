@@ -5,7 +5,7 @@
 //! ```text
 //! offset  size  field
 //!      0     8  magic  b"TGSEARCH"
-//!      8     4  format version (u32, currently 4)
+//!      8     4  format version (u32, currently 5)
 //!     12     4  number of tools (u32)
 //!     16    24  average length of each of the 6 fields, in terms (6 x f32)
 //!     40    52  the ranking parameters the impacts were computed with:
@@ -20,13 +20,12 @@
 //!
 //! * The term fst maps each stem to the byte offset of its postings list in
 //!   the postings section.
-//! * A postings list is `u32 count`, then `count` tool numbers (`u32`,
-//!   ascending) and `count` impacts (`u16`). An impact is the term's
-//!   saturated, field-weighted frequency in the tool, `tf / (k1 + tf)` (see
-//!   `Ranking`), scaled to `0..=32767`; its top bit says the term occurs in
-//!   the tool's name. A search adds an impact times the term's IDF per
-//!   entry, with nothing to decode; the fixed width also allows a jump to
-//!   any entry.
+//! * A postings list is a varint count, then blocks of 128 entries (the last holds the rest):
+//!   tool numbers as bit-packed gaps, impacts bit-packed above the block's smallest, and the
+//!   name bits when any is set; `postings.rs` gives the exact layout. An impact is the term's
+//!   saturated, field-weighted frequency in the tool, `tf / (k1 + tf)` (see `Ranking`), scaled
+//!   to `0..=32767`; its top bit says the term occurs in the tool's name. A search decodes a
+//!   block at a time and adds each impact times the term's IDF.
 //! * Tool offsets are one `u64` per tool into the tool records, at the tool's
 //!   hot record: its name as a length-prefixed string, then its re-ranking
 //!   words: three lists (the stems of the name's words and of the
@@ -85,13 +84,15 @@
 //!
 //! Versions: 2 had a sixth section after the term fst, an fst of unstemmed
 //! terms that was always written empty; 3 dropped it; 4 added the re-ranking
-//! words and vocabulary. None reads another's files.
+//! words and vocabulary; 5 stores the postings in bit-packed blocks instead of fixed-width
+//! `u32` tool numbers and `u16` impacts (100,000 tools: 13.6 MB -> 7.2 MB of postings), and
+//! the tools' texts in LZ4 blocks apart from their hot records. None reads another's files.
 
 use crate::error::Section;
 use crate::field::FIELDS;
 
 pub(crate) const MAGIC: &[u8; 8] = b"TGSEARCH";
-pub(crate) const VERSION: u32 = 4;
+pub(crate) const VERSION: u32 = 5;
 pub(crate) const SECTIONS: usize = 6;
 /// The ranking parameters stored in the header: `k1`, `weight`, `b`.
 pub(crate) const RANKING_PARAMS: usize = 1 + 2 * FIELDS;
@@ -277,143 +278,9 @@ pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u32) {
 pub(crate) const IMPACT_MAX: u16 = 0x7fff;
 /// The bit of an impact that says the term occurs in the tool's name.
 pub(crate) const NAME_BIT: u16 = 0x8000;
-/// Bytes before a list's entries: the count.
-const LIST_HEADER: usize = 4;
-
-/// Appends a postings list: `(tool number, impact)` pairs in ascending
-/// tool order, the impact's top bit being [`NAME_BIT`].
-pub(crate) fn put_postings(out: &mut Vec<u8>, postings: &[(u32, u16)]) {
-    out.reserve(LIST_HEADER + postings.len() * 6);
-    out.extend_from_slice(&(postings.len() as u32).to_le_bytes());
-    for &(doc, _) in postings {
-        out.extend_from_slice(&doc.to_le_bytes());
-    }
-    for &(_, impact) in postings {
-        out.extend_from_slice(&impact.to_le_bytes());
-    }
-}
-
-/// A postings list read in place: random access to its entries, so a
-/// search can skip ahead.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct PostingList<'a> {
-    docs: &'a [u8],
-    impacts: &'a [u8],
-}
-
-impl<'a> PostingList<'a> {
-    /// The list at `offset` of `bytes`; empty if it does not fit (a
-    /// malformed offset or count never panics).
-    pub(crate) fn new(bytes: &'a [u8], offset: usize) -> PostingList<'a> {
-        let parse = || {
-            let mut r = Reader::new(bytes, offset);
-            let count = r.u32()? as usize;
-            let docs = r.take(count.checked_mul(4)?)?;
-            let impacts = r.take(count.checked_mul(2)?)?;
-            Some(PostingList { docs, impacts })
-        };
-        parse().unwrap_or(PostingList {
-            docs: &[],
-            impacts: &[],
-        })
-    }
-
-    /// The number of tools in the list (the document frequency).
-    pub(crate) fn len(&self) -> usize {
-        self.impacts.len() / 2
-    }
-
-    /// The first `end` entries' tool numbers and impacts, as raw bytes, for
-    /// a fast scan.
-    pub(crate) fn entries(&self, end: usize) -> (&'a [u8], &'a [u8]) {
-        let end = end.min(self.len());
-        (&self.docs[..4 * end], &self.impacts[..2 * end])
-    }
-
-    /// The tool number of entry `i` (`i < len`).
-    #[inline]
-    pub(crate) fn doc(&self, i: usize) -> u32 {
-        let mut b = [0u8; 4];
-        b.copy_from_slice(&self.docs[4 * i..4 * i + 4]);
-        u32::from_le_bytes(b)
-    }
-
-    /// The impact of entry `i` (`i < len`), with its name bit.
-    #[inline]
-    pub(crate) fn impact(&self, i: usize) -> u16 {
-        u16::from_le_bytes([self.impacts[2 * i], self.impacts[2 * i + 1]])
-    }
-
-    /// The first entry at or after `from` whose tool number is at least
-    /// `target` (`len` if none), by galloping then binary search.
-    pub(crate) fn seek(&self, from: usize, target: u32) -> usize {
-        let len = self.len();
-        if from >= len || self.doc(from) >= target {
-            return from;
-        }
-        // doc(lo) < target throughout.
-        let (mut lo, mut step) = (from, 1usize);
-        let mut hi = from + 1;
-        while hi < len && self.doc(hi) < target {
-            lo = hi;
-            step *= 2;
-            hi = lo.saturating_add(step);
-        }
-        let hi = hi.min(len);
-        let (mut a, mut b) = (lo + 1, hi);
-        while a < b {
-            let mid = a + (b - a) / 2;
-            if self.doc(mid) < target {
-                a = mid + 1;
-            } else {
-                b = mid;
-            }
-        }
-        a
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn postings_round_trip() {
-        let list = [(0, 1), (7, 0x7fff | NAME_BIT), (300_000, 12)];
-        let mut buf = vec![9u8];
-        put_postings(&mut buf, &list);
-        let back = PostingList::new(&buf, 1);
-        assert_eq!(back.len(), 3);
-        let entries: Vec<_> = (0..back.len())
-            .map(|i| (back.doc(i), back.impact(i)))
-            .collect();
-        assert_eq!(entries, list);
-    }
-
-    #[test]
-    fn truncated_postings_read_as_empty_without_panicking() {
-        let list = [(5, 1), (6, 1), (9, 1)];
-        let mut buf = Vec::new();
-        put_postings(&mut buf, &list);
-        for cut in 0..buf.len() {
-            assert_eq!(PostingList::new(&buf[..cut], 0).len(), 0, "cut at {cut}");
-        }
-        assert_eq!(PostingList::new(&buf, usize::MAX).len(), 0);
-    }
-
-    #[test]
-    fn seek_finds_the_first_entry_at_or_after_the_target() {
-        let list: Vec<(u32, u16)> = (0..1000).map(|i| (i * 3, 1)).collect();
-        let mut buf = Vec::new();
-        put_postings(&mut buf, &list);
-        let l = PostingList::new(&buf, 0);
-        for from in [0, 1, 10, 500, 999, 1000] {
-            for target in [0, 1, 2, 3, 4, 299, 300, 301, 1500, 2997, 2998, 5000] {
-                let want = (from..1000).find(|&i| list[i].0 >= target).unwrap_or(1000);
-                assert_eq!(l.seek(from, target), want, "from {from} target {target}");
-            }
-        }
-    }
 
     #[test]
     fn streamed_checksum_equals_checksum() {

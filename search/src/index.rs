@@ -7,10 +7,11 @@ use std::path::Path;
 
 use crate::build;
 use crate::catalog::{Catalog, ToolDoc};
-use crate::error::IndexError;
+use crate::error::{IndexError, Section};
 use crate::explain::explain;
 use crate::field::Field;
 use crate::file::IndexFile;
+use crate::format::{SECTION_ORDER, SECTIONS};
 use crate::hits::{Hit, Match, MatchKind, SearchResults};
 use crate::lookup::{Lookup, lookup};
 use crate::query::Query;
@@ -118,10 +119,12 @@ impl SearchIndex {
     /// `fst` caught and reported as [`IndexError::Damaged`], and the postings
     /// lists must tile their section with ascending tool numbers below the
     /// tool count. With 100,000 tools (a 64.5 MB file, 108,088 terms, a
-    /// 167 KB dictionary, 13.6 MB of postings) this took 6-28 ms for the
-    /// dictionary and 12-55 ms for the postings in a release build on a busy
-    /// two-core machine. Searches read records, field lengths and postings
-    /// with bounds checks, so nothing in the file can make them panic.
+    /// 167 KB dictionary, 13.6 MB of postings in format 4) this took 6-28 ms
+    /// for the dictionary and 12-55 ms for the postings in a release build on
+    /// a busy two-core machine; format 5's 7.2 MB of postings are decoded
+    /// block by block to be checked (not measured again). Searches read
+    /// records, field lengths and postings with bounds checks, so nothing in
+    /// the file can make them panic.
     ///
     /// The whole file becomes resident in this process (as large as the
     /// file: about 65 MB for 100,000 tools).
@@ -220,6 +223,14 @@ impl SearchIndex {
     /// The size of the index in bytes (the file size).
     pub fn size_bytes(&self) -> usize {
         self.file.bytes().len()
+    }
+
+    /// The size in bytes of each section of the index file, in file order: the term
+    /// dictionary, the postings, the tool offsets, the tool records, the field lengths and the
+    /// re-ranking vocabulary. The header is the rest of [`SearchIndex::size_bytes`].
+    pub fn section_sizes(&self) -> [(Section, usize); SECTIONS] {
+        let lens = self.file.section_lens();
+        std::array::from_fn(|i| (SECTION_ORDER[i], lens[i]))
     }
 
     /// All tool names, in name order.

@@ -84,6 +84,7 @@ mod record;
 mod fields;
 mod format;
 mod hits;
+mod postings;
 mod query;
 mod terms;
 

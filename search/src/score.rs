@@ -4,9 +4,10 @@
 
 use crate::field::Field;
 use crate::file::IndexFile;
-use crate::format::{self, PostingList};
+use crate::format;
 use crate::hits::MatchKind;
 use crate::lookup::Lookup;
+use crate::postings::{Block, PostingList};
 use crate::ranking::Ranking;
 use crate::terms::{MAX_QUERY_TERMS, QueryTerm};
 
@@ -59,7 +60,7 @@ pub(crate) fn first_stage(
         }
     }
     let coverage = Coverage::new(r, terms.len(), &term_w);
-    let ranked = best(file, r, &mut groups, &coverage, required_mask, depth);
+    let ranked = best(file, r, &groups, &coverage, required_mask, depth);
     (ranked, term_w)
 }
 
@@ -83,15 +84,12 @@ fn idf(n: usize, df: u64) -> f32 {
 fn best(
     file: &IndexFile,
     r: &Ranking,
-    groups: &mut [Group<'_>],
+    groups: &[Group<'_>],
     coverage: &Coverage,
     required_mask: u64,
     depth: usize,
 ) -> Vec<(f32, u32)> {
     let n = file.len();
-    for g in groups.iter_mut() {
-        g.limit(n as u32);
-    }
     // The most the coverage factor and the name bonus can multiply a
     // score by, with a little slack so that rounding can never make this
     // bound smaller than the score it bounds.
@@ -104,7 +102,11 @@ fn best(
         // With more postings than half the catalog, most tools will be
         // touched: the candidates are then found by one pass in tool
         // order, and the touched ones need not be listed.
-        let postings: usize = groups.iter().flat_map(|g| &g.cursors).map(|c| c.end).sum();
+        let postings: usize = groups
+            .iter()
+            .flat_map(|g| &g.cursors)
+            .map(|c| c.list.len())
+            .sum();
         let listed = postings <= n / 2;
         for g in groups.iter() {
             let required = required_mask & (1 << g.term) != 0;
@@ -237,19 +239,13 @@ impl Coverage {
 /// One postings list of a query term.
 struct Cursor<'a> {
     list: PostingList<'a>,
-    /// Entries at or past this position are ignored.
-    end: usize,
     /// Contribution per unit of impact: the (penalised) IDF over the scale.
     weight: f32,
 }
 
 impl<'a> Cursor<'a> {
     fn new(list: PostingList<'a>, weight: f32) -> Cursor<'a> {
-        Cursor {
-            end: list.len(),
-            list,
-            weight,
-        }
+        Cursor { list, weight }
     }
 }
 
@@ -272,21 +268,12 @@ impl<'a> Group<'a> {
             exact,
         }
     }
-
-    /// Stops each list at the first tool number past the catalog (only a
-    /// damaged file has any).
-    fn limit(&mut self, n: u32) {
-        for c in &mut self.cursors {
-            c.end = c.list.seek(0, n);
-        }
-    }
 }
 
 /// Per-thread first-stage buffers, indexed by tool number, reused across
 /// searches so a query allocates nothing proportional to the catalog. Only
 /// the entries of touched tools are non-zero, and they are reset after each
 /// search.
-#[derive(Default)]
 struct Scratch {
     /// What each tool has gathered, in one array so that adding a posting
     /// touches one cache line.
@@ -301,9 +288,26 @@ struct Scratch {
     touched: Vec<u32>,
     /// Tools with a `best` entry.
     best_touched: Vec<u32>,
+    /// The block of a postings list being added.
+    block: Box<Block>,
     /// The number of tools of the current search: entries from here on are not used, and a
     /// tool number at or past it (which only a damaged file holds) is passed over.
     n: usize,
+}
+
+impl Default for Scratch {
+    fn default() -> Scratch {
+        Scratch {
+            acc: Vec::new(),
+            name: Vec::new(),
+            required: Vec::new(),
+            best: Vec::new(),
+            touched: Vec::new(),
+            best_touched: Vec::new(),
+            block: Box::new(Block::new()),
+            n: 0,
+        }
+    }
 }
 
 impl Scratch {
@@ -340,39 +344,51 @@ impl Scratch {
     /// expanded term, each tool's best expansion), touching new tools.
     /// Tools touched for the first time are listed in `touched` if `LIST`.
     fn accumulate<const LIST: bool>(&mut self, group: &Group<'_>, share: f32, required: bool) {
+        let block = &mut self.block;
         if let [c] = group.cursors.as_slice() {
-            let (docs, impacts) = c.list.entries(c.end);
-            for (d, q) in docs.chunks_exact(4).zip(impacts.chunks_exact(2)) {
-                let d = u32::from_le_bytes([d[0], d[1], d[2], d[3]]) as usize;
-                if d >= self.n {
-                    continue;
-                }
-                let q = u16::from_le_bytes([q[0], q[1]]);
-                let a = &mut self.acc[d];
-                if LIST && a.coverage == 0.0 {
-                    self.touched.push(d as u32);
-                }
-                a.score += c.weight * f32::from(q & format::IMPACT_MAX);
-                a.coverage += share;
-                if group.exact && q & format::NAME_BIT != 0 {
-                    self.name[d] = self.name[d].saturating_add(1);
-                }
-                if required {
-                    self.required[d] = self.required[d].saturating_add(1);
+            let mut blocks = c.list.blocks();
+            // A block that does not decode ends the list (only a damaged file has one).
+            while let Ok(true) = blocks.next_into(block) {
+                for (&d, &q) in block.docs[..block.len]
+                    .iter()
+                    .zip(&block.impacts[..block.len])
+                {
+                    let d = d as usize;
+                    if d >= self.n {
+                        continue;
+                    }
+                    let a = &mut self.acc[d];
+                    if LIST && a.coverage == 0.0 {
+                        self.touched.push(d as u32);
+                    }
+                    a.score += c.weight * f32::from(q & format::IMPACT_MAX);
+                    a.coverage += share;
+                    if group.exact && q & format::NAME_BIT != 0 {
+                        self.name[d] = self.name[d].saturating_add(1);
+                    }
+                    if required {
+                        self.required[d] = self.required[d].saturating_add(1);
+                    }
                 }
             }
             return;
         }
         self.best_touched.clear();
         for c in &group.cursors {
-            for i in 0..c.end {
-                let d = c.list.doc(i) as usize;
-                if d >= self.n {
-                    continue;
+            let mut blocks = c.list.blocks();
+            while let Ok(true) = blocks.next_into(block) {
+                for (&d, &q) in block.docs[..block.len]
+                    .iter()
+                    .zip(&block.impacts[..block.len])
+                {
+                    let d = d as usize;
+                    if d >= self.n {
+                        continue;
+                    }
+                    let s = c.weight * f32::from(q & format::IMPACT_MAX);
+                    self.best_touched.push(d as u32);
+                    self.best[d] = self.best[d].max(s);
                 }
-                let s = c.weight * f32::from(c.list.impact(i) & format::IMPACT_MAX);
-                self.best_touched.push(d as u32);
-                self.best[d] = self.best[d].max(s);
             }
         }
         self.best_touched.sort_unstable();

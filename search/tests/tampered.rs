@@ -208,59 +208,121 @@ fn a_dictionary_root_outside_the_dictionary_is_an_invalid_index() {
     assert!(err.to_string().contains("term dictionary"), "{err}");
 }
 
+/// The start of each postings list of the section `postings` (format v5: a varint count, then
+/// blocks of a 4-byte header and bit-packed gaps, impacts and name bits; this small index has
+/// no list of 128 tools or more, so one block a list).
+fn lists(bytes: &[u8], postings: std::ops::Range<usize>) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut at = postings.start;
+    while at < postings.end {
+        let count = usize::from(bytes[at]);
+        assert!(count < 128, "one-byte count");
+        let (doc_bits, flags) = (usize::from(bytes[at + 1]), bytes[at + 2]);
+        let impact_bits = usize::from(flags & 0x7f);
+        let names = if flags & 0x80 != 0 {
+            count.div_ceil(8)
+        } else {
+            0
+        };
+        out.push((at, count));
+        at += 5 + (count * doc_bits).div_ceil(8) + (count * impact_bits).div_ceil(8) + names;
+    }
+    assert_eq!(at, postings.end, "the lists tile the section");
+    out
+}
+
+fn damage(err: &IndexError) -> Option<&Damage> {
+    match err {
+        IndexError::Damaged { damage, .. } => Some(damage),
+        _ => None,
+    }
+}
+
 #[test]
 fn a_postings_list_naming_a_tool_past_the_catalog_is_an_invalid_index() {
     let mut bytes = index_bytes();
     let postings = section(&bytes, SEC_POSTINGS);
-    // The first list: a count, then its tool numbers.
-    let first_doc = postings.start + 4;
-    bytes[first_doc..first_doc + 4].copy_from_slice(&1_000_000u32.to_le_bytes());
+    let (at, _) = *lists(&bytes, postings)
+        .iter()
+        .find(|(_, count)| *count == 1)
+        .expect("a term of one tool");
+    // One 32-bit gap, no impact bits, no name bits: the gap is the tool number.
+    bytes[at + 1] = 32;
+    bytes[at + 2] = 0;
+    bytes[at + 5..at + 9].copy_from_slice(&1_000_000u32.to_le_bytes());
     reseal(&mut bytes);
     let err = expect_invalid(&bytes, "a tool number past the catalog");
     assert!(
         matches!(
-            &err,
-            IndexError::Damaged {
-                damage: Damage::ToolOutOfRange {
-                    tool: 1_000_000,
-                    tools: 7,
-                    ..
-                },
+            damage(&err),
+            Some(Damage::ToolOutOfRange {
+                tool: 1_000_000,
+                tools: 7,
                 ..
-            }
+            })
         ),
         "{err}"
     );
 }
 
 #[test]
-fn a_postings_list_out_of_order_is_an_invalid_index() {
+fn a_postings_block_with_gaps_wider_than_32_bits_is_an_invalid_index() {
     let mut bytes = index_bytes();
     let postings = section(&bytes, SEC_POSTINGS);
-    // Find a list of two or more tools and swap its first two tool numbers.
-    let mut at = postings.start;
-    let swapped = loop {
-        assert!(at < postings.end, "the index has a list of two tools");
-        let count = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
-        if count >= 2 {
-            let (a, b) = (at + 4, at + 8);
-            let first: [u8; 4] = bytes[a..a + 4].try_into().unwrap();
-            bytes.copy_within(b..b + 4, a);
-            bytes[b..b + 4].copy_from_slice(&first);
-            break true;
-        }
-        at += 4 + 6 * count;
-    };
-    assert!(swapped);
+    bytes[postings.start + 1] = 33;
     reseal(&mut bytes);
-    let err = expect_invalid(&bytes, "tool numbers out of order");
+    let err = expect_invalid(&bytes, "a gap width of 33 bits");
+    assert!(
+        matches!(damage(&err), Some(Damage::BadBlock { block: 0, .. })),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_postings_block_with_an_impact_above_the_largest_is_an_invalid_index() {
+    let mut bytes = index_bytes();
+    let postings = section(&bytes, SEC_POSTINGS);
+    // The block's smallest impact, 0xffff, is past 32767 whatever is added to it.
+    bytes[postings.start + 3..postings.start + 5].copy_from_slice(&[0xff, 0xff]);
+    reseal(&mut bytes);
+    let err = expect_invalid(&bytes, "an impact above 32767");
+    assert!(
+        matches!(damage(&err), Some(Damage::BadBlock { block: 0, .. })),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_postings_list_whose_blocks_run_past_the_section_is_an_invalid_index() {
+    let mut bytes = index_bytes();
+    let postings = section(&bytes, SEC_POSTINGS);
+    let (last, _) = *lists(&bytes, postings.clone()).last().expect("a list");
+    // The last list says it holds 127 tools: its block needs more bytes than are left.
+    bytes[last] = 127;
+    reseal(&mut bytes);
+    let err = expect_invalid(&bytes, "a block past the section");
+    assert!(
+        matches!(damage(&err), Some(Damage::Overrun { .. })),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_postings_list_cut_short_is_an_invalid_index() {
+    let mut bytes = index_bytes();
+    let postings = section(&bytes, SEC_POSTINGS);
+    let (at, count) = *lists(&bytes, postings)
+        .iter()
+        .find(|(_, count)| *count >= 2)
+        .expect("a term of two tools");
+    // One tool fewer: the list ends before the next one starts.
+    bytes[at] = (count - 1) as u8;
+    reseal(&mut bytes);
+    let err = expect_invalid(&bytes, "a list shorter than its bytes");
     assert!(
         matches!(
-            &err,
-            IndexError::Damaged {
-                damage: Damage::Unordered { .. },
-                ..
-            }
+            damage(&err),
+            Some(Damage::Misplaced { .. } | Damage::Tail { .. } | Damage::Overrun { .. })
         ),
         "{err}"
     );

@@ -580,10 +580,14 @@ fn a_crafted_index_with_a_valid_checksum_is_an_input_error_not_a_panic() {
         run.stderr
     );
 
-    // The first postings list naming a tool the catalog does not have.
+    // The first postings list naming a tool the catalog does not have (format 5: a one-byte
+    // count, a block header of gap width, impact width and base impact, then the packed gaps;
+    // 32-bit gaps without impact bits make the first gap the first tool number).
     let postings = tampered_index(dir.path(), |bytes| {
-        let at = index_section(bytes, 1).start + 4;
-        bytes[at..at + 4].copy_from_slice(&77_777u32.to_le_bytes());
+        let at = index_section(bytes, 1).start;
+        bytes[at + 1] = 32;
+        bytes[at + 2] = 0;
+        bytes[at + 5..at + 9].copy_from_slice(&77_777u32.to_le_bytes());
     });
     let run = toolgate(&["search", "--index", postings.to_str().unwrap(), "email"]);
     run.assert_code(4).assert_no_panic();

@@ -8,8 +8,8 @@ use fst::MapBuilder;
 use super::runs::in_runs;
 use crate::error::IndexError;
 use crate::field::FIELDS;
-use crate::format;
 use crate::hash::FxBuild;
+use crate::postings;
 
 /// One entry of a postings list while building: a tool and how often the
 /// term occurs in each of its fields.
@@ -94,7 +94,7 @@ impl TermTable {
                 starts.push(bytes.len() as u64);
                 list.clear();
                 list.extend(postings[*id as usize].iter().map(|p| (p.doc, impact(p))));
-                format::put_postings(&mut bytes, &list);
+                postings::put_postings(&mut bytes, &list);
             }
             (bytes, starts)
         };

@@ -1,0 +1,350 @@
+//! Postings lists in blocks (format v5): tool numbers delta-coded and bit-packed, impacts
+//! packed beside them, decoded a block at a time into a small buffer.
+//!
+//! ```text
+//! list   := count (LEB128 varint) block*            ceil(count / 128) blocks
+//! block  := doc_bits u8                             width of each tool-number gap, 0..=32
+//!           impact_bits u8                          width of each impact above the base, 0..=15,
+//!                                                   | 0x80 if the block has name bits
+//!           impact_base u16                         the block's smallest impact (name bit off)
+//!           gaps      n x doc_bits, bit-packed      tool number - previous tool number - 1
+//!                                                   (the first of a list: the tool number)
+//!           impacts   n x impact_bits, bit-packed   impact - impact_base
+//!           names     ceil(n / 8) bytes             only with the 0x80 flag: bit i set if entry
+//!                                                   i's term occurs in the tool's name
+//! ```
+//!
+//! `n` is 128 for every block but a list's last, which holds the rest. Packed values are
+//! little-endian bit streams (value `i` at bit `i * width`), each padded to a whole byte. An
+//! impact is a term's saturated, field-weighted frequency in the tool, `0..=32767` (see
+//! `format::IMPACT_MAX`), with [`crate::format`]'s name bit (`0x8000`) set when the term occurs
+//! in the tool's name; decoding gives back exactly the impacts written. Gaps make tool numbers
+//! ascend strictly by construction; decoding fails (and a file check refuses the list) if a
+//! width is out of range, a block runs past the section, a tool number would pass `u32::MAX`
+//! or an impact `32767`.
+
+/// Entries per block (every block of a list but the last).
+pub(crate) const BLOCK: usize = 128;
+/// The largest impact, without the name bit.
+const IMPACT_MAX: u16 = 0x7fff;
+/// The name bit of an impact.
+const NAME_BIT: u16 = 0x8000;
+/// The flag of `impact_bits` saying the block has name bits.
+const NAMES_FLAG: u8 = 0x80;
+
+/// Appends a postings list: `(tool number, impact)` pairs in strictly ascending tool order.
+pub(crate) fn put_postings(out: &mut Vec<u8>, postings: &[(u32, u16)]) {
+    put_varint(out, postings.len() as u32);
+    let mut previous: Option<u32> = None;
+    for block in postings.chunks(BLOCK) {
+        let gap = |i: usize| match (i, previous) {
+            (0, None) => block[0].0,
+            (0, Some(p)) => block[0].0 - p - 1,
+            (i, _) => block[i].0 - block[i - 1].0 - 1,
+        };
+        let gaps: Vec<u32> = (0..block.len()).map(gap).collect();
+        let base = block.iter().map(|p| p.1 & IMPACT_MAX).min().unwrap_or(0);
+        let top = block.iter().map(|p| p.1 & IMPACT_MAX).max().unwrap_or(0);
+        let names = block.iter().any(|p| p.1 & NAME_BIT != 0);
+        let doc_bits = bits(gaps.iter().copied().max().unwrap_or(0));
+        let impact_bits = bits(u32::from(top - base));
+        out.push(doc_bits);
+        out.push(impact_bits | if names { NAMES_FLAG } else { 0 });
+        out.extend_from_slice(&base.to_le_bytes());
+        pack(out, gaps.iter().copied(), doc_bits);
+        pack(
+            out,
+            block.iter().map(|p| u32::from((p.1 & IMPACT_MAX) - base)),
+            impact_bits,
+        );
+        if names {
+            pack(out, block.iter().map(|p| u32::from(p.1 >> 15)), 1);
+        }
+        previous = block.last().map(|p| p.0);
+    }
+}
+
+/// The number of bits `v` needs (0 for 0).
+fn bits(v: u32) -> u8 {
+    (32 - v.leading_zeros()) as u8
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u32) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Appends `values` packed at `width` bits each, padded to a whole byte.
+fn pack(out: &mut Vec<u8>, values: impl Iterator<Item = u32>, width: u8) {
+    if width == 0 {
+        return;
+    }
+    let (mut acc, mut held) = (0u64, 0u32);
+    for v in values {
+        acc |= u64::from(v) << held;
+        held += u32::from(width);
+        while held >= 8 {
+            out.push(acc as u8);
+            acc >>= 8;
+            held -= 8;
+        }
+    }
+    if held > 0 {
+        out.push(acc as u8);
+    }
+}
+
+/// Why a list does not decode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BlockError {
+    /// The count or a block runs past the end of the section.
+    Overrun,
+    /// A block's `doc_bits` is above 32 or its `impact_bits` above 15.
+    Width,
+    /// A tool number would pass `u32::MAX`.
+    DocOverflow,
+    /// An impact would pass 32767.
+    ImpactOverflow,
+}
+
+/// One decoded block: its entries' tool numbers and impacts (with the name bit).
+pub(crate) struct Block {
+    pub(crate) docs: [u32; BLOCK],
+    pub(crate) impacts: [u16; BLOCK],
+    pub(crate) len: usize,
+}
+
+impl Block {
+    pub(crate) fn new() -> Block {
+        Block {
+            docs: [0; BLOCK],
+            impacts: [0; BLOCK],
+            len: 0,
+        }
+    }
+}
+
+/// A postings list read in place: its length, and its blocks decoded in order.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PostingList<'a> {
+    count: usize,
+    /// The section from the list's first block on (blocks delimit themselves).
+    bytes: &'a [u8],
+}
+
+impl<'a> PostingList<'a> {
+    /// The list at `offset` of the section `bytes`; empty if its count does not fit (a malformed
+    /// offset never panics, and a malformed block ends the list where it starts).
+    pub(crate) fn new(bytes: &'a [u8], offset: usize) -> PostingList<'a> {
+        let empty = PostingList {
+            count: 0,
+            bytes: &[],
+        };
+        let Some(rest) = bytes.get(offset..) else {
+            return empty;
+        };
+        let mut pos = 0;
+        match varint(rest, &mut pos) {
+            Some(count) => PostingList {
+                count: count as usize,
+                bytes: &rest[pos..],
+            },
+            None => empty,
+        }
+    }
+
+    /// The number of tools in the list (the document frequency).
+    pub(crate) fn len(&self) -> usize {
+        self.count
+    }
+
+    /// A decoder of the list's blocks, first to last.
+    pub(crate) fn blocks(&self) -> Blocks<'a> {
+        Blocks {
+            bytes: self.bytes,
+            pos: 0,
+            left: self.count,
+            previous: None,
+        }
+    }
+}
+
+/// Decodes a list's blocks in order (see [`PostingList::blocks`]).
+pub(crate) struct Blocks<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    /// Entries not yet decoded.
+    left: usize,
+    /// The last tool number decoded.
+    previous: Option<u32>,
+}
+
+impl Blocks<'_> {
+    /// Decodes the next block into `out`: `Ok(false)` once the list is done.
+    pub(crate) fn next_into(&mut self, out: &mut Block) -> Result<bool, BlockError> {
+        if self.left == 0 {
+            return Ok(false);
+        }
+        let n = self.left.min(BLOCK);
+        let head = self
+            .bytes
+            .get(self.pos..self.pos + 4)
+            .ok_or(BlockError::Overrun)?;
+        let (doc_bits, flags) = (head[0], head[1]);
+        let impact_bits = flags & !NAMES_FLAG;
+        let base = u16::from_le_bytes([head[2], head[3]]);
+        if doc_bits > 32 || impact_bits > 15 {
+            return Err(BlockError::Width);
+        }
+        let mut pos = self.pos + 4;
+        // Each packed part, with what follows it in the section (an unpack may read past a
+        // part's end, never past the section's).
+        let mut take = |width: u8| -> Result<Packed<'_>, BlockError> {
+            let len = (n * usize::from(width)).div_ceil(8);
+            let end = pos.checked_add(len).ok_or(BlockError::Overrun)?;
+            let rest = self.bytes.get(pos..).ok_or(BlockError::Overrun)?;
+            if end > self.bytes.len() {
+                return Err(BlockError::Overrun);
+            }
+            pos = end;
+            Ok(Packed { rest, len })
+        };
+        let gaps = take(doc_bits)?;
+        let impacts = take(impact_bits)?;
+        let names = if flags & NAMES_FLAG != 0 {
+            Some(take(1)?)
+        } else {
+            None
+        };
+        // Unpacked over whole groups of 8: the entries past `n` are overwritten by no reader.
+        let docs = &mut out.docs;
+        gaps.unpack(doc_bits, n, |i, v| docs[i] = v);
+        let docs = &mut out.docs[..n];
+        let gap_sum: u64 = docs.iter().map(|&g| u64::from(g)).sum();
+        // The last tool number, in u64 so that an overflow is seen, not wrapped: every earlier
+        // one is smaller, so none can overflow below.
+        let start = self.previous.map_or(0, |p| u64::from(p) + 1);
+        if start + gap_sum + (n as u64 - 1) > u64::from(u32::MAX) {
+            return Err(BlockError::DocOverflow);
+        }
+        let mut next = start as u32;
+        for d in docs.iter_mut() {
+            let doc = next.wrapping_add(*d);
+            *d = doc;
+            next = doc.wrapping_add(1);
+        }
+        let quals = &mut out.impacts;
+        impacts.unpack(impact_bits, n, |i, v| quals[i] = v as u16);
+        let quals = &mut out.impacts[..n];
+        let top = quals.iter().copied().max().unwrap_or(0);
+        if u32::from(base) + u32::from(top) > u32::from(IMPACT_MAX) {
+            return Err(BlockError::ImpactOverflow);
+        }
+        for q in quals.iter_mut() {
+            *q += base;
+        }
+        if let Some(names) = names {
+            let bytes = names.rest.get(..names.len).unwrap_or(&[]);
+            for (chunk, &byte) in quals.chunks_mut(8).zip(bytes) {
+                for (j, q) in chunk.iter_mut().enumerate() {
+                    *q |= u16::from((byte >> j) & 1) << 15;
+                }
+            }
+        }
+        out.len = n;
+        self.pos = pos;
+        self.left -= n;
+        self.previous = Some(out.docs[n - 1]);
+        Ok(true)
+    }
+
+    /// Bytes of the section from the list's first block to the end of the last decoded block.
+    pub(crate) fn consumed(&self) -> usize {
+        self.pos
+    }
+}
+
+/// A bit-packed part of a block: its `len` bytes at the start of `rest`, the section from there on.
+struct Packed<'a> {
+    rest: &'a [u8],
+    len: usize,
+}
+
+impl Packed<'_> {
+    /// Unpacks `n` values (at most [`BLOCK`]) of `width` bits (at most 32), giving each with
+    /// its index to `put`; then (up to the next multiple of 8) values of no meaning.
+    #[inline(always)]
+    fn unpack(&self, width: u8, n: usize, mut put: impl FnMut(usize, u32)) {
+        // Whole groups of 8 values: `groups * width` bytes, at most the 512 of 128 32-bit values.
+        let groups = n.div_ceil(8);
+        if width == 0 {
+            for i in 0..groups * 8 {
+                put(i, 0);
+            }
+            return;
+        }
+        // Every value is one 8-byte load: from the section when 8 bytes follow the groups,
+        // else from a zero-padded copy of the part.
+        let mut buf = [0u8; BLOCK * 4 + 8];
+        let bytes = if self.rest.len() >= groups * usize::from(width) + 8 {
+            self.rest
+        } else {
+            let len = self.len.min(self.rest.len()).min(BLOCK * 4);
+            buf[..len].copy_from_slice(&self.rest[..len]);
+            &buf[..]
+        };
+        if bytes.len() < groups * usize::from(width) + 8 {
+            return;
+        }
+        macro_rules! widths {
+            ($($w:literal)*) => {
+                match width {
+                    $($w => unpack_groups::<$w>(bytes, groups, &mut put),)*
+                    _ => {}
+                }
+            };
+        }
+        widths!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32);
+    }
+}
+
+/// Unpacks `groups` groups of 8 values of `W` bits (a group is `W` bytes) from `bytes`, which
+/// hold 8 bytes more, giving each value with its index to `put`. The shifts are constants.
+#[inline(always)]
+fn unpack_groups<const W: usize>(bytes: &[u8], groups: usize, put: &mut impl FnMut(usize, u32)) {
+    let mask = (1u64 << W) - 1;
+    for g in 0..groups {
+        let base = g * W;
+        for j in 0..8 {
+            let bit = j * W;
+            let at = base + bit / 8;
+            let mut word = [0u8; 8];
+            word.copy_from_slice(&bytes[at..at + 8]);
+            put(
+                g * 8 + j,
+                ((u64::from_le_bytes(word) >> (bit % 8)) & mask) as u32,
+            );
+        }
+    }
+}
+
+/// A LEB128 varint of at most five bytes at `*pos`, which it moves past it.
+fn varint(bytes: &[u8], pos: &mut usize) -> Option<u32> {
+    let mut v = 0u32;
+    for shift in [0, 7, 14, 21, 28] {
+        let b = *bytes.get(*pos)?;
+        *pos += 1;
+        v |= u32::from(b & 0x7f).checked_shl(shift)?;
+        if b & 0x80 == 0 {
+            return Some(v);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+#[path = "postings_tests.rs"]
+mod tests;

@@ -1,0 +1,115 @@
+use super::*;
+
+fn decode(bytes: &[u8], offset: usize) -> Result<Vec<(u32, u16)>, BlockError> {
+    let list = PostingList::new(bytes, offset);
+    let mut blocks = list.blocks();
+    let mut block = Block::new();
+    let mut out = Vec::new();
+    while blocks.next_into(&mut block)? {
+        out.extend((0..block.len).map(|i| (block.docs[i], block.impacts[i])));
+    }
+    Ok(out)
+}
+
+fn encode(list: &[(u32, u16)]) -> Vec<u8> {
+    let mut buf = Vec::new();
+    put_postings(&mut buf, list);
+    buf
+}
+
+#[test]
+fn postings_round_trip_with_name_bits_and_extreme_values() {
+    let list = [
+        (0, 1),
+        (7, 0x7fff | NAME_BIT),
+        (300_000, 12),
+        (u32::MAX - 1, 0),
+        (u32::MAX, NAME_BIT),
+    ];
+    let mut buf = vec![9u8];
+    put_postings(&mut buf, &list);
+    assert_eq!(PostingList::new(&buf, 1).len(), 5);
+    assert_eq!(decode(&buf, 1).unwrap(), list);
+}
+
+#[test]
+fn lists_longer_than_a_block_round_trip() {
+    for len in [127, 128, 129, 256, 1000] {
+        let list: Vec<(u32, u16)> = (0..len)
+            .map(|i| {
+                (
+                    i * 8 + (i % 7),
+                    ((i as u16 * 37) % 0x7fff) | (u16::from(i % 5 == 0) << 15),
+                )
+            })
+            .collect();
+        assert_eq!(decode(&encode(&list), 0).unwrap(), list, "len {len}");
+    }
+}
+
+#[test]
+fn dense_lists_take_under_three_bytes_an_entry() {
+    let list: Vec<(u32, u16)> = (0..1000)
+        .map(|i| (i * 2, 1000 + (i as u16 % 200)))
+        .collect();
+    assert!(
+        encode(&list).len() < 3 * list.len(),
+        "{}",
+        encode(&list).len()
+    );
+}
+
+#[test]
+fn blocks_consume_exactly_the_bytes_written() {
+    let list: Vec<(u32, u16)> = (0..300).map(|i| (i * 5, i as u16)).collect();
+    let buf = encode(&list);
+    let mut tail = buf.clone();
+    tail.extend_from_slice(&[0xff; 16]);
+    let l = PostingList::new(&tail, 0);
+    let mut blocks = l.blocks();
+    let mut block = Block::new();
+    while blocks.next_into(&mut block).unwrap() {}
+    // The count of 300 takes two bytes.
+    assert_eq!(blocks.consumed() + 2, buf.len());
+}
+
+#[test]
+fn truncated_lists_fail_to_decode_without_panicking() {
+    let list: Vec<(u32, u16)> = (0..200).map(|i| (i * 9, i as u16 | NAME_BIT)).collect();
+    let buf = encode(&list);
+    for cut in 0..buf.len() {
+        let got = decode(&buf[..cut], 0);
+        assert!(
+            got.is_err() || PostingList::new(&buf[..cut], 0).len() == 0,
+            "cut at {cut}"
+        );
+    }
+    assert_eq!(PostingList::new(&buf, usize::MAX).len(), 0);
+}
+
+#[test]
+fn a_block_wider_than_32_bits_is_refused() {
+    let mut buf = encode(&[(5, 1)]);
+    buf[1] = 33;
+    assert_eq!(decode(&buf, 0), Err(BlockError::Width));
+    let mut buf = encode(&[(5, 1)]);
+    buf[2] = 16;
+    assert_eq!(decode(&buf, 0), Err(BlockError::Width));
+}
+
+#[test]
+fn tool_numbers_past_u32_max_are_refused() {
+    // Two entries: the first at u32::MAX, so the second cannot follow it.
+    let mut buf = encode(&[(u32::MAX - 1, 1), (u32::MAX, 1)]);
+    // Raise the first gap by one (bit 0 of the packed gaps, after count and 4 header bytes).
+    buf[5] |= 1;
+    assert_eq!(decode(&buf, 0), Err(BlockError::DocOverflow));
+}
+
+#[test]
+fn impacts_past_the_largest_are_refused() {
+    let mut buf = encode(&[(1, 0x7fff)]);
+    // The base impact's bytes: 0x7fff -> 0xffff.
+    buf[4] = 0xff;
+    assert_eq!(decode(&buf, 0), Err(BlockError::ImpactOverflow));
+}
