@@ -5,8 +5,11 @@
 
 mod common;
 
+#[cfg(feature = "semantic")]
 use common::*;
-use serde_json::{Value, json};
+#[cfg(feature = "semantic")]
+use serde_json::Value;
+use serde_json::json;
 use toolgate::{Engine, Policy};
 use toolgate_policy::{EmbeddingsSettings, SearchSettings};
 
