@@ -177,11 +177,23 @@ fn small_figures(docs: &[ToolDoc], queries: &[Query]) {
 fn main() {
     let (docs, queries) = load_small();
     small_figures(&docs, &queries);
+    // Reading back a tool a search returns decompresses its block of texts: the cost each
+    // returned tool adds to `tool_search`, on BFCL's large schemas.
+    let small = SearchIndex::build(&docs).expect("builds");
+    let names: Vec<String> = small.names().map(str::to_owned).collect();
     drop(docs);
+    let mut c = Criterion::default().configure_from_args();
+    let mut n = 0;
+    c.bench_function("get_returned_tool_bfcl", |b| {
+        b.iter(|| {
+            n = (n + 7919) % names.len();
+            small.get(black_box(&names[n])).map(|d| d.parameters_json.len())
+        })
+    });
+    drop(small);
     let (docs, queries) = load();
     figures(&docs, &queries);
 
-    let mut c = Criterion::default().configure_from_args();
     let mut group = c.benchmark_group("index_100k");
     group
         .sample_size(10)

@@ -39,7 +39,7 @@
 //! aliases, keywords), which is compressed in blocks of consecutive tools:
 //!
 //! ```text
-//! u32            tools per block B (32)
+//! u32            tools per block B (16)
 //! u32            number of blocks nb = ceil(tools / B)
 //! (nb + 1) u64   where each block starts, from the section's start; the last
 //!                is where the last block ends
@@ -57,13 +57,15 @@
 //! anything is allocated), that does not decompress to exactly that length or
 //! whose texts do not fit it is a typed error (`record::RecordError`), never a
 //! panic. Blocks start at multiples of B, so a build's bytes do not depend on
-//! its number of threads. Measured: the records of BFCL take 718 KiB instead
-//! of 1,732 uncompressed, Seal-Tools' 711 instead of 1,666; the speed bench's
-//! 100,000 tools 7.2 MiB instead of 48.7 (2.4 of blocks, whose near-duplicate
-//! tools sit side by side in name order, and 4.7 of hot records). LZ4 rather
-//! than zstd or deflate, which pack a block 1.5 times smaller: it decodes a
-//! block several times faster, in pure Rust, and a search decodes one block
-//! per tool it returns.
+//! its number of threads. B is stored, so a reader takes any. Measured with 16
+//! (release build, best of 5 x 20,000 random lookups, load 1.7): the records of
+//! BFCL take 783 KB instead of 1,773 uncompressed, Seal-Tools' 783 KB, the speed
+//! bench's 100,000 tools 8.7 MB (near-duplicate tools sit side by side in name
+//! order); reading back one BFCL tool takes 5.5 us. Blocks of 32 were 5% smaller
+//! and twice as slow to read (10.4 us), blocks of 8 another 7% larger and 3.2 us.
+//! LZ4 rather than zstd or deflate, which pack a block 1.5 times smaller: it
+//! decodes a block several times faster, in pure Rust, and a search decodes one
+//! block per tool it returns.
 //! * The re-ranking vocabulary is an fst from each stem of the re-ranking
 //!   words to its number, the most frequent numbered first. A search looks up
 //!   its few query stems there once instead of splitting and stemming the

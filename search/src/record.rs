@@ -15,7 +15,7 @@ use crate::format::{self, Reader};
 use crate::text;
 
 /// How many consecutive tools' texts a block holds (the last block may hold fewer).
-pub(crate) const BLOCK_TOOLS: usize = 32;
+pub(crate) const BLOCK_TOOLS: usize = 16;
 
 /// A view of one tool stored in an index: the name borrowed from the index, the rest decoded
 /// from its compressed block.
@@ -417,7 +417,7 @@ mod tests {
             u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as usize
         };
         for cut in 0..bytes.len() {
-            for (tool, block) in [(0, 0), (39, 1)] {
+            for (tool, block) in [(0, 0), (39, 39 / BLOCK_TOOLS)] {
                 let read = Block::of_tool(&bytes[..cut], tool).and_then(|b| {
                     b.text(tool)?;
                     Ok(())
