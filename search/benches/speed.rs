@@ -187,7 +187,9 @@ fn main() {
     c.bench_function("get_returned_tool_bfcl", |b| {
         b.iter(|| {
             n = (n + 7919) % names.len();
-            small.get(black_box(&names[n])).map(|d| d.parameters_json.len())
+            small
+                .get(black_box(&names[n]))
+                .map(|d| d.parameters_json.len())
         })
     });
     drop(small);
