@@ -469,6 +469,19 @@ mod tests {
         data
     }
 
+    /// Writes a small vectors file, lets `alter` change its bytes, and opens what it left.
+    fn open_altered(alter: impl FnOnce(&mut Vec<u8>)) -> Result<ToolVectors, SemanticError> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.vectors");
+        ToolVectors::new(8, 7, 9, unit_rows(4, 8))
+            .write(&path)
+            .expect("writes");
+        let mut bytes = fs::read(&path).expect("reads");
+        alter(&mut bytes);
+        fs::write(&path, &bytes).expect("writes");
+        ToolVectors::open(&path)
+    }
+
     #[test]
     fn written_vectors_read_back_the_same() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -502,85 +515,49 @@ mod tests {
 
     #[test]
     fn a_checksummed_file_with_a_bad_scale_is_refused() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("t.vectors");
-        ToolVectors::new(8, 7, 9, unit_rows(4, 8))
-            .write(&path)
-            .expect("writes");
-        let mut bytes = fs::read(&path).expect("reads");
-        let scale_at = HEADER + 4 * 8;
-        bytes[scale_at..scale_at + 4].copy_from_slice(&f32::NAN.to_le_bytes());
-        let sum = format::checksum(&[&bytes[..CHECKSUM_AT], &bytes[HEADER..]]);
-        bytes[CHECKSUM_AT..HEADER].copy_from_slice(&sum.to_le_bytes());
-        fs::write(&path, &bytes).expect("writes");
-        assert!(matches!(
-            ToolVectors::open(&path),
-            Err(SemanticError::BadVectors { .. })
-        ));
+        let opened = open_altered(|bytes| {
+            let scale_at = HEADER + 4 * 8;
+            bytes[scale_at..scale_at + 4].copy_from_slice(&f32::NAN.to_le_bytes());
+            let sum = format::checksum(&[&bytes[..CHECKSUM_AT], &bytes[HEADER..]]);
+            bytes[CHECKSUM_AT..HEADER].copy_from_slice(&sum.to_le_bytes());
+        });
+        assert!(matches!(opened, Err(SemanticError::BadVectors { .. })));
     }
 
     #[test]
     fn a_header_claiming_more_tools_than_the_file_holds_is_a_length_mismatch() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("t.vectors");
-        ToolVectors::new(8, 7, 9, unit_rows(4, 8))
-            .write(&path)
-            .expect("writes");
-        let mut bytes = fs::read(&path).expect("reads");
-        bytes[16..20].copy_from_slice(&u32::MAX.to_le_bytes());
-        bytes[12..16].copy_from_slice(&u32::MAX.to_le_bytes());
-        fs::write(&path, &bytes).expect("writes");
-        assert!(matches!(
-            ToolVectors::open(&path),
-            Err(SemanticError::LengthMismatch { .. })
-        ));
+        let opened = open_altered(|bytes| {
+            bytes[16..20].copy_from_slice(&u32::MAX.to_le_bytes());
+            bytes[12..16].copy_from_slice(&u32::MAX.to_le_bytes());
+        });
+        assert!(matches!(opened, Err(SemanticError::LengthMismatch { .. })));
     }
 
     #[test]
     fn a_flipped_byte_is_a_checksum_error() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("t.vectors");
-        ToolVectors::new(8, 7, 9, unit_rows(4, 8))
-            .write(&path)
-            .expect("writes");
-        let mut bytes = fs::read(&path).expect("reads");
-        bytes[HEADER + 5] ^= 1;
-        fs::write(&path, &bytes).expect("writes");
-        assert!(matches!(
-            ToolVectors::open(&path),
-            Err(SemanticError::Checksum { .. })
-        ));
+        let opened = open_altered(|bytes| {
+            bytes[HEADER + 5] ^= 1;
+        });
+        assert!(matches!(opened, Err(SemanticError::Checksum { .. })));
     }
 
     #[test]
     fn another_version_is_refused_as_such() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("t.vectors");
-        ToolVectors::new(8, 7, 9, unit_rows(4, 8))
-            .write(&path)
-            .expect("writes");
-        let mut bytes = fs::read(&path).expect("reads");
-        bytes[8] = 3;
-        fs::write(&path, &bytes).expect("writes");
+        let opened = open_altered(|bytes| {
+            bytes[8] = 3;
+        });
         assert!(matches!(
-            ToolVectors::open(&path),
+            opened,
             Err(SemanticError::UnsupportedVersion { found: 3, .. })
         ));
     }
 
     #[test]
     fn a_truncated_file_is_a_length_mismatch() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("t.vectors");
-        ToolVectors::new(8, 7, 9, unit_rows(4, 8))
-            .write(&path)
-            .expect("writes");
-        let bytes = fs::read(&path).expect("reads");
-        fs::write(&path, &bytes[..bytes.len() - 4]).expect("writes");
-        assert!(matches!(
-            ToolVectors::open(&path),
-            Err(SemanticError::LengthMismatch { .. })
-        ));
+        let opened = open_altered(|bytes| {
+            bytes.truncate(bytes.len() - 4);
+        });
+        assert!(matches!(opened, Err(SemanticError::LengthMismatch { .. })));
     }
 
     #[test]
