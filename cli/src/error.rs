@@ -609,7 +609,7 @@ mod tests {
         assert_eq!(missing.code(), EXIT_INPUT);
         let corrupt = CliError::Store(StoreError::Corrupt {
             id: Some(id),
-            what: "x".into(),
+            what: toolgate::store::Corruption::ImpossibleSizes,
         });
         assert_eq!(corrupt.code(), EXIT_STORE);
         assert!(

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::id::{IdError, IdKind, ResultId};
+use crate::id::{IdError, IdKind, ResultId, SessionId};
 
 /// A boxed error from a backend, kept as the cause in [`StoreError::Backend`].
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -60,7 +60,7 @@ pub enum StoreError {
         /// The result concerned, when there is one.
         id: Option<ResultId>,
         /// What was wrong.
-        what: String,
+        what: Corruption,
     },
     /// The backend failed: unreachable, timed out, refused the credentials, ...
     #[error(
@@ -99,12 +99,139 @@ impl StoreError {
         }
     }
 
-    pub(crate) fn corrupt(id: &ResultId, what: impl Into<String>) -> Self {
+    pub(crate) fn corrupt(id: &ResultId, what: Corruption) -> Self {
         StoreError::Corrupt {
             id: Some(id.clone()),
-            what: what.into(),
+            what,
         }
     }
+}
+
+/// What was wrong in a [`StoreError::Corrupt`]: the store's own rules that an answer broke.
+///
+/// The backend's files were changed behind the store's back (by hand, by another program, by a
+/// disk fault), or a [`crate::ResultStore`] implementation answered something impossible, which
+/// [`crate::Validated`] catches. Each variant says which rule; its text completes the sentence
+/// "the result store is inconsistent: ...".
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Corruption {
+    /// A result's record is not the JSON the store writes.
+    #[error("the record does not parse: {error}")]
+    RecordUnparsable {
+        /// The parser's error.
+        error: serde_json::Error,
+    },
+    /// A result's record has a version this build does not read.
+    #[error("unknown record version {found}")]
+    RecordVersion {
+        /// The version found.
+        found: u32,
+    },
+    /// The record stored under one id describes another.
+    #[error("the record is for {:?}", found.as_str())]
+    RecordForAnother {
+        /// The id the record names.
+        found: ResultId,
+    },
+    /// The record's sizes cannot be true (more characters than bytes, a zero index stride).
+    #[error("the record's sizes are impossible")]
+    ImpossibleSizes,
+    /// The character index ends before the entry a page needs.
+    #[error("the character index is short")]
+    IndexShort,
+    /// The character index points past the data, or backwards.
+    #[error("the character index points outside the data")]
+    IndexOutsideData,
+    /// The character index cuts a UTF-8 character in two.
+    #[error("the character index does not fall on character boundaries")]
+    IndexOffBoundary,
+    /// The data ends before the characters its record counts.
+    #[error("the data holds fewer characters than the record says")]
+    DataShort,
+    /// The store answered with the metadata of another result.
+    #[error("the store answered with the metadata of {:?}", found.as_str())]
+    MetaForAnother {
+        /// The id of the metadata received.
+        found: ResultId,
+    },
+    /// Metadata counting more characters than bytes.
+    #[error("{chars} characters cannot fit in {bytes} bytes")]
+    MoreCharsThanBytes {
+        /// The characters counted.
+        chars: u64,
+        /// The bytes counted.
+        bytes: u64,
+    },
+    /// A save answered with metadata that differs from what was saved.
+    #[error("the saved result reports another {field}")]
+    SavedMetaDiffers {
+        /// Which field differs: `session`, `tool`, `content type` or `size`.
+        field: &'static str,
+    },
+    /// A page was returned for an offset past the end, which must be refused.
+    #[error("a page at offset {offset} of {total} characters should have been refused")]
+    PageShouldBeRefused {
+        /// The offset asked for.
+        offset: u64,
+        /// The result's length in characters.
+        total: u64,
+    },
+    /// A page covers other characters than those asked for.
+    #[error("asked for characters {offset}..{end} of {total}, got {got_offset}..{got_end}")]
+    PageOutOfPlace {
+        /// The first character asked for.
+        offset: u64,
+        /// The end the page should have.
+        end: u64,
+        /// The result's length in characters.
+        total: u64,
+        /// The page's first character.
+        got_offset: u64,
+        /// The page's end.
+        got_end: u64,
+    },
+    /// A page's text does not hold as many characters as its bounds say.
+    #[error("the page {offset}..{end} holds {got} characters")]
+    PageLength {
+        /// The page's first character.
+        offset: u64,
+        /// The page's end.
+        end: u64,
+        /// The characters it holds.
+        got: u64,
+    },
+    /// A listing holds a result its filter excludes.
+    #[error("the listing holds a result its filter excludes")]
+    ListingOutsideFilter,
+    /// A listing holds the same result twice.
+    #[error("the listing holds this result twice")]
+    ListingDuplicate,
+    /// A listing is not sorted newest first.
+    #[error("the listing is not newest first")]
+    ListingOrder,
+    /// A session's saved state is not the JSON the store writes.
+    #[error("the state of session {:?} does not parse: {error}", session.as_str())]
+    SessionUnparsable {
+        /// The session.
+        session: SessionId,
+        /// The parser's error.
+        error: serde_json::Error,
+    },
+    /// The state stored under one session is of another version or another session.
+    #[error(
+        "the state stored for session {:?} is a version {version} record of session {:?}",
+        session.as_str(),
+        found.as_str()
+    )]
+    SessionRecordMismatch {
+        /// The session asked for.
+        session: SessionId,
+        /// The record's version.
+        version: u32,
+        /// The session the record names.
+        found: SessionId,
+    },
 }
 
 /// A bad id becomes [`StoreError::InvalidId`], a bad session id [`StoreError::InvalidSession`].

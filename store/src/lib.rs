@@ -45,7 +45,7 @@ mod store;
 mod types;
 mod validated;
 
-pub use error::{BoxError, ConfigError, StoreError};
+pub use error::{BoxError, ConfigError, Corruption, StoreError};
 pub use id::{IdError, IdKind, MAX_RESULT_ID_BYTES, MAX_SESSION_ID_BYTES, ResultId, SessionId};
 pub use object::{INDEX_STRIDE_CHARS, ObjectResultStore};
 pub use session::{ObjectSessionStore, SessionState, SessionStore};

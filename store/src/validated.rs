@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 
-use crate::error::StoreError;
+use crate::error::{Corruption, StoreError};
 use crate::id::{ResultId, SessionId};
 use crate::store::ResultStore;
 use crate::types::{ListFilter, Listing, NewResult, Page, PruneReport, ResultMeta, Scope};
@@ -49,19 +49,18 @@ fn check_meta_is_for(meta: &ResultMeta, id: &ResultId) -> Result<(), StoreError>
     if &meta.id != id {
         return Err(StoreError::corrupt(
             id,
-            format!(
-                "the store answered with the metadata of {:?}",
-                meta.id.as_str()
-            ),
+            Corruption::MetaForAnother {
+                found: meta.id.clone(),
+            },
         ));
     }
     if meta.chars > meta.bytes {
         return Err(StoreError::corrupt(
             id,
-            format!(
-                "{} characters cannot fit in {} bytes",
-                meta.chars, meta.bytes
-            ),
+            Corruption::MoreCharsThanBytes {
+                chars: meta.chars,
+                bytes: meta.bytes,
+            },
         ));
     }
     Ok(())
@@ -86,9 +85,9 @@ impl<S: ResultStore> ResultStore for Validated<S> {
             None
         };
         match wrong {
-            Some(what) => Err(StoreError::corrupt(
+            Some(field) => Err(StoreError::corrupt(
                 &expected.id,
-                format!("the saved result reports another {what}"),
+                Corruption::SavedMetaDiffers { field },
             )),
             None => Ok(meta),
         }
@@ -106,29 +105,33 @@ impl<S: ResultStore> ResultStore for Validated<S> {
         if offset > page.total_chars {
             return Err(StoreError::corrupt(
                 id,
-                format!(
-                    "a page at offset {offset} of {} characters should have been refused",
-                    page.total_chars
-                ),
+                Corruption::PageShouldBeRefused {
+                    offset,
+                    total: page.total_chars,
+                },
             ));
         }
         if page.offset != offset || page.end != expected_end {
             return Err(StoreError::corrupt(
                 id,
-                format!(
-                    "asked for characters {offset}..{expected_end} of {}, got {}..{}",
-                    page.total_chars, page.offset, page.end
-                ),
+                Corruption::PageOutOfPlace {
+                    offset,
+                    end: expected_end,
+                    total: page.total_chars,
+                    got_offset: page.offset,
+                    got_end: page.end,
+                },
             ));
         }
         let got = page.text.chars().count() as u64;
         if got != page.end - page.offset {
             return Err(StoreError::corrupt(
                 id,
-                format!(
-                    "the page {}..{} holds {got} characters",
-                    page.offset, page.end
-                ),
+                Corruption::PageLength {
+                    offset: page.offset,
+                    end: page.end,
+                    got,
+                },
             ));
         }
         Ok(page)
@@ -170,20 +173,14 @@ fn check_listing(filter: &ListFilter, metas: &[ResultMeta]) -> Result<(), StoreE
         if !filter.matches(meta) {
             return Err(StoreError::corrupt(
                 &meta.id,
-                "the listing holds a result its filter excludes",
+                Corruption::ListingOutsideFilter,
             ));
         }
         if !seen.insert(&meta.id) {
-            return Err(StoreError::corrupt(
-                &meta.id,
-                "the listing holds this result twice",
-            ));
+            return Err(StoreError::corrupt(&meta.id, Corruption::ListingDuplicate));
         }
         if i > 0 && metas[i - 1].created_at_ms < meta.created_at_ms {
-            return Err(StoreError::corrupt(
-                &meta.id,
-                "the listing is not newest first",
-            ));
+            return Err(StoreError::corrupt(&meta.id, Corruption::ListingOrder));
         }
     }
     Ok(())

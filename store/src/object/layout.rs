@@ -9,7 +9,7 @@ use object_store::path::Path;
 use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
 use serde::{Deserialize, Serialize};
 
-use crate::error::StoreError;
+use crate::error::{Corruption, StoreError};
 use crate::id::{ResultId, SessionId};
 use crate::types::{ListFilter, Listing, ResultMeta, Scope, Unreadable};
 
@@ -95,21 +95,25 @@ impl ObjectResultStore {
         };
         let raw = raw.map_err(|e| not_found_or(e, id, "read the result record"))?;
         let record: Record = serde_json::from_slice(&raw)
-            .map_err(|e| StoreError::corrupt(id, format!("the record does not parse: {e}")))?;
+            .map_err(|error| StoreError::corrupt(id, Corruption::RecordUnparsable { error }))?;
         if record.version != RECORD_VERSION {
             return Err(StoreError::corrupt(
                 id,
-                format!("unknown record version {}", record.version),
+                Corruption::RecordVersion {
+                    found: record.version,
+                },
             ));
         }
         if &record.meta.id != id {
             return Err(StoreError::corrupt(
                 id,
-                format!("the record is for {:?}", record.meta.id.as_str()),
+                Corruption::RecordForAnother {
+                    found: record.meta.id,
+                },
             ));
         }
         if record.stride == 0 || record.meta.chars > record.meta.bytes {
-            return Err(StoreError::corrupt(id, "the record's sizes are impossible"));
+            return Err(StoreError::corrupt(id, Corruption::ImpossibleSizes));
         }
         Ok(record)
     }

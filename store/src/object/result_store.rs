@@ -11,7 +11,7 @@ use super::index::{INDEX_STRIDE_CHARS, char_index};
 use super::layout::{
     CONCURRENCY, ObjectResultStore, RECORD_VERSION, Record, backend, not_found_or,
 };
-use crate::error::StoreError;
+use crate::error::{Corruption, StoreError};
 use crate::id::{ResultId, SessionId};
 use crate::store::ResultStore;
 use crate::types::{ListFilter, Listing, NewResult, Page, PruneReport, ResultMeta, Scope};
@@ -143,37 +143,27 @@ impl ResultStore for ObjectResultStore {
             Some(u64::from_le_bytes(bytes))
         };
         let start_byte =
-            entry(first).ok_or_else(|| StoreError::corrupt(id, "the character index is short"))?;
+            entry(first).ok_or_else(|| StoreError::corrupt(id, Corruption::IndexShort))?;
         let end_byte = if last < entries {
-            entry(last).ok_or_else(|| StoreError::corrupt(id, "the character index is short"))?
+            entry(last).ok_or_else(|| StoreError::corrupt(id, Corruption::IndexShort))?
         } else {
             data_len
         };
         if start_byte > end_byte || end_byte > data_len {
-            return Err(StoreError::corrupt(
-                id,
-                "the character index points outside the data",
-            ));
+            return Err(StoreError::corrupt(id, Corruption::IndexOutsideData));
         }
         let data = self
             .backend
             .get_range(&blob_key, start_byte..end_byte)
             .await
             .map_err(|e| not_found_or(e, id, "read the result data"))?;
-        let text = std::str::from_utf8(&data).map_err(|_| {
-            StoreError::corrupt(
-                id,
-                "the character index does not fall on character boundaries",
-            )
-        })?;
+        let text = std::str::from_utf8(&data)
+            .map_err(|_| StoreError::corrupt(id, Corruption::IndexOffBoundary))?;
         let skip = usize::try_from(offset - first * stride).unwrap_or(usize::MAX);
         let take = usize::try_from(end - offset).unwrap_or(usize::MAX);
         let out: String = text.chars().skip(skip).take(take).collect();
         if out.chars().count() != take {
-            return Err(StoreError::corrupt(
-                id,
-                "the data holds fewer characters than the record says",
-            ));
+            return Err(StoreError::corrupt(id, Corruption::DataShort));
         }
         Ok(page(out))
     }

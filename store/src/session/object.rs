@@ -38,7 +38,7 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload}
 use serde::{Deserialize, Serialize};
 
 use super::state::{SessionState, SessionStore};
-use crate::{ObjectResultStore, SessionId, StoreError};
+use crate::{Corruption, ObjectResultStore, SessionId, StoreError};
 
 /// The version of the JSON record this code writes and understands.
 const RECORD_VERSION: u32 = 1;
@@ -294,22 +294,21 @@ impl SessionStore for ObjectSessionStore {
 }
 
 fn decode(session: &SessionId, raw: &[u8]) -> Result<SessionState, StoreError> {
-    let record: Record = serde_json::from_slice(raw).map_err(|e| StoreError::Corrupt {
+    let record: Record = serde_json::from_slice(raw).map_err(|error| StoreError::Corrupt {
         id: None,
-        what: format!(
-            "the state of session {:?} does not parse: {e}",
-            session.as_str()
-        ),
+        what: Corruption::SessionUnparsable {
+            session: session.clone(),
+            error,
+        },
     })?;
     if record.version != RECORD_VERSION || &record.session != session {
         return Err(StoreError::Corrupt {
             id: None,
-            what: format!(
-                "the state stored for session {:?} is a version {} record of session {:?}",
-                session.as_str(),
-                record.version,
-                record.session.as_str()
-            ),
+            what: Corruption::SessionRecordMismatch {
+                session: session.clone(),
+                version: record.version,
+                found: record.session,
+            },
         });
     }
     Ok(record.state)

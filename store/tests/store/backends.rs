@@ -34,6 +34,8 @@ macro_rules! every_behaviour {
             the_backend_refuses_to_overwrite_a_record,
             racing_saves_of_one_id_have_exactly_one_winner,
             a_corrupt_record_is_reported_and_skipped_by_listings,
+            a_record_of_an_unknown_version_is_corrupt_and_names_the_version,
+            a_record_copied_from_another_result_is_corrupt,
             deleting_a_result_with_a_corrupt_record_removes_all_of_it,
             deleting_a_session_with_a_corrupt_record_deletes_it_too,
             prune_removes_corrupt_records_older_than_the_cutoff,

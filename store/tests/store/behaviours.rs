@@ -7,7 +7,8 @@ use futures::StreamExt;
 use object_store::path::Path;
 use object_store::{ObjectStoreExt, PutPayload};
 use toolgate_store::{
-    INDEX_STRIDE_CHARS, ListFilter, NewResult, ResultId, ResultStore, Scope, SessionId, StoreError,
+    Corruption, INDEX_STRIDE_CHARS, ListFilter, NewResult, ResultId, ResultStore, Scope, SessionId,
+    StoreError,
 };
 
 use crate::common::{Fixture, big_text, block, chars_slice};
@@ -478,8 +479,72 @@ async fn corrupt_result(f: &Fixture, owner: Option<&SessionId>) -> ResultId {
         .put(&key, PutPayload::from(r#"{"version":1,"#))
         .await
         .unwrap();
-    assert_eq!(f.store.meta(&id).await.unwrap_err().kind(), "corrupt");
+    match f.store.meta(&id).await.unwrap_err() {
+        StoreError::Corrupt {
+            id: Some(named),
+            what: Corruption::RecordUnparsable { .. },
+        } => assert_eq!(named, id),
+        other => panic!("expected an unparsable record, got {other:?}"),
+    }
     id
+}
+
+/// Rewrites the stored record of `id` with `edit` applied to its JSON.
+async fn edit_record(f: &Fixture, id: &ResultId, edit: impl FnOnce(&mut serde_json::Value)) {
+    let key = f.store.prefix().clone().join("meta").join(id.as_str());
+    let raw = f
+        .store
+        .backend()
+        .get(&key)
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    let mut record: serde_json::Value = serde_json::from_slice(&raw).unwrap();
+    edit(&mut record);
+    f.store
+        .backend()
+        .put(&key, PutPayload::from(serde_json::to_vec(&record).unwrap()))
+        .await
+        .unwrap();
+}
+
+pub async fn a_record_of_an_unknown_version_is_corrupt_and_names_the_version(f: Fixture) {
+    let id = save_later(&f.store, None, "from the future").await;
+    edit_record(&f, &id, |r| r["version"] = 99.into()).await;
+    let err = f.store.meta(&id).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StoreError::Corrupt {
+                what: Corruption::RecordVersion { found: 99 },
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().contains("unknown record version 99"),
+        "{err}"
+    );
+}
+
+pub async fn a_record_copied_from_another_result_is_corrupt(f: Fixture) {
+    let id = save_later(&f.store, None, "mine").await;
+    let other = save_later(&f.store, None, "theirs").await;
+    let theirs = f.store.meta(&other).await.unwrap();
+    edit_record(&f, &id, |r| {
+        r["id"] = theirs.id.as_str().into();
+    })
+    .await;
+    match f.store.meta(&id).await.unwrap_err() {
+        StoreError::Corrupt {
+            what: Corruption::RecordForAnother { found },
+            ..
+        } => assert_eq!(found, other),
+        err => panic!("expected a record for another result, got {err:?}"),
+    }
 }
 
 /// Every object left under the store's prefix.

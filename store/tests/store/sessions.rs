@@ -11,7 +11,8 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 
 use toolgate_store::{
-    ObjectSessionStore, ResultStore, Scope, SessionId, SessionState, SessionStore,
+    Corruption, ObjectSessionStore, ResultStore, Scope, SessionId, SessionState, SessionStore,
+    StoreError,
 };
 
 use crate::common::{Fixture, Kind};
@@ -190,7 +191,59 @@ fn a_record_that_does_not_parse_is_a_corrupt_error() {
         let key = &objects[0].location;
         f.store.backend().put(key, "not json".into()).await.unwrap();
         let err = store.load(&sid("s")).await.unwrap_err();
-        assert_eq!(err.kind(), "corrupt");
+        match err {
+            StoreError::Corrupt {
+                id: None,
+                what: Corruption::SessionUnparsable { session, .. },
+            } => assert_eq!(session, sid("s")),
+            other => panic!("expected an unparsable session state, got {other:?}"),
+        }
+    });
+}
+
+#[test]
+fn the_state_of_another_session_under_this_name_is_a_corrupt_error() {
+    let f = Fixture::new(Kind::Memory).unwrap();
+    rt().block_on(async {
+        let store = ObjectSessionStore::beside(&f.store, DAY);
+        store.reveal(&sid("a"), &names(&["x"])).await.unwrap();
+        store.reveal(&sid("b"), &names(&["y"])).await.unwrap();
+        let objects: Vec<_> = f
+            .store
+            .backend()
+            .list(Some(&Path::from("sessions")))
+            .try_collect()
+            .await
+            .unwrap();
+        // The session id is hex-encoded in the key: "a" is 61, "b" is 62.
+        let of = |hex: &str| {
+            objects
+                .iter()
+                .find(|o| o.location.as_ref().contains(&format!("/{hex}/")))
+                .map(|o| o.location.clone())
+                .unwrap_or_else(|| panic!("no state object under {hex} in {objects:?}"))
+        };
+        let b_state = f
+            .store
+            .backend()
+            .get(&of("62"))
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap();
+        f.store
+            .backend()
+            .put(&of("61"), b_state.into())
+            .await
+            .unwrap();
+        match store.load(&sid("a")).await.unwrap_err() {
+            StoreError::Corrupt {
+                what: Corruption::SessionRecordMismatch { session, found, .. },
+                ..
+            } => assert_eq!((session, found), (sid("a"), sid("b"))),
+            other => panic!("expected a record of another session, got {other:?}"),
+        }
     });
 }
 

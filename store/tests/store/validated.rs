@@ -2,8 +2,8 @@
 
 use async_trait::async_trait;
 use toolgate_store::{
-    ListFilter, NewResult, ObjectResultStore, Page, PruneReport, ResultId, ResultMeta, ResultStore,
-    Scope, SessionId, StoreError, Validated,
+    Corruption, ListFilter, NewResult, ObjectResultStore, Page, PruneReport, ResultId, ResultMeta,
+    ResultStore, Scope, SessionId, StoreError, Validated,
 };
 
 /// How a custom store misbehaves.
@@ -89,9 +89,14 @@ fn session(name: &str) -> SessionId {
     SessionId::parse(name).unwrap()
 }
 
-async fn assert_corrupt<T: std::fmt::Debug>(result: Result<T, StoreError>) {
-    let err = result.unwrap_err();
-    assert_eq!(err.kind(), "corrupt", "{err}");
+/// The result is a `Corrupt` error naming the broken rule `$rule`.
+macro_rules! assert_corrupt {
+    ($result:expr, $rule:pat) => {
+        match $result.unwrap_err() {
+            StoreError::Corrupt { what: $rule, .. } => {}
+            other => panic!("expected {}, got {other:?}", stringify!($rule)),
+        }
+    };
 }
 
 #[tokio::test]
@@ -116,27 +121,36 @@ async fn metadata_of_another_id_is_corrupt() {
         .await
         .unwrap()
         .id;
-    assert_corrupt(store.meta(&id).await).await;
+    assert_corrupt!(store.meta(&id).await, Corruption::MetaForAnother { .. });
 }
 
 #[tokio::test]
 async fn a_save_under_another_session_is_corrupt() {
     let store = custom(Fault::WrongSession);
-    assert_corrupt(store.save(NewResult::new(Some(session("mine"))), "x").await).await;
+    assert_corrupt!(
+        store.save(NewResult::new(Some(session("mine"))), "x").await,
+        Corruption::SavedMetaDiffers { field: "session" }
+    );
 }
 
 #[tokio::test]
 async fn a_page_shorter_than_its_range_is_corrupt() {
     let store = custom(Fault::ShortPage);
     let id = store.save(NewResult::new(None), "abcdef").await.unwrap().id;
-    assert_corrupt(store.read_chars(&id, 1, 3).await).await;
+    assert_corrupt!(
+        store.read_chars(&id, 1, 3).await,
+        Corruption::PageLength { .. }
+    );
 }
 
 #[tokio::test]
 async fn a_page_at_another_offset_is_corrupt() {
     let store = custom(Fault::ShiftedPage);
     let id = store.save(NewResult::new(None), "abcdef").await.unwrap().id;
-    assert_corrupt(store.read_chars(&id, 1, 3).await).await;
+    assert_corrupt!(
+        store.read_chars(&id, 1, 3).await,
+        Corruption::PageOutOfPlace { .. }
+    );
 }
 
 #[tokio::test]
@@ -150,12 +164,12 @@ async fn a_listing_that_ignores_its_scope_is_corrupt() {
         .save(NewResult::new(Some(session("b"))), "y")
         .await
         .unwrap();
-    assert_corrupt(
+    assert_corrupt!(
         store
             .list(&ListFilter::scope(Scope::Session(session("a"))))
             .await,
-    )
-    .await;
+        Corruption::ListingOutsideFilter
+    );
 }
 
 #[tokio::test]
@@ -164,5 +178,8 @@ async fn a_listing_oldest_first_is_corrupt() {
     store.save(NewResult::new(None), "x").await.unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(3)).await;
     store.save(NewResult::new(None), "y").await.unwrap();
-    assert_corrupt(store.list(&ListFilter::all()).await).await;
+    assert_corrupt!(
+        store.list(&ListFilter::all()).await,
+        Corruption::ListingOrder
+    );
 }
