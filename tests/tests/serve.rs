@@ -183,6 +183,52 @@ fn a_non_loopback_address_without_a_token_is_refused() {
     );
 }
 
+#[test]
+fn a_stdio_client_that_leaves_before_initializing_ends_serve_with_success() {
+    let results = tempfile::tempdir().unwrap();
+    let run = Toolgate::new(&["serve", "--policy", "policies/testkit.yaml"])
+        .results_dir(results.path())
+        .stdin("")
+        .run_within(Duration::from_secs(60));
+    run.assert_code(0).assert_no_panic();
+    assert!(run.stdout.is_empty(), "nothing is answered: {run:#?}");
+}
+
+#[test]
+fn a_stdio_client_that_opens_with_a_notification_gets_a_handshake_error() {
+    let results = tempfile::tempdir().unwrap();
+    let run = Toolgate::new(&["serve", "--policy", "policies/testkit.yaml"])
+        .results_dir(results.path())
+        .stdin("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+        .run_within(Duration::from_secs(60));
+    run.assert_code(4).assert_no_panic();
+    assert!(
+        run.stderr.contains("broke the handshake")
+            && run.stderr.contains("expect initialized request"),
+        "{run:#?}"
+    );
+}
+
+#[test]
+fn a_stdio_request_without_initialize_or_protocol_meta_gets_a_json_rpc_error() {
+    let results = tempfile::tempdir().unwrap();
+    let run = Toolgate::new(&["serve", "--policy", "policies/testkit.yaml"])
+        .results_dir(results.path())
+        .stdin("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n")
+        .run_within(Duration::from_secs(60));
+    // The answer names what is missing; the client then closing stdin ends serve normally.
+    run.assert_code(0).assert_no_panic();
+    let answer: serde_json::Value = serde_json::from_str(run.stdout.trim()).expect("one JSON line");
+    assert_eq!(answer["id"], 1, "{run:#?}");
+    assert_eq!(answer["error"]["code"], -32602, "{run:#?}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("protocolVersion")),
+        "{run:#?}"
+    );
+}
+
 // --- the MCP Inspector ------------------------------------------------------------------------
 
 /// `node inspector --cli ARGS`, with the Node and the Inspector that scripts/npm.sh installs.

@@ -52,9 +52,14 @@ pub enum ServeError {
         #[source]
         source: std::io::Error,
     },
-    /// The MCP connection failed (stdio).
-    #[error("the MCP connection failed: {0}")]
-    Transport(String),
+    /// The client on stdio broke the MCP handshake: it sent something other than `initialize`,
+    /// or the answer could not be written. (A client that closes stdin before initializing is
+    /// not an error: `serve` ends with success, as it does when stdin closes later.)
+    #[error("the MCP client on stdio broke the handshake")]
+    Handshake(#[source] Box<rmcp::service::ServerInitializeError>),
+    /// The task serving the stdio connection panicked or was aborted.
+    #[error("the MCP connection on stdio stopped abnormally")]
+    Connection(#[source] tokio::task::JoinError),
     /// The policy files cannot be watched.
     #[error("cannot watch the policy files")]
     Watch(#[from] notify::Error),

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use rmcp::ServiceExt;
+use rmcp::service::{QuitReason, ServerInitializeError};
 use tokio_util::sync::CancellationToken;
 use toolgate_store::SessionId;
 
@@ -18,13 +19,21 @@ pub(crate) async fn serve_stdio(
 ) -> Result<(), ServeError> {
     tracing::info!(session = session.as_str(), "serving MCP on stdio");
     let gateway = Gateway::new(shared, SessionSource::Fixed(session));
-    let running = gateway
+    let running = match gateway
         .serve_with_ct(rmcp::transport::stdio(), shutdown)
         .await
-        .map_err(|e| ServeError::Transport(e.to_string()))?;
-    running
-        .waiting()
-        .await
-        .map_err(|e| ServeError::Transport(e.to_string()))?;
-    Ok(())
+    {
+        Ok(running) => running,
+        // Stdin closed (or a signal came) before `initialize`: the client went away, which
+        // ends a stdio server normally, whenever it happens.
+        Err(ServerInitializeError::ConnectionClosed(_) | ServerInitializeError::Cancelled) => {
+            tracing::info!("the client left before initializing; nothing to serve");
+            return Ok(());
+        }
+        Err(e) => return Err(ServeError::Handshake(Box::new(e))),
+    };
+    match running.waiting().await.map_err(ServeError::Connection)? {
+        QuitReason::JoinError(e) => Err(ServeError::Connection(e)),
+        _ => Ok(()),
+    }
 }
