@@ -420,16 +420,7 @@ pub async fn the_backend_refuses_to_overwrite_a_record(f: Fixture) {
         matches!(err, object_store::Error::AlreadyExists { .. }),
         "{err:?}"
     );
-    let got = f
-        .store
-        .backend()
-        .get(&key)
-        .await
-        .unwrap()
-        .bytes()
-        .await
-        .unwrap();
-    assert_eq!(&got[..], b"first");
+    assert_eq!(&object_bytes(&f, &key).await[..], b"first");
 }
 
 /// Saves of one id racing each other: exactly one wins, and its content is what is read.
@@ -473,10 +464,9 @@ pub async fn racing_saves_of_one_id_have_exactly_one_winner(f: Fixture) {
 /// crash of a store without atomic writes or a hand edit could leave it.
 async fn corrupt_result(f: &Fixture, owner: Option<&SessionId>) -> ResultId {
     let id = save_later(&f.store, owner, "soon unreadable").await;
-    let key = f.store.prefix().clone().join("meta").join(id.as_str());
     f.store
         .backend()
-        .put(&key, PutPayload::from(r#"{"version":1,"#))
+        .put(&record_key(f, &id), PutPayload::from(r#"{"version":1,"#))
         .await
         .unwrap();
     match f.store.meta(&id).await.unwrap_err() {
@@ -489,19 +479,28 @@ async fn corrupt_result(f: &Fixture, owner: Option<&SessionId>) -> ResultId {
     id
 }
 
-/// Rewrites the stored record of `id` with `edit` applied to its JSON.
-async fn edit_record(f: &Fixture, id: &ResultId, edit: impl FnOnce(&mut serde_json::Value)) {
-    let key = f.store.prefix().clone().join("meta").join(id.as_str());
-    let raw = f
-        .store
+/// Where the record of `id` is stored.
+fn record_key(f: &Fixture, id: &ResultId) -> Path {
+    f.store.prefix().clone().join("meta").join(id.as_str())
+}
+
+/// The whole content of the backend's object at `key`.
+async fn object_bytes(f: &Fixture, key: &Path) -> bytes::Bytes {
+    f.store
         .backend()
-        .get(&key)
+        .get(key)
         .await
         .unwrap()
         .bytes()
         .await
-        .unwrap();
-    let mut record: serde_json::Value = serde_json::from_slice(&raw).unwrap();
+        .unwrap()
+}
+
+/// Rewrites the stored record of `id` with `edit` applied to its JSON.
+async fn edit_record(f: &Fixture, id: &ResultId, edit: impl FnOnce(&mut serde_json::Value)) {
+    let key = record_key(f, id);
+    let mut record: serde_json::Value =
+        serde_json::from_slice(&object_bytes(f, &key).await).unwrap();
     edit(&mut record);
     f.store
         .backend()
