@@ -128,7 +128,7 @@ impl WordLevenshtein {
         let mut best = over;
         // The entry left of the first one is off the band: more than `distance`.
         let mut left = over;
-        for k in 0..width {
+        for (k, slot) in band.iter_mut().enumerate().take(width) {
             // Row entry `i` (word characters matched), after `read` key characters.
             let i = read - d + k as i32;
             let v = if i < 0 || i > self.len as i32 {
@@ -146,7 +146,7 @@ impl WordLevenshtein {
                     .min(left.saturating_add(1))
                     .min(over)
             };
-            band[k] = v;
+            *slot = v;
             left = v;
             best = best.min(v);
         }
