@@ -38,6 +38,12 @@ impl Automaton for SingleWord {
 /// Longest word [`WordLevenshtein`] handles, in characters.
 const LEV_MAX: usize = 40;
 
+/// The largest distance [`WordLevenshtein`] handles.
+const MAX_DISTANCE: usize = 2;
+
+/// Cells of a band: the edit-distance row's entries within [`MAX_DISTANCE`] of the diagonal.
+const BAND: usize = 2 * MAX_DISTANCE + 1;
+
 /// Matches the single-word keys within `distance` edits (insertions,
 /// deletions, substitutions of characters) of a word, as fst's
 /// `Levenshtein` does, but lazily: the state is the current row of the
@@ -47,6 +53,13 @@ const LEV_MAX: usize = 40;
 /// are UTF-8: the bytes of a multi-byte character are gathered and the
 /// character compared whole. A name separator ends the walk: whole names
 /// (`get_weather`) are not typo matches of a word.
+///
+/// Only the row's entries within `distance` of the diagonal are kept (a
+/// band of `2 * distance + 1`): an entry further off is at least its
+/// distance from the diagonal, so more than `distance`, and never decides
+/// a match. Entries above `distance` are kept as `distance + 1`, which
+/// leaves every entry at or below `distance` exact. A step so costs a few
+/// cells whatever the word's length.
 #[derive(Clone, Debug)]
 pub(crate) struct WordLevenshtein {
     word: [char; LEV_MAX],
@@ -54,18 +67,28 @@ pub(crate) struct WordLevenshtein {
     distance: u8,
 }
 
-/// A [`WordLevenshtein`] state: the row, and a partly read character.
-#[derive(Clone, Debug)]
+/// A [`WordLevenshtein`] state: the band of the row after `read`
+/// characters, and a partly read character.
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct LevState {
-    row: [u8; LEV_MAX],
-    /// The bits of the character read so far.
-    pending: u32,
+    /// Entry `k` is the row's entry `read + k - distance` (at most
+    /// `distance + 1`; `distance + 1` where that is off the row).
+    band: [u8; BAND],
+    /// Characters read.
+    read: u8,
     /// Continuation bytes still to come.
     need: u8,
+    /// The bits of the character read so far.
+    pending: u32,
 }
 
 impl WordLevenshtein {
+    /// `None` for an empty word, a word of [`LEV_MAX`] characters or more, or a distance
+    /// past [`MAX_DISTANCE`].
     pub(crate) fn new(word: &str, distance: u8) -> Option<WordLevenshtein> {
+        if usize::from(distance) > MAX_DISTANCE {
+            return None;
+        }
         let mut w = ['\0'; LEV_MAX];
         let mut len = 0;
         for c in word.chars() {
@@ -83,28 +106,56 @@ impl WordLevenshtein {
         })
     }
 
-    /// The next row after reading character `c`, or `None` once no key
-    /// going on from here can be within the distance.
-    fn step(&self, prev: &[u8; LEV_MAX], c: u32) -> Option<[u8; LEV_MAX]> {
+    /// The band's width for this distance.
+    fn width(&self) -> usize {
+        2 * usize::from(self.distance) + 1
+    }
+
+    /// The next state after reading character `c` in state `s`, or `None`
+    /// once no key going on from here can be within the distance.
+    fn step(&self, s: &LevState, c: u32) -> Option<LevState> {
         // The first character must be right: slips at the start of a word
         // are rare, and this keeps the walk to one branch of the
         // dictionary instead of all of it.
-        if prev[0] == 0 && self.word[0] as u32 != c {
+        if s.read == 0 && self.word[0] as u32 != c {
             return None;
         }
-        let mut row = [0u8; LEV_MAX];
-        row[0] = prev[0].saturating_add(1);
-        let mut best = row[0];
-        for i in 1..=self.len {
-            let cost = u8::from(self.word[i - 1] as u32 != c);
-            let v = prev[i - 1]
-                .saturating_add(cost)
-                .min(prev[i].saturating_add(1))
-                .min(row[i - 1].saturating_add(1));
-            row[i] = v;
+        let d = i32::from(self.distance);
+        let over = self.distance + 1;
+        let width = self.width();
+        let read = i32::from(s.read) + 1;
+        let mut band = [over; BAND];
+        let mut best = over;
+        // The entry left of the first one is off the band: more than `distance`.
+        let mut left = over;
+        for (k, slot) in band.iter_mut().enumerate().take(width) {
+            // Row entry `i` (word characters matched), after `read` key characters.
+            let i = read - d + k as i32;
+            let v = if i < 0 || i > self.len as i32 {
+                over
+            } else if i == 0 {
+                // Only insertions: `read` of them.
+                u8::try_from(read).map_or(over, |r| r.min(over))
+            } else {
+                let cost = u8::from(self.word[(i - 1) as usize] as u32 != c);
+                // Above-left is this band's entry `k`, above is entry `k + 1`.
+                let diagonal = s.band[k].saturating_add(cost);
+                let above = if k + 1 < width { s.band[k + 1] } else { over };
+                diagonal
+                    .min(above.saturating_add(1))
+                    .min(left.saturating_add(1))
+                    .min(over)
+            };
+            *slot = v;
+            left = v;
             best = best.min(v);
         }
-        (best <= self.distance).then_some(row)
+        (best <= self.distance).then_some(LevState {
+            band,
+            read: u8::try_from(read).ok()?,
+            need: 0,
+            pending: 0,
+        })
     }
 }
 
@@ -113,21 +164,30 @@ impl Automaton for WordLevenshtein {
     type State = Option<LevState>;
 
     fn start(&self) -> Self::State {
-        let mut row = [0u8; LEV_MAX];
-        for (i, slot) in row.iter_mut().enumerate().take(self.len + 1) {
-            *slot = i as u8;
+        let d = usize::from(self.distance);
+        let mut band = [self.distance + 1; BAND];
+        // Before any key character, entry `i` is `i` (deleting the word's first `i`).
+        for (k, slot) in band.iter_mut().enumerate().take(self.width()) {
+            if let Some(i) = k.checked_sub(d).filter(|&i| i <= self.len) {
+                *slot = (i as u8).min(self.distance + 1);
+            }
         }
         Some(LevState {
-            row,
-            pending: 0,
+            band,
+            read: 0,
             need: 0,
+            pending: 0,
         })
     }
 
     fn is_match(&self, state: &Self::State) -> bool {
-        state
-            .as_ref()
-            .is_some_and(|s| s.need == 0 && s.row[self.len] <= self.distance)
+        state.as_ref().is_some_and(|s| {
+            // The row's last entry is band entry `len - read + distance`, if on the band.
+            let k = self.len as i32 - i32::from(s.read) + i32::from(self.distance);
+            s.need == 0
+                && (0..self.width() as i32).contains(&k)
+                && s.band[k as usize] <= self.distance
+        })
     }
 
     fn can_match(&self, state: &Self::State) -> bool {
@@ -141,28 +201,16 @@ impl Automaton for WordLevenshtein {
             let pending = (s.pending << 6) | u32::from(byte & 0x3F);
             if s.need > 1 {
                 return Some(LevState {
-                    row: s.row,
                     pending,
                     need: s.need - 1,
+                    ..*s
                 });
             }
-            let row = self.step(&s.row, pending)?;
-            return Some(LevState {
-                row,
-                pending: 0,
-                need: 0,
-            });
+            return self.step(s, pending);
         }
         let (pending, need) = match byte {
             b'_' | b'.' | b'-' => return None,
-            0x00..=0x7F => {
-                let row = self.step(&s.row, u32::from(byte))?;
-                return Some(LevState {
-                    row,
-                    pending: 0,
-                    need: 0,
-                });
-            }
+            0x00..=0x7F => return self.step(s, u32::from(byte)),
             0xC0..=0xDF => (u32::from(byte & 0x1F), 1),
             0xE0..=0xEF => (u32::from(byte & 0x0F), 2),
             // 0xF0 and up; a stray continuation byte cannot start a key
@@ -170,9 +218,96 @@ impl Automaton for WordLevenshtein {
             _ => (u32::from(byte & 0x07), 3),
         };
         Some(LevState {
-            row: s.row,
             pending,
             need,
+            ..*s
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fst::{IntoStreamer, Set, Streamer};
+
+    /// The edit distance between `a` and `b`, in characters, by the full table.
+    fn distance(a: &[char], b: &[char]) -> usize {
+        let mut row: Vec<usize> = (0..=a.len()).collect();
+        for (j, cb) in b.iter().enumerate() {
+            let mut next = vec![j + 1; a.len() + 1];
+            for i in 1..=a.len() {
+                let cost = usize::from(a[i - 1] != *cb);
+                next[i] = (row[i - 1] + cost).min(row[i] + 1).min(next[i - 1] + 1);
+            }
+            row = next;
+        }
+        row[a.len()]
+    }
+
+    /// What [`WordLevenshtein`] is to match: a key without a name separator, starting with
+    /// the word's first character (or empty), within `d` edits.
+    fn within(word: &str, key: &str, d: u8) -> bool {
+        let (w, k): (Vec<char>, Vec<char>) = (word.chars().collect(), key.chars().collect());
+        !key.contains(['_', '.', '-'])
+            && (k.is_empty() || k[0] == w[0])
+            && distance(&w, &k) <= usize::from(d)
+    }
+
+    fn accepts(lev: &WordLevenshtein, key: &str) -> bool {
+        let mut state = lev.start();
+        for &b in key.as_bytes() {
+            state = lev.accept(&state, b);
+            if !lev.can_match(&state) {
+                return false;
+            }
+        }
+        lev.is_match(&state)
+    }
+
+    #[test]
+    fn a_typo_inside_the_word_matches_and_one_in_its_first_letter_does_not() {
+        let lev = WordLevenshtein::new("weather", 1);
+        let lev = lev.as_ref();
+        assert!(lev.is_some_and(|l| accepts(l, "wether")));
+        assert!(lev.is_some_and(|l| accepts(l, "weathers")));
+        assert!(lev.is_some_and(|l| !accepts(l, "feather")));
+        assert!(lev.is_some_and(|l| !accepts(l, "wheter")));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn matches_exactly_the_keys_within_the_distance(
+            word in "[abcé]{1,9}",
+            key in "[abcé_]{0,11}",
+            d in 1u8..=2,
+        ) {
+            let lev = WordLevenshtein::new(&word, d);
+            proptest::prop_assert!(lev.is_some());
+            if let Some(lev) = lev {
+                proptest::prop_assert_eq!(accepts(&lev, &key), within(&word, &key, d));
+            }
+        }
+
+        #[test]
+        fn a_dictionary_walk_finds_exactly_the_keys_within_the_distance(
+            word in "[abé]{1,7}",
+            keys in proptest::collection::btree_set("[abé.]{0,8}", 0..60),
+            d in 1u8..=2,
+        ) {
+            let set = Set::from_iter(keys.iter());
+            proptest::prop_assert!(set.is_ok());
+            let lev = WordLevenshtein::new(&word, d);
+            proptest::prop_assert!(lev.is_some());
+            if let (Ok(set), Some(lev)) = (set, lev) {
+                let mut found = Vec::new();
+                let mut stream = set.search(lev).into_stream();
+                while let Some(key) = stream.next() {
+                    found.push(String::from_utf8_lossy(key).into_owned());
+                }
+                let expected: Vec<String> =
+                    keys.iter().filter(|k| within(&word, k, d)).cloned().collect();
+                proptest::prop_assert_eq!(found, expected);
+            }
+        }
     }
 }

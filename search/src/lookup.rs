@@ -1,8 +1,9 @@
 //! Finding a query term in the term dictionary: by its stem, or failing that by the terms it is
 //! a prefix of or within a small edit distance of.
 
-use fst::automaton::{Automaton, Str};
-use fst::{IntoStreamer, Map, Streamer};
+use fst::Map;
+use fst::automaton::Automaton;
+use fst::raw::{Fst, Node, Output};
 
 use crate::automata::{SingleWord, WordLevenshtein};
 use crate::hits::MatchKind;
@@ -41,13 +42,35 @@ pub(crate) fn lookup<D: AsRef<[u8]>>(stems: &Map<D>, term: &QueryTerm) -> Lookup
     let mut expansions: Vec<Expansion> = Vec::new();
     let chars = term.word.chars().count();
     if chars >= 4 && !term.required && term.word.chars().all(char::is_alphabetic) {
+        let fst = stems.as_fst();
         // Whole names (`get_weather`) are terms too; a single word is
         // never expanded into one, which also keeps the walk short.
-        let word_prefix = Str::new(&term.stem).starts_with().intersection(SingleWord);
-        expand(stems, word_prefix, MatchKind::Prefix, &mut expansions);
+        if let Some((node, out)) = descend(fst, term.stem.as_bytes()) {
+            let mut key = term.stem.as_bytes().to_vec();
+            expand(
+                fst,
+                &SingleWord,
+                node,
+                out,
+                &mut key,
+                MatchKind::Prefix,
+                &mut expansions,
+            );
+        }
         let distance = if chars <= 7 { 1 } else { 2 };
-        if let Some(lev) = WordLevenshtein::new(&term.stem, distance) {
-            expand(stems, lev, MatchKind::Typo, &mut expansions);
+        if expansions.len() < MAX_EXPANSIONS
+            && let Some(lev) = WordLevenshtein::new(&term.stem, distance)
+        {
+            let mut key = Vec::new();
+            expand(
+                fst,
+                &lev,
+                fst.root(),
+                Output::zero(),
+                &mut key,
+                MatchKind::Typo,
+                &mut expansions,
+            );
         }
     }
     if expansions.is_empty() {
@@ -57,25 +80,134 @@ pub(crate) fn lookup<D: AsRef<[u8]>>(stems: &Map<D>, term: &QueryTerm) -> Lookup
     }
 }
 
-/// Adds the dictionary terms `automaton` accepts to `expansions` (up to [`MAX_EXPANSIONS`] in
-/// all), skipping terms already there.
+/// The node `prefix` leads to from the root, and the output gathered on the way.
+fn descend<'f, D: AsRef<[u8]>>(fst: &'f Fst<D>, prefix: &[u8]) -> Option<(Node<'f>, Output)> {
+    let mut node = fst.root();
+    let mut out = Output::zero();
+    for &b in prefix {
+        let t = node.transition(node.find_input(b)?);
+        out = out.cat(t.out);
+        node = fst.node(t.addr);
+    }
+    Some((node, out))
+}
+
+/// Adds the dictionary terms below `node` (reached by `key`, with output `out`) whose rest
+/// `automaton` accepts to `expansions`, in key order (up to [`MAX_EXPANSIONS`] in all), skipping
+/// terms already there.
+///
+/// The walk is fst's stream, depth first in key order, except that a transition the automaton
+/// rejects is passed over without decoding the node it leads to (the stream decodes every
+/// child of a node it visits): the typo walk rejects all but one of the root's transitions.
+/// `automaton` must not match in a state it says cannot match (true of this crate's automata).
 fn expand<D: AsRef<[u8]>, A: Automaton>(
-    stems: &Map<D>,
-    automaton: A,
+    fst: &Fst<D>,
+    automaton: &A,
+    node: Node<'_>,
+    out: Output,
+    key: &mut Vec<u8>,
     kind: MatchKind,
     expansions: &mut Vec<Expansion>,
 ) {
-    let mut stream = stems.search(automaton).into_stream();
-    while let Some((key, offset)) = stream.next() {
-        if expansions.len() >= MAX_EXPANSIONS {
-            break;
-        }
+    let mut add = |key: &[u8], offset: Output| {
         if !expansions.iter().any(|e| e.matched.as_bytes() == key) {
             expansions.push(Expansion {
                 matched: String::from_utf8_lossy(key).into_owned(),
-                offset,
+                offset: offset.value(),
                 kind,
             });
+        }
+        expansions.len() < MAX_EXPANSIONS
+    };
+    let start = automaton.start();
+    if node.is_final() && automaton.is_match(&start) && !add(key, out.cat(node.final_output())) {
+        return;
+    }
+    // Per node on the path: the node, its next transition, its output and the automaton's state.
+    let mut stack = vec![(node, 0usize, out, start)];
+    while let Some((node, next, out, state)) = stack.last_mut() {
+        let Some(i) = (*next < node.len()).then_some(*next) else {
+            stack.pop();
+            if !stack.is_empty() {
+                key.pop();
+            }
+            continue;
+        };
+        *next += 1;
+        let t = node.transition(i);
+        let to = automaton.accept(state, t.inp);
+        if !automaton.can_match(&to) {
+            continue;
+        }
+        let out = out.cat(t.out);
+        let child = fst.node(t.addr);
+        key.push(t.inp);
+        if child.is_final() && automaton.is_match(&to) && !add(key, out.cat(child.final_output())) {
+            return;
+        }
+        stack.push((child, 0, out, to));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fst::automaton::Str;
+    use fst::{IntoStreamer, Streamer};
+
+    /// The expansions as fst's own streams find them: the prefix walk, then the typo walk.
+    fn streamed(stems: &Map<Vec<u8>>, term: &QueryTerm) -> Vec<(String, u64, MatchKind)> {
+        let chars = term.word.chars().count();
+        let mut out: Vec<(String, u64, MatchKind)> = Vec::new();
+        let prefix = Str::new(&term.stem).starts_with().intersection(SingleWord);
+        add(
+            stems.search(prefix).into_stream(),
+            MatchKind::Prefix,
+            &mut out,
+        );
+        if let Some(lev) = WordLevenshtein::new(&term.stem, if chars <= 7 { 1 } else { 2 }) {
+            add(stems.search(lev).into_stream(), MatchKind::Typo, &mut out);
+        }
+        out
+    }
+
+    fn add<A: Automaton>(
+        mut stream: fst::map::Stream<'_, A>,
+        kind: MatchKind,
+        out: &mut Vec<(String, u64, MatchKind)>,
+    ) {
+        while let Some((key, offset)) = stream.next() {
+            if out.len() >= MAX_EXPANSIONS {
+                break;
+            }
+            let key = String::from_utf8_lossy(key).into_owned();
+            if !out.iter().any(|e| e.0 == key) {
+                out.push((key, offset, kind));
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn expansions_are_those_of_fsts_streams_in_the_same_order(
+            word in "[ab]{4,8}é?",
+            keys in proptest::collection::btree_set("[ab]{1,9}[é_]?[ab]{0,2}", 0..120),
+        ) {
+            let stem = crate::text::stem(&word).into_owned();
+            let keys: Vec<(String, u64)> =
+                keys.into_iter().filter(|k| *k != stem).zip(0u64..).collect();
+            let stems = Map::from_iter(keys);
+            proptest::prop_assert!(stems.is_ok());
+            if let Ok(stems) = stems {
+                let term = QueryTerm { word, stem, required: false, quoted: false };
+                let expected = streamed(&stems, &term);
+                let found: Vec<(String, u64, MatchKind)> = match lookup(&stems, &term) {
+                    Lookup::Expanded(e) => e.into_iter().map(|e| (e.matched, e.offset, e.kind)).collect(),
+                    Lookup::Missing => Vec::new(),
+                    Lookup::Found(_) => vec![(String::new(), 0, MatchKind::Exact)],
+                };
+                proptest::prop_assert_eq!(found, expected);
+            }
         }
     }
 }

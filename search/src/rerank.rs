@@ -30,10 +30,7 @@ pub(crate) fn rerank(
 ) {
     // The stems of the free text's words in order, numbered, so that a
     // tool's words become numbers and its phrases pairs of numbers.
-    let seq: Vec<String> = text::terms(free)
-        .iter()
-        .map(|w| text::stem(w).into_owned())
-        .collect();
+    let seq = Stems::of(free);
     let vocab = Vocab::new(terms, &seq);
     let seq_ids: Vec<u32> = seq.iter().map(|s| vocab.id(s)).collect();
     let mut pairs: Vec<(u32, u32)> = seq_ids
@@ -54,11 +51,13 @@ pub(crate) fn rerank(
     // The query's stems by their number in the index's re-ranking vocabulary; a stem not
     // there is no word of any tool.
     let by_number = vocab.numbered(file.rerank_terms());
-    let of = |n: u32| by_number.get(&n).copied().unwrap_or((Vocab::NONE, 0));
+    let of = |n: u32| by_number.get(n);
     // A tool's name and description words as vocabulary numbers
     // (`Vocab::NONE` for words the query does not have).
     let mut ids: Vec<u32> = Vec::new();
     let mut found: Vec<usize> = Vec::new();
+    // A tool's name, lowercased.
+    let mut lower = String::new();
     let aspects = if r.diversity != 0.0 {
         sentence_masks(free, &vocab)
     } else {
@@ -122,11 +121,16 @@ pub(crate) fn rerank(
             factor *= 1.0 + r.desc_coverage * share;
         }
         if r.name_substring != 0.0 && !long_words.is_empty() {
-            let lower = name.to_lowercase();
-            let parts = text::words(name);
+            lower.clear();
+            if name.is_ascii() {
+                lower.push_str(name);
+                lower.make_ascii_lowercase();
+            } else {
+                lower.push_str(&name.to_lowercase());
+            }
             let hits = long_words
                 .iter()
-                .filter(|w| lower.contains(**w) && !parts.iter().any(|p| p == *w))
+                .filter(|w| lower.contains(**w) && !is_word_of(name, w))
                 .count();
             factor *= 1.0 + r.name_substring * hits as f32 / total;
         }
@@ -200,6 +204,42 @@ fn diversify(
     }
 }
 
+/// True if `word` is one of the [`text::words`] of `name`.
+fn is_word_of(name: &str, word: &str) -> bool {
+    let mut found = false;
+    text::for_each_word(name, |p| found |= p == word);
+    found
+}
+
+/// The stems of a text's terms, in order, in one buffer.
+struct Stems {
+    text: String,
+    /// Where each stem ends in `text`.
+    ends: Vec<usize>,
+}
+
+impl Stems {
+    /// The stems of the [`text::terms`] of `free`.
+    fn of(free: &str) -> Stems {
+        let mut stems = Stems {
+            text: String::with_capacity(free.len()),
+            ends: Vec::new(),
+        };
+        text::for_each_term(free, |w| {
+            stems.text.push_str(&text::stem(w));
+            stems.ends.push(stems.text.len());
+        });
+        stems
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &str> + '_ {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts
+            .zip(&self.ends)
+            .filter_map(|(start, &end)| self.text.get(start..end))
+    }
+}
+
 /// The stems the second stage looks a tool's words up in: the query terms'
 /// stems and the stems of the free text's words, each with a number and
 /// the bit of the query term with that stem (`1 << index`, or 0).
@@ -211,15 +251,15 @@ impl<'a> Vocab<'a> {
     /// The number of a stem that is not in the vocabulary.
     const NONE: u32 = u32::MAX;
 
-    fn new(terms: &'a [QueryTerm], seq: &'a [String]) -> Vocab<'a> {
+    fn new(terms: &'a [QueryTerm], seq: &'a Stems) -> Vocab<'a> {
         let mut map: HashMap<&str, (u32, u64), FxBuild> = HashMap::default();
         for (i, t) in terms.iter().enumerate() {
             let id = map.len() as u32;
             map.entry(t.stem.as_str()).or_insert((id, 1u64 << i));
         }
-        for s in seq {
+        for s in seq.iter() {
             let id = map.len() as u32;
-            map.entry(s.as_str()).or_insert((id, 0));
+            map.entry(s).or_insert((id, 0));
         }
         Vocab { map }
     }
@@ -240,11 +280,69 @@ impl<'a> Vocab<'a> {
 
     /// The number and query-term bit of each stem, keyed by its number in the index's
     /// re-ranking vocabulary `numbers` (stems not there are left out).
-    fn numbered<D: AsRef<[u8]>>(&self, numbers: &Map<D>) -> HashMap<u32, (u32, u64), FxBuild> {
-        self.map
-            .iter()
-            .filter_map(|(stem, &v)| Some((u32::try_from(numbers.get(stem)?).ok()?, v)))
-            .collect()
+    fn numbered<D: AsRef<[u8]>>(&self, numbers: &Map<D>) -> ByNumber {
+        ByNumber::new(
+            self.map
+                .iter()
+                .filter_map(|(stem, &v)| Some((u32::try_from(numbers.get(stem)?).ok()?, v))),
+        )
+    }
+}
+
+/// The query's stems by their number in the index's re-ranking vocabulary: a table
+/// open-addressed by number, at most a quarter full, looked up once per word of every re-ranked
+/// tool (most of them not the query's, so a miss should end at the first slot).
+struct ByNumber {
+    /// Per slot, the number held, or [`ByNumber::EMPTY`].
+    keys: Vec<u64>,
+    values: Vec<(u32, u64)>,
+    /// Slots less one (a power of two less one).
+    mask: usize,
+    /// How far right a hash is shifted to give a slot.
+    shift: u32,
+}
+
+impl ByNumber {
+    /// A slot that holds no number (every number fits in 32 bits).
+    const EMPTY: u64 = u64::MAX;
+
+    fn new(entries: impl Iterator<Item = (u32, (u32, u64))>) -> ByNumber {
+        let entries: Vec<(u32, (u32, u64))> = entries.collect();
+        let slots = (entries.len() * 4).next_power_of_two().max(64);
+        let mut table = ByNumber {
+            keys: vec![Self::EMPTY; slots],
+            values: vec![(Vocab::NONE, 0); slots],
+            mask: slots - 1,
+            shift: 64 - slots.trailing_zeros(),
+        };
+        for (number, value) in entries {
+            let mut i = table.slot(number);
+            while table.keys[i] != Self::EMPTY && table.keys[i] != u64::from(number) {
+                i = (i + 1) & table.mask;
+            }
+            table.keys[i] = u64::from(number);
+            table.values[i] = value;
+        }
+        table
+    }
+
+    /// The first slot to look for `number` in.
+    #[inline]
+    fn slot(&self, number: u32) -> usize {
+        (u64::from(number).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
+    }
+
+    /// The vocabulary number and query-term bit of the stem numbered `number`, or `(NONE, 0)`.
+    #[inline]
+    fn get(&self, number: u32) -> (u32, u64) {
+        let mut i = self.slot(number);
+        loop {
+            match self.keys.get(i) {
+                Some(&k) if k == u64::from(number) => return self.values[i],
+                Some(&k) if k != Self::EMPTY => i = (i + 1) & self.mask,
+                _ => return (Vocab::NONE, 0),
+            }
+        }
     }
 }
 

@@ -39,45 +39,48 @@ pub(crate) fn query_terms(free: &str, required: &[String]) -> Vec<QueryTerm> {
         stems.sort_unstable();
         (stems, text.to_lowercase())
     });
-    let mut push = |word: String, required: bool| {
-        let stem = text::stem(&word).into_owned();
+    let mut push = |word: &str, required: bool| {
+        let stem = text::stem(word);
         if out.len() < MAX_QUERY_TERMS && !out.iter().any(|t| t.stem == stem) {
             // A whole identifier is not split into terms: look for it
             // as it is written.
             let quoted = !required
                 && outside.as_ref().is_some_and(|(stems, lower)| {
-                    stems.binary_search(&stem).is_err()
-                        && !(word.contains(['_', '.', '-']) && lower.contains(word.as_str()))
+                    stems.binary_search_by(|s| s.as_str().cmp(&stem)).is_err()
+                        && !(word.contains(['_', '.', '-']) && lower.contains(word))
                 });
             out.push(QueryTerm {
-                word,
-                stem,
+                stem: stem.into_owned(),
+                word: word.to_string(),
                 required,
                 quoted,
             });
         }
     };
     for r in required {
-        for w in text::words(r) {
-            push(w, true);
-        }
+        text::for_each_word(r, |w| push(w, true));
     }
-    for w in text::terms(free) {
-        push(w, false);
-    }
+    text::for_each_term(free, |w| push(w, false));
     for token in free.split_whitespace() {
         let token = token.trim_matches(|c: char| !c.is_alphanumeric());
-        if text::words(token).len() > 1 && !token.contains(char::is_whitespace) {
+        if several_words(token) && !token.contains(char::is_whitespace) {
             let whole = token.to_lowercase();
             if whole
                 .chars()
                 .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | '-'))
             {
-                push(whole, false);
+                push(&whole, false);
             }
         }
     }
     out
+}
+
+/// True if `token` holds more than one of the [`text::words`].
+fn several_words(token: &str) -> bool {
+    let mut words = 0;
+    text::for_each_word(token, |_| words += 1);
+    words > 1
 }
 
 #[cfg(test)]
