@@ -3,7 +3,8 @@
 //!
 //! A plugin call is a blocking C call, so it runs on a thread of the plugin's own pool
 //! ([`pool`]): the call is handed over a queue to a thread that is already there, and its
-//! result comes back over a oneshot channel. When the call is cancelled (timeout, turn
+//! result comes back over a oneshot channel (a caller on a multi-thread runtime watches it
+//! for [`CALLER_WAIT`] first when the plugin's calls are quick). When the call is cancelled (timeout, turn
 //! cancelled) its cancellation flag is set for the plugin to poll, and the guard stops waiting
 //! at once: a plugin that ignores cancellation finishes on its own thread and its late result
 //! is discarded. Libraries are never unloaded.

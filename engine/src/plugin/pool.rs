@@ -3,11 +3,12 @@
 //!
 //! A [`Pool`] starts threads lazily, up to its bound, and keeps them: a call is handed to an
 //! idle thread through a queue, without spawning a task or a thread per call. A thread that
-//! has just finished a call takes the next one if it is already queued, and otherwise sleeps
-//! at once: it does not spin waiting for one (on a machine with few cores and other work,
-//! a spinning thread takes the core the caller needs to finish its call and send the next;
-//! measured in `engine/benches/guard.rs`, `plugin` group, spinning 50 µs made calls 2-10x
-//! slower). A thread idle for [`IDLE_EXIT`] ends; the pool starts another when it needs one.
+//! has just finished a call takes the next one if it is already queued. Otherwise it sleeps at
+//! once, unless calls are coming back to back ([`Wait`]): then it stays awake briefly,
+//! yielding its core to any thread that wants it, so the next call needs no wake-up. (An
+//! earlier version spun 50 µs after every call, yielding nothing; on a machine with few cores
+//! and other work that took the core the caller needed, and made calls 2-10x slower.) A thread
+//! idle for [`IDLE_EXIT`] ends; the pool starts another when it needs one.
 //!
 //! The pool does not bound anything itself: the plugin's thread permits (`max_threads`) are
 //! taken before a job is submitted and released by the job when the plugin returns, so at most
