@@ -21,7 +21,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::args::Cli;
+use crate::args::{Cli, Command};
 use crate::output::{Out, stderr_line};
 
 fn main() -> ExitCode {
@@ -32,21 +32,29 @@ fn main() -> ExitCode {
     };
     init_logging(cli.verbose, cli.quiet);
 
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            stderr_line(&format!("error: cannot start the async runtime: {e}"));
-            return ExitCode::FAILURE;
+    let mut out = Out::stdout();
+    let result = match cli.command {
+        // A plugin worker serves its pipe on plain threads: it starts (and restarts after a
+        // crash) without building a runtime it would not use.
+        Command::PluginHost => cmd::plugin_host(),
+        command => {
+            let runtime = match tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    stderr_line(&format!("error: cannot start the async runtime: {e}"));
+                    return ExitCode::FAILURE;
+                }
+            };
+            let result = runtime.block_on(cmd::run(command, &mut out));
+            // A tool that ignores cancellation may still be sleeping on a blocking thread
+            // after its deadline; do not wait for it on the way out.
+            runtime.shutdown_background();
+            result
         }
     };
-    let mut out = Out::stdout();
-    let result = runtime.block_on(cmd::run(cli.command, &mut out));
-    // A tool that ignores cancellation may still be sleeping on a blocking thread after its
-    // deadline; do not wait for it on the way out.
-    runtime.shutdown_background();
 
     // What was printed goes out before the error, so the two are in order on a terminal.
     let result = match (result, out.flush()) {

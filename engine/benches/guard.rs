@@ -309,6 +309,73 @@ fn plugin(c: &mut Criterion) {
         b.iter(|| black_box(on_worker(&plugin)))
     });
     g.finish();
+    hops(c, &mt);
+}
+
+/// The floor of a call handed to another thread and back, without the plugin and the guard:
+/// what two thread wake-ups cost on this machine.
+fn hops(c: &mut Criterion, mt: &tokio::runtime::Runtime) {
+    let mut g = c.benchmark_group("plugin");
+    // Two plain threads taking turns: one park/unpark (futex) each way.
+    let (to_other, from_main) = std::sync::mpsc::sync_channel::<std::thread::Thread>(0);
+    let turn = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let theirs = turn.clone();
+    let other = std::thread::spawn(move || {
+        let Ok(main) = from_main.recv() else { return };
+        let mut seen = 1;
+        loop {
+            while theirs.load(std::sync::atomic::Ordering::Acquire) < seen {
+                std::thread::park();
+            }
+            if theirs.load(std::sync::atomic::Ordering::Acquire) == u64::MAX {
+                return;
+            }
+            theirs.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+            seen += 2;
+            main.unpark();
+        }
+    });
+    to_other.send(std::thread::current()).ok();
+    let mut round = 0u64;
+    g.bench_function("hop_baseline_thread_park_round_trip", |b| {
+        b.iter(|| {
+            round += 2;
+            turn.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+            other.thread().unpark();
+            while turn.load(std::sync::atomic::Ordering::Acquire) < round {
+                std::thread::park();
+            }
+        })
+    });
+    turn.store(u64::MAX, std::sync::atomic::Ordering::Release);
+    other.thread().unpark();
+    other.join().ok();
+    // A task on a runtime worker handing an empty job to a sleeping thread and awaiting its
+    // answer over a oneshot: the two hops of a plugin call, nothing else.
+    let (jobs, queue) = std::sync::mpsc::channel::<tokio::sync::oneshot::Sender<u8>>();
+    let thread = std::thread::spawn(move || {
+        while let Ok(done) = queue.recv() {
+            done.send(1).ok();
+        }
+    });
+    let jobs = Arc::new(std::sync::Mutex::new(jobs));
+    g.bench_function("hop_baseline_worker_to_thread_and_back_multi_thread", |b| {
+        b.iter(|| {
+            let jobs = jobs.clone();
+            mt.block_on(async move {
+                tokio::spawn(async move {
+                    let (done, answer) = tokio::sync::oneshot::channel();
+                    jobs.lock().ok()?.send(done).ok()?;
+                    answer.await.ok()
+                })
+                .await
+                .ok()
+            })
+        })
+    });
+    drop(jobs);
+    thread.join().ok();
+    g.finish();
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -20,6 +20,8 @@ use crate::args::Command;
 use crate::error::CliError;
 use crate::output::Out;
 
+pub use plugin_host::plugin_host;
+
 /// Runs `command`; `Ok` carries the exit code (0, or 1 for a `call` whose result is an error).
 pub async fn run(command: Command, out: &mut Out<'_>) -> Result<u8, CliError> {
     tracing::debug!(command = command.name(), "starting");
@@ -44,6 +46,7 @@ async fn run_command(command: Command, out: &mut Out<'_>) -> Result<u8, CliError
         Command::Man(args) => man::man(args, out),
         Command::Serve(args) => serve::serve(args).await,
         Command::Plugin(command) => plugin::plugin(command, out),
+        // `main` runs it before any runtime exists; here for a caller that already has one.
         Command::PluginHost => plugin_host::plugin_host(),
     }
 }

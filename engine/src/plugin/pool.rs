@@ -3,11 +3,12 @@
 //!
 //! A [`Pool`] starts threads lazily, up to its bound, and keeps them: a call is handed to an
 //! idle thread through a queue, without spawning a task or a thread per call. A thread that
-//! has just finished a call takes the next one if it is already queued, and otherwise sleeps
-//! at once: it does not spin waiting for one (on a machine with few cores and other work,
-//! a spinning thread takes the core the caller needs to finish its call and send the next;
-//! measured in `engine/benches/guard.rs`, `plugin` group, spinning 50 µs made calls 2-10x
-//! slower). A thread idle for [`IDLE_EXIT`] ends; the pool starts another when it needs one.
+//! has just finished a call takes the next one if it is already queued. Otherwise it sleeps at
+//! once, unless calls are coming back to back ([`Wait`]): then it stays awake briefly,
+//! yielding its core to any thread that wants it, so the next call needs no wake-up. (An
+//! earlier version spun 50 µs after every call, yielding nothing; on a machine with few cores
+//! and other work that took the core the caller needed, and made calls 2-10x slower.) A thread
+//! idle for [`IDLE_EXIT`] ends; the pool starts another when it needs one.
 //!
 //! The pool does not bound anything itself: the plugin's thread permits (`max_threads`) are
 //! taken before a job is submitted and released by the job when the plugin returns, so at most
@@ -15,9 +16,9 @@
 
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How long a thread with nothing to do stays before it ends.
 const IDLE_EXIT: Duration = Duration::from_secs(30);
@@ -29,7 +30,8 @@ pub(crate) type Job = Box<dyn FnOnce(&Finishing) + Send + 'static>;
 
 /// Given to a job: lets it say its thread is about to be free.
 pub(crate) struct Finishing<'a> {
-    between_jobs: &'a AtomicUsize,
+    shared: &'a Shared,
+    started: Instant,
     announced: std::cell::Cell<bool>,
 }
 
@@ -37,9 +39,20 @@ impl Finishing<'_> {
     /// The job is done but for sending its result: count the thread as available.
     pub(crate) fn now(&self) {
         if !self.announced.replace(true) {
-            self.between_jobs.fetch_add(1, Ordering::AcqRel);
+            let now = Instant::now();
+            self.shared.between_jobs.fetch_add(1, Ordering::AcqRel);
+            self.shared
+                .last_run_ns
+                .store(nanos(now - self.started), Ordering::Relaxed);
+            self.shared
+                .last_finish_ns
+                .store(self.shared.since_epoch(now), Ordering::Relaxed);
         }
     }
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// The threads of one plugin.
@@ -57,6 +70,40 @@ struct Shared {
     /// Threads that have finished a job and are about to look for the next one: as available
     /// as idle ones.
     between_jobs: AtomicUsize,
+    /// Jobs in the queue, readable without the lock (a waiting thread watches it).
+    queued: AtomicUsize,
+    /// When the pool was made: the origin of the times below.
+    epoch: Instant,
+    /// When the last job finished, in ns since `epoch`.
+    last_finish_ns: AtomicU64,
+    /// How long the last job ran (until it announced its end), in ns.
+    last_run_ns: AtomicU64,
+    /// Set by `submit` when the job came soon after the previous one finished: calls are
+    /// coming back to back, and a thread that finishes one waits briefly for the next.
+    back_to_back: AtomicBool,
+    /// Set when the pool is dropped, readable without the lock.
+    closing: AtomicBool,
+    wait: Wait,
+}
+
+/// How a thread that has finished a job waits for the next before it sleeps.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Wait {
+    /// How long it stays awake watching the queue (0: it sleeps at once).
+    pub(crate) awake_for: Duration,
+    /// It stays awake only after a job that came less than this after the one before ended.
+    pub(crate) after_gap_below: Duration,
+}
+
+impl Wait {
+    /// Awake 50 µs after a job that came within 200 µs of the previous one's end. Measured in
+    /// `engine/benches/guard.rs` (`plugin` group, 2 loaded cores): on a multi-thread runtime a
+    /// call then finds its thread awake instead of paying a futex wake-up and the scheduler's
+    /// delay; a lone call (or one after a pause) still finds it asleep and costs no CPU.
+    pub(crate) const DEFAULT: Wait = Wait {
+        awake_for: Duration::from_micros(50),
+        after_gap_below: Duration::from_micros(200),
+    };
 }
 
 #[derive(Default)]
@@ -73,6 +120,11 @@ struct State {
 impl Pool {
     /// A pool of at most `max_threads` threads (at least one) named after `plugin`.
     pub(crate) fn new(plugin: &str, max_threads: usize) -> Pool {
+        Pool::with_wait(plugin, max_threads, Wait::DEFAULT)
+    }
+
+    /// The same, with threads that wait for the next job as `wait` says.
+    pub(crate) fn with_wait(plugin: &str, max_threads: usize, wait: Wait) -> Pool {
         Pool {
             shared: Arc::new(Shared {
                 thread_name: format!("toolgate-plugin-{plugin}"),
@@ -80,6 +132,13 @@ impl Pool {
                 state: Mutex::new(State::default()),
                 wake: Condvar::new(),
                 between_jobs: AtomicUsize::new(0),
+                queued: AtomicUsize::new(0),
+                epoch: Instant::now(),
+                last_finish_ns: AtomicU64::new(0),
+                last_run_ns: AtomicU64::new(u64::MAX),
+                back_to_back: AtomicBool::new(false),
+                closing: AtomicBool::new(false),
+                wait,
             }),
         }
     }
@@ -87,8 +146,19 @@ impl Pool {
     /// Runs `job` on one of the pool's threads. A panic in it is caught and logged (the job
     /// should catch its own). Fails only if no thread can be started at all.
     pub(crate) fn submit(&self, job: Job) -> std::io::Result<()> {
+        let shared = &self.shared;
+        let last_finish = shared.last_finish_ns.load(Ordering::Relaxed);
+        let gap = shared
+            .since_epoch(Instant::now())
+            .saturating_sub(last_finish);
+        // 0: no job has finished yet.
+        shared.back_to_back.store(
+            last_finish != 0 && gap < nanos(shared.wait.after_gap_below),
+            Ordering::Relaxed,
+        );
         let mut state = self.shared.lock();
         state.queue.push_back(job);
+        self.shared.queued.fetch_add(1, Ordering::Release);
         // Idle threads that were woken but have not yet taken a job still count as idle, and a
         // thread that has just finished a job will find it under the lock: each takes one, so a
         // new thread is needed only when there are more jobs than takers.
@@ -103,6 +173,7 @@ impl Pool {
                 Err(err) if state.threads == 0 => {
                     // Nobody would ever run it: take it back.
                     state.queue.pop_back();
+                    self.shared.queued.fetch_sub(1, Ordering::Release);
                     return Err(err);
                 }
                 // A thread that is alive will take it when it is done.
@@ -116,8 +187,16 @@ impl Pool {
     }
 }
 
+impl Pool {
+    /// Whether the last call ran for less than `within`.
+    pub(crate) fn ran_within(&self, within: Duration) -> bool {
+        self.shared.ran_within(within)
+    }
+}
+
 impl Drop for Pool {
     fn drop(&mut self) {
+        self.shared.closing.store(true, Ordering::Release);
         self.shared.lock().closed = true;
         self.shared.wake.notify_all();
     }
@@ -131,7 +210,20 @@ impl Shared {
     }
 
     fn take(&self, state: &mut State) -> Option<Job> {
-        state.queue.pop_front()
+        let job = state.queue.pop_front()?;
+        self.queued.fetch_sub(1, Ordering::Release);
+        Some(job)
+    }
+
+    /// ns since `epoch`, at least 1.
+    fn since_epoch(&self, at: Instant) -> u64 {
+        nanos(at.saturating_duration_since(self.epoch)).max(1)
+    }
+
+    /// Whether the last job ran for less than `within`: a caller may wait for its result
+    /// that long without registering a waker.
+    fn ran_within(&self, within: Duration) -> bool {
+        self.last_run_ns.load(Ordering::Relaxed) < nanos(within)
     }
 
     /// A thread's life: run jobs until the pool is closed or nothing came for [`IDLE_EXIT`].
@@ -142,7 +234,8 @@ impl Shared {
                 return;
             };
             let finishing = Finishing {
-                between_jobs: &self.between_jobs,
+                shared: self,
+                started: Instant::now(),
                 announced: std::cell::Cell::new(false),
             };
             if catch_unwind(AssertUnwindSafe(|| job(&finishing))).is_err() {
@@ -158,6 +251,17 @@ impl Shared {
     /// `between_jobs`: this thread is counted in `between_jobs`; it stops being counted under
     /// the lock, so that `submit` always sees it as between jobs or as idle, never as neither.
     fn next(&self, between_jobs: bool) -> Option<Job> {
+        if between_jobs && self.back_to_back.load(Ordering::Relaxed) {
+            // Still counted in `between_jobs`: `submit` does not wake anyone for a job that
+            // comes now, this thread takes it below.
+            let until = Instant::now() + self.wait.awake_for;
+            while self.queued.load(Ordering::Acquire) == 0
+                && !self.closing.load(Ordering::Acquire)
+                && Instant::now() < until
+            {
+                std::thread::yield_now();
+            }
+        }
         let mut state = self.lock();
         if between_jobs {
             self.between_jobs.fetch_sub(1, Ordering::AcqRel);
@@ -261,6 +365,97 @@ mod tests {
             rx.recv_timeout(Duration::from_secs(10)).expect("job ran");
         }
         assert_eq!(pool.shared.lock().threads, 1);
+    }
+
+    /// Runs one job on `pool` and waits for it.
+    fn run_one(pool: &Pool) {
+        let (tx, rx) = mpsc::channel();
+        pool.submit(Box::new(move |finishing: &Finishing| {
+            finishing.now();
+            tx.send(()).ok();
+        }))
+        .expect("submitted");
+        rx.recv_timeout(Duration::from_secs(10)).expect("job ran");
+    }
+
+    /// Whether the pool's one thread is asleep, waiting at most 10 s for it.
+    fn falls_asleep(pool: &Pool) -> bool {
+        let until = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < until {
+            if pool.shared.lock().idle == 1 {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        false
+    }
+
+    #[test]
+    fn a_thread_stays_awake_after_a_job_that_came_back_to_back() {
+        let pool = Pool::with_wait(
+            "demo",
+            1,
+            Wait {
+                awake_for: Duration::from_secs(60),
+                after_gap_below: Duration::from_secs(60),
+            },
+        );
+        run_one(&pool);
+        run_one(&pool);
+        std::thread::sleep(Duration::from_millis(50));
+        let state = pool.shared.lock();
+        assert_eq!(
+            (state.idle, pool.shared.between_jobs.load(Ordering::Acquire)),
+            (0, 1),
+            "the thread sleeps instead of watching the queue"
+        );
+    }
+
+    #[test]
+    fn a_thread_awake_after_a_job_takes_the_next_that_comes() {
+        let pool = Pool::with_wait(
+            "demo",
+            4,
+            Wait {
+                awake_for: Duration::from_secs(60),
+                after_gap_below: Duration::from_secs(60),
+            },
+        );
+        for _ in 0..20 {
+            run_one(&pool);
+        }
+        assert_eq!(pool.shared.lock().threads, 1);
+    }
+
+    #[test]
+    fn a_thread_awake_after_a_job_sleeps_once_its_wait_is_over() {
+        let pool = Pool::with_wait(
+            "demo",
+            1,
+            Wait {
+                awake_for: Duration::from_millis(5),
+                after_gap_below: Duration::from_secs(60),
+            },
+        );
+        run_one(&pool);
+        run_one(&pool);
+        assert!(falls_asleep(&pool), "the thread is still awake after 10 s");
+    }
+
+    #[test]
+    fn a_thread_sleeps_at_once_after_a_job_that_came_after_a_pause() {
+        let pool = Pool::with_wait(
+            "demo",
+            1,
+            Wait {
+                awake_for: Duration::from_secs(60),
+                after_gap_below: Duration::from_millis(1),
+            },
+        );
+        run_one(&pool);
+        std::thread::sleep(Duration::from_millis(20));
+        run_one(&pool);
+        assert!(falls_asleep(&pool), "the thread is still awake after 10 s");
     }
 
     #[test]
