@@ -10,6 +10,7 @@
 
 mod doc;
 mod runs;
+mod schema;
 mod shard;
 mod terms;
 
@@ -300,6 +301,22 @@ mod tests {
             r#"{{"name":"zz_spaced", "parameters": {{ "type": "object", "properties": {{ "b": {{"enum": ["Red Car", 1.50, 1e2]}}, "a": {{"description": "first A"}} }} }}, "extra": [1]}}"#
         )
         .unwrap();
+        // Schemas read as text ((un)sorted keys, escapes serde_json writes, pretty-printed) and
+        // those parsed instead (a `\u` escape, `\/`, a repeated key, -0, a long integer).
+        for (i, schema) in [
+            r#"{"properties":{"zeta":{"description":"last"},"alpha":{"description":"Say \"hi\"\n\tnow"}}}"#,
+            r#"{ "properties" : { "x" : { "enum" : [ "Dark Blue" , 2 , null ] } } , "required" : [ "x" ] }"#,
+            r#"{"properties":{"u":{"description":"caf\u00e9 \/ bar"}}}"#,
+            r#"{"properties":{"d":{"description":"one"},"d":{"description":"two words"}}}"#,
+            r#"{"properties":{"n":{"default":-0,"maximum":123456789012345678901}}}"#,
+            r#"{"properties":{"s":{"type":"string","minLength":-3}},"items":{"properties":{"t":{}}}}"#,
+            r#"[{"properties":{"not":"a schema"}}]"#,
+        ]
+        .iter()
+        .enumerate()
+        {
+            writeln!(f, r#"{{"name":"zz_text_{i}","parameters":{schema}}}"#).unwrap();
+        }
         let params = ImpactParams::of(&Ranking::default());
         let docs = crate::catalog::read_catalog_jsonl(f.path()).unwrap();
         let lean = crate::catalog::Catalog::read_jsonl(f.path()).unwrap();

@@ -46,27 +46,10 @@ impl Shard {
         let mut fields = DocFields::default();
         let mut enums: Vec<u32> = Vec::new();
         for (id, doc) in (first..).zip(docs) {
-            // The schema is parsed (a catalog line's) for as long as its terms
-            // and its record take.
-            let schema = doc.with_parameters(|parameters| {
-                fields.fill_parts(
-                    doc.name(),
-                    doc.description(),
-                    parameters,
-                    doc.aliases().iter().map(String::as_str),
-                    doc.keywords().iter().map(String::as_str),
-                );
-                let offset = shard.names.len() as u64;
-                shard.doc_offsets.extend_from_slice(&offset.to_le_bytes());
-                record::put_name(&mut shard.names, doc.name());
-                record::put_text(
-                    &mut raw,
-                    doc.description(),
-                    parameters,
-                    doc.aliases(),
-                    doc.keywords(),
-                )
-            });
+            let offset = shard.names.len() as u64;
+            shard.doc_offsets.extend_from_slice(&offset.to_le_bytes());
+            record::put_name(&mut shard.names, doc.name());
+            let schema = doc.split(&mut fields, &mut raw);
             occ.clear();
             for (f, total) in shard.total_len.iter_mut().enumerate() {
                 let count = fields.len(f);
