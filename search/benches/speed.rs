@@ -13,13 +13,12 @@
 //! least time over three runs).
 
 use std::hint::black_box;
+use std::io::{BufWriter, Write};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
 use toolgate_search::eval::{self};
-use std::io::{BufWriter, Write};
-use std::path::Path;
-
 use toolgate_search::{Catalog, Query, SearchIndex, Section, ToolDoc};
 
 #[path = "common/corpus.rs"]

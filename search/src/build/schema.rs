@@ -31,7 +31,9 @@ fn keys_keep_order() -> bool {
     static KEEP: OnceLock<bool> = OnceLock::new();
     *KEEP.get_or_init(|| {
         let text = r#"{"b":0,"a":0}"#;
-        serde_json::from_str::<serde_json::Value>(text).is_ok_and(|v| v.to_string() == text)
+        serde_json::from_str::<serde_json::Value>(text)
+            .and_then(|v| serde_json::to_string(&v))
+            .is_ok_and(|printed| printed == text)
     })
 }
 
@@ -50,11 +52,10 @@ pub(super) fn scan(json: &str, out: &mut Vec<u8>, term: &mut impl FnMut(Field, &
         unescaped: String::new(),
         term,
     };
-    let whole = s.value(Role::Schema(0), 0).is_some() && {
+    s.value(Role::Schema(0), 0).is_some() && {
         s.skip_space();
         s.at == s.b.len()
-    };
-    whole
+    }
 }
 
 /// What a value means to the schema walk of `fields.rs`.
