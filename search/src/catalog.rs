@@ -51,8 +51,9 @@ impl ToolDoc {
 /// [`SearchIndex::build_catalog`](crate::SearchIndex::build_catalog)): each tool's text, and
 /// its parameter schema as the JSON text of its line rather than a parsed
 /// [`serde_json::Value`] (a parsed schema takes several times the memory of
-/// its text). The schema is parsed when the tool is indexed, one tool at a
-/// time, so the index holds exactly what [`ToolDoc`]s read from the same
+/// its text). When the tool is indexed, its schema is read from that text
+/// (parsed only if the text is not what serde_json would print), one tool at
+/// a time, so the index holds exactly what [`ToolDoc`]s read from the same
 /// lines would give it.
 #[derive(Debug, Default)]
 pub struct Catalog {
