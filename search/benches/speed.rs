@@ -6,17 +6,20 @@
 //! side-by-side comparison of `scripts/bench-search.sh`). First the latency
 //! percentiles on a small catalog (BFCL's 2,723 tools, its own queries). Then,
 //! before criterion runs, the bench prints figures criterion does not give:
-//! build time, index file size, the time to open it (read, and mapped),
+//! build time (in memory from the documents, and as `toolgate index build` does it: from the
+//! catalog's JSON Lines file to the written index file), index file size, the time to open it (read, and mapped),
 //! resident memory before and after mapping the file, and the median and p99
 //! of single-query latency over all queries (of one run, and of each query's
 //! least time over three runs).
 
 use std::hint::black_box;
+use std::io::{BufWriter, Write};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
 use toolgate_search::eval::{self};
-use toolgate_search::{Query, SearchIndex, Section, ToolDoc};
+use toolgate_search::{Catalog, Query, SearchIndex, Section, ToolDoc};
 
 #[path = "common/corpus.rs"]
 mod corpus;
@@ -47,6 +50,32 @@ fn load_small() -> (Vec<ToolDoc>, Vec<Query>) {
     (data.catalog, queries)
 }
 
+/// Writes `docs` to `path` as a JSON Lines catalog, as `examples/bench_corpus.rs` does.
+fn write_jsonl(docs: &[ToolDoc], path: &Path) {
+    let mut w = BufWriter::new(std::fs::File::create(path).expect("creates the catalog"));
+    for d in docs {
+        serde_json::to_writer(
+            &mut w,
+            &serde_json::json!({
+                "name": d.name,
+                "description": d.description,
+                "parameters": d.parameters,
+            }),
+        )
+        .expect("writes the catalog");
+        w.write_all(b"\n").expect("writes the catalog");
+    }
+    w.flush().expect("writes the catalog");
+}
+
+/// What `toolgate index build --catalog CATALOG -o INDEX` does: reads the JSON Lines catalog,
+/// builds the index and writes it.
+fn build_from_jsonl(catalog: &Path, index: &Path) {
+    let read = Catalog::read_jsonl(catalog).expect("reads the catalog");
+    let built = SearchIndex::build_catalog(read).expect("builds");
+    built.write(index).expect("writes");
+}
+
 fn rss_kib() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status
@@ -61,7 +90,7 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted.get(i).copied().unwrap_or_default()
 }
 
-fn figures(docs: &[ToolDoc], queries: &[Query]) {
+fn figures(docs: &[ToolDoc], queries: &[Query], catalog: &Path) {
     // The index keeps its own copy of the documents; building borrows them.
     let start = Instant::now();
     let index = SearchIndex::build(docs).expect("builds");
@@ -70,6 +99,9 @@ fn figures(docs: &[ToolDoc], queries: &[Query]) {
     let path = dir.path().join("tools.idx");
     index.write(&path).expect("writes");
     drop(index);
+    let start = Instant::now();
+    build_from_jsonl(catalog, &path);
+    let from_jsonl = start.elapsed();
     let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
 
     // Read into memory (the safe open), then dropped: its time only.
@@ -88,6 +120,10 @@ fn figures(docs: &[ToolDoc], queries: &[Query]) {
     let after_queries = rss_kib();
     println!("tools: {}, queries: {}", index.len(), queries.len());
     println!("build (in memory, incl. serialisation): {build:.2?}");
+    println!(
+        "build + write from the JSON Lines catalog ({:.1} MiB, as `toolgate index build`): {from_jsonl:.2?}",
+        std::fs::metadata(catalog).map_or(0, |m| m.len()) as f64 / (1024.0 * 1024.0)
+    );
     println!("index file: {:.1} MiB", size as f64 / (1024.0 * 1024.0));
     print_sections(size as usize, &sections);
     println!("open (read into memory + verify): {read:.2?}");
@@ -194,13 +230,21 @@ fn main() {
     });
     drop(small);
     let (docs, queries) = load();
-    figures(&docs, &queries);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let catalog = dir.path().join("catalog.jsonl");
+    write_jsonl(&docs, &catalog);
+    figures(&docs, &queries, &catalog);
 
     let mut group = c.benchmark_group("index_100k");
     group
         .sample_size(10)
         .measurement_time(Duration::from_secs(20));
     group.bench_function("build", |b| b.iter(|| SearchIndex::build(&docs)));
+    // As a user runs it: from the JSON Lines file to the written index file.
+    let index_path = dir.path().join("tools.idx");
+    group.bench_function("build_from_jsonl_and_write", |b| {
+        b.iter(|| build_from_jsonl(&catalog, &index_path))
+    });
     group.finish();
 
     let index = SearchIndex::build(&docs).expect("builds");

@@ -1,7 +1,7 @@
 //! Tool documents and the JSON Lines catalog format.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Deserializer, Serialize};
@@ -51,8 +51,9 @@ impl ToolDoc {
 /// [`SearchIndex::build_catalog`](crate::SearchIndex::build_catalog)): each tool's text, and
 /// its parameter schema as the JSON text of its line rather than a parsed
 /// [`serde_json::Value`] (a parsed schema takes several times the memory of
-/// its text). The schema is parsed when the tool is indexed, one tool at a
-/// time, so the index holds exactly what [`ToolDoc`]s read from the same
+/// its text). When the tool is indexed, its schema is read from that text
+/// (parsed only if the text is not what serde_json would print), one tool at
+/// a time, so the index holds exactly what [`ToolDoc`]s read from the same
 /// lines would give it.
 #[derive(Debug, Default)]
 pub struct Catalog {
@@ -96,18 +97,26 @@ impl CatalogTool {
 
 impl Catalog {
     /// Reads a catalog in JSON Lines form, as [`read_catalog_jsonl`] does
-    /// (same lines accepted, same errors), one line at a time.
+    /// (same lines accepted, same errors), one line at a time. A large file
+    /// is read in as many parts as there are cores (up to eight), each on a
+    /// thread of its own; the tools keep the file's order, and an error is
+    /// the one a reading from the start would meet first.
     pub fn read_jsonl(path: &Path) -> Result<Catalog, CatalogError> {
         let io = |source| CatalogError::Io {
             path: path.to_path_buf(),
             source,
         };
-        let reader = BufReader::new(File::open(path).map_err(io)?);
-        Ok(Catalog {
-            tools: read_lines(reader, path)?,
-        })
+        let file = File::open(path).map_err(io)?;
+        let len = file.metadata().map_err(io)?.len();
+        let parts = parts_for(len);
+        if parts == 1 {
+            return Ok(Catalog {
+                tools: read_lines(BufReader::new(file), path)?,
+            });
+        }
+        drop(file);
+        read_in_parts(path, len, parts)
     }
-
     /// Adds the tools of `other` after these.
     pub fn append(&mut self, other: Catalog) {
         self.tools.extend(other.tools);
@@ -122,6 +131,125 @@ impl Catalog {
     pub fn is_empty(&self) -> bool {
         self.tools.is_empty()
     }
+}
+
+/// Reads the catalog at `path` (`len` bytes) in `parts` parts of about equal size, each on a
+/// thread of its own, as [`read_lines`] reads the whole: the tools in the file's order, and the
+/// error met first from the start.
+fn read_in_parts(path: &Path, len: u64, parts: u64) -> Result<Catalog, CatalogError> {
+    let io = |source| CatalogError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let parts = parts.max(1);
+    let bounds: Vec<u64> = (0..=parts).map(|k| len * k / parts).collect();
+    let read: Vec<Part> = std::thread::scope(|scope| {
+        let handles: Vec<_> = bounds
+            .windows(2)
+            .map(|w| scope.spawn(move || read_part(path, w[0], w[1])))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    });
+    let mut tools = Vec::with_capacity(read.iter().map(|p| p.tools.len()).sum());
+    // Lines of the parts before this one.
+    let mut before = 0;
+    for part in read {
+        match part.error {
+            Some(PartError::Io(source)) => return Err(io(source)),
+            Some(PartError::Parse { line, source }) => {
+                return Err(CatalogError::Parse {
+                    path: path.to_path_buf(),
+                    line: before + line,
+                    source,
+                });
+            }
+            None => {}
+        }
+        before += part.lines;
+        tools.extend(part.tools);
+    }
+    Ok(Catalog { tools })
+}
+
+/// How many threads read a catalog file of `len` bytes: one below 4 MiB, else one per core
+/// (up to eight).
+fn parts_for(len: u64) -> u64 {
+    if len < 4 << 20 {
+        1
+    } else {
+        std::thread::available_parallelism().map_or(1, |p| p.get().min(8) as u64)
+    }
+}
+
+/// What one thread read of a catalog file: the tools of the lines that start in its part, how
+/// many lines those were, and the error that stopped it, if one did.
+struct Part {
+    tools: Vec<CatalogTool>,
+    lines: usize,
+    error: Option<PartError>,
+}
+
+/// Why a part stopped early; a parse error's line is counted from the part's first line (1).
+enum PartError {
+    Io(std::io::Error),
+    Parse {
+        line: usize,
+        source: serde_json::Error,
+    },
+}
+
+/// Reads the lines of the catalog at `path` that start at or after byte `start` and before
+/// byte `end`, as [`read_lines`] does.
+fn read_part(path: &Path, start: u64, end: u64) -> Part {
+    let mut part = Part {
+        tools: Vec::new(),
+        lines: 0,
+        error: None,
+    };
+    if let Err(e) = read_part_into(path, start, end, &mut part) {
+        part.error = Some(e);
+    }
+    part
+}
+
+fn read_part_into(path: &Path, start: u64, end: u64, part: &mut Part) -> Result<(), PartError> {
+    let mut file = File::open(path).map_err(PartError::Io)?;
+    // A line starts the part if the byte before it ends a line: skip to the first such line
+    // at or after `start`.
+    let mut at = start.saturating_sub(1);
+    file.seek(SeekFrom::Start(at)).map_err(PartError::Io)?;
+    let mut reader = BufReader::new(file);
+    let mut line = String::new();
+    if start > 0 {
+        let mut skipped = Vec::new();
+        at += reader
+            .read_until(b'\n', &mut skipped)
+            .map_err(PartError::Io)? as u64;
+    }
+    while at < end {
+        line.clear();
+        let n = reader.read_line(&mut line).map_err(PartError::Io)?;
+        if n == 0 {
+            break;
+        }
+        at += n as u64;
+        part.lines += 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let tool = serde_json::from_str(&line).map_err(|source| PartError::Parse {
+            line: part.lines,
+            source,
+        })?;
+        part.tools.push(tool);
+    }
+    Ok(())
 }
 
 /// An error reading a catalog file. Every variant names the file; parse
@@ -252,5 +380,124 @@ mod tests {
         let err = read_catalog_jsonl(Path::new("/nonexistent/cat.jsonl")).unwrap_err();
         assert!(matches!(err, CatalogError::Io { .. }));
         assert!(err.to_string().contains("/nonexistent/cat.jsonl"));
+    }
+
+    /// A catalog of `n` tools with a blank line after every seventh, and its text.
+    fn numbered_lines(n: usize) -> String {
+        let mut text = String::new();
+        for i in 0..n {
+            text.push_str(&format!(
+                r#"{{"name":"t{i}","description":"tool {i}","parameters":{{"type":"object"}}}}"#
+            ));
+            text.push('\n');
+            if i % 7 == 0 {
+                text.push('\n');
+            }
+        }
+        text
+    }
+
+    fn names(catalog: &Catalog) -> Vec<&str> {
+        catalog.tools.iter().map(|t| t.name.as_str()).collect()
+    }
+
+    #[test]
+    fn a_catalog_read_in_parts_has_every_tool_once_in_file_order() {
+        let text = numbered_lines(300);
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+        let whole = Catalog::read_jsonl(f.path()).unwrap();
+        assert_eq!(whole.len(), 300);
+        for parts in [2, 3, 7, 64] {
+            let read = read_in_parts(f.path(), text.len() as u64, parts).unwrap();
+            assert_eq!(names(&read), names(&whole), "{parts} parts");
+        }
+    }
+
+    #[test]
+    fn a_catalog_without_a_final_newline_reads_its_last_line_in_parts() {
+        let text = numbered_lines(50);
+        let text = text.trim_end();
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+        let read = read_in_parts(f.path(), text.len() as u64, 4).unwrap();
+        assert_eq!(read.len(), 50);
+        assert_eq!(read.tools[49].name, "t49");
+    }
+
+    #[test]
+    fn a_bad_line_read_in_parts_is_named_by_its_line_in_the_file() {
+        let good = numbered_lines(200);
+        let lines: Vec<&str> = good.lines().collect();
+        for bad in [0, 1, lines.len() / 2, lines.len() - 1] {
+            let mut text = String::new();
+            for (i, l) in lines.iter().enumerate() {
+                text.push_str(if i == bad {
+                    r#"{"description":"no name"}"#
+                } else {
+                    l
+                });
+                text.push('\n');
+            }
+            let mut f = tempfile::NamedTempFile::new().unwrap();
+            f.write_all(text.as_bytes()).unwrap();
+            for parts in [1, 2, 5] {
+                let err = read_in_parts(f.path(), text.len() as u64, parts).unwrap_err();
+                assert!(
+                    matches!(err, CatalogError::Parse { line, .. } if line == bad + 1),
+                    "bad line {}, {parts} parts: {err}",
+                    bad + 1
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn of_two_bad_lines_in_different_parts_the_first_is_named() {
+        let mut text = numbered_lines(100);
+        text.push_str("{not json\n");
+        let first = text.lines().count();
+        text.push_str(&numbered_lines(100));
+        text.push_str("[1]\n");
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+        let err = read_in_parts(f.path(), text.len() as u64, 2).unwrap_err();
+        assert!(
+            matches!(err, CatalogError::Parse { line, .. } if line == first),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_line_longer_than_a_part_is_read_whole_by_the_part_it_starts_in() {
+        let huge = "word ".repeat(200_000);
+        let text = format!(
+            "{{\"name\":\"a\"}}\n{{\"name\":\"huge\",\"description\":\"{huge}\"}}\n{{\"name\":\"b\"}}\n"
+        );
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+        let read = read_in_parts(f.path(), text.len() as u64, 8).unwrap();
+        assert_eq!(names(&read), ["a", "huge", "b"]);
+        assert_eq!(read.tools[1].description.len(), huge.len());
+    }
+
+    #[test]
+    fn a_huge_bad_line_read_in_parts_is_named_by_its_line() {
+        let huge = "x".repeat(1_000_000);
+        let text = format!("{{\"name\":\"a\"}}\n{{\"name\":\"huge\",\"description\":{huge}}}\n");
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+        let err = read_in_parts(f.path(), text.len() as u64, 4).unwrap_err();
+        assert!(matches!(err, CatalogError::Parse { line: 2, .. }), "{err}");
+    }
+
+    #[test]
+    fn a_line_that_is_not_utf8_read_in_parts_is_an_io_error() {
+        let mut bytes = numbered_lines(40).into_bytes();
+        bytes.extend_from_slice(b"{\"name\":\"\xff\"}\n");
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(&bytes).unwrap();
+        let err = read_in_parts(f.path(), bytes.len() as u64, 3).unwrap_err();
+        assert!(matches!(err, CatalogError::Io { .. }), "{err}");
     }
 }

@@ -36,6 +36,12 @@ impl DocFields {
         self.ends[f].len()
     }
 
+    /// Adds the terms of `text` to `field`, as the schema walk adds those of a parameter's
+    /// name, description or `enum` value.
+    pub(crate) fn push_terms(&mut self, field: Field, text: &str) {
+        text::for_each_term(text, |t| self.push(field, t));
+    }
+
     /// The terms of a name, the same as `text::name_terms` gives (a test checks it) without
     /// a vector of its own.
     fn push_name(&mut self, field: Field, name: &str) {

@@ -122,12 +122,33 @@ pub(crate) fn put_text(
     aliases: &[String],
     keywords: &[String],
 ) -> std::ops::Range<usize> {
+    let written = put_text_with(out, description, aliases, keywords, |out| {
+        // Writing a JSON value into a vector cannot fail.
+        let _ = serde_json::to_writer(&mut *out, parameters);
+        true
+    });
+    written.unwrap_or_default()
+}
+
+/// [`put_text`] with the schema's compact JSON written by `schema`, which appends it to the
+/// vector it is given and says whether it could. If it could not, `out` is left as it was and
+/// the result is `None`.
+pub(crate) fn put_text_with(
+    out: &mut Vec<u8>,
+    description: &str,
+    aliases: &[String],
+    keywords: &[String],
+    schema: impl FnOnce(&mut Vec<u8>) -> bool,
+) -> Option<std::ops::Range<usize>> {
+    let before = out.len();
     format::put_str(out, description);
     // The schema is written in place, then its length put before it.
     let at = out.len();
     out.extend_from_slice(&[0; 4]);
-    // Writing a JSON value into a vector cannot fail.
-    let _ = serde_json::to_writer(&mut *out, parameters);
+    if !schema(out) {
+        out.truncate(before);
+        return None;
+    }
     let len = (out.len() - at - 4) as u32;
     out[at..at + 4].copy_from_slice(&len.to_le_bytes());
     let schema = at + 4..out.len();
@@ -137,7 +158,7 @@ pub(crate) fn put_text(
             format::put_str(out, s);
         }
     }
-    schema
+    Some(schema)
 }
 
 /// Appends a record's re-ranking words: the vocabulary numbers of the stems

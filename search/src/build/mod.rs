@@ -10,6 +10,7 @@
 
 mod doc;
 mod runs;
+mod schema;
 mod shard;
 mod terms;
 
@@ -76,23 +77,20 @@ fn split<D: Doc>(docs: &[D], workers: usize) -> Result<(u32, Vec<Shard>), IndexE
     let workers = workers.max(1);
     let n =
         u32::try_from(docs.len()).map_err(|_| IndexError::TooManyTools { count: docs.len() })?;
-    // Tools are numbered in name order. Sorting numbers rather than
-    // the documents themselves moves 4 bytes instead of a whole
-    // document per step.
-    let mut order: Vec<u32> = (0..n).collect();
-    order.sort_unstable_by(|&a, &b| docs[a as usize].name().cmp(docs[b as usize].name()));
-    for pair in order.windows(2) {
-        let (a, b) = (&docs[pair[0] as usize], &docs[pair[1] as usize]);
-        if a.name() == b.name() {
-            return Err(IndexError::DuplicateName(a.name().to_string()));
+    // Tools are numbered in name order. Sorting (name, number) pairs rather than the
+    // documents themselves moves 24 bytes instead of a whole document per step, and compares
+    // names without looking each document up.
+    let mut by_name: Vec<(&str, u32)> = (0..n).map(|d| (docs[d as usize].name(), d)).collect();
+    by_name.sort_unstable();
+    for pair in by_name.windows(2) {
+        if pair[0].0 == pair[1].0 {
+            return Err(IndexError::DuplicateName(pair[0].0.to_string()));
         }
     }
-    if order
-        .first()
-        .is_some_and(|&d| docs[d as usize].name().is_empty())
-    {
+    if by_name.first().is_some_and(|(name, _)| name.is_empty()) {
         return Err(IndexError::EmptyName);
     }
+    let order: Vec<u32> = by_name.into_iter().map(|(_, d)| d).collect();
 
     // Split the tools, in name order, into one contiguous run per
     // worker; each splits and interns its run's text on its own, and
@@ -300,6 +298,22 @@ mod tests {
             r#"{{"name":"zz_spaced", "parameters": {{ "type": "object", "properties": {{ "b": {{"enum": ["Red Car", 1.50, 1e2]}}, "a": {{"description": "first A"}} }} }}, "extra": [1]}}"#
         )
         .unwrap();
+        // Schemas read as text ((un)sorted keys, escapes serde_json writes, pretty-printed) and
+        // those parsed instead (a `\u` escape, `\/`, a repeated key, -0, a long integer).
+        for (i, schema) in [
+            r#"{"properties":{"zeta":{"description":"last"},"alpha":{"description":"Say \"hi\"\n\tnow"}}}"#,
+            r#"{ "properties" : { "x" : { "enum" : [ "Dark Blue" , 2 , null ] } } , "required" : [ "x" ] }"#,
+            r#"{"properties":{"u":{"description":"caf\u00e9 \/ bar"}}}"#,
+            r#"{"properties":{"d":{"description":"one"},"d":{"description":"two words"}}}"#,
+            r#"{"properties":{"n":{"default":-0,"maximum":123456789012345678901}}}"#,
+            r#"{"properties":{"s":{"type":"string","minLength":-3}},"items":{"properties":{"t":{}}}}"#,
+            r#"[{"properties":{"not":"a schema"}}]"#,
+        ]
+        .iter()
+        .enumerate()
+        {
+            writeln!(f, r#"{{"name":"zz_text_{i}","parameters":{schema}}}"#).unwrap();
+        }
         let params = ImpactParams::of(&Ranking::default());
         let docs = crate::catalog::read_catalog_jsonl(f.path()).unwrap();
         let lean = crate::catalog::Catalog::read_jsonl(f.path()).unwrap();
@@ -307,6 +321,22 @@ mod tests {
         let want = serialize(&docs, params).unwrap();
         let got = serialize_owned(lean.tools, params).unwrap();
         assert!(want.bytes == got.bytes);
+    }
+
+    #[test]
+    fn a_catalog_naming_a_tool_twice_is_refused_naming_it() {
+        use std::io::Write;
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        for d in catalog(5000) {
+            writeln!(f, "{}", serde_json::to_string(&d).unwrap()).unwrap();
+        }
+        writeln!(f, r#"{{"name":"tool_17_list","parameters":{{}}}}"#).unwrap();
+        let lean = crate::catalog::Catalog::read_jsonl(f.path()).unwrap();
+        let params = ImpactParams::of(&Ranking::default());
+        assert!(matches!(
+            serialize_owned(lean.tools, params),
+            Err(IndexError::DuplicateName(name)) if name == "tool_17_list"
+        ));
     }
 
     #[test]

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use super::doc::Doc;
 use super::terms::TermTable;
-use crate::field::FIELDS;
+use crate::field::{FIELDS, Field};
 use crate::fields::DocFields;
 use crate::hash::FxBuild;
 use crate::{record, text};
@@ -45,28 +45,13 @@ impl Shard {
         let mut occ = Vec::new();
         let mut fields = DocFields::default();
         let mut enums: Vec<u32> = Vec::new();
+        // The description's stems in text order: its re-ranking words.
+        let mut described: Vec<u32> = Vec::new();
         for (id, doc) in (first..).zip(docs) {
-            // The schema is parsed (a catalog line's) for as long as its terms
-            // and its record take.
-            let schema = doc.with_parameters(|parameters| {
-                fields.fill_parts(
-                    doc.name(),
-                    doc.description(),
-                    parameters,
-                    doc.aliases().iter().map(String::as_str),
-                    doc.keywords().iter().map(String::as_str),
-                );
-                let offset = shard.names.len() as u64;
-                shard.doc_offsets.extend_from_slice(&offset.to_le_bytes());
-                record::put_name(&mut shard.names, doc.name());
-                record::put_text(
-                    &mut raw,
-                    doc.description(),
-                    parameters,
-                    doc.aliases(),
-                    doc.keywords(),
-                )
-            });
+            let offset = shard.names.len() as u64;
+            shard.doc_offsets.extend_from_slice(&offset.to_le_bytes());
+            record::put_name(&mut shard.names, doc.name());
+            let schema = doc.split(&mut fields, &mut raw);
             occ.clear();
             for (f, total) in shard.total_len.iter_mut().enumerate() {
                 let count = fields.len(f);
@@ -85,6 +70,13 @@ impl Shard {
                     occ.push((stem, f as u8));
                 }
             }
+            // The description field holds the description's terms, in order.
+            described.clear();
+            described.extend(
+                occ.iter()
+                    .filter(|&&(_, f)| f == Field::Description as u8)
+                    .map(|&(stem, _)| stem),
+            );
             shard.stems.add(id, &mut occ);
             let stems = &mut shard.stems;
             let mut id_of = |w: &str| match stem_of.get(w) {
@@ -100,10 +92,8 @@ impl Shard {
             let at = rerank.len();
             text::for_each_word(doc.name(), |w| rerank.push(id_of(w)));
             rerank[at - 1] = (rerank.len() - at) as u32;
-            rerank.push(0);
-            let at = rerank.len();
-            text::for_each_term(doc.description(), |w| rerank.push(id_of(w)));
-            rerank[at - 1] = (rerank.len() - at) as u32;
+            rerank.push(described.len() as u32);
+            rerank.extend_from_slice(&described);
             // The text was written from strings: the schema's text is UTF-8.
             let json = std::str::from_utf8(&raw[schema]).unwrap_or("");
             enums.clear();
