@@ -116,8 +116,8 @@ fn best(
                 sc.accumulate::<false>(g, coverage.share[g.term], required);
             }
         }
-        let cands = std::mem::take(&mut sc.touched);
-        let listed_count = sc.listed;
+        let touched = std::mem::take(&mut sc.touched);
+        let cands = &touched[..sc.listed];
         let select = Select {
             file,
             name_coverage: r.name_coverage,
@@ -136,9 +136,9 @@ fn best(
         let best = if dense {
             select.dense()
         } else {
-            select.sparse(&cands[..listed_count])
+            select.sparse(cands)
         };
-        sc.touched = cands;
+        sc.touched = touched;
         sc.reset(dense);
         best
     })
