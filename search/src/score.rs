@@ -116,8 +116,8 @@ fn best(
                 sc.accumulate::<false>(g, coverage.share[g.term], required);
             }
         }
-        let touched = std::mem::take(&mut sc.touched);
-        let cands = &touched[..sc.listed];
+        let cands = std::mem::take(&mut sc.touched);
+        let listed_count = sc.listed;
         let select = Select {
             file,
             name_coverage: r.name_coverage,
@@ -136,9 +136,9 @@ fn best(
         let best = if dense {
             select.dense()
         } else {
-            select.sparse(cands)
+            select.sparse(&cands[..listed_count])
         };
-        sc.touched = touched;
+        sc.touched = cands;
         sc.reset(dense);
         best
     })
