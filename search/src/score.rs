@@ -117,7 +117,6 @@ fn best(
             }
         }
         let cands = std::mem::take(&mut sc.touched);
-        let listed_count = sc.listed;
         let select = Select {
             file,
             name_coverage: r.name_coverage,
@@ -136,7 +135,7 @@ fn best(
         let best = if dense {
             select.dense()
         } else {
-            select.sparse(&cands[..listed_count])
+            select.sparse(&cands)
         };
         sc.touched = cands;
         sc.reset(dense);
@@ -285,11 +284,8 @@ struct Scratch {
     required: Vec<u8>,
     /// Best expansion contribution of the current term.
     best: Vec<f32>,
-    /// Tools with a non-zero entry: the first `listed` (the vector holds one more entry than
-    /// the catalog, so that a tool can be written past the last before it is counted).
+    /// Tools with a non-zero entry.
     touched: Vec<u32>,
-    /// How many entries of `touched` are tools.
-    listed: usize,
     /// Tools with a `best` entry.
     best_touched: Vec<u32>,
     /// The block of a postings list being added.
@@ -311,7 +307,6 @@ impl Default for Scratch {
             required: Vec::new(),
             best: Vec::new(),
             touched: Vec::new(),
-            listed: 0,
             best_touched: Vec::new(),
             block: Box::new(Block::new()),
             n: 0,
@@ -330,10 +325,7 @@ impl Scratch {
             self.required.resize(n, 0);
             self.best.resize(n, 0.0);
         }
-        if self.touched.len() <= n {
-            self.touched.resize(n + 1, 0);
-        }
-        self.listed = 0;
+        self.touched.clear();
     }
 
     /// Clears the touched entries: one by one, or (`dense`) the whole
@@ -350,21 +342,21 @@ impl Scratch {
                 self.required[..n].fill(0);
             }
         } else {
-            for &d in &self.touched[..self.listed] {
+            for &d in &self.touched {
                 self.acc[d as usize] = Acc::default();
             }
             if self.name_set {
-                for &d in &self.touched[..self.listed] {
+                for &d in &self.touched {
                     self.name[d as usize] = 0;
                 }
             }
             if self.required_set {
-                for &d in &self.touched[..self.listed] {
+                for &d in &self.touched {
                     self.required[d as usize] = 0;
                 }
             }
         }
-        self.listed = 0;
+        self.touched.clear();
         self.name_set = false;
         self.required_set = false;
     }
@@ -386,10 +378,8 @@ impl Scratch {
                 for (&d, &q) in docs[..len].iter().zip(&block.impacts[..len]) {
                     let d = d as usize;
                     let a = &mut self.acc[d];
-                    if LIST {
-                        // Written always, counted only the first time: no branch to mispredict.
-                        self.touched[self.listed] = d as u32;
-                        self.listed += usize::from(a.coverage == 0.0);
+                    if LIST && a.coverage == 0.0 {
+                        self.touched.push(d as u32);
                     }
                     a.score += c.weight * f32::from(q & format::IMPACT_MAX);
                     a.coverage += share;
@@ -423,9 +413,8 @@ impl Scratch {
             let d = self.best_touched[k] as usize;
             let s = std::mem::take(&mut self.best[d]);
             let a = &mut self.acc[d];
-            if LIST {
-                self.touched[self.listed] = d as u32;
-                self.listed += usize::from(a.coverage == 0.0);
+            if LIST && a.coverage == 0.0 {
+                self.touched.push(d as u32);
             }
             a.score += s;
             a.coverage += share;
@@ -631,7 +620,7 @@ mod tests {
     #[test]
     fn accumulating_sets_score_name_and_required_of_listed_tools() {
         let sc = accumulated(true);
-        assert_eq!(sc.touched[..sc.listed], [1, 5, 9]);
+        assert_eq!(sc.touched, [1, 5, 9]);
         assert_eq!(sc.acc[1].score, 7.0);
         assert_eq!((sc.name[1], sc.name[5], sc.required[9]), (1, 0, 1));
     }
