@@ -293,6 +293,10 @@ struct Scratch {
     /// The number of tools of the current search: entries from here on are not used, and a
     /// tool number at or past it (which only a damaged file holds) is passed over.
     n: usize,
+    /// Whether `name` may have a non-zero entry (an exact term was added).
+    name_set: bool,
+    /// Whether `required` may have a non-zero entry (a required term was added).
+    required_set: bool,
 }
 
 impl Default for Scratch {
@@ -306,6 +310,8 @@ impl Default for Scratch {
             best_touched: Vec::new(),
             block: Box::new(Block::new()),
             n: 0,
+            name_set: false,
+            required_set: false,
         }
     }
 }
@@ -323,21 +329,36 @@ impl Scratch {
     }
 
     /// Clears the touched entries: one by one, or (`dense`) the whole
-    /// catalog's worth at once when most of it was touched.
+    /// catalog's worth at once when most of it was touched; `name` and
+    /// `required` only if a term was added to them.
     fn reset(&mut self, dense: bool) {
+        let n = self.n.min(self.acc.len());
         if dense {
-            self.acc.fill(Acc::default());
-            self.name.fill(0);
-            self.required.fill(0);
+            self.acc[..n].fill(Acc::default());
+            if self.name_set {
+                self.name[..n].fill(0);
+            }
+            if self.required_set {
+                self.required[..n].fill(0);
+            }
         } else {
             for &d in &self.touched {
-                let d = d as usize;
-                self.acc[d] = Acc::default();
-                self.name[d] = 0;
-                self.required[d] = 0;
+                self.acc[d as usize] = Acc::default();
+            }
+            if self.name_set {
+                for &d in &self.touched {
+                    self.name[d as usize] = 0;
+                }
+            }
+            if self.required_set {
+                for &d in &self.touched {
+                    self.required[d as usize] = 0;
+                }
             }
         }
         self.touched.clear();
+        self.name_set = false;
+        self.required_set = false;
     }
 
     /// Adds one term's contribution to every tool in its lists (for an
@@ -346,17 +367,16 @@ impl Scratch {
     fn accumulate<const LIST: bool>(&mut self, group: &Group<'_>, share: f32, required: bool) {
         let block = &mut self.block;
         if let [c] = group.cursors.as_slice() {
+            self.name_set |= group.exact;
+            self.required_set |= required;
             let mut blocks = c.list.blocks();
             // A block that does not decode ends the list (only a damaged file has one).
             while let Ok(true) = blocks.next_into(block) {
-                for (&d, &q) in block.docs[..block.len]
-                    .iter()
-                    .zip(&block.impacts[..block.len])
-                {
+                // Tool numbers ascend in a block: those below `n` are a prefix of it.
+                let docs = &block.docs[..block.len];
+                let len = docs.partition_point(|&d| (d as usize) < self.n);
+                for (&d, &q) in docs[..len].iter().zip(&block.impacts[..len]) {
                     let d = d as usize;
-                    if d >= self.n {
-                        continue;
-                    }
                     let a = &mut self.acc[d];
                     if LIST && a.coverage == 0.0 {
                         self.touched.push(d as u32);
@@ -377,14 +397,10 @@ impl Scratch {
         for c in &group.cursors {
             let mut blocks = c.list.blocks();
             while let Ok(true) = blocks.next_into(block) {
-                for (&d, &q) in block.docs[..block.len]
-                    .iter()
-                    .zip(&block.impacts[..block.len])
-                {
+                let docs = &block.docs[..block.len];
+                let len = docs.partition_point(|&d| (d as usize) < self.n);
+                for (&d, &q) in docs[..len].iter().zip(&block.impacts[..len]) {
                     let d = d as usize;
-                    if d >= self.n {
-                        continue;
-                    }
                     let s = c.weight * f32::from(q & format::IMPACT_MAX);
                     self.best_touched.push(d as u32);
                     self.best[d] = self.best[d].max(s);
@@ -448,10 +464,20 @@ impl Select<'_> {
 
     /// The best of all tools, in tool order (those not touched have a
     /// score of 0 and are passed over).
+    ///
+    /// A chunk of 64 tools at a time is first tested without branches
+    /// against the cut as it stands (see [`survivors`]); only the tools
+    /// that pass are considered one by one. The cut only rises, so a tool
+    /// that fails the test would fail it when considered too.
     fn dense(&self) -> Vec<(f32, u32)> {
         let mut best = self.start();
-        for d in 0..self.acc.len() {
-            self.consider(d, &mut best);
+        for (c, chunk) in self.acc.chunks(CHUNK).enumerate() {
+            let mut live = survivors(chunk, self.bound, best.cut);
+            while live != 0 {
+                let i = live.trailing_zeros() as usize;
+                live &= live - 1;
+                self.consider(c * CHUNK + i, &mut best);
+            }
         }
         Self::finish(best)
     }
@@ -502,6 +528,22 @@ impl Select<'_> {
     }
 }
 
+/// Tools tested at once by [`survivors`] (the bits of a `u64`).
+const CHUNK: usize = 64;
+
+/// Bit `i` set for each entry `i` of `chunk` (at most [`CHUNK`] entries)
+/// that [`Select::consider`]'s first test lets through at the cut `cut`: a
+/// positive score that, times `bound`, is not below the cut.
+#[inline]
+fn survivors(chunk: &[Acc], bound: f32, cut: f32) -> u64 {
+    let mut live = 0u64;
+    for (i, a) in chunk.iter().take(CHUNK).enumerate() {
+        let fails = (a.score * bound < cut) | (a.score <= 0.0);
+        live |= u64::from(!fails) << i;
+    }
+    live
+}
+
 /// A first stage scans every tool in order, rather than the touched ones,
 /// when more than one in this many tools was touched.
 const DENSE_FRACTION: usize = 4;
@@ -518,4 +560,82 @@ struct Acc {
 
 thread_local! {
     static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::postings::put_postings;
+
+    fn acc(scores: &[f32]) -> Vec<Acc> {
+        scores
+            .iter()
+            .map(|&score| Acc {
+                score,
+                coverage: if score > 0.0 { 0.5 } else { 0.0 },
+            })
+            .collect()
+    }
+
+    #[test]
+    fn survivors_are_the_entries_whose_bound_reaches_the_cut() {
+        let chunk = acc(&[1.0, 3.0, 2.0, 5.0]);
+        assert_eq!(survivors(&chunk, 2.0, 6.0), 0b1010);
+    }
+
+    #[test]
+    fn survivors_leave_out_untouched_tools_even_without_a_cut() {
+        let chunk = acc(&[0.0, 1.0, 0.0, 0.0]);
+        assert_eq!(survivors(&chunk, 2.0, f32::NEG_INFINITY), 0b0010);
+    }
+
+    #[test]
+    fn survivors_of_a_full_chunk_use_all_64_bits() {
+        let chunk = acc(&[1.0; CHUNK]);
+        assert_eq!(survivors(&chunk, 1.0, 1.0), u64::MAX);
+    }
+
+    /// A scratch after one required, exact term in the name of tools 1, 5 and 9 of 12.
+    fn accumulated(listed: bool) -> Scratch {
+        let mut bytes = Vec::new();
+        let name = format::NAME_BIT;
+        put_postings(&mut bytes, &[(1, 7 | name), (5, 3), (9, 2 | name)]);
+        let group = Group::new(vec![Cursor::new(PostingList::new(&bytes, 0), 1.0)], 0, true);
+        let mut sc = Scratch::default();
+        sc.prepare(12);
+        if listed {
+            sc.accumulate::<true>(&group, 0.5, true);
+        } else {
+            sc.accumulate::<false>(&group, 0.5, true);
+        }
+        sc
+    }
+
+    fn all_clear(sc: &Scratch) -> bool {
+        sc.acc.iter().all(|a| a.score == 0.0 && a.coverage == 0.0)
+            && sc.name.iter().all(|&m| m == 0)
+            && sc.required.iter().all(|&m| m == 0)
+    }
+
+    #[test]
+    fn accumulating_sets_score_name_and_required_of_listed_tools() {
+        let sc = accumulated(true);
+        assert_eq!(sc.touched, [1, 5, 9]);
+        assert_eq!(sc.acc[1].score, 7.0);
+        assert_eq!((sc.name[1], sc.name[5], sc.required[9]), (1, 0, 1));
+    }
+
+    #[test]
+    fn a_sparse_reset_clears_every_entry_of_the_touched_tools() {
+        let mut sc = accumulated(true);
+        sc.reset(false);
+        assert!(all_clear(&sc));
+    }
+
+    #[test]
+    fn a_dense_reset_clears_every_entry() {
+        let mut sc = accumulated(false);
+        sc.reset(true);
+        assert!(all_clear(&sc));
+    }
 }
