@@ -133,28 +133,36 @@ async fn a_group_stays_locked_while_a_timed_out_member_still_runs() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_member_waiting_for_its_group_is_told_when_the_holder_is_abandoned() {
     let engine = testkit(
-        "dispatch: {timeout: 300ms}\ntools:\n  stubborn_sleep: {sequential_group: g}\n  echo: {sequential_group: g}\n",
+        "dispatch: {timeout: 1s}\ntools:\n  stubborn_sleep: {sequential_group: g}\n  echo: {sequential_group: g}\n",
     );
     let s = engine.session(None).unwrap();
-    let calls = [
-        call("slow", "stubborn_sleep", json!({"ms": 4000})),
-        call("next", "echo", json!({"text": "hi"})),
-    ];
     let started = Instant::now();
-    let outcomes = engine.dispatch(&s, &calls).await.unwrap();
-    assert_eq!(outcomes[0].error_kind(), Some("timeout"));
+    // The holder goes first for sure: two calls of one turn take the group in no set order.
+    let holder = {
+        let (engine, s) = (engine.clone(), s.clone());
+        tokio::spawn(async move {
+            let slow = [call("slow", "stubborn_sleep", json!({"ms": 4000}))];
+            engine.dispatch(&s, &slow).await.unwrap()
+        })
+    };
+    // Half its timeout: the holder has the group and still runs.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let next = [call("next", "echo", json!({"text": "hi"}))];
+    let waiting = engine.dispatch(&s, &next).await.unwrap();
     assert_eq!(
-        outcomes[1].error_kind(),
+        waiting[0].error_kind(),
         Some("overloaded"),
         "{:?}",
-        outcomes[1]
+        waiting[0]
     );
-    // The holder times out at 300 ms and returns at 4 s; the bound leaves a loaded machine
+    // The holder times out at 1 s and returns at 4 s; the bound leaves a loaded machine
     // seconds of slack either way.
     assert!(
         started.elapsed() < Duration::from_millis(3000),
         "the waiting member is answered when the holder times out, not when it returns"
     );
+    let held = holder.await.unwrap();
+    assert_eq!(held[0].error_kind(), Some("timeout"));
     // Let the holder return before the runtime goes.
     tokio::time::sleep(Duration::from_millis(4000).saturating_sub(started.elapsed())).await;
 }
