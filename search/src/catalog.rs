@@ -148,13 +148,7 @@ fn read_in_parts(path: &Path, len: u64, parts: u64) -> Result<Catalog, CatalogEr
             .windows(2)
             .map(|w| scope.spawn(move || read_part(path, w[0], w[1])))
             .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect()
+        crate::threads::join_resuming(handles)
     });
     let mut tools = Vec::with_capacity(read.iter().map(|p| p.tools.len()).sum());
     // Lines of the parts before this one.

@@ -95,6 +95,7 @@ mod field;
 mod hash;
 mod quotes;
 mod text;
+mod threads;
 
 pub use catalog::{Catalog, CatalogError, ToolDoc, read_catalog_jsonl, read_catalog_jsonl_from};
 pub use error::{Damage, IndexError, Section};

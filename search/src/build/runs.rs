@@ -28,12 +28,6 @@ pub(super) fn in_aligned_runs<T: Sync, R: Send>(
             .enumerate()
             .map(|(i, chunk)| scope.spawn(move || f(i * run, chunk)))
             .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect()
+        crate::threads::join_resuming(handles)
     })
 }
