@@ -270,6 +270,9 @@ impl<'a> Group<'a> {
     }
 }
 
+/// A `best` entry no expansion of the current term has written.
+const UNSET: f32 = f32::NEG_INFINITY;
+
 /// Per-thread first-stage buffers, indexed by tool number, reused across
 /// searches so a query allocates nothing proportional to the catalog. Only
 /// the entries of touched tools are non-zero, and they are reset after each
@@ -282,11 +285,12 @@ struct Scratch {
     name: Vec<u8>,
     /// Required query words found.
     required: Vec<u8>,
-    /// Best expansion contribution of the current term.
+    /// Best expansion contribution of the current term; [`UNSET`] where no expansion of it
+    /// has the tool.
     best: Vec<f32>,
     /// Tools with a non-zero entry.
     touched: Vec<u32>,
-    /// Tools with a `best` entry.
+    /// Tools with a `best` entry, each once.
     best_touched: Vec<u32>,
     /// The block of a postings list being added.
     block: Box<Block>,
@@ -323,7 +327,7 @@ impl Scratch {
             self.acc.resize(n, Acc::default());
             self.name.resize(n, 0);
             self.required.resize(n, 0);
-            self.best.resize(n, 0.0);
+            self.best.resize(n, UNSET);
         }
         self.touched.clear();
     }
@@ -402,16 +406,21 @@ impl Scratch {
                 for (&d, &q) in docs[..len].iter().zip(&block.impacts[..len]) {
                     let d = d as usize;
                     let s = c.weight * f32::from(q & format::IMPACT_MAX);
-                    self.best_touched.push(d as u32);
-                    self.best[d] = self.best[d].max(s);
+                    let b = &mut self.best[d];
+                    if *b == UNSET {
+                        self.best_touched.push(d as u32);
+                    }
+                    // The best of 0 and the expansions' contributions, as if `best` started at 0.
+                    *b = b.max(0.0).max(s);
                 }
             }
         }
-        self.best_touched.sort_unstable();
-        self.best_touched.dedup();
+        // In the order first touched: each tool's sums do not depend on the order tools are
+        // added in, and the selection keeps the best by score and tool number whatever order
+        // it sees them in.
         for k in 0..self.best_touched.len() {
             let d = self.best_touched[k] as usize;
-            let s = std::mem::take(&mut self.best[d]);
+            let s = std::mem::replace(&mut self.best[d], UNSET);
             let a = &mut self.acc[d];
             if LIST && a.coverage == 0.0 {
                 self.touched.push(d as u32);
@@ -454,10 +463,25 @@ struct Best {
 impl Select<'_> {
     /// The best of the touched `tools`, as `(score, tool)` in no
     /// particular order.
+    ///
+    /// As [`Select::dense`] does, 64 tools at a time are first tested without branches, so
+    /// that their entries are loaded without waiting on the test of the one before.
     fn sparse(&self, tools: &[u32]) -> Vec<(f32, u32)> {
         let mut best = self.start();
-        for &d in tools {
-            self.consider(d as usize, &mut best);
+        let exact = self.coverage.exponent == 1.0;
+        for chunk in tools.chunks(CHUNK) {
+            let mut live = if exact {
+                listed_survivors_exact(self.acc, chunk, self.boost_max, best.cut)
+            } else {
+                listed_survivors(self.acc, chunk, self.bound, best.cut)
+            };
+            while live != 0 {
+                let i = live.trailing_zeros() as usize;
+                live &= live - 1;
+                if let Some(&d) = chunk.get(i) {
+                    self.consider(d as usize, &mut best);
+                }
+            }
         }
         Self::finish(best)
     }
@@ -471,8 +495,15 @@ impl Select<'_> {
     /// that fails the test would fail it when considered too.
     fn dense(&self) -> Vec<(f32, u32)> {
         let mut best = self.start();
+        // With the coverage factor the coverage itself (exponent 1, the default), the test
+        // can be `consider`'s second one, exact per tool: far fewer tools get through.
+        let exact = self.coverage.exponent == 1.0;
         for (c, chunk) in self.acc.chunks(CHUNK).enumerate() {
-            let mut live = survivors(chunk, self.bound, best.cut);
+            let mut live = if exact {
+                survivors_exact(chunk, self.boost_max, best.cut)
+            } else {
+                survivors(chunk, self.bound, best.cut)
+            };
             while live != 0 {
                 let i = live.trailing_zeros() as usize;
                 live &= live - 1;
@@ -516,9 +547,11 @@ impl Select<'_> {
         let entry = Worst(score * (1.0 + self.name_coverage * name_fraction), d as u32);
         if best.heap.len() < self.depth {
             best.heap.push(entry);
-        } else if best.heap.peek().is_some_and(|w| entry < *w) {
-            best.heap.pop();
-            best.heap.push(entry);
+        } else if let Some(mut worst) = best.heap.peek_mut()
+            && entry < *worst
+        {
+            // Replaced in place: one sift down instead of a pop and a push.
+            *worst = entry;
         } else {
             return;
         }
@@ -539,6 +572,53 @@ fn survivors(chunk: &[Acc], bound: f32, cut: f32) -> u64 {
     let mut live = 0u64;
     for (i, a) in chunk.iter().take(CHUNK).enumerate() {
         let fails = (a.score * bound < cut) | (a.score <= 0.0);
+        live |= u64::from(!fails) << i;
+    }
+    live
+}
+
+/// [`survivors`] with [`Select::consider`]'s second test, for a coverage factor that is the
+/// coverage itself (exponent 1): bit `i` set for each entry of `chunk` with a positive score
+/// whose score times its coverage, times `boost_max`, is not below the cut. The products are
+/// those `consider` computes, so it lets through exactly the tools `consider` would not reject
+/// before their name bonus.
+#[inline]
+fn survivors_exact(chunk: &[Acc], boost_max: f32, cut: f32) -> u64 {
+    let mut live = 0u64;
+    for (i, a) in chunk.iter().take(CHUNK).enumerate() {
+        let fails = (a.score * a.coverage * boost_max < cut) | (a.score <= 0.0);
+        live |= u64::from(!fails) << i;
+    }
+    live
+}
+
+/// [`survivors`] of the entries of `acc` numbered in `tools` (at most [`CHUNK`]); a number
+/// past `acc` passes ([`Select::consider`] passes over it).
+#[inline]
+fn listed_survivors(acc: &[Acc], tools: &[u32], bound: f32, cut: f32) -> u64 {
+    let mut live = 0u64;
+    for (i, &d) in tools.iter().take(CHUNK).enumerate() {
+        let a = acc.get(d as usize).copied().unwrap_or(Acc {
+            score: 1.0,
+            coverage: 1.0,
+        });
+        let fails = (a.score * bound < cut) | (a.score <= 0.0);
+        live |= u64::from(!fails) << i;
+    }
+    live
+}
+
+/// [`survivors_exact`] of the entries of `acc` numbered in `tools` (at most [`CHUNK`]); a
+/// number past `acc` passes ([`Select::consider`] passes over it).
+#[inline]
+fn listed_survivors_exact(acc: &[Acc], tools: &[u32], boost_max: f32, cut: f32) -> u64 {
+    let mut live = 0u64;
+    for (i, &d) in tools.iter().take(CHUNK).enumerate() {
+        let a = acc.get(d as usize).copied().unwrap_or(Acc {
+            score: 1.0,
+            coverage: 1.0,
+        });
+        let fails = (a.score * a.coverage * boost_max < cut) | (a.score <= 0.0);
         live |= u64::from(!fails) << i;
     }
     live
@@ -593,6 +673,29 @@ mod tests {
     fn survivors_of_a_full_chunk_use_all_64_bits() {
         let chunk = acc(&[1.0; CHUNK]);
         assert_eq!(survivors(&chunk, 1.0, 1.0), u64::MAX);
+    }
+
+    #[test]
+    fn exact_survivors_weigh_each_score_by_its_own_coverage() {
+        let chunk = [
+            Acc {
+                score: 4.0,
+                coverage: 0.5,
+            },
+            Acc {
+                score: 4.0,
+                coverage: 1.0,
+            },
+            Acc {
+                score: 3.0,
+                coverage: 1.0,
+            },
+            Acc {
+                score: 0.0,
+                coverage: 0.0,
+            },
+        ];
+        assert_eq!(survivors_exact(&chunk, 1.5, 4.5), 0b0110);
     }
 
     /// A scratch after one required, exact term in the name of tools 1, 5 and 9 of 12.
