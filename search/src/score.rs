@@ -540,10 +540,16 @@ impl Select<'_> {
         if score * self.boost_max < best.cut {
             return;
         }
-        let name_len = self.file.field_len(d, Field::Name as usize);
-        let parts = if name_len > 1.0 { name_len - 1.0 } else { 1.0 };
         let matched = self.name.get(d).copied().unwrap_or(0);
-        let name_fraction = (f32::from(matched) / parts).min(1.0);
+        // 0 matched of at least 1 part is 0 whatever the name's length: its (random, often
+        // uncached) read is left out.
+        let name_fraction = if matched == 0 {
+            0.0
+        } else {
+            let name_len = self.file.field_len(d, Field::Name as usize);
+            let parts = if name_len > 1.0 { name_len - 1.0 } else { 1.0 };
+            (f32::from(matched) / parts).min(1.0)
+        };
         let entry = Worst(score * (1.0 + self.name_coverage * name_fraction), d as u32);
         if best.heap.len() < self.depth {
             best.heap.push(entry);
@@ -569,10 +575,25 @@ const CHUNK: usize = 64;
 /// positive score that, times `bound`, is not below the cut.
 #[inline]
 fn survivors(chunk: &[Acc], bound: f32, cut: f32) -> u64 {
-    let mut live = 0u64;
-    for (i, a) in chunk.iter().take(CHUNK).enumerate() {
+    let mut pass = [0u8; CHUNK];
+    for (p, a) in pass.iter_mut().zip(chunk) {
         let fails = (a.score * bound < cut) | (a.score <= 0.0);
-        live |= u64::from(!fails) << i;
+        *p = u8::from(!fails);
+    }
+    bits(&pass)
+}
+
+/// Bit `i` set for each entry `i` of `pass` that is 1 (every entry is 0 or 1). The tests are
+/// written to bytes first, a loop the compiler makes vector code of, then gathered 8 at a
+/// time by one multiply: byte `j`'s low bit lands in bit `56 + j`, and no two products overlap.
+#[inline]
+fn bits(pass: &[u8; CHUNK]) -> u64 {
+    let mut live = 0u64;
+    for (g, eight) in pass.chunks_exact(8).enumerate() {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(eight);
+        let gathered = u64::from_le_bytes(word).wrapping_mul(0x0102_0408_1020_4080) >> 56;
+        live |= gathered << (g * 8);
     }
     live
 }
@@ -584,12 +605,12 @@ fn survivors(chunk: &[Acc], bound: f32, cut: f32) -> u64 {
 /// before their name bonus.
 #[inline]
 fn survivors_exact(chunk: &[Acc], boost_max: f32, cut: f32) -> u64 {
-    let mut live = 0u64;
-    for (i, a) in chunk.iter().take(CHUNK).enumerate() {
+    let mut pass = [0u8; CHUNK];
+    for (p, a) in pass.iter_mut().zip(chunk) {
         let fails = (a.score * a.coverage * boost_max < cut) | (a.score <= 0.0);
-        live |= u64::from(!fails) << i;
+        *p = u8::from(!fails);
     }
-    live
+    bits(&pass)
 }
 
 /// [`survivors`] of the entries of `acc` numbered in `tools` (at most [`CHUNK`]); a number
@@ -673,6 +694,16 @@ mod tests {
     fn survivors_of_a_full_chunk_use_all_64_bits() {
         let chunk = acc(&[1.0; CHUNK]);
         assert_eq!(survivors(&chunk, 1.0, 1.0), u64::MAX);
+    }
+
+    #[test]
+    fn bits_are_set_where_the_bytes_are_one() {
+        let mut pass = [0u8; CHUNK];
+        for i in [0, 7, 8, 13, 63] {
+            pass[i] = 1;
+        }
+        assert_eq!(bits(&pass), 1 | 1 << 7 | 1 << 8 | 1 << 13 | 1 << 63);
+        assert_eq!(bits(&[1; CHUNK]), u64::MAX);
     }
 
     #[test]
