@@ -34,7 +34,8 @@ pub(crate) struct Expansion {
 
 /// Finds a query term in the dictionary `stems`: by its stem, or failing that by prefix (terms
 /// of 4+ characters) and by edit distance (1 for 4-7 characters, 2 for longer ones). Only words
-/// of letters are expanded: `1500` or `r2d2` are values, not misspellings.
+/// of letters are expanded: `1500` or `r2d2` are values, not misspellings; and only a term
+/// whose [`QueryTerm::typos`] allows it by typo.
 pub(crate) fn lookup<D: AsRef<[u8]>>(stems: &Map<D>, term: &QueryTerm) -> Lookup {
     if let Some(offset) = stems.get(&term.stem) {
         return Lookup::Found(offset);
