@@ -43,7 +43,9 @@
 //! beyond; the first letter must be right), and those matches are scored
 //! with a penalty. A typo therefore never outranks an exact match of the
 //! same strength. Expansions are single words: a word never expands into a
-//! whole name such as `get_weather`.
+//! whole name such as `get_weather`. Words of a token that cannot be a misspelling (an
+//! e-mail address or URL, a token with digits, one over 24 bytes) are not expanded by typo
+//! unless the query also has the word on its own.
 //!
 //! ```
 //! use toolgate_search::{Query, SearchIndex, ToolDoc};

@@ -34,7 +34,8 @@ pub(crate) struct Expansion {
 
 /// Finds a query term in the dictionary `stems`: by its stem, or failing that by prefix (terms
 /// of 4+ characters) and by edit distance (1 for 4-7 characters, 2 for longer ones). Only words
-/// of letters are expanded: `1500` or `r2d2` are values, not misspellings.
+/// of letters are expanded: `1500` or `r2d2` are values, not misspellings; and only a term
+/// whose [`QueryTerm::typos`] allows it by typo.
 pub(crate) fn lookup<D: AsRef<[u8]>>(stems: &Map<D>, term: &QueryTerm) -> Lookup {
     if let Some(offset) = stems.get(&term.stem) {
         return Lookup::Found(offset);
@@ -59,6 +60,7 @@ pub(crate) fn lookup<D: AsRef<[u8]>>(stems: &Map<D>, term: &QueryTerm) -> Lookup
         }
         let distance = if chars <= 7 { 1 } else { 2 };
         if expansions.len() < MAX_EXPANSIONS
+            && term.typos
             && let Some(lev) = WordLevenshtein::new(&term.stem, distance)
         {
             let mut key = Vec::new();
@@ -187,6 +189,37 @@ mod tests {
         }
     }
 
+    fn expanded(term: &QueryTerm) -> Vec<(String, MatchKind)> {
+        let stems = Map::from_iter([("forcasting", 1u64), ("forecast", 2)]).unwrap();
+        match lookup(&stems, term) {
+            Lookup::Expanded(e) => e.into_iter().map(|e| (e.matched, e.kind)).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_term_kept_from_typos_is_expanded_by_prefix_only() {
+        let mut term = QueryTerm {
+            word: "forcast".into(),
+            stem: "forcast".into(),
+            required: false,
+            quoted: false,
+            typos: true,
+        };
+        assert_eq!(
+            expanded(&term),
+            [
+                ("forcasting".to_string(), MatchKind::Prefix),
+                ("forecast".to_string(), MatchKind::Typo)
+            ]
+        );
+        term.typos = false;
+        assert_eq!(
+            expanded(&term),
+            [("forcasting".to_string(), MatchKind::Prefix)]
+        );
+    }
+
     proptest::proptest! {
         #[test]
         fn expansions_are_those_of_fsts_streams_in_the_same_order(
@@ -199,7 +232,7 @@ mod tests {
             let stems = Map::from_iter(keys);
             proptest::prop_assert!(stems.is_ok());
             if let Ok(stems) = stems {
-                let term = QueryTerm { word, stem, required: false, quoted: false };
+                let term = QueryTerm { word, stem, required: false, quoted: false, typos: true };
                 let expected = streamed(&stems, &term);
                 let found: Vec<(String, u64, MatchKind)> = match lookup(&stems, &term) {
                     Lookup::Expanded(e) => e.into_iter().map(|e| (e.matched, e.offset, e.kind)).collect(),

@@ -287,28 +287,41 @@ impl Packed<'_> {
             return;
         }
         // Every value is one 8-byte load: from the section when 8 bytes follow the groups,
-        // else from a zero-padded copy of the part.
-        let mut buf = [0u8; BLOCK * 4 + 8];
-        let bytes = if self.rest.len() >= groups * usize::from(width) + 8 {
-            self.rest
+        // else (only near the section's end) from a zero-padded copy of the part, which is
+        // not zeroed for the other blocks.
+        if self.rest.len() >= groups * usize::from(width) + 8 {
+            unpack_width(self.rest, width, groups, &mut put);
         } else {
-            let len = self.len.min(self.rest.len()).min(BLOCK * 4);
-            buf[..len].copy_from_slice(&self.rest[..len]);
-            &buf[..]
-        };
-        if bytes.len() < groups * usize::from(width) + 8 {
-            return;
+            self.unpack_padded(width, groups, &mut put);
         }
-        macro_rules! widths {
-            ($($w:literal)*) => {
-                match width {
-                    $($w => unpack_groups::<$w>(bytes, groups, &mut put),)*
-                    _ => {}
-                }
-            };
-        }
-        widths!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32);
     }
+
+    /// [`Packed::unpack`] from a zero-padded copy of the part.
+    #[cold]
+    #[inline(never)]
+    fn unpack_padded(&self, width: u8, groups: usize, put: &mut impl FnMut(usize, u32)) {
+        let mut buf = [0u8; BLOCK * 4 + 8];
+        let len = self.len.min(self.rest.len()).min(BLOCK * 4);
+        buf[..len].copy_from_slice(&self.rest[..len]);
+        if buf.len() >= groups * usize::from(width) + 8 {
+            unpack_width(&buf, width, groups, put);
+        }
+    }
+}
+
+/// Unpacks `groups` groups of 8 values of `width` bits (1 to 32; nothing for another width)
+/// from `bytes`, which hold 8 bytes more, giving each value with its index to `put`.
+#[inline(always)]
+fn unpack_width(bytes: &[u8], width: u8, groups: usize, put: &mut impl FnMut(usize, u32)) {
+    macro_rules! widths {
+        ($($w:literal)*) => {
+            match width {
+                $($w => unpack_groups::<$w>(bytes, groups, put),)*
+                _ => {}
+            }
+        };
+    }
+    widths!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32);
 }
 
 /// Unpacks `groups` groups of 8 values of `W` bits (a group is `W` bytes) from `bytes`, which

@@ -59,7 +59,7 @@ pub(crate) fn rerank(
     // A tool's name, lowercased.
     let mut lower = String::new();
     let aspects = if r.diversity != 0.0 {
-        sentence_masks(free, &vocab)
+        sentence_masks(&seq, &vocab)
     } else {
         Vec::new()
     };
@@ -211,24 +211,31 @@ fn is_word_of(name: &str, word: &str) -> bool {
     found
 }
 
-/// The stems of a text's terms, in order, in one buffer.
+/// The stems of a text's terms, in order, in one buffer, and where its sentences end.
 struct Stems {
     text: String,
     /// Where each stem ends in `text`.
     ends: Vec<usize>,
+    /// Per sentence (see [`sentences`]), how many stems there are up to its end.
+    sentences: Vec<usize>,
 }
 
 impl Stems {
-    /// The stems of the [`text::terms`] of `free`.
+    /// The stems of the [`text::terms`] of `free`, split once: sentences end between words,
+    /// so the terms of the sentences, one after the other, are those of the text.
     fn of(free: &str) -> Stems {
         let mut stems = Stems {
             text: String::with_capacity(free.len()),
             ends: Vec::new(),
+            sentences: Vec::new(),
         };
-        text::for_each_term(free, |w| {
-            stems.text.push_str(&text::stem(w));
-            stems.ends.push(stems.text.len());
-        });
+        for sentence in sentences(free) {
+            text::for_each_term(sentence, |w| {
+                stems.text.push_str(&text::stem(w));
+                stems.ends.push(stems.text.len());
+            });
+            stems.sentences.push(stems.ends.len());
+        }
         stems
     }
 
@@ -238,6 +245,25 @@ impl Stems {
             .zip(&self.ends)
             .filter_map(|(start, &end)| self.text.get(start..end))
     }
+}
+
+/// The sentences of `free`: they end at `.`, `!`, `?` or `;` followed by a space or the end of
+/// the text (the last one at the end of the text).
+fn sentences(free: &str) -> impl Iterator<Item = &str> + '_ {
+    let bytes = free.as_bytes();
+    let mut start = 0;
+    (0..bytes.len()).filter_map(move |i| {
+        let end = i + 1 == bytes.len();
+        let boundary = matches!(bytes[i], b'.' | b'!' | b'?' | b';')
+            && bytes.get(i + 1).is_none_or(|c| c.is_ascii_whitespace());
+        if boundary || end {
+            let sentence = free.get(start..=i);
+            start = i + 1;
+            sentence
+        } else {
+            None
+        }
+    })
 }
 
 /// The stems the second stage looks a tool's words up in: the query terms'
@@ -356,24 +382,47 @@ const DIVERSIFY_DEPTH: usize = 10;
 /// MetaTool what it gained on Seal-Tools.
 const DIVERSIFY_MIN_SENTENCES: usize = 3;
 
-/// The query terms (as bits of `terms`) of each sentence of `free` that has
-/// any: sentences end at `.`, `!`, `?` or `;` followed by a space or the end.
-fn sentence_masks(free: &str, vocab: &Vocab) -> Vec<u64> {
+/// The query terms (as bits of `terms`) of each sentence of the text `seq` holds the stems
+/// of that has any (see [`sentences`]).
+fn sentence_masks(seq: &Stems, vocab: &Vocab) -> Vec<u64> {
     let mut out = Vec::new();
-    let mut start = 0;
-    let bytes = free.as_bytes();
-    for (i, &b) in bytes.iter().enumerate() {
-        let end = i + 1 == bytes.len();
-        let boundary = matches!(b, b'.' | b'!' | b'?' | b';')
-            && bytes.get(i + 1).is_none_or(|c| c.is_ascii_whitespace());
-        if boundary || end {
-            let mut mask = 0u64;
-            text::for_each_term(&free[start..=i], |w| mask |= vocab.bit(&text::stem(w)));
-            if mask != 0 {
-                out.push(mask);
-            }
-            start = i + 1;
+    let mut stems = seq.iter();
+    let mut done = 0;
+    for &end in &seq.sentences {
+        let mut mask = 0u64;
+        for s in stems.by_ref().take(end - done) {
+            mask |= vocab.bit(s);
+        }
+        done = end;
+        if mask != 0 {
+            out.push(mask);
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sentences_end_at_punctuation_before_a_space_or_the_end() {
+        let found: Vec<&str> = sentences("Book a flight. Then v1.2 hotels? Pay;x; ok!").collect();
+        assert_eq!(
+            found,
+            ["Book a flight.", " Then v1.2 hotels?", " Pay;x;", " ok!"]
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn stems_split_by_sentence_are_the_texts_stems(free in "([a-zA-Zé0-9]{1,6}[ .;!?,_-]{0,2}){0,12}") {
+            let mut expected = Vec::new();
+            text::for_each_term(&free, |w| expected.push(text::stem(w).into_owned()));
+            let stems = Stems::of(&free);
+            let found: Vec<&str> = stems.iter().collect();
+            proptest::prop_assert_eq!(found, expected);
+            proptest::prop_assert_eq!(stems.sentences.last().copied(), (!free.is_empty()).then_some(stems.ends.len()));
+        }
+    }
 }

@@ -270,6 +270,9 @@ impl<'a> Group<'a> {
     }
 }
 
+/// A `best` entry no expansion of the current term has written.
+const UNSET: f32 = f32::NEG_INFINITY;
+
 /// Per-thread first-stage buffers, indexed by tool number, reused across
 /// searches so a query allocates nothing proportional to the catalog. Only
 /// the entries of touched tools are non-zero, and they are reset after each
@@ -282,11 +285,12 @@ struct Scratch {
     name: Vec<u8>,
     /// Required query words found.
     required: Vec<u8>,
-    /// Best expansion contribution of the current term.
+    /// Best expansion contribution of the current term; [`UNSET`] where no expansion of it
+    /// has the tool.
     best: Vec<f32>,
     /// Tools with a non-zero entry.
     touched: Vec<u32>,
-    /// Tools with a `best` entry.
+    /// Tools with a `best` entry, each once.
     best_touched: Vec<u32>,
     /// The block of a postings list being added.
     block: Box<Block>,
@@ -323,7 +327,7 @@ impl Scratch {
             self.acc.resize(n, Acc::default());
             self.name.resize(n, 0);
             self.required.resize(n, 0);
-            self.best.resize(n, 0.0);
+            self.best.resize(n, UNSET);
         }
         self.touched.clear();
     }
@@ -402,16 +406,21 @@ impl Scratch {
                 for (&d, &q) in docs[..len].iter().zip(&block.impacts[..len]) {
                     let d = d as usize;
                     let s = c.weight * f32::from(q & format::IMPACT_MAX);
-                    self.best_touched.push(d as u32);
-                    self.best[d] = self.best[d].max(s);
+                    let b = &mut self.best[d];
+                    if *b == UNSET {
+                        self.best_touched.push(d as u32);
+                    }
+                    // The best of 0 and the expansions' contributions, as if `best` started at 0.
+                    *b = b.max(0.0).max(s);
                 }
             }
         }
-        self.best_touched.sort_unstable();
-        self.best_touched.dedup();
+        // In the order first touched: each tool's sums do not depend on the order tools are
+        // added in, and the selection keeps the best by score and tool number whatever order
+        // it sees them in.
         for k in 0..self.best_touched.len() {
             let d = self.best_touched[k] as usize;
-            let s = std::mem::take(&mut self.best[d]);
+            let s = std::mem::replace(&mut self.best[d], UNSET);
             let a = &mut self.acc[d];
             if LIST && a.coverage == 0.0 {
                 self.touched.push(d as u32);
@@ -454,10 +463,25 @@ struct Best {
 impl Select<'_> {
     /// The best of the touched `tools`, as `(score, tool)` in no
     /// particular order.
+    ///
+    /// As [`Select::dense`] does, 64 tools at a time are first tested without branches, so
+    /// that their entries are loaded without waiting on the test of the one before.
     fn sparse(&self, tools: &[u32]) -> Vec<(f32, u32)> {
         let mut best = self.start();
-        for &d in tools {
-            self.consider(d as usize, &mut best);
+        let exact = self.coverage.exponent == 1.0;
+        for chunk in tools.chunks(CHUNK) {
+            let mut live = if exact {
+                listed_survivors_exact(self.acc, chunk, self.boost_max, best.cut)
+            } else {
+                listed_survivors(self.acc, chunk, self.bound, best.cut)
+            };
+            while live != 0 {
+                let i = live.trailing_zeros() as usize;
+                live &= live - 1;
+                if let Some(&d) = chunk.get(i) {
+                    self.consider(d as usize, &mut best);
+                }
+            }
         }
         Self::finish(best)
     }
@@ -471,8 +495,15 @@ impl Select<'_> {
     /// that fails the test would fail it when considered too.
     fn dense(&self) -> Vec<(f32, u32)> {
         let mut best = self.start();
+        // With the coverage factor the coverage itself (exponent 1, the default), the test
+        // can be `consider`'s second one, exact per tool: far fewer tools get through.
+        let exact = self.coverage.exponent == 1.0;
         for (c, chunk) in self.acc.chunks(CHUNK).enumerate() {
-            let mut live = survivors(chunk, self.bound, best.cut);
+            let mut live = if exact {
+                survivors_exact(chunk, self.boost_max, best.cut)
+            } else {
+                survivors(chunk, self.bound, best.cut)
+            };
             while live != 0 {
                 let i = live.trailing_zeros() as usize;
                 live &= live - 1;
@@ -509,16 +540,24 @@ impl Select<'_> {
         if score * self.boost_max < best.cut {
             return;
         }
-        let name_len = self.file.field_len(d, Field::Name as usize);
-        let parts = if name_len > 1.0 { name_len - 1.0 } else { 1.0 };
         let matched = self.name.get(d).copied().unwrap_or(0);
-        let name_fraction = (f32::from(matched) / parts).min(1.0);
+        // 0 matched of at least 1 part is 0 whatever the name's length: its (random, often
+        // uncached) read is left out.
+        let name_fraction = if matched == 0 {
+            0.0
+        } else {
+            let name_len = self.file.field_len(d, Field::Name as usize);
+            let parts = if name_len > 1.0 { name_len - 1.0 } else { 1.0 };
+            (f32::from(matched) / parts).min(1.0)
+        };
         let entry = Worst(score * (1.0 + self.name_coverage * name_fraction), d as u32);
         if best.heap.len() < self.depth {
             best.heap.push(entry);
-        } else if best.heap.peek().is_some_and(|w| entry < *w) {
-            best.heap.pop();
-            best.heap.push(entry);
+        } else if let Some(mut worst) = best.heap.peek_mut()
+            && entry < *worst
+        {
+            // Replaced in place: one sift down instead of a pop and a push.
+            *worst = entry;
         } else {
             return;
         }
@@ -536,9 +575,71 @@ const CHUNK: usize = 64;
 /// positive score that, times `bound`, is not below the cut.
 #[inline]
 fn survivors(chunk: &[Acc], bound: f32, cut: f32) -> u64 {
-    let mut live = 0u64;
-    for (i, a) in chunk.iter().take(CHUNK).enumerate() {
+    let mut pass = [0u8; CHUNK];
+    for (p, a) in pass.iter_mut().zip(chunk) {
         let fails = (a.score * bound < cut) | (a.score <= 0.0);
+        *p = u8::from(!fails);
+    }
+    bits(&pass)
+}
+
+/// Bit `i` set for each entry `i` of `pass` that is 1 (every entry is 0 or 1). The tests are
+/// written to bytes first, a loop the compiler makes vector code of, then gathered 8 at a
+/// time by one multiply: byte `j`'s low bit lands in bit `56 + j`, and no two products overlap.
+#[inline]
+fn bits(pass: &[u8; CHUNK]) -> u64 {
+    let mut live = 0u64;
+    for (g, eight) in pass.chunks_exact(8).enumerate() {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(eight);
+        let gathered = u64::from_le_bytes(word).wrapping_mul(0x0102_0408_1020_4080) >> 56;
+        live |= gathered << (g * 8);
+    }
+    live
+}
+
+/// [`survivors`] with [`Select::consider`]'s second test, for a coverage factor that is the
+/// coverage itself (exponent 1): bit `i` set for each entry of `chunk` with a positive score
+/// whose score times its coverage, times `boost_max`, is not below the cut. The products are
+/// those `consider` computes, so it lets through exactly the tools `consider` would not reject
+/// before their name bonus.
+#[inline]
+fn survivors_exact(chunk: &[Acc], boost_max: f32, cut: f32) -> u64 {
+    let mut pass = [0u8; CHUNK];
+    for (p, a) in pass.iter_mut().zip(chunk) {
+        let fails = (a.score * a.coverage * boost_max < cut) | (a.score <= 0.0);
+        *p = u8::from(!fails);
+    }
+    bits(&pass)
+}
+
+/// [`survivors`] of the entries of `acc` numbered in `tools` (at most [`CHUNK`]); a number
+/// past `acc` passes ([`Select::consider`] passes over it).
+#[inline]
+fn listed_survivors(acc: &[Acc], tools: &[u32], bound: f32, cut: f32) -> u64 {
+    let mut live = 0u64;
+    for (i, &d) in tools.iter().take(CHUNK).enumerate() {
+        let a = acc.get(d as usize).copied().unwrap_or(Acc {
+            score: 1.0,
+            coverage: 1.0,
+        });
+        let fails = (a.score * bound < cut) | (a.score <= 0.0);
+        live |= u64::from(!fails) << i;
+    }
+    live
+}
+
+/// [`survivors_exact`] of the entries of `acc` numbered in `tools` (at most [`CHUNK`]); a
+/// number past `acc` passes ([`Select::consider`] passes over it).
+#[inline]
+fn listed_survivors_exact(acc: &[Acc], tools: &[u32], boost_max: f32, cut: f32) -> u64 {
+    let mut live = 0u64;
+    for (i, &d) in tools.iter().take(CHUNK).enumerate() {
+        let a = acc.get(d as usize).copied().unwrap_or(Acc {
+            score: 1.0,
+            coverage: 1.0,
+        });
+        let fails = (a.score * a.coverage * boost_max < cut) | (a.score <= 0.0);
         live |= u64::from(!fails) << i;
     }
     live
@@ -593,6 +694,39 @@ mod tests {
     fn survivors_of_a_full_chunk_use_all_64_bits() {
         let chunk = acc(&[1.0; CHUNK]);
         assert_eq!(survivors(&chunk, 1.0, 1.0), u64::MAX);
+    }
+
+    #[test]
+    fn bits_are_set_where_the_bytes_are_one() {
+        let mut pass = [0u8; CHUNK];
+        for i in [0, 7, 8, 13, 63] {
+            pass[i] = 1;
+        }
+        assert_eq!(bits(&pass), 1 | 1 << 7 | 1 << 8 | 1 << 13 | 1 << 63);
+        assert_eq!(bits(&[1; CHUNK]), u64::MAX);
+    }
+
+    #[test]
+    fn exact_survivors_weigh_each_score_by_its_own_coverage() {
+        let chunk = [
+            Acc {
+                score: 4.0,
+                coverage: 0.5,
+            },
+            Acc {
+                score: 4.0,
+                coverage: 1.0,
+            },
+            Acc {
+                score: 3.0,
+                coverage: 1.0,
+            },
+            Acc {
+                score: 0.0,
+                coverage: 0.0,
+            },
+        ];
+        assert_eq!(survivors_exact(&chunk, 1.5, 4.5), 0b0110);
     }
 
     /// A scratch after one required, exact term in the name of tools 1, 5 and 9 of 12.

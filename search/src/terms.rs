@@ -14,6 +14,9 @@ pub(crate) struct QueryTerm {
     pub(crate) required: bool,
     /// Found in the free text only inside quotes (see [`quoted_spans`]).
     pub(crate) quoted: bool,
+    /// May be expanded by typo (see [`crate::lookup`]): not when every occurrence is part of
+    /// a token that cannot be a misspelt word (see [`odd_token`]).
+    pub(crate) typos: bool,
 }
 
 /// The most distinct terms a query is searched with; the rest are ignored.
@@ -39,9 +42,11 @@ pub(crate) fn query_terms(free: &str, required: &[String]) -> Vec<QueryTerm> {
         stems.sort_unstable();
         (stems, text.to_lowercase())
     });
-    let mut push = |word: &str, required: bool| {
+    let mut push = |word: &str, required: bool, typos: bool| {
         let stem = text::stem(word);
-        if out.len() < MAX_QUERY_TERMS && !out.iter().any(|t| t.stem == stem) {
+        if let Some(t) = out.iter_mut().find(|t| t.stem == stem) {
+            t.typos |= typos;
+        } else if out.len() < MAX_QUERY_TERMS {
             // A whole identifier is not split into terms: look for it
             // as it is written.
             let quoted = !required
@@ -54,13 +59,18 @@ pub(crate) fn query_terms(free: &str, required: &[String]) -> Vec<QueryTerm> {
                 word: word.to_string(),
                 required,
                 quoted,
+                typos,
             });
         }
     };
     for r in required {
-        text::for_each_word(r, |w| push(w, true));
+        text::for_each_word(r, |w| push(w, true, false));
     }
-    text::for_each_term(free, |w| push(w, false));
+    // Token by token (words never span whitespace): the same terms as the whole text's.
+    for token in free.split_whitespace() {
+        let typos = !odd_token(token);
+        text::for_each_term(token, |w| push(w, false, typos));
+    }
     for token in free.split_whitespace() {
         let token = token.trim_matches(|c: char| !c.is_alphanumeric());
         if several_words(token) && !token.contains(char::is_whitespace) {
@@ -69,12 +79,25 @@ pub(crate) fn query_terms(free: &str, required: &[String]) -> Vec<QueryTerm> {
                 .chars()
                 .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | '-'))
             {
-                push(&whole, false);
+                push(&whole, false, false);
             }
         }
     }
     out
 }
+
+/// True if the whitespace-separated `token` cannot be a misspelt word, so its words are not
+/// expanded by typo: an e-mail address or a URL (`@`, `/`), a token with digits (`4111-1111`,
+/// `B07XJ8C8F5`), or one longer than [`ODD_TOKEN_CHARS`].
+fn odd_token(token: &str) -> bool {
+    token.len() > ODD_TOKEN_CHARS
+        || token
+            .bytes()
+            .any(|b| matches!(b, b'@' | b'/') || b.is_ascii_digit())
+}
+
+/// Tokens longer than this many bytes are not words (a hash, a key, a pasted identifier).
+const ODD_TOKEN_CHARS: usize = 24;
 
 /// True if `token` holds more than one of the [`text::words`].
 fn several_words(token: &str) -> bool {
@@ -96,5 +119,72 @@ mod tests {
             .map(|t| t.word.as_str())
             .collect();
         assert_eq!(quoted, ["love"]);
+    }
+
+    fn typos_of(free: &str) -> Vec<(String, bool)> {
+        query_terms(free, &[])
+            .into_iter()
+            .map(|t| (t.word, t.typos))
+            .collect()
+    }
+
+    #[test]
+    fn words_of_an_address_or_a_token_with_digits_are_not_expanded_by_typo() {
+        let terms = typos_of("mail jonathan@examplemail.com about order A7Bcdefgh");
+        let no_typos: Vec<&str> = terms
+            .iter()
+            .filter(|(_, typos)| !typos)
+            .map(|(w, _)| w.as_str())
+            .collect();
+        assert_eq!(
+            no_typos,
+            [
+                "jonathan",
+                "examplemail",
+                "com",
+                "7",
+                "bcdefgh",
+                "a7bcdefgh"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_token_longer_than_the_limit_is_not_expanded_by_typo() {
+        let long = "a".repeat(ODD_TOKEN_CHARS + 1);
+        assert_eq!(typos_of(&long), [(long.clone(), false)]);
+        let at_limit = "a".repeat(ODD_TOKEN_CHARS);
+        assert_eq!(typos_of(&at_limit), [(at_limit.clone(), true)]);
+    }
+
+    #[test]
+    fn a_word_also_written_as_a_word_is_expanded_by_typo() {
+        assert_eq!(
+            typos_of("jonathan@example.org wrote to jonathan"),
+            [
+                ("jonathan".to_string(), true),
+                ("example".to_string(), false),
+                ("org".to_string(), false),
+                ("wrote".to_string(), true),
+            ]
+        );
+    }
+
+    #[test]
+    fn terms_split_token_by_token_are_the_texts_terms() {
+        let free = "Ünïcode café, getWeather_v2 for São Paulo; naïve HTTPServer";
+        let mut expected: Vec<String> = Vec::new();
+        crate::text::for_each_term(free, |w| {
+            let stem = crate::text::stem(w).into_owned();
+            if !expected.contains(&stem) {
+                expected.push(stem);
+            }
+        });
+        let found: Vec<String> = query_terms(free, &[])
+            .into_iter()
+            .map(|t| t.stem)
+            .take(expected.len())
+            .collect();
+        assert_eq!(found, expected);
     }
 }
