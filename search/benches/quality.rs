@@ -135,6 +135,17 @@ mod semantic {
                 grid.push(Fusion::Rrf { k, dense_weight });
             }
         }
+        for k in [2.0, 3.0, 5.0] {
+            for dense_weight in [2.0, 3.0, 4.0] {
+                for lexical_scale in [1.0, 2.0, 3.0] {
+                    grid.push(Fusion::AdaptiveRrf {
+                        k,
+                        dense_weight,
+                        lexical_scale,
+                    });
+                }
+            }
+        }
         for dense_weight in [0.05, 0.1, 0.15, 0.2, 0.25, 0.35, 0.5, 0.75, 1.0] {
             grid.push(Fusion::Linear { dense_weight });
         }

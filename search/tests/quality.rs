@@ -53,10 +53,10 @@ fn ours_beats_bm25_ndcg_at_5_by_a_margin_on_every_dataset() {
 
 /// The semantic stage (feature `semantic`, with the model `scripts/model.sh` distils): on every
 /// data set's held-out half, the hybrid (BM25F fused with the dense ranking) must not fall below
-/// our lexical ranking by more than `HYBRID_TOLERANCE`, and on MetaTool, whose queries paraphrase
-/// the tool descriptions, it must beat it by `HYBRID_MARGIN_METATOOL`; nor may it fall more than
-/// `FLOOR_MARGIN` below the figures measured when the fusion was chosen. Skipped, saying so, when
-/// the model is not installed.
+/// the better of our lexical and the dense ranking by more than `HYBRID_TOLERANCE`, and on
+/// MetaTool, whose queries paraphrase the tool descriptions, it must beat both by
+/// `HYBRID_MARGIN_METATOOL`; nor may it fall more than `FLOOR_MARGIN` below the figures measured
+/// when the fusion was chosen. Skipped, saying so, when the model is not installed.
 #[cfg(feature = "semantic")]
 mod hybrid {
     use std::sync::Arc;
@@ -72,22 +72,23 @@ mod hybrid {
     /// change of model, fusion or vectors that loses quality fails here.
     const HYBRID_MEASURED: [(&str, f64); 3] =
         [("bfcl", BFCL), ("sealtools", SEAL), ("metatool", META)];
-    const BFCL: f64 = 64.1;
-    const SEAL: f64 = 93.0;
-    /// Of MetaTool's first `MAX_QUERIES` held-out queries (55.7 on the whole half).
-    const META: f64 = 38.3;
+    const BFCL: f64 = 64.4;
+    const SEAL: f64 = 93.5;
+    /// Of MetaTool's first `MAX_QUERIES` held-out queries (60.6 on the whole half).
+    const META: f64 = 43.8;
     /// How far below the measured figures the hybrid may fall (x100 nDCG@5).
     const FLOOR_MARGIN: f64 = 0.5;
 
-    /// The largest loss against lexical allowed on a set (x100 nDCG@5): the measured worst case
-    /// with the default fusion (Seal-Tools, 93.0 against 93.5) plus half a point.
-    const HYBRID_TOLERANCE: f64 = 1.0;
-    /// The gain over lexical required on MetaTool (x100 nDCG@5): the measured gain (+2.1 on the
-    /// checked queries, +1.9 on the whole held-out half) less half a point.
-    const HYBRID_MARGIN_METATOOL: f64 = 1.5;
+    /// The largest loss allowed against the better of lexical and dense on a set (x100
+    /// nDCG@5): measured, the hybrid equals lexical to a tenth on BFCL and Seal-Tools.
+    const HYBRID_TOLERANCE: f64 = 0.5;
+    /// The gain over the better of lexical and dense required on MetaTool (x100 nDCG@5): the
+    /// measured gain (+4.2 over dense on the checked queries, +4.1 on the whole held-out half)
+    /// less half a point.
+    const HYBRID_MARGIN_METATOOL: f64 = 3.5;
 
     #[test]
-    fn hybrid_keeps_lexical_quality_and_beats_it_on_paraphrased_queries() {
+    fn hybrid_loses_to_neither_ranking_and_beats_both_on_paraphrased_queries() {
         let model_dir = eval::semantic_model_dir();
         if !model_dir.join("model.safetensors").is_file() {
             eprintln!(
@@ -116,9 +117,10 @@ mod hybrid {
                 * eval::evaluate(&DenseRanker::new(&hybrid), holdout.iter().copied()).ndcg_at_5;
             let fused = 100.0 * eval::evaluate(&hybrid, holdout.iter().copied()).ndcg_at_5;
             println!("{name}: lexical {ours:.1}, dense {dense:.1}, hybrid {fused:.1}");
+            let better = ours.max(dense);
             assert!(
-                fused >= ours - HYBRID_TOLERANCE,
-                "{name}: hybrid nDCG@5 {fused:.2} < lexical {ours:.2} - {HYBRID_TOLERANCE}"
+                fused >= better - HYBRID_TOLERANCE,
+                "{name}: hybrid nDCG@5 {fused:.2} < the better of lexical {ours:.2} and dense {dense:.2} - {HYBRID_TOLERANCE}"
             );
             if let Some((_, measured)) = HYBRID_MEASURED.iter().find(|(n, _)| *n == name) {
                 assert!(
@@ -128,8 +130,8 @@ mod hybrid {
             }
             if name == "metatool" {
                 assert!(
-                    fused >= ours + HYBRID_MARGIN_METATOOL,
-                    "{name}: hybrid nDCG@5 {fused:.2} < lexical {ours:.2} + {HYBRID_MARGIN_METATOOL}"
+                    fused >= better + HYBRID_MARGIN_METATOOL,
+                    "{name}: hybrid nDCG@5 {fused:.2} < the better of lexical {ours:.2} and dense {dense:.2} + {HYBRID_MARGIN_METATOOL}"
                 );
             }
         }

@@ -7,12 +7,15 @@
 //! is kept quantised to 8 bits (each component times `127 / its largest magnitude`), with that
 //! row's scale: a quarter of the floats' size, and cosines within about 0.01 of the exact ones.
 //!
-//! # File format (version 2, little-endian)
+//! # File format (version 3, little-endian)
+//!
+//! Version 3 has version 2's layout; its vectors embed the tools' parameters too (see
+//! `tool_text`), so a version 2 file is refused and the vectors computed again.
 //!
 //! | bytes | field |
 //! |---|---|
 //! | 8 | magic `TGVECS\0\x01` |
-//! | 4 | format version (2) |
+//! | 4 | format version (3) |
 //! | 4 | dimensions `d` |
 //! | 4 | tools `n` |
 //! | 4 | zero |
@@ -39,7 +42,7 @@ use super::model::normalize;
 use crate::format;
 
 const MAGIC: &[u8; 8] = b"TGVECS\0\x01";
-const VERSION: u32 = 2;
+const VERSION: u32 = 3;
 const HEADER: usize = 48;
 const CHECKSUM_AT: usize = 40;
 
@@ -544,11 +547,11 @@ mod tests {
     #[test]
     fn another_version_is_refused_as_such() {
         let opened = open_altered(|bytes| {
-            bytes[8] = 3;
+            bytes[8] = 4;
         });
         assert!(matches!(
             opened,
-            Err(SemanticError::UnsupportedVersion { found: 3, .. })
+            Err(SemanticError::UnsupportedVersion { found: 4, .. })
         ));
     }
 
