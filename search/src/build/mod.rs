@@ -16,7 +16,7 @@ mod terms;
 mod write;
 
 use doc::Doc;
-use runs::in_aligned_runs;
+use runs::{in_aligned_runs, sorted};
 use shard::Shard;
 pub(crate) use write::Written;
 
@@ -105,8 +105,8 @@ fn split<D: Doc>(docs: &[D], workers: usize) -> Result<(u32, Vec<Shard>), IndexE
     // Tools are numbered in name order. Sorting (name, number) pairs rather than the
     // documents themselves moves 24 bytes instead of a whole document per step, and compares
     // names without looking each document up.
-    let mut by_name: Vec<(&str, u32)> = (0..n).map(|d| (docs[d as usize].name(), d)).collect();
-    by_name.sort_unstable();
+    let by_name: Vec<(&str, u32)> = (0..n).map(|d| (docs[d as usize].name(), d)).collect();
+    let by_name = sorted(by_name, workers);
     for pair in by_name.windows(2) {
         if pair[0].0 == pair[1].0 {
             return Err(IndexError::DuplicateName(pair[0].0.to_string()));
@@ -127,14 +127,9 @@ fn split<D: Doc>(docs: &[D], workers: usize) -> Result<(u32, Vec<Shard>), IndexE
     Ok((n, shards))
 }
 
-/// The shards of [`split`] joined in order, each dropped once added.
+/// The shards of [`split`] joined in order.
 fn join(shards: Vec<Shard>) -> Shard {
-    let mut shards = shards.into_iter();
-    let mut all = shards.next().unwrap_or_default();
-    for shard in shards {
-        all.append(shard);
-    }
-    all
+    Shard::join(shards)
 }
 
 /// The index file's bytes from the split tools (see [`split`]).
