@@ -9,6 +9,7 @@
 //! of threads.
 
 mod doc;
+mod parts;
 mod runs;
 mod schema;
 mod shard;
@@ -16,6 +17,8 @@ mod terms;
 mod write;
 
 use doc::Doc;
+pub(crate) use parts::Built;
+use parts::Parts;
 use runs::{in_aligned_runs, sorted};
 use shard::Shard;
 pub(crate) use write::Written;
@@ -26,14 +29,6 @@ use crate::error::IndexError;
 use crate::field::FIELDS;
 use crate::ranking::ImpactParams;
 use crate::{format, record};
-
-/// A serialised index and the checksum written into it.
-pub(crate) struct Built {
-    /// The bytes of the index file.
-    pub(crate) bytes: Vec<u8>,
-    /// Their checksum (see [`format::checksum`]).
-    pub(crate) checksum: u64,
-}
 
 /// Serialises an index of `docs` with impacts computed for `params`, on as many threads as
 /// pays for the catalog's size. Tool names must be non-empty and unique.
@@ -224,51 +219,6 @@ fn assemble(n: u32, all: Shard, params: ImpactParams, workers: usize) -> Result<
     head.extend_from_slice(&[0; 8]); // checksum, filled in by whoever puts the parts together
     head.extend_from_slice(&offset.to_le_bytes());
     Ok(Parts { n, head, sections })
-}
-
-/// An index file in parts: its header, whose checksum is still zero, and its sections.
-pub(crate) struct Parts {
-    /// How many tools it holds.
-    pub(crate) n: u32,
-    /// The header ([`format::HEADER_LEN`] bytes).
-    head: Vec<u8>,
-    sections: [Vec<u8>; format::SECTIONS],
-}
-
-impl Parts {
-    /// The file's checksum: over the header before the checksum and every section in order
-    /// (see [`format::checksum`]).
-    fn checksum(&self) -> u64 {
-        let mut sum = format::Checksum::new();
-        sum.update(&self.head[..format::CHECKSUM_AT]);
-        sum.finish_part();
-        for s in &self.sections {
-            sum.update(s);
-        }
-        sum.finish_part();
-        sum.value()
-    }
-
-    /// The file's length in bytes.
-    fn len(&self) -> u64 {
-        (self.head.len() + self.sections.iter().map(Vec::len).sum::<usize>()) as u64
-    }
-
-    /// The file's bytes in one buffer, each section dropped once copied (so the file and all
-    /// its sections are never held at once).
-    fn into_built(self) -> Built {
-        let checksum = self.checksum();
-        let mut out = Vec::with_capacity(self.len() as usize);
-        out.extend_from_slice(&self.head);
-        out[format::CHECKSUM_AT..format::CHECKSUM_AT + 8].copy_from_slice(&checksum.to_le_bytes());
-        for s in self.sections {
-            out.extend_from_slice(&s);
-        }
-        Built {
-            bytes: out,
-            checksum,
-        }
-    }
 }
 
 /// Calls `f` with each list of the shards' flat re-ranking words (three per tool, each its

@@ -10,7 +10,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use super::Parts;
+use super::parts::Parts;
 use crate::error::IndexError;
 use crate::format;
 
@@ -110,15 +110,22 @@ fn write_range(path: &Path, pieces: &[(u64, &[u8])], start: u64, end: u64) -> st
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::ToolDoc;
-    use crate::ranking::{ImpactParams, Ranking};
 
+    /// Parts of an index file of 300 tools' size whose sections are odd lengths of made-up
+    /// bytes (the writing does not read them).
     fn parts() -> Parts {
-        let docs: Vec<ToolDoc> = (0..300)
-            .map(|i| ToolDoc::new(format!("tool_{i}"), format!("does thing {} of {i}", i % 7)))
-            .collect();
-        let params = ImpactParams::of(&Ranking::default());
-        super::super::parts_owned(docs, params).unwrap()
+        let sections: [Vec<u8>; format::SECTIONS] = std::array::from_fn(|s| {
+            (0..1000 * s + 7 * s + 3)
+                .map(|i| (i * 31 + s) as u8)
+                .collect()
+        });
+        let mut head = vec![0u8; format::HEADER_LEN];
+        head[..8].copy_from_slice(format::MAGIC);
+        Parts {
+            n: 300,
+            head,
+            sections,
+        }
     }
 
     #[test]
