@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use toolgate::Engine;
-use toolgate_search::{Catalog, SearchIndex, ToolDoc};
+use toolgate_search::{Catalog, IndexError, SearchIndex, ToolDoc, WrittenIndex};
 
 use crate::error::CliError;
 
@@ -17,22 +17,51 @@ pub fn open_index(path: &Path) -> Result<SearchIndex, CliError> {
 /// Reads and indexes catalogs; also returns how long the indexing itself took. The catalogs
 /// are read as [`Catalog`]s, each schema kept as its JSON text until it is indexed.
 pub fn build_from_catalogs(paths: &[PathBuf]) -> Result<(SearchIndex, Duration), CliError> {
+    let docs = read_catalogs(paths)?;
+    let started = Instant::now();
+    let index =
+        SearchIndex::build_catalog(docs).map_err(|source| index_catalogs_error(paths, source))?;
+    Ok((index, started.elapsed()))
+}
+
+/// Reads and indexes catalogs as [`build_from_catalogs`] does, and writes the index to
+/// `output` without holding it in memory ([`SearchIndex::write_catalog`]); also returns how
+/// long indexing and writing took.
+pub fn write_from_catalogs(
+    paths: &[PathBuf],
+    output: &Path,
+) -> Result<(WrittenIndex, Duration), CliError> {
+    let docs = read_catalogs(paths)?;
+    let started = Instant::now();
+    let written = SearchIndex::write_catalog(docs, output).map_err(|e| match e {
+        // Building reads no file: an I/O error is the index file's.
+        e @ IndexError::Io { .. } => CliError::WriteIndex(e),
+        e => index_catalogs_error(paths, e),
+    })?;
+    Ok((written, started.elapsed()))
+}
+
+/// The catalogs at `paths`, read in order into one.
+fn read_catalogs(paths: &[PathBuf]) -> Result<Catalog, CliError> {
     let mut docs = Catalog::default();
     for path in paths {
         let read = Catalog::read_jsonl(path).map_err(CliError::Catalog)?;
         tracing::debug!(catalog = %path.display(), tools = read.len(), "catalog read");
         docs.append(read);
     }
-    let started = Instant::now();
-    let index = SearchIndex::build_catalog(docs).map_err(|source| CliError::IndexCatalogs {
+    Ok(docs)
+}
+
+/// The catalogs at `paths` could not be indexed.
+fn index_catalogs_error(paths: &[PathBuf], source: IndexError) -> CliError {
+    CliError::IndexCatalogs {
         files: paths
             .iter()
             .map(|p| p.display().to_string())
             .collect::<Vec<_>>()
             .join(", "),
         source,
-    })?;
-    Ok((index, started.elapsed()))
+    }
 }
 
 /// The policy's semantic stage (`search.embeddings`) attached to `index`, as the engine does;

@@ -69,11 +69,10 @@ fn write_jsonl(docs: &[ToolDoc], path: &Path) {
 }
 
 /// What `toolgate index build --catalog CATALOG -o INDEX` does: reads the JSON Lines catalog,
-/// builds the index and writes it.
+/// builds the index and writes it (without putting the file together in memory).
 fn build_from_jsonl(catalog: &Path, index: &Path) {
     let read = Catalog::read_jsonl(catalog).expect("reads the catalog");
-    let built = SearchIndex::build_catalog(read).expect("builds");
-    built.write(index).expect("writes");
+    SearchIndex::write_catalog(read, index).expect("builds and writes");
 }
 
 fn rss_kib() -> u64 {

@@ -119,6 +119,11 @@ impl Catalog {
     }
     /// Adds the tools of `other` after these.
     pub fn append(&mut self, other: Catalog) {
+        if self.tools.is_empty() {
+            // The first catalog read becomes this one, not a copy of it.
+            self.tools = other.tools;
+            return;
+        }
         self.tools.extend(other.tools);
     }
 

@@ -22,6 +22,15 @@ use crate::rerank::rerank;
 use crate::score::first_stage;
 use crate::terms::query_terms;
 
+/// What [`SearchIndex::write_catalog`] wrote.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WrittenIndex {
+    /// How many tools the index holds.
+    pub tools: usize,
+    /// The length of the index file in bytes.
+    pub bytes: u64,
+}
+
 /// An immutable, searchable index over a tool catalog.
 ///
 /// Build it from [`ToolDoc`]s with [`SearchIndex::build`], save it with
@@ -92,6 +101,20 @@ impl SearchIndex {
             ranking,
             #[cfg(feature = "semantic")]
             semantic: None,
+        })
+    }
+
+    /// Indexes a [`Catalog`] as [`SearchIndex::build_catalog`] does and writes the index to
+    /// `path` as [`SearchIndex::write`] would (the same bytes, written beside `path`, synced
+    /// and renamed into place), without putting the file together in memory first: its
+    /// sections are written where they go, on several threads, while the checksum is
+    /// computed. For a build whose index is only written (`toolgate index build`).
+    pub fn write_catalog(catalog: Catalog, path: &Path) -> Result<WrittenIndex, IndexError> {
+        let ranking = Ranking::default();
+        let written = build::write_owned(catalog.tools, ImpactParams::of(&ranking), path)?;
+        Ok(WrittenIndex {
+            tools: written.tools as usize,
+            bytes: written.bytes,
         })
     }
 

@@ -103,7 +103,7 @@ pub use catalog::{Catalog, CatalogError, ToolDoc, read_catalog_jsonl, read_catal
 pub use error::{Damage, IndexError, Section};
 pub use field::{FIELDS, Field};
 pub use hits::{Hit, Match, MatchKind, SearchResults};
-pub use index::SearchIndex;
+pub use index::{SearchIndex, WrittenIndex};
 pub use live::LiveIndex;
 pub use query::is_valid_name;
 pub use query::{Query, QueryError};

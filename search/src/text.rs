@@ -155,18 +155,32 @@ const STOP_WORDS: &[&str] = &[
 
 /// Returns true if `word` (already lowercased) is a stop word.
 pub fn is_stop_word(word: &str) -> bool {
-    // Runs for every word indexed, and for every word of the tools the
-    // second stage re-reads: most words are longer than any stop word, and
-    // the others are compared as one integer each.
-    word.len() <= LONGEST_STOP_WORD && STOP_KEYS.binary_search(&stop_key(word.as_bytes())).is_ok()
+    // Runs for every word indexed, and for every word of a query: most words are longer than
+    // any stop word, and the others are looked up as one integer each in an open-addressed
+    // table a half full (one or two probes), not by a binary search of seven unpredictable
+    // comparisons.
+    let bytes = word.as_bytes();
+    if bytes.is_empty() || bytes.len() > LONGEST_STOP_WORD {
+        return false;
+    }
+    let mut padded = [0u8; 16];
+    padded[..bytes.len()].copy_from_slice(bytes);
+    let key = u128::from_be_bytes(padded);
+    let mut slot = stop_slot(key);
+    loop {
+        match STOP_TABLE[slot] {
+            k if k == key => return true,
+            0 => return false,
+            _ => slot = (slot + 1) % STOP_TABLE.len(),
+        }
+    }
 }
 
 /// The length in bytes of the longest stop word.
 const LONGEST_STOP_WORD: usize = 10;
 
 /// A word of at most 16 bytes as one integer: its bytes, big-endian, padded
-/// with zeros. Integer order is then the words' byte order, so the sorted
-/// [`STOP_WORDS`] give sorted keys.
+/// with zeros (never 0 for a word that is not empty).
 const fn stop_key(word: &[u8]) -> u128 {
     let mut bytes = [0u8; 16];
     let mut i = 0;
@@ -177,15 +191,27 @@ const fn stop_key(word: &[u8]) -> u128 {
     u128::from_be_bytes(bytes)
 }
 
-/// [`STOP_WORDS`] as [`stop_key`]s, in the same (sorted) order.
-const STOP_KEYS: [u128; STOP_WORDS.len()] = {
-    let mut keys = [0u128; STOP_WORDS.len()];
+/// Where the search for `key` starts in [`STOP_TABLE`].
+const fn stop_slot(key: u128) -> usize {
+    let h = ((key >> 64) as u64) ^ (key as u64).rotate_left(29);
+    (h.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as usize
+}
+
+/// [`STOP_WORDS`] as [`stop_key`]s in an open-addressed table (linear probing from
+/// [`stop_slot`]), 0 marking an empty slot.
+const STOP_TABLE: [u128; 256] = {
+    let mut table = [0u128; 256];
     let mut i = 0;
-    while i < keys.len() {
-        keys[i] = stop_key(STOP_WORDS[i].as_bytes());
+    while i < STOP_WORDS.len() {
+        let key = stop_key(STOP_WORDS[i].as_bytes());
+        let mut slot = stop_slot(key);
+        while table[slot] != 0 {
+            slot = (slot + 1) % table.len();
+        }
+        table[slot] = key;
         i += 1;
     }
-    keys
+    table
 };
 
 /// Splits `text` into lowercased words: first at every non-alphanumeric
@@ -411,6 +437,37 @@ fn undouble(w: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_stop_word_table_holds_exactly_the_stop_words() {
+        let mut words: Vec<String> = Vec::new();
+        let letters: Vec<char> = ('a'..='z').collect();
+        for &a in &letters {
+            words.push(a.to_string());
+            for &b in &letters {
+                words.push(format!("{a}{b}"));
+                for &c in &letters {
+                    words.push(format!("{a}{b}{c}"));
+                }
+            }
+        }
+        for w in STOP_WORDS {
+            for at in 0..w.len() {
+                let mut changed = w.as_bytes().to_vec();
+                changed[at] = if changed[at] == b'z' {
+                    b'a'
+                } else {
+                    changed[at] + 1
+                };
+                words.push(String::from_utf8(changed).unwrap());
+                words.push(format!("{}{}", &w[..at], &w[at + 1..]));
+            }
+            words.push(w.to_string());
+        }
+        for w in &words {
+            assert_eq!(is_stop_word(w), STOP_WORDS.contains(&w.as_str()), "{w:?}");
+        }
+    }
 
     #[test]
     fn no_stop_word_is_longer_than_the_length_check() {

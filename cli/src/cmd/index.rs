@@ -1,12 +1,13 @@
 //! `toolgate index build`: write the memory-mappable search index file.
 
-use std::time::Instant;
+use std::path::Path;
+use std::time::{Duration, Instant};
 
 use toolgate_search::SearchIndex;
 
 use crate::app::load_engine;
 use crate::args::{IndexArgs, IndexBuildArgs, IndexCommand};
-use crate::catalog::{build_from_catalogs, policy_catalog, with_embeddings};
+use crate::catalog::{policy_catalog, with_embeddings, write_from_catalogs};
 use crate::error::{CliError, EXIT_OK};
 use crate::output::Out;
 
@@ -18,27 +19,28 @@ pub fn index(args: IndexArgs, out: &mut Out<'_>) -> Result<u8, CliError> {
 
 fn index_build(args: IndexBuildArgs, out: &mut Out<'_>) -> Result<u8, CliError> {
     let started = Instant::now();
-    let (index, build_time, output) = if !args.catalog.is_empty() {
+    if !args.catalog.is_empty() {
         let Some(output) = args.output else {
             return Err(CliError::Missing("the index file to write with -o INDEX"));
         };
-        let (index, took) = build_from_catalogs(&args.catalog)?;
-        (index, took, output)
-    } else {
-        let (engine, name) = load_engine(args.policy.as_deref())?;
-        let (docs, index_file) = policy_catalog(&engine, &name)?;
-        let Some(output) = args.output.or(index_file) else {
-            return Err(CliError::NoIndexFile { policy: name });
-        };
-        let building = Instant::now();
-        let index = SearchIndex::build(docs).map_err(|e| CliError::IndexPolicyCatalog {
-            policy: name.clone(),
-            source: e.into(),
-        })?;
-        // With `search.embeddings`, the tool vectors are computed now and written beside.
-        let index = with_embeddings(index, &engine, &name, None)?;
-        (index, building.elapsed(), output)
+        // Only written: the index is not put together in memory (and a catalog has no
+        // semantic stage to write vectors for).
+        let (written, took) = write_from_catalogs(&args.catalog, &output)?;
+        return wrote(out, &output, written.tools, written.bytes, took, started);
+    }
+    let (engine, name) = load_engine(args.policy.as_deref())?;
+    let (docs, index_file) = policy_catalog(&engine, &name)?;
+    let Some(output) = args.output.or(index_file) else {
+        return Err(CliError::NoIndexFile { policy: name });
     };
+    let building = Instant::now();
+    let index = SearchIndex::build(docs).map_err(|e| CliError::IndexPolicyCatalog {
+        policy: name.clone(),
+        source: e.into(),
+    })?;
+    // With `search.embeddings`, the tool vectors are computed now and written beside.
+    let index = with_embeddings(index, &engine, &name, None)?;
+    let build_time = building.elapsed();
     index.write(&output).map_err(CliError::WriteIndex)?;
     if let Some(semantic) = index.semantic() {
         let vectors = toolgate::search::vectors_path(&output);
@@ -57,13 +59,26 @@ fn index_build(args: IndexBuildArgs, out: &mut Out<'_>) -> Result<u8, CliError> 
     let size = std::fs::metadata(&output)
         .map(|m| m.len())
         .unwrap_or(index.size_bytes() as u64);
+    wrote(out, &output, index.len(), size, build_time, started)
+}
+
+/// Prints what was written: the index file, its tools and size, how long indexing took
+/// (`took`) and the whole command (since `started`).
+fn wrote(
+    out: &mut Out<'_>,
+    output: &Path,
+    tools: usize,
+    size: u64,
+    took: Duration,
+    started: Instant,
+) -> Result<u8, CliError> {
     writeln!(
         out,
         "wrote {}: {} tools, {} ({size} bytes), indexed in {} ms ({} ms in all)",
         output.display(),
-        index.len(),
+        tools,
         human_size(size),
-        build_time.as_millis(),
+        took.as_millis(),
         started.elapsed().as_millis(),
     )?;
     Ok(EXIT_OK)

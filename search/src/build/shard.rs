@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use super::doc::Doc;
-use super::terms::TermTable;
+use super::terms::{SortedTerms, TermTable};
 use crate::field::{FIELDS, Field};
 use crate::fields::DocFields;
 use crate::hash::FxBuild;
@@ -12,7 +12,8 @@ use crate::{record, text};
 /// What one build worker makes of a contiguous run of tools.
 #[derive(Default)]
 pub(super) struct Shard {
-    pub(super) stems: TermTable,
+    /// The terms in byte order with their postings.
+    pub(super) stems: SortedTerms,
     /// Six `u16` per tool.
     pub(super) field_lens: Vec<u8>,
     pub(super) total_len: [f64; FIELDS],
@@ -25,7 +26,7 @@ pub(super) struct Shard {
     pub(super) blocks: Vec<u8>,
     /// Where each block ends in `blocks`.
     pub(super) block_ends: Vec<u64>,
-    /// Per tool, the re-ranking words as term ids of `stems`: the name's, the description's
+    /// Per tool, the re-ranking words as positions in `stems`: the name's, the description's
     /// and the `enum` values' (each id once), each list its length and then the ids.
     pub(super) rerank: Vec<u32>,
 }
@@ -37,6 +38,7 @@ impl Shard {
     pub(super) fn build<'a, D: Doc + 'a>(docs: impl Iterator<Item = &'a D>, first: u32) -> Shard {
         debug_assert_eq!(first as usize % record::BLOCK_TOOLS, 0);
         let mut shard = Shard::default();
+        let mut stems = TermTable::default();
         // The texts of the block being filled, and how many tools they are.
         let mut raw = Vec::new();
         let mut in_block = 0;
@@ -62,7 +64,7 @@ impl Shard {
                     let stem = match stem_of.get(t) {
                         Some(&s) => s,
                         None => {
-                            let s = shard.stems.id(&text::stem(t));
+                            let s = stems.id(&text::stem(t));
                             stem_of.insert(t.to_string(), s);
                             s
                         }
@@ -77,8 +79,8 @@ impl Shard {
                     .filter(|&&(_, f)| f == Field::Description as u8)
                     .map(|&(stem, _)| stem),
             );
-            shard.stems.add(id, &mut occ);
-            let stems = &mut shard.stems;
+            stems.add(id, &mut occ);
+            let stems = &mut stems;
             let mut id_of = |w: &str| match stem_of.get(w) {
                 Some(&s) => s,
                 None => {
@@ -112,6 +114,10 @@ impl Shard {
         if in_block > 0 {
             shard.end_block(&raw);
         }
+        // Sorted here, on the worker's thread, so that joining shards is a merge.
+        let (sorted, position) = stems.into_sorted();
+        shard.stems = sorted;
+        for_each_id(&mut shard.rerank, |id| *id = position[*id as usize]);
         shard
     }
 
@@ -121,23 +127,36 @@ impl Shard {
         self.block_ends.push(self.blocks.len() as u64);
     }
 
-    /// Adds `next`, whose tools follow this shard's.
-    pub(super) fn append(&mut self, next: Shard) {
-        // Each of `next`'s term ids to this shard's.
-        let mut to_here = vec![0u32; next.stems.postings.len()];
-        for (term, id) in next.stems.ids {
-            let postings = &next.stems.postings[id as usize];
-            let to = self.stems.id_owned(term);
-            to_here[id as usize] = to;
-            self.stems.postings[to as usize].extend_from_slice(postings);
+    /// Joins `shards`, whose tools follow each other in this order.
+    pub(super) fn join(shards: Vec<Shard>) -> Shard {
+        let mut stems = Vec::with_capacity(shards.len());
+        let mut rest = Vec::with_capacity(shards.len());
+        for mut shard in shards {
+            stems.push(std::mem::take(&mut shard.stems));
+            rest.push(shard);
         }
-        let mut words = next.rerank.iter();
-        while let Some(&count) = words.next() {
-            self.rerank.push(count);
-            for &w in words.by_ref().take(count as usize) {
-                self.rerank.push(to_here[w as usize]);
-            }
+        let (merged, maps) = SortedTerms::merge(stems);
+        let mut all = Shard {
+            stems: merged,
+            ..Shard::default()
+        };
+        for (mut next, map) in rest.into_iter().zip(maps) {
+            for_each_id(&mut next.rerank, |id| *id = map[*id as usize]);
+            all.append(next);
         }
+        all
+    }
+
+    /// Adds `next`, whose tools follow this shard's and whose re-ranking words are already
+    /// positions in this shard's terms.
+    fn append(&mut self, next: Shard) {
+        if self.field_lens.is_empty() {
+            // The first shard: taken over, not copied.
+            let stems = std::mem::take(&mut self.stems);
+            *self = Shard { stems, ..next };
+            return;
+        }
+        self.rerank.extend_from_slice(&next.rerank);
         self.field_lens.extend_from_slice(&next.field_lens);
         for (t, n) in self.total_len.iter_mut().zip(next.total_len) {
             *t += n;
@@ -153,5 +172,18 @@ impl Shard {
         self.block_ends
             .extend(next.block_ends.iter().map(|&end| base + end));
         self.blocks.extend_from_slice(&next.blocks);
+    }
+}
+
+/// Calls `f` on each term id of flat re-ranking lists (each its length, then its ids).
+fn for_each_id(words: &mut [u32], mut f: impl FnMut(&mut u32)) {
+    let mut at = 0;
+    while at < words.len() {
+        let count = words[at] as usize;
+        let end = (at + 1 + count).min(words.len());
+        for id in &mut words[at + 1..end] {
+            f(id);
+        }
+        at = end;
     }
 }

@@ -62,13 +62,90 @@ impl TermTable {
         }
     }
 
+    /// The terms in byte order with their postings, and each term id's position among them.
+    pub(super) fn into_sorted(self) -> (SortedTerms, Vec<u32>) {
+        let mut terms: Vec<(String, u32)> = self.ids.into_iter().collect();
+        terms.sort_unstable();
+        let mut by_id = self.postings;
+        let mut position = vec![0u32; terms.len()];
+        let mut sorted = SortedTerms {
+            terms: Vec::with_capacity(terms.len()),
+            postings: Vec::with_capacity(terms.len()),
+        };
+        for (at, (term, id)) in (0..).zip(terms) {
+            position[id as usize] = at;
+            sorted
+                .postings
+                .push(std::mem::take(&mut by_id[id as usize]));
+            sorted.terms.push(term);
+        }
+        (sorted, position)
+    }
+}
+
+/// Terms in byte order, each with its postings (`postings[i]` are `terms[i]`'s): a shard's
+/// once its tools are added ([`TermTable::into_sorted`]), or the shards' merged.
+#[derive(Default)]
+pub(super) struct SortedTerms {
+    pub(super) terms: Vec<String>,
+    pub(super) postings: Vec<Vec<Posting>>,
+}
+
+impl SortedTerms {
+    /// Merges `parts`, whose tools follow each other in this order: each term once, its
+    /// postings those of the parts in order. Also returns, per part, where each of its terms
+    /// went. A term in one part only keeps its postings list (no copy).
+    pub(super) fn merge(parts: Vec<SortedTerms>) -> (SortedTerms, Vec<Vec<u32>>) {
+        let mut maps: Vec<Vec<u32>> = parts
+            .iter()
+            .map(|p| Vec::with_capacity(p.terms.len()))
+            .collect();
+        let total = parts.iter().map(|p| p.terms.len()).max().unwrap_or(0);
+        let mut merged = SortedTerms {
+            terms: Vec::with_capacity(total),
+            postings: Vec::with_capacity(total),
+        };
+        let mut heads: Vec<_> = parts
+            .into_iter()
+            .map(|p| p.terms.into_iter().zip(p.postings).peekable())
+            .collect();
+        loop {
+            // The least term at the head of a part (parts are few: a scan).
+            let mut least: Option<&str> = None;
+            for head in &mut heads {
+                if let Some((term, _)) = head.peek()
+                    && least.is_none_or(|l| term.as_str() < l)
+                {
+                    least = Some(term.as_str());
+                }
+            }
+            let Some(least) = least.map(str::to_owned) else {
+                break;
+            };
+            let at = merged.terms.len() as u32;
+            let mut postings: Option<Vec<Posting>> = None;
+            for (head, map) in heads.iter_mut().zip(&mut maps) {
+                if let Some((_, more)) = head.next_if(|(term, _)| *term == least) {
+                    map.push(at);
+                    match &mut postings {
+                        None => postings = Some(more),
+                        Some(list) => list.extend_from_slice(&more),
+                    }
+                }
+            }
+            merged.terms.push(least);
+            merged.postings.push(postings.unwrap_or_default());
+        }
+        (merged, maps)
+    }
+
     /// Writes the postings lists to `out`, in term order, each entry's
     /// frequencies turned into an impact by `impact`, and returns the fst
     /// mapping each term with postings to its list's offset, and the
-    /// re-ranking vocabulary: `uses[id]` is how often term `id` occurs in the
+    /// re-ranking vocabulary: `uses[i]` is how often term `i` occurs in the
     /// tools' re-ranking words. The lists are written by up to `workers`
-    /// threads, each a contiguous run of terms, and joined in order: the
-    /// bytes do not depend on the number of workers.
+    /// threads, each a contiguous run of terms, and joined in order, while another numbers the
+    /// re-ranking vocabulary: the bytes do not depend on the number of workers.
     pub(super) fn finish(
         self,
         out: &mut Vec<u8>,
@@ -76,41 +153,48 @@ impl TermTable {
         workers: usize,
         uses: &[u32],
     ) -> Result<Finished, IndexError> {
-        let mut terms: Vec<(String, u32)> = self.ids.into_iter().collect();
-        terms.sort_unstable();
+        let terms = &self.terms;
         let postings = &self.postings;
-        let rerank = RerankVocab::new(&terms, uses)?;
         // Terms met only in `enum` values the second stage scans for have no postings.
-        let indexed: Vec<&(String, u32)> = terms
-            .iter()
-            .filter(|(_, id)| !postings[*id as usize].is_empty())
+        let indexed: Vec<u32> = (0..terms.len() as u32)
+            .filter(|&i| !postings[i as usize].is_empty())
             .collect();
         let impact = &impact;
         // One run's lists, back to back, and where each starts in them.
-        let write = |run: &[&(String, u32)]| -> (Vec<u8>, Vec<u64>) {
+        let write = |run: &[u32]| -> (Vec<u8>, Vec<u64>) {
             let (mut bytes, mut starts) = (Vec::new(), Vec::with_capacity(run.len()));
             let mut list = Vec::new();
-            for (_, id) in run {
+            for &i in run {
                 starts.push(bytes.len() as u64);
                 list.clear();
-                list.extend(postings[*id as usize].iter().map(|p| (p.doc, impact(p))));
+                list.extend(postings[i as usize].iter().map(|p| (p.doc, impact(p))));
                 postings::put_postings(&mut bytes, &list);
             }
             (bytes, starts)
         };
-        let runs = in_runs(&indexed, workers, |_, run| write(run));
-        let mut builder = MapBuilder::memory();
-        let mut keys = indexed.iter();
-        for (bytes, starts) in runs {
-            let base = out.len() as u64;
-            for (start, (term, _)) in starts.into_iter().zip(&mut keys) {
-                builder.insert(term, base + start)?;
-            }
-            out.extend_from_slice(&bytes);
-        }
+        let (rerank, stems) = std::thread::scope(|scope| {
+            let rerank = scope.spawn(|| RerankVocab::new(terms, uses));
+            let stems = (|| {
+                let runs = in_runs(&indexed, workers, |_, run| write(run));
+                let mut builder = MapBuilder::memory();
+                let mut keys = indexed.iter();
+                for (bytes, starts) in runs {
+                    let base = out.len() as u64;
+                    for (start, &i) in starts.into_iter().zip(&mut keys) {
+                        builder.insert(&terms[i as usize], base + start)?;
+                    }
+                    out.extend_from_slice(&bytes);
+                }
+                Ok::<_, IndexError>(builder.into_inner()?)
+            })();
+            let rerank = rerank
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (rerank, stems)
+        });
         Ok(Finished {
-            stems: builder.into_inner()?,
-            rerank,
+            stems: stems?,
+            rerank: rerank?,
         })
     }
 }
@@ -133,21 +217,18 @@ pub(super) struct RerankVocab {
 }
 
 impl RerankVocab {
-    /// `terms` sorted, `uses` per term id.
-    fn new(terms: &[(String, u32)], uses: &[u32]) -> Result<RerankVocab, IndexError> {
-        let uses_of = |id: u32| uses.get(id as usize).copied().unwrap_or(0);
+    /// `terms` sorted, `uses` per term (by position).
+    fn new(terms: &[String], uses: &[u32]) -> Result<RerankVocab, IndexError> {
+        let uses_of = |i: usize| uses.get(i).copied().unwrap_or(0);
         // Positions in `terms` (term order), most used first.
-        let mut by_use: Vec<usize> = (0..terms.len())
-            .filter(|&i| uses_of(terms[i].1) > 0)
-            .collect();
-        by_use.sort_by_key(|&i| std::cmp::Reverse(uses_of(terms[i].1)));
+        let mut by_use: Vec<usize> = (0..terms.len()).filter(|&i| uses_of(i) > 0).collect();
+        by_use.sort_by_key(|&i| std::cmp::Reverse(uses_of(i)));
         let mut number = vec![u32::MAX; terms.len()];
         for (n, &i) in by_use.iter().enumerate() {
-            number[terms[i].1 as usize] = n as u32;
+            number[i] = n as u32;
         }
         let mut builder = MapBuilder::memory();
-        for (term, id) in terms {
-            let n = number[*id as usize];
+        for (term, &n) in terms.iter().zip(&number) {
             if n != u32::MAX {
                 builder.insert(term, u64::from(n))?;
             }
