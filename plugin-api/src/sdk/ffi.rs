@@ -130,6 +130,9 @@ unsafe extern "C" fn init_ffi<P: PluginProvider>(
     })
 }
 
+/// A call's instance, tool name and arguments.
+type Decoded<'a> = (&'a dyn ErasedInstance, &'a str, &'a str);
+
 /// The instance, tool name and arguments of a call as the host passed them, checked: a null
 /// instance or a tool name that is not UTF-8 is an error, arguments that are not UTF-8 are
 /// invalid arguments. `Err` holds the status and message to answer.
@@ -142,7 +145,7 @@ unsafe fn decode_call<'a>(
     instance: *const c_void,
     tool: StrRef,
     arguments: StrRef,
-) -> Result<(&'a dyn ErasedInstance, &'a str, &'a str), (u32, Vec<u8>)> {
+) -> Result<Decoded<'a>, (u32, Vec<u8>)> {
     if instance.is_null() {
         return Err((STATUS_ERROR, b"the host passed a null instance".to_vec()));
     }
