@@ -24,8 +24,9 @@ use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -280,7 +281,49 @@ pub unsafe fn serve(
 ///
 /// As [`serve`].
 pub unsafe fn serve_confined(
-    mut input: impl Read + Send + 'static,
+    input: impl Read + Send + 'static,
+    output: impl Write + Send + 'static,
+    confine: impl FnOnce(&Path, &Confine) -> Result<(), String>,
+) -> Result<(), ServeError> {
+    // SAFETY: the caller's promise.
+    unsafe { serve_input(Input::new(Box::new(input)), output, confine) }
+}
+
+/// [`serve_confined`] on a pipe (or any input with a file descriptor): while calls come back to
+/// back and are quick, the thread that reads next watches the pipe for a short while
+/// ([`WATCH`]) instead of sleeping in `read`, so that the next call costs no thread wake-up.
+/// Once calls stop coming the reader sleeps as before.
+///
+/// # Safety
+///
+/// As [`serve`].
+#[cfg(unix)]
+pub unsafe fn serve_pipe_confined(
+    input: impl Read + std::os::fd::AsFd + Send + 'static,
+    output: impl Write + Send + 'static,
+    confine: impl FnOnce(&Path, &Confine) -> Result<(), String>,
+) -> Result<(), ServeError> {
+    use std::os::fd::AsRawFd;
+    let fd = input.as_fd().as_raw_fd();
+    let mut input = Input::new(Box::new(input));
+    // Valid as long as the reader, which `input` owns.
+    input.fd = Some(fd);
+    // SAFETY: the caller's promise.
+    unsafe { serve_input(input, output, confine) }
+}
+
+/// How long, at most, the next reader watches the input for a call after the last call was
+/// read or answered, while calls come back to back and are quick (see [`serve_pipe_confined`]).
+pub const WATCH: Duration = Duration::from_micros(50);
+
+/// A call read within this of the previous answer comes back to back.
+const BACK_TO_BACK: Duration = Duration::from_micros(200);
+
+/// # Safety
+///
+/// As [`serve`].
+unsafe fn serve_input(
+    mut input: Input,
     output: impl Write + Send + 'static,
     confine: impl FnOnce(&Path, &Confine) -> Result<(), String>,
 ) -> Result<(), ServeError> {
@@ -294,7 +337,7 @@ pub unsafe fn serve_confined(
         config,
         confine: wanted,
         grants,
-    }) = read_frame::<HostFrame>(&mut input)?
+    }) = read_frame::<HostFrame>(&mut input.reader)?
     else {
         return Err(ServeError::NoHello);
     };
@@ -352,14 +395,12 @@ pub unsafe fn serve_confined(
         capabilities: plugin.capabilities().clone(),
     })?;
     let calls = Arc::new(Calls {
-        input: Mutex::new(Input {
-            reader: Box::new(input),
-            ended: false,
-        }),
+        input: Mutex::new(input),
         plugin,
         send: Arc::new(send),
         running: Mutex::default(),
         readers: AtomicUsize::new(0),
+        pace: Pace::default(),
     });
     let (end_tx, end_rx) = std::sync::mpsc::channel();
     calls.start_reader(end_tx).map_err(FrameError::Io)?;
@@ -376,6 +417,12 @@ pub unsafe fn serve_confined(
 /// hand-over to another thread; a thread is started only when no other is left to read.
 /// Threads are kept once started. The caller of [`serve`] only waits for the end: a call that
 /// never returns cannot keep the worker alive once the host closes the pipe.
+///
+/// While calls come back to back and are quick ([`Pace`]), a thread that wants the input
+/// and finds it taken retries for a short while before it sleeps on the lock, and the thread
+/// that holds it watches the pipe before it sleeps in `read` (when the input has a descriptor):
+/// the next call then wakes nobody, and the thread that read it hands the input over to
+/// one that is awake.
 struct Calls {
     input: Mutex<Input>,
     plugin: Arc<LoadedPlugin>,
@@ -383,6 +430,91 @@ struct Calls {
     running: Mutex<HashMap<u64, CancelFlag>>,
     /// Threads that read, or wait to read, the input (none of them runs a call).
     readers: AtomicUsize,
+    pace: Pace,
+}
+
+/// The pace of the calls: whether they come back to back, and are quick. Times are ns since
+/// `epoch`, 0 for never.
+struct Pace {
+    epoch: Instant,
+    /// How long the watch lasts after the last call was read or answered ([`WATCH`]).
+    watch: Duration,
+    /// A call read within this of the previous answer comes back to back ([`BACK_TO_BACK`]).
+    back_to_back_within: Duration,
+    /// When the last call was read.
+    read_ns: AtomicU64,
+    /// When the last call was answered.
+    answered_ns: AtomicU64,
+    /// How long the last call ran.
+    run_ns: AtomicU64,
+    /// Whether the last call was read within [`BACK_TO_BACK`] of the answer before.
+    back_to_back: AtomicBool,
+}
+
+impl Default for Pace {
+    fn default() -> Self {
+        Pace::new(WATCH, BACK_TO_BACK)
+    }
+}
+
+impl Pace {
+    fn new(watch: Duration, back_to_back_within: Duration) -> Pace {
+        Pace {
+            epoch: Instant::now(),
+            watch,
+            back_to_back_within,
+            read_ns: AtomicU64::new(0),
+            answered_ns: AtomicU64::new(0),
+            run_ns: AtomicU64::new(u64::MAX),
+            back_to_back: AtomicBool::new(false),
+        }
+    }
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+impl Pace {
+    /// ns since `epoch`, at least 1.
+    fn now(&self) -> u64 {
+        nanos(self.epoch.elapsed()).max(1)
+    }
+
+    /// Notes a call read at `now`.
+    fn read(&self, now: u64) {
+        let answered = self.answered_ns.load(Ordering::Relaxed);
+        self.back_to_back.store(
+            answered != 0 && now.saturating_sub(answered) < nanos(self.back_to_back_within),
+            Ordering::Relaxed,
+        );
+        self.read_ns.store(now, Ordering::Relaxed);
+    }
+
+    /// Notes the answer, at `now`, of a call read at `read`.
+    fn answered(&self, read: u64, now: u64) {
+        self.run_ns
+            .store(now.saturating_sub(read), Ordering::Relaxed);
+        self.answered_ns.store(now, Ordering::Relaxed);
+    }
+
+    /// Until when (ns) a thread that wants the next frame stays awake for it: `watch` after the
+    /// last call was read or answered, whichever is later, while calls come back to back and
+    /// the last one ran for less than `watch`; `None` otherwise.
+    fn watch_until(&self) -> Option<u64> {
+        let hot = self.back_to_back.load(Ordering::Relaxed)
+            && self.run_ns.load(Ordering::Relaxed) < nanos(self.watch);
+        let last = self
+            .read_ns
+            .load(Ordering::Relaxed)
+            .max(self.answered_ns.load(Ordering::Relaxed));
+        (hot && last != 0).then(|| last.saturating_add(nanos(self.watch)))
+    }
+
+    /// Whether the watch is still on.
+    fn watching(&self) -> bool {
+        self.watch_until().is_some_and(|until| self.now() < until)
+    }
 }
 
 /// Writes one frame to the host.
@@ -390,9 +522,51 @@ type SendFrame = dyn Fn(&WorkerFrame) -> Result<(), FrameError> + Send + Sync;
 
 /// The host's frames, read by one thread at a time.
 struct Input {
-    reader: Box<dyn Read + Send>,
+    reader: io::BufReader<Box<dyn Read + Send>>,
+    /// The input's descriptor, when it has one: the reader watches it (see [`Calls`]).
+    #[cfg(unix)]
+    fd: Option<std::os::fd::RawFd>,
     /// The input ended (or broke): the threads that come to read stop.
     ended: bool,
+}
+
+impl Input {
+    fn new(reader: Box<dyn Read + Send>) -> Input {
+        Input {
+            // A frame's length and body in one read, instead of two.
+            reader: io::BufReader::with_capacity(64 * 1024, reader),
+            #[cfg(unix)]
+            fd: None,
+            ended: false,
+        }
+    }
+
+    /// Watches the input, without reading it, until a frame is there or `pace` says the
+    /// watch is over; returns at once if a frame is already buffered or the input has no
+    /// descriptor.
+    fn watch(&self, pace: &Pace) {
+        #[cfg(unix)]
+        if let Some(fd) = self.fd
+            && self.reader.buffer().is_empty()
+        {
+            while pace.watching() {
+                let mut pollfd = libc::pollfd {
+                    fd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                // SAFETY: one valid pollfd on the input's descriptor, open while `self` is; a
+                // zero timeout.
+                if unsafe { libc::poll(&mut pollfd, 1, 0) } != 0 {
+                    // Readable, ended or broken: the read returns at once.
+                    return;
+                }
+                std::thread::yield_now();
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = pace;
+    }
 }
 
 /// The end of the input as [`serve`] reports it.
@@ -415,10 +589,11 @@ impl Calls {
     /// A thread's life: read frames; run each call read, then read again.
     fn read_and_run(self: Arc<Self>, end: End) {
         loop {
-            let mut input = self.input.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut input = self.take_input();
             if input.ended {
                 return;
             }
+            input.watch(&self.pace);
             let frame = match read_frame::<HostFrame>(&mut input.reader) {
                 Ok(Some(frame)) => frame,
                 Ok(None) => {
@@ -467,16 +642,25 @@ impl Calls {
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
                         .insert(id, flag.clone());
+                    let read = self.pace.now();
+                    self.pace.read(read);
                     drop(input);
-                    self.run(id, &tool, &args, &flag);
+                    self.run(id, &tool, &args, &flag, read);
                     self.readers.fetch_add(1, Ordering::SeqCst);
                 }
             }
         }
     }
 
-    /// Runs one call and sends its result.
-    fn run(&self, id: u64, tool: &str, args: &str, flag: &CancelFlag) {
+    /// The input, once no other thread holds it. While calls come back to back and are quick,
+    /// tries it for a while before it sleeps on the lock: the thread that holds it then hands
+    /// it over without waking anyone.
+    fn take_input(&self) -> std::sync::MutexGuard<'_, Input> {
+        take(&self.input, &self.pace)
+    }
+
+    /// Runs one call (read at `read`) and sends its result.
+    fn run(&self, id: u64, tool: &str, args: &str, flag: &CancelFlag, read: u64) {
         let send = &self.send;
         let mut progress = |message: &str| {
             // A closed pipe means the host is gone; nothing to tell.
@@ -504,11 +688,25 @@ impl Calls {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&id);
+        // Noted before the answer leaves: the next call may come right after it.
+        self.pace.answered(read, self.pace.now());
         let _ = send(&WorkerFrame::Result {
             id,
             outcome: outcome.into(),
         });
     }
+}
+
+/// `input`, once no other thread holds it; tried in turns, yielding, while `pace` watches.
+fn take<'a>(input: &'a Mutex<Input>, pace: &Pace) -> std::sync::MutexGuard<'a, Input> {
+    while pace.watching() {
+        match input.try_lock() {
+            Ok(input) => return input,
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => return poisoned.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => std::thread::yield_now(),
+        }
+    }
+    input.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// An error and its causes, joined by `: `.
@@ -529,6 +727,123 @@ fn chain(err: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const US: u64 = 1_000;
+
+    /// Generous: how long a test waits for what should come at once.
+    const WAIT: Duration = Duration::from_secs(20);
+
+    /// A pace whose calls come back to back, quick, the last one answered just now; its
+    /// watch lasts `watch`.
+    fn hot(watch: Duration) -> Arc<Pace> {
+        let pace = Pace::new(watch, Duration::from_secs(3600));
+        let now = pace.now();
+        pace.read(now);
+        pace.answered(now, now);
+        pace.read(pace.now());
+        pace.answered(now, pace.now());
+        assert!(pace.watching());
+        Arc::new(pace)
+    }
+
+    /// Runs `f` on another thread; whether it returned within [`WAIT`].
+    fn returns(f: impl FnOnce() + Send + 'static) -> bool {
+        let (done, returned) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            f();
+            let _ = done.send(());
+        });
+        returned.recv_timeout(WAIT).is_ok()
+    }
+
+    #[cfg(unix)]
+    fn input_on(reader: io::PipeReader) -> Input {
+        use std::os::fd::AsRawFd;
+        let fd = reader.as_raw_fd();
+        let mut input = Input::new(Box::new(reader));
+        input.fd = Some(fd);
+        input
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_watch_on_an_input_that_stays_empty_ends_with_its_bound() {
+        let (reader, writer) = io::pipe().expect("a pipe");
+        let pace = hot(Duration::from_millis(5));
+        assert!(returns(move || input_on(reader).watch(&pace)));
+        drop(writer);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_watch_ends_when_a_frame_comes_before_its_bound() {
+        let (reader, mut writer) = io::pipe().expect("a pipe");
+        // Longer than the test waits: only the frame can end the watch in time.
+        let pace = hot(Duration::from_secs(3600));
+        let sender = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(10));
+            write_frame(&mut writer, &HostFrame::Cancel { id: 1 }).expect("written");
+            writer
+        });
+        assert!(returns(move || input_on(reader).watch(&pace)));
+        drop(sender.join());
+    }
+
+    #[test]
+    fn a_thread_waiting_for_the_input_during_a_watch_gets_it_when_it_is_let_go() {
+        let (reader, _writer) = io::pipe().expect("a pipe");
+        let calls = Arc::new(Mutex::new(Input::new(Box::new(reader))));
+        let pace = hot(Duration::from_secs(3600));
+        let held = calls.lock().expect("the input");
+        let other = calls.clone();
+        let taken = std::thread::spawn(move || {
+            let (done, returned) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                drop(take(&other, &pace));
+                let _ = done.send(());
+            });
+            returned.recv_timeout(WAIT).is_ok()
+        });
+        std::thread::sleep(Duration::from_millis(10));
+        drop(held);
+        assert!(taken.join().expect("joined"));
+    }
+
+    #[test]
+    fn the_first_call_starts_no_watch() {
+        let pace = Pace::default();
+        pace.read(1_000 * US);
+        assert_eq!(pace.watch_until(), None);
+    }
+
+    #[test]
+    fn a_call_after_a_pause_starts_no_watch() {
+        let pace = Pace::default();
+        pace.read(1_000 * US);
+        pace.answered(1_000 * US, 1_005 * US);
+        // 10 ms later: not back to back.
+        pace.read(11_005 * US);
+        assert_eq!(pace.watch_until(), None);
+    }
+
+    #[test]
+    fn a_quick_call_back_to_back_is_watched_for_until_its_bound_after_the_answer() {
+        let pace = Pace::default();
+        pace.read(1_000 * US);
+        pace.answered(1_000 * US, 1_005 * US);
+        pace.read(1_020 * US);
+        pace.answered(1_020 * US, 1_025 * US);
+        assert_eq!(pace.watch_until(), Some(1_025 * US + nanos(WATCH)));
+    }
+
+    #[test]
+    fn a_call_back_to_back_after_a_slow_one_starts_no_watch() {
+        let pace = Pace::default();
+        pace.read(1_000 * US);
+        pace.answered(1_000 * US, 2_000 * US);
+        pace.read(2_010 * US);
+        assert_eq!(pace.watch_until(), None);
+    }
 
     #[test]
     fn a_frame_reads_back_as_written() {
