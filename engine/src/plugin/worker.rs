@@ -8,6 +8,13 @@
 //! call in flight on it gets a `plugin_crashed` error that names the signal, and the next call
 //! starts a new worker, after a pause that doubles with each crash in a row ([`backoff`]).
 //!
+//! While calls come back to back and are quick ([`Pace`]), neither the reader thread nor the
+//! caller sleeps between a call and its result: the reader watches the worker's output for at
+//! most [`READER_WAIT`] after the last call was sent or result came, and the caller watches for
+//! its result, yielding to its runtime, for at most [`wait::CALLER_WAIT`]; the worker watches
+//! its input the same way (`toolgate_plugin_api::worker::serve_pipe_confined`). A lone call,
+//! or one after a pause, finds them all asleep and costs no CPU until it comes.
+//!
 //! A call that the guard abandons (its deadline passed, or the turn was cancelled) is sent a
 //! `cancel` frame; if the worker has not answered it [`KILL_GRACE`] later, the worker is
 //! killed, so a plugin stuck in a loop costs a restart, never a thread of the host.
@@ -21,7 +28,7 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -31,6 +38,7 @@ use toolgate_plugin_api::worker::{
 };
 use toolgate_plugin_api::{Capabilities, PluginOutcome};
 
+use super::wait;
 use crate::error::WorkerError;
 use crate::tool::{ProgressFn, ToolError};
 
@@ -89,6 +97,8 @@ type Reply = Result<PluginOutcome, ToolError>;
 /// A call in flight on a worker.
 struct Pending {
     done: oneshot::Sender<Reply>,
+    /// When it was sent, in ns since the worker started ([`Running::since_start`]).
+    sent_ns: u64,
     progress: Option<ProgressFn>,
     /// Where its streamed text goes.
     chunks: mpsc::UnboundedSender<String>,
@@ -109,7 +119,36 @@ struct Running {
     /// Its stderr's last bytes.
     stderr: Arc<Tail>,
     started: Instant,
+    /// When calls come and go, for the short waits of back-to-back calls.
+    pace: Pace,
 }
+
+/// The pace of a worker's calls: whether they come back to back, and are quick. Times are ns
+/// since the worker started, 0 for never.
+#[derive(Default)]
+struct Pace {
+    /// When the last call was sent.
+    sent_ns: AtomicU64,
+    /// When the last result was handed to its caller.
+    answered_ns: AtomicU64,
+    /// How long the last call took from its sending to its result.
+    round_trip_ns: AtomicU64,
+    /// Whether the last call was sent within [`BACK_TO_BACK`] of the result before.
+    back_to_back: AtomicBool,
+}
+
+/// A call sent within this of the previous result comes back to back: the reader and the
+/// caller of such a call, if the last call was quick, watch for its result before they sleep.
+const BACK_TO_BACK: Duration = Duration::from_micros(200);
+
+/// A call whose sending and result were at most this far apart is quick. Larger than
+/// [`wait::CALLER_WAIT`]: the first calls of a run, whose reader is still woken, take longer
+/// than the ones that follow.
+const QUICK_ROUND_TRIP: Duration = Duration::from_micros(500);
+
+/// How long the reader watches the worker's output after a call was sent or a result came,
+/// while calls are back to back and quick.
+const READER_WAIT: Duration = wait::CALLER_WAIT;
 
 /// Supervises the worker of one plugin.
 pub(crate) struct Supervisor {
@@ -279,6 +318,7 @@ impl Supervisor {
             killed_because: Mutex::new(None),
             stderr: tail,
             started: Instant::now(),
+            pace: Pace::default(),
         });
         let reader = running.clone();
         let supervisor = Arc::downgrade(self);
@@ -378,6 +418,7 @@ impl Supervisor {
         let running = self.worker().await?;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (done, answer) = oneshot::channel();
+        let sent_ns = running.since_start();
         {
             let mut pending = lock(&running.pending);
             let Some(pending) = pending.as_mut() else {
@@ -390,6 +431,7 @@ impl Supervisor {
                 id,
                 Pending {
                     done,
+                    sent_ns,
                     progress,
                     chunks,
                     _keep: keep,
@@ -402,6 +444,7 @@ impl Supervisor {
             args,
             deadline_ms: None,
         };
+        let quick = running.pace.sent(sent_ns);
         if let Err(e) = running.send(&frame) {
             // The reader sees the end too and answers every pending call, this one included.
             tracing::warn!(plugin = %self.label, "writing a call to the plugin worker failed: {e}");
@@ -411,7 +454,7 @@ impl Supervisor {
             id,
             answered: false,
         };
-        let reply = answer.await.unwrap_or_else(|_| {
+        let reply = wait::answer(answer, quick).await.unwrap_or_else(|| {
             Err(ToolError::coded(
                 PLUGIN_CRASHED,
                 "the plugin's worker ended without answering",
@@ -425,7 +468,71 @@ impl Supervisor {
     }
 }
 
+impl Pace {
+    /// Notes a call sent at `now`; answers whether its caller should watch for its result
+    /// (it comes back to back after a quick call).
+    fn sent(&self, now: u64) -> bool {
+        let answered = self.answered_ns.load(Ordering::Relaxed);
+        let back_to_back = answered != 0 && now.saturating_sub(answered) < nanos(BACK_TO_BACK);
+        self.back_to_back.store(back_to_back, Ordering::Relaxed);
+        self.sent_ns.store(now, Ordering::Relaxed);
+        back_to_back && self.round_trip_ns.load(Ordering::Relaxed) < nanos(QUICK_ROUND_TRIP)
+    }
+
+    /// Notes the result, at `now`, of a call sent at `sent`.
+    fn answered(&self, sent: u64, now: u64) {
+        self.round_trip_ns
+            .store(now.saturating_sub(sent), Ordering::Relaxed);
+        self.answered_ns.store(now, Ordering::Relaxed);
+    }
+
+    /// Until when the reader watches the output before it blocks: [`READER_WAIT`] after the
+    /// last call was sent or the last result came, whichever is later, while calls come back
+    /// to back and are quick; `None` otherwise.
+    fn watch_until(&self) -> Option<u64> {
+        let hot = self.back_to_back.load(Ordering::Relaxed)
+            && self.round_trip_ns.load(Ordering::Relaxed) < nanos(QUICK_ROUND_TRIP);
+        let last = self
+            .sent_ns
+            .load(Ordering::Relaxed)
+            .max(self.answered_ns.load(Ordering::Relaxed));
+        (hot && last != 0).then(|| last.saturating_add(nanos(READER_WAIT)))
+    }
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
 impl Running {
+    /// ns since the worker started, at least 1.
+    fn since_start(&self) -> u64 {
+        nanos(self.started.elapsed()).max(1)
+    }
+
+    /// The same instant as an [`Instant`].
+    fn at(&self, ns: u64) -> Instant {
+        self.started + Duration::from_nanos(ns)
+    }
+
+    /// Watches `stdout` for the next frame while calls come back to back and quick, so that
+    /// the read that follows finds it without sleeping; returns at the latest [`READER_WAIT`]
+    /// after the last call was sent or result came.
+    fn watch(&self, stdout: &std::io::BufReader<std::process::ChildStdout>) {
+        use std::os::fd::AsFd;
+        if !stdout.buffer().is_empty() {
+            return;
+        }
+        // A call sent meanwhile moves the end: look again once the watch is over.
+        while let Some(until) = self.pace.watch_until() {
+            if self.since_start() >= until
+                || wait::readable_within(stdout.get_ref().as_fd(), self.at(until))
+            {
+                return;
+            }
+        }
+    }
+
     fn send(&self, frame: &HostFrame) -> Result<(), FrameError> {
         match lock(&self.stdin).as_mut() {
             Some(stdin) => write_frame(stdin, frame),
@@ -481,12 +588,16 @@ impl Drop for Abandon {
 }
 
 /// Reads the worker's frames until its stdout ends.
-fn read_results(running: &Running, stdout: &mut impl Read) {
+fn read_results(running: &Running, stdout: &mut std::io::BufReader<std::process::ChildStdout>) {
     loop {
+        running.watch(stdout);
         match read_frame::<WorkerFrame>(stdout) {
             Ok(Some(WorkerFrame::Result { id, outcome })) => {
                 let pending = lock(&running.pending).as_mut().and_then(|p| p.remove(&id));
                 if let Some(pending) = pending {
+                    running
+                        .pace
+                        .answered(pending.sent_ns, running.since_start());
                     let _ = pending.done.send(Ok(outcome.into()));
                 }
             }
@@ -689,6 +800,46 @@ fn confine(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const US: u64 = 1_000;
+
+    #[test]
+    fn a_call_after_a_pause_is_not_watched_for() {
+        let pace = Pace::default();
+        assert!(!pace.sent(1_000 * US));
+        pace.answered(1_000 * US, 1_030 * US);
+        // 10 ms later.
+        assert!(!pace.sent(11_030 * US));
+        assert_eq!(pace.watch_until(), None);
+    }
+
+    #[test]
+    fn a_quick_call_back_to_back_is_watched_for_until_the_bound_after_its_sending() {
+        let pace = Pace::default();
+        pace.sent(1_000 * US);
+        pace.answered(1_000 * US, 1_030 * US);
+        assert!(pace.sent(1_050 * US), "its caller does not watch");
+        assert_eq!(pace.watch_until(), Some(1_050 * US + nanos(READER_WAIT)));
+    }
+
+    #[test]
+    fn the_watch_after_a_result_lasts_the_bound_after_it() {
+        let pace = Pace::default();
+        pace.sent(1_000 * US);
+        pace.answered(1_000 * US, 1_030 * US);
+        pace.sent(1_050 * US);
+        pace.answered(1_050 * US, 1_080 * US);
+        assert_eq!(pace.watch_until(), Some(1_080 * US + nanos(READER_WAIT)));
+    }
+
+    #[test]
+    fn a_call_back_to_back_after_a_slow_one_is_not_watched_for() {
+        let pace = Pace::default();
+        pace.sent(1_000 * US);
+        pace.answered(1_000 * US, 5_000 * US);
+        assert!(!pace.sent(5_050 * US));
+        assert_eq!(pace.watch_until(), None);
+    }
 
     #[test]
     fn the_first_restart_is_immediate_and_later_ones_double_up_to_the_cap() {
