@@ -17,6 +17,7 @@
 //!   (and blocks, if nothing came). The process worker's host side uses it for the worker's
 //!   output; the worker does the same with its input (`toolgate_plugin_api::worker`).
 
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
@@ -75,6 +76,69 @@ pub(crate) fn readable_within(fd: std::os::fd::BorrowedFd<'_>, until: Instant) -
         }
         std::thread::yield_now();
     }
+}
+
+/// The pace of a process worker's calls: whether they come back to back, and are quick. Times are ns
+/// since the worker started, 0 for never.
+#[derive(Default)]
+pub(crate) struct Pace {
+    /// When the last call was sent.
+    sent_ns: AtomicU64,
+    /// When the last result was handed to its caller.
+    answered_ns: AtomicU64,
+    /// How long the last call took from its sending to its result.
+    round_trip_ns: AtomicU64,
+    /// Whether the last call was sent within [`BACK_TO_BACK`] of the result before.
+    back_to_back: AtomicBool,
+}
+
+/// A call sent within this of the previous result comes back to back: the reader and the
+/// caller of such a call, if the last call was quick, watch for its result before they sleep.
+const BACK_TO_BACK: Duration = Duration::from_micros(200);
+
+/// A call whose sending and result were at most this far apart is quick. Larger than
+/// [`CALLER_WAIT`]: the first calls of a run, whose reader is still woken, take longer
+/// than the ones that follow.
+const QUICK_ROUND_TRIP: Duration = Duration::from_micros(500);
+
+/// How long the reader watches the worker's output after a call was sent or a result came,
+/// while calls are back to back and quick.
+pub(crate) const READER_WAIT: Duration = CALLER_WAIT;
+
+impl Pace {
+    /// Notes a call sent at `now`; answers whether its caller should watch for its result
+    /// (it comes back to back after a quick call).
+    pub(crate) fn sent(&self, now: u64) -> bool {
+        let answered = self.answered_ns.load(Ordering::Relaxed);
+        let back_to_back = answered != 0 && now.saturating_sub(answered) < nanos(BACK_TO_BACK);
+        self.back_to_back.store(back_to_back, Ordering::Relaxed);
+        self.sent_ns.store(now, Ordering::Relaxed);
+        back_to_back && self.round_trip_ns.load(Ordering::Relaxed) < nanos(QUICK_ROUND_TRIP)
+    }
+
+    /// Notes the result, at `now`, of a call sent at `sent`.
+    pub(crate) fn answered(&self, sent: u64, now: u64) {
+        self.round_trip_ns
+            .store(now.saturating_sub(sent), Ordering::Relaxed);
+        self.answered_ns.store(now, Ordering::Relaxed);
+    }
+
+    /// Until when the reader watches the output before it blocks: [`READER_WAIT`] after the
+    /// last call was sent or the last result came, whichever is later, while calls come back
+    /// to back and are quick; `None` otherwise.
+    pub(crate) fn watch_until(&self) -> Option<u64> {
+        let hot = self.back_to_back.load(Ordering::Relaxed)
+            && self.round_trip_ns.load(Ordering::Relaxed) < nanos(QUICK_ROUND_TRIP);
+        let last = self
+            .sent_ns
+            .load(Ordering::Relaxed)
+            .max(self.answered_ns.load(Ordering::Relaxed));
+        (hot && last != 0).then(|| last.saturating_add(nanos(READER_WAIT)))
+    }
+}
+
+pub(crate) fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]
@@ -220,5 +284,45 @@ mod tests {
             reader.as_fd(),
             Instant::now() + Duration::from_secs(60)
         ));
+    }
+
+    const US: u64 = 1_000;
+
+    #[test]
+    fn a_call_after_a_pause_is_not_watched_for() {
+        let pace = Pace::default();
+        assert!(!pace.sent(1_000 * US));
+        pace.answered(1_000 * US, 1_030 * US);
+        // 10 ms later.
+        assert!(!pace.sent(11_030 * US));
+        assert_eq!(pace.watch_until(), None);
+    }
+
+    #[test]
+    fn a_quick_call_back_to_back_is_watched_for_until_the_bound_after_its_sending() {
+        let pace = Pace::default();
+        pace.sent(1_000 * US);
+        pace.answered(1_000 * US, 1_030 * US);
+        assert!(pace.sent(1_050 * US), "its caller does not watch");
+        assert_eq!(pace.watch_until(), Some(1_050 * US + nanos(READER_WAIT)));
+    }
+
+    #[test]
+    fn the_watch_after_a_result_lasts_the_bound_after_it() {
+        let pace = Pace::default();
+        pace.sent(1_000 * US);
+        pace.answered(1_000 * US, 1_030 * US);
+        pace.sent(1_050 * US);
+        pace.answered(1_050 * US, 1_080 * US);
+        assert_eq!(pace.watch_until(), Some(1_080 * US + nanos(READER_WAIT)));
+    }
+
+    #[test]
+    fn a_call_back_to_back_after_a_slow_one_is_not_watched_for() {
+        let pace = Pace::default();
+        pace.sent(1_000 * US);
+        pace.answered(1_000 * US, 5_000 * US);
+        assert!(!pace.sent(5_050 * US));
+        assert_eq!(pace.watch_until(), None);
     }
 }

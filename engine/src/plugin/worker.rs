@@ -8,9 +8,9 @@
 //! call in flight on it gets a `plugin_crashed` error that names the signal, and the next call
 //! starts a new worker, after a pause that doubles with each crash in a row ([`backoff`]).
 //!
-//! While calls come back to back and are quick ([`Pace`]), neither the reader thread nor the
-//! caller sleeps between a call and its result: the reader watches the worker's output for at
-//! most [`READER_WAIT`] after the last call was sent or result came, and the caller watches for
+//! While calls come back to back and are quick ([`wait::Pace`]), neither the reader thread nor
+//! the caller sleeps between a call and its result: the reader watches the worker's output for
+//! at most [`wait::READER_WAIT`] after the last call was sent or result came, and the caller watches for
 //! its result, yielding to its runtime, for at most [`wait::CALLER_WAIT`]; the worker watches
 //! its input the same way (`toolgate_plugin_api::worker::serve_pipe_confined`). A lone call,
 //! or one after a pause, finds them all asleep and costs no CPU until it comes.
@@ -28,7 +28,7 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -120,35 +120,8 @@ struct Running {
     stderr: Arc<Tail>,
     started: Instant,
     /// When calls come and go, for the short waits of back-to-back calls.
-    pace: Pace,
+    pace: wait::Pace,
 }
-
-/// The pace of a worker's calls: whether they come back to back, and are quick. Times are ns
-/// since the worker started, 0 for never.
-#[derive(Default)]
-struct Pace {
-    /// When the last call was sent.
-    sent_ns: AtomicU64,
-    /// When the last result was handed to its caller.
-    answered_ns: AtomicU64,
-    /// How long the last call took from its sending to its result.
-    round_trip_ns: AtomicU64,
-    /// Whether the last call was sent within [`BACK_TO_BACK`] of the result before.
-    back_to_back: AtomicBool,
-}
-
-/// A call sent within this of the previous result comes back to back: the reader and the
-/// caller of such a call, if the last call was quick, watch for its result before they sleep.
-const BACK_TO_BACK: Duration = Duration::from_micros(200);
-
-/// A call whose sending and result were at most this far apart is quick. Larger than
-/// [`wait::CALLER_WAIT`]: the first calls of a run, whose reader is still woken, take longer
-/// than the ones that follow.
-const QUICK_ROUND_TRIP: Duration = Duration::from_micros(500);
-
-/// How long the reader watches the worker's output after a call was sent or a result came,
-/// while calls are back to back and quick.
-const READER_WAIT: Duration = wait::CALLER_WAIT;
 
 /// Supervises the worker of one plugin.
 pub(crate) struct Supervisor {
@@ -318,7 +291,7 @@ impl Supervisor {
             killed_because: Mutex::new(None),
             stderr: tail,
             started: Instant::now(),
-            pace: Pace::default(),
+            pace: wait::Pace::default(),
         });
         let reader = running.clone();
         let supervisor = Arc::downgrade(self);
@@ -468,46 +441,10 @@ impl Supervisor {
     }
 }
 
-impl Pace {
-    /// Notes a call sent at `now`; answers whether its caller should watch for its result
-    /// (it comes back to back after a quick call).
-    fn sent(&self, now: u64) -> bool {
-        let answered = self.answered_ns.load(Ordering::Relaxed);
-        let back_to_back = answered != 0 && now.saturating_sub(answered) < nanos(BACK_TO_BACK);
-        self.back_to_back.store(back_to_back, Ordering::Relaxed);
-        self.sent_ns.store(now, Ordering::Relaxed);
-        back_to_back && self.round_trip_ns.load(Ordering::Relaxed) < nanos(QUICK_ROUND_TRIP)
-    }
-
-    /// Notes the result, at `now`, of a call sent at `sent`.
-    fn answered(&self, sent: u64, now: u64) {
-        self.round_trip_ns
-            .store(now.saturating_sub(sent), Ordering::Relaxed);
-        self.answered_ns.store(now, Ordering::Relaxed);
-    }
-
-    /// Until when the reader watches the output before it blocks: [`READER_WAIT`] after the
-    /// last call was sent or the last result came, whichever is later, while calls come back
-    /// to back and are quick; `None` otherwise.
-    fn watch_until(&self) -> Option<u64> {
-        let hot = self.back_to_back.load(Ordering::Relaxed)
-            && self.round_trip_ns.load(Ordering::Relaxed) < nanos(QUICK_ROUND_TRIP);
-        let last = self
-            .sent_ns
-            .load(Ordering::Relaxed)
-            .max(self.answered_ns.load(Ordering::Relaxed));
-        (hot && last != 0).then(|| last.saturating_add(nanos(READER_WAIT)))
-    }
-}
-
-fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
 impl Running {
     /// ns since the worker started, at least 1.
     fn since_start(&self) -> u64 {
-        nanos(self.started.elapsed()).max(1)
+        wait::nanos(self.started.elapsed()).max(1)
     }
 
     /// The same instant as an [`Instant`].
@@ -516,7 +453,7 @@ impl Running {
     }
 
     /// Watches `stdout` for the next frame while calls come back to back and quick, so that
-    /// the read that follows finds it without sleeping; returns at the latest [`READER_WAIT`]
+    /// the read that follows finds it without sleeping; returns at the latest [`wait::READER_WAIT`]
     /// after the last call was sent or result came.
     fn watch(&self, stdout: &std::io::BufReader<std::process::ChildStdout>) {
         use std::os::fd::AsFd;
@@ -800,46 +737,6 @@ fn confine(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const US: u64 = 1_000;
-
-    #[test]
-    fn a_call_after_a_pause_is_not_watched_for() {
-        let pace = Pace::default();
-        assert!(!pace.sent(1_000 * US));
-        pace.answered(1_000 * US, 1_030 * US);
-        // 10 ms later.
-        assert!(!pace.sent(11_030 * US));
-        assert_eq!(pace.watch_until(), None);
-    }
-
-    #[test]
-    fn a_quick_call_back_to_back_is_watched_for_until_the_bound_after_its_sending() {
-        let pace = Pace::default();
-        pace.sent(1_000 * US);
-        pace.answered(1_000 * US, 1_030 * US);
-        assert!(pace.sent(1_050 * US), "its caller does not watch");
-        assert_eq!(pace.watch_until(), Some(1_050 * US + nanos(READER_WAIT)));
-    }
-
-    #[test]
-    fn the_watch_after_a_result_lasts_the_bound_after_it() {
-        let pace = Pace::default();
-        pace.sent(1_000 * US);
-        pace.answered(1_000 * US, 1_030 * US);
-        pace.sent(1_050 * US);
-        pace.answered(1_050 * US, 1_080 * US);
-        assert_eq!(pace.watch_until(), Some(1_080 * US + nanos(READER_WAIT)));
-    }
-
-    #[test]
-    fn a_call_back_to_back_after_a_slow_one_is_not_watched_for() {
-        let pace = Pace::default();
-        pace.sent(1_000 * US);
-        pace.answered(1_000 * US, 5_000 * US);
-        assert!(!pace.sent(5_050 * US));
-        assert_eq!(pace.watch_until(), None);
-    }
 
     #[test]
     fn the_first_restart_is_immediate_and_later_ones_double_up_to_the_cap() {
