@@ -33,7 +33,7 @@ use crate::{CancelFlag, Capabilities, LoadedPlugin, Part, PluginOutcome};
 
 mod pace;
 pub use pace::WATCH;
-use pace::{Pace, take};
+use pace::{Input, Pace, take};
 
 /// The largest frame either side accepts: 256 MiB.
 pub const MAX_FRAME: usize = 256 * 1024 * 1024;
@@ -431,28 +431,6 @@ struct Calls {
 
 /// Writes one frame to the host.
 type SendFrame = dyn Fn(&WorkerFrame) -> Result<(), FrameError> + Send + Sync;
-
-/// The host's frames, read by one thread at a time.
-struct Input {
-    reader: io::BufReader<Box<dyn Read + Send>>,
-    /// The input's descriptor, when it has one: the reader watches it (see [`Calls`]).
-    #[cfg(unix)]
-    fd: Option<std::os::fd::RawFd>,
-    /// The input ended (or broke): the threads that come to read stop.
-    ended: bool,
-}
-
-impl Input {
-    fn new(reader: Box<dyn Read + Send>) -> Input {
-        Input {
-            // A frame's length and body in one read, instead of two.
-            reader: io::BufReader::with_capacity(64 * 1024, reader),
-            #[cfg(unix)]
-            fd: None,
-            ended: false,
-        }
-    }
-}
 
 /// The end of the input as [`serve`] reports it.
 type End = std::sync::mpsc::Sender<Result<(), ServeError>>;

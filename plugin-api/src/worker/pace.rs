@@ -1,4 +1,4 @@
-//! The short watch of the worker's input between back-to-back calls: [`Pace`] says whether
+//! The worker's input, and its short watch between back-to-back calls: [`Pace`] says whether
 //! calls come back to back and quick, [`Input::watch`] polls the input pipe meanwhile, and
 //! [`take`] tries the input's lock instead of sleeping on it.
 
@@ -6,10 +6,32 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::Input;
+use std::io::{self, Read};
+
+/// The host's frames, read by one thread at a time.
+pub(super) struct Input {
+    pub(super) reader: io::BufReader<Box<dyn Read + Send>>,
+    /// The input's descriptor, when it has one: the reader watches it (see `Calls`).
+    #[cfg(unix)]
+    pub(super) fd: Option<std::os::fd::RawFd>,
+    /// The input ended (or broke): the threads that come to read stop.
+    pub(super) ended: bool,
+}
+
+impl Input {
+    pub(super) fn new(reader: Box<dyn Read + Send>) -> Input {
+        Input {
+            // A frame's length and body in one read, instead of two.
+            reader: io::BufReader::with_capacity(64 * 1024, reader),
+            #[cfg(unix)]
+            fd: None,
+            ended: false,
+        }
+    }
+}
 
 /// How long, at most, the next reader watches the input for a call after the last call was
-/// read or answered, while calls come back to back and are quick (see [`serve_pipe_confined`]).
+/// read or answered, while calls come back to back and are quick (see `serve_pipe_confined`).
 pub const WATCH: Duration = Duration::from_micros(50);
 
 /// A call read within this of the previous answer comes back to back.
@@ -143,8 +165,7 @@ pub(super) fn take<'a>(input: &'a Mutex<Input>, pace: &Pace) -> std::sync::Mutex
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::worker::{HostFrame, write_frame};
-    use std::io;
+    use std::io::Write;
     use std::sync::Arc;
 
     const US: u64 = 1_000;
@@ -201,7 +222,7 @@ mod tests {
         let pace = hot(Duration::from_secs(3600));
         let sender = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(10));
-            write_frame(&mut writer, &HostFrame::Cancel { id: 1 }).expect("written");
+            writer.write_all(b"frame").expect("written");
             writer
         });
         assert!(returns(move || input_on(reader).watch(&pace)));
