@@ -6,8 +6,11 @@
 //! for it a short, bounded while before they sleep:
 //!
 //! - the caller ([`answer`]): a task waiting for a plugin call's result tries the result, then
-//!   yields to its runtime ([`tokio::task::yield_now`]), for at most [`CALLER_WAIT`], and only
-//!   when the plugin's last call was quick. Yielding is cooperative: tokio hands the yielded
+//!   yields, for at most [`CALLER_WAIT`], and only when the plugin's last call was quick. On a
+//!   multi-thread runtime it yields its thread (the other workers run the other tasks; a
+//!   yielded task made an idle worker wake to steal it, 5-10x slower in the `plugin` bench). On
+//!   a current-thread runtime it yields to the runtime ([`tokio::task::yield_now`]), which is
+//!   cooperative: tokio hands the yielded
 //!   task's waker back only after it has run its other ready tasks and polled its IO and timer
 //!   driver without blocking, so on a current-thread runtime the other tasks, timers (a call's
 //!   timeout) and IO keep running while a call is waited on; a cancellation is seen at the next
@@ -37,7 +40,24 @@ pub(crate) async fn answer<T>(outcome: oneshot::Receiver<T>, quick: bool) -> Opt
 
 /// [`answer`], watching for up to `watch`.
 async fn answer_watching<T>(mut outcome: oneshot::Receiver<T>, watch: Duration) -> Option<T> {
-    if !watch.is_zero() {
+    // On a multi-thread runtime a yielded task is handed to the scheduler, which wakes an idle
+    // worker to steal it: in the `plugin` bench that made calls 5-10x slower than the hop
+    // baseline. There the watch blocks its worker instead (other workers run the other tasks).
+    let multi_thread = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if !watch.is_zero() && multi_thread {
+        let until = Instant::now() + watch;
+        loop {
+            match outcome.try_recv() {
+                Ok(got) => return Some(got),
+                Err(oneshot::error::TryRecvError::Closed) => return None,
+                Err(oneshot::error::TryRecvError::Empty) if Instant::now() < until => {
+                    std::thread::yield_now();
+                }
+                Err(oneshot::error::TryRecvError::Empty) => break,
+            }
+        }
+    } else if !watch.is_zero() {
         let until = Instant::now() + watch;
         loop {
             match outcome.try_recv() {
@@ -227,6 +247,26 @@ mod tests {
             started.elapsed() < WAIT,
             "the cancellation was seen only after the watch"
         );
+    }
+
+    #[test]
+    fn a_result_sent_during_the_watch_on_a_multi_thread_runtime_reaches_the_caller() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("a multi-thread runtime");
+        let got = rt.block_on(async {
+            let (done, outcome) = oneshot::channel::<u8>();
+            let sender = std::thread::spawn(move || {
+                let _ = done.send(5);
+            });
+            let waiter = tokio::spawn(answer_watching(outcome, LONG_WATCH));
+            let got = tokio::time::timeout(WAIT, waiter).await;
+            sender.join().ok();
+            got
+        });
+        assert_eq!(got.ok().and_then(Result::ok).flatten(), Some(5));
     }
 
     #[test]
