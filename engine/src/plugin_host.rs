@@ -16,12 +16,12 @@ pub use toolgate_plugin_api::worker::{FrameError, ServeError};
 /// When the pipe breaks or the host speaks out of protocol. A library that does not load is
 /// not an error here: the host is told, and this returns `Ok`.
 pub fn serve_stdio() -> Result<(), ServeError> {
-    // `Stdin` buffers: a frame usually comes in one read.
     let stdin = std::io::stdin();
     let frames = protocol_output().map_err(|e| ServeError::Frame(FrameError::Io(e)))?;
     // SAFETY: the engine that started this worker names a library from its policy, which it
     // would otherwise load into its own process: the same promise as `LoadedPlugin::load`.
-    unsafe { toolgate_plugin_api::worker::serve_confined(stdin, frames, confine) }
+    // On a pipe: the worker watches it briefly between back-to-back calls.
+    unsafe { toolgate_plugin_api::worker::serve_pipe_confined(stdin, frames, confine) }
 }
 
 /// The platform's confinement of a worker to its file grants: Landlock on Linux.

@@ -31,6 +31,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::{CancelFlag, Capabilities, LoadedPlugin, Part, PluginOutcome};
 
+mod pace;
+pub use pace::WATCH;
+use pace::{Input, Pace, take};
+
 /// The largest frame either side accepts: 256 MiB.
 pub const MAX_FRAME: usize = 256 * 1024 * 1024;
 
@@ -280,7 +284,42 @@ pub unsafe fn serve(
 ///
 /// As [`serve`].
 pub unsafe fn serve_confined(
-    mut input: impl Read + Send + 'static,
+    input: impl Read + Send + 'static,
+    output: impl Write + Send + 'static,
+    confine: impl FnOnce(&Path, &Confine) -> Result<(), String>,
+) -> Result<(), ServeError> {
+    // SAFETY: the caller's promise.
+    unsafe { serve_input(Input::new(Box::new(input)), output, confine) }
+}
+
+/// [`serve_confined`] on a pipe (or any input with a file descriptor): while calls come back to
+/// back and are quick, the thread that reads next watches the pipe for a short while
+/// ([`WATCH`]) instead of sleeping in `read`, so that the next call costs no thread wake-up.
+/// Once calls stop coming the reader sleeps as before.
+///
+/// # Safety
+///
+/// As [`serve`].
+#[cfg(unix)]
+pub unsafe fn serve_pipe_confined(
+    input: impl Read + std::os::fd::AsFd + Send + 'static,
+    output: impl Write + Send + 'static,
+    confine: impl FnOnce(&Path, &Confine) -> Result<(), String>,
+) -> Result<(), ServeError> {
+    use std::os::fd::AsRawFd;
+    let fd = input.as_fd().as_raw_fd();
+    let mut input = Input::new(Box::new(input));
+    // Valid as long as the reader, which `input` owns.
+    input.fd = Some(fd);
+    // SAFETY: the caller's promise.
+    unsafe { serve_input(input, output, confine) }
+}
+
+/// # Safety
+///
+/// As [`serve`].
+unsafe fn serve_input(
+    mut input: Input,
     output: impl Write + Send + 'static,
     confine: impl FnOnce(&Path, &Confine) -> Result<(), String>,
 ) -> Result<(), ServeError> {
@@ -294,7 +333,7 @@ pub unsafe fn serve_confined(
         config,
         confine: wanted,
         grants,
-    }) = read_frame::<HostFrame>(&mut input)?
+    }) = read_frame::<HostFrame>(&mut input.reader)?
     else {
         return Err(ServeError::NoHello);
     };
@@ -352,14 +391,12 @@ pub unsafe fn serve_confined(
         capabilities: plugin.capabilities().clone(),
     })?;
     let calls = Arc::new(Calls {
-        input: Mutex::new(Input {
-            reader: Box::new(input),
-            ended: false,
-        }),
+        input: Mutex::new(input),
         plugin,
         send: Arc::new(send),
         running: Mutex::default(),
         readers: AtomicUsize::new(0),
+        pace: Pace::default(),
     });
     let (end_tx, end_rx) = std::sync::mpsc::channel();
     calls.start_reader(end_tx).map_err(FrameError::Io)?;
@@ -376,6 +413,12 @@ pub unsafe fn serve_confined(
 /// hand-over to another thread; a thread is started only when no other is left to read.
 /// Threads are kept once started. The caller of [`serve`] only waits for the end: a call that
 /// never returns cannot keep the worker alive once the host closes the pipe.
+///
+/// While calls come back to back and are quick ([`Pace`]), a thread that wants the input
+/// and finds it taken retries for a short while before it sleeps on the lock, and the thread
+/// that holds it watches the pipe before it sleeps in `read` (when the input has a descriptor):
+/// the next call then wakes nobody, and the thread that read it hands the input over to
+/// one that is awake.
 struct Calls {
     input: Mutex<Input>,
     plugin: Arc<LoadedPlugin>,
@@ -383,17 +426,11 @@ struct Calls {
     running: Mutex<HashMap<u64, CancelFlag>>,
     /// Threads that read, or wait to read, the input (none of them runs a call).
     readers: AtomicUsize,
+    pace: Pace,
 }
 
 /// Writes one frame to the host.
 type SendFrame = dyn Fn(&WorkerFrame) -> Result<(), FrameError> + Send + Sync;
-
-/// The host's frames, read by one thread at a time.
-struct Input {
-    reader: Box<dyn Read + Send>,
-    /// The input ended (or broke): the threads that come to read stop.
-    ended: bool,
-}
 
 /// The end of the input as [`serve`] reports it.
 type End = std::sync::mpsc::Sender<Result<(), ServeError>>;
@@ -415,10 +452,11 @@ impl Calls {
     /// A thread's life: read frames; run each call read, then read again.
     fn read_and_run(self: Arc<Self>, end: End) {
         loop {
-            let mut input = self.input.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut input = self.take_input();
             if input.ended {
                 return;
             }
+            input.watch(&self.pace);
             let frame = match read_frame::<HostFrame>(&mut input.reader) {
                 Ok(Some(frame)) => frame,
                 Ok(None) => {
@@ -467,16 +505,25 @@ impl Calls {
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
                         .insert(id, flag.clone());
+                    let read = self.pace.now();
+                    self.pace.read(read);
                     drop(input);
-                    self.run(id, &tool, &args, &flag);
+                    self.run(id, &tool, &args, &flag, read);
                     self.readers.fetch_add(1, Ordering::SeqCst);
                 }
             }
         }
     }
 
-    /// Runs one call and sends its result.
-    fn run(&self, id: u64, tool: &str, args: &str, flag: &CancelFlag) {
+    /// The input, once no other thread holds it. While calls come back to back and are quick,
+    /// tries it for a while before it sleeps on the lock: the thread that holds it then hands
+    /// it over without waking anyone.
+    fn take_input(&self) -> std::sync::MutexGuard<'_, Input> {
+        take(&self.input, &self.pace)
+    }
+
+    /// Runs one call (read at `read`) and sends its result.
+    fn run(&self, id: u64, tool: &str, args: &str, flag: &CancelFlag, read: u64) {
         let send = &self.send;
         let mut progress = |message: &str| {
             // A closed pipe means the host is gone; nothing to tell.
@@ -504,6 +551,8 @@ impl Calls {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&id);
+        // Noted before the answer leaves: the next call may come right after it.
+        self.pace.answered(read, self.pace.now());
         let _ = send(&WorkerFrame::Result {
             id,
             outcome: outcome.into(),

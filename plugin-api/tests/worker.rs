@@ -1,6 +1,7 @@
-//! The worker side of `isolation: process` ([`serve`]) driven over real pipes, with the testkit
-//! plugin: the threads that read the host's frames also run its calls, and still answer
-//! `cancel`, run calls side by side and end with the input.
+//! The worker side of `isolation: process` ([`serve_pipe_confined`], as the engine's worker
+//! runs it, and [`serve`]) driven over real pipes, with the testkit plugin: the threads that
+//! read the host's frames also run its calls, and still answer `cancel`, run calls side by
+//! side and end with the input.
 
 mod common;
 
@@ -10,7 +11,8 @@ use std::time::Duration;
 
 use common::library;
 use toolgate_plugin_api::worker::{
-    HostFrame, ServeError, WireOutcome, WorkerFrame, read_frame, serve, write_frame,
+    HostFrame, ServeError, WireOutcome, WorkerFrame, read_frame, serve, serve_pipe_confined,
+    write_frame,
 };
 
 /// Generous: how long a test waits for something that should come at once.
@@ -25,13 +27,27 @@ struct Worker {
 }
 
 impl Worker {
+    /// A worker that watches its input pipe between back-to-back calls, as the engine's.
     fn start() -> Worker {
+        Worker::start_with(true)
+    }
+
+    /// `on_pipe`: served by `serve_pipe_confined` (else by `serve`, which reads the input
+    /// without knowing it is a pipe).
+    fn start_with(on_pipe: bool) -> Worker {
         let (input, to_worker) = std::io::pipe().expect("a pipe");
         let (mut from_worker, output) = std::io::pipe().expect("a pipe");
         let (done, ended) = mpsc::channel();
         std::thread::spawn(move || {
             // SAFETY: the testkit plugin of this workspace, built with the SDK.
-            let _ = done.send(unsafe { serve(input, output) });
+            let served = unsafe {
+                if on_pipe {
+                    serve_pipe_confined(input, output, |_, _| Ok(()))
+                } else {
+                    serve(input, output)
+                }
+            };
+            let _ = done.send(served);
         });
         let mut to_worker = to_worker;
         write_frame(
@@ -129,4 +145,26 @@ fn calls_one_after_another_all_answer() {
         worker.call(id, "echo", r#"{"text":"again"}"#);
         assert_eq!(worker.result().0, id);
     }
+}
+
+#[test]
+fn calls_one_after_another_all_answer_on_an_input_without_a_descriptor() {
+    let mut worker = Worker::start_with(false);
+    for id in 0..50 {
+        worker.call(id, "echo", r#"{"text":"again"}"#);
+        assert_eq!(worker.result().0, id);
+    }
+}
+
+#[test]
+fn a_call_after_back_to_back_calls_and_a_pause_answers() {
+    let mut worker = Worker::start();
+    for id in 0..50 {
+        worker.call(id, "echo", r#"{"text":"again"}"#);
+        assert_eq!(worker.result().0, id);
+    }
+    // Past any watch: the reader sleeps in `read` and is woken by the call.
+    std::thread::sleep(Duration::from_millis(50));
+    worker.call(50, "echo", r#"{"text":"later"}"#);
+    assert_eq!(worker.result().0, 50);
 }

@@ -3,11 +3,11 @@
 //!
 //! A plugin call is a blocking C call, so it runs on a thread of the plugin's own pool
 //! ([`pool`]): the call is handed over a queue to a thread that is already there, and its
-//! result comes back over a oneshot channel (a caller on a multi-thread runtime watches it
-//! for [`CALLER_WAIT`] first when the plugin's calls are quick). When the call is cancelled (timeout, turn
-//! cancelled) its cancellation flag is set for the plugin to poll, and the guard stops waiting
-//! at once: a plugin that ignores cancellation finishes on its own thread and its late result
-//! is discarded. Libraries are never unloaded.
+//! result comes back over a oneshot channel (the caller watches it for a short while first,
+//! yielding to its runtime, when the plugin's calls are quick: [`wait`]). When the call is
+//! cancelled (timeout, turn cancelled) its cancellation flag is set for the plugin to poll, and
+//! the guard stops waiting at once: a plugin that ignores cancellation finishes on its own
+//! thread and its late result is discarded. Libraries are never unloaded.
 //!
 //! Each plugin may hold at most `max_threads` threads at once, abandoned calls that still run
 //! included: a call that finds them all taken fails at once with `overloaded` instead of
@@ -26,6 +26,7 @@ pub(crate) mod landlock;
 pub(crate) mod netns;
 mod pinned;
 mod pool;
+mod wait;
 pub use pinned::hash_file;
 pub(crate) mod worker;
 
@@ -426,55 +427,18 @@ fn in_process(
             "could not start a thread for the plugin {plugin_name:?}: {err}"
         ))
     })?;
-    // Only on a multi-thread runtime: a current-thread runtime's other tasks would wait too.
-    let spin = pool.ran_within(CALLER_WAIT)
-        && tokio::runtime::Handle::try_current()
-            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    let quick = pool.ran_within(wait::CALLER_WAIT);
     let answer = async move {
-        let mut outcome = outcome;
-        let mut early = None;
-        if spin {
-            let until = std::time::Instant::now() + CALLER_WAIT;
-            loop {
-                match outcome.try_recv() {
-                    Err(oneshot::error::TryRecvError::Empty)
-                        if std::time::Instant::now() < until =>
-                    {
-                        std::thread::yield_now();
-                    }
-                    Err(oneshot::error::TryRecvError::Empty) => break,
-                    Ok(got) => {
-                        early = Some(Ok(got));
-                        break;
-                    }
-                    Err(oneshot::error::TryRecvError::Closed) => {
-                        early = Some(Err(()));
-                        break;
-                    }
-                }
-            }
-        }
-        let got = match early {
-            Some(got) => got,
-            None => (&mut outcome).await.map_err(|_| ()),
-        };
-        match got {
-            Ok(Ok(outcome)) => Ok(outcome),
-            Ok(Err(message)) => Err(ToolError::panic(message)),
-            Err(_) => Err(ToolError::panic(
+        match wait::answer(outcome, quick).await {
+            Some(Ok(outcome)) => Ok(outcome),
+            Some(Err(message)) => Err(ToolError::panic(message)),
+            None => Err(ToolError::panic(
                 "the plugin call's thread ended without an answer",
             )),
         }
     };
     Ok((Box::pin(answer), Box::new(on_drop)))
 }
-
-/// How long a caller on a multi-thread runtime watches for the result of a call expected to be
-/// quick (the plugin's last call ran for less) before it sleeps until woken: a result that
-/// comes within it costs no wake-up of a runtime worker (in the `plugin` bench, a worker
-/// parked in the IO driver is woken through its eventfd). At most this much later than
-/// without it does a caller see a timeout or a cancellation, or run its worker's other tasks.
-const CALLER_WAIT: std::time::Duration = std::time::Duration::from_micros(50);
 
 /// Waits for a plugin call: a call that ends before it streams anything gives its output
 /// whole; one that streams first becomes a [`ToolOutput::Stream`] (its chunks, then the text

@@ -8,6 +8,13 @@
 //! call in flight on it gets a `plugin_crashed` error that names the signal, and the next call
 //! starts a new worker, after a pause that doubles with each crash in a row ([`backoff`]).
 //!
+//! While calls come back to back and are quick ([`wait::Pace`]), neither the reader thread nor
+//! the caller sleeps between a call and its result: the reader watches the worker's output for
+//! at most [`wait::READER_WAIT`] after the last call was sent or result came, and the caller watches for
+//! its result, yielding to its runtime, for at most [`wait::CALLER_WAIT`]; the worker watches
+//! its input the same way (`toolgate_plugin_api::worker::serve_pipe_confined`). A lone call,
+//! or one after a pause, finds them all asleep and costs no CPU until it comes.
+//!
 //! A call that the guard abandons (its deadline passed, or the turn was cancelled) is sent a
 //! `cancel` frame; if the worker has not answered it [`KILL_GRACE`] later, the worker is
 //! killed, so a plugin stuck in a loop costs a restart, never a thread of the host.
@@ -31,6 +38,7 @@ use toolgate_plugin_api::worker::{
 };
 use toolgate_plugin_api::{Capabilities, PluginOutcome};
 
+use super::wait;
 use crate::error::WorkerError;
 use crate::tool::{ProgressFn, ToolError};
 
@@ -89,6 +97,8 @@ type Reply = Result<PluginOutcome, ToolError>;
 /// A call in flight on a worker.
 struct Pending {
     done: oneshot::Sender<Reply>,
+    /// When it was sent, in ns since the worker started ([`Running::since_start`]).
+    sent_ns: u64,
     progress: Option<ProgressFn>,
     /// Where its streamed text goes.
     chunks: mpsc::UnboundedSender<String>,
@@ -109,6 +119,8 @@ struct Running {
     /// Its stderr's last bytes.
     stderr: Arc<Tail>,
     started: Instant,
+    /// When calls come and go, for the short waits of back-to-back calls.
+    pace: wait::Pace,
 }
 
 /// Supervises the worker of one plugin.
@@ -279,6 +291,7 @@ impl Supervisor {
             killed_because: Mutex::new(None),
             stderr: tail,
             started: Instant::now(),
+            pace: wait::Pace::default(),
         });
         let reader = running.clone();
         let supervisor = Arc::downgrade(self);
@@ -378,6 +391,7 @@ impl Supervisor {
         let running = self.worker().await?;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (done, answer) = oneshot::channel();
+        let sent_ns = running.since_start();
         {
             let mut pending = lock(&running.pending);
             let Some(pending) = pending.as_mut() else {
@@ -390,6 +404,7 @@ impl Supervisor {
                 id,
                 Pending {
                     done,
+                    sent_ns,
                     progress,
                     chunks,
                     _keep: keep,
@@ -402,6 +417,7 @@ impl Supervisor {
             args,
             deadline_ms: None,
         };
+        let quick = running.pace.sent(sent_ns);
         if let Err(e) = running.send(&frame) {
             // The reader sees the end too and answers every pending call, this one included.
             tracing::warn!(plugin = %self.label, "writing a call to the plugin worker failed: {e}");
@@ -411,7 +427,7 @@ impl Supervisor {
             id,
             answered: false,
         };
-        let reply = answer.await.unwrap_or_else(|_| {
+        let reply = wait::answer(answer, quick).await.unwrap_or_else(|| {
             Err(ToolError::coded(
                 PLUGIN_CRASHED,
                 "the plugin's worker ended without answering",
@@ -426,6 +442,34 @@ impl Supervisor {
 }
 
 impl Running {
+    /// ns since the worker started, at least 1.
+    fn since_start(&self) -> u64 {
+        wait::nanos(self.started.elapsed()).max(1)
+    }
+
+    /// The same instant as an [`Instant`].
+    fn at(&self, ns: u64) -> Instant {
+        self.started + Duration::from_nanos(ns)
+    }
+
+    /// Watches `stdout` for the next frame while calls come back to back and quick, so that
+    /// the read that follows finds it without sleeping; returns at the latest [`wait::READER_WAIT`]
+    /// after the last call was sent or result came.
+    fn watch(&self, stdout: &std::io::BufReader<std::process::ChildStdout>) {
+        use std::os::fd::AsFd;
+        if !stdout.buffer().is_empty() {
+            return;
+        }
+        // A call sent meanwhile moves the end: look again once the watch is over.
+        while let Some(until) = self.pace.watch_until() {
+            if self.since_start() >= until
+                || wait::readable_within(stdout.get_ref().as_fd(), self.at(until))
+            {
+                return;
+            }
+        }
+    }
+
     fn send(&self, frame: &HostFrame) -> Result<(), FrameError> {
         match lock(&self.stdin).as_mut() {
             Some(stdin) => write_frame(stdin, frame),
@@ -481,12 +525,16 @@ impl Drop for Abandon {
 }
 
 /// Reads the worker's frames until its stdout ends.
-fn read_results(running: &Running, stdout: &mut impl Read) {
+fn read_results(running: &Running, stdout: &mut std::io::BufReader<std::process::ChildStdout>) {
     loop {
+        running.watch(stdout);
         match read_frame::<WorkerFrame>(stdout) {
             Ok(Some(WorkerFrame::Result { id, outcome })) => {
                 let pending = lock(&running.pending).as_mut().and_then(|p| p.remove(&id));
                 if let Some(pending) = pending {
+                    running
+                        .pace
+                        .answered(pending.sent_ns, running.since_start());
                     let _ = pending.done.send(Ok(outcome.into()));
                 }
             }

@@ -130,6 +130,37 @@ unsafe extern "C" fn init_ffi<P: PluginProvider>(
     })
 }
 
+/// A call's instance, tool name and arguments.
+type Decoded<'a> = (&'a dyn ErasedInstance, &'a str, &'a str);
+
+/// The instance, tool name and arguments of a call as the host passed them, checked: a null
+/// instance or a tool name that is not UTF-8 is an error, arguments that are not UTF-8 are
+/// invalid arguments. `Err` holds the status and message to answer.
+///
+/// # Safety
+///
+/// `instance` is null or was made by `init_ffi` and is not destroyed during the call; the
+/// strings stay valid for the call's duration (ABI contract).
+unsafe fn decode_call<'a>(
+    instance: *const c_void,
+    tool: StrRef,
+    arguments: StrRef,
+) -> Result<Decoded<'a>, (u32, Vec<u8>)> {
+    if instance.is_null() {
+        return Err((STATUS_ERROR, b"the host passed a null instance".to_vec()));
+    }
+    // SAFETY: a non-null instance comes from `init_ffi`, which made it from a
+    // `Box<Box<dyn ErasedInstance>>`, and the host does not destroy it during a call.
+    let erased = unsafe { &*instance.cast::<Box<dyn ErasedInstance>>() };
+    let tool =
+        utf8(tool, "the tool name").map_err(|message| (STATUS_ERROR, message.into_bytes()))?;
+    let arguments = utf8(arguments, "the arguments").map_err(|message| {
+        let message = format!("invalid arguments for tool `{tool}`: {message}");
+        (STATUS_INVALID_ARGUMENTS, message.into_bytes())
+    })?;
+    Ok((&**erased, tool, arguments))
+}
+
 unsafe extern "C" fn call_ffi(
     instance: *const c_void,
     tool: StrRef,
@@ -138,22 +169,10 @@ unsafe extern "C" fn call_ffi(
     out: *mut OwnedBuf,
 ) -> u32 {
     guarded(out, || {
-        if instance.is_null() {
-            return (STATUS_ERROR, b"the host passed a null instance".to_vec());
-        }
-        // SAFETY: a non-null instance comes from `init_ffi`, which made it from a
-        // `Box<Box<dyn ErasedInstance>>`, and the host does not destroy it during a call.
-        let erased = unsafe { &*instance.cast::<Box<dyn ErasedInstance>>() };
-        let tool = match utf8(tool, "the tool name") {
-            Ok(tool) => tool,
-            Err(message) => return (STATUS_ERROR, message.into_bytes()),
-        };
-        let arguments = match utf8(arguments, "the arguments") {
-            Ok(arguments) => arguments,
-            Err(message) => {
-                let message = format!("invalid arguments for tool `{tool}`: {message}");
-                return (STATUS_INVALID_ARGUMENTS, message.into_bytes());
-            }
+        // SAFETY: as the host passed them (ABI contract), see `decode_call`.
+        let (erased, tool, arguments) = match unsafe { decode_call(instance, tool, arguments) } {
+            Ok(call) => call,
+            Err(answer) => return answer,
         };
         let no_context = abi::CallContext {
             cancel_flag: std::ptr::null(),
@@ -184,21 +203,10 @@ unsafe extern "C" fn call_streaming_ffi(
     // SAFETY: the host keeps the context valid for the duration of the call.
     let stream = unsafe { &*context };
     guarded(out, || {
-        if instance.is_null() {
-            return (STATUS_ERROR, b"the host passed a null instance".to_vec());
-        }
-        // SAFETY: as in `call_ffi`.
-        let erased = unsafe { &*instance.cast::<Box<dyn ErasedInstance>>() };
-        let tool = match utf8(tool, "the tool name") {
-            Ok(tool) => tool,
-            Err(message) => return (STATUS_ERROR, message.into_bytes()),
-        };
-        let arguments = match utf8(arguments, "the arguments") {
-            Ok(arguments) => arguments,
-            Err(message) => {
-                let message = format!("invalid arguments for tool `{tool}`: {message}");
-                return (STATUS_INVALID_ARGUMENTS, message.into_bytes());
-            }
+        // SAFETY: as the host passed them (ABI contract), see `decode_call`.
+        let (erased, tool, arguments) = match unsafe { decode_call(instance, tool, arguments) } {
+            Ok(call) => call,
+            Err(answer) => return answer,
         };
         let chunk = stream.chunk.map(|chunk| (chunk, stream.chunk_context));
         erased.call(tool, arguments, &stream.call, chunk)
@@ -236,6 +244,74 @@ mod tests {
         unsafe {
             assert_eq!(out.as_bytes(), b"boom 7");
             out.free();
+        }
+    }
+
+    /// Runs the streaming entry point with a context, so it decodes the call itself.
+    fn call_streaming(instance: *const c_void, tool: StrRef, arguments: StrRef) -> (u32, String) {
+        let context = abi::StreamContext {
+            call: abi::CallContext {
+                cancel_flag: std::ptr::null(),
+                progress: None,
+                progress_context: std::ptr::null_mut(),
+            },
+            chunk: None,
+            chunk_context: std::ptr::null_mut(),
+        };
+        let mut out = OwnedBuf::EMPTY;
+        // SAFETY: a null instance and strings that live through the call.
+        let status = unsafe { call_streaming_ffi(instance, tool, arguments, &context, &mut out) };
+        // SAFETY: written by this library, freed once.
+        let text = unsafe {
+            let text = String::from_utf8_lossy(out.as_bytes()).into_owned();
+            out.free();
+            text
+        };
+        (status, text)
+    }
+
+    #[test]
+    fn a_streaming_call_on_a_null_instance_is_an_error() {
+        let (status, text) =
+            call_streaming(std::ptr::null(), StrRef::new("echo"), StrRef::new("{}"));
+        assert_eq!(
+            (status, text.as_str()),
+            (STATUS_ERROR, "the host passed a null instance")
+        );
+    }
+
+    #[test]
+    fn arguments_that_are_not_utf8_are_invalid_arguments() {
+        let bytes = [0xff_u8, 0xfe];
+        let arguments = StrRef {
+            ptr: bytes.as_ptr(),
+            len: bytes.len(),
+        };
+        // A real instance: it is checked before the arguments.
+        let instance: Box<dyn ErasedInstance> = Box::new(Nothing);
+        let instance = Box::into_raw(Box::new(instance));
+        let (status, text) = call_streaming(instance.cast(), StrRef::new("echo"), arguments);
+        // SAFETY: made just above, freed once.
+        drop(unsafe { Box::from_raw(instance) });
+        assert_eq!(status, STATUS_INVALID_ARGUMENTS);
+        assert!(
+            text.starts_with("invalid arguments for tool `echo`"),
+            "{text}"
+        );
+    }
+
+    /// An instance that must not be called.
+    struct Nothing;
+
+    impl ErasedInstance for Nothing {
+        fn call(
+            &self,
+            _tool: &str,
+            _arguments: &str,
+            _context: &abi::CallContext,
+            _chunk: Option<(abi::ChunkFn, *mut c_void)>,
+        ) -> (u32, Vec<u8>) {
+            (STATUS_OK, b"called".to_vec())
         }
     }
 }
