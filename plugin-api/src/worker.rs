@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{CancelFlag, Capabilities, LoadedPlugin, Part, PluginOutcome};
 
-mod pace;
+pub mod pace;
 pub use pace::WATCH;
 use pace::{Input, Pace, take};
 
@@ -506,7 +506,7 @@ impl Calls {
                         .unwrap_or_else(PoisonError::into_inner)
                         .insert(id, flag.clone());
                     let read = self.pace.now();
-                    self.pace.read(read);
+                    self.pace.began(read);
                     drop(input);
                     self.run(id, &tool, &args, &flag, read);
                     self.readers.fetch_add(1, Ordering::SeqCst);
@@ -552,7 +552,7 @@ impl Calls {
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&id);
         // Noted before the answer leaves: the next call may come right after it.
-        self.pace.answered(read, self.pace.now());
+        self.pace.ended(read, self.pace.now());
         let _ = send(&WorkerFrame::Result {
             id,
             outcome: outcome.into(),

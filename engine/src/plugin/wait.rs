@@ -15,15 +15,14 @@
 //!   driver without blocking, so on a current-thread runtime the other tasks, timers (a call's
 //!   timeout) and IO keep running while a call is waited on; a cancellation is seen at the next
 //!   poll. Past the bound the task sleeps until the result wakes it, as without the wait.
-//! - a thread reading a pipe ([`readable_within`]): it polls the pipe without blocking,
-//!   yielding its core between polls, until data is there or its bound has passed, then reads
-//!   (and blocks, if nothing came). The process worker's host side uses it for the worker's
-//!   output; the worker does the same with its input (`toolgate_plugin_api::worker`).
+//! - a thread reading a pipe: the process worker's reader thread watches the worker's output
+//!   while calls are hot ([`worker_pace`]), as the worker watches its input; both use
+//!   `toolgate_plugin_api::worker::pace`, which owns the pace and the watch.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
+use toolgate_plugin_api::worker::pace::{self as worker, Pace};
 
 /// How long a caller watches for the result of a call expected to be quick (the plugin's last
 /// call took less) before it sleeps until woken: a result that comes within it costs no
@@ -74,92 +73,18 @@ async fn answer_watching<T>(mut outcome: oneshot::Receiver<T>, watch: Duration) 
     outcome.await.ok()
 }
 
-/// Whether `fd` has something to read (or has ended) before `until`: polls it without blocking,
-/// yielding the core between polls. Returns at once, with `false`, when `until` has passed.
-#[cfg(unix)]
-pub(crate) fn readable_within(fd: std::os::fd::BorrowedFd<'_>, until: Instant) -> bool {
-    use std::os::fd::AsRawFd;
-    loop {
-        let mut pollfd = libc::pollfd {
-            fd: fd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd, a descriptor borrowed for the call, a zero timeout.
-        let ready = unsafe { libc::poll(&mut pollfd, 1, 0) };
-        // Readable, ended (POLLHUP) or broken (POLLERR): a read returns at once.
-        if ready != 0 {
-            return true;
-        }
-        if Instant::now() >= until {
-            return false;
-        }
-        std::thread::yield_now();
-    }
+/// The pace of a process worker's calls ([`Pace`]): a call that begins within
+/// [`worker::BACK_TO_BACK`] of the previous result, after a call whose round trip took less
+/// than [`QUICK_ROUND_TRIP`], is hot: its caller and the reader thread watch for its result
+/// (the reader for up to [`worker::WATCH`] after the call was sent or a result came).
+pub(crate) fn worker_pace() -> Pace {
+    Pace::new(worker::WATCH, worker::BACK_TO_BACK, QUICK_ROUND_TRIP)
 }
-
-/// The pace of a process worker's calls: whether they come back to back, and are quick. Times are ns
-/// since the worker started, 0 for never.
-#[derive(Default)]
-pub(crate) struct Pace {
-    /// When the last call was sent.
-    sent_ns: AtomicU64,
-    /// When the last result was handed to its caller.
-    answered_ns: AtomicU64,
-    /// How long the last call took from its sending to its result.
-    round_trip_ns: AtomicU64,
-    /// Whether the last call was sent within [`BACK_TO_BACK`] of the result before.
-    back_to_back: AtomicBool,
-}
-
-/// A call sent within this of the previous result comes back to back: the reader and the
-/// caller of such a call, if the last call was quick, watch for its result before they sleep.
-const BACK_TO_BACK: Duration = Duration::from_micros(200);
 
 /// A call whose sending and result were at most this far apart is quick. Larger than
 /// [`CALLER_WAIT`]: the first calls of a run, whose reader is still woken, take longer
 /// than the ones that follow.
 const QUICK_ROUND_TRIP: Duration = Duration::from_micros(500);
-
-/// How long the reader watches the worker's output after a call was sent or a result came,
-/// while calls are back to back and quick.
-pub(crate) const READER_WAIT: Duration = CALLER_WAIT;
-
-impl Pace {
-    /// Notes a call sent at `now`; answers whether its caller should watch for its result
-    /// (it comes back to back after a quick call).
-    pub(crate) fn sent(&self, now: u64) -> bool {
-        let answered = self.answered_ns.load(Ordering::Relaxed);
-        let back_to_back = answered != 0 && now.saturating_sub(answered) < nanos(BACK_TO_BACK);
-        self.back_to_back.store(back_to_back, Ordering::Relaxed);
-        self.sent_ns.store(now, Ordering::Relaxed);
-        back_to_back && self.round_trip_ns.load(Ordering::Relaxed) < nanos(QUICK_ROUND_TRIP)
-    }
-
-    /// Notes the result, at `now`, of a call sent at `sent`.
-    pub(crate) fn answered(&self, sent: u64, now: u64) {
-        self.round_trip_ns
-            .store(now.saturating_sub(sent), Ordering::Relaxed);
-        self.answered_ns.store(now, Ordering::Relaxed);
-    }
-
-    /// Until when the reader watches the output before it blocks: [`READER_WAIT`] after the
-    /// last call was sent or the last result came, whichever is later, while calls come back
-    /// to back and are quick; `None` otherwise.
-    pub(crate) fn watch_until(&self) -> Option<u64> {
-        let hot = self.back_to_back.load(Ordering::Relaxed)
-            && self.round_trip_ns.load(Ordering::Relaxed) < nanos(QUICK_ROUND_TRIP);
-        let last = self
-            .sent_ns
-            .load(Ordering::Relaxed)
-            .max(self.answered_ns.load(Ordering::Relaxed));
-        (hot && last != 0).then(|| last.saturating_add(nanos(READER_WAIT)))
-    }
-}
-
-pub(crate) fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
 
 #[cfg(test)]
 mod tests {
@@ -288,81 +213,5 @@ mod tests {
         });
         assert_eq!(rt.block_on(answer(outcome, true)), Some(3));
         sender.join().ok();
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn a_pipe_with_data_is_readable_at_once() {
-        use std::io::Write;
-        use std::os::fd::AsFd;
-        let (reader, mut writer) = std::io::pipe().expect("a pipe");
-        writer.write_all(b"x").expect("written");
-        assert!(readable_within(
-            reader.as_fd(),
-            Instant::now() + Duration::from_secs(60)
-        ));
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn an_empty_pipe_is_not_readable_once_the_bound_has_passed() {
-        use std::os::fd::AsFd;
-        let (reader, _writer) = std::io::pipe().expect("a pipe");
-        assert!(!readable_within(
-            reader.as_fd(),
-            Instant::now() + Duration::from_millis(1)
-        ));
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn a_pipe_whose_writer_is_gone_is_readable() {
-        use std::os::fd::AsFd;
-        let (reader, writer) = std::io::pipe().expect("a pipe");
-        drop(writer);
-        assert!(readable_within(
-            reader.as_fd(),
-            Instant::now() + Duration::from_secs(60)
-        ));
-    }
-
-    const US: u64 = 1_000;
-
-    #[test]
-    fn a_call_after_a_pause_is_not_watched_for() {
-        let pace = Pace::default();
-        assert!(!pace.sent(1_000 * US));
-        pace.answered(1_000 * US, 1_030 * US);
-        // 10 ms later.
-        assert!(!pace.sent(11_030 * US));
-        assert_eq!(pace.watch_until(), None);
-    }
-
-    #[test]
-    fn a_quick_call_back_to_back_is_watched_for_until_the_bound_after_its_sending() {
-        let pace = Pace::default();
-        pace.sent(1_000 * US);
-        pace.answered(1_000 * US, 1_030 * US);
-        assert!(pace.sent(1_050 * US), "its caller does not watch");
-        assert_eq!(pace.watch_until(), Some(1_050 * US + nanos(READER_WAIT)));
-    }
-
-    #[test]
-    fn the_watch_after_a_result_lasts_the_bound_after_it() {
-        let pace = Pace::default();
-        pace.sent(1_000 * US);
-        pace.answered(1_000 * US, 1_030 * US);
-        pace.sent(1_050 * US);
-        pace.answered(1_050 * US, 1_080 * US);
-        assert_eq!(pace.watch_until(), Some(1_080 * US + nanos(READER_WAIT)));
-    }
-
-    #[test]
-    fn a_call_back_to_back_after_a_slow_one_is_not_watched_for() {
-        let pace = Pace::default();
-        pace.sent(1_000 * US);
-        pace.answered(1_000 * US, 5_000 * US);
-        assert!(!pace.sent(5_050 * US));
-        assert_eq!(pace.watch_until(), None);
     }
 }

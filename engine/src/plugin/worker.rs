@@ -8,9 +8,9 @@
 //! call in flight on it gets a `plugin_crashed` error that names the signal, and the next call
 //! starts a new worker, after a pause that doubles with each crash in a row ([`backoff`]).
 //!
-//! While calls come back to back and are quick ([`wait::Pace`]), neither the reader thread nor
-//! the caller sleeps between a call and its result: the reader watches the worker's output for
-//! at most [`wait::READER_WAIT`] after the last call was sent or result came, and the caller watches for
+//! While calls come back to back and are quick ([`wait::worker_pace`]), neither the reader
+//! thread nor the caller sleeps between a call and its result: the reader watches the worker's
+//! output for a short while after the last call was sent or result came, and the caller watches for
 //! its result, yielding to its runtime, for at most [`wait::CALLER_WAIT`]; the worker watches
 //! its input the same way (`toolgate_plugin_api::worker::serve_pipe_confined`). A lone call,
 //! or one after a pause, finds them all asleep and costs no CPU until it comes.
@@ -33,6 +33,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot};
+use toolgate_plugin_api::worker::pace::Pace;
 use toolgate_plugin_api::worker::{
     Confine, FrameError, HostFrame, WireTool, WorkerFrame, read_frame, write_frame,
 };
@@ -97,7 +98,7 @@ type Reply = Result<PluginOutcome, ToolError>;
 /// A call in flight on a worker.
 struct Pending {
     done: oneshot::Sender<Reply>,
-    /// When it was sent, in ns since the worker started ([`Running::since_start`]).
+    /// When it was sent, in ns of its worker's pace ([`Pace::now`]).
     sent_ns: u64,
     progress: Option<ProgressFn>,
     /// Where its streamed text goes.
@@ -120,7 +121,7 @@ struct Running {
     stderr: Arc<Tail>,
     started: Instant,
     /// When calls come and go, for the short waits of back-to-back calls.
-    pace: wait::Pace,
+    pace: Pace,
 }
 
 /// Supervises the worker of one plugin.
@@ -291,7 +292,7 @@ impl Supervisor {
             killed_because: Mutex::new(None),
             stderr: tail,
             started: Instant::now(),
-            pace: wait::Pace::default(),
+            pace: wait::worker_pace(),
         });
         let reader = running.clone();
         let supervisor = Arc::downgrade(self);
@@ -391,7 +392,7 @@ impl Supervisor {
         let running = self.worker().await?;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (done, answer) = oneshot::channel();
-        let sent_ns = running.since_start();
+        let sent_ns = running.pace.now();
         {
             let mut pending = lock(&running.pending);
             let Some(pending) = pending.as_mut() else {
@@ -417,7 +418,7 @@ impl Supervisor {
             args,
             deadline_ms: None,
         };
-        let quick = running.pace.sent(sent_ns);
+        let quick = running.pace.began(sent_ns);
         if let Err(e) = running.send(&frame) {
             // The reader sees the end too and answers every pending call, this one included.
             tracing::warn!(plugin = %self.label, "writing a call to the plugin worker failed: {e}");
@@ -442,31 +443,13 @@ impl Supervisor {
 }
 
 impl Running {
-    /// ns since the worker started, at least 1.
-    fn since_start(&self) -> u64 {
-        wait::nanos(self.started.elapsed()).max(1)
-    }
-
-    /// The same instant as an [`Instant`].
-    fn at(&self, ns: u64) -> Instant {
-        self.started + Duration::from_nanos(ns)
-    }
-
-    /// Watches `stdout` for the next frame while calls come back to back and quick, so that
-    /// the read that follows finds it without sleeping; returns at the latest [`wait::READER_WAIT`]
-    /// after the last call was sent or result came.
+    /// Watches `stdout` for the next frame while calls are hot ([`wait::worker_pace`]), so
+    /// that the read that follows finds it without sleeping; returns at the latest the pace's
+    /// watch after the last call was sent or result came.
     fn watch(&self, stdout: &std::io::BufReader<std::process::ChildStdout>) {
         use std::os::fd::AsFd;
-        if !stdout.buffer().is_empty() {
-            return;
-        }
-        // A call sent meanwhile moves the end: look again once the watch is over.
-        while let Some(until) = self.pace.watch_until() {
-            if self.since_start() >= until
-                || wait::readable_within(stdout.get_ref().as_fd(), self.at(until))
-            {
-                return;
-            }
+        if stdout.buffer().is_empty() {
+            self.pace.watch_fd(stdout.get_ref().as_fd());
         }
     }
 
@@ -532,9 +515,7 @@ fn read_results(running: &Running, stdout: &mut std::io::BufReader<std::process:
             Ok(Some(WorkerFrame::Result { id, outcome })) => {
                 let pending = lock(&running.pending).as_mut().and_then(|p| p.remove(&id));
                 if let Some(pending) = pending {
-                    running
-                        .pace
-                        .answered(pending.sent_ns, running.since_start());
+                    running.pace.ended(pending.sent_ns, running.pace.now());
                     let _ = pending.done.send(Ok(outcome.into()));
                 }
             }

@@ -1,6 +1,14 @@
-//! The worker's input, and its short watch between back-to-back calls: [`Pace`] says whether
-//! calls come back to back and quick, [`Input::watch`] polls the input pipe meanwhile, and
-//! [`take`] tries the input's lock instead of sleeping on it.
+//! The pace of a stream of calls over a pipe, and the short watch between back-to-back calls
+//! that spares each call its thread wake-ups.
+//!
+//! Waking a sleeping thread costs far more than a quick call on a virtual machine whose cores
+//! idle (about 28 µs for a bare park/unpark round trip between two threads on the machine the
+//! plugin benches ran on). So while calls come back to back and are quick ([`Pace`]), the
+//! thread that expects the next frame polls its pipe for a short, bounded while
+//! ([`Pace::watch_fd`], [`readable_within`]) before it sleeps in `read`. Both ends of a process
+//! worker's pipe use it: the worker for its input ([`Input::watch`], and [`take`] tries the
+//! input's lock instead of sleeping on it), the engine's reader thread for the worker's output.
+//! A lone call, or one after a pause, finds every thread asleep as without the watch.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
@@ -30,94 +38,148 @@ impl Input {
     }
 }
 
-/// How long, at most, the next reader watches the input for a call after the last call was
-/// read or answered, while calls come back to back and are quick (see `serve_pipe_confined`).
+/// How long, at most, a thread watches its pipe for the next frame after the last call began
+/// or ended, while calls come back to back and are quick.
 pub const WATCH: Duration = Duration::from_micros(50);
 
-/// A call read within this of the previous answer comes back to back.
-const BACK_TO_BACK: Duration = Duration::from_micros(200);
+/// A call that begins within this of the previous call's end comes back to back.
+pub const BACK_TO_BACK: Duration = Duration::from_micros(200);
 
-/// The pace of the calls: whether they come back to back, and are quick. Times are ns since
-/// `epoch`, 0 for never.
-pub(super) struct Pace {
+/// The pace of a stream of calls: whether they come back to back, and are quick. Times are
+/// ns since the pace was made ([`Pace::now`]), 0 for never. The worker notes a call's run
+/// (read to answered), the engine its round trip (sent to result).
+pub struct Pace {
     epoch: Instant,
-    /// How long the watch lasts after the last call was read or answered ([`WATCH`]).
+    /// How long the watch lasts after the last call began or ended.
     watch: Duration,
-    /// A call read within this of the previous answer comes back to back ([`BACK_TO_BACK`]).
+    /// A call that begins within this of the previous end comes back to back.
     back_to_back_within: Duration,
-    /// When the last call was read.
-    read_ns: AtomicU64,
-    /// When the last call was answered.
-    answered_ns: AtomicU64,
-    /// How long the last call ran.
-    run_ns: AtomicU64,
-    /// Whether the last call was read within [`BACK_TO_BACK`] of the answer before.
+    /// A call that took less than this is quick.
+    quick_within: Duration,
+    /// When the last call began.
+    began_ns: AtomicU64,
+    /// When the last call ended.
+    ended_ns: AtomicU64,
+    /// How long the last call took.
+    took_ns: AtomicU64,
+    /// Whether the last call began within `back_to_back_within` of the end before.
     back_to_back: AtomicBool,
 }
 
 impl Default for Pace {
+    /// The worker's pace: a call is quick if it ran for less than the watch.
     fn default() -> Self {
-        Pace::new(WATCH, BACK_TO_BACK)
+        Pace::new(WATCH, BACK_TO_BACK, WATCH)
     }
 }
 
-impl Pace {
-    fn new(watch: Duration, back_to_back_within: Duration) -> Pace {
-        Pace {
-            epoch: Instant::now(),
-            watch,
-            back_to_back_within,
-            read_ns: AtomicU64::new(0),
-            answered_ns: AtomicU64::new(0),
-            run_ns: AtomicU64::new(u64::MAX),
-            back_to_back: AtomicBool::new(false),
-        }
-    }
-}
-
+/// `d` in whole ns (saturating).
 fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 impl Pace {
-    /// ns since `epoch`, at least 1.
-    pub(super) fn now(&self) -> u64 {
+    /// A pace whose watch lasts `watch`, in which a call that begins within
+    /// `back_to_back_within` of the previous end comes back to back, and one that takes less
+    /// than `quick_within` is quick.
+    pub fn new(watch: Duration, back_to_back_within: Duration, quick_within: Duration) -> Pace {
+        Pace {
+            epoch: Instant::now(),
+            watch,
+            back_to_back_within,
+            quick_within,
+            began_ns: AtomicU64::new(0),
+            ended_ns: AtomicU64::new(0),
+            took_ns: AtomicU64::new(u64::MAX),
+            back_to_back: AtomicBool::new(false),
+        }
+    }
+
+    /// ns since the pace was made, at least 1.
+    pub fn now(&self) -> u64 {
         nanos(self.epoch.elapsed()).max(1)
     }
 
-    /// Notes a call read at `now`.
-    pub(super) fn read(&self, now: u64) {
-        let answered = self.answered_ns.load(Ordering::Relaxed);
+    /// The instant `ns` ns after the pace was made.
+    pub fn at(&self, ns: u64) -> Instant {
+        self.epoch + Duration::from_nanos(ns)
+    }
+
+    /// Notes a call that began at `now`; answers whether it is hot: back to back after a quick
+    /// call, so that whoever waits for its end may watch for it before sleeping.
+    pub fn began(&self, now: u64) -> bool {
+        let ended = self.ended_ns.load(Ordering::Relaxed);
         self.back_to_back.store(
-            answered != 0 && now.saturating_sub(answered) < nanos(self.back_to_back_within),
+            ended != 0 && now.saturating_sub(ended) < nanos(self.back_to_back_within),
             Ordering::Relaxed,
         );
-        self.read_ns.store(now, Ordering::Relaxed);
+        self.began_ns.store(now, Ordering::Relaxed);
+        self.hot()
     }
 
-    /// Notes the answer, at `now`, of a call read at `read`.
-    pub(super) fn answered(&self, read: u64, now: u64) {
-        self.run_ns
-            .store(now.saturating_sub(read), Ordering::Relaxed);
-        self.answered_ns.store(now, Ordering::Relaxed);
+    /// Notes the end, at `now`, of a call that began at `began`.
+    pub fn ended(&self, began: u64, now: u64) {
+        self.took_ns
+            .store(now.saturating_sub(began), Ordering::Relaxed);
+        self.ended_ns.store(now, Ordering::Relaxed);
     }
 
-    /// Until when (ns) a thread that wants the next frame stays awake for it: `watch` after the
-    /// last call was read or answered, whichever is later, while calls come back to back and
-    /// the last one ran for less than `watch`; `None` otherwise.
-    pub(super) fn watch_until(&self) -> Option<u64> {
-        let hot = self.back_to_back.load(Ordering::Relaxed)
-            && self.run_ns.load(Ordering::Relaxed) < nanos(self.watch);
+    /// Whether the last call came back to back and the one before it was quick.
+    fn hot(&self) -> bool {
+        self.back_to_back.load(Ordering::Relaxed)
+            && self.took_ns.load(Ordering::Relaxed) < nanos(self.quick_within)
+    }
+
+    /// Until when (ns) a thread that wants the next frame stays awake for it: the watch after
+    /// the last call began or ended, whichever is later, while calls are hot ([`Pace::began`]);
+    /// `None` otherwise.
+    pub fn watch_until(&self) -> Option<u64> {
         let last = self
-            .read_ns
+            .began_ns
             .load(Ordering::Relaxed)
-            .max(self.answered_ns.load(Ordering::Relaxed));
-        (hot && last != 0).then(|| last.saturating_add(nanos(self.watch)))
+            .max(self.ended_ns.load(Ordering::Relaxed));
+        (self.hot() && last != 0).then(|| last.saturating_add(nanos(self.watch)))
     }
 
     /// Whether the watch is still on.
-    pub(super) fn watching(&self) -> bool {
+    pub fn watching(&self) -> bool {
         self.watch_until().is_some_and(|until| self.now() < until)
+    }
+
+    /// Watches `fd` while the watch is on, returning once it has something to read (or has
+    /// ended) or the watch is over. A call that begins meanwhile moves the watch's end.
+    #[cfg(unix)]
+    pub fn watch_fd(&self, fd: std::os::fd::BorrowedFd<'_>) {
+        while let Some(until) = self.watch_until() {
+            if self.now() >= until || readable_within(fd, self.at(until)) {
+                return;
+            }
+        }
+    }
+}
+
+/// Whether `fd` has something to read (or has ended) before `until`: polls it without
+/// blocking, yielding the core between polls. Returns at once, with `false`, when `until` has
+/// passed.
+#[cfg(unix)]
+pub fn readable_within(fd: std::os::fd::BorrowedFd<'_>, until: Instant) -> bool {
+    use std::os::fd::AsRawFd;
+    loop {
+        let mut pollfd = libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, a descriptor borrowed for the call, a zero timeout.
+        let ready = unsafe { libc::poll(&mut pollfd, 1, 0) };
+        // Readable, ended (POLLHUP) or broken (POLLERR): a read returns at once.
+        if ready != 0 {
+            return true;
+        }
+        if Instant::now() >= until {
+            return false;
+        }
+        std::thread::yield_now();
     }
 }
 
@@ -130,20 +192,8 @@ impl Input {
         if let Some(fd) = self.fd
             && self.reader.buffer().is_empty()
         {
-            while pace.watching() {
-                let mut pollfd = libc::pollfd {
-                    fd,
-                    events: libc::POLLIN,
-                    revents: 0,
-                };
-                // SAFETY: one valid pollfd on the input's descriptor, open while `self` is; a
-                // zero timeout.
-                if unsafe { libc::poll(&mut pollfd, 1, 0) } != 0 {
-                    // Readable, ended or broken: the read returns at once.
-                    return;
-                }
-                std::thread::yield_now();
-            }
+            // SAFETY: the input's descriptor, open while `self` is.
+            pace.watch_fd(unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) });
         }
         #[cfg(not(unix))]
         let _ = pace;
@@ -176,12 +226,12 @@ mod tests {
     /// A pace whose calls come back to back, quick, the last one answered just now; its
     /// watch lasts `watch`.
     fn hot(watch: Duration) -> Arc<Pace> {
-        let pace = Pace::new(watch, Duration::from_secs(3600));
+        let pace = Pace::new(watch, Duration::from_secs(3600), watch);
         let now = pace.now();
-        pace.read(now);
-        pace.answered(now, now);
-        pace.read(pace.now());
-        pace.answered(now, pace.now());
+        pace.began(now);
+        pace.ended(now, now);
+        let _ = pace.began(pace.now());
+        pace.ended(now, pace.now());
         assert!(pace.watching());
         Arc::new(pace)
     }
@@ -252,36 +302,104 @@ mod tests {
     #[test]
     fn the_first_call_starts_no_watch() {
         let pace = Pace::default();
-        pace.read(1_000 * US);
+        pace.began(1_000 * US);
         assert_eq!(pace.watch_until(), None);
     }
 
     #[test]
     fn a_call_after_a_pause_starts_no_watch() {
         let pace = Pace::default();
-        pace.read(1_000 * US);
-        pace.answered(1_000 * US, 1_005 * US);
+        pace.began(1_000 * US);
+        pace.ended(1_000 * US, 1_005 * US);
         // 10 ms later: not back to back.
-        pace.read(11_005 * US);
+        pace.began(11_005 * US);
         assert_eq!(pace.watch_until(), None);
     }
 
     #[test]
     fn a_quick_call_back_to_back_is_watched_for_until_its_bound_after_the_answer() {
         let pace = Pace::default();
-        pace.read(1_000 * US);
-        pace.answered(1_000 * US, 1_005 * US);
-        pace.read(1_020 * US);
-        pace.answered(1_020 * US, 1_025 * US);
+        pace.began(1_000 * US);
+        pace.ended(1_000 * US, 1_005 * US);
+        pace.began(1_020 * US);
+        pace.ended(1_020 * US, 1_025 * US);
         assert_eq!(pace.watch_until(), Some(1_025 * US + nanos(WATCH)));
     }
 
     #[test]
     fn a_call_back_to_back_after_a_slow_one_starts_no_watch() {
         let pace = Pace::default();
-        pace.read(1_000 * US);
-        pace.answered(1_000 * US, 2_000 * US);
-        pace.read(2_010 * US);
+        pace.began(1_000 * US);
+        pace.ended(1_000 * US, 2_000 * US);
+        pace.began(2_010 * US);
         assert_eq!(pace.watch_until(), None);
+    }
+
+    /// The engine's pace of a worker's calls: quick means a round trip under 500 µs.
+    fn round_trips() -> Pace {
+        Pace::new(WATCH, BACK_TO_BACK, Duration::from_micros(500))
+    }
+
+    #[test]
+    fn a_call_after_a_pause_is_not_hot() {
+        let pace = round_trips();
+        assert!(!pace.began(1_000 * US));
+        pace.ended(1_000 * US, 1_030 * US);
+        // 10 ms later.
+        assert!(!pace.began(11_030 * US));
+        assert_eq!(pace.watch_until(), None);
+    }
+
+    #[test]
+    fn a_quick_call_back_to_back_is_hot_and_watched_for_until_the_bound_after_it_began() {
+        let pace = round_trips();
+        pace.began(1_000 * US);
+        pace.ended(1_000 * US, 1_300 * US);
+        assert!(pace.began(1_350 * US));
+        assert_eq!(pace.watch_until(), Some(1_350 * US + nanos(WATCH)));
+    }
+
+    #[test]
+    fn a_call_back_to_back_after_one_slower_than_quick_is_not_hot() {
+        let pace = round_trips();
+        pace.began(1_000 * US);
+        pace.ended(1_000 * US, 5_000 * US);
+        assert!(!pace.began(5_050 * US));
+        assert_eq!(pace.watch_until(), None);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_pipe_with_data_is_readable_at_once() {
+        use std::os::fd::AsFd;
+        let (reader, mut writer) = io::pipe().expect("a pipe");
+        writer.write_all(b"x").expect("written");
+        assert!(readable_within(
+            reader.as_fd(),
+            Instant::now() + Duration::from_secs(60)
+        ));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_empty_pipe_is_not_readable_once_the_bound_has_passed() {
+        use std::os::fd::AsFd;
+        let (reader, _writer) = io::pipe().expect("a pipe");
+        assert!(!readable_within(
+            reader.as_fd(),
+            Instant::now() + Duration::from_millis(1)
+        ));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_pipe_whose_writer_is_gone_is_readable() {
+        use std::os::fd::AsFd;
+        let (reader, writer) = io::pipe().expect("a pipe");
+        drop(writer);
+        assert!(readable_within(
+            reader.as_fd(),
+            Instant::now() + Duration::from_secs(60)
+        ));
     }
 }
