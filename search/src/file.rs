@@ -137,18 +137,7 @@ impl IndexFile {
     /// Writes the bytes to `path` (replacing it): written beside it first and renamed into
     /// place, so a reader never sees a half-written index and a map of the old file stays valid.
     pub(crate) fn write(&self, path: &Path) -> Result<(), IndexError> {
-        let io = |source| IndexError::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        let mut tmp = path.as_os_str().to_owned();
-        tmp.push(".tmp");
-        let tmp = PathBuf::from(tmp);
-        let mut file = File::create(&tmp).map_err(io)?;
-        file.write_all(self.bytes()).map_err(io)?;
-        file.sync_all().map_err(io)?;
-        drop(file);
-        std::fs::rename(&tmp, path).map_err(io)
+        replace_file(path, |file, _| file.write_all(self.bytes()))
     }
 
     /// Parses and checks the header (see `format.rs` for the order of the checks), then, for
@@ -440,4 +429,27 @@ fn streamed_checksum(file: &File) -> std::io::Result<u64> {
     }
     state.finish_part();
     Ok(state.value())
+}
+
+/// Writes a new file at `path` (replacing it): `fill` writes it through the file, created
+/// empty beside `path` as `path` with `.tmp` appended (its path is given too), then it is synced
+/// and renamed into place, so a reader never sees a half-written index and a map of the old
+/// file stays valid. Every index file is written this way.
+pub(crate) fn replace_file<T>(
+    path: &Path,
+    fill: impl FnOnce(&mut File, &Path) -> std::io::Result<T>,
+) -> Result<T, IndexError> {
+    let io = |source| IndexError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    let mut file = File::create(&tmp).map_err(io)?;
+    let filled = fill(&mut file, &tmp).map_err(io)?;
+    file.sync_all().map_err(io)?;
+    drop(file);
+    std::fs::rename(&tmp, path).map_err(io)?;
+    Ok(filled)
 }

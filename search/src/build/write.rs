@@ -6,12 +6,13 @@
 //! synced and renamed into place, as [`crate::SearchIndex::write`] does it, and holds the same
 //! bytes.
 
-use std::fs::{File, OpenOptions};
+use std::fs::OpenOptions;
 use std::io::{Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::parts::Parts;
 use crate::error::IndexError;
+use crate::file::replace_file;
 use crate::format;
 
 /// What was written: how many tools the index holds, and the file's length in bytes.
@@ -32,45 +33,36 @@ pub(crate) fn write_parts(parts: Parts, path: &Path) -> Result<Written, IndexErr
 /// [`write_parts`] with the sections written by `writers` threads.
 fn write_parts_on(mut parts: Parts, path: &Path, writers: usize) -> Result<Written, IndexError> {
     let writers = writers.max(1);
-    let io = |source| IndexError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    let mut file = File::create(&tmp).map_err(io)?;
     let len = parts.len();
-    // The sections as (offset in the file, bytes), in file order.
-    let mut pieces = Vec::with_capacity(parts.sections.len());
-    let mut at = format::HEADER_LEN as u64;
-    for s in &parts.sections {
-        pieces.push((at, s.as_slice()));
-        at += s.len() as u64;
-    }
-    let (sum, written) = std::thread::scope(|scope| {
-        let share = (len - format::HEADER_LEN as u64)
-            .div_ceil(writers as u64)
-            .max(1);
-        let handles: Vec<_> = (0..writers as u64)
-            .map(|w| {
-                let start = format::HEADER_LEN as u64 + w * share;
-                let pieces = &pieces;
-                let tmp = &tmp;
-                scope.spawn(move || write_range(tmp, pieces, start, start + share))
-            })
-            .collect();
-        let sum = parts.checksum();
-        (sum, crate::threads::join_resuming(handles))
-    });
-    for w in written {
-        w.map_err(io)?;
-    }
-    parts.head[format::CHECKSUM_AT..format::CHECKSUM_AT + 8].copy_from_slice(&sum.to_le_bytes());
-    file.write_all(&parts.head).map_err(io)?;
-    file.sync_all().map_err(io)?;
-    drop(file);
-    std::fs::rename(&tmp, path).map_err(io)?;
+    replace_file(path, |file, tmp| {
+        // The sections as (offset in the file, bytes), in file order.
+        let mut pieces = Vec::with_capacity(parts.sections.len());
+        let mut at = format::HEADER_LEN as u64;
+        for s in &parts.sections {
+            pieces.push((at, s.as_slice()));
+            at += s.len() as u64;
+        }
+        let (sum, written) = std::thread::scope(|scope| {
+            let share = (len - format::HEADER_LEN as u64)
+                .div_ceil(writers as u64)
+                .max(1);
+            let handles: Vec<_> = (0..writers as u64)
+                .map(|w| {
+                    let start = format::HEADER_LEN as u64 + w * share;
+                    let pieces = &pieces;
+                    scope.spawn(move || write_range(tmp, pieces, start, start + share))
+                })
+                .collect();
+            let sum = parts.checksum();
+            (sum, crate::threads::join_resuming(handles))
+        });
+        for w in written {
+            w?;
+        }
+        parts.head[format::CHECKSUM_AT..format::CHECKSUM_AT + 8]
+            .copy_from_slice(&sum.to_le_bytes());
+        file.write_all(&parts.head)
+    })?;
     Ok(Written {
         tools: parts.n,
         bytes: len,
