@@ -44,19 +44,7 @@ async fn answer_watching<T>(mut outcome: oneshot::Receiver<T>, watch: Duration) 
     // baseline. There the watch blocks its worker instead (other workers run the other tasks).
     let multi_thread = tokio::runtime::Handle::try_current()
         .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-    if !watch.is_zero() && multi_thread {
-        let until = Instant::now() + watch;
-        loop {
-            match outcome.try_recv() {
-                Ok(got) => return Some(got),
-                Err(oneshot::error::TryRecvError::Closed) => return None,
-                Err(oneshot::error::TryRecvError::Empty) if Instant::now() < until => {
-                    std::thread::yield_now();
-                }
-                Err(oneshot::error::TryRecvError::Empty) => break,
-            }
-        }
-    } else if !watch.is_zero() {
+    if !watch.is_zero() {
         let until = Instant::now() + watch;
         loop {
             match outcome.try_recv() {
@@ -64,7 +52,11 @@ async fn answer_watching<T>(mut outcome: oneshot::Receiver<T>, watch: Duration) 
                 // A receiver that answered this must not be awaited.
                 Err(oneshot::error::TryRecvError::Closed) => return None,
                 Err(oneshot::error::TryRecvError::Empty) if Instant::now() < until => {
-                    tokio::task::yield_now().await;
+                    if multi_thread {
+                        std::thread::yield_now();
+                    } else {
+                        tokio::task::yield_now().await;
+                    }
                 }
                 Err(oneshot::error::TryRecvError::Empty) => break,
             }
