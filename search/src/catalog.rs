@@ -161,13 +161,7 @@ fn read_in_parts(path: &Path, len: u64, parts: u64) -> Result<Catalog, CatalogEr
     for part in read {
         match part.error {
             Some(PartError::Io(source)) => return Err(io(source)),
-            Some(PartError::Parse { line, source }) => {
-                return Err(CatalogError::Parse {
-                    path: path.to_path_buf(),
-                    line: before + line,
-                    source,
-                });
-            }
+            Some(PartError::Line { line, error }) => return Err(error.at(path, before + line)),
             None => {}
         }
         before += part.lines;
@@ -194,13 +188,10 @@ struct Part {
     error: Option<PartError>,
 }
 
-/// Why a part stopped early; a parse error's line is counted from the part's first line (1).
+/// Why a part stopped early; a bad line is counted from the part's first line (1).
 enum PartError {
     Io(std::io::Error),
-    Parse {
-        line: usize,
-        source: serde_json::Error,
-    },
+    Line { line: usize, error: LineError },
 }
 
 /// Reads the lines of the catalog at `path` that start at or after byte `start` and before
@@ -224,7 +215,7 @@ fn read_part_into(path: &Path, start: u64, end: u64, part: &mut Part) -> Result<
     let mut at = start.saturating_sub(1);
     file.seek(SeekFrom::Start(at)).map_err(PartError::Io)?;
     let mut reader = BufReader::new(file);
-    let mut line = String::new();
+    let mut line = Vec::new();
     if start > 0 {
         let mut skipped = Vec::new();
         at += reader
@@ -233,20 +224,22 @@ fn read_part_into(path: &Path, start: u64, end: u64, part: &mut Part) -> Result<
     }
     while at < end {
         line.clear();
-        let n = reader.read_line(&mut line).map_err(PartError::Io)?;
+        let n = reader.read_until(b'\n', &mut line).map_err(PartError::Io)?;
         if n == 0 {
             break;
         }
         at += n as u64;
         part.lines += 1;
-        if line.trim().is_empty() {
-            continue;
+        match parse_line(&line) {
+            Ok(Some(tool)) => part.tools.push(tool),
+            Ok(None) => {}
+            Err(error) => {
+                return Err(PartError::Line {
+                    line: part.lines,
+                    error,
+                });
+            }
         }
-        let tool = serde_json::from_str(&line).map_err(|source| PartError::Parse {
-            line: part.lines,
-            source,
-        })?;
-        part.tools.push(tool);
     }
     Ok(())
 }
@@ -264,6 +257,18 @@ pub enum CatalogError {
         /// The underlying error.
         #[source]
         source: std::io::Error,
+    },
+    /// A line is not UTF-8 text.
+    #[error(
+        "{path}:{line}:{column}: not UTF-8 text (the line's byte {column} starts an invalid sequence)"
+    )]
+    NotUtf8 {
+        /// The catalog file.
+        path: PathBuf,
+        /// The 1-based line number.
+        line: usize,
+        /// The 1-based byte of the line where the invalid sequence starts.
+        column: usize,
     },
     /// A line is not a JSON object with at least a string `name`.
     #[error("{path}:{line}: not a tool document")]
@@ -311,23 +316,57 @@ fn read_lines<T: serde::de::DeserializeOwned>(
         source,
     };
     let mut docs = Vec::new();
-    let mut line = String::new();
+    let mut line = Vec::new();
     for i in 0.. {
         line.clear();
-        if reader.read_line(&mut line).map_err(io)? == 0 {
+        if reader.read_until(b'\n', &mut line).map_err(io)? == 0 {
             break;
         }
-        if line.trim().is_empty() {
-            continue;
+        match parse_line(&line) {
+            Ok(Some(doc)) => docs.push(doc),
+            Ok(None) => {}
+            Err(error) => return Err(error.at(path, i + 1)),
         }
-        let doc = serde_json::from_str(&line).map_err(|source| CatalogError::Parse {
-            path: path.to_path_buf(),
-            line: i + 1,
-            source,
-        })?;
-        docs.push(doc);
     }
     Ok(docs)
+}
+
+/// Why one line of a catalog is not a tool: the one rule both readers (whole and in parts)
+/// apply to a line, before they know its number in the file.
+enum LineError {
+    /// Not UTF-8: the 0-based byte of the line where the invalid sequence starts.
+    NotUtf8 { byte: usize },
+    /// UTF-8, but not a tool document.
+    Parse(serde_json::Error),
+}
+
+impl LineError {
+    /// The error of line `line` (1-based) of the catalog at `path`.
+    fn at(self, path: &Path, line: usize) -> CatalogError {
+        let path = path.to_path_buf();
+        match self {
+            LineError::NotUtf8 { byte } => CatalogError::NotUtf8 {
+                path,
+                line,
+                column: byte + 1,
+            },
+            LineError::Parse(source) => CatalogError::Parse { path, line, source },
+        }
+    }
+}
+
+/// One line of a catalog (its newline included or not): `None` if it is blank, else the tool
+/// it holds.
+fn parse_line<T: serde::de::DeserializeOwned>(line: &[u8]) -> Result<Option<T>, LineError> {
+    let text = std::str::from_utf8(line).map_err(|e| LineError::NotUtf8 {
+        byte: e.valid_up_to(),
+    })?;
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    serde_json::from_str(text)
+        .map(Some)
+        .map_err(LineError::Parse)
 }
 
 #[cfg(test)]
@@ -491,12 +530,54 @@ mod tests {
     }
 
     #[test]
-    fn a_line_that_is_not_utf8_read_in_parts_is_an_io_error() {
+    fn a_line_that_is_not_utf8_read_in_parts_is_named_by_its_line_and_byte() {
         let mut bytes = numbered_lines(40).into_bytes();
         bytes.extend_from_slice(b"{\"name\":\"\xff\"}\n");
         let mut f = tempfile::NamedTempFile::new().unwrap();
         f.write_all(&bytes).unwrap();
         let err = read_in_parts(f.path(), bytes.len() as u64, 3).unwrap_err();
-        assert!(matches!(err, CatalogError::Io { .. }), "{err}");
+        assert!(
+            matches!(
+                err,
+                CatalogError::NotUtf8 {
+                    line: 47,
+                    column: 10,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_line_that_is_not_utf8_is_named_by_its_line_and_byte() {
+        let bytes = b"{\"name\":\"a\"}\n\n{\"name\":\"b\", \"description\":\"caf\xe9\"}\n";
+        let err = read_catalog_jsonl_from(&bytes[..], Path::new("tools.jsonl")).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                CatalogError::NotUtf8 {
+                    line: 3,
+                    column: 32,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert_eq!(
+            err.to_string(),
+            "tools.jsonl:3:32: not UTF-8 text (the line's byte 32 starts an invalid sequence)"
+        );
+    }
+
+    #[test]
+    fn a_line_ending_in_crlf_is_read_like_one_ending_in_lf() {
+        let docs = read_catalog_jsonl_from(
+            &b"{\"name\":\"a\"}\r\n{\"name\":\"b\"}\r\n"[..],
+            Path::new("tools.jsonl"),
+        )
+        .unwrap();
+        let names: Vec<_> = docs.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
     }
 }

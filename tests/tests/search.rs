@@ -274,7 +274,10 @@ fn a_catalog_that_is_not_utf8_or_not_json_lines_is_an_input_error() {
         "broken.jsonl",
         b"{\"name\": \"a\"}\n{\"description\": \"no name\"}\n",
     );
-    for (file, why) in [(&binary, "UTF-8"), (&broken, "broken.jsonl:2:")] {
+    for (file, why) in [
+        (&binary, "binary.jsonl:1:12: not UTF-8"),
+        (&broken, "broken.jsonl:2:"),
+    ] {
         let run = toolgate(&["search", "--catalog", file.to_str().unwrap(), "anything"]);
         run.assert_code(4).assert_no_panic();
         assert!(run.stderr.contains(why), "{}", run.stderr);
