@@ -4,7 +4,7 @@
 //! A plugin call is a blocking C call, so it runs on a thread of the plugin's own pool
 //! ([`pool`]): the call is handed over a queue to a thread that is already there, and its
 //! result comes back over a oneshot channel (the caller watches it for a short while first,
-//! yielding to its runtime, when the plugin's calls are quick: [`wait`]). When the call is
+//! spinning, then yielding, when the plugin's calls are quick: [`wait`]). When the call is
 //! cancelled (timeout, turn cancelled) its cancellation flag is set for the plugin to poll, and
 //! the guard stops waiting at once: a plugin that ignores cancellation finishes on its own
 //! thread and its late result is discarded. Libraries are never unloaded.
@@ -355,9 +355,16 @@ impl Tool for PluginTool {
             let (chunk_tx, chunks) = mpsc::unbounded_channel();
             let cancel = ctx.cancel.clone();
             let (answer, guard): (BoxFuture<'static, Reply>, Box<dyn Send>) = match backend {
-                Backend::InProcess { plugin, pool } => {
-                    in_process(plugin, pool, name, thread, ctx, args, chunk_tx)?
-                }
+                Backend::InProcess { plugin, pool } => in_process(
+                    plugin,
+                    pool,
+                    name,
+                    thread,
+                    ctx,
+                    args,
+                    chunk_tx,
+                    &plugin_name,
+                )?,
                 Backend::Process(supervisor) => {
                     // Both are held until the worker answers, or dies (or is killed for
                     // running past the deadline), not only until the timeout.
@@ -385,6 +392,7 @@ impl Tool for PluginTool {
 type Reply = Result<PluginOutcome, ToolError>;
 
 /// Starts a call on the plugin's own threads: its end, and what cancels it when dropped.
+#[allow(clippy::too_many_arguments)]
 fn in_process(
     plugin: Arc<LoadedPlugin>,
     pool: Arc<pool::Pool>,
@@ -393,6 +401,7 @@ fn in_process(
     ctx: ToolContext,
     args: serde_json::Value,
     chunk_tx: mpsc::UnboundedSender<String>,
+    plugin_name: &str,
 ) -> Result<(BoxFuture<'static, Reply>, Box<dyn Send>), ToolError> {
     let flag = CancelFlag::new();
     let on_drop = CancelOnDrop(flag.clone());
@@ -400,7 +409,6 @@ fn in_process(
     let progress = ctx.progress.clone();
     let hold = ctx.hold.clone();
     let args = args.to_string();
-    let plugin_name = plugin.name().to_string();
     let (done, outcome) = oneshot::channel();
     let job = Box::new(move |finishing: &pool::Finishing| {
         // Both are released when the plugin really returns, not at the timeout.
@@ -429,7 +437,7 @@ fn in_process(
     })?;
     let quick = pool.ran_within(wait::CALLER_WAIT);
     let answer = async move {
-        match wait::answer(outcome, quick).await {
+        match wait::answer(outcome, quick.then(|| pool.caller_spin())).await {
             Some(Ok(outcome)) => Ok(outcome),
             Some(Err(message)) => Err(ToolError::panic(message)),
             None => Err(ToolError::panic(

@@ -130,6 +130,8 @@ pub(crate) struct Supervisor {
     label: String,
     state: Mutex<State>,
     next_id: AtomicU64,
+    /// Whether its callers' spins for a result pay off (a pipe's round trip rarely fits one).
+    caller_spin: wait::Spin,
 }
 
 #[derive(Default)]
@@ -166,6 +168,7 @@ impl Supervisor {
             label,
             state: Mutex::new(State::default()),
             next_id: AtomicU64::new(1),
+            caller_spin: wait::Spin::default(),
         });
         let (running, manifest) = supervisor.spawn()?;
         lock(&supervisor.state).current = Some(running);
@@ -428,12 +431,14 @@ impl Supervisor {
             id,
             answered: false,
         };
-        let reply = wait::answer(answer, quick).await.unwrap_or_else(|| {
-            Err(ToolError::coded(
-                PLUGIN_CRASHED,
-                "the plugin's worker ended without answering",
-            ))
-        });
+        let reply = wait::answer(answer, quick.then_some(&self.caller_spin))
+            .await
+            .unwrap_or_else(|| {
+                Err(ToolError::coded(
+                    PLUGIN_CRASHED,
+                    "the plugin's worker ended without answering",
+                ))
+            });
         guard.answered = true;
         if reply.is_ok() {
             lock(&self.state).crashes = 0;
