@@ -355,16 +355,13 @@ impl Tool for PluginTool {
             let (chunk_tx, chunks) = mpsc::unbounded_channel();
             let cancel = ctx.cancel.clone();
             let (answer, guard): (BoxFuture<'static, Reply>, Box<dyn Send>) = match backend {
-                Backend::InProcess { plugin, pool } => in_process(
-                    plugin,
-                    pool,
-                    name,
-                    thread,
-                    ctx,
-                    args,
-                    chunk_tx,
-                    &plugin_name,
-                )?,
+                Backend::InProcess { plugin, pool } => {
+                    in_process(plugin, pool, name, thread, ctx, args, chunk_tx).map_err(|err| {
+                        ToolError::new(format!(
+                            "could not start a thread for the plugin {plugin_name:?}: {err}"
+                        ))
+                    })?
+                }
                 Backend::Process(supervisor) => {
                     // Both are held until the worker answers, or dies (or is killed for
                     // running past the deadline), not only until the timeout.
@@ -391,8 +388,8 @@ impl Tool for PluginTool {
 /// What a plugin call answers at its end.
 type Reply = Result<PluginOutcome, ToolError>;
 
-/// Starts a call on the plugin's own threads: its end, and what cancels it when dropped.
-#[allow(clippy::too_many_arguments)]
+/// Starts a call on the plugin's own threads: its end, and what cancels it when dropped; fails
+/// only if no thread could be started for it.
 fn in_process(
     plugin: Arc<LoadedPlugin>,
     pool: Arc<pool::Pool>,
@@ -401,8 +398,7 @@ fn in_process(
     ctx: ToolContext,
     args: serde_json::Value,
     chunk_tx: mpsc::UnboundedSender<String>,
-    plugin_name: &str,
-) -> Result<(BoxFuture<'static, Reply>, Box<dyn Send>), ToolError> {
+) -> std::io::Result<(BoxFuture<'static, Reply>, Box<dyn Send>)> {
     let flag = CancelFlag::new();
     let on_drop = CancelOnDrop(flag.clone());
     let thread_flag = flag.clone();
@@ -430,11 +426,7 @@ fn in_process(
         // Nobody waits any more after a timeout: the late result is dropped.
         let _ = done.send(result);
     });
-    pool.submit(job).map_err(|err| {
-        ToolError::new(format!(
-            "could not start a thread for the plugin {plugin_name:?}: {err}"
-        ))
-    })?;
+    pool.submit(job)?;
     let quick = pool.ran_within(wait::CALLER_WAIT);
     let answer = async move {
         match wait::answer(outcome, quick.then(|| pool.caller_spin())).await {
@@ -550,7 +542,11 @@ fn output_of_reply(
     Ok(output_of(all))
 }
 
-fn output_of(parts: Vec<Part>) -> ToolOutput {
+fn output_of(mut parts: Vec<Part>) -> ToolOutput {
+    // One text part, the usual answer: its text as it is, not copied.
+    if let [Part::Text(text)] = parts.as_mut_slice() {
+        return ToolOutput::Text(std::mem::take(text));
+    }
     let only_text = parts.iter().all(|p| matches!(p, Part::Text(_)));
     if only_text {
         let mut text = String::new();
@@ -699,6 +695,21 @@ mod tests {
             .expect("the task ends")
         });
         assert_eq!(texts, ("hi".to_string(), "slept 20 ms".to_string()));
+    }
+
+    #[test]
+    fn a_result_of_one_text_part_is_that_text() {
+        let output = output_of(vec![Part::Text("one".to_string())]);
+        assert!(matches!(output, ToolOutput::Text(text) if text == "one"));
+    }
+
+    #[test]
+    fn a_result_of_several_text_parts_is_their_texts_joined() {
+        let output = output_of(vec![
+            Part::Text("one ".to_string()),
+            Part::Text("two".to_string()),
+        ]);
+        assert!(matches!(output, ToolOutput::Text(text) if text == "one two"));
     }
 
     #[test]

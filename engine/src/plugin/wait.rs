@@ -141,7 +141,7 @@ pub(crate) fn spin_until(until: Instant, mut ready: impl FnMut() -> bool) -> boo
             return true;
         }
         spins = spins.wrapping_add(1);
-        if spins % SPINS_PER_CLOCK_READ == 0 && Instant::now() >= until {
+        if spins.is_multiple_of(SPINS_PER_CLOCK_READ) && Instant::now() >= until {
             return false;
         }
         std::hint::spin_loop();
