@@ -11,7 +11,8 @@
 //! While calls come back to back and are quick ([`wait::worker_pace`]), neither the reader
 //! thread nor the caller sleeps between a call and its result: the reader watches the worker's
 //! output for a short while after the last call was sent or result came, and the caller watches for
-//! its result, yielding to its runtime, for at most [`wait::CALLER_WAIT`]; the worker watches
+//! its result (spinning first while that pays off, then yielding) for at most
+//! [`wait::CALLER_WAIT`]; the worker watches
 //! its input the same way (`toolgate_plugin_api::worker::serve_pipe_confined`). A lone call,
 //! or one after a pause, finds them all asleep and costs no CPU until it comes.
 //!
