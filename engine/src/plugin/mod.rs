@@ -4,7 +4,7 @@
 //! A plugin call is a blocking C call, so it runs on a thread of the plugin's own pool
 //! ([`pool`]): the call is handed over a queue to a thread that is already there, and its
 //! result comes back over a oneshot channel (the caller watches it for a short while first,
-//! yielding to its runtime, when the plugin's calls are quick: [`wait`]). When the call is
+//! spinning, then yielding, when the plugin's calls are quick: [`wait`]). When the call is
 //! cancelled (timeout, turn cancelled) its cancellation flag is set for the plugin to poll, and
 //! the guard stops waiting at once: a plugin that ignores cancellation finishes on its own
 //! thread and its late result is discarded. Libraries are never unloaded.
@@ -356,7 +356,11 @@ impl Tool for PluginTool {
             let cancel = ctx.cancel.clone();
             let (answer, guard): (BoxFuture<'static, Reply>, Box<dyn Send>) = match backend {
                 Backend::InProcess { plugin, pool } => {
-                    in_process(plugin, pool, name, thread, ctx, args, chunk_tx)?
+                    in_process(plugin, pool, name, thread, ctx, args, chunk_tx).map_err(|err| {
+                        ToolError::new(format!(
+                            "could not start a thread for the plugin {plugin_name:?}: {err}"
+                        ))
+                    })?
                 }
                 Backend::Process(supervisor) => {
                     // Both are held until the worker answers, or dies (or is killed for
@@ -384,7 +388,8 @@ impl Tool for PluginTool {
 /// What a plugin call answers at its end.
 type Reply = Result<PluginOutcome, ToolError>;
 
-/// Starts a call on the plugin's own threads: its end, and what cancels it when dropped.
+/// Starts a call on the plugin's own threads: its end, and what cancels it when dropped; fails
+/// only if no thread could be started for it.
 fn in_process(
     plugin: Arc<LoadedPlugin>,
     pool: Arc<pool::Pool>,
@@ -393,14 +398,13 @@ fn in_process(
     ctx: ToolContext,
     args: serde_json::Value,
     chunk_tx: mpsc::UnboundedSender<String>,
-) -> Result<(BoxFuture<'static, Reply>, Box<dyn Send>), ToolError> {
+) -> std::io::Result<(BoxFuture<'static, Reply>, Box<dyn Send>)> {
     let flag = CancelFlag::new();
     let on_drop = CancelOnDrop(flag.clone());
     let thread_flag = flag.clone();
     let progress = ctx.progress.clone();
     let hold = ctx.hold.clone();
     let args = args.to_string();
-    let plugin_name = plugin.name().to_string();
     let (done, outcome) = oneshot::channel();
     let job = Box::new(move |finishing: &pool::Finishing| {
         // Both are released when the plugin really returns, not at the timeout.
@@ -422,14 +426,10 @@ fn in_process(
         // Nobody waits any more after a timeout: the late result is dropped.
         let _ = done.send(result);
     });
-    pool.submit(job).map_err(|err| {
-        ToolError::new(format!(
-            "could not start a thread for the plugin {plugin_name:?}: {err}"
-        ))
-    })?;
+    pool.submit(job)?;
     let quick = pool.ran_within(wait::CALLER_WAIT);
     let answer = async move {
-        match wait::answer(outcome, quick).await {
+        match wait::answer(outcome, quick.then(|| pool.caller_spin())).await {
             Some(Ok(outcome)) => Ok(outcome),
             Some(Err(message)) => Err(ToolError::panic(message)),
             None => Err(ToolError::panic(
@@ -542,7 +542,11 @@ fn output_of_reply(
     Ok(output_of(all))
 }
 
-fn output_of(parts: Vec<Part>) -> ToolOutput {
+fn output_of(mut parts: Vec<Part>) -> ToolOutput {
+    // One text part, the usual answer: its text as it is, not copied.
+    if let [Part::Text(text)] = parts.as_mut_slice() {
+        return ToolOutput::Text(std::mem::take(text));
+    }
     let only_text = parts.iter().all(|p| matches!(p, Part::Text(_)));
     if only_text {
         let mut text = String::new();
@@ -691,6 +695,21 @@ mod tests {
             .expect("the task ends")
         });
         assert_eq!(texts, ("hi".to_string(), "slept 20 ms".to_string()));
+    }
+
+    #[test]
+    fn a_result_of_one_text_part_is_that_text() {
+        let output = output_of(vec![Part::Text("one".to_string())]);
+        assert!(matches!(output, ToolOutput::Text(text) if text == "one"));
+    }
+
+    #[test]
+    fn a_result_of_several_text_parts_is_their_texts_joined() {
+        let output = output_of(vec![
+            Part::Text("one ".to_string()),
+            Part::Text("two".to_string()),
+        ]);
+        assert!(matches!(output, ToolOutput::Text(text) if text == "one two"));
     }
 
     #[test]

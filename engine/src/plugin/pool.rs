@@ -4,11 +4,14 @@
 //! A [`Pool`] starts threads lazily, up to its bound, and keeps them: a call is handed to an
 //! idle thread through a queue, without spawning a task or a thread per call. A thread that
 //! has just finished a call takes the next one if it is already queued. Otherwise it sleeps at
-//! once, unless calls are coming back to back ([`Wait`]): then it stays awake briefly,
-//! yielding its core to any thread that wants it, so the next call needs no wake-up. (An
-//! earlier version spun 50 µs after every call, yielding nothing; on a machine with few cores
-//! and other work that took the core the caller needed, and made calls 2-10x slower.) A thread
-//! idle for [`IDLE_EXIT`] ends; the pool starts another when it needs one.
+//! once, unless calls are coming back to back ([`Wait`]): then it stays awake briefly, so the
+//! next call needs no wake-up: it spins for the first 10 µs (no system call: a caller that
+//! calls again at once does so within 2-3 µs), then yields its core to any thread that wants
+//! it. A spin that saw no job turns the next spins off for a while (`wait::Spin`): then the
+//! caller is slower than a spin, or waits for this core. (An earlier version spun 50 µs after
+//! every call, yielding nothing; on a machine with few cores and other work that took the core
+//! the caller needed, and made calls 2-10x slower.) A thread idle for [`IDLE_EXIT`] ends; the
+//! pool starts another when it needs one.
 //!
 //! The pool does not bound anything itself: the plugin's thread permits (`max_threads`) are
 //! taken before a job is submitted and released by the job when the plugin returns, so at most
@@ -19,6 +22,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
+
+use super::wait::{Spin, THREAD_SPIN};
 
 /// How long a thread with nothing to do stays before it ends.
 const IDLE_EXIT: Duration = Duration::from_secs(30);
@@ -84,6 +89,10 @@ struct Shared {
     /// Set when the pool is dropped, readable without the lock.
     closing: AtomicBool,
     wait: Wait,
+    /// Whether the threads' spins for a next job pay off.
+    thread_spin: Spin,
+    /// Whether the callers' spins for a result pay off.
+    caller_spin: Spin,
 }
 
 /// How a thread that has finished a job waits for the next before it sleeps.
@@ -91,6 +100,8 @@ struct Shared {
 pub(crate) struct Wait {
     /// How long it stays awake watching the queue (0: it sleeps at once).
     pub(crate) awake_for: Duration,
+    /// How much of `awake_for` it spins (no system call) before it yields its core in turns.
+    pub(crate) spin_for: Duration,
     /// It stays awake only after a job that came less than this after the one before ended.
     pub(crate) after_gap_below: Duration,
 }
@@ -99,9 +110,11 @@ impl Wait {
     /// Awake 50 µs after a job that came within 200 µs of the previous one's end. Measured in
     /// `engine/benches/guard.rs` (`plugin` group, 2 loaded cores): on a multi-thread runtime a
     /// call then finds its thread awake instead of paying a futex wake-up and the scheduler's
-    /// delay; a lone call (or one after a pause) still finds it asleep and costs no CPU.
+    /// delay; a lone call (or one after a pause) still finds it asleep and costs no CPU. The
+    /// first [`THREAD_SPIN`] of it spin (see `wait` for the figures).
     pub(crate) const DEFAULT: Wait = Wait {
         awake_for: Duration::from_micros(50),
+        spin_for: THREAD_SPIN,
         after_gap_below: Duration::from_micros(200),
     };
 }
@@ -139,6 +152,8 @@ impl Pool {
                 back_to_back: AtomicBool::new(false),
                 closing: AtomicBool::new(false),
                 wait,
+                thread_spin: Spin::default(),
+                caller_spin: Spin::default(),
             }),
         }
     }
@@ -191,6 +206,11 @@ impl Pool {
     /// Whether the last call ran for less than `within`.
     pub(crate) fn ran_within(&self, within: Duration) -> bool {
         self.shared.ran_within(within)
+    }
+
+    /// Whether the spins of this plugin's callers for their results pay off.
+    pub(crate) fn caller_spin(&self) -> &Spin {
+        &self.shared.caller_spin
     }
 }
 
@@ -254,12 +274,17 @@ impl Shared {
         if between_jobs && self.back_to_back.load(Ordering::Relaxed) {
             // Still counted in `between_jobs`: `submit` does not wake anyone for a job that
             // comes now, this thread takes it below.
-            let until = Instant::now() + self.wait.awake_for;
-            while self.queued.load(Ordering::Acquire) == 0
-                && !self.closing.load(Ordering::Acquire)
-                && Instant::now() < until
-            {
-                std::thread::yield_now();
+            let now = Instant::now();
+            let until = now + self.wait.awake_for;
+            let some =
+                || self.queued.load(Ordering::Acquire) != 0 || self.closing.load(Ordering::Acquire);
+            // First without a system call: a caller that calls again at once does so within a
+            // few µs; then yielding the core in turns.
+            let spun = now + self.wait.spin_for.min(self.wait.awake_for);
+            if !self.thread_spin.until(spun, some) {
+                while !some() && Instant::now() < until {
+                    std::thread::yield_now();
+                }
             }
         }
         let mut state = self.lock();
@@ -397,6 +422,7 @@ mod tests {
             1,
             Wait {
                 awake_for: Duration::from_secs(60),
+                spin_for: Duration::ZERO,
                 after_gap_below: Duration::from_secs(60),
             },
         );
@@ -418,6 +444,7 @@ mod tests {
             4,
             Wait {
                 awake_for: Duration::from_secs(60),
+                spin_for: Duration::ZERO,
                 after_gap_below: Duration::from_secs(60),
             },
         );
@@ -428,12 +455,46 @@ mod tests {
     }
 
     #[test]
+    fn a_thread_spinning_after_a_job_takes_the_next_that_comes() {
+        let pool = Pool::with_wait(
+            "demo",
+            4,
+            Wait {
+                awake_for: Duration::from_secs(60),
+                spin_for: Duration::from_secs(60),
+                after_gap_below: Duration::from_secs(60),
+            },
+        );
+        for _ in 0..20 {
+            run_one(&pool);
+        }
+        assert_eq!(pool.shared.lock().threads, 1);
+    }
+
+    #[test]
+    fn a_thread_spinning_after_a_job_sleeps_once_its_wait_is_over() {
+        let pool = Pool::with_wait(
+            "demo",
+            1,
+            Wait {
+                awake_for: Duration::from_millis(5),
+                spin_for: Duration::from_millis(5),
+                after_gap_below: Duration::from_secs(60),
+            },
+        );
+        run_one(&pool);
+        run_one(&pool);
+        assert!(falls_asleep(&pool), "the thread is still awake after 10 s");
+    }
+
+    #[test]
     fn a_thread_awake_after_a_job_sleeps_once_its_wait_is_over() {
         let pool = Pool::with_wait(
             "demo",
             1,
             Wait {
                 awake_for: Duration::from_millis(5),
+                spin_for: Duration::ZERO,
                 after_gap_below: Duration::from_secs(60),
             },
         );
@@ -449,6 +510,7 @@ mod tests {
             1,
             Wait {
                 awake_for: Duration::from_secs(60),
+                spin_for: Duration::ZERO,
                 after_gap_below: Duration::from_millis(1),
             },
         );

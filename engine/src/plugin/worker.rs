@@ -11,7 +11,8 @@
 //! While calls come back to back and are quick ([`wait::worker_pace`]), neither the reader
 //! thread nor the caller sleeps between a call and its result: the reader watches the worker's
 //! output for a short while after the last call was sent or result came, and the caller watches for
-//! its result, yielding to its runtime, for at most [`wait::CALLER_WAIT`]; the worker watches
+//! its result (spinning first while that pays off, then yielding) for at most
+//! [`wait::CALLER_WAIT`]; the worker watches
 //! its input the same way (`toolgate_plugin_api::worker::serve_pipe_confined`). A lone call,
 //! or one after a pause, finds them all asleep and costs no CPU until it comes.
 //!
@@ -130,6 +131,8 @@ pub(crate) struct Supervisor {
     label: String,
     state: Mutex<State>,
     next_id: AtomicU64,
+    /// Whether its callers' spins for a result pay off (a pipe's round trip rarely fits one).
+    caller_spin: wait::Spin,
 }
 
 #[derive(Default)]
@@ -166,6 +169,7 @@ impl Supervisor {
             label,
             state: Mutex::new(State::default()),
             next_id: AtomicU64::new(1),
+            caller_spin: wait::Spin::default(),
         });
         let (running, manifest) = supervisor.spawn()?;
         lock(&supervisor.state).current = Some(running);
@@ -428,12 +432,14 @@ impl Supervisor {
             id,
             answered: false,
         };
-        let reply = wait::answer(answer, quick).await.unwrap_or_else(|| {
-            Err(ToolError::coded(
-                PLUGIN_CRASHED,
-                "the plugin's worker ended without answering",
-            ))
-        });
+        let reply = wait::answer(answer, quick.then_some(&self.caller_spin))
+            .await
+            .unwrap_or_else(|| {
+                Err(ToolError::coded(
+                    PLUGIN_CRASHED,
+                    "the plugin's worker ended without answering",
+                ))
+            });
         guard.answered = true;
         if reply.is_ok() {
             lock(&self.state).crashes = 0;
