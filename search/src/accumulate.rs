@@ -163,22 +163,32 @@ impl Scratch {
             }
             return;
         }
-        self.best_touched.clear();
+        let Scratch {
+            acc,
+            best,
+            touched,
+            best_touched,
+            block,
+            n,
+            ..
+        } = self;
+        let (acc, best) = (&mut acc[..], &mut best[..]);
+        best_touched.clear();
         for c in &group.cursors {
             let mut blocks = c.list.blocks();
-            while let Ok(true) = blocks.next_into(&mut self.block) {
-                let block = &*self.block;
-                for (&d, &q) in block.docs[..in_catalog(block, self.n)]
+            while let Ok(true) = blocks.next_into(block) {
+                let block = &**block;
+                for (&d, &q) in block.docs[..in_catalog(block, *n)]
                     .iter()
                     .zip(&block.impacts)
                 {
                     let d = d as usize;
                     let s = c.weight * f32::from(q);
-                    let Some(b) = self.best.get_mut(d) else {
+                    let Some(b) = best.get_mut(d) else {
                         continue;
                     };
                     if *b == UNSET {
-                        self.best_touched.push(d as u32);
+                        best_touched.push(d as u32);
                     }
                     // The best of 0 and the expansions' contributions, as if `best` started at 0.
                     *b = b.max(0.0).max(s);
@@ -188,11 +198,14 @@ impl Scratch {
         // In the order first touched: each tool's sums do not depend on the order tools are
         // added in, and the selection keeps the best by score and tool number whatever order
         // it sees them in.
-        for k in 0..self.best_touched.len() {
-            let d = self.best_touched[k] as usize;
-            let s = std::mem::replace(&mut self.best[d], UNSET);
-            if let Some(a) = self.acc.get_mut(d) {
-                add::<LIST>(a, &mut self.touched, d, s, share);
+        for &d in best_touched.iter() {
+            let d = d as usize;
+            let Some(b) = best.get_mut(d) else {
+                continue;
+            };
+            let s = std::mem::replace(b, UNSET);
+            if let Some(a) = acc.get_mut(d) {
+                add::<LIST>(a, touched, d, s, share);
             }
         }
     }
@@ -205,21 +218,33 @@ impl Scratch {
         share: f32,
     ) {
         let mut blocks = c.list.blocks();
-        let contrib = &mut self.contrib;
+        // The arrays as local slices, borrowed apart: written through in the loop, they could
+        // otherwise be the vectors' own fields, which would be read again for every posting.
+        let Scratch {
+            acc,
+            name,
+            required,
+            touched,
+            block,
+            contrib,
+            n,
+            ..
+        } = self;
+        let (acc, name, required) = (&mut acc[..], &mut name[..], &mut required[..]);
         // A block that does not decode ends the list (only a damaged file has one).
-        while let Ok(true) = blocks.next_into(&mut self.block) {
-            let block = &*self.block;
-            let len = in_catalog(block, self.n);
+        while let Ok(true) = blocks.next_into(block) {
+            let block = &**block;
+            let len = in_catalog(block, *n);
             // Apart, in a loop the compiler makes vector code of: the same products.
             for (w, &q) in contrib.iter_mut().zip(&block.impacts) {
                 *w = c.weight * f32::from(q);
             }
             for (&d, &s) in block.docs[..len].iter().zip(contrib.iter()) {
                 let d = d as usize;
-                if let Some(a) = self.acc.get_mut(d) {
-                    add::<LIST>(a, &mut self.touched, d, s, share);
+                if let Some(a) = acc.get_mut(d) {
+                    add::<LIST>(a, touched, d, s, share);
                 }
-                if REQUIRED && let Some(m) = self.required.get_mut(d) {
+                if REQUIRED && let Some(m) = required.get_mut(d) {
                     *m = m.saturating_add(1);
                 }
             }
@@ -232,11 +257,7 @@ impl Scratch {
                 while bits != 0 {
                     let i = bits.trailing_zeros() as usize;
                     bits &= bits - 1;
-                    if let Some(m) = block
-                        .docs
-                        .get(i)
-                        .and_then(|&d| self.name.get_mut(d as usize))
-                    {
+                    if let Some(m) = block.docs.get(i).and_then(|&d| name.get_mut(d as usize)) {
                         *m = m.saturating_add(1);
                     }
                 }
