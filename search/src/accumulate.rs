@@ -249,16 +249,22 @@ impl Scratch {
                 }
             }
             if NAMES && block.has_names {
-                // Set bits only, a word at a time.
-                let mut bits = u128::from_le_bytes(block.names);
-                if len < BLOCK {
-                    bits &= (1u128 << len) - 1;
-                }
-                while bits != 0 {
-                    let i = bits.trailing_zeros() as usize;
-                    bits &= bits - 1;
-                    if let Some(m) = block.docs.get(i).and_then(|&d| name.get_mut(d as usize)) {
-                        *m = m.saturating_add(1);
+                // Set bits only, a word of 64 entries at a time.
+                for (h, half) in block.names.chunks_exact(8).enumerate() {
+                    let mut word = [0u8; 8];
+                    word.copy_from_slice(half);
+                    let mut bits = u64::from_le_bytes(word);
+                    // Entries past the catalog's are not counted.
+                    let keep = len.saturating_sub(h * 64);
+                    if keep < 64 {
+                        bits &= (1u64 << keep) - 1;
+                    }
+                    while bits != 0 {
+                        let i = h * 64 + bits.trailing_zeros() as usize;
+                        bits &= bits - 1;
+                        if let Some(m) = block.docs.get(i).and_then(|&d| name.get_mut(d as usize)) {
+                            *m = m.saturating_add(1);
+                        }
                     }
                 }
             }
