@@ -69,6 +69,7 @@ mod live;
 
 mod index;
 
+mod accumulate;
 mod build;
 mod explain;
 mod rerank;

@@ -6,7 +6,7 @@ fn decode(bytes: &[u8], offset: usize) -> Result<Vec<(u32, u16)>, BlockError> {
     let mut block = Block::new();
     let mut out = Vec::new();
     while blocks.next_into(&mut block)? {
-        out.extend((0..block.len).map(|i| (block.docs[i], block.impacts[i])));
+        out.extend((0..block.len).map(|i| (block.docs[i], block.impact_with_name(i))));
     }
     Ok(out)
 }
@@ -112,4 +112,26 @@ fn impacts_past_the_largest_are_refused() {
     // The base impact's bytes: 0x7fff -> 0xffff.
     buf[4] = 0xff;
     assert_eq!(decode(&buf, 0), Err(BlockError::ImpactOverflow));
+}
+
+#[test]
+fn impacts_of_a_block_whose_width_allows_more_than_the_largest_round_trip() {
+    // Base 20000 and 15 bits: the width alone would allow impacts up to 52767.
+    let list: Vec<(u32, u16)> = (0..200)
+        .map(|i| (i * 3, 20_000 + (i as u16 * 61) % 12_767))
+        .collect();
+    assert_eq!(decode(&encode(&list), 0).unwrap(), list);
+}
+
+#[test]
+fn a_whole_block_past_u32_max_is_refused() {
+    // 128 entries, the last at u32::MAX: each gap is 0 but the first.
+    let start = u32::MAX - 127;
+    let list: Vec<(u32, u16)> = (0..128).map(|i| (start + i, 1)).collect();
+    let mut buf = encode(&list);
+    assert_eq!(decode(&buf, 0).unwrap(), list);
+    // The gaps are 32 bits wide (the first is `start`): raise the last gap by one.
+    let last_gap = 2 + 4 + 127 * 4;
+    buf[last_gap] |= 1;
+    assert_eq!(decode(&buf, 0), Err(BlockError::DocOverflow));
 }

@@ -473,3 +473,23 @@ fn quoted_values_weigh_less_than_the_request() {
     });
     assert_eq!(top(&unweighted, query), "food_reviews");
 }
+
+/// A search touching every tool (whose selection scans the scores in tool order and clears them
+/// as it goes) leaves nothing behind for the next search.
+#[test]
+fn a_search_after_one_touching_every_tool_scores_as_before_it() {
+    let docs: Vec<ToolDoc> = (0..8)
+        .map(|i| {
+            let description = if i < 2 {
+                "alpha beta reader"
+            } else {
+                "alpha writer"
+            };
+            doc(&format!("alpha_{i}"), description)
+        })
+        .collect();
+    let index = SearchIndex::build(docs).expect("catalog builds");
+    let before = search(&index, "beta writer");
+    search(&index, "+alpha writer");
+    assert_eq!(search(&index, "beta writer"), before);
+}
