@@ -4,7 +4,7 @@
 //!
 //! The checksum only tells a damaged file from an intact one; it is no defence against a file
 //! written to look valid. Everything a search reads is therefore either bounds-checked where it
-//! is read (records, field lengths, postings lists, see `format::Reader`) or checked here once:
+//! is read (records, name lengths, postings lists, see `format::Reader`) or checked here once:
 //!
 //! * **The fst maps.** `fst` decodes nodes with unchecked arithmetic and slice indexing, and
 //!   `Map::new` validates little, so crafted nodes can make it panic or, through a cycle, walk

@@ -92,9 +92,25 @@ fn a_block_wider_than_32_bits_is_refused() {
     let mut buf = encode(&[(5, 1)]);
     buf[1] = 33;
     assert_eq!(decode(&buf, 0), Err(BlockError::Width));
-    let mut buf = encode(&[(5, 1)]);
-    buf[2] = 16;
-    assert_eq!(decode(&buf, 0), Err(BlockError::Width));
+}
+
+#[test]
+fn impacts_that_are_multiples_of_128_take_a_byte_each() {
+    // 128 entries one apart (gaps of 0 bits), impacts of all 256 levels but the top half.
+    let list: Vec<(u32, u16)> = (0..128).map(|i| (i, (i as u16) * 2 * 128)).collect();
+    let buf = encode(&list);
+    // The count (2 bytes), the header (4), no gap bits, 128 impacts of 8 bits.
+    assert_eq!(buf.len(), 2 + 4 + 128);
+    assert_eq!(decode(&buf, 0).unwrap(), list);
+}
+
+#[test]
+fn a_shift_lifting_an_impact_past_the_largest_is_refused() {
+    // 32764 - 0 has two low zero bits: the block's shift is 2, its width 13.
+    let mut buf = encode(&[(1, 0), (2, 32764)]);
+    assert_eq!(buf[2] & 0x70, 2 << 4);
+    buf[2] = (buf[2] & !0x70) | (3 << 4);
+    assert_eq!(decode(&buf, 0), Err(BlockError::ImpactOverflow));
 }
 
 #[test]

@@ -108,7 +108,7 @@ pub(crate) enum RecordError {
 /// Appends a tool's hot record's first part, its name. The re-ranking words
 /// ([`put_rerank`]) follow once the vocabulary is known.
 pub(crate) fn put_name(out: &mut Vec<u8>, name: &str) {
-    format::put_str(out, name);
+    format::put_short_str(out, name);
 }
 
 /// Appends a tool's text to the raw bytes of its block (compressed with [`put_block`] once
@@ -177,7 +177,7 @@ pub(crate) fn put_rerank(out: &mut Vec<u8>, name: &[u32], description: &[u32], e
 /// What the second stage reads of a hot record: the name, and a reader at the
 /// re-ranking words. `None` if the record does not fit.
 pub(crate) fn rerank_of(mut r: Reader<'_>) -> Option<(&str, RerankWords<'_>)> {
-    let name = r.str()?;
+    let name = r.short_str()?;
     Some((name, RerankWords { r }))
 }
 

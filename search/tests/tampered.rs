@@ -208,6 +208,19 @@ fn a_dictionary_root_outside_the_dictionary_is_an_invalid_index() {
     assert!(err.to_string().contains("term dictionary"), "{err}");
 }
 
+/// The bytes a one-block list at `at` takes if its count is `count`: the count, the header and
+/// the packed gaps, impacts (bits 0-3 of the flags: their width) and name bits.
+fn list_len(bytes: &[u8], at: usize, count: usize) -> usize {
+    let (doc_bits, flags) = (usize::from(bytes[at + 1]), bytes[at + 2]);
+    let impact_bits = usize::from(flags & 0x0f);
+    let names = if flags & 0x80 != 0 {
+        count.div_ceil(8)
+    } else {
+        0
+    };
+    5 + (count * doc_bits).div_ceil(8) + (count * impact_bits).div_ceil(8) + names
+}
+
 /// The start of each postings list of the section `postings` (format v5: a varint count, then
 /// blocks of a 4-byte header and bit-packed gaps, impacts and name bits; this small index has
 /// no list of 128 tools or more, so one block a list).
@@ -217,15 +230,8 @@ fn lists(bytes: &[u8], postings: std::ops::Range<usize>) -> Vec<(usize, usize)> 
     while at < postings.end {
         let count = usize::from(bytes[at]);
         assert!(count < 128, "one-byte count");
-        let (doc_bits, flags) = (usize::from(bytes[at + 1]), bytes[at + 2]);
-        let impact_bits = usize::from(flags & 0x7f);
-        let names = if flags & 0x80 != 0 {
-            count.div_ceil(8)
-        } else {
-            0
-        };
         out.push((at, count));
-        at += 5 + (count * doc_bits).div_ceil(8) + (count * impact_bits).div_ceil(8) + names;
+        at += list_len(bytes, at, count);
     }
     assert_eq!(at, postings.end, "the lists tile the section");
     out
@@ -313,8 +319,10 @@ fn a_postings_list_cut_short_is_an_invalid_index() {
     let postings = section(&bytes, SEC_POSTINGS);
     let (at, count) = *lists(&bytes, postings)
         .iter()
-        .find(|(_, count)| *count >= 2)
-        .expect("a term of two tools");
+        .find(|&&(at, count)| {
+            count >= 2 && list_len(&bytes, at, count - 1) < list_len(&bytes, at, count)
+        })
+        .expect("a term of two tools whose packed values take a byte more than one fewer would");
     // One tool fewer: the list ends before the next one starts.
     bytes[at] = (count - 1) as u8;
     reseal(&mut bytes);

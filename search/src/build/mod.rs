@@ -26,7 +26,7 @@ pub(crate) use write::Written;
 use std::path::Path;
 
 use crate::error::IndexError;
-use crate::field::FIELDS;
+use crate::field::{FIELDS, Field};
 use crate::ranking::ImpactParams;
 use crate::{format, record};
 
@@ -159,6 +159,11 @@ fn assemble(n: u32, all: Shard, params: ImpactParams, workers: usize) -> Result<
     let norms: Vec<[f32; FIELDS]> = (0..n)
         .map(|d| params.norms(&lens_of(d), &avg_len))
         .collect();
+    // The file keeps only the length a search reads: the name's (see `format.rs`).
+    let name_lens: Vec<u8> = (0..n)
+        .map(|d| format::name_len_byte(lens_of(d)[Field::Name as usize]))
+        .collect();
+    drop(field_lens);
     // How often each term occurs in the re-ranking words.
     let mut uses = vec![0u32; stems.postings.len()];
     for_each_rerank_list(&rerank, |list| {
@@ -187,14 +192,14 @@ fn assemble(n: u32, all: Shard, params: ImpactParams, workers: usize) -> Result<
         &doc_offsets,
         &rerank,
         &finished.rerank.number,
-    );
+    )?;
     drop((names, rerank));
     let sections: [Vec<u8>; format::SECTIONS] = [
         finished.stems,
         postings,
         doc_offsets,
         records,
-        field_lens,
+        name_lens,
         finished.rerank.fst,
     ];
     let mut head = Vec::with_capacity(format::HEADER_LEN);
@@ -234,14 +239,15 @@ fn for_each_rerank_list(words: &[u32], mut f: impl FnMut(&[u32])) {
 
 /// Appends to `out` each tool's hot record: its name (from `names`, at `doc_offsets`) and its
 /// re-ranking words (as vocabulary numbers, see [`record::put_rerank`]); returns where each
-/// starts in `out`, as the tool offsets section holds them.
+/// starts in `out`, as the tool offsets section holds them (`u32`: a records section of 4 GiB
+/// or more is an error).
 fn with_rerank_words(
     out: &mut Vec<u8>,
     names: &[u8],
     doc_offsets: &[u8],
     words: &[u32],
     number: &[u32],
-) -> Vec<u8> {
+) -> Result<Vec<u8>, IndexError> {
     let offsets: Vec<usize> = doc_offsets
         .chunks_exact(8)
         .map(|o| u64::from_le_bytes([o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7]]) as usize)
@@ -260,7 +266,10 @@ fn with_rerank_words(
     let mut new_offsets = Vec::with_capacity(doc_offsets.len());
     for (i, &start) in offsets.iter().enumerate() {
         let end = offsets.get(i + 1).copied().unwrap_or(names.len());
-        new_offsets.extend_from_slice(&(out.len() as u64).to_le_bytes());
+        let at = u32::try_from(out.len()).map_err(|_| IndexError::RecordsTooLarge {
+            bytes: out.len() as u64,
+        })?;
+        new_offsets.extend_from_slice(&at.to_le_bytes());
         out.extend_from_slice(&names[start..end]);
         let [name, description, enums] = &mut lists;
         next_list(name);
@@ -269,7 +278,7 @@ fn with_rerank_words(
         enums.sort_unstable();
         record::put_rerank(out, name, description, enums);
     }
-    new_offsets
+    Ok(new_offsets)
 }
 
 #[cfg(test)]
