@@ -20,6 +20,9 @@
 //!
 //! * The term fst maps each stem to the byte offset of its postings list in
 //!   the postings section.
+//! * A list of one tool (at 100,000 tools, 99,763 of the 108,088 lists: each tool's whole
+//!   name is a term of its own) is its count, the tool number as a varint and the impact as
+//!   a `u16`: 5.8 bytes each instead of the 8.3 of a block (-0.25 MB).
 //! * A postings list is a varint count, then blocks of 128 entries (the last holds the rest):
 //!   tool numbers as bit-packed gaps, impacts bit-packed above the block's smallest, and the
 //!   name bits when any is set; `postings.rs` gives the exact layout. An impact is the term's
@@ -49,30 +52,46 @@
 //! aliases, keywords), which is compressed in blocks of consecutive tools:
 //!
 //! ```text
-//! u32            tools per block B (16)
+//! u32            tools per block B (32)
 //! u32            number of blocks nb = ceil(tools / B)
-//! (nb + 1) u64   where each block starts, from the section's start; the last
+//! u32            dictionary length d
+//! d bytes        the dictionary every block was compressed against
+//! (nb + 1) u32   where each block starts, from the section's start; the last
 //!                is where the last block ends
 //! blocks         block k: the texts of tools kB .. kB+B-1, as a u32 length,
-//!                then one LZ4 block (no frame) that decompresses to exactly
-//!                that many bytes: per tool its description and parameters
-//!                (compact JSON) as length-prefixed strings, then u32 counts of
-//!                aliases and keywords, each followed by that many strings
+//!                then one LZ4 block (no frame), compressed with the dictionary,
+//!                that decompresses to exactly that many bytes: per tool its
+//!                description and parameters (compact JSON) as length-prefixed
+//!                strings, then u32 counts of aliases and keywords, each
+//!                followed by that many strings
 //! hot records    per tool, in tool order (see tool offsets)
 //! ```
 //!
 //! Reading a tool's text decompresses its block and steps over the texts
-//! before it; a block whose offsets leave the section, whose stated length
-//! exceeds what LZ4 can encode in its bytes (255 per byte: refused before
-//! anything is allocated), that does not decompress to exactly that length or
-//! whose texts do not fit it is a typed error (`record::RecordError`), never a
-//! panic. Blocks start at multiples of B, so a build's bytes do not depend on
-//! its number of threads. B is stored, so a reader takes any. Measured with 16
-//! (release build, best of 5 x 20,000 random lookups, load 1.7): the records of
-//! BFCL take 783 KB instead of 1,773 uncompressed, Seal-Tools' 783 KB, the speed
-//! bench's 100,000 tools 8.7 MB (near-duplicate tools sit side by side in name
-//! order); reading back one BFCL tool takes 5.5 us. Blocks of 32 were 5% smaller
-//! and twice as slow to read (10.4 us), blocks of 8 another 7% larger and 3.2 us.
+//! before it; a dictionary or a block whose length or offsets leave the
+//! section, a block whose stated length exceeds what LZ4 can encode in its
+//! bytes (255 per byte: refused before anything is allocated), that does not
+//! decompress to exactly that length or whose texts do not fit it is a typed
+//! error (`record::RecordError`), never a panic; a changed dictionary gives
+//! other text or one of those errors. Blocks start at multiples of B, so a
+//! build's bytes do not depend on its number of threads. B is stored, so a
+//! reader takes any.
+//!
+//! The dictionary is the first 512 bytes of the texts of 32 tools evenly spaced
+//! in tool order (at most 16 KiB): JSON-schema boilerplate and wording that
+//! every block repeats is then matched against it instead of spelt out in each
+//! block. lz4_flex hashes the dictionary before each block (a table of 4,096
+//! entries), so a larger one costs build time for little: at 100,000 tools the
+//! texts take 2.66 MB with 16 KiB against 2.62 MB with 32 KiB and 2.55 MB with
+//! 64 KiB, which took 35, 55 and 85 ms to compress on one core.
+//!
+//! Measured at 100,000 tools (the speed bench's corpus, near-duplicate tools
+//! side by side in name order): blocks of 16 without a dictionary (format 5)
+//! 3.64 MB; with the dictionary 2.64 MB; blocks of 32 with it 2.00 MB, which
+//! format 6 keeps to bring the whole file under 12 MiB. Reading back one BFCL
+//! tool took 5.5 us with blocks of 16 (format 5), and about twice that with
+//! 32 (format 5 measured 10.4 us for blocks of 32; see the speed bench's
+//! `get_returned_tool_bfcl`); blocks of 8 were another 7% larger and 3.2 us.
 //! LZ4 rather than zstd or deflate, which pack a block 1.5 times smaller: it
 //! decodes a block several times faster, in pure Rust, and a search decodes one
 //! block per tool it returns.
@@ -100,8 +119,10 @@
 //! `u32` tool numbers and `u16` impacts (100,000 tools: 13.6 MB -> 7.2 MB of postings), and
 //! the tools' texts in LZ4 blocks apart from their hot records; 6 quantises the impacts to 256
 //! levels (packed with a per-block shift), keeps one name length per tool instead of six field
-//! lengths, and `u32` tool offsets and varint name lengths instead of `u64` and `u32` (100,000
-//! tools: 18.03 MB -> 14.44 MB). None reads another's files.
+//! lengths, `u32` tool offsets and varint name lengths instead of `u64` and `u32`, writes a list
+//! of one tool without a block, and compresses the texts in blocks of 32 against a stored
+//! dictionary (100,000 tools: 18.03 MB = 17.2 MiB -> 12.53 MB = 11.95 MiB). None reads
+//! another's files.
 
 use crate::error::Section;
 use crate::field::FIELDS;

@@ -3,6 +3,8 @@
 //!
 //! ```text
 //! list   := count (LEB128 varint) block*            ceil(count / 128) blocks
+//!         | 1 (varint) tool (varint) impact u16     a list of one tool: no block
+//!                                                   (the impact with its name bit)
 //! block  := doc_bits u8                             width of each tool-number gap, 0..=32
 //!           impact_bits u8                          bits 0-3: width of each packed impact, 0..=15;
 //!                                                   bits 4-6: shift s, 0..=7; bit 7: set if the
@@ -44,6 +46,11 @@ const WIDTH_MASK: u8 = 0x0f;
 /// Appends a postings list: `(tool number, impact)` pairs in strictly ascending tool order.
 pub(crate) fn put_postings(out: &mut Vec<u8>, postings: &[(u32, u16)]) {
     put_varint(out, postings.len() as u32);
+    if let [(doc, impact)] = postings {
+        put_varint(out, *doc);
+        out.extend_from_slice(&impact.to_le_bytes());
+        return;
+    }
     let mut previous: Option<u32> = None;
     for block in postings.chunks(BLOCK) {
         let gap = |i: usize| match (i, previous) {
@@ -117,7 +124,8 @@ fn pack(out: &mut Vec<u8>, values: impl Iterator<Item = u32>, width: u8) {
 /// Why a list does not decode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum BlockError {
-    /// The count or a block runs past the end of the section.
+    /// The count or a block runs past the end of the section (or the tool number of a list of
+    /// one does not end within five bytes).
     Overrun,
     /// A block's `doc_bits` is above 32.
     Width,
@@ -189,7 +197,8 @@ impl<'a> PostingList<'a> {
     }
 }
 
-/// Decodes a list's blocks in order (see [`PostingList::blocks`]).
+/// Decodes a list's blocks in order (see [`PostingList::blocks`]); a list of one tool decodes
+/// as one block of one entry.
 pub(crate) struct Blocks<'a> {
     bytes: &'a [u8],
     pos: usize,
@@ -204,6 +213,9 @@ impl Blocks<'_> {
     pub(crate) fn next_into(&mut self, out: &mut Block) -> Result<bool, BlockError> {
         if self.left == 0 {
             return Ok(false);
+        }
+        if self.left == 1 && self.previous.is_none() {
+            return self.single_into(out);
         }
         let n = self.left.min(BLOCK);
         let head = self
@@ -276,6 +288,20 @@ impl Blocks<'_> {
         self.pos = pos;
         self.left -= n;
         self.previous = Some(out.docs[n - 1]);
+        Ok(true)
+    }
+
+    /// Decodes a list of one entry (no block: its tool number and impact).
+    fn single_into(&mut self, out: &mut Block) -> Result<bool, BlockError> {
+        let mut pos = self.pos;
+        let doc = varint(self.bytes, &mut pos).ok_or(BlockError::Overrun)?;
+        let impact = self.bytes.get(pos..pos + 2).ok_or(BlockError::Overrun)?;
+        out.docs[0] = doc;
+        out.impacts[0] = u16::from_le_bytes([impact[0], impact[1]]);
+        out.len = 1;
+        self.pos = pos + 2;
+        self.left = 0;
+        self.previous = Some(doc);
         Ok(true)
     }
 

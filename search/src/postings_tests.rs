@@ -89,7 +89,7 @@ fn truncated_lists_fail_to_decode_without_panicking() {
 
 #[test]
 fn a_block_wider_than_32_bits_is_refused() {
-    let mut buf = encode(&[(5, 1)]);
+    let mut buf = encode(&[(5, 1), (6, 1)]);
     buf[1] = 33;
     assert_eq!(decode(&buf, 0), Err(BlockError::Width));
 }
@@ -124,8 +124,29 @@ fn tool_numbers_past_u32_max_are_refused() {
 
 #[test]
 fn impacts_past_the_largest_are_refused() {
-    let mut buf = encode(&[(1, 0x7fff)]);
+    let mut buf = encode(&[(1, 0x7fff), (2, 0x7fff)]);
     // The base impact's bytes: 0x7fff -> 0xffff.
     buf[4] = 0xff;
     assert_eq!(decode(&buf, 0), Err(BlockError::ImpactOverflow));
+}
+
+#[test]
+fn a_list_of_one_takes_its_count_tool_number_and_impact_only() {
+    let list = [(300_000, 0x1234 | NAME_BIT)];
+    let buf = encode(&list);
+    // The count (1 byte), the tool number (3 bytes), the impact (2 bytes).
+    assert_eq!(buf.len(), 1 + 3 + 2);
+    assert_eq!(decode(&buf, 0).unwrap(), list);
+}
+
+#[test]
+fn a_list_of_one_cut_short_is_an_overrun() {
+    let buf = encode(&[(300_000, 7)]);
+    for cut in 1..buf.len() {
+        assert_eq!(
+            decode(&buf[..cut], 0),
+            Err(BlockError::Overrun),
+            "cut at {cut}"
+        );
+    }
 }

@@ -208,9 +208,14 @@ fn a_dictionary_root_outside_the_dictionary_is_an_invalid_index() {
     assert!(err.to_string().contains("term dictionary"), "{err}");
 }
 
-/// The bytes a one-block list at `at` takes if its count is `count`: the count, the header and
-/// the packed gaps, impacts (bits 0-3 of the flags: their width) and name bits.
+/// The bytes a list at `at` takes if its count is `count`: for a list of one tool, the count,
+/// the tool number and the impact; else the count, one block's header and its packed gaps,
+/// impacts (bits 0-3 of the flags: their width) and name bits.
 fn list_len(bytes: &[u8], at: usize, count: usize) -> usize {
+    if count == 1 {
+        // No block: the tool number (one byte in these small indexes) and the impact.
+        return 4;
+    }
     let (doc_bits, flags) = (usize::from(bytes[at + 1]), bytes[at + 2]);
     let impact_bits = usize::from(flags & 0x0f);
     let names = if flags & 0x80 != 0 {
@@ -237,6 +242,16 @@ fn lists(bytes: &[u8], postings: std::ops::Range<usize>) -> Vec<(usize, usize)> 
     out
 }
 
+/// Where the first list of more than one tool (one written in a block) starts.
+fn first_block_list(bytes: &[u8]) -> usize {
+    let postings = section(bytes, SEC_POSTINGS);
+    lists(bytes, postings)
+        .into_iter()
+        .find(|&(_, count)| count >= 2)
+        .expect("a term of two tools")
+        .0
+}
+
 fn damage(err: &IndexError) -> Option<&Damage> {
     match err {
         IndexError::Damaged { damage, .. } => Some(damage),
@@ -252,17 +267,15 @@ fn a_postings_list_naming_a_tool_past_the_catalog_is_an_invalid_index() {
         .iter()
         .find(|(_, count)| *count == 1)
         .expect("a term of one tool");
-    // One 32-bit gap, no impact bits, no name bits: the gap is the tool number.
-    bytes[at + 1] = 32;
-    bytes[at + 2] = 0;
-    bytes[at + 5..at + 9].copy_from_slice(&1_000_000u32.to_le_bytes());
+    // A list of one holds its tool number as a varint: one byte here.
+    bytes[at + 1] = 100;
     reseal(&mut bytes);
     let err = expect_invalid(&bytes, "a tool number past the catalog");
     assert!(
         matches!(
             damage(&err),
             Some(Damage::ToolOutOfRange {
-                tool: 1_000_000,
+                tool: 100,
                 tools: 7,
                 ..
             })
@@ -274,8 +287,8 @@ fn a_postings_list_naming_a_tool_past_the_catalog_is_an_invalid_index() {
 #[test]
 fn a_postings_block_with_gaps_wider_than_32_bits_is_an_invalid_index() {
     let mut bytes = index_bytes();
-    let postings = section(&bytes, SEC_POSTINGS);
-    bytes[postings.start + 1] = 33;
+    let at = first_block_list(&bytes);
+    bytes[at + 1] = 33;
     reseal(&mut bytes);
     let err = expect_invalid(&bytes, "a gap width of 33 bits");
     assert!(
@@ -287,9 +300,9 @@ fn a_postings_block_with_gaps_wider_than_32_bits_is_an_invalid_index() {
 #[test]
 fn a_postings_block_with_an_impact_above_the_largest_is_an_invalid_index() {
     let mut bytes = index_bytes();
-    let postings = section(&bytes, SEC_POSTINGS);
+    let at = first_block_list(&bytes);
     // The block's smallest impact, 0xffff, is past 32767 whatever is added to it.
-    bytes[postings.start + 3..postings.start + 5].copy_from_slice(&[0xff, 0xff]);
+    bytes[at + 3..at + 5].copy_from_slice(&[0xff, 0xff]);
     reseal(&mut bytes);
     let err = expect_invalid(&bytes, "an impact above 32767");
     assert!(

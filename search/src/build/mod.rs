@@ -61,10 +61,10 @@ pub(crate) fn write_owned<D: Doc + Send>(
 /// strings took 50 ms to free at 100,000 tools, with the other core idle.
 fn parts_owned<D: Doc + Send>(docs: Vec<D>, params: ImpactParams) -> Result<Parts, IndexError> {
     let workers = workers_for(docs.len());
-    let (n, shards) = split(&docs, workers)?;
+    let (n, shards, dict) = split(&docs, workers)?;
     std::thread::scope(|scope| {
         let freeing = scope.spawn(move || drop(docs));
-        let parts = assemble(n, join(shards), params, workers);
+        let parts = assemble(n, join(shards), &dict, params, workers);
         crate::threads::join_resuming(vec![freeing]);
         parts
     })
@@ -86,14 +86,14 @@ fn serialize_on<D: Doc>(
     workers: usize,
 ) -> Result<Built, IndexError> {
     let workers = workers.max(1);
-    let (n, shards) = split(docs, workers)?;
-    Ok(assemble(n, join(shards), params, workers)?.into_built())
+    let (n, shards, dict) = split(docs, workers)?;
+    Ok(assemble(n, join(shards), &dict, params, workers)?.into_built())
 }
 
 /// The tools' count and their terms, records and re-ranking words, numbered in name order and
-/// split on `workers` threads, one shard per run of tools ([`join`] them in order). Tool names
-/// must be non-empty and unique.
-fn split<D: Doc>(docs: &[D], workers: usize) -> Result<(u32, Vec<Shard>), IndexError> {
+/// split on `workers` threads, one shard per run of tools ([`join`] them in order), and the
+/// dictionary their texts were compressed with. Tool names must be non-empty and unique.
+fn split<D: Doc>(docs: &[D], workers: usize) -> Result<(u32, Vec<Shard>, Vec<u8>), IndexError> {
     let workers = workers.max(1);
     let n =
         u32::try_from(docs.len()).map_err(|_| IndexError::TooManyTools { count: docs.len() })?;
@@ -111,15 +111,32 @@ fn split<D: Doc>(docs: &[D], workers: usize) -> Result<(u32, Vec<Shard>), IndexE
         return Err(IndexError::EmptyName);
     }
     let order: Vec<u32> = by_name.into_iter().map(|(_, d)| d).collect();
+    let dict = dictionary(docs, &order);
+    let dict = &dict;
 
     // Split the tools, in name order, into one contiguous run per
     // worker; each splits and interns its run's text on its own, and
     // the runs are joined in order. The result does not depend on the
     // number of workers.
     let shards = in_aligned_runs(&order, workers, record::BLOCK_TOOLS, |first, ids| {
-        Shard::build(ids.iter().map(|&d| &docs[d as usize]), first as u32)
+        Shard::build(ids.iter().map(|&d| &docs[d as usize]), first as u32, dict)
     });
-    Ok((n, shards))
+    Ok((n, shards, dict.clone()))
+}
+
+/// The dictionary the tools' texts are compressed with (see `record::dictionary`), from the
+/// texts of [`record::DICT_SAMPLES`] tools evenly spaced in tool order `order`.
+fn dictionary<D: Doc>(docs: &[D], order: &[u32]) -> Vec<u8> {
+    let samples = record::DICT_SAMPLES.min(order.len());
+    let mut fields = crate::fields::DocFields::default();
+    let texts: Vec<Vec<u8>> = (0..samples)
+        .map(|k| {
+            let mut raw = Vec::new();
+            docs[order[k * order.len() / samples] as usize].split(&mut fields, &mut raw);
+            raw
+        })
+        .collect();
+    record::dictionary(texts.iter().map(Vec::as_slice))
 }
 
 /// The shards of [`split`] joined in order.
@@ -128,7 +145,13 @@ fn join(shards: Vec<Shard>) -> Shard {
 }
 
 /// The index file's bytes from the split tools (see [`split`]).
-fn assemble(n: u32, all: Shard, params: ImpactParams, workers: usize) -> Result<Parts, IndexError> {
+fn assemble(
+    n: u32,
+    all: Shard,
+    dict: &[u8],
+    params: ImpactParams,
+    workers: usize,
+) -> Result<Parts, IndexError> {
     let Shard {
         stems,
         field_lens,
@@ -181,9 +204,12 @@ fn assemble(n: u32, all: Shard, params: ImpactParams, workers: usize) -> Result<
     drop(uses);
     // The records section: its head, the blocks of texts, then the hot records.
     let mut records = Vec::with_capacity(
-        record::head_len(block_ends.len()) + blocks.len() + names.len() + rerank.len() * 2,
+        record::head_len(block_ends.len(), dict.len())
+            + blocks.len()
+            + names.len()
+            + rerank.len() * 2,
     );
-    record::put_head(&mut records, &block_ends);
+    record::put_head(&mut records, dict, &block_ends)?;
     records.extend_from_slice(&blocks);
     drop(blocks);
     let doc_offsets = with_rerank_words(
