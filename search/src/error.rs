@@ -275,6 +275,12 @@ pub enum Damage {
         /// The section's length.
         len: usize,
     },
+    /// The tool records' head (block size, block count, texts' dictionary, block offsets)
+    /// does not describe the section.
+    RecordsHead {
+        /// What is wrong with it.
+        reason: &'static str,
+    },
     /// The dictionary holds another number of terms than it says.
     TermCount {
         /// The terms found.
@@ -327,6 +333,9 @@ impl fmt::Display for Damage {
                 f,
                 "the postings lists end at byte {end} of a {len} byte section"
             ),
+            Damage::RecordsHead { reason } => {
+                write!(f, "the head of the tool records is wrong: {reason}")
+            }
             Damage::TermCount { found, stated } => {
                 write!(f, "it holds {found} terms but says {stated}")
             }

@@ -267,9 +267,13 @@ impl IndexFile {
                 .len()
                 .saturating_mul(4)
                 .saturating_add(1 << 20);
+            let records = AsRef::<[u8]>::as_ref(&*storage)
+                .get(sections[format::SEC_DOCS].clone())
+                .unwrap_or(&[]);
             let checked = check::catch_quietly(|| {
                 check::fst_structure(&stems)?;
                 check::fst_structure(&rerank_terms)?;
+                check::records_head(records, len)?;
                 check::postings(&stems, postings, len, key_budget)
             });
             match checked {

@@ -88,10 +88,12 @@
 //! Measured at 100,000 tools (the speed bench's corpus, near-duplicate tools
 //! side by side in name order): blocks of 16 without a dictionary (format 5)
 //! 3.64 MB; with the dictionary 2.64 MB; blocks of 32 with it 2.00 MB, which
-//! format 6 keeps to bring the whole file under 12 MiB. Reading back one BFCL
-//! tool took 5.5 us with blocks of 16 (format 5), and about twice that with
-//! 32 (format 5 measured 10.4 us for blocks of 32; see the speed bench's
-//! `get_returned_tool_bfcl`); blocks of 8 were another 7% larger and 3.2 us.
+//! format 6 keeps: it is what brings the whole file under 12 MiB. The price is
+//! reading a returned tool: one BFCL tool (speed bench `get_returned_tool_bfcl`,
+//! load 5-6, interleaved runs) took 5.5-7.8 us with format 5's blocks of 16,
+//! 10.4-12.1 us with blocks of 16 and the dictionary (whose matches decode
+//! slower per byte), 16.3-21.1 us with blocks of 32 and the dictionary. With
+//! `BLOCK_TOOLS` at 16 the file is 12.6 MiB.
 //! LZ4 rather than zstd or deflate, which pack a block 1.5 times smaller: it
 //! decodes a block several times faster, in pure Rust, and a search decodes one
 //! block per tool it returns.

@@ -16,6 +16,7 @@ const HEADER_LEN: usize = 204;
 const SECTIONS_AT: usize = 92;
 const SEC_STEMS: usize = 0;
 const SEC_POSTINGS: usize = 1;
+const SEC_RECORDS: usize = 3;
 const SEC_RERANK_TERMS: usize = 5;
 
 fn fnv_words(mut h: u64, part: &[u8]) -> u64 {
@@ -347,4 +348,76 @@ fn a_postings_list_cut_short_is_an_invalid_index() {
         ),
         "{err}"
     );
+}
+
+/// Whether `err` is the damage of a wrong tool records head.
+fn records_head_damage(err: &IndexError) -> bool {
+    matches!(damage(err), Some(Damage::RecordsHead { .. }))
+}
+
+#[test]
+fn a_texts_dictionary_longer_than_the_records_is_an_invalid_index() {
+    let mut bytes = index_bytes();
+    let records = section(&bytes, SEC_RECORDS);
+    bytes[records.start + 8..records.start + 12].copy_from_slice(&u32::MAX.to_le_bytes());
+    reseal(&mut bytes);
+    let err = expect_invalid(&bytes, "a dictionary past the section");
+    assert!(records_head_damage(&err), "{err}");
+}
+
+#[test]
+fn a_records_block_count_that_does_not_fit_the_tools_is_an_invalid_index() {
+    let mut bytes = index_bytes();
+    let records = section(&bytes, SEC_RECORDS);
+    bytes[records.start + 4..records.start + 8].copy_from_slice(&1000u32.to_le_bytes());
+    reseal(&mut bytes);
+    let err = expect_invalid(&bytes, "a thousand blocks for seven tools");
+    assert!(records_head_damage(&err), "{err}");
+}
+
+#[test]
+fn a_records_block_offset_past_the_section_is_an_invalid_index() {
+    let mut bytes = index_bytes();
+    let records = section(&bytes, SEC_RECORDS);
+    let dict = u32::from_le_bytes(
+        bytes[records.start + 8..records.start + 12]
+            .try_into()
+            .unwrap(),
+    );
+    // The end of the first block, after the three u32 and the dictionary and the first start.
+    let at = records.start + 12 + dict as usize + 4;
+    bytes[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+    reseal(&mut bytes);
+    let err = expect_invalid(&bytes, "a block ending past the section");
+    assert!(records_head_damage(&err), "{err}");
+}
+
+#[test]
+fn a_changed_texts_dictionary_reads_as_other_text_or_nothing_without_panicking() {
+    let bytes = index_bytes();
+    let records = section(&bytes, SEC_RECORDS);
+    let dict = u32::from_le_bytes(
+        bytes[records.start + 8..records.start + 12]
+            .try_into()
+            .unwrap(),
+    );
+    assert!(dict > 0, "the index has a dictionary");
+    for at in (0..dict as usize).step_by(7) {
+        let mut bad = bytes.clone();
+        bad[records.start + 12 + at] ^= 0xa5;
+        reseal(&mut bad);
+        open_and_search(&bad).unwrap();
+    }
+}
+
+#[test]
+fn a_name_lengths_table_of_another_size_is_an_invalid_index() {
+    let mut bytes = index_bytes();
+    // The name lengths' (section 4) length, in the header.
+    let at = SECTIONS_AT + 16 * 4 + 8;
+    let len = u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+    bytes[at..at + 8].copy_from_slice(&(len - 1).to_le_bytes());
+    reseal(&mut bytes);
+    let err = expect_invalid(&bytes, "a name length short");
+    assert!(matches!(err, IndexError::TableSize { .. }), "{err}");
 }
