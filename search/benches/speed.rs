@@ -139,7 +139,7 @@ fn figures(docs: &[ToolDoc], queries: &[Query], catalog: &Path) {
 }
 
 /// The index's size by section: the search structures (what bm25s and tantivy store: terms,
-/// postings, field lengths, re-ranking vocabulary and header) and, beside them, the tool records
+/// postings, name lengths, re-ranking vocabulary and header) and, beside them, the tool records
 /// with their offsets (what a search returns).
 fn print_sections(size: usize, sections: &[(Section, usize)]) {
     let mib = |n: usize| n as f64 / (1024.0 * 1024.0);

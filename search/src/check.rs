@@ -4,7 +4,7 @@
 //!
 //! The checksum only tells a damaged file from an intact one; it is no defence against a file
 //! written to look valid. Everything a search reads is therefore either bounds-checked where it
-//! is read (records, field lengths, postings lists, see `format::Reader`) or checked here once:
+//! is read (records, name lengths, postings lists, see `format::Reader`) or checked here once:
 //!
 //! * **The fst maps.** `fst` decodes nodes with unchecked arithmetic and slice indexing, and
 //!   `Map::new` validates little, so crafted nodes can make it panic or, through a cycle, walk
@@ -19,6 +19,10 @@
 //!   each decoding block by block (see `postings.rs`: widths in range, no block past the
 //!   section, impacts at most 32767) to strictly ascending tool numbers below the tool count.
 //!   A search can then index its per-tool arrays by any tool number it reads.
+//! * **The tool records' head.** [`records_head`] requires one block per `B` tools (`B` at
+//!   least 1), a texts' dictionary inside the section, and block offsets that start right
+//!   after the head and never decrease or leave the section. A block's content is checked
+//!   where it is read (`record::Block::of_tool`): a bad one is a typed error for that tool.
 //!
 //! The cost at 100,000 tools is given on `SearchIndex::open`.
 
@@ -187,4 +191,36 @@ pub(crate) fn postings<D: AsRef<[u8]>>(
 fn varint_len(v: usize) -> usize {
     let bits = usize::BITS - (v | 1).leading_zeros();
     bits.div_ceil(7) as usize
+}
+
+/// Checks the head of the tool records section `section` of an index of `tools` tools (see
+/// `format.rs`): the block count agrees with the tool count, the dictionary fits, and the block
+/// offsets start after the head and never decrease or pass the section's end.
+pub(crate) fn records_head(section: &[u8], tools: usize) -> Result<(), Damage> {
+    let bad = |reason| Damage::RecordsHead { reason };
+    let mut r = crate::format::Reader::new(section, 0);
+    let per_block = r.u32().ok_or(bad("it is cut short"))? as usize;
+    let blocks = r.u32().ok_or(bad("it is cut short"))? as usize;
+    if per_block == 0 || blocks != tools.div_ceil(per_block) {
+        return Err(bad("its block count does not fit the tools"));
+    }
+    let dict = r.u32().ok_or(bad("it is cut short"))? as usize;
+    r.take(dict)
+        .ok_or(bad("the texts' dictionary runs past the section"))?;
+    let offsets_end = blocks
+        .checked_add(1)
+        .and_then(|n| n.checked_mul(4))
+        .and_then(|n| n.checked_add(r.pos))
+        .ok_or(bad("its block offsets run past the section"))?;
+    let mut previous = offsets_end;
+    for k in 0..=blocks {
+        let offset = r
+            .u32()
+            .ok_or(bad("its block offsets run past the section"))? as usize;
+        if (k == 0 && offset != offsets_end) || offset < previous || offset > section.len() {
+            return Err(bad("a block offset is out of place"));
+        }
+        previous = offset;
+    }
+    Ok(())
 }

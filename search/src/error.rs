@@ -26,6 +26,12 @@ pub enum IndexError {
         /// How many tools were given.
         count: usize,
     },
+    /// The tools' records come to more than the 4 GiB an index addresses.
+    #[error("the tools' records take {bytes} bytes, more than an index holds (under 4 GiB)")]
+    RecordsTooLarge {
+        /// How many bytes they take.
+        bytes: u64,
+    },
     /// The term dictionary could not be built.
     #[error("building the term dictionary failed")]
     Fst(#[from] fst::Error),
@@ -155,6 +161,7 @@ impl IndexError {
             IndexError::DuplicateName(_)
             | IndexError::EmptyName
             | IndexError::TooManyTools { .. }
+            | IndexError::RecordsTooLarge { .. }
             | IndexError::Fst(_) => None,
             IndexError::Io { path, .. }
             | IndexError::TooShort { path, .. }
@@ -181,7 +188,7 @@ pub enum Section {
     ToolOffsets,
     /// The stored tools.
     ToolRecords,
-    /// Six field lengths per tool.
+    /// The length of each tool's name field, one byte per tool.
     FieldLengths,
     /// The re-ranking vocabulary: an fst map from each stem of the tools' re-ranking words to
     /// its number.
@@ -195,7 +202,7 @@ impl fmt::Display for Section {
             Section::Postings => "postings",
             Section::ToolOffsets => "tool offsets",
             Section::ToolRecords => "tool records",
-            Section::FieldLengths => "field lengths",
+            Section::FieldLengths => "name lengths",
             Section::RerankTerms => "re-ranking vocabulary",
         })
     }
@@ -268,6 +275,12 @@ pub enum Damage {
         /// The section's length.
         len: usize,
     },
+    /// The tool records' head (block size, block count, texts' dictionary, block offsets)
+    /// does not describe the section.
+    RecordsHead {
+        /// What is wrong with it.
+        reason: &'static str,
+    },
     /// The dictionary holds another number of terms than it says.
     TermCount {
         /// The terms found.
@@ -320,6 +333,9 @@ impl fmt::Display for Damage {
                 f,
                 "the postings lists end at byte {end} of a {len} byte section"
             ),
+            Damage::RecordsHead { reason } => {
+                write!(f, "the head of the tool records is wrong: {reason}")
+            }
             Damage::TermCount { found, stated } => {
                 write!(f, "it holds {found} terms but says {stated}")
             }

@@ -71,7 +71,8 @@ pub(crate) struct IndexFile {
     postings: Range<usize>,
     doc_offsets: Range<usize>,
     docs: Range<usize>,
-    field_lens: Range<usize>,
+    /// One byte per tool: the length of its name field (see `format.rs`).
+    name_lens: Range<usize>,
     len: usize,
     /// The ranking parameters the stored impacts were computed with.
     impacts: ImpactParams,
@@ -225,10 +226,7 @@ impl IndexFile {
                 computed: sum,
             });
         }
-        for (section, per_tool) in [
-            (format::SEC_DOC_OFFSETS, 8),
-            (format::SEC_FIELD_LENS, FIELDS * 2),
-        ] {
+        for (section, per_tool) in [(format::SEC_DOC_OFFSETS, 4), (format::SEC_NAME_LENS, 1)] {
             let expected = len.saturating_mul(per_tool);
             if sections[section].len() != expected {
                 return Err(IndexError::TableSize {
@@ -269,9 +267,13 @@ impl IndexFile {
                 .len()
                 .saturating_mul(4)
                 .saturating_add(1 << 20);
+            let records = AsRef::<[u8]>::as_ref(&*storage)
+                .get(sections[format::SEC_DOCS].clone())
+                .unwrap_or(&[]);
             let checked = check::catch_quietly(|| {
                 check::fst_structure(&stems)?;
                 check::fst_structure(&rerank_terms)?;
+                check::records_head(records, len)?;
                 check::postings(&stems, postings, len, key_budget)
             });
             match checked {
@@ -280,7 +282,7 @@ impl IndexFile {
                 Err(panic) => return Err(damaged(Damage::Panic(panic))),
             }
         }
-        let [_, postings, doc_offsets, docs, field_lens, _] = sections;
+        let [_, postings, doc_offsets, docs, name_lens, _] = sections;
         Ok(IndexFile {
             storage,
             stems,
@@ -288,7 +290,7 @@ impl IndexFile {
             postings,
             doc_offsets,
             docs,
-            field_lens,
+            name_lens,
             len,
             impacts,
         })
@@ -321,7 +323,7 @@ impl IndexFile {
             self.postings.len(),
             self.doc_offsets.len(),
             self.docs.len(),
-            self.field_lens.len(),
+            self.name_lens.len(),
             self.rerank_terms.as_fst().as_bytes().len(),
         ]
     }
@@ -337,14 +339,14 @@ impl IndexFile {
 
     /// A reader at the record of tool `id`.
     pub(crate) fn record(&self, id: usize) -> Option<Reader<'_>> {
-        let mut r = Reader::new(self.section(&self.doc_offsets), id.checked_mul(8)?);
-        let offset = usize::try_from(r.u64()?).ok()?;
+        let mut r = Reader::new(self.section(&self.doc_offsets), id.checked_mul(4)?);
+        let offset = usize::try_from(r.u32()?).ok()?;
         Some(Reader::new(self.section(&self.docs), offset))
     }
 
     /// The name of tool `id`.
     pub(crate) fn name_of(&self, id: usize) -> Option<&str> {
-        self.record(id)?.str()
+        self.record(id)?.short_str()
     }
 
     /// The number of the tool called `name` (tools are numbered in name order).
@@ -388,13 +390,9 @@ impl IndexFile {
         })
     }
 
-    /// The length in terms of field `field` of tool `id` (0 past the table).
-    pub(crate) fn field_len(&self, id: usize, field: usize) -> f32 {
-        let at = (id * FIELDS + field) * 2;
-        let mut r = Reader::new(self.section(&self.field_lens), at);
-        let lo = r.u8().unwrap_or(0);
-        let hi = r.u8().unwrap_or(0);
-        f32::from(u16::from_le_bytes([lo, hi]))
+    /// The length in terms of tool `id`'s name field, at most 255 (0 past the table).
+    pub(crate) fn name_len(&self, id: usize) -> f32 {
+        f32::from(self.section(&self.name_lens).get(id).copied().unwrap_or(0))
     }
 
     /// The postings list at `offset` of the postings section (empty if it does not fit).

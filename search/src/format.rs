@@ -5,13 +5,13 @@
 //! ```text
 //! offset  size  field
 //!      0     8  magic  b"TGSEARCH"
-//!      8     4  format version (u32, currently 5)
+//!      8     4  format version (u32, currently 6)
 //!     12     4  number of tools (u32)
 //!     16    24  average length of each of the 6 fields, in terms (6 x f32)
 //!     40    52  the ranking parameters the impacts were computed with:
 //!               k1, then the weight and b of each field (13 x f32)
 //!     92    96  6 sections, each (offset u64, length u64), offsets from file start:
-//!               term fst, postings, tool offsets, tool records, field lengths,
+//!               term fst, postings, tool offsets, tool records, name lengths,
 //!               re-ranking vocabulary
 //!    188     8  checksum (u64) of bytes 0..188 and of everything after the header
 //!    196     8  total file length (u64)
@@ -20,49 +20,80 @@
 //!
 //! * The term fst maps each stem to the byte offset of its postings list in
 //!   the postings section.
+//! * A list of one tool (at 100,000 tools, 99,763 of the 108,088 lists: each tool's whole
+//!   name is a term of its own) is its count, the tool number as a varint and the impact as
+//!   a `u16`: 5.8 bytes each instead of the 8.3 of a block (-0.25 MB).
 //! * A postings list is a varint count, then blocks of 128 entries (the last holds the rest):
 //!   tool numbers as bit-packed gaps, impacts bit-packed above the block's smallest, and the
 //!   name bits when any is set; `postings.rs` gives the exact layout. An impact is the term's
 //!   saturated, field-weighted frequency in the tool, `tf / (k1 + tf)` (see `Ranking`), scaled
-//!   to `0..=32767`; its top bit says the term occurs in the tool's name. A search decodes a
-//!   block at a time and adds each impact times the term's IDF.
-//! * Tool offsets are one `u64` per tool into the tool records, at the tool's
-//!   hot record: its name as a length-prefixed string, then its re-ranking
+//!   to `0..=32767` and rounded to a multiple of 128 (256 levels, at least the lowest non-zero
+//!   one for a term that occurs); its top bit says the term occurs in the tool's name. A
+//!   search decodes a block at a time and adds each impact times the term's IDF. The 256
+//!   levels halve the impacts' bits (100,000 tools: 3.50 MB -> 1.71 MB, postings 7.17 MB ->
+//!   5.38 MB) and leave the held-out nDCG@5 of BFCL, Seal-Tools and MetaTool unchanged to
+//!   three decimals, lexical (0.644, 0.935, 0.538) and hybrid (0.644 -> 0.645, 0.935, 0.606);
+//!   of the 9,805 held-out queries' lexical top 50s, 162 changed a member (164 of 490,250
+//!   places), mostly near-ties trading places, 210 their top 5 and 9 their first tool.
+//! * Tool offsets are one `u32` per tool into the tool records (a build whose records pass
+//!   4 GiB is an error), at the tool's hot record: its name, prefixed with its length as a
+//!   varint (one byte for a name under 128 bytes), then its re-ranking
 //!   words: three lists (the stems of the name's words and of the
 //!   description's terms in text order, the stems of the `enum` values' terms
 //!   ascending and each once), each a varint count and then varint numbers of
 //!   the re-ranking vocabulary.
-//! * Field lengths are six `u16` (saturating) per tool.
+//! * Name lengths are one byte per tool: the number of terms of its name field (saturating
+//!   at 255), the only field length a search reads (for the share of the name a query
+//!   explains); the others only go into the impacts, at build time. Version 5 kept six `u16`
+//!   per tool: 1.2 MB at 100,000 tools, now 0.1 MB.
 //!
 //! Tool records: what a search reads of every tool it ranks (the hot records)
 //! apart from the text only the tools it returns need (description, schema,
 //! aliases, keywords), which is compressed in blocks of consecutive tools:
 //!
 //! ```text
-//! u32            tools per block B (16)
+//! u32            tools per block B (32)
 //! u32            number of blocks nb = ceil(tools / B)
-//! (nb + 1) u64   where each block starts, from the section's start; the last
+//! u32            dictionary length d
+//! d bytes        the dictionary every block was compressed against
+//! (nb + 1) u32   where each block starts, from the section's start; the last
 //!                is where the last block ends
 //! blocks         block k: the texts of tools kB .. kB+B-1, as a u32 length,
-//!                then one LZ4 block (no frame) that decompresses to exactly
-//!                that many bytes: per tool its description and parameters
-//!                (compact JSON) as length-prefixed strings, then u32 counts of
-//!                aliases and keywords, each followed by that many strings
+//!                then one LZ4 block (no frame), compressed with the dictionary,
+//!                that decompresses to exactly that many bytes: per tool its
+//!                description and parameters (compact JSON) as length-prefixed
+//!                strings, then u32 counts of aliases and keywords, each
+//!                followed by that many strings
 //! hot records    per tool, in tool order (see tool offsets)
 //! ```
 //!
 //! Reading a tool's text decompresses its block and steps over the texts
-//! before it; a block whose offsets leave the section, whose stated length
-//! exceeds what LZ4 can encode in its bytes (255 per byte: refused before
-//! anything is allocated), that does not decompress to exactly that length or
-//! whose texts do not fit it is a typed error (`record::RecordError`), never a
-//! panic. Blocks start at multiples of B, so a build's bytes do not depend on
-//! its number of threads. B is stored, so a reader takes any. Measured with 16
-//! (release build, best of 5 x 20,000 random lookups, load 1.7): the records of
-//! BFCL take 783 KB instead of 1,773 uncompressed, Seal-Tools' 783 KB, the speed
-//! bench's 100,000 tools 8.7 MB (near-duplicate tools sit side by side in name
-//! order); reading back one BFCL tool takes 5.5 us. Blocks of 32 were 5% smaller
-//! and twice as slow to read (10.4 us), blocks of 8 another 7% larger and 3.2 us.
+//! before it; a dictionary or a block whose length or offsets leave the
+//! section, a block whose stated length exceeds what LZ4 can encode in its
+//! bytes (255 per byte: refused before anything is allocated), that does not
+//! decompress to exactly that length or whose texts do not fit it is a typed
+//! error (`record::RecordError`), never a panic; a changed dictionary gives
+//! other text or one of those errors. Blocks start at multiples of B, so a
+//! build's bytes do not depend on its number of threads. B is stored, so a
+//! reader takes any.
+//!
+//! The dictionary is the first 512 bytes of the texts of 32 tools evenly spaced
+//! in tool order (at most 16 KiB): JSON-schema boilerplate and wording that
+//! every block repeats is then matched against it instead of spelt out in each
+//! block. lz4_flex hashes the dictionary before each block (a table of 4,096
+//! entries), so a larger one costs build time for little: at 100,000 tools the
+//! texts take 2.66 MB with 16 KiB against 2.62 MB with 32 KiB and 2.55 MB with
+//! 64 KiB, which took 35, 55 and 85 ms to compress on one core.
+//!
+//! Measured at 100,000 tools (the speed bench's corpus, near-duplicate tools
+//! side by side in name order): blocks of 16 without a dictionary (format 5)
+//! 3.64 MB; with the dictionary 2.64 MB; blocks of 32 with it 2.00 MB, which
+//! format 6 keeps: it is what brings the whole file under 12 MiB. The price is
+//! reading a returned tool: one BFCL tool (speed bench `get_returned_tool_bfcl`,
+//! load 5-6, interleaved runs) took 5.5-7.8 us with format 5's blocks of 16,
+//! 10.4-12.1 us with blocks of 16 and the dictionary (whose matches decode
+//! slower per byte), 16.3-21.1 us with blocks of 32 and the dictionary. With
+//! `BLOCK_TOOLS` at 16 the file is 12.6 MiB.
 //! LZ4 rather than zstd or deflate, which pack a block 1.5 times smaller: it
 //! decodes a block several times faster, in pure Rust, and a search decodes one
 //! block per tool it returns.
@@ -88,13 +119,18 @@
 //! terms that was always written empty; 3 dropped it; 4 added the re-ranking
 //! words and vocabulary; 5 stores the postings in bit-packed blocks instead of fixed-width
 //! `u32` tool numbers and `u16` impacts (100,000 tools: 13.6 MB -> 7.2 MB of postings), and
-//! the tools' texts in LZ4 blocks apart from their hot records. None reads another's files.
+//! the tools' texts in LZ4 blocks apart from their hot records; 6 quantises the impacts to 256
+//! levels (packed with a per-block shift), keeps one name length per tool instead of six field
+//! lengths, `u32` tool offsets and varint name lengths instead of `u64` and `u32`, writes a list
+//! of one tool without a block, and compresses the texts in blocks of 32 against a stored
+//! dictionary (100,000 tools: 18.03 MB = 17.2 MiB -> 12.53 MB = 11.95 MiB). None reads
+//! another's files.
 
 use crate::error::Section;
 use crate::field::FIELDS;
 
 pub(crate) const MAGIC: &[u8; 8] = b"TGSEARCH";
-pub(crate) const VERSION: u32 = 5;
+pub(crate) const VERSION: u32 = 6;
 pub(crate) const SECTIONS: usize = 6;
 /// The ranking parameters stored in the header: `k1`, `weight`, `b`.
 pub(crate) const RANKING_PARAMS: usize = 1 + 2 * FIELDS;
@@ -105,7 +141,7 @@ pub(crate) const SEC_STEMS: usize = 0;
 pub(crate) const SEC_POSTINGS: usize = 1;
 pub(crate) const SEC_DOC_OFFSETS: usize = 2;
 pub(crate) const SEC_DOCS: usize = 3;
-pub(crate) const SEC_FIELD_LENS: usize = 4;
+pub(crate) const SEC_NAME_LENS: usize = 4;
 pub(crate) const SEC_RERANK_TERMS: usize = 5;
 
 /// The sections in file order (indexed by the `SEC_` numbers).
@@ -203,6 +239,12 @@ pub(crate) fn put_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(s.as_bytes());
 }
 
+/// Appends `s` prefixed with its length as a varint: one byte for a string of under 128 bytes.
+pub(crate) fn put_short_str(out: &mut Vec<u8>, s: &str) {
+    put_varint(out, s.len() as u32);
+    out.extend_from_slice(s.as_bytes());
+}
+
 /// A cursor over a byte slice whose every read is bounds-checked and
 /// returns `None` past the end, so malformed input can never panic.
 pub(crate) struct Reader<'a> {
@@ -245,6 +287,12 @@ impl<'a> Reader<'a> {
         std::str::from_utf8(self.take(n)?).ok()
     }
 
+    /// A string prefixed with its length as a varint (as [`put_short_str`] writes it).
+    pub(crate) fn short_str(&mut self) -> Option<&'a str> {
+        let n = self.varint()? as usize;
+        std::str::from_utf8(self.take(n)?).ok()
+    }
+
     /// Steps over a length-prefixed string without checking that it is UTF-8.
     pub(crate) fn skip_str(&mut self) -> Option<()> {
         let n = self.u32()? as usize;
@@ -276,8 +324,29 @@ pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u32) {
     out.push(v as u8);
 }
 
+/// A tool's stored name length: the terms of its name field, saturating at 255.
+pub(crate) fn name_len_byte(len: u16) -> u8 {
+    u8::try_from(len).unwrap_or(u8::MAX)
+}
+
 /// The largest impact: impacts are `tf / (k1 + tf)` scaled from `0..1`.
 pub(crate) const IMPACT_MAX: u16 = 0x7fff;
+/// Stored impacts are multiples of `1 << IMPACT_STEP_BITS`: 256 levels instead of 32,768, so
+/// that a postings block packs them in at most 8 bits (see `postings.rs`).
+pub(crate) const IMPACT_STEP_BITS: u32 = 7;
+
+/// `impact` (`0..=IMPACT_MAX`) rounded to the nearest stored level; an occurring term
+/// (`occurs`) keeps at least the lowest non-zero one, so that it still scores.
+pub(crate) fn quantise_impact(impact: u16, occurs: bool) -> u16 {
+    let step = 1u32 << IMPACT_STEP_BITS;
+    let top = u32::from(IMPACT_MAX) / step;
+    let mut level = ((u32::from(impact) + step / 2) / step).min(top);
+    if occurs {
+        level = level.max(1);
+    }
+    (level * step) as u16
+}
+
 /// The bit of an impact that says the term occurs in the tool's name.
 pub(crate) const NAME_BIT: u16 = 0x8000;
 #[cfg(test)]

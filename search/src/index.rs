@@ -146,7 +146,7 @@ impl SearchIndex {
     /// for the dictionary and 12-55 ms for the postings in a release build on
     /// a busy two-core machine; format 5's 7.2 MB of postings are decoded
     /// block by block to be checked (not measured again). Searches read
-    /// records, field lengths and postings with bounds checks, so nothing in
+    /// records, name lengths and postings with bounds checks, so nothing in
     /// the file can make them panic.
     ///
     /// The whole file becomes resident in this process (as large as the
@@ -249,7 +249,7 @@ impl SearchIndex {
     }
 
     /// The size in bytes of each section of the index file, in file order: the term
-    /// dictionary, the postings, the tool offsets, the tool records, the field lengths and the
+    /// dictionary, the postings, the tool offsets, the tool records, the name lengths and the
     /// re-ranking vocabulary. The header is the rest of [`SearchIndex::size_bytes`].
     pub fn section_sizes(&self) -> [(Section, usize); SECTIONS] {
         let lens = self.file.section_lens();

@@ -3,13 +3,16 @@
 //!
 //! ```text
 //! list   := count (LEB128 varint) block*            ceil(count / 128) blocks
+//!         | 1 (varint) tool (varint) impact u16     a list of one tool: no block
+//!                                                   (the impact with its name bit)
 //! block  := doc_bits u8                             width of each tool-number gap, 0..=32
-//!           impact_bits u8                          width of each impact above the base, 0..=15,
-//!                                                   | 0x80 if the block has name bits
+//!           impact_bits u8                          bits 0-3: width of each packed impact, 0..=15;
+//!                                                   bits 4-6: shift s, 0..=7; bit 7: set if the
+//!                                                   block has name bits
 //!           impact_base u16                         the block's smallest impact (name bit off)
 //!           gaps      n x doc_bits, bit-packed      tool number - previous tool number - 1
 //!                                                   (the first of a list: the tool number)
-//!           impacts   n x impact_bits, bit-packed   impact - impact_base
+//!           impacts   n x width, bit-packed         (impact - impact_base) >> s
 //!           names     ceil(n / 8) bytes             only with the 0x80 flag: bit i set if entry
 //!                                                   i's term occurs in the tool's name
 //! ```
@@ -18,7 +21,10 @@
 //! little-endian bit streams (value `i` at bit `i * width`), each padded to a whole byte. An
 //! impact is a term's saturated, field-weighted frequency in the tool, `0..=32767` (see
 //! `format::IMPACT_MAX`), with [`crate::format`]'s name bit (`0x8000`) set when the term occurs
-//! in the tool's name; decoding gives back exactly the impacts written. Gaps make tool numbers
+//! in the tool's name; decoding gives back exactly the impacts written. The shift is the
+//! most low bits (up to 7) that every impact above the base has zero: stored impacts are
+//! multiples of 128 (`format::IMPACT_STEP_BITS`), so a block's impacts take at most 8 bits
+//! each instead of up to 15. Gaps make tool numbers
 //! ascend strictly by construction; decoding fails (and a file check refuses the list) if a
 //! width is out of range, a block runs past the section, a tool number would pass `u32::MAX`
 //! or an impact `32767`.
@@ -31,10 +37,20 @@ const IMPACT_MAX: u16 = 0x7fff;
 const NAME_BIT: u16 = 0x8000;
 /// The flag of `impact_bits` saying the block has name bits.
 const NAMES_FLAG: u8 = 0x80;
+/// Where in `impact_bits` the block's impact shift lies (3 bits), and its largest value.
+const SHIFT_AT: u8 = 4;
+const SHIFT_MAX: u8 = 7;
+/// The bits of `impact_bits` that are the width.
+const WIDTH_MASK: u8 = 0x0f;
 
 /// Appends a postings list: `(tool number, impact)` pairs in strictly ascending tool order.
 pub(crate) fn put_postings(out: &mut Vec<u8>, postings: &[(u32, u16)]) {
     put_varint(out, postings.len() as u32);
+    if let [(doc, impact)] = postings {
+        put_varint(out, *doc);
+        out.extend_from_slice(&impact.to_le_bytes());
+        return;
+    }
     let mut previous: Option<u32> = None;
     for block in postings.chunks(BLOCK) {
         let gap = |i: usize| match (i, previous) {
@@ -47,14 +63,22 @@ pub(crate) fn put_postings(out: &mut Vec<u8>, postings: &[(u32, u16)]) {
         let top = block.iter().map(|p| p.1 & IMPACT_MAX).max().unwrap_or(0);
         let names = block.iter().any(|p| p.1 & NAME_BIT != 0);
         let doc_bits = bits(gaps.iter().copied().max().unwrap_or(0));
-        let impact_bits = bits(u32::from(top - base));
+        // The low bits every impact above the base has zero (impacts are quantised: see
+        // `format::IMPACT_STEP_BITS`) are left out.
+        let above = |p: &(u32, u16)| (p.1 & IMPACT_MAX) - base;
+        let shift = block
+            .iter()
+            .map(|p| above(p).trailing_zeros())
+            .min()
+            .map_or(0, |z| z.min(u32::from(SHIFT_MAX))) as u8;
+        let impact_bits = bits(u32::from(top - base) >> shift);
         out.push(doc_bits);
-        out.push(impact_bits | if names { NAMES_FLAG } else { 0 });
+        out.push(impact_bits | shift << SHIFT_AT | if names { NAMES_FLAG } else { 0 });
         out.extend_from_slice(&base.to_le_bytes());
         pack(out, gaps.iter().copied(), doc_bits);
         pack(
             out,
-            block.iter().map(|p| u32::from((p.1 & IMPACT_MAX) - base)),
+            block.iter().map(|p| u32::from(above(p) >> shift)),
             impact_bits,
         );
         if names {
@@ -100,9 +124,10 @@ fn pack(out: &mut Vec<u8>, values: impl Iterator<Item = u32>, width: u8) {
 /// Why a list does not decode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum BlockError {
-    /// The count or a block runs past the end of the section.
+    /// The count or a block runs past the end of the section (or the tool number of a list of
+    /// one does not end within five bytes).
     Overrun,
-    /// A block's `doc_bits` is above 32 or its `impact_bits` above 15.
+    /// A block's `doc_bits` is above 32.
     Width,
     /// A tool number would pass `u32::MAX`.
     DocOverflow,
@@ -192,7 +217,8 @@ impl<'a> PostingList<'a> {
     }
 }
 
-/// Decodes a list's blocks in order (see [`PostingList::blocks`]).
+/// Decodes a list's blocks in order (see [`PostingList::blocks`]); a list of one tool decodes
+/// as one block of one entry.
 pub(crate) struct Blocks<'a> {
     bytes: &'a [u8],
     pos: usize,
@@ -216,15 +242,20 @@ impl Blocks<'_> {
         if self.left == 0 {
             return Ok(false);
         }
+        // One entry left before the first block: the list is of one tool.
+        if self.left == 1 && self.pos == 0 {
+            return self.single_into(out);
+        }
         let n = self.left.min(BLOCK);
         let head = self
             .bytes
             .get(self.pos..self.pos + 4)
             .ok_or(BlockError::Overrun)?;
         let (doc_bits, flags) = (head[0], head[1]);
-        let impact_bits = flags & !NAMES_FLAG;
+        let impact_bits = flags & WIDTH_MASK;
+        let shift = (flags >> SHIFT_AT) & SHIFT_MAX;
         let base = u16::from_le_bytes([head[2], head[3]]);
-        if doc_bits > 32 || impact_bits > 15 {
+        if doc_bits > 32 {
             return Err(BlockError::Width);
         }
         let mut pos = self.pos + 4;
@@ -271,17 +302,19 @@ impl Blocks<'_> {
             return Err(BlockError::DocOverflow);
         }
         let quals = &mut out.impacts;
-        if u32::from(base) + (1u32 << impact_bits) - 1 <= u32::from(IMPACT_MAX) {
-            // No value the width allows can pass the largest impact.
-            impacts.unpack(impact_bits, n, |i, v| quals[i] = v as u16 + base);
+        // The largest impact the block's width and shift allow: only when it could pass 32767
+        // are the unpacked values checked.
+        let widest = (1u32 << impact_bits) - 1;
+        if u32::from(base) + (widest << shift) <= u32::from(IMPACT_MAX) {
+            impacts.unpack(impact_bits, n, |i, v| quals[i] = ((v as u16) << shift) + base);
         } else {
             impacts.unpack(impact_bits, n, |i, v| quals[i] = v as u16);
             let top = out.impacts[..n].iter().copied().max().unwrap_or(0);
-            if u32::from(base) + u32::from(top) > u32::from(IMPACT_MAX) {
+            if u32::from(base) + (u32::from(top) << shift) > u32::from(IMPACT_MAX) {
                 return Err(BlockError::ImpactOverflow);
             }
             for q in out.impacts[..n].iter_mut() {
-                *q += base;
+                *q = (*q << shift) + base;
             }
         }
         out.has_names = names.is_some();
@@ -296,6 +329,24 @@ impl Blocks<'_> {
         self.pos = pos;
         self.left -= n;
         self.next_doc = next;
+        Ok(true)
+    }
+
+    /// Decodes a list of one entry (no block: its tool number and impact).
+    fn single_into(&mut self, out: &mut Block) -> Result<bool, BlockError> {
+        let mut pos = self.pos;
+        let doc = varint(self.bytes, &mut pos).ok_or(BlockError::Overrun)?;
+        let impact = self.bytes.get(pos..pos + 2).ok_or(BlockError::Overrun)?;
+        let impact = u16::from_le_bytes([impact[0], impact[1]]);
+        out.docs[0] = doc;
+        out.impacts[0] = impact & IMPACT_MAX;
+        out.has_names = impact & NAME_BIT != 0;
+        out.names = [0; BLOCK / 8];
+        out.names[0] = u8::from(out.has_names);
+        out.len = 1;
+        self.pos = pos + 2;
+        self.left = 0;
+        self.next_doc = u64::from(doc) + 1;
         Ok(true)
     }
 

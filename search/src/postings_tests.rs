@@ -89,12 +89,28 @@ fn truncated_lists_fail_to_decode_without_panicking() {
 
 #[test]
 fn a_block_wider_than_32_bits_is_refused() {
-    let mut buf = encode(&[(5, 1)]);
+    let mut buf = encode(&[(5, 1), (6, 1)]);
     buf[1] = 33;
     assert_eq!(decode(&buf, 0), Err(BlockError::Width));
-    let mut buf = encode(&[(5, 1)]);
-    buf[2] = 16;
-    assert_eq!(decode(&buf, 0), Err(BlockError::Width));
+}
+
+#[test]
+fn impacts_that_are_multiples_of_128_take_a_byte_each() {
+    // 128 entries one apart (gaps of 0 bits), impacts of all 256 levels but the top half.
+    let list: Vec<(u32, u16)> = (0..128).map(|i| (i, (i as u16) * 2 * 128)).collect();
+    let buf = encode(&list);
+    // The count (2 bytes), the header (4), no gap bits, 128 impacts of 8 bits.
+    assert_eq!(buf.len(), 2 + 4 + 128);
+    assert_eq!(decode(&buf, 0).unwrap(), list);
+}
+
+#[test]
+fn a_shift_lifting_an_impact_past_the_largest_is_refused() {
+    // 32764 - 0 has two low zero bits: the block's shift is 2, its width 13.
+    let mut buf = encode(&[(1, 0), (2, 32764)]);
+    assert_eq!(buf[2] & 0x70, 2 << 4);
+    buf[2] = (buf[2] & !0x70) | (3 << 4);
+    assert_eq!(decode(&buf, 0), Err(BlockError::ImpactOverflow));
 }
 
 #[test]
@@ -108,7 +124,7 @@ fn tool_numbers_past_u32_max_are_refused() {
 
 #[test]
 fn impacts_past_the_largest_are_refused() {
-    let mut buf = encode(&[(1, 0x7fff)]);
+    let mut buf = encode(&[(1, 0x7fff), (2, 0x7fff)]);
     // The base impact's bytes: 0x7fff -> 0xffff.
     buf[4] = 0xff;
     assert_eq!(decode(&buf, 0), Err(BlockError::ImpactOverflow));
@@ -134,4 +150,25 @@ fn a_whole_block_past_u32_max_is_refused() {
     let last_gap = 2 + 4 + 127 * 4;
     buf[last_gap] |= 1;
     assert_eq!(decode(&buf, 0), Err(BlockError::DocOverflow));
+}
+
+#[test]
+fn a_list_of_one_takes_its_count_tool_number_and_impact_only() {
+    let list = [(300_000, 0x1234 | NAME_BIT)];
+    let buf = encode(&list);
+    // The count (1 byte), the tool number (3 bytes), the impact (2 bytes).
+    assert_eq!(buf.len(), 1 + 3 + 2);
+    assert_eq!(decode(&buf, 0).unwrap(), list);
+}
+
+#[test]
+fn a_list_of_one_cut_short_is_an_overrun() {
+    let buf = encode(&[(300_000, 7)]);
+    for cut in 1..buf.len() {
+        assert_eq!(
+            decode(&buf[..cut], 0),
+            Err(BlockError::Overrun),
+            "cut at {cut}"
+        );
+    }
 }

@@ -177,7 +177,7 @@ impl ImpactParams {
 
     /// The stored impact of a term with frequencies `tf` in a tool with
     /// field norms `norm`: `tf / (k1 + tf)` of the weighted frequency,
-    /// scaled to `0..=IMPACT_MAX`, plus the name bit.
+    /// scaled to `0..=IMPACT_MAX` and quantised (`format::quantise_impact`), plus the name bit.
     pub(crate) fn impact(&self, tf: &[u8; FIELDS], norm: &[f32; FIELDS]) -> u16 {
         let t: f32 = tf.iter().zip(norm).map(|(&t, w)| f32::from(t) * w).sum();
         let sat = if t > 0.0 && t.is_finite() {
@@ -186,7 +186,7 @@ impl ImpactParams {
             0.0
         };
         let q = (sat.clamp(0.0, 1.0) * f32::from(format::IMPACT_MAX)).round() as u16;
-        let q = q.min(format::IMPACT_MAX);
+        let q = format::quantise_impact(q.min(format::IMPACT_MAX), t > 0.0);
         if tf[Field::Name as usize] > 0 {
             q | format::NAME_BIT
         } else {

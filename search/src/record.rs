@@ -6,7 +6,8 @@
 //! vocabulary, which the second stage reads instead of splitting and stemming that text again
 //! on every query. Its text (description, parameter schema as compact JSON, aliases, keywords),
 //! which only the tools a search returns need, lies in a block of [`BLOCK_TOOLS`] tools'
-//! texts compressed together with LZ4.
+//! texts compressed together with LZ4, against a dictionary stored once in the section
+//! (sampled from the tools' texts at build time, see [`dictionary`]).
 
 use std::borrow::Cow;
 
@@ -15,7 +16,7 @@ use crate::format::{self, Reader};
 use crate::text;
 
 /// How many consecutive tools' texts a block holds (the last block may hold fewer).
-pub(crate) const BLOCK_TOOLS: usize = 16;
+pub(crate) const BLOCK_TOOLS: usize = 32;
 
 /// A view of one tool stored in an index: the name borrowed from the index, the rest decoded
 /// from its compressed block.
@@ -97,6 +98,12 @@ pub(crate) enum RecordError {
         #[source]
         source: lz4_flex::block::DecompressError,
     },
+    /// The texts' dictionary does not fit the section.
+    #[error("the dictionary of the tool records ({len} bytes) lies outside the section")]
+    Dictionary {
+        /// Its stated length.
+        len: u64,
+    },
     /// A tool's text does not fit its decompressed block, or is not UTF-8.
     #[error("the text of tool {tool} does not fit its block")]
     Text {
@@ -108,7 +115,7 @@ pub(crate) enum RecordError {
 /// Appends a tool's hot record's first part, its name. The re-ranking words
 /// ([`put_rerank`]) follow once the vocabulary is known.
 pub(crate) fn put_name(out: &mut Vec<u8>, name: &str) {
-    format::put_str(out, name);
+    format::put_short_str(out, name);
 }
 
 /// Appends a tool's text to the raw bytes of its block (compressed with [`put_block`] once
@@ -177,7 +184,7 @@ pub(crate) fn put_rerank(out: &mut Vec<u8>, name: &[u32], description: &[u32], e
 /// What the second stage reads of a hot record: the name, and a reader at the
 /// re-ranking words. `None` if the record does not fit.
 pub(crate) fn rerank_of(mut r: Reader<'_>) -> Option<(&str, RerankWords<'_>)> {
-    let name = r.str()?;
+    let name = r.short_str()?;
     Some((name, RerankWords { r }))
 }
 
@@ -219,29 +226,57 @@ pub(crate) fn for_each_enum_term(json: &str, mut f: impl FnMut(&str)) {
     }
 }
 
-/// The length of the records section's head for `blocks` blocks: the tools per block, the block
-/// count and `blocks + 1` block offsets.
-pub(crate) fn head_len(blocks: usize) -> usize {
-    8 + 8 * (blocks + 1)
+/// The most bytes of the texts' dictionary (see `format.rs`).
+pub(crate) const DICT_MAX: usize = 16 * 1024;
+/// How many tools' texts the dictionary samples, evenly spaced in tool order.
+pub(crate) const DICT_SAMPLES: usize = 32;
+
+/// The texts' dictionary from the texts of sampled tools (see [`put_text`]): the first
+/// `DICT_MAX / DICT_SAMPLES` bytes of each, back to back, at most [`DICT_MAX`] bytes.
+pub(crate) fn dictionary<'a>(samples: impl Iterator<Item = &'a [u8]>) -> Vec<u8> {
+    let each = DICT_MAX / DICT_SAMPLES;
+    let mut dict = Vec::with_capacity(DICT_MAX);
+    for text in samples {
+        let room = DICT_MAX - dict.len();
+        dict.extend_from_slice(&text[..text.len().min(each).min(room)]);
+    }
+    dict
 }
 
-/// Appends the records section's head (see `format.rs`): `block_ends` are where each block
-/// ends in the blocks as they follow the head, back to back.
-pub(crate) fn put_head(out: &mut Vec<u8>, block_ends: &[u64]) {
-    let head = head_len(block_ends.len()) as u64;
+/// The length of the records section's head for `blocks` blocks and a dictionary of
+/// `dict` bytes: the tools per block, the block count, the dictionary's length and bytes, and
+/// `blocks + 1` block offsets.
+pub(crate) fn head_len(blocks: usize, dict: usize) -> usize {
+    12 + dict + 4 * (blocks + 1)
+}
+
+/// Appends the records section's head (see `format.rs`): the dictionary `dict` the blocks were
+/// compressed with, and where each block ends in the blocks as they follow the head, back to
+/// back (`block_ends`). Offsets are `u32`: records of 4 GiB or more are an error.
+pub(crate) fn put_head(
+    out: &mut Vec<u8>,
+    dict: &[u8],
+    block_ends: &[u64],
+) -> Result<(), crate::IndexError> {
+    let head = head_len(block_ends.len(), dict.len()) as u64;
+    let offset =
+        |v: u64| u32::try_from(v).map_err(|_| crate::IndexError::RecordsTooLarge { bytes: v });
     out.extend_from_slice(&(BLOCK_TOOLS as u32).to_le_bytes());
     out.extend_from_slice(&(block_ends.len() as u32).to_le_bytes());
-    out.extend_from_slice(&head.to_le_bytes());
+    out.extend_from_slice(&(dict.len() as u32).to_le_bytes());
+    out.extend_from_slice(dict);
+    out.extend_from_slice(&offset(head)?.to_le_bytes());
     for &end in block_ends {
-        out.extend_from_slice(&(head + end).to_le_bytes());
+        out.extend_from_slice(&offset(head + end)?.to_le_bytes());
     }
+    Ok(())
 }
 
 /// Appends a block: the length of `raw` (the texts of its tools, see [`put_text`]) as a `u32`,
-/// then `raw` compressed as one LZ4 block.
-pub(crate) fn put_block(out: &mut Vec<u8>, raw: &[u8]) {
+/// then `raw` compressed as one LZ4 block against the dictionary `dict`.
+pub(crate) fn put_block(out: &mut Vec<u8>, raw: &[u8], dict: &[u8]) {
     out.extend_from_slice(&(raw.len() as u32).to_le_bytes());
-    out.extend_from_slice(&lz4_flex::block::compress(raw));
+    out.extend_from_slice(&lz4_flex::block::compress_with_dict(raw, dict));
 }
 
 /// The most an LZ4 block decompresses to per compressed byte: a match's length grows by at
@@ -274,13 +309,17 @@ impl Block {
         let bounds = |block| RecordError::BlockBounds { block };
         let per_block = r.u32().ok_or(bounds(0))? as usize;
         let count = r.u32().ok_or(bounds(0))? as usize;
+        let dict_len = r.u32().ok_or(bounds(0))?;
+        let dict = r.take(dict_len as usize).ok_or(RecordError::Dictionary {
+            len: u64::from(dict_len),
+        })?;
         let block = tool.checked_div(per_block).ok_or(bounds(0))?;
         if block >= count {
             return Err(RecordError::Record { tool });
         }
-        let mut at = Reader::new(section, 8 + 8 * block);
-        let start = at.u64().and_then(|v| usize::try_from(v).ok());
-        let end = at.u64().and_then(|v| usize::try_from(v).ok());
+        let mut at = Reader::new(section, r.pos + 4 * block);
+        let start = at.u32().and_then(|v| usize::try_from(v).ok());
+        let end = at.u32().and_then(|v| usize::try_from(v).ok());
         let bytes = start
             .zip(end)
             .and_then(|(start, end)| section.get(start..end))
@@ -297,7 +336,7 @@ impl Block {
             });
         }
         let mut raw = vec![0; len];
-        let got = lz4_flex::block::decompress_into(compressed, &mut raw)
+        let got = lz4_flex::block::decompress_into_with_dict(compressed, &mut raw, dict)
             .map_err(|source| RecordError::Decompress { block, source })?;
         if got != len {
             return Err(RecordError::BlockSize {
@@ -381,6 +420,9 @@ impl<'a> ToolDocRef<'a> {
 mod tests {
     use super::*;
 
+    /// The dictionary the tests' blocks are compressed with.
+    const DICT: &[u8] = br#"does things{"type":"object","properties":{"p":{"enum":["#;
+
     /// A records section of `n` tools' texts, in blocks as the builder writes them.
     fn section(n: usize) -> Vec<u8> {
         let (mut blocks, mut ends, mut raw) = (Vec::new(), Vec::new(), Vec::new());
@@ -395,13 +437,13 @@ mod tests {
                 &[],
             );
             if (i + 1) % BLOCK_TOOLS == 0 || i + 1 == n {
-                put_block(&mut blocks, &raw);
+                put_block(&mut blocks, &raw, DICT);
                 ends.push(blocks.len() as u64);
                 raw.clear();
             }
         }
         let mut out = Vec::new();
-        put_head(&mut out, &ends);
+        put_head(&mut out, DICT, &ends).unwrap();
         out.extend_from_slice(&blocks);
         out
     }
@@ -434,8 +476,8 @@ mod tests {
     fn a_truncated_section_gives_an_error_for_the_blocks_it_cuts() {
         let bytes = section(40);
         let end_of = |block: usize| {
-            let at = 8 + 8 * (block + 1);
-            u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as usize
+            let at = 12 + DICT.len() + 4 * (block + 1);
+            u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize
         };
         for cut in 0..bytes.len() {
             for (tool, block) in [(0, 0), (39, 39 / BLOCK_TOOLS)] {
@@ -470,7 +512,7 @@ mod tests {
     #[test]
     fn a_block_stating_more_than_its_bytes_can_hold_is_refused_before_decompressing() {
         let mut bytes = section(3);
-        let start = head_len(1);
+        let start = head_len(1, DICT.len());
         bytes[start..start + 4].copy_from_slice(&u32::MAX.to_le_bytes());
         assert!(matches!(
             Block::of_tool(&bytes, 0),
@@ -481,7 +523,7 @@ mod tests {
     #[test]
     fn a_block_that_is_not_lz4_is_a_decompress_error() {
         let mut bytes = section(3);
-        let start = head_len(1) + 4;
+        let start = head_len(1, DICT.len()) + 4;
         // An LZ4 sequence whose match reaches back before the start of the output.
         bytes[start..start + 4].copy_from_slice(&[0x0f, 0xff, 0xff, 0x00]);
         assert!(matches!(
@@ -493,7 +535,8 @@ mod tests {
     #[test]
     fn a_block_offset_outside_the_section_is_a_bounds_error() {
         let mut bytes = section(3);
-        bytes[16..24].copy_from_slice(&u64::MAX.to_le_bytes());
+        let end = 12 + DICT.len() + 4;
+        bytes[end..end + 4].copy_from_slice(&u32::MAX.to_le_bytes());
         assert!(matches!(
             Block::of_tool(&bytes, 2),
             Err(RecordError::BlockBounds { block: 0 })
@@ -501,13 +544,66 @@ mod tests {
     }
 
     #[test]
+    fn a_dictionary_longer_than_the_section_is_a_dictionary_error() {
+        let mut bytes = section(3);
+        bytes[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(matches!(
+            Block::of_tool(&bytes, 0),
+            Err(RecordError::Dictionary { len }) if len == u64::from(u32::MAX)
+        ));
+    }
+
+    #[test]
+    fn a_changed_dictionary_reads_as_other_text_or_a_typed_error() {
+        for at in 12..12 + DICT.len() {
+            let mut bytes = section(20);
+            bytes[at] ^= 0x80;
+            for tool in [0, 7, 19] {
+                match Block::of_tool(&bytes, tool).and_then(|b| Ok(b.text(tool)?.description.len()))
+                {
+                    Ok(_) | Err(RecordError::Text { .. }) | Err(RecordError::Decompress { .. }) => {
+                    }
+                    Err(e) => panic!("byte {at}, tool {tool}: {e}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn blocks_compressed_against_the_dictionary_are_smaller() {
+        let with = section(40);
+        let (mut plain, mut ends, mut raw) = (Vec::new(), Vec::new(), Vec::new());
+        for i in 0..40 {
+            let schema = serde_json::json!({"type": "object", "properties": {"p": {"enum": [i]}}});
+            put_text(
+                &mut raw,
+                &format!("tool {i} does things"),
+                &schema,
+                &[format!("alias {i}")],
+                &[],
+            );
+            if (i + 1) % BLOCK_TOOLS == 0 || i + 1 == 40 {
+                put_block(&mut plain, &raw, &[]);
+                ends.push(plain.len() as u64);
+                raw.clear();
+            }
+        }
+        let blocks_with = with.len() - head_len(ends.len(), DICT.len());
+        assert!(
+            blocks_with < plain.len(),
+            "{blocks_with} >= {}",
+            plain.len()
+        );
+    }
+
+    #[test]
     fn a_block_whose_text_stops_short_is_a_text_error() {
         let (mut raw, mut blocks) = (Vec::new(), Vec::new());
         put_text(&mut raw, "whole", &serde_json::Value::Null, &[], &[]);
         raw.extend_from_slice(&100u32.to_le_bytes());
-        put_block(&mut blocks, &raw);
+        put_block(&mut blocks, &raw, DICT);
         let mut bytes = Vec::new();
-        put_head(&mut bytes, &[blocks.len() as u64]);
+        put_head(&mut bytes, DICT, &[blocks.len() as u64]).unwrap();
         bytes.extend_from_slice(&blocks);
         let block = Block::of_tool(&bytes, 1).unwrap();
         assert!(block.text(0).is_ok());

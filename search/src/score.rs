@@ -3,7 +3,6 @@
 //! and the name bonus), and the best few are kept.
 
 use crate::accumulate::{Acc, Cursor, Group, SCRATCH};
-use crate::field::Field;
 use crate::file::IndexFile;
 use crate::format;
 use crate::hits::MatchKind;
@@ -359,7 +358,7 @@ impl Select<'_> {
         let name_fraction = if matched == 0 {
             0.0
         } else {
-            let name_len = self.file.field_len(d, Field::Name as usize);
+            let name_len = self.file.name_len(d);
             let parts = if name_len > 1.0 { name_len - 1.0 } else { 1.0 };
             (f32::from(matched) / parts).min(1.0)
         };

@@ -69,6 +69,7 @@ fn a_mapped_index_searches_as_a_read_one() {
 fn a_mapped_open_checks_the_file_as_a_read_one_does() {
     let (_dir, path) = written(&built());
     let mut bytes = std::fs::read(&path).unwrap();
+    let version = bytes[8];
     bytes[8] = 99;
     std::fs::write(&path, &bytes).unwrap();
     // SAFETY: the file is this test's own, and nothing changes it while mapped.
@@ -78,7 +79,7 @@ fn a_mapped_open_checks_the_file_as_a_read_one_does() {
         "{err}"
     );
     let last = bytes.len() - 1;
-    bytes[8] = 5;
+    bytes[8] = version;
     bytes[last] ^= 1;
     std::fs::write(&path, &bytes).unwrap();
     // SAFETY: as above.
@@ -248,7 +249,7 @@ fn other_format_version_is_an_error_asking_for_a_rebuild() {
         matches!(
             err,
             IndexError::UnsupportedVersion {
-                expected: 5,
+                expected: 6,
                 found: 99,
                 ..
             }
@@ -264,14 +265,15 @@ fn other_format_version_is_an_error_asking_for_a_rebuild() {
 
 /// Version 2 had a sixth section (an always empty fst of unstemmed terms); version 3 dropped
 /// it; version 4 stores the re-ranking words and added a section for their vocabulary; version
-/// 5 stores the postings in bit-packed blocks. The
+/// 5 stores the postings in bit-packed blocks; version 6 quantises the impacts and keeps one
+/// name length a tool instead of six field lengths. The
 /// version is read before anything else of the layout, so an older header is refused as such,
 /// whatever follows it.
 #[test]
 fn an_older_index_is_refused_with_the_version_found_and_expected() {
     let (_dir, path) = written(&built());
     let bytes = std::fs::read(&path).unwrap();
-    for old in [2u32, 3, 4] {
+    for old in [2u32, 3, 4, 5] {
         let mut bytes = bytes.clone();
         bytes[8..12].copy_from_slice(&old.to_le_bytes());
         std::fs::write(&path, &bytes).unwrap();
@@ -280,7 +282,7 @@ fn an_older_index_is_refused_with_the_version_found_and_expected() {
             matches!(
                 err,
                 IndexError::UnsupportedVersion {
-                    expected: 5,
+                    expected: 6,
                     found,
                     ..
                 } if found == old

@@ -16,6 +16,7 @@ const HEADER_LEN: usize = 204;
 const SECTIONS_AT: usize = 92;
 const SEC_STEMS: usize = 0;
 const SEC_POSTINGS: usize = 1;
+const SEC_RECORDS: usize = 3;
 const SEC_RERANK_TERMS: usize = 5;
 
 fn fnv_words(mut h: u64, part: &[u8]) -> u64 {
@@ -208,6 +209,24 @@ fn a_dictionary_root_outside_the_dictionary_is_an_invalid_index() {
     assert!(err.to_string().contains("term dictionary"), "{err}");
 }
 
+/// The bytes a list at `at` takes if its count is `count`: for a list of one tool, the count,
+/// the tool number and the impact; else the count, one block's header and its packed gaps,
+/// impacts (bits 0-3 of the flags: their width) and name bits.
+fn list_len(bytes: &[u8], at: usize, count: usize) -> usize {
+    if count == 1 {
+        // No block: the tool number (one byte in these small indexes) and the impact.
+        return 4;
+    }
+    let (doc_bits, flags) = (usize::from(bytes[at + 1]), bytes[at + 2]);
+    let impact_bits = usize::from(flags & 0x0f);
+    let names = if flags & 0x80 != 0 {
+        count.div_ceil(8)
+    } else {
+        0
+    };
+    5 + (count * doc_bits).div_ceil(8) + (count * impact_bits).div_ceil(8) + names
+}
+
 /// The start of each postings list of the section `postings` (format v5: a varint count, then
 /// blocks of a 4-byte header and bit-packed gaps, impacts and name bits; this small index has
 /// no list of 128 tools or more, so one block a list).
@@ -217,18 +236,21 @@ fn lists(bytes: &[u8], postings: std::ops::Range<usize>) -> Vec<(usize, usize)> 
     while at < postings.end {
         let count = usize::from(bytes[at]);
         assert!(count < 128, "one-byte count");
-        let (doc_bits, flags) = (usize::from(bytes[at + 1]), bytes[at + 2]);
-        let impact_bits = usize::from(flags & 0x7f);
-        let names = if flags & 0x80 != 0 {
-            count.div_ceil(8)
-        } else {
-            0
-        };
         out.push((at, count));
-        at += 5 + (count * doc_bits).div_ceil(8) + (count * impact_bits).div_ceil(8) + names;
+        at += list_len(bytes, at, count);
     }
     assert_eq!(at, postings.end, "the lists tile the section");
     out
+}
+
+/// Where the first list of more than one tool (one written in a block) starts.
+fn first_block_list(bytes: &[u8]) -> usize {
+    let postings = section(bytes, SEC_POSTINGS);
+    lists(bytes, postings)
+        .into_iter()
+        .find(|&(_, count)| count >= 2)
+        .expect("a term of two tools")
+        .0
 }
 
 fn damage(err: &IndexError) -> Option<&Damage> {
@@ -246,17 +268,15 @@ fn a_postings_list_naming_a_tool_past_the_catalog_is_an_invalid_index() {
         .iter()
         .find(|(_, count)| *count == 1)
         .expect("a term of one tool");
-    // One 32-bit gap, no impact bits, no name bits: the gap is the tool number.
-    bytes[at + 1] = 32;
-    bytes[at + 2] = 0;
-    bytes[at + 5..at + 9].copy_from_slice(&1_000_000u32.to_le_bytes());
+    // A list of one holds its tool number as a varint: one byte here.
+    bytes[at + 1] = 100;
     reseal(&mut bytes);
     let err = expect_invalid(&bytes, "a tool number past the catalog");
     assert!(
         matches!(
             damage(&err),
             Some(Damage::ToolOutOfRange {
-                tool: 1_000_000,
+                tool: 100,
                 tools: 7,
                 ..
             })
@@ -268,8 +288,8 @@ fn a_postings_list_naming_a_tool_past_the_catalog_is_an_invalid_index() {
 #[test]
 fn a_postings_block_with_gaps_wider_than_32_bits_is_an_invalid_index() {
     let mut bytes = index_bytes();
-    let postings = section(&bytes, SEC_POSTINGS);
-    bytes[postings.start + 1] = 33;
+    let at = first_block_list(&bytes);
+    bytes[at + 1] = 33;
     reseal(&mut bytes);
     let err = expect_invalid(&bytes, "a gap width of 33 bits");
     assert!(
@@ -281,9 +301,9 @@ fn a_postings_block_with_gaps_wider_than_32_bits_is_an_invalid_index() {
 #[test]
 fn a_postings_block_with_an_impact_above_the_largest_is_an_invalid_index() {
     let mut bytes = index_bytes();
-    let postings = section(&bytes, SEC_POSTINGS);
+    let at = first_block_list(&bytes);
     // The block's smallest impact, 0xffff, is past 32767 whatever is added to it.
-    bytes[postings.start + 3..postings.start + 5].copy_from_slice(&[0xff, 0xff]);
+    bytes[at + 3..at + 5].copy_from_slice(&[0xff, 0xff]);
     reseal(&mut bytes);
     let err = expect_invalid(&bytes, "an impact above 32767");
     assert!(
@@ -313,8 +333,10 @@ fn a_postings_list_cut_short_is_an_invalid_index() {
     let postings = section(&bytes, SEC_POSTINGS);
     let (at, count) = *lists(&bytes, postings)
         .iter()
-        .find(|(_, count)| *count >= 2)
-        .expect("a term of two tools");
+        .find(|&&(at, count)| {
+            count >= 2 && list_len(&bytes, at, count - 1) < list_len(&bytes, at, count)
+        })
+        .expect("a term of two tools whose packed values take a byte more than one fewer would");
     // One tool fewer: the list ends before the next one starts.
     bytes[at] = (count - 1) as u8;
     reseal(&mut bytes);
@@ -326,4 +348,76 @@ fn a_postings_list_cut_short_is_an_invalid_index() {
         ),
         "{err}"
     );
+}
+
+/// Whether `err` is the damage of a wrong tool records head.
+fn records_head_damage(err: &IndexError) -> bool {
+    matches!(damage(err), Some(Damage::RecordsHead { .. }))
+}
+
+#[test]
+fn a_texts_dictionary_longer_than_the_records_is_an_invalid_index() {
+    let mut bytes = index_bytes();
+    let records = section(&bytes, SEC_RECORDS);
+    bytes[records.start + 8..records.start + 12].copy_from_slice(&u32::MAX.to_le_bytes());
+    reseal(&mut bytes);
+    let err = expect_invalid(&bytes, "a dictionary past the section");
+    assert!(records_head_damage(&err), "{err}");
+}
+
+#[test]
+fn a_records_block_count_that_does_not_fit_the_tools_is_an_invalid_index() {
+    let mut bytes = index_bytes();
+    let records = section(&bytes, SEC_RECORDS);
+    bytes[records.start + 4..records.start + 8].copy_from_slice(&1000u32.to_le_bytes());
+    reseal(&mut bytes);
+    let err = expect_invalid(&bytes, "a thousand blocks for seven tools");
+    assert!(records_head_damage(&err), "{err}");
+}
+
+#[test]
+fn a_records_block_offset_past_the_section_is_an_invalid_index() {
+    let mut bytes = index_bytes();
+    let records = section(&bytes, SEC_RECORDS);
+    let dict = u32::from_le_bytes(
+        bytes[records.start + 8..records.start + 12]
+            .try_into()
+            .unwrap(),
+    );
+    // The end of the first block, after the three u32 and the dictionary and the first start.
+    let at = records.start + 12 + dict as usize + 4;
+    bytes[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+    reseal(&mut bytes);
+    let err = expect_invalid(&bytes, "a block ending past the section");
+    assert!(records_head_damage(&err), "{err}");
+}
+
+#[test]
+fn a_changed_texts_dictionary_reads_as_other_text_or_nothing_without_panicking() {
+    let bytes = index_bytes();
+    let records = section(&bytes, SEC_RECORDS);
+    let dict = u32::from_le_bytes(
+        bytes[records.start + 8..records.start + 12]
+            .try_into()
+            .unwrap(),
+    );
+    assert!(dict > 0, "the index has a dictionary");
+    for at in (0..dict as usize).step_by(7) {
+        let mut bad = bytes.clone();
+        bad[records.start + 12 + at] ^= 0xa5;
+        reseal(&mut bad);
+        open_and_search(&bad).unwrap();
+    }
+}
+
+#[test]
+fn a_name_lengths_table_of_another_size_is_an_invalid_index() {
+    let mut bytes = index_bytes();
+    // The name lengths' (section 4) length, in the header.
+    let at = SECTIONS_AT + 16 * 4 + 8;
+    let len = u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+    bytes[at..at + 8].copy_from_slice(&(len - 1).to_le_bytes());
+    reseal(&mut bytes);
+    let err = expect_invalid(&bytes, "a name length short");
+    assert!(matches!(err, IndexError::TableSize { .. }), "{err}");
 }

@@ -26,7 +26,7 @@ pub(crate) use write::Written;
 use std::path::Path;
 
 use crate::error::IndexError;
-use crate::field::FIELDS;
+use crate::field::{FIELDS, Field};
 use crate::ranking::ImpactParams;
 use crate::{format, record};
 
@@ -61,10 +61,10 @@ pub(crate) fn write_owned<D: Doc + Send>(
 /// strings took 50 ms to free at 100,000 tools, with the other core idle.
 fn parts_owned<D: Doc + Send>(docs: Vec<D>, params: ImpactParams) -> Result<Parts, IndexError> {
     let workers = workers_for(docs.len());
-    let (n, shards) = split(&docs, workers)?;
+    let (n, shards, dict) = split(&docs, workers)?;
     std::thread::scope(|scope| {
         let freeing = scope.spawn(move || drop(docs));
-        let parts = assemble(n, join(shards), params, workers);
+        let parts = assemble(n, join(shards), &dict, params, workers);
         crate::threads::join_resuming(vec![freeing]);
         parts
     })
@@ -86,14 +86,14 @@ fn serialize_on<D: Doc>(
     workers: usize,
 ) -> Result<Built, IndexError> {
     let workers = workers.max(1);
-    let (n, shards) = split(docs, workers)?;
-    Ok(assemble(n, join(shards), params, workers)?.into_built())
+    let (n, shards, dict) = split(docs, workers)?;
+    Ok(assemble(n, join(shards), &dict, params, workers)?.into_built())
 }
 
 /// The tools' count and their terms, records and re-ranking words, numbered in name order and
-/// split on `workers` threads, one shard per run of tools ([`join`] them in order). Tool names
-/// must be non-empty and unique.
-fn split<D: Doc>(docs: &[D], workers: usize) -> Result<(u32, Vec<Shard>), IndexError> {
+/// split on `workers` threads, one shard per run of tools ([`join`] them in order), and the
+/// dictionary their texts were compressed with. Tool names must be non-empty and unique.
+fn split<D: Doc>(docs: &[D], workers: usize) -> Result<(u32, Vec<Shard>, Vec<u8>), IndexError> {
     let workers = workers.max(1);
     let n =
         u32::try_from(docs.len()).map_err(|_| IndexError::TooManyTools { count: docs.len() })?;
@@ -111,15 +111,32 @@ fn split<D: Doc>(docs: &[D], workers: usize) -> Result<(u32, Vec<Shard>), IndexE
         return Err(IndexError::EmptyName);
     }
     let order: Vec<u32> = by_name.into_iter().map(|(_, d)| d).collect();
+    let dict = dictionary(docs, &order);
+    let dict = &dict;
 
     // Split the tools, in name order, into one contiguous run per
     // worker; each splits and interns its run's text on its own, and
     // the runs are joined in order. The result does not depend on the
     // number of workers.
     let shards = in_aligned_runs(&order, workers, record::BLOCK_TOOLS, |first, ids| {
-        Shard::build(ids.iter().map(|&d| &docs[d as usize]), first as u32)
+        Shard::build(ids.iter().map(|&d| &docs[d as usize]), first as u32, dict)
     });
-    Ok((n, shards))
+    Ok((n, shards, dict.clone()))
+}
+
+/// The dictionary the tools' texts are compressed with (see `record::dictionary`), from the
+/// texts of [`record::DICT_SAMPLES`] tools evenly spaced in tool order `order`.
+fn dictionary<D: Doc>(docs: &[D], order: &[u32]) -> Vec<u8> {
+    let samples = record::DICT_SAMPLES.min(order.len());
+    let mut fields = crate::fields::DocFields::default();
+    let texts: Vec<Vec<u8>> = (0..samples)
+        .map(|k| {
+            let mut raw = Vec::new();
+            docs[order[k * order.len() / samples] as usize].split(&mut fields, &mut raw);
+            raw
+        })
+        .collect();
+    record::dictionary(texts.iter().map(Vec::as_slice))
 }
 
 /// The shards of [`split`] joined in order.
@@ -128,7 +145,13 @@ fn join(shards: Vec<Shard>) -> Shard {
 }
 
 /// The index file's bytes from the split tools (see [`split`]).
-fn assemble(n: u32, all: Shard, params: ImpactParams, workers: usize) -> Result<Parts, IndexError> {
+fn assemble(
+    n: u32,
+    all: Shard,
+    dict: &[u8],
+    params: ImpactParams,
+    workers: usize,
+) -> Result<Parts, IndexError> {
     let Shard {
         stems,
         field_lens,
@@ -159,6 +182,11 @@ fn assemble(n: u32, all: Shard, params: ImpactParams, workers: usize) -> Result<
     let norms: Vec<[f32; FIELDS]> = (0..n)
         .map(|d| params.norms(&lens_of(d), &avg_len))
         .collect();
+    // The file keeps only the length a search reads: the name's (see `format.rs`).
+    let name_lens: Vec<u8> = (0..n)
+        .map(|d| format::name_len_byte(lens_of(d)[Field::Name as usize]))
+        .collect();
+    drop(field_lens);
     // How often each term occurs in the re-ranking words.
     let mut uses = vec![0u32; stems.postings.len()];
     for_each_rerank_list(&rerank, |list| {
@@ -176,9 +204,12 @@ fn assemble(n: u32, all: Shard, params: ImpactParams, workers: usize) -> Result<
     drop(uses);
     // The records section: its head, the blocks of texts, then the hot records.
     let mut records = Vec::with_capacity(
-        record::head_len(block_ends.len()) + blocks.len() + names.len() + rerank.len() * 2,
+        record::head_len(block_ends.len(), dict.len())
+            + blocks.len()
+            + names.len()
+            + rerank.len() * 2,
     );
-    record::put_head(&mut records, &block_ends);
+    record::put_head(&mut records, dict, &block_ends)?;
     records.extend_from_slice(&blocks);
     drop(blocks);
     let doc_offsets = with_rerank_words(
@@ -187,14 +218,14 @@ fn assemble(n: u32, all: Shard, params: ImpactParams, workers: usize) -> Result<
         &doc_offsets,
         &rerank,
         &finished.rerank.number,
-    );
+    )?;
     drop((names, rerank));
     let sections: [Vec<u8>; format::SECTIONS] = [
         finished.stems,
         postings,
         doc_offsets,
         records,
-        field_lens,
+        name_lens,
         finished.rerank.fst,
     ];
     let mut head = Vec::with_capacity(format::HEADER_LEN);
@@ -234,14 +265,15 @@ fn for_each_rerank_list(words: &[u32], mut f: impl FnMut(&[u32])) {
 
 /// Appends to `out` each tool's hot record: its name (from `names`, at `doc_offsets`) and its
 /// re-ranking words (as vocabulary numbers, see [`record::put_rerank`]); returns where each
-/// starts in `out`, as the tool offsets section holds them.
+/// starts in `out`, as the tool offsets section holds them (`u32`: a records section of 4 GiB
+/// or more is an error).
 fn with_rerank_words(
     out: &mut Vec<u8>,
     names: &[u8],
     doc_offsets: &[u8],
     words: &[u32],
     number: &[u32],
-) -> Vec<u8> {
+) -> Result<Vec<u8>, IndexError> {
     let offsets: Vec<usize> = doc_offsets
         .chunks_exact(8)
         .map(|o| u64::from_le_bytes([o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7]]) as usize)
@@ -260,7 +292,10 @@ fn with_rerank_words(
     let mut new_offsets = Vec::with_capacity(doc_offsets.len());
     for (i, &start) in offsets.iter().enumerate() {
         let end = offsets.get(i + 1).copied().unwrap_or(names.len());
-        new_offsets.extend_from_slice(&(out.len() as u64).to_le_bytes());
+        let at = u32::try_from(out.len()).map_err(|_| IndexError::RecordsTooLarge {
+            bytes: out.len() as u64,
+        })?;
+        new_offsets.extend_from_slice(&at.to_le_bytes());
         out.extend_from_slice(&names[start..end]);
         let [name, description, enums] = &mut lists;
         next_list(name);
@@ -269,7 +304,7 @@ fn with_rerank_words(
         enums.sort_unstable();
         record::put_rerank(out, name, description, enums);
     }
-    new_offsets
+    Ok(new_offsets)
 }
 
 #[cfg(test)]

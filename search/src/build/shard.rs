@@ -33,9 +33,13 @@ pub(super) struct Shard {
 
 impl Shard {
     /// Splits and interns `docs`, numbering them from `first`, and compresses their texts in
-    /// blocks: `first` is a multiple of [`record::BLOCK_TOOLS`], so that blocks hold the same
-    /// tools however the catalog is split.
-    pub(super) fn build<'a, D: Doc + 'a>(docs: impl Iterator<Item = &'a D>, first: u32) -> Shard {
+    /// blocks against the dictionary `dict`: `first` is a multiple of [`record::BLOCK_TOOLS`],
+    /// so that blocks hold the same tools however the catalog is split.
+    pub(super) fn build<'a, D: Doc + 'a>(
+        docs: impl Iterator<Item = &'a D>,
+        first: u32,
+        dict: &[u8],
+    ) -> Shard {
         debug_assert_eq!(first as usize % record::BLOCK_TOOLS, 0);
         let mut shard = Shard::default();
         let mut stems = TermTable::default();
@@ -106,13 +110,13 @@ impl Shard {
             rerank.extend_from_slice(&enums);
             in_block += 1;
             if in_block == record::BLOCK_TOOLS {
-                shard.end_block(&raw);
+                shard.end_block(&raw, dict);
                 raw.clear();
                 in_block = 0;
             }
         }
         if in_block > 0 {
-            shard.end_block(&raw);
+            shard.end_block(&raw, dict);
         }
         // Sorted here, on the worker's thread, so that joining shards is a merge.
         let (sorted, position) = stems.into_sorted();
@@ -122,8 +126,8 @@ impl Shard {
     }
 
     /// Compresses a full block's texts (or the last one's) onto the blocks.
-    fn end_block(&mut self, raw: &[u8]) {
-        record::put_block(&mut self.blocks, raw);
+    fn end_block(&mut self, raw: &[u8], dict: &[u8]) {
+        record::put_block(&mut self.blocks, raw, dict);
         self.block_ends.push(self.blocks.len() as u64);
     }
 
