@@ -26,6 +26,12 @@ dense 51.1 / 62.2 / 66.8 (previously 49.0 / 63.6 / 56.5), hybrid 64.5 / 93.4 / 6
 cosines of the descriptions, 63.6 with toolgate's tool text and 58.5 once centred on the mean
 tool vector as toolgate does: the encoder gains nothing from centring, the static model needs it.
 
+Cost: the encoder runs over about 500,000 tokens (the vocabulary's 92,000, Seal-Tools' tool texts
+220,000, MetaTool's tune queries 134,000), against the vocabulary alone before: `scripts/model.sh`
+took 952 s on the 2-core test machine at load 5.5 (the previous distillation about 150 s at load
+3). Cheaper training text lost on the tune half (sub-half B, centred, Seal-Tools / MetaTool): a
+quarter of MetaTool's queries 61.5 / 61.7, without Seal-Tools' tool texts too 52.8 / 60.9.
+
 The encoder's forward pass is written here in numpy (BERT: post-norm layers, GELU), so distilling
 needs only numpy and safetensors, not torch; the tokenizer is BERT's uncased WordPiece, read from
 the encoder's tokenizer.json. Output: DIR/model.safetensors (one tensor, "embeddings": [vocab,
