@@ -34,9 +34,12 @@
 //! that missed once costs 5-10 µs in 65 calls. In criterion at the same load, interleaved,
 //! `plugin_echo_1kb` went from 95-116 µs to 11-14 µs (native 1.5-2.1 µs); the multi-thread pair
 //! stayed within the noise (37-65 µs before, 42-50 µs after, one outlier at 110; native 14-20
-//! µs). With a free core each side should find the other's answer within its spin (a 1 KB echo
-//! runs in 2-3 µs; the caller calls again 2-3 µs after a result), so a call makes no system
-//! call: not yet measured on a quiet machine.
+//! µs). With a free core each side finds the other's answer within its spin (a 1 KB echo runs
+//! in 2-3 µs; the caller calls again 2-3 µs after a result), so a call makes no system call:
+//! on a quiet machine (load 2.2, two runs) `plugin_echo_1kb` took 3.54 and 3.48 µs against
+//! 1.00 and 0.99 µs native (+2.5 µs; 9.3 µs before, +7.1-7.8), the multi-thread pair 14.5 and
+//! 17.1 µs against 20.6 and 28.1 µs native (that baseline's own runtime hop dominates it), and
+//! `process/echo_1kb` 14.1 and 12.3 µs (17.8-26.0 before).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
