@@ -306,7 +306,9 @@ impl Blocks<'_> {
         // are the unpacked values checked.
         let widest = (1u32 << impact_bits) - 1;
         if u32::from(base) + (widest << shift) <= u32::from(IMPACT_MAX) {
-            impacts.unpack(impact_bits, n, |i, v| quals[i] = ((v as u16) << shift) + base);
+            impacts.unpack(impact_bits, n, |i, v| {
+                quals[i] = ((v as u16) << shift) + base
+            });
         } else {
             impacts.unpack(impact_bits, n, |i, v| quals[i] = v as u16);
             let top = out.impacts[..n].iter().copied().max().unwrap_or(0);
