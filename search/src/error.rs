@@ -189,7 +189,7 @@ pub enum Section {
     /// The stored tools.
     ToolRecords,
     /// The length of each tool's name field, one byte per tool.
-    FieldLengths,
+    NameLengths,
     /// The re-ranking vocabulary: an fst map from each stem of the tools' re-ranking words to
     /// its number.
     RerankTerms,
@@ -202,7 +202,7 @@ impl fmt::Display for Section {
             Section::Postings => "postings",
             Section::ToolOffsets => "tool offsets",
             Section::ToolRecords => "tool records",
-            Section::FieldLengths => "name lengths",
+            Section::NameLengths => "name lengths",
             Section::RerankTerms => "re-ranking vocabulary",
         })
     }

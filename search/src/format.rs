@@ -150,7 +150,7 @@ pub(crate) const SECTION_ORDER: [Section; SECTIONS] = [
     Section::Postings,
     Section::ToolOffsets,
     Section::ToolRecords,
-    Section::FieldLengths,
+    Section::NameLengths,
     Section::RerankTerms,
 ];
 
