@@ -4,8 +4,9 @@
 //!   `.queries` (one query a line): the data sets with their own queries, and the speed
 //!   bench's 100,000-tool catalog with every real query.
 //! * `probe dump INDEX QUERIES`: each query's top 50, names and score bits, for `cmp`.
-//! * `probe time INDEX QUERIES RUNS`: median and p99 of each query's least time over the runs.
-//! * `probe run INDEX QUERIES [FIRST [COUNT]]`: runs the queries once (for callgrind).
+//! * `probe time INDEX QUERIES RUNS`: median and p99 of each query's least time over the runs
+//!   (from the query's text, as `tool_search` gets it: parsing is timed).
+//! * `probe run INDEX QUERIES [FIRST [COUNT]]`: parses and runs the queries once (for callgrind).
 //! * `probe slow INDEX QUERIES RUNS N`: the N slowest queries by least time, as numbers.
 
 #[path = "../benches/common/corpus.rs"]
@@ -29,21 +30,28 @@ fn write_set(dir: &Path, name: &str, index: &SearchIndex, queries: &[String]) ->
     Ok(())
 }
 
-fn open(index: &str, queries: &str) -> Res<(SearchIndex, Vec<Query>)> {
+/// The index and the queries that parse (numbered from 0 in that order by `slow`).
+fn open(index: &str, queries: &str) -> Res<(SearchIndex, Vec<String>)> {
     let index = SearchIndex::open(Path::new(index))?;
     let queries = std::fs::read_to_string(queries)?
         .lines()
-        .filter_map(|q| Query::parse(q).ok())
+        .filter(|q| Query::parse(q).is_ok())
+        .map(str::to_owned)
         .collect();
     Ok((index, queries))
 }
 
-fn least(index: &SearchIndex, queries: &[Query], runs: usize) -> Vec<Duration> {
+/// Parses `text` and runs it for the top `k`, as `tool_search` does.
+fn search(index: &SearchIndex, text: &str, k: usize) -> Option<toolgate_search::SearchResults> {
+    Query::parse(text).ok().map(|q| index.search(&q, k))
+}
+
+fn least(index: &SearchIndex, queries: &[String], runs: usize) -> Vec<Duration> {
     let mut least = vec![Duration::MAX; queries.len()];
     for _ in 0..runs {
         for (q, best) in queries.iter().zip(&mut least) {
             let start = Instant::now();
-            std::hint::black_box(index.search(std::hint::black_box(q), 5));
+            std::hint::black_box(search(index, std::hint::black_box(q), 5));
             *best = (*best).min(start.elapsed());
         }
     }
@@ -71,7 +79,7 @@ fn main() -> Res<()> {
             let (index, queries) = open(arg(1)?, arg(2)?)?;
             let mut out = std::io::BufWriter::new(std::io::stdout());
             for (i, q) in queries.iter().enumerate() {
-                for h in index.search(q, 50).hits {
+                for h in search(&index, q, 50).map(|r| r.hits).unwrap_or_default() {
                     writeln!(out, "{i} {} {:08x}", h.name, h.score.to_bits())?;
                 }
             }
@@ -105,7 +113,7 @@ fn main() -> Res<()> {
             let first: usize = args.get(3).map_or(Ok(0), |s| s.parse())?;
             let count: usize = args.get(4).map_or(Ok(usize::MAX), |s| s.parse())?;
             for q in queries.iter().skip(first).take(count) {
-                std::hint::black_box(index.search(q, 5));
+                std::hint::black_box(search(&index, q, 5));
             }
         }
         other => return Err(format!("unknown command {other}").into()),
