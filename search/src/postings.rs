@@ -213,6 +213,7 @@ impl<'a> PostingList<'a> {
             pos: 0,
             left: self.count,
             next_doc: 0,
+            simd: Avx2::detect(),
         }
     }
 }
@@ -226,9 +227,18 @@ pub(crate) struct Blocks<'a> {
     left: usize,
     /// The smallest tool number the next entry can have: 0, then one past the last decoded.
     next_doc: u64,
+    /// The AVX2 kernels, if the CPU runs them (else the scalar unpack, as before).
+    simd: Option<Avx2>,
 }
 
 impl Blocks<'_> {
+    /// The same decoder without the AVX2 kernels, for tests that they agree.
+    #[cfg(test)]
+    pub(crate) fn scalar(mut self) -> Self {
+        self.simd = None;
+        self
+    }
+
     /// Decodes the next block into `out`: `Ok(false)` once the list is done.
     ///
     /// Each part is read in one pass: the gaps of a whole block unpacked and summed into
@@ -281,7 +291,9 @@ impl Blocks<'_> {
         // Tool numbers ascend, so only the last can pass `u32::MAX`: summed in u64, it is seen.
         let mut next = self.next_doc;
         let docs = &mut out.docs;
-        if n == BLOCK {
+        if let Some(sum) = gaps.docs_simd(self.simd, doc_bits, n, next, docs) {
+            next += u64::from(sum);
+        } else if n == BLOCK {
             // Every group is whole: the gaps are summed as they are unpacked.
             gaps.unpack(doc_bits, n, |i, v| {
                 let doc = next + u64::from(v);
@@ -303,9 +315,13 @@ impl Blocks<'_> {
         }
         let quals = &mut out.impacts;
         // The largest impact the block's width and shift allow: only when it could pass 32767
-        // are the unpacked values checked.
+        // are the unpacked values checked (the SIMD kernel gives the largest at no cost).
         let widest = (1u32 << impact_bits) - 1;
-        if u32::from(base) + (widest << shift) <= u32::from(IMPACT_MAX) {
+        if let Some(top) = impacts.impacts_simd(self.simd, impact_bits, n, shift, base, quals) {
+            if u32::from(base) + (top << shift) > u32::from(IMPACT_MAX) {
+                return Err(BlockError::ImpactOverflow);
+            }
+        } else if u32::from(base) + (widest << shift) <= u32::from(IMPACT_MAX) {
             impacts.unpack(impact_bits, n, |i, v| {
                 quals[i] = ((v as u16) << shift) + base
             });
@@ -365,6 +381,83 @@ struct Packed<'a> {
 }
 
 impl Packed<'_> {
+    /// Unpacks the `n` gaps (at most [`BLOCK`]) of `width` bits with the AVX2 kernel, summed
+    /// into tool numbers from `next` (the smallest the first can be) as the scalar path does;
+    /// gives the block's sum of gaps plus one (what `next` moves by), or `None` (nothing
+    /// written) where the kernel does not apply.
+    #[inline(always)]
+    fn docs_simd(
+        &self,
+        simd: Option<Avx2>,
+        width: u8,
+        n: usize,
+        next: u64,
+        docs: &mut [u32; BLOCK],
+    ) -> Option<u32> {
+        let simd = simd?;
+        #[cfg(target_arch = "x86_64")]
+        {
+            let groups = n.div_ceil(8).min(BLOCK / 8);
+            // Wrapping in u32 from `next - 1`: the block's sum is below 2^31 (see
+            // `avx2::MAX_WIDTH`), so the last tool number less the start gives it back exactly.
+            let start = (next as u32).wrapping_sub(1);
+            self.with_slack(groups * usize::from(width) + avx2::SLACK, |bytes| {
+                simd.docs(bytes, width, groups, start, docs)
+            })?;
+            docs.get(n.checked_sub(1)?)
+                .map(|&last| last.wrapping_sub(start))
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        match simd {}
+    }
+
+    /// Unpacks the `n` impacts (at most [`BLOCK`]) of `width` bits with the AVX2 kernel, as
+    /// `(v << shift) + base`, giving the largest `v` (the caller checks it); `None` (nothing
+    /// written) where the kernel does not apply.
+    #[inline(always)]
+    fn impacts_simd(
+        &self,
+        simd: Option<Avx2>,
+        width: u8,
+        n: usize,
+        shift: u8,
+        base: u16,
+        quals: &mut [u16; BLOCK],
+    ) -> Option<u32> {
+        let simd = simd?;
+        #[cfg(target_arch = "x86_64")]
+        {
+            let groups = n.div_ceil(8).min(BLOCK / 8);
+            self.with_slack(groups * usize::from(width) + avx2::SLACK, |bytes| {
+                simd.impacts(bytes, width, n, shift, base, quals)
+            })
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        match simd {}
+    }
+
+    /// `f` of the section from the part on if it holds `need` bytes, else (only near the
+    /// section's end) of a zero-padded copy of the part.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    fn with_slack<R>(&self, need: usize, f: impl FnOnce(&[u8]) -> Option<R>) -> Option<R> {
+        if self.rest.len() >= need {
+            f(self.rest)
+        } else {
+            self.padded(f)
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[cold]
+    #[inline(never)]
+    fn padded<R>(&self, f: impl FnOnce(&[u8]) -> Option<R>) -> Option<R> {
+        let mut buf = [0u8; BLOCK * 4 + avx2::SLACK];
+        let len = self.len.min(self.rest.len()).min(BLOCK * 4);
+        buf[..len].copy_from_slice(&self.rest[..len]);
+        f(&buf)
+    }
+
     /// Unpacks `n` values (at most [`BLOCK`]) of `width` bits (at most 32), giving each with
     /// its index (below [`BLOCK`]) to `put`; then (up to the next multiple of 8) values of no
     /// meaning.
@@ -472,6 +565,22 @@ fn varint(bytes: &[u8], pos: &mut usize) -> Option<u32> {
         }
     }
     None
+}
+
+#[cfg(target_arch = "x86_64")]
+#[path = "postings_avx2.rs"]
+mod avx2;
+#[cfg(target_arch = "x86_64")]
+use avx2::Avx2;
+/// No SIMD kernels off x86_64: a proof that can never be made.
+#[cfg(not(target_arch = "x86_64"))]
+#[derive(Clone, Copy, Debug)]
+enum Avx2 {}
+#[cfg(not(target_arch = "x86_64"))]
+impl Avx2 {
+    fn detect() -> Option<Avx2> {
+        None
+    }
 }
 
 #[cfg(test)]
