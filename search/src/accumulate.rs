@@ -295,8 +295,10 @@ fn in_catalog(block: &Block, n: usize) -> usize {
 }
 
 /// What one tool has gathered in the first stage: 8 bytes, so that the
-/// accumulator of 100,000 tools (800 KB) stays in a core's L2 cache.
+/// accumulator of 100,000 tools (800 KB) stays in a core's L2 cache. `repr(C)`: the selection's
+/// SIMD kernels read 8 entries as 16 `f32`, score then coverage ([`crate::select_avx2`]).
 #[derive(Clone, Copy, Default)]
+#[repr(C)]
 pub(crate) struct Acc {
     /// Sum of term contributions.
     pub(crate) score: f32,

@@ -74,6 +74,7 @@ mod build;
 mod explain;
 mod rerank;
 mod score;
+mod select_avx2;
 #[cfg(feature = "semantic")]
 pub mod semantic;
 
@@ -97,6 +98,7 @@ mod error;
 mod field;
 mod hash;
 mod quotes;
+mod simd;
 mod text;
 mod threads;
 

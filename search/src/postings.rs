@@ -29,6 +29,8 @@
 //! width is out of range, a block runs past the section, a tool number would pass `u32::MAX`
 //! or an impact `32767`.
 
+use crate::simd::Avx2;
+
 /// Entries per block (every block of a list but the last).
 pub(crate) const BLOCK: usize = 128;
 /// The largest impact, without the name bit.
@@ -570,19 +572,6 @@ fn varint(bytes: &[u8], pos: &mut usize) -> Option<u32> {
 #[cfg(target_arch = "x86_64")]
 #[path = "postings_avx2.rs"]
 mod avx2;
-#[cfg(target_arch = "x86_64")]
-use avx2::Avx2;
-/// No SIMD kernels off x86_64: a proof that can never be made.
-#[cfg(not(target_arch = "x86_64"))]
-#[derive(Clone, Copy, Debug)]
-enum Avx2 {}
-#[cfg(not(target_arch = "x86_64"))]
-impl Avx2 {
-    fn detect() -> Option<Avx2> {
-        None
-    }
-}
-
 #[cfg(test)]
 #[path = "postings_tests.rs"]
 mod tests;

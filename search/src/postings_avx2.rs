@@ -16,7 +16,7 @@
 //! x86_64 (SSE2), which has neither a byte shuffle nor per-lane shifts, so the scalar decoder
 //! stays scalar there; AVX2 is detected at run time (`is_x86_feature_detected!` caches the
 //! answer in a static; it is read once per postings list, and the kernels take the proof
-//! of it, [`Avx2`]).
+//! of it, [`crate::simd::Avx2`]).
 //!
 //! Measured with callgrind over the 100,000-tool speed catalog (see the report in
 //! `Blocks::next_into`'s docs for the figures).
@@ -32,6 +32,7 @@ use std::arch::x86_64::{
 };
 
 use crate::postings::BLOCK;
+use crate::simd::Avx2;
 
 /// The widest packed value the kernels unpack: with a lane's bit offset of up to 7, 25 bits
 /// fit its 4 bytes; tool-number gaps are held to 24 so that a whole block's gaps (each plus
@@ -42,18 +43,7 @@ pub(crate) const MAX_WIDTH: u8 = 24;
 /// 16-byte load of a group starts at most `W / 2` bytes in).
 pub(crate) const SLACK: usize = 16;
 
-/// Proof that this CPU runs the kernels (AVX2, which implies the SSE4.1 `packusdw` they
-/// use): only [`Avx2::detect`] makes one.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Avx2(());
-
 impl Avx2 {
-    /// The proof, if the CPU has AVX2 (`is_x86_feature_detected!` caches the answer in a
-    /// static: a load and a test).
-    pub(crate) fn detect() -> Option<Avx2> {
-        std::arch::is_x86_feature_detected!("avx2").then_some(Avx2(()))
-    }
-
     /// Unpacks `groups` groups (at most `BLOCK / 8`) of `width`-bit gaps from `bytes` into
     /// tool numbers: entry `i` is `start + (gap_0 + 1) + ... + (gap_i + 1)`, wrapping. `None`
     /// (nothing written) if the width is above [`MAX_WIDTH`] or `bytes` is shorter than

@@ -8,6 +8,7 @@ use crate::format;
 use crate::hits::MatchKind;
 use crate::lookup::Lookup;
 use crate::ranking::Ranking;
+use crate::simd::Avx2;
 use crate::terms::{MAX_QUERY_TERMS, QueryTerm};
 
 /// The best `depth` tools for the query `terms`, found in the dictionary as `lookups` (one per
@@ -274,11 +275,14 @@ impl Select<'_> {
     fn sparse(&self, tools: &[u32]) -> Vec<(f32, u32)> {
         let mut best = self.start();
         let exact = self.coverage.exponent == 1.0;
+        let simd = Avx2::detect();
         for chunk in tools.chunks(CHUNK) {
-            let mut live = if exact {
-                listed_survivors_exact(&*self.acc, chunk, self.boost_max, best.cut)
-            } else {
-                listed_survivors(&*self.acc, chunk, self.bound, best.cut)
+            let acc = &*self.acc;
+            let mut live = match (simd, exact) {
+                (Some(k), true) => k.listed_survivors::<true>(acc, chunk, self.boost_max, best.cut),
+                (Some(k), false) => k.listed_survivors::<false>(acc, chunk, self.bound, best.cut),
+                (None, true) => listed_survivors_exact(acc, chunk, self.boost_max, best.cut),
+                (None, false) => listed_survivors(acc, chunk, self.bound, best.cut),
             };
             while live != 0 {
                 let i = live.trailing_zeros() as usize;
@@ -305,14 +309,16 @@ impl Select<'_> {
         // With the coverage factor the coverage itself (exponent 1, the default), the test
         // can be `consider`'s second one, exact per tool: far fewer tools get through.
         let exact = self.coverage.exponent == 1.0;
+        let simd = Avx2::detect();
         let mut from = 0;
         while from < self.acc.len() {
             let to = (from + CHUNK).min(self.acc.len());
             let chunk = &self.acc[from..to];
-            let mut live = if exact {
-                survivors_exact(chunk, self.boost_max, best.cut)
-            } else {
-                survivors(chunk, self.bound, best.cut)
+            let mut live = match (simd, exact) {
+                (Some(k), true) => k.survivors::<true>(chunk, self.boost_max, best.cut),
+                (Some(k), false) => k.survivors::<false>(chunk, self.bound, best.cut),
+                (None, true) => survivors_exact(chunk, self.boost_max, best.cut),
+                (None, false) => survivors(chunk, self.bound, best.cut),
             };
             while live != 0 {
                 let i = live.trailing_zeros() as usize;
