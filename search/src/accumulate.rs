@@ -251,6 +251,7 @@ impl Scratch {
             ..
         } = self;
         let (acc, name, required) = (&mut acc[..], &mut name[..], &mut required[..]);
+        let mut fresh = [0u32; BLOCK];
         // A block that does not decode ends the list (only a damaged file has one).
         while let Ok(true) = blocks.next_into(block) {
             let block = &**block;
@@ -259,14 +260,27 @@ impl Scratch {
             for (w, &q) in contrib.iter_mut().zip(&block.impacts) {
                 *w = c.weight * f32::from(q);
             }
+            // Tools touched for the first time are written to `fresh` without a branch (the
+            // test is as likely one way as the other, and a push keeps the vector's length in
+            // memory), then listed in one go: in the same order as pushed one by one.
+            let mut k = 0;
             for (&d, &s) in block.docs[..len].iter().zip(contrib.iter()) {
-                let d = d as usize;
-                if let Some(a) = acc.get_mut(d) {
-                    add::<LIST>(a, touched, d, s, share);
+                let i = d as usize;
+                if let Some(a) = acc.get_mut(i) {
+                    if LIST {
+                        // `k` counts entries before this one, so stays below `BLOCK`.
+                        fresh[k & (BLOCK - 1)] = d;
+                        k += usize::from(a.coverage == 0.0);
+                    }
+                    a.score += s;
+                    a.coverage += share;
                 }
-                if REQUIRED && let Some(m) = required.get_mut(d) {
+                if REQUIRED && let Some(m) = required.get_mut(i) {
                     *m = m.saturating_add(1);
                 }
+            }
+            if LIST {
+                touched.extend_from_slice(&fresh[..k.min(BLOCK)]);
             }
             if NAMES && block.has_names {
                 // Set bits only, a word of 64 entries at a time.
