@@ -211,7 +211,7 @@ fn docs_avx2(
     let one = _mm256_set1_epi32(1);
     let last = _mm256_set1_epi32(7);
     let mut running = _mm256_set1_epi32(start as i32);
-    for g in 0..groups {
+    for (g, to) in out.chunks_exact_mut(8).take(groups).enumerate() {
         // SAFETY: `bytes` holds `groups * width + SLACK` bytes (checked by `docs`).
         let x = unsafe { plan.group(bytes, g) };
         // Each gap plus one, summed within each 128-bit half, then the low half's total
@@ -227,7 +227,6 @@ fn docs_avx2(
         let total = _mm256_permutevar8x32_epi32(x, last);
         x = _mm256_add_epi32(x, running);
         running = _mm256_add_epi32(running, total);
-        let to = out.get_mut(g * 8..g * 8 + 8)?;
         // SAFETY: `to` is 8 u32 (32 bytes) of `out`; an unaligned store.
         unsafe { _mm256_storeu_si256(to.as_mut_ptr().cast(), x) };
     }
@@ -244,24 +243,34 @@ fn impacts_avx2(
     out: &mut [u16; BLOCK],
 ) -> Option<u32> {
     let plan = Loaded::new(width)?;
-    let groups = n.div_ceil(8).min(BLOCK / 8);
+    let n = n.min(BLOCK);
     let base = _mm256_set1_epi32(i32::from(base));
     let shift = _mm_cvtsi32_si128(i32::from(shift));
-    // The lanes of the last group that are entries (1 to 8 of them), for the largest value.
-    let lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    let tail = n.saturating_sub((groups.max(1) - 1) * 8).min(8) as i32;
-    let in_last = _mm256_cmpgt_epi32(_mm256_set1_epi32(tail), lanes);
-    let all = _mm256_set1_epi32(-1);
     let mut top = _mm256_setzero_si256();
-    for g in 0..groups {
-        // SAFETY: `bytes` holds `groups * width + SLACK` bytes (checked by `impacts`).
+    // Whole groups, then the part of one that ends a list's last block: only there are
+    // lanes left out of the largest value (a mask tested in every group cost 4 instructions
+    // a group).
+    let whole = n / 8;
+    let mut groups = out.chunks_exact_mut(8).enumerate();
+    for (g, to) in groups.by_ref().take(whole) {
+        // SAFETY: `bytes` holds `ceil(n / 8) * width + SLACK` bytes (checked by `impacts`).
         let x = unsafe { plan.group(bytes, g) };
-        let keep = if g + 1 == groups { in_last } else { all };
-        top = _mm256_max_epu32(top, _mm256_and_si256(x, keep));
+        top = _mm256_max_epu32(top, x);
         let x = _mm256_add_epi32(_mm256_sll_epi32(x, shift), base);
         // Values above 65535 saturate: the caller refuses the block by `top`.
         let packed = _mm_packus_epi32(_mm256_castsi256_si128(x), _mm256_extracti128_si256::<1>(x));
-        let to = out.get_mut(g * 8..g * 8 + 8)?;
+        // SAFETY: `to` is 8 u16 (16 bytes) of `out`; an unaligned store.
+        unsafe { _mm_storeu_si128(to.as_mut_ptr().cast(), packed) };
+    }
+    if let Some((g, to)) = groups.next().filter(|_| n % 8 != 0) {
+        // SAFETY: as above: this is group `ceil(n / 8) - 1`.
+        let x = unsafe { plan.group(bytes, g) };
+        // The lanes that are entries (1 to 7 of them).
+        let lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        let in_list = _mm256_cmpgt_epi32(_mm256_set1_epi32((n % 8) as i32), lanes);
+        top = _mm256_max_epu32(top, _mm256_and_si256(x, in_list));
+        let x = _mm256_add_epi32(_mm256_sll_epi32(x, shift), base);
+        let packed = _mm_packus_epi32(_mm256_castsi256_si128(x), _mm256_extracti128_si256::<1>(x));
         // SAFETY: `to` is 8 u16 (16 bytes) of `out`; an unaligned store.
         unsafe { _mm_storeu_si128(to.as_mut_ptr().cast(), packed) };
     }
