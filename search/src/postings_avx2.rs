@@ -18,8 +18,10 @@
 //! answer in a static; it is read once per postings list, and the kernels take the proof
 //! of it, [`crate::simd::Avx2`]).
 //!
-//! Measured with callgrind over the 100,000-tool speed catalog (see the report in
-//! `Blocks::next_into`'s docs for the figures).
+//! Measured with callgrind over the 100,000-tool speed catalog: the decoding of the 400
+//! slowest queries went from 13.8 to 7.3 instructions an entry (see `Blocks::next_into`).
+//! The kernels are near their floor (about 23 and 17 instructions a group of 8); what is left is
+//! the block's header, read in scalar code.
 
 use std::arch::x86_64::{
     __m128i, __m256i, _mm_cvtsi32_si128, _mm_cvtsi128_si32, _mm_loadu_si128, _mm_max_epu32,
