@@ -264,7 +264,7 @@ fn impacts_avx2(
         // SAFETY: `to` is 8 u16 (16 bytes) of `out`; an unaligned store.
         unsafe { _mm_storeu_si128(to.as_mut_ptr().cast(), packed) };
     }
-    if let Some((g, to)) = groups.next().filter(|_| n % 8 != 0) {
+    if let Some((g, to)) = groups.next().filter(|_| !n.is_multiple_of(8)) {
         // SAFETY: as above: this is group `ceil(n / 8) - 1`.
         let x = unsafe { plan.group(bytes, g) };
         // The lanes that are entries (1 to 7 of them).
