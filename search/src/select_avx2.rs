@@ -4,10 +4,13 @@
 //! An entry is 8 bytes (score, coverage): two 256-bit loads hold 8 of them, `vshufps` parts
 //! scores from coverages, the products and both tests of the scalar code are done on 8 lanes
 //! at once with the same IEEE operations in the same order (so the same bits), and `vmovmskps`
-//! gives the 8 answers as bits. The scalar code, compiled for baseline x86_64, spends about
-//! 8 instructions a tool on the dense pass and about 38 on the listed one (callgrind, 100,000
-//! tools); here it is about 2, and about 6 for listed tools, which are first copied (with the
-//! scalar code's stand-in for a number past the accumulator) into a buffer of 64.
+//! gives the 8 answers as bits. Listed tools are first copied (with the scalar code's
+//! stand-in for a number past the accumulator) into a buffer of 64.
+//!
+//! callgrind, 100,000 tools: the dense pass's test took 8.4 instructions a tool in the scalar
+//! code compiled for baseline x86_64, now 2.5 (`Select::dense` 0.84 -> 0.62 M a slow query);
+//! the listed pass took 38 a touched tool all told (the selection of those that pass
+//! included), now 24 (`Select::sparse` 0.30 -> 0.19 M a random query).
 
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::{
@@ -19,8 +22,9 @@ use std::arch::x86_64::{
 use crate::accumulate::Acc;
 use crate::simd::Avx2;
 
-/// Tools tested at once (the bits of a `u64`).
-const CHUNK: usize = 64;
+/// The most entries tested at once: one bit each of the `u64` answer (the selection's own
+/// chunk, `score::CHUNK`, is this size).
+const MOST: usize = u64::BITS as usize;
 
 /// Whether the entry passes the selection's first test: `score * factor` (with `EXACT`,
 /// `score * coverage * factor`) is not below `cut`, and the score is not at or below 0 (an
@@ -41,7 +45,7 @@ impl Avx2 {
     /// not at or below 0. The scalar selection's `survivors` (`factor` the bound) and
     /// `survivors_exact` (`factor` the largest name boost), bit for bit.
     pub(crate) fn survivors<const EXACT: bool>(self, chunk: &[Acc], factor: f32, cut: f32) -> u64 {
-        let chunk = &chunk[..chunk.len().min(CHUNK)];
+        let chunk = &chunk[..chunk.len().min(MOST)];
         #[cfg(target_arch = "x86_64")]
         {
             // SAFETY: `self` proves AVX2 was detected.
@@ -61,14 +65,14 @@ impl Avx2 {
         factor: f32,
         cut: f32,
     ) -> u64 {
-        let mut copy = [Acc::default(); CHUNK];
+        let mut copy = [Acc::default(); MOST];
         for (c, &d) in copy.iter_mut().zip(tools) {
             *c = acc.get(d as usize).copied().unwrap_or(Acc {
                 score: 1.0,
                 coverage: 1.0,
             });
         }
-        self.survivors::<EXACT>(&copy[..tools.len().min(CHUNK)], factor, cut)
+        self.survivors::<EXACT>(&copy[..tools.len().min(MOST)], factor, cut)
     }
 }
 
@@ -142,8 +146,8 @@ mod tests {
         let Some(simd) = Avx2::detect() else {
             return;
         };
-        let all = entries(CHUNK);
-        for len in 0..=CHUNK {
+        let all = entries(MOST);
+        for len in 0..=MOST {
             for cut in [f32::NEG_INFINITY, 0.5, 2.0, 7.5] {
                 let chunk = &all[..len];
                 assert_eq!(
