@@ -227,11 +227,15 @@ def tool_text(doc):
     return " ".join(out)
 
 
-def is_tune(query_id):
+def is_fit(query_id):
+    """Whether a query is in the tune half's part the model is fitted to (search/src/eval.rs
+    `tune_part_of`: the FNV-1a hash of the id, lowest bit 0 for the tune half, next bit 0 for the
+    fit part). The other part (`TunePart::Fuse`) is where the fusion is chosen, and must stay
+    unseen by the model; the held-out half is never read."""
     h = 0xcbf29ce484222325
     for b in query_id.encode():
         h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
-    return h & 1 == 0
+    return h & 3 == 0
 
 
 def training_text(datasets: Path):
@@ -242,7 +246,7 @@ def training_text(datasets: Path):
     for name in ("bfcl", "sealtools", "metatool"):
         with open(datasets / name / "queries.jsonl") as f:
             queries = [json.loads(line) for line in f if line.strip()]
-        texts += [q["query"] for q in queries if is_tune(q["id"])]
+        texts += [q["query"] for q in queries if is_fit(q["id"])]
     return texts
 
 
@@ -352,7 +356,8 @@ def main():
         "hidden_dim": args.dims,
         "normalize": True,
         "distilled_from": bert.cfg.get("_name_or_path", str(args.encoder)),
-        "fitted_to": f"{len(texts)} texts (tune-half queries, Seal-Tools and MetaTool tools)",
+        "fitted_to": f"{len(texts)} texts (the tune half's fit-part queries, Seal-Tools and "
+                     "MetaTool tools)",
         "lambda": args.lam,
     }, indent=2) + "\n")
     print(f"wrote {args.out} ({n} x {args.dims})", file=sys.stderr)
