@@ -24,6 +24,20 @@ pub enum Fusion {
         /// The lexical top score `s` at which the dense weight is down to a quarter.
         lexical_scale: f32,
     },
+    /// Reciprocal-rank fusion that trusts the dense ranking less the clearer the lexical
+    /// winner: [`Fusion::Rrf`] with the dense weight `dense_weight * (s / (s + gap))^2`, `gap`
+    /// the best lexical score's lead over the second (the best score itself when only one tool
+    /// matched; 0 when none did). A query whose words single out one tool keeps it first; one
+    /// that matches several tools about equally well (words they all share) is ordered by
+    /// meaning.
+    MarginRrf {
+        /// The rank offset `k`.
+        k: f32,
+        /// The weight of the dense ranking when the lexical ranking has no clear winner.
+        dense_weight: f32,
+        /// The lead `s` of the lexical winner at which the dense weight is down to a quarter.
+        margin_scale: f32,
+    },
     /// A linear blend of scores: `lexical / best lexical + dense_weight * cosine`, a tool missing
     /// from the lexical list counting 0 there, one missing from the dense list its cosine 0.
     Linear {
@@ -80,13 +94,17 @@ pub(crate) fn fuse(
             lexical_scale,
         } => {
             let top = lexical.first().map_or(0.0, |x| x.0.max(0.0));
-            let trust = lexical_scale / (lexical_scale + top);
-            let dense_weight = if trust.is_finite() {
-                dense_weight * trust * trust
-            } else {
-                0.0
-            };
-            rrf(k, dense_weight, lexical, dense, &mut out);
+            rrf(k, damped(dense_weight, lexical_scale, top), lexical, dense, &mut out);
+        }
+        Fusion::MarginRrf {
+            k,
+            dense_weight,
+            margin_scale,
+        } => {
+            let top = lexical.first().map_or(0.0, |x| x.0.max(0.0));
+            let second = lexical.get(1).map_or(0.0, |x| x.0.max(0.0));
+            let gap = (top - second).max(0.0);
+            rrf(k, damped(dense_weight, margin_scale, gap), lexical, dense, &mut out);
         }
         Fusion::Linear { dense_weight } => {
             let best = lexical.first().map_or(1.0, |x| x.0);
@@ -118,6 +136,17 @@ pub(crate) fn fuse(
     }
     out.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
     out
+}
+
+/// `weight * (scale / (scale + evidence))^2`: the dense weight left when the lexical evidence
+/// (a score or a lead, never negative) is `evidence`; 0 if that is not a number.
+fn damped(weight: f32, scale: f32, evidence: f32) -> f32 {
+    let trust = scale / (scale + evidence);
+    if trust.is_finite() {
+        weight * trust * trust
+    } else {
+        0.0
+    }
 }
 
 /// Adds each tool's reciprocal-rank scores to `out` (see [`Fusion::Rrf`]).
@@ -208,6 +237,42 @@ mod tests {
         let fused = fuse(ADAPTIVE, &lexical, &dense, |_| 0.0);
         let order: Vec<u32> = fused.iter().map(|x| x.1).collect();
         assert_eq!(order, vec![2, 1]);
+    }
+
+    const MARGIN: Fusion = Fusion::MarginRrf {
+        k: 3.0,
+        dense_weight: 3.0,
+        margin_scale: 0.5,
+    };
+
+    #[test]
+    fn margin_rrf_keeps_a_clear_lexical_winner_first() {
+        // Lead 10: trust (0.5 / 10.5)^2, a dense weight under 0.01.
+        let lexical = [(12.0, 1), (2.0, 2)];
+        let dense = [(0.9, 2), (0.8, 1)];
+        let fused = fuse(MARGIN, &lexical, &dense, |_| 0.0);
+        let order: Vec<u32> = fused.iter().map(|x| x.1).collect();
+        assert_eq!(order, vec![1, 2]);
+    }
+
+    #[test]
+    fn margin_rrf_follows_the_dense_order_when_lexical_scores_are_close() {
+        // A high top score but a lead of 0: the full dense weight of 3; tool 2 scores 1/5 + 3/4
+        // against tool 1's 1/4 + 3/5.
+        let lexical = [(30.0, 1), (30.0, 2)];
+        let dense = [(0.9, 2), (0.8, 1)];
+        let fused = fuse(MARGIN, &lexical, &dense, |_| 0.0);
+        let order: Vec<u32> = fused.iter().map(|x| x.1).collect();
+        assert_eq!(order, vec![2, 1]);
+    }
+
+    #[test]
+    fn margin_rrf_counts_a_lone_lexical_match_as_leading_by_its_score() {
+        // One tool matched, with score 12: the lead is 12, the dense weight under 0.01.
+        let lexical = [(12.0, 1)];
+        let dense = [(0.9, 2), (0.8, 1)];
+        let fused = fuse(MARGIN, &lexical, &dense, |_| 0.0);
+        assert_eq!(fused[0].1, 1);
     }
 
     #[test]
