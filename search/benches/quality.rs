@@ -163,20 +163,16 @@ mod semantic {
             }
         }
         for k in [2.0, 3.0, 5.0] {
-            for dense_weight in [1.0, 2.0, 3.0, 4.0] {
-                for lexical_scale in [1.0, 2.0, 3.0, 5.0] {
-                    grid.push(Fusion::AdaptiveRrf {
-                        k,
-                        dense_weight,
-                        lexical_scale,
-                    });
-                }
-                for margin_scale in [0.25, 0.5, 1.0, 2.0] {
-                    grid.push(Fusion::MarginRrf {
-                        k,
-                        dense_weight,
-                        margin_scale,
-                    });
+            for dense_weight in [2.0, 3.0, 4.0, 6.0] {
+                for power in [2.0, 4.0, 8.0] {
+                    for lexical_scale in [1.0, 2.0, 3.0, 5.0, 8.0] {
+                        grid.push(Fusion::AdaptiveRrf {
+                            k,
+                            dense_weight,
+                            lexical_scale,
+                            power,
+                        });
+                    }
                 }
             }
         }
