@@ -151,7 +151,11 @@ mod semantic {
 
     pub(crate) fn attach(data: &Dataset) -> Option<SearchIndex> {
         let model = model()?;
-        Some(SearchIndex::build(data.catalog.clone()).ok()?.with_semantic(model))
+        Some(
+            SearchIndex::build(data.catalog.clone())
+                .ok()?
+                .with_semantic(model),
+        )
     }
 
     /// The fusions `--tune-fusion` compares.
