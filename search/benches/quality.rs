@@ -79,7 +79,8 @@ fn main() -> ExitCode {
             ("holdout", Split::Half(Half::Holdout)),
         ];
         for (split, which) in splits {
-            if matches!(which, Split::Part(_)) && systems.len() == 3 {
+            // The tune half's parts matter only to the semantic stage's model and fusion.
+            if matches!(which, Split::Part(_)) && !systems.iter().any(|(n, _)| *n == "hybrid") {
                 continue;
             }
             let queries: Vec<&EvalQuery> =
