@@ -21,6 +21,10 @@ impl Avx2 {
     /// static: a load and a test).
     #[cfg(target_arch = "x86_64")]
     pub(crate) fn detect() -> Option<Avx2> {
+        #[cfg(test)]
+        if SCALAR_ONLY.with(std::cell::Cell::get) {
+            return None;
+        }
         std::arch::is_x86_feature_detected!("avx2").then_some(Avx2(()))
     }
 
@@ -28,5 +32,98 @@ impl Avx2 {
     #[cfg(not(target_arch = "x86_64"))]
     pub(crate) fn detect() -> Option<Avx2> {
         None
+    }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Set while this thread runs [`scalar_only`]: [`Avx2::detect`] then makes no proof.
+    static SCALAR_ONLY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` on this thread as on a CPU without AVX2: every kernel takes its scalar path.
+#[cfg(test)]
+pub(crate) fn scalar_only<R>(f: impl FnOnce() -> R) -> R {
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            SCALAR_ONLY.with(|s| s.set(self.0));
+        }
+    }
+    let _reset = Reset(SCALAR_ONLY.with(|s| s.replace(true)));
+    f()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Query, SearchIndex, ToolDoc};
+
+    /// Words of a few letters from a small generator, so that lists of every length (one tool
+    /// to most of the catalog) and blocks of many widths occur.
+    fn word(seed: &mut u64) -> String {
+        *seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        // A skewed draw: low numbers (common words) far more often than high ones.
+        let r = (*seed >> 33) as f64 / f64::from(1u32 << 31);
+        let n = (r * r * r * 3000.0) as u32;
+        format!("w{n}x")
+    }
+
+    fn catalog(tools: usize) -> Vec<ToolDoc> {
+        let mut seed = 7;
+        (0..tools)
+            .map(|i| ToolDoc {
+                name: format!("tool_{}_{i}", word(&mut seed)),
+                description: (0..12)
+                    .map(|_| word(&mut seed))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                ..ToolDoc::default()
+            })
+            .collect()
+    }
+
+    /// Each query's top 50 as names and score bits.
+    fn results(index: &SearchIndex, queries: &[Query]) -> Vec<Vec<(String, u32)>> {
+        queries
+            .iter()
+            .map(|q| {
+                index
+                    .search(q, 50)
+                    .hits
+                    .into_iter()
+                    .map(|h| (h.name, h.score.to_bits()))
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_search_without_avx2_gives_the_same_results_as_with_it() {
+        let index = SearchIndex::build(catalog(5_000)).unwrap();
+        let mut seed = 11;
+        let queries: Vec<Query> = (0..300)
+            .map(|i| {
+                // Short queries (sparse selection) to long ones (most tools touched: dense).
+                let words: Vec<String> = (0..1 + i % 40).map(|_| word(&mut seed)).collect();
+                Query::parse(&words.join(" ")).unwrap()
+            })
+            .collect();
+        let simd = results(&index, &queries);
+        let scalar = scalar_only(|| {
+            assert!(Avx2::detect().is_none());
+            results(&index, &queries)
+        });
+        assert!(simd.iter().any(|hits| hits.len() == 50));
+        assert_eq!(simd, scalar);
+    }
+
+    #[test]
+    fn scalar_only_ends_with_its_closure() {
+        let before = Avx2::detect().is_some();
+        scalar_only(|| assert!(Avx2::detect().is_none()));
+        assert_eq!(Avx2::detect().is_some(), before);
     }
 }
