@@ -246,15 +246,20 @@ def is_fit(query_id):
 
 
 def training_text(datasets: Path):
+    """The texts the model is fitted to, and the ids of the queries among them by data set (written
+    beside the model as `training.json`, which the quality test compares with `tune_part_of`)."""
     texts = []
     for name in ("sealtools", "metatool"):
         with open(datasets / name / "catalog.jsonl") as f:
             texts += [tool_text(json.loads(line)) for line in f if line.strip()]
+    ids = {}
     for name in ("bfcl", "sealtools", "metatool"):
         with open(datasets / name / "queries.jsonl") as f:
             queries = [json.loads(line) for line in f if line.strip()]
-        texts += [q["query"] for q in queries if is_fit(q["id"])]
-    return texts
+        fit = [q for q in queries if is_fit(q["id"])]
+        texts += [q["query"] for q in fit]
+        ids[name] = sorted(q["id"] for q in fit)
+    return texts, ids
 
 
 # ---- The fit.
@@ -346,7 +351,8 @@ def main():
     bert = Bert(args.encoder)
 
     prior = encode(bert, [[cls_id, i, sep_id] for i in range(n)], "vocabulary")
-    texts = [t for t in training_text(args.datasets) if wp.static_ids(t)]
+    texts, query_ids = training_text(args.datasets)
+    texts = [t for t in texts if wp.static_ids(t)]
     targets = encode(bert, [wp.encoder_ids(t) for t in texts], "training text")
     m = MeanOfRows([wp.static_ids(t) for t in texts], n)
     rows = fit(m, targets, prior, args.lam, args.iters)
@@ -367,6 +373,12 @@ def main():
                      "MetaTool tools)",
         "lambda": args.lam,
     }, indent=2) + "\n")
+    # Which queries the model saw, so that a test can tell none of the held-out half or of the
+    # fusion's fuse part was among them (this script's `is_fit` repeats a rule of eval.rs).
+    (args.out / "training.json").write_text(json.dumps({
+        "tool_texts": ["sealtools", "metatool"],
+        "query_ids": query_ids,
+    }, indent=1) + "\n")
     print(f"wrote {args.out} ({n} x {args.dims})", file=sys.stderr)
 
 
