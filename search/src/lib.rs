@@ -84,6 +84,8 @@ mod lookup;
 mod ranking;
 mod record;
 
+mod cuts;
+
 mod fields;
 mod format;
 mod hits;
@@ -99,6 +101,7 @@ mod hash;
 mod quotes;
 mod text;
 mod threads;
+mod worker;
 
 pub use catalog::{Catalog, CatalogError, ToolDoc, read_catalog_jsonl, read_catalog_jsonl_from};
 pub use error::{Damage, IndexError, Section};
