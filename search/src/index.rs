@@ -244,20 +244,22 @@ impl SearchIndex {
         &self.ranking
     }
 
-    /// The same index searching with up to `threads` threads a query (1 if 0 is given).
+    /// The same index searching with up to `threads` threads a query (0 is taken as 1).
     ///
     /// The default is 2 where the machine has two or more cores
     /// ([`std::thread::available_parallelism`]), else 1; more than 2 is the same as 2. With
-    /// 2, a query whose postings lists hold at least 20,000 postings, over a catalog of at
-    /// least 10,000 tools, has the first stage of its search (scoring every tool that shares a
+    /// 2, a query whose postings lists hold at least 5,000 postings, over a catalog of at
+    /// least 20,000 tools, has the first stage of its search (scoring every tool that shares a
     /// word with it) split by tool range: this thread scores the lower half of the tools and
     /// one helper thread, started once for the whole process, the upper half. The results are
     /// those of one thread, to the bit. The helper spins up to 50 µs after a search, watching
     /// for the next one, before it sleeps; a search that finds it busy with another thread's
-    /// search runs alone. With 1, searches never use the helper.
+    /// search runs alone, and after a search whose helper was late (it had no free core), the
+    /// next 64 that could split run alone. With 1, searches never use the helper.
     ///
-    /// At 100,000 tools (19,514 queries, `probe time`, two threads against one): see
-    /// `docs/search.md`.
+    /// The split costs work: both halves together take 7% more instructions than one thread
+    /// over 100,000 tools, 20% over 20,000; it pays where a second core is free. Measured
+    /// figures are in `docs/policy.md` (section `search`).
     pub fn with_threads(self, threads: usize) -> SearchIndex {
         SearchIndex {
             split: Split::threads(threads.max(1)),
@@ -279,6 +281,7 @@ impl SearchIndex {
                 threads: 2,
                 postings,
                 tools: 0,
+                when_ready: false,
             },
             ..self
         }

@@ -28,14 +28,30 @@ pub(crate) struct Split {
     pub(crate) postings: usize,
     /// ... and the catalog at least this many tools.
     pub(crate) tools: usize,
+    /// Whether a split waits for the worker to be ready ([`worker::Worker::ready`]); a test that
+    /// needs a split of every search says no.
+    pub(crate) when_ready: bool,
 }
 
-/// A search splits only if its query's postings lists hold at least this many postings: below,
-/// the hand-off costs more than the half it saves (see `SearchIndex::with_threads`).
-pub(crate) const SPLIT_POSTINGS: usize = 20_000;
+/// A search splits only if its query's postings lists hold at least this many postings.
+///
+/// Over 100,000 tools, with every query split and the worker hot (load 2.1 on 2 cores, each
+/// query's least time of 2 runs, 19,514 queries by postings), the split took 0.91 of one
+/// thread's time below 1,000 postings (20.7 µs against 22.6), 0.83 at 2,000-5,000 (34 µs
+/// against 41), 0.78 at 5,000-10,000 and 0.66-0.70 above 15,000. The hand-off itself is
+/// cheap when the worker spins; what a small query risks is a worker that must be woken or has
+/// no core (then it is taken back: the caller has done both halves, at a cost of 7-20% more
+/// work than unsplit, see [`SPLIT_TOOLS`]). Below 5,000 postings the most a split saves is
+/// about 7 µs, so such queries (a quarter of the set) stay on one thread.
+pub(crate) const SPLIT_POSTINGS: usize = 5_000;
 
-/// A catalog of fewer tools never splits a search (see `SearchIndex::with_threads`).
-pub(crate) const SPLIT_TOOLS: usize = 10_000;
+/// A catalog of fewer tools never splits a search.
+///
+/// The smaller the catalog, the more of a query's postings are in lists of one block, which
+/// both halves decode: split, the first stage took 6.9% more instructions than unsplit (both
+/// halves together) over 100,000 tools and 19.7% over 20,000 (callgrind, the first 1,000
+/// queries); over BFCL's 2,723 tools every query split took 42 µs p50 against 36 alone.
+pub(crate) const SPLIT_TOOLS: usize = 20_000;
 
 impl Default for Split {
     /// The default threads ([`worker::default_threads`]) at the measured thresholds.
@@ -51,6 +67,7 @@ impl Split {
             threads,
             postings: SPLIT_POSTINGS,
             tools: SPLIT_TOOLS,
+            when_ready: true,
         }
     }
 
@@ -155,7 +172,9 @@ fn best(
         .flat_map(|g| &g.cursors)
         .map(|c| c.list.len())
         .sum();
-    let halves = split.may_split(n) && postings >= split.postings;
+    let halves = split.may_split(n)
+        && postings >= split.postings
+        && (!split.when_ready || worker::worker().ready());
     if halves {
         // Where each list of two or more blocks reaches the middle tool.
         let cuts = file.cuts();

@@ -41,7 +41,7 @@ pub(crate) const SPIN: Duration = Duration::from_micros(50);
 /// turns (so that a worker waiting for this core runs).
 const CALLER_SPIN: Duration = Duration::from_micros(20);
 
-/// How many joins run alone after one whose worker was late (see [`Worker::join`]).
+/// How many asks of [`Worker::ready`] say no after a join whose worker was late.
 pub(crate) const SKIPS_AFTER_A_MISS: u32 = 64;
 
 /// The slack of a worker's half over the caller's before it counts as late: half the caller's
@@ -172,9 +172,8 @@ impl Worker {
     /// `b` (whose result is then dropped).
     ///
     /// A worker that was late (its half not started when the caller's was done, or done more
-    /// than half the caller's time, plus 5 µs, after it) had no free core: the next
-    /// [`SKIPS_AFTER_A_MISS`] joins then run both halves here without handing one over, as a
-    /// caller waiting on a worker that has no core can wait for a whole time slice.
+    /// than half the caller's time, plus 5 µs, after it) had no free core: [`Worker::ready`]
+    /// then says no for the next [`SKIPS_AFTER_A_MISS`] asks.
     pub(crate) fn join<A, B, FB>(&self, a: impl FnOnce() -> A, b: FB) -> (A, B)
     where
         FB: FnOnce() -> B + Send,
@@ -184,15 +183,9 @@ impl Worker {
             f: Some(b),
             out: None,
         };
-        let skips = self.skips.load(Ordering::Relaxed);
-        let lease = if skips > 0 {
-            self.skips.store(skips - 1, Ordering::Relaxed);
-            None
-        } else {
-            match (self.thread(), self.lease()) {
-                (Some(thread), Some(lease)) => Some((thread, lease)),
-                _ => None,
-            }
+        let lease = match (self.thread(), self.lease()) {
+            (Some(thread), Some(lease)) => Some((thread, lease)),
+            _ => None,
         };
         let Some((thread, _lease)) = lease else {
             let a = a();
@@ -230,6 +223,19 @@ impl Worker {
             slot.run_here()
         };
         (a, b)
+    }
+
+    /// Whether to split work with the worker now: no for the [`SKIPS_AFTER_A_MISS`] asks after
+    /// a join whose worker was late (it had no free core: a caller waiting on such a worker can
+    /// wait for a whole time slice of another process, and a split run on one thread costs
+    /// more than the work unsplit). Each ask while skipping counts one off.
+    pub(crate) fn ready(&self) -> bool {
+        let skips = self.skips.load(Ordering::Relaxed);
+        if skips > 0 {
+            self.skips.store(skips - 1, Ordering::Relaxed);
+            return false;
+        }
+        true
     }
 
     /// The worker for this thread's join, unless another thread's holds it.
