@@ -254,8 +254,9 @@ impl SearchIndex {
     /// one helper thread, started once for the whole process, the upper half. The results are
     /// those of one thread, to the bit. The helper spins up to 50 µs after a search, watching
     /// for the next one, before it sleeps; a search that finds it busy with another thread's
-    /// search runs alone, and after a search whose helper was late (it had no free core), the
-    /// next 64 that could split run alone. With 1, searches never use the helper.
+    /// search runs alone, and after three searches in a row whose helper was late (it started
+    /// more than 20 µs after the hand-off: it had no free core), the next 64 that could split
+    /// run alone. With 1, searches never use the helper.
     ///
     /// The split costs work: both halves together take 7% more instructions than one thread
     /// over 100,000 tools, 20% over 20,000; it pays where a second core is free. Measured

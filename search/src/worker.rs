@@ -41,12 +41,20 @@ pub(crate) const SPIN: Duration = Duration::from_micros(50);
 /// turns (so that a worker waiting for this core runs).
 const CALLER_SPIN: Duration = Duration::from_micros(20);
 
-/// How many asks of [`Worker::ready`] say no after a join whose worker was late.
-pub(crate) const SKIPS_AFTER_A_MISS: u32 = 64;
+/// How many asks of [`Worker::ready`] say no after [`MISSES_IN_A_ROW`] joins whose worker
+/// was late.
+pub(crate) const SKIPS_AFTER_MISSES: u32 = 64;
 
-/// The slack of a worker's half over the caller's before it counts as late: half the caller's
-/// own time, plus this.
-const LATE_SLACK: Duration = Duration::from_micros(5);
+/// Late joins in a row that turn splits off for a while: one alone is no sign of a busy
+/// machine (a worker asleep after a pause needs a wake-up of tens of µs), and on a quiet
+/// machine the next join finds it spinning.
+pub(crate) const MISSES_IN_A_ROW: u32 = 3;
+
+/// A worker that starts a job later than this after it was posted is late: a spinning one
+/// starts within a microsecond, a parked one needs a wake-up (about 28 µs for a park/unpark
+/// round trip on the machine of `engine/src/plugin/wait.rs`), one without a free core a time
+/// slice of another process.
+const START_LATE: Duration = Duration::from_micros(20);
 
 /// The threads one search uses by default: 2 where the machine has 2 or more cores, else 1.
 /// Read once per process (`available_parallelism` reads cgroup files on Linux).
@@ -80,6 +88,8 @@ const DONE: u8 = 3;
 struct Job {
     call: unsafe fn(*mut ()),
     data: *mut (),
+    /// When it was posted.
+    posted: Instant,
 }
 
 // SAFETY: a `Job` is only made by `Worker::join`, from a `Slot<F, B>` whose `F` and `B` are
@@ -96,6 +106,9 @@ struct Shared {
     woken: AtomicBool,
     /// Set when the [`Worker`] is dropped: the thread ends.
     stop: AtomicBool,
+    /// Set by the worker if it started the last job more than [`START_LATE`] after it was
+    /// posted.
+    started_late: AtomicBool,
     /// Jobs the worker ran.
     ran: AtomicUsize,
 }
@@ -109,8 +122,10 @@ pub(crate) struct Worker {
     leased: AtomicBool,
     /// Threads started (0 or 1).
     started: AtomicUsize,
-    /// Joins left to run alone, after one whose worker was late.
+    /// Asks of [`Worker::ready`] left to say no to.
     skips: AtomicU32,
+    /// Late joins since the last on time.
+    misses: AtomicU32,
 }
 
 impl Worker {
@@ -122,12 +137,14 @@ impl Worker {
                 sleeping: AtomicBool::new(false),
                 woken: AtomicBool::new(false),
                 stop: AtomicBool::new(false),
+                started_late: AtomicBool::new(false),
                 ran: AtomicUsize::new(0),
             }),
             thread: OnceLock::new(),
             leased: AtomicBool::new(false),
             started: AtomicUsize::new(0),
             skips: AtomicU32::new(0),
+            misses: AtomicU32::new(0),
         }
     }
 
@@ -171,9 +188,10 @@ impl Worker {
     /// here once `a` is done; a panic of `a` unwinds from here once the worker is done with
     /// `b` (whose result is then dropped).
     ///
-    /// A worker that was late (its half not started when the caller's was done, or done more
-    /// than half the caller's time, plus 5 µs, after it) had no free core: [`Worker::ready`]
-    /// then says no for the next [`SKIPS_AFTER_A_MISS`] asks.
+    /// A worker is late if it started `b` more than 20 µs ([`START_LATE`]) after it was
+    /// posted, or had not started it when `a` was done and `a` took longer than that. After
+    /// [`MISSES_IN_A_ROW`] late joins in a row (the worker has no free core), [`Worker::ready`]
+    /// says no for the next [`SKIPS_AFTER_MISSES`] asks.
     pub(crate) fn join<A, B, FB>(&self, a: impl FnOnce() -> A, b: FB) -> (A, B)
     where
         FB: FnOnce() -> B + Send,
@@ -192,9 +210,11 @@ impl Worker {
             return (a, slot.run_here());
         };
         let shared = &*self.shared;
+        let posted = Instant::now();
         let job = Job {
             call: call_slot::<FB, B>,
             data: (&raw mut slot).cast(),
+            posted,
         };
         *shared.job.lock().unwrap_or_else(PoisonError::into_inner) = Some(job);
         // The guard exists before the job can run: whatever `a` does, the caller does not
@@ -204,14 +224,15 @@ impl Worker {
         if shared.sleeping.load(Ordering::SeqCst) {
             thread.unpark();
         }
-        let posted = Instant::now();
         let a = a();
         let done_here = posted.elapsed();
         let ran_there = wait.finish();
-        let late = !ran_there || posted.elapsed() > done_here + done_here / 2 + LATE_SLACK;
-        if late {
-            self.skips.store(SKIPS_AFTER_A_MISS, Ordering::Relaxed);
-        }
+        let late = if ran_there {
+            shared.started_late.load(Ordering::Relaxed)
+        } else {
+            done_here > START_LATE
+        };
+        self.count(late);
         let b = if ran_there {
             match slot.out.take() {
                 Some(Ok(b)) => b,
@@ -225,10 +246,25 @@ impl Worker {
         (a, b)
     }
 
-    /// Whether to split work with the worker now: no for the [`SKIPS_AFTER_A_MISS`] asks after
-    /// a join whose worker was late (it had no free core: a caller waiting on such a worker can
-    /// wait for a whole time slice of another process, and a split run on one thread costs
-    /// more than the work unsplit). Each ask while skipping counts one off.
+    /// Counts a join's worker late or on time (see [`Worker::join`]).
+    fn count(&self, late: bool) {
+        if !late {
+            self.misses.store(0, Ordering::Relaxed);
+            return;
+        }
+        let misses = self.misses.load(Ordering::Relaxed) + 1;
+        if misses >= MISSES_IN_A_ROW {
+            self.skips.store(SKIPS_AFTER_MISSES, Ordering::Relaxed);
+            self.misses.store(0, Ordering::Relaxed);
+        } else {
+            self.misses.store(misses, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether to split work with the worker now: no for the [`SKIPS_AFTER_MISSES`] asks after
+    /// [`MISSES_IN_A_ROW`] joins whose worker was late (it had no free core: a caller waiting
+    /// on such a worker can wait for a whole time slice of another process, and a split run on
+    /// one thread costs more than the work unsplit). Each ask while skipping counts one off.
     pub(crate) fn ready(&self) -> bool {
         let skips = self.skips.load(Ordering::Relaxed);
         if skips > 0 {
@@ -377,6 +413,8 @@ fn work(shared: &Shared) {
                 .unwrap_or_else(PoisonError::into_inner)
                 .take();
             if let Some(job) = job {
+                let late = job.posted.elapsed() > START_LATE;
+                shared.started_late.store(late, Ordering::Relaxed);
                 // SAFETY: `join` posted this job and waits (its `Wait` guard) until `DONE`
                 // before its slot can go away; see `call_slot`.
                 unsafe { (job.call)(job.data) };
@@ -512,6 +550,32 @@ mod tests {
         let (_, there) = w.join(|| (), || thread::current().id());
         assert_eq!(there, caller);
         assert_eq!(w.jobs_run(), 0);
+    }
+
+    #[test]
+    fn three_late_joins_in_a_row_turn_splits_off_for_the_next_64_asks() {
+        let w = Worker::new();
+        for _ in 0..MISSES_IN_A_ROW {
+            w.count(true);
+        }
+        let asks: Vec<bool> = (0..=SKIPS_AFTER_MISSES).map(|_| w.ready()).collect();
+        assert!(
+            asks[..SKIPS_AFTER_MISSES as usize]
+                .iter()
+                .all(|&ready| !ready)
+        );
+        assert!(asks[SKIPS_AFTER_MISSES as usize]);
+    }
+
+    #[test]
+    fn a_join_on_time_forgives_the_late_ones_before_it() {
+        let w = Worker::new();
+        for _ in 1..MISSES_IN_A_ROW {
+            w.count(true);
+        }
+        w.count(false);
+        w.count(true);
+        assert!(w.ready());
     }
 
     #[test]
