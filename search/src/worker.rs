@@ -277,7 +277,12 @@ impl Worker {
     /// [`MISSES_IN_A_ROW`] joins whose worker was late (it had no free core: a caller waiting
     /// on such a worker can wait for a whole time slice of another process, and a split run on
     /// one thread costs more than the work unsplit). Each ask while skipping counts one off.
+    /// No, too, while another thread's join holds the worker (its split would run on one
+    /// thread).
     pub(crate) fn ready(&self) -> bool {
+        if self.leased.load(Ordering::Relaxed) {
+            return false;
+        }
         let skips = self.skips.load(Ordering::Relaxed);
         if skips > 0 {
             self.skips.store(skips - 1, Ordering::Relaxed);
@@ -577,6 +582,16 @@ mod tests {
                 .all(|&ready| !ready)
         );
         assert!(asks[SKIPS_AFTER_MISSES as usize]);
+    }
+
+    #[test]
+    fn a_worker_held_by_another_join_is_not_ready() {
+        let w = Worker::new();
+        let held = w.lease();
+        assert!(held.is_some());
+        assert!(!w.ready());
+        drop(held);
+        assert!(w.ready());
     }
 
     #[test]
