@@ -12,6 +12,7 @@ use std::sync::Arc;
 use fst::Map;
 
 use crate::check;
+use crate::cuts::Cuts;
 use crate::error::{Damage, IndexError};
 use crate::field::FIELDS;
 use crate::format::{self, Reader};
@@ -76,6 +77,8 @@ pub(crate) struct IndexFile {
     len: usize,
     /// The ranking parameters the stored impacts were computed with.
     impacts: ImpactParams,
+    /// Where each postings list reaches the middle tool (see [`crate::cuts`]).
+    cuts: Cuts,
 }
 
 impl IndexFile {
@@ -257,10 +260,10 @@ impl IndexFile {
         };
         let stems = fst_of(format::SEC_STEMS)?;
         let rerank_terms = fst_of(format::SEC_RERANK_TERMS)?;
-        if content == Content::Untrusted {
-            let postings = AsRef::<[u8]>::as_ref(&*storage)
-                .get(sections[format::SEC_POSTINGS].clone())
-                .unwrap_or(&[]);
+        let postings = AsRef::<[u8]>::as_ref(&*storage)
+            .get(sections[format::SEC_POSTINGS].clone())
+            .unwrap_or(&[]);
+        let cuts = if content == Content::Untrusted {
             // Every distinct term comes from some tool's text, so all the terms together are
             // not much longer than the stored tools.
             let key_budget = sections[format::SEC_DOCS]
@@ -277,11 +280,18 @@ impl IndexFile {
                 check::postings(&stems, postings, len, key_budget)
             });
             match checked {
-                Ok(Ok(())) => {}
+                Ok(Ok(cuts)) => cuts,
                 Ok(Err(damage)) => return Err(damaged(damage)),
                 Err(panic) => return Err(damaged(Damage::Panic(panic))),
             }
-        }
+        } else {
+            // The builder's own lists, walked only for the table of where they reach the
+            // middle tool (the check of them cannot fail).
+            match check::postings(&stems, postings, len, usize::MAX) {
+                Ok(cuts) => cuts,
+                Err(damage) => return Err(damaged(damage)),
+            }
+        };
         let [_, postings, doc_offsets, docs, name_lens, _] = sections;
         Ok(IndexFile {
             storage,
@@ -293,6 +303,7 @@ impl IndexFile {
             name_lens,
             len,
             impacts,
+            cuts,
         })
     }
 
@@ -393,6 +404,11 @@ impl IndexFile {
     /// The length in terms of tool `id`'s name field, at most 255 (0 past the table).
     pub(crate) fn name_len(&self, id: usize) -> f32 {
         f32::from(self.section(&self.name_lens).get(id).copied().unwrap_or(0))
+    }
+
+    /// Where each postings list reaches the middle tool.
+    pub(crate) fn cuts(&self) -> &Cuts {
+        &self.cuts
     }
 
     /// The postings list at `offset` of the postings section (empty if it does not fit).

@@ -19,7 +19,7 @@ use crate::ranking::Ranking;
 use crate::ranking::{ImpactParams, RERANK_DEPTH};
 use crate::record::ToolDocRef;
 use crate::rerank::rerank;
-use crate::score::first_stage;
+use crate::score::{Split, by_rank, first_stage};
 use crate::terms::query_terms;
 
 /// What [`SearchIndex::write_catalog`] wrote.
@@ -49,6 +49,8 @@ pub struct SearchIndex {
     /// The semantic stage, fused with the lexical ranking when present.
     #[cfg(feature = "semantic")]
     semantic: Option<std::sync::Arc<crate::semantic::Semantic>>,
+    /// When a search splits its first stage over two threads.
+    split: Split,
 }
 
 impl std::fmt::Debug for SearchIndex {
@@ -57,6 +59,8 @@ impl std::fmt::Debug for SearchIndex {
             .field("len", &self.file.len())
             .field("terms", &self.file.stems().len())
             .field("bytes", &self.file.bytes().len())
+            .field("cuts_bytes", &self.file.cuts().heap_bytes())
+            .field("threads", &self.threads())
             .finish()
     }
 }
@@ -85,6 +89,7 @@ impl SearchIndex {
             ranking,
             #[cfg(feature = "semantic")]
             semantic: None,
+            split: Split::default(),
         })
     }
 
@@ -101,6 +106,7 @@ impl SearchIndex {
             ranking,
             #[cfg(feature = "semantic")]
             semantic: None,
+            split: Split::default(),
         })
     }
 
@@ -200,6 +206,7 @@ impl SearchIndex {
             },
             #[cfg(feature = "semantic")]
             semantic: None,
+            split: Split::default(),
         }
     }
 
@@ -219,10 +226,14 @@ impl SearchIndex {
             #[cfg(feature = "semantic")]
             Ok(index) => SearchIndex {
                 semantic: self.semantic,
+                split: self.split,
                 ..index
             },
             #[cfg(not(feature = "semantic"))]
-            Ok(index) => index,
+            Ok(index) => SearchIndex {
+                split: self.split,
+                ..index
+            },
             // Names were unique and non-empty when this index was built.
             Err(_) => SearchIndex { ranking, ..self },
         }
@@ -231,6 +242,50 @@ impl SearchIndex {
     /// The ranking parameters in use.
     pub fn ranking(&self) -> &Ranking {
         &self.ranking
+    }
+
+    /// The same index searching with up to `threads` threads a query (0 is taken as 1).
+    ///
+    /// The default is 2 where the machine has two or more cores
+    /// ([`std::thread::available_parallelism`]), else 1; more than 2 is the same as 2. With
+    /// 2, a query whose postings lists hold at least 5,000 postings, over a catalog of at
+    /// least 20,000 tools, has the first stage of its search (scoring every tool that shares a
+    /// word with it) split by tool range: this thread scores the lower half of the tools and
+    /// one helper thread, started once for the whole process, the upper half. The results are
+    /// those of one thread, to the bit. The helper spins up to 50 µs after a search, watching
+    /// for the next one, before it sleeps; a search that finds it busy with another thread's
+    /// search runs alone, and after three searches in a row whose helper was late (it started
+    /// more than 20 µs after the hand-off: it had no free core), the next 64 that could split
+    /// run alone. With 1, searches never use the helper.
+    ///
+    /// The split costs work: both halves together take 7% more instructions than one thread
+    /// over 100,000 tools, 20% over 20,000; it pays where a second core is free. Measured
+    /// figures are in `docs/policy.md` (section `search`).
+    pub fn with_threads(self, threads: usize) -> SearchIndex {
+        SearchIndex {
+            split: Split::threads(threads.max(1)),
+            ..self
+        }
+    }
+
+    /// The threads a search may use (see [`SearchIndex::with_threads`]).
+    pub fn threads(&self) -> usize {
+        self.split.threads.min(2)
+    }
+
+    /// The same index splitting every search of at least `postings` postings over two
+    /// threads, whatever the catalog's size (tests: a split of every query).
+    #[cfg(test)]
+    pub(crate) fn with_split_from(self, postings: usize) -> SearchIndex {
+        SearchIndex {
+            split: Split {
+                threads: 2,
+                postings,
+                tools: 0,
+                when_ready: false,
+            },
+            ..self
+        }
     }
 
     /// The number of tools.
@@ -290,6 +345,10 @@ impl SearchIndex {
     }
 
     fn run(&self, query: &Query, max_results: usize, explains: bool) -> SearchResults {
+        if self.split.may_split(self.file.len()) && matches!(query, Query::Terms { .. }) {
+            // Its wake-up overlaps the lookup of the query's words.
+            crate::worker::worker().wake();
+        }
         match query {
             Query::Select(names) => self.select(names, explains),
             #[cfg(feature = "semantic")]
@@ -366,8 +425,7 @@ impl SearchIndex {
         } else {
             max_results
         };
-        let (mut ranked, term_w) = first_stage(&self.file, r, &terms, &lookups, depth);
-        let by_rank = |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+        let (mut ranked, term_w) = first_stage(&self.file, r, &terms, &lookups, depth, self.split);
         if reranks {
             // Leaves `ranked` in its final order.
             rerank(
@@ -507,3 +565,7 @@ impl SearchIndex {
         out
     }
 }
+
+#[cfg(test)]
+#[path = "split_tests.rs"]
+mod split_tests;

@@ -23,6 +23,9 @@
 //!   re-read text). [`SearchIndex::search_explained`] also explains each hit
 //!   ([`Hit::why`]); `search` leaves that out, as it costs more than the
 //!   search.
+//! * A large query's first stage is split by tool range over the calling thread and one
+//!   helper thread kept for the process, with results identical to one thread's
+//!   ([`SearchIndex::with_threads`]: 2 by default on two or more cores, 1 never splits).
 //! * [`LiveIndex`] holds the current index for concurrent readers and swaps
 //!   in a rebuilt one atomically.
 //! * [`eval`] has the retrieval metrics and the baselines used by the
@@ -85,6 +88,8 @@ mod lookup;
 mod ranking;
 mod record;
 
+mod cuts;
+
 mod fields;
 mod format;
 mod hits;
@@ -101,6 +106,7 @@ mod quotes;
 mod simd;
 mod text;
 mod threads;
+mod worker;
 
 pub use catalog::{Catalog, CatalogError, ToolDoc, read_catalog_jsonl, read_catalog_jsonl_from};
 pub use error::{Damage, IndexError, Section};

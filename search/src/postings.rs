@@ -220,6 +220,35 @@ impl<'a> PostingList<'a> {
     }
 }
 
+impl<'a> PostingList<'a> {
+    /// A decoder of the list's blocks from block `from.block` on, which starts `from.pos` bytes
+    /// after the list's count and follows tool number `from.next_doc - 1` (see
+    /// [`crate::cuts`], which finds these while checking the list). Past the list's last
+    /// block it decodes nothing.
+    pub(crate) fn blocks_from(&self, from: BlockStart) -> Blocks<'a> {
+        let done = (from.block as usize).saturating_mul(BLOCK);
+        Blocks {
+            bytes: self.bytes,
+            pos: from.pos as usize,
+            left: self.count.saturating_sub(done),
+            next_doc: u64::from(from.next_doc),
+            simd: Avx2::detect(),
+        }
+    }
+}
+
+/// Where a block of a list of two or more blocks starts: what [`PostingList::blocks_from`]
+/// needs to decode from it on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct BlockStart {
+    /// Its byte position after the list's count.
+    pub(crate) pos: u32,
+    /// Its number in the list (0 for the first).
+    pub(crate) block: u32,
+    /// One past the tool number of the entry before it (0 for the first block).
+    pub(crate) next_doc: u32,
+}
+
 /// Decodes a list's blocks in order (see [`PostingList::blocks`]); a list of one tool decodes
 /// as one block of one entry.
 pub(crate) struct Blocks<'a> {

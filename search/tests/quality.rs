@@ -134,7 +134,10 @@ mod hybrid {
                 .map(|id| id.as_str().unwrap_or_default())
                 .collect();
             assert!(!fit.is_empty(), "{name}: no fit-part queries");
-            assert_eq!(seen, fit, "{name}: the model saw other queries than the fit part");
+            assert_eq!(
+                seen, fit,
+                "{name}: the model saw other queries than the fit part"
+            );
         }
     }
 
