@@ -404,7 +404,7 @@ impl SearchIndex {
             return Vec::new();
         }
         let r = &self.ranking;
-        let terms = query_terms(free, required);
+        let (terms, words) = query_terms(free, required);
         let mut lookups = Vec::with_capacity(terms.len());
         for term in &terms {
             let found = lookup(self.file.stems(), term);
@@ -431,7 +431,7 @@ impl SearchIndex {
             rerank(
                 &self.file,
                 r,
-                free,
+                &words,
                 &terms,
                 &term_w[..terms.len()],
                 &mut ranked,

@@ -4,15 +4,12 @@
 //! then, for a query of several sentences, reordered so each sentence gets tools for it (see
 //! [`Ranking`]).
 
-use std::collections::HashMap;
-
 use fst::Map;
 
 use crate::file::IndexFile;
-use crate::hash::FxBuild;
 use crate::ranking::Ranking;
 use crate::record;
-use crate::terms::QueryTerm;
+use crate::terms::{FreeWords, MAX_QUERY_TERMS, QueryTerm};
 use crate::text;
 
 /// Multiplies the first-stage scores of `ranked` by
@@ -23,17 +20,15 @@ use crate::text;
 pub(crate) fn rerank(
     file: &IndexFile,
     r: &Ranking,
-    free: &str,
+    free: &FreeWords,
     terms: &[QueryTerm],
     term_idf: &[f32],
     ranked: &mut [(f32, u32)],
 ) {
-    // The stems of the free text's words in order, numbered, so that a
-    // tool's words become numbers and its phrases pairs of numbers.
-    let seq = Stems::of(free);
-    let vocab = Vocab::new(terms, &seq);
-    let seq_ids: Vec<u32> = seq.iter().map(|s| vocab.id(s)).collect();
-    let mut pairs: Vec<(u32, u32)> = seq_ids
+    // The free text's terms in order, numbered, so that a tool's words become numbers and its
+    // phrases pairs of numbers.
+    let mut pairs: Vec<(u32, u32)> = free
+        .seq
         .windows(2)
         .filter(|w| w[0] != w[1])
         .map(|w| (w[0], w[1]))
@@ -50,16 +45,16 @@ pub(crate) fn rerank(
     let idf_total: f32 = term_idf.iter().sum::<f32>().max(f32::MIN_POSITIVE);
     // The query's stems by their number in the index's re-ranking vocabulary; a stem not
     // there is no word of any tool.
-    let by_number = vocab.numbered(file.rerank_terms());
+    let by_number = numbered(terms, &free.extra, file.rerank_terms());
     let of = |n: u32| by_number.get(n);
     // A tool's name and description words as vocabulary numbers
-    // (`Vocab::NONE` for words the query does not have).
+    // (`NONE` for words the query does not have).
     let mut ids: Vec<u32> = Vec::new();
     let mut found: Vec<usize> = Vec::new();
     // A tool's name, lowercased.
     let mut lower = String::new();
     let aspects = if r.diversity != 0.0 {
-        sentence_masks(&seq, &vocab)
+        sentence_masks(free, terms.len())
     } else {
         Vec::new()
     };
@@ -104,8 +99,8 @@ pub(crate) fn rerank(
             found.clear();
             for (i, w) in ids.windows(2).enumerate() {
                 if i + 1 != name_end
-                    && w[0] != Vocab::NONE
-                    && w[1] != Vocab::NONE
+                    && w[0] != NONE
+                    && w[1] != NONE
                     && let Ok(k) = pairs.binary_search(&(w[0], w[1]))
                 {
                     found.push(k);
@@ -211,108 +206,26 @@ fn is_word_of(name: &str, word: &str) -> bool {
     found
 }
 
-/// The stems of a text's terms, in order, in one buffer, and where its sentences end.
-struct Stems {
-    text: String,
-    /// Where each stem ends in `text`.
-    ends: Vec<usize>,
-    /// Per sentence (see [`sentences`]), how many stems there are up to its end.
-    sentences: Vec<usize>,
-}
+/// The number of a word no query term nor free-text word has.
+const NONE: u32 = u32::MAX;
 
-impl Stems {
-    /// The stems of the [`text::terms`] of `free`, split once: sentences end between words,
-    /// so the terms of the sentences, one after the other, are those of the text.
-    fn of(free: &str) -> Stems {
-        let mut stems = Stems {
-            text: String::with_capacity(free.len()),
-            ends: Vec::new(),
-            sentences: Vec::new(),
-        };
-        for sentence in sentences(free) {
-            text::for_each_term(sentence, |w| {
-                stems.text.push_str(&text::stem(w));
-                stems.ends.push(stems.text.len());
-            });
-            stems.sentences.push(stems.ends.len());
-        }
-        stems
-    }
-
-    fn iter(&self) -> impl Iterator<Item = &str> + '_ {
-        let starts = std::iter::once(0).chain(self.ends.iter().copied());
-        starts
-            .zip(&self.ends)
-            .filter_map(|(start, &end)| self.text.get(start..end))
-    }
-}
-
-/// The sentences of `free`: they end at `.`, `!`, `?` or `;` followed by a space or the end of
-/// the text (the last one at the end of the text).
-fn sentences(free: &str) -> impl Iterator<Item = &str> + '_ {
-    let bytes = free.as_bytes();
-    let mut start = 0;
-    (0..bytes.len()).filter_map(move |i| {
-        let end = i + 1 == bytes.len();
-        let boundary = matches!(bytes[i], b'.' | b'!' | b'?' | b';')
-            && bytes.get(i + 1).is_none_or(|c| c.is_ascii_whitespace());
-        if boundary || end {
-            let sentence = free.get(start..=i);
-            start = i + 1;
-            sentence
-        } else {
-            None
-        }
-    })
-}
-
-/// The stems the second stage looks a tool's words up in: the query terms'
-/// stems and the stems of the free text's words, each with a number and
-/// the bit of the query term with that stem (`1 << index`, or 0).
-struct Vocab<'a> {
-    map: HashMap<&'a str, (u32, u64), FxBuild>,
-}
-
-impl<'a> Vocab<'a> {
-    /// The number of a stem that is not in the vocabulary.
-    const NONE: u32 = u32::MAX;
-
-    fn new(terms: &'a [QueryTerm], seq: &'a Stems) -> Vocab<'a> {
-        let mut map: HashMap<&str, (u32, u64), FxBuild> = HashMap::default();
-        for (i, t) in terms.iter().enumerate() {
-            let id = map.len() as u32;
-            map.entry(t.stem.as_str()).or_insert((id, 1u64 << i));
-        }
-        for s in seq.iter() {
-            let id = map.len() as u32;
-            map.entry(s).or_insert((id, 0));
-        }
-        Vocab { map }
-    }
-
-    /// The number and query-term bit of `stem`, or `(NONE, 0)`.
-    fn get(&self, stem: &str) -> (u32, u64) {
-        self.map.get(stem).copied().unwrap_or((Self::NONE, 0))
-    }
-
-    fn id(&self, stem: &str) -> u32 {
-        self.get(stem).0
-    }
-
-    /// The bit of the query term with this stem, or 0.
-    fn bit(&self, stem: &str) -> u64 {
-        self.get(stem).1
-    }
-
-    /// The number and query-term bit of each stem, keyed by its number in the index's
-    /// re-ranking vocabulary `numbers` (stems not there are left out).
-    fn numbered<D: AsRef<[u8]>>(&self, numbers: &Map<D>) -> ByNumber {
-        ByNumber::new(
-            self.map
-                .iter()
-                .filter_map(|(stem, &v)| Some((u32::try_from(numbers.get(stem)?).ok()?, v))),
-        )
-    }
+/// The [`FreeWords`] number and query-term bit (`1 << index`, or 0) of each stem of the query
+/// terms and of the free text's other words (`extra`), keyed by its number in the index's
+/// re-ranking vocabulary `numbers` (stems not there are no word of any tool, and are left out).
+fn numbered<D: AsRef<[u8]>>(terms: &[QueryTerm], extra: &[String], numbers: &Map<D>) -> ByNumber {
+    let of_terms = terms
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.stem.as_str(), (i as u32, 1u64 << i)));
+    let of_extra = extra
+        .iter()
+        .enumerate()
+        .map(|(k, s)| (s.as_str(), ((MAX_QUERY_TERMS + k) as u32, 0)));
+    ByNumber::new(
+        of_terms
+            .chain(of_extra)
+            .filter_map(|(stem, v)| Some((u32::try_from(numbers.get(stem)?).ok()?, v))),
+    )
 }
 
 /// The query's stems by their number in the index's re-ranking vocabulary: a table
@@ -337,7 +250,7 @@ impl ByNumber {
         let slots = (entries.len() * 4).next_power_of_two().max(64);
         let mut table = ByNumber {
             keys: vec![Self::EMPTY; slots],
-            values: vec![(Vocab::NONE, 0); slots],
+            values: vec![(NONE, 0); slots],
             mask: slots - 1,
             shift: 64 - slots.trailing_zeros(),
         };
@@ -366,7 +279,7 @@ impl ByNumber {
             match self.keys.get(i) {
                 Some(&k) if k == u64::from(number) => return self.values[i],
                 Some(&k) if k != Self::EMPTY => i = (i + 1) & self.mask,
-                _ => return (Vocab::NONE, 0),
+                _ => return (NONE, 0),
             }
         }
     }
@@ -382,47 +295,22 @@ const DIVERSIFY_DEPTH: usize = 10;
 /// MetaTool what it gained on Seal-Tools.
 const DIVERSIFY_MIN_SENTENCES: usize = 3;
 
-/// The query terms (as bits of `terms`) of each sentence of the text `seq` holds the stems
-/// of that has any (see [`sentences`]).
-fn sentence_masks(seq: &Stems, vocab: &Vocab) -> Vec<u64> {
+/// The query terms (as bits of the `terms` query terms) of each sentence of the free text that
+/// has any.
+fn sentence_masks(free: &FreeWords, terms: usize) -> Vec<u64> {
     let mut out = Vec::new();
-    let mut stems = seq.iter();
-    let mut done = 0;
-    for &end in &seq.sentences {
+    let mut start = 0;
+    for &end in &free.sentences {
         let mut mask = 0u64;
-        for s in stems.by_ref().take(end - done) {
-            mask |= vocab.bit(s);
+        for &id in free.seq.get(start..end).unwrap_or_default() {
+            if (id as usize) < terms {
+                mask |= 1u64 << id;
+            }
         }
-        done = end;
+        start = end;
         if mask != 0 {
             out.push(mask);
         }
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sentences_end_at_punctuation_before_a_space_or_the_end() {
-        let found: Vec<&str> = sentences("Book a flight. Then v1.2 hotels? Pay;x; ok!").collect();
-        assert_eq!(
-            found,
-            ["Book a flight.", " Then v1.2 hotels?", " Pay;x;", " ok!"]
-        );
-    }
-
-    proptest::proptest! {
-        #[test]
-        fn stems_split_by_sentence_are_the_texts_stems(free in "([a-zA-Zé0-9]{1,6}[ .;!?,_-]{0,2}){0,12}") {
-            let mut expected = Vec::new();
-            text::for_each_term(&free, |w| expected.push(text::stem(w).into_owned()));
-            let stems = Stems::of(&free);
-            let found: Vec<&str> = stems.iter().collect();
-            proptest::prop_assert_eq!(found, expected);
-            proptest::prop_assert_eq!(stems.sentences.last().copied(), (!free.is_empty()).then_some(stems.ends.len()));
-        }
-    }
 }

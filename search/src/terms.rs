@@ -1,5 +1,9 @@
 //! The terms a free-text query is searched with.
 
+use std::hash::Hasher;
+use std::ops::Range;
+
+use crate::hash::FxHasher;
 use crate::quotes::quoted_spans;
 use crate::text;
 
@@ -22,68 +26,324 @@ pub(crate) struct QueryTerm {
 /// The most distinct terms a query is searched with; the rest are ignored.
 pub(crate) const MAX_QUERY_TERMS: usize = 64;
 
+/// The free text's terms in text order, as numbers, and where its sentences end: what the
+/// second stage ([`crate::rerank`]) reads phrases and sentences from. [`query_terms`] splits the
+/// text once for both: splitting it again in the second stage cost a fifth of the re-ranking
+/// of long queries (callgrind, the 200 slowest queries at 100,000 tools).
+#[derive(Debug, Default)]
+pub(crate) struct FreeWords {
+    /// Per term of the free text, in order: the index of the query term with its stem, or,
+    /// for a stem no query term has (those past [`MAX_QUERY_TERMS`]), `MAX_QUERY_TERMS` plus
+    /// its index in `extra`.
+    pub(crate) seq: Vec<u32>,
+    /// Per sentence (see [`sentence_ends_after`]), how many of `seq` there are up to its end.
+    pub(crate) sentences: Vec<usize>,
+    /// The stems of the free text no query term has, in order of first occurrence.
+    pub(crate) extra: Vec<String>,
+}
+
 /// Required terms first (all their parts, stop words kept), then the free
 /// text's terms and any whole identifiers in it (`get_weather`), each stem
-/// once.
-pub(crate) fn query_terms(free: &str, required: &[String]) -> Vec<QueryTerm> {
-    let mut out: Vec<QueryTerm> = Vec::new();
-    // The stems of the text outside quotes (and that text, lowercased),
-    // if anything is quoted.
-    let spans = quoted_spans(free);
-    let outside: Option<(Vec<String>, String)> = (!spans.is_empty()).then(|| {
-        let mut text = free.to_string();
-        for sp in &spans {
-            text.replace_range(sp.clone(), &" ".repeat(sp.len()));
-        }
-        let mut stems: Vec<String> = text::terms(&text)
-            .iter()
-            .map(|w| text::stem(w).into_owned())
-            .collect();
-        stems.sort_unstable();
-        (stems, text.to_lowercase())
-    });
-    let mut push = |word: &str, required: bool, typos: bool| {
-        let stem = text::stem(word);
-        if let Some(t) = out.iter_mut().find(|t| t.stem == stem) {
-            t.typos |= typos;
-        } else if out.len() < MAX_QUERY_TERMS {
-            // A whole identifier is not split into terms: look for it
-            // as it is written.
-            let quoted = !required
-                && outside.as_ref().is_some_and(|(stems, lower)| {
-                    stems.binary_search_by(|s| s.as_str().cmp(&stem)).is_err()
-                        && !(word.contains(['_', '.', '-']) && lower.contains(word))
-                });
-            out.push(QueryTerm {
-                stem: stem.into_owned(),
-                word: word.to_string(),
-                required,
-                quoted,
-                typos,
-            });
-        }
-    };
+/// once; and the free text's terms as [`FreeWords`].
+pub(crate) fn query_terms(free: &str, required: &[String]) -> (Vec<QueryTerm>, FreeWords) {
+    let mut q = Terms::default();
     for r in required {
-        text::for_each_word(r, |w| push(w, true, false));
+        text::for_each_word(r, |w| {
+            q.push(w, true, false);
+        });
     }
+    let spans = quoted_spans(free);
+    let mut quotes = Quotes::new(free, &spans);
     // Token by token (words never span whitespace): the same terms as the whole text's.
-    for token in free.split_whitespace() {
+    // Tokens that may be whole identifiers are pushed after all the words.
+    let mut identifiers: Vec<&str> = Vec::new();
+    let mut words = FreeWords::default();
+    let bytes = free.as_bytes();
+    for_each_token(free, |start, token| {
+        let end = start + token.len();
+        let outside = quotes.outside(start..end);
         let typos = !odd_token(token);
-        text::for_each_term(token, |w| push(w, false, typos));
+        text::for_each_term(token, |w| {
+            let id = match q.push(w, false, typos) {
+                Some(id) => id,
+                None => q.extra_id(w, &mut words.extra),
+            };
+            words.seq.push(id);
+            if outside {
+                quotes.stem_outside(id);
+            }
+        });
+        if sentence_ends_after(token, bytes.get(end).copied()) {
+            words.sentences.push(words.seq.len());
+        }
+        let trimmed = trim_to_alphanumeric(token);
+        if several_words(trimmed) {
+            identifiers.push(trimmed);
+        }
+    });
+    // The last sentence, unless the text ends with one.
+    if !sentence_ends_after(free, None) && !free.is_empty() {
+        words.sentences.push(words.seq.len());
     }
-    for token in free.split_whitespace() {
-        let token = token.trim_matches(|c: char| !c.is_alphanumeric());
-        if several_words(token) && !token.contains(char::is_whitespace) {
-            let whole = token.to_lowercase();
-            if whole
-                .chars()
-                .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | '-'))
+    for token in identifiers {
+        let whole = token.to_lowercase();
+        if whole
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | '-'))
+        {
+            q.push(&whole, false, false);
+        }
+    }
+    if !spans.is_empty() {
+        quotes.mark(&mut q);
+    }
+    (q.out, words)
+}
+
+/// What [`query_terms`] needs to tell which terms are quoted: the terms are marked quoted
+/// whose stem is never found outside the quotes of the free text (see [`quoted_spans`]),
+/// unless the term is a whole identifier written outside them. The text outside quotes is the
+/// text with the quotes blanked; rather than splitting it all again, the terms of the tokens
+/// outside every quote are taken as they are found, and only the tokens a quote cuts are split
+/// again (splitting the whole blanked text again took a sixth of `query_terms` on the 200
+/// slowest queries, half of which have quotes).
+struct Quotes<'a> {
+    free: &'a str,
+    /// The quoted byte ranges of `free`, in order.
+    spans: &'a [Range<usize>],
+    /// How many of `spans` end before the token last asked about.
+    passed: usize,
+    /// The query terms (as bits) with a word outside quotes.
+    outside: u64,
+    /// The tokens cut by a quote, with the quoted part blanked.
+    cut: Vec<String>,
+}
+
+impl<'a> Quotes<'a> {
+    fn new(free: &'a str, spans: &'a [Range<usize>]) -> Quotes<'a> {
+        Quotes {
+            free,
+            spans,
+            passed: 0,
+            outside: 0,
+            cut: Vec::new(),
+        }
+    }
+
+    /// True if the token at `range` of the free text (tokens asked about in text order) lies
+    /// outside every quote; a token a quote cuts is kept, blanked, for [`Quotes::mark`].
+    fn outside(&mut self, range: Range<usize>) -> bool {
+        while self
+            .spans
+            .get(self.passed)
+            .is_some_and(|sp| sp.end <= range.start)
+        {
+            self.passed += 1;
+        }
+        let mut blanked: Option<String> = None;
+        for sp in self.spans[self.passed..]
+            .iter()
+            .take_while(|sp| sp.start < range.end)
+        {
+            let text = blanked.get_or_insert_with(|| self.free[range.clone()].to_string());
+            let cut = sp.start.max(range.start) - range.start..sp.end.min(range.end) - range.start;
+            text.replace_range(cut.clone(), &" ".repeat(cut.len()));
+        }
+        match blanked {
+            Some(text) => {
+                self.cut.push(text);
+                false
+            }
+            None => true,
+        }
+    }
+
+    /// Notes that the word numbered `id` (see [`FreeWords::seq`]) is outside quotes.
+    fn stem_outside(&mut self, id: u32) {
+        if (id as usize) < MAX_QUERY_TERMS {
+            self.outside |= 1u64 << id;
+        }
+    }
+
+    /// Marks the quoted terms of `q`.
+    fn mark(mut self, q: &mut Terms) {
+        let out = &q.out;
+        for token in &self.cut {
+            for w in text::terms(token) {
+                let stem = text::stem(&w);
+                if let Ok(id) = q.stems.find(&stem, |id| out[id as usize].stem.as_str()) {
+                    self.outside |= 1u64 << id;
+                }
+            }
+        }
+        // The text outside quotes, lowercased, if a term may be a whole identifier.
+        let mut lower: Option<String> = None;
+        for (i, t) in q.out.iter_mut().enumerate() {
+            t.quoted = !t.required
+                && self.outside & (1u64 << i) == 0
+                && !(t.word.contains(['_', '.', '-'])
+                    && lower
+                        .get_or_insert_with(|| blank(self.free, self.spans).to_lowercase())
+                        .contains(t.word.as_str()));
+        }
+    }
+}
+
+/// `free` with the byte ranges `spans` blanked (made spaces).
+fn blank(free: &str, spans: &[Range<usize>]) -> String {
+    let mut text = free.to_string();
+    for sp in spans {
+        text.replace_range(sp.clone(), &" ".repeat(sp.len()));
+    }
+    text
+}
+
+/// Calls `f` with each of the whitespace-separated tokens of `free` ([`str::split_whitespace`]),
+/// and where it starts. An ASCII text is split byte by byte (its whitespace is the ASCII
+/// whitespace and vertical tab), without decoding characters: splitting the text with
+/// `split_whitespace` took a tenth of `query_terms` on the 200 slowest queries (callgrind).
+fn for_each_token<'a>(free: &'a str, mut f: impl FnMut(usize, &'a str)) {
+    if free.is_ascii() {
+        let bytes = free.as_bytes();
+        let mut start = 0;
+        while start < bytes.len() {
+            let len = bytes[start..]
+                .iter()
+                .position(|&b| matches!(b, b' ' | b'\t'..=b'\r'))
+                .unwrap_or(bytes.len() - start);
+            if len > 0
+                && let Some(token) = free.get(start..start + len)
             {
-                push(&whole, false, false);
+                f(start, token);
+            }
+            start += len + 1;
+        }
+    } else {
+        for token in free.split_whitespace() {
+            f(token.as_ptr() as usize - free.as_ptr() as usize, token);
+        }
+    }
+}
+
+/// `token` without the characters that are not alphanumeric at either end.
+fn trim_to_alphanumeric(token: &str) -> &str {
+    if token.is_ascii() {
+        let bytes = token.as_bytes();
+        let start = bytes
+            .iter()
+            .position(u8::is_ascii_alphanumeric)
+            .unwrap_or(bytes.len());
+        let end = bytes
+            .iter()
+            .rposition(u8::is_ascii_alphanumeric)
+            .map_or(start, |e| e + 1);
+        token.get(start..end).unwrap_or_default()
+    } else {
+        token.trim_matches(|c: char| !c.is_alphanumeric())
+    }
+}
+
+/// True if a sentence ends after `token` (a whitespace-separated token of the free text)
+/// followed by the byte `next` (`None` at the end of the text): sentences end at `.`, `!`, `?`
+/// or `;` followed by a space or the end of the text.
+fn sentence_ends_after(token: &str, next: Option<u8>) -> bool {
+    token
+        .as_bytes()
+        .last()
+        .is_some_and(|b| matches!(b, b'.' | b'!' | b'?' | b';'))
+        && next.is_none_or(|c| c.is_ascii_whitespace())
+}
+
+/// The query terms being collected, with an index from stem to term number.
+#[derive(Default)]
+struct Terms {
+    out: Vec<QueryTerm>,
+    stems: StemIndex,
+}
+
+impl Terms {
+    /// Adds `word` as a term unless a term has its stem (then only widens its `typos`) or there
+    /// are [`MAX_QUERY_TERMS`] already. Returns the number of the term with its stem, if any.
+    fn push(&mut self, word: &str, required: bool, typos: bool) -> Option<u32> {
+        let stem = text::stem(word);
+        let out = &self.out;
+        let found = self.stems.find(&stem, |id| out[id as usize].stem.as_str());
+        match found {
+            Ok(id) => {
+                self.out[id as usize].typos |= typos;
+                Some(id)
+            }
+            Err(_) if self.out.len() >= MAX_QUERY_TERMS => None,
+            Err(slot) => {
+                let id = self.out.len() as u32;
+                self.stems.insert(slot, id);
+                self.out.push(QueryTerm {
+                    stem: stem.into_owned(),
+                    word: word.to_string(),
+                    required,
+                    quoted: false,
+                    typos,
+                });
+                Some(id)
             }
         }
     }
-    out
+
+    /// The number in [`FreeWords::seq`] of the stem of `word`, which no query term has.
+    fn extra_id(&self, word: &str, extra: &mut Vec<String>) -> u32 {
+        let stem = text::stem(word);
+        let k = match extra.iter().position(|s| *s == stem) {
+            Some(k) => k,
+            None => {
+                extra.push(stem.into_owned());
+                extra.len() - 1
+            }
+        };
+        (MAX_QUERY_TERMS + k) as u32
+    }
+}
+
+/// The query terms' stems by term number: an open-addressed table of term numbers (linear
+/// probing, at most half full since there are at most [`MAX_QUERY_TERMS`]), compared with the
+/// terms' own stems, so no stem is copied into it. Every word of a long query is looked up
+/// once; before, each was compared with every term found so far.
+struct StemIndex {
+    /// Per slot, a term number plus one, or 0 for an empty slot.
+    slots: [u8; STEM_SLOTS],
+}
+
+/// The slots of a [`StemIndex`]: a power of two, at least twice [`MAX_QUERY_TERMS`].
+const STEM_SLOTS: usize = 2 * MAX_QUERY_TERMS;
+
+impl Default for StemIndex {
+    fn default() -> Self {
+        StemIndex {
+            slots: [0; STEM_SLOTS],
+        }
+    }
+}
+
+impl StemIndex {
+    /// The number of the term whose stem (as `stem_of` gives it) is `stem`, or the empty slot
+    /// to [`StemIndex::insert`] it at.
+    fn find<'a>(&self, stem: &str, stem_of: impl Fn(u32) -> &'a str) -> Result<u32, usize> {
+        let mut hasher = FxHasher::default();
+        hasher.write(stem.as_bytes());
+        let mut i = (hasher.finish() >> (64 - STEM_SLOTS.trailing_zeros())) as usize;
+        loop {
+            match self.slots[i] {
+                0 => return Err(i),
+                n if stem_of(u32::from(n) - 1) == stem => return Ok(u32::from(n) - 1),
+                _ => i = (i + 1) % STEM_SLOTS,
+            }
+        }
+    }
+
+    /// Puts term number `id` (below [`MAX_QUERY_TERMS`]) at `slot`, as [`StemIndex::find`]
+    /// gave it.
+    fn insert(&mut self, slot: usize, id: u32) {
+        self.slots[slot] = (id + 1) as u8;
+    }
 }
 
 /// True if the whitespace-separated `token` cannot be a misspelt word, so its words are not
@@ -101,11 +361,15 @@ const ODD_TOKEN_CHARS: usize = 24;
 
 /// True if `token` holds more than one of the [`text::words`].
 ///
-/// A token of lowercase ASCII letters only (most of a long query's) is at most one word and
-/// is told so without splitting it: splitting every token of the longest queries a second
-/// time took a third of `query_terms` (callgrind).
+/// A token of ASCII letters, lowercase but perhaps the first (most of a long query's), is one
+/// word and is told so without splitting it: splitting every token of the longest queries a
+/// second time took a third of `query_terms` (callgrind), and the capitalised words alone,
+/// after that, 5%.
 fn several_words(token: &str) -> bool {
-    if token.bytes().all(|b| b.is_ascii_lowercase()) {
+    if let [first, rest @ ..] = token.as_bytes()
+        && first.is_ascii_alphabetic()
+        && rest.iter().all(u8::is_ascii_lowercase)
+    {
         return false;
     }
     let mut words = 0;
@@ -135,7 +399,7 @@ mod tests {
 
     #[test]
     fn only_words_never_outside_quotes_are_quoted() {
-        let terms = query_terms("find the food review 'I love the food here'", &[]);
+        let (terms, _) = query_terms("find the food review 'I love the food here'", &[]);
         let quoted: Vec<&str> = terms
             .iter()
             .filter(|t| t.quoted)
@@ -146,6 +410,7 @@ mod tests {
 
     fn typos_of(free: &str) -> Vec<(String, bool)> {
         query_terms(free, &[])
+            .0
             .into_iter()
             .map(|t| (t.word, t.typos))
             .collect()
@@ -204,10 +469,130 @@ mod tests {
             }
         });
         let found: Vec<String> = query_terms(free, &[])
+            .0
             .into_iter()
             .map(|t| t.stem)
             .take(expected.len())
             .collect();
         assert_eq!(found, expected);
+    }
+
+    fn seq_stems(free: &str) -> Vec<String> {
+        let (terms, words) = query_terms(free, &[]);
+        words
+            .seq
+            .iter()
+            .map(|&id| match terms.get(id as usize) {
+                Some(t) => t.stem.clone(),
+                None => words.extra[id as usize - MAX_QUERY_TERMS].clone(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_free_texts_words_are_numbered_by_the_query_term_with_their_stem() {
+        let (terms, words) = query_terms("files +report; file reports", &["Send".to_string()]);
+        let stems: Vec<&str> = terms.iter().map(|t| t.stem.as_str()).collect();
+        assert_eq!(stems, ["send", "fil", "report"]);
+        assert_eq!(words.seq, [1, 2, 1, 2]);
+        assert!(words.extra.is_empty());
+    }
+
+    #[test]
+    fn stems_past_the_most_terms_are_numbered_after_them_each_once() {
+        // Distinct three-letter words: `zaa`, `zab`, ...
+        let word = |i: usize| {
+            format!(
+                "z{}{}",
+                (b'a' + (i / 26) as u8) as char,
+                (b'a' + (i % 26) as u8) as char
+            )
+        };
+        let free: Vec<String> = (0..MAX_QUERY_TERMS + 2).map(word).collect();
+        let free = format!("{} {} {}", free.join(" "), word(MAX_QUERY_TERMS), word(0));
+        let (terms, words) = query_terms(&free, &[]);
+        assert_eq!(terms.len(), MAX_QUERY_TERMS);
+        assert_eq!(
+            words.extra,
+            [word(MAX_QUERY_TERMS), word(MAX_QUERY_TERMS + 1)]
+        );
+        let past = MAX_QUERY_TERMS as u32;
+        assert_eq!(words.seq[MAX_QUERY_TERMS..], [past, past + 1, past, 0]);
+    }
+
+    /// The sentences of `free`, as the second stage defines them: they end at `.`, `!`, `?` or
+    /// `;` followed by a space or the end of the text (the last one at the end of the text).
+    fn sentences(free: &str) -> Vec<&str> {
+        let bytes = free.as_bytes();
+        let mut out = Vec::new();
+        let mut start = 0;
+        for i in 0..bytes.len() {
+            let end = i + 1 == bytes.len();
+            let boundary = matches!(bytes[i], b'.' | b'!' | b'?' | b';')
+                && bytes.get(i + 1).is_none_or(|c| c.is_ascii_whitespace());
+            if boundary || end {
+                out.push(&free[start..=i]);
+                start = i + 1;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn sentences_end_at_punctuation_before_a_space_or_the_end() {
+        let free = "Book a flight. Then v1.2 hotels? Pay;x; ok!";
+        assert_eq!(
+            sentences(free),
+            ["Book a flight.", " Then v1.2 hotels?", " Pay;x;", " ok!"]
+        );
+        // book flight | v 1 2 hotel | pay x | ok
+        assert_eq!(query_terms(free, &[]).1.sentences, [2, 6, 8, 9]);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn free_words_split_by_sentence_are_the_sentences_stems(
+            free in "([a-zA-Zé0-9]{1,6}[ .;!?,_\u{b}\u{a0}-]{0,2}){0,12}"
+        ) {
+            let words = query_terms(&free, &[]).1;
+            let mut expected = Vec::new();
+            let mut ends = Vec::new();
+            for sentence in sentences(&free) {
+                text::for_each_term(sentence, |w| expected.push(text::stem(w).into_owned()));
+                ends.push(expected.len());
+            }
+            proptest::prop_assert_eq!(seq_stems(&free), expected);
+            proptest::prop_assert_eq!(words.sentences, ends);
+        }
+    }
+
+    #[test]
+    fn a_word_outside_the_quotes_in_a_token_they_cut_is_not_quoted() {
+        let (terms, _) = query_terms("post 'hello world',world", &[]);
+        let quoted: Vec<(&str, bool)> = terms.iter().map(|t| (t.word.as_str(), t.quoted)).collect();
+        assert_eq!(quoted, [("post", false), ("hello", true), ("world", false)]);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn tokens_are_split_at_whitespace_as_split_whitespace_does(
+            free in "[a-z.\\' \t\n\u{b}\u{c}\r\u{a0}\u{2003}é]{0,24}"
+        ) {
+            let mut found = Vec::new();
+            for_each_token(&free, |start, token| {
+                found.push(token);
+                assert_eq!(&free[start..start + token.len()], token);
+            });
+            let expected: Vec<&str> = free.split_whitespace().collect();
+            proptest::prop_assert_eq!(found, expected);
+        }
+
+        #[test]
+        fn tokens_are_trimmed_to_alphanumeric_as_trim_matches_does(token in "[a-zA-Z0-9.,'_(é\u{b2}]{0,12}") {
+            proptest::prop_assert_eq!(
+                trim_to_alphanumeric(&token),
+                token.trim_matches(|c: char| !c.is_alphanumeric())
+            );
+        }
     }
 }
