@@ -10,45 +10,55 @@ use std::ops::Range;
 /// `Adriel's` neither open nor close. A pair around the whole text is not
 /// counted (a request pasted with its quotes), nor is a quoted identifier
 /// (`'get_weather'`, `'math.sqrt'`): that names a tool.
+///
+/// The text is scanned for the bytes a quote can start with, not character by character:
+/// decoding every character took an eighth of `query_terms` on the 200 slowest queries at
+/// 100,000 tools (callgrind). The character before a quote, which says whether it opens, is
+/// decoded backwards from it.
 pub(crate) fn quoted_spans(free: &str) -> Vec<Range<usize>> {
     let mut out = Vec::new();
     let trimmed = free.trim();
     let lead = free.len() - free.trim_start().len();
-    let mut prev: Option<char> = None;
     let mut unclosed: Vec<char> = Vec::new();
-    let mut iter = free.char_indices().peekable();
-    while let Some((i, c)) = iter.next() {
+    let bytes = free.as_bytes();
+    // Where to look for the next quote from.
+    let mut from = 0;
+    while let Some(i) = bytes
+        .get(from..)
+        .and_then(|rest| rest.iter().position(|&b| matches!(b, b'\'' | b'"' | 0xE2)))
+        .map(|at| from + at)
+    {
+        let Some(c) = free.get(i..).and_then(|rest| rest.chars().next()) else {
+            break;
+        };
+        from = i + c.len_utf8();
         let close = match c {
             '\'' => '\'',
             '"' => '"',
             '\u{2018}' => '\u{2019}',
             '\u{201C}' => '\u{201D}',
-            _ => {
-                prev = Some(c);
-                continue;
-            }
+            _ => continue,
         };
+        let prev = free.get(..i).and_then(|before| before.chars().next_back());
         let opens =
             prev.is_none_or(|p| p.is_whitespace() || matches!(p, '(' | '[' | '{' | ':' | ','));
-        prev = Some(c);
         if !opens {
             continue;
         }
         if unclosed.contains(&close) {
             continue;
         }
-        let start = i + c.len_utf8();
+        let start = from;
         let rest = &free[start..];
-        let mut end = None;
-        for (j, d) in rest.char_indices() {
-            if d == close {
-                let next = rest[j + d.len_utf8()..].chars().next();
-                if next.is_none_or(|n| !n.is_alphanumeric()) {
-                    end = Some(start + j);
-                    break;
-                }
-            }
-        }
+        let end = rest
+            .match_indices(close)
+            .find(|&(j, _)| {
+                rest[j + close.len_utf8()..]
+                    .chars()
+                    .next()
+                    .is_none_or(|n| !n.is_alphanumeric())
+            })
+            .map(|(j, _)| start + j);
         let Some(end) = end else {
             // No later quote of this kind can close either: do not scan
             // the rest again for each of them.
@@ -66,11 +76,8 @@ pub(crate) fn quoted_spans(free: &str) -> Vec<Range<usize>> {
             out.push(start..end);
         }
         if !whole {
-            // Skip to the closing quote.
-            while iter.peek().is_some_and(|&(k, _)| k <= end) {
-                iter.next();
-            }
-            prev = Some(close);
+            // Go on after the closing quote.
+            from = end + close.len_utf8();
         }
     }
     out
@@ -117,5 +124,82 @@ mod tests {
         assert!(quoted(&" 'a".repeat(1000)).is_empty());
         assert_eq!(quoted("it 'rains today"), Vec::<&str>::new());
         assert_eq!(quoted("'a 'b 'c' d"), ["a 'b 'c"]);
+    }
+
+    /// The definition, character by character, as `quoted_spans` was written before it
+    /// scanned for quote bytes.
+    fn quoted_spans_char_by_char(free: &str) -> Vec<Range<usize>> {
+        let mut out = Vec::new();
+        let trimmed = free.trim();
+        let lead = free.len() - free.trim_start().len();
+        let mut prev: Option<char> = None;
+        let mut unclosed: Vec<char> = Vec::new();
+        let mut iter = free.char_indices().peekable();
+        while let Some((i, c)) = iter.next() {
+            let close = match c {
+                '\'' => '\'',
+                '"' => '"',
+                '\u{2018}' => '\u{2019}',
+                '\u{201C}' => '\u{201D}',
+                _ => {
+                    prev = Some(c);
+                    continue;
+                }
+            };
+            let opens =
+                prev.is_none_or(|p| p.is_whitespace() || matches!(p, '(' | '[' | '{' | ':' | ','));
+            prev = Some(c);
+            if !opens {
+                continue;
+            }
+            if unclosed.contains(&close) {
+                continue;
+            }
+            let start = i + c.len_utf8();
+            let rest = &free[start..];
+            let mut end = None;
+            for (j, d) in rest.char_indices() {
+                if d == close {
+                    let next = rest[j + d.len_utf8()..].chars().next();
+                    if next.is_none_or(|n| !n.is_alphanumeric()) {
+                        end = Some(start + j);
+                        break;
+                    }
+                }
+            }
+            let Some(end) = end else {
+                // No later quote of this kind can close either: do not scan
+                // the rest again for each of them.
+                unclosed.push(close);
+                continue;
+            };
+            let inner = &free[start..end];
+            let whole = i == lead && end + close.len_utf8() == lead + trimmed.len();
+            let identifier = inner.contains(['_', '.'])
+                && inner.chars().any(char::is_alphabetic)
+                && inner
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | '-'));
+            if !whole && !identifier && !inner.trim().is_empty() {
+                out.push(start..end);
+            }
+            if !whole {
+                // Skip to the closing quote.
+                while iter.peek().is_some_and(|&(k, _)| k <= end) {
+                    iter.next();
+                }
+                prev = Some(close);
+            }
+        }
+        out
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn spans_found_by_scanning_for_quotes_are_those_found_char_by_char(
+            free in "[a ,:(.'\"_\u{2018}\u{2019}\u{201C}\u{201D}\u{2014}é\u{a0}]{0,16}"
+        ) {
+            proptest::prop_assert_eq!(quoted_spans(&free), quoted_spans_char_by_char(&free));
+        }
     }
 }
