@@ -13,7 +13,7 @@ use crate::field::Field;
 use crate::file::IndexFile;
 use crate::format::{SECTION_ORDER, SECTIONS};
 use crate::hits::{Hit, Match, MatchKind, SearchResults};
-use crate::lookup::{Lookup, lookup};
+use crate::lookup::{Lookup, lookup_all};
 use crate::query::Query;
 use crate::ranking::Ranking;
 use crate::ranking::{ImpactParams, RERANK_DEPTH};
@@ -274,7 +274,8 @@ impl SearchIndex {
     }
 
     /// The same index splitting every search of at least `postings` postings over two
-    /// threads, whatever the catalog's size (tests: a split of every query).
+    /// threads, whatever the catalog's size, and the lookups of every query of two or more
+    /// terms (tests: a split of every query).
     #[cfg(test)]
     pub(crate) fn with_split_from(self, postings: usize) -> SearchIndex {
         SearchIndex {
@@ -283,6 +284,7 @@ impl SearchIndex {
                 postings,
                 tools: 0,
                 when_ready: false,
+                lookup_terms: 2,
             },
             ..self
         }
@@ -405,14 +407,11 @@ impl SearchIndex {
         }
         let r = &self.ranking;
         let (terms, words) = query_terms(free, required);
-        let mut lookups = Vec::with_capacity(terms.len());
-        for term in &terms {
-            let found = lookup(self.file.stems(), term);
-            // A required word must match exactly or by stem.
-            if term.required && matches!(found, Lookup::Missing) {
-                return Vec::new();
-            }
-            lookups.push(found);
+        let split = self.split.splits_lookups(self.file.len(), terms.len());
+        let lookups = lookup_all(self.file.stems(), &terms, split);
+        // A required word must match exactly or by stem.
+        if (terms.iter().zip(&lookups)).any(|(t, l)| t.required && matches!(l, Lookup::Missing)) {
+            return Vec::new();
         }
 
         let reranks = r.bigram != 0.0

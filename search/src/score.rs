@@ -32,6 +32,9 @@ pub(crate) struct Split {
     /// Whether a split waits for the worker to be ready ([`worker::Worker::ready`]); a test that
     /// needs a split of every search says no.
     pub(crate) when_ready: bool,
+    /// A search's word lookups split (see `lookup::lookup_all`) if the query has at least
+    /// this many terms (and the catalog at least `tools` tools).
+    pub(crate) lookup_terms: usize,
 }
 
 /// A search splits only if its query's postings lists hold at least this many postings.
@@ -45,6 +48,16 @@ pub(crate) struct Split {
 /// work than unsplit, see [`SPLIT_TOOLS`]). Below 5,000 postings the most a split saves is
 /// about 7 µs, so such queries (a quarter of the set) stay on one thread.
 pub(crate) const SPLIT_POSTINGS: usize = 5_000;
+
+/// A query of fewer terms looks its words up on one thread.
+///
+/// A word found by its stem costs one walk down the term dictionary; one that is not (a
+/// misspelling, an identifier) is expanded by prefix and by edit distance, which walks much
+/// of it. Over 100,000 tools the 200 slowest queries (about 50 terms each) spent 45 µs in
+/// lookups on one thread, as much as a fifth of the search once its first stage is split.
+/// The lookups run on the worker spinning since [`worker::Worker::wake`], so a hand-off costs
+/// about a microsecond; below 16 terms (about 15 µs of lookups) there is little to gain.
+pub(crate) const SPLIT_LOOKUP_TERMS: usize = 16;
 
 /// A catalog of fewer tools never splits a search.
 ///
@@ -69,12 +82,22 @@ impl Split {
             postings: SPLIT_POSTINGS,
             tools: SPLIT_TOOLS,
             when_ready: true,
+            lookup_terms: SPLIT_LOOKUP_TERMS,
         }
     }
 
     /// Whether a catalog of `tools` tools may split at all.
     pub(crate) fn may_split(&self, tools: usize) -> bool {
         self.threads >= 2 && tools >= self.tools
+    }
+
+    /// Whether the lookups of a query's `terms` terms in a catalog of `tools` tools split over
+    /// the worker: a long query, and the worker free and not turned off (asking does not count
+    /// as one of [`worker::Worker::ready`]'s asks).
+    pub(crate) fn splits_lookups(&self, tools: usize, terms: usize) -> bool {
+        self.may_split(tools)
+            && terms >= self.lookup_terms
+            && (!self.when_ready || worker::worker().available())
     }
 }
 

@@ -213,6 +213,25 @@ impl Worker {
         FB: FnOnce() -> B + Send,
         B: Send,
     {
+        self.join_counting(a, b, true)
+    }
+
+    /// [`Worker::join`] for work too small to judge the worker by (a search's word lookups,
+    /// run soon after [`Worker::wake`], when a parked worker may still be waking up): its
+    /// lateness is not counted.
+    pub(crate) fn join_quiet<A, B, FB>(&self, a: impl FnOnce() -> A, b: FB) -> (A, B)
+    where
+        FB: FnOnce() -> B + Send,
+        B: Send,
+    {
+        self.join_counting(a, b, false)
+    }
+
+    fn join_counting<A, B, FB>(&self, a: impl FnOnce() -> A, b: FB, counts: bool) -> (A, B)
+    where
+        FB: FnOnce() -> B + Send,
+        B: Send,
+    {
         let mut slot = Slot {
             f: Some(b),
             out: None,
@@ -245,7 +264,9 @@ impl Worker {
         let ran_there = wait.finish();
         let started_after =
             ran_there.then(|| Duration::from_nanos(shared.started_after.load(Ordering::Relaxed)));
-        self.count(is_late(started_after, done_here));
+        if counts {
+            self.count(is_late(started_after, done_here));
+        }
         let b = if ran_there {
             match slot.out.take() {
                 Some(Ok(b)) => b,
@@ -290,6 +311,11 @@ impl Worker {
             return false;
         }
         true
+    }
+
+    /// Whether [`Worker::ready`] would say yes, without counting as one of its asks.
+    pub(crate) fn available(&self) -> bool {
+        !self.leased.load(Ordering::Relaxed) && self.skips.load(Ordering::Relaxed) == 0
     }
 
     /// The worker for this thread's join, unless another thread's holds it.
@@ -623,6 +649,20 @@ mod tests {
     fn a_job_taken_back_after_a_long_part_of_the_callers_is_late() {
         assert!(is_late(None, Duration::from_micros(30)));
         assert!(!is_late(None, Duration::from_micros(10)));
+    }
+
+    #[test]
+    fn asking_whether_the_worker_is_available_does_not_use_up_a_skip() {
+        let w = Worker::new();
+        for _ in 0..MISSES_IN_A_ROW {
+            w.count(true);
+        }
+        for _ in 0..2 * SKIPS_AFTER_MISSES {
+            assert!(!w.available());
+        }
+        let asks = (0..SKIPS_AFTER_MISSES).filter(|_| !w.ready()).count();
+        assert_eq!(asks, SKIPS_AFTER_MISSES as usize);
+        assert!(w.available());
     }
 
     #[test]
