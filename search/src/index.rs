@@ -251,12 +251,14 @@ impl SearchIndex {
     /// 2, a query whose postings lists hold at least 5,000 postings, over a catalog of at
     /// least 20,000 tools, has the first stage of its search (scoring every tool that shares a
     /// word with it) split by tool range: this thread scores the lower half of the tools and
-    /// one helper thread, started once for the whole process, the upper half. The results are
-    /// those of one thread, to the bit. The helper spins up to 50 µs after a search, watching
-    /// for the next one, before it sleeps; a search that finds it busy with another thread's
-    /// search runs alone, and after three searches in a row whose helper was late (it started
-    /// more than 20 µs after the hand-off: it had no free core), the next 64 that could split
-    /// run alone. With 1, searches never use the helper.
+    /// one helper thread, started once for the whole process, the upper half; a query of 16
+    /// terms or more also has its words looked up on both threads. The results are those of
+    /// one thread, to the bit. The helper spins up to 50 µs after a search, watching for the
+    /// next one, before it sleeps; a search that finds it busy with another thread's search
+    /// runs alone, and after three searches in a row whose helper was late (it started more
+    /// than 20 µs after the hand-off, and after this thread was half-way through its own half:
+    /// it had no free core), the next 64 that could split run alone. With 1, searches never use
+    /// the helper.
     ///
     /// The split costs work: both halves together take 7% more instructions than one thread
     /// over 100,000 tools, 20% over 20,000; it pays where a second core is free. Measured
