@@ -19,7 +19,7 @@ use crate::ranking::Ranking;
 use crate::ranking::{ImpactParams, RERANK_DEPTH};
 use crate::record::ToolDocRef;
 use crate::rerank::rerank;
-use crate::score::{Split, by_rank, first_stage};
+use crate::score::{Split, by_rank, first_stage, keep_best};
 use crate::terms::query_terms;
 
 /// What [`SearchIndex::write_catalog`] wrote.
@@ -439,10 +439,7 @@ impl SearchIndex {
             );
             ranked.truncate(max_results);
         } else {
-            if ranked.len() > max_results {
-                ranked.select_nth_unstable_by(max_results - 1, by_rank);
-                ranked.truncate(max_results);
-            }
+            keep_best(&mut ranked, max_results);
             ranked.sort_unstable_by(by_rank);
         }
         if explains {

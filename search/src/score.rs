@@ -106,6 +106,20 @@ pub(crate) fn by_rank(a: &(f32, u32), b: &(f32, u32)) -> std::cmp::Ordering {
     b.0.total_cmp(&a.0).then(a.1.cmp(&b.1))
 }
 
+/// Keeps the best `k` of `ranked` by [`by_rank`], in no particular order (none for `k` 0).
+pub(crate) fn keep_best(ranked: &mut Vec<(f32, u32)>, k: usize) {
+    if ranked.len() <= k {
+        return;
+    }
+    match k.checked_sub(1) {
+        Some(last) => {
+            ranked.select_nth_unstable_by(last, by_rank);
+            ranked.truncate(k);
+        }
+        None => ranked.clear(),
+    }
+}
+
 /// The best `depth` tools for the query `terms`, found in the dictionary as `lookups` (one per
 /// term), as `(score, tool)` in no particular order; and each term's weight in the coverage
 /// factor (its IDF, times the penalty of an expansion; 0 for a term not found), which the
@@ -226,15 +240,7 @@ fn best(
     let mid = file.cuts().mid().min(n);
     let (mut lower, upper) = worker::worker().join(|| range(0, mid), || range(mid, n));
     lower.extend(upper);
-    if lower.len() > depth {
-        match depth.checked_sub(1) {
-            Some(last) => {
-                lower.select_nth_unstable_by(last, by_rank);
-                lower.truncate(depth);
-            }
-            None => lower.clear(),
-        }
-    }
+    keep_best(&mut lower, depth);
     lower
 }
 

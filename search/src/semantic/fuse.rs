@@ -1,5 +1,7 @@
 //! Fusing the lexical (BM25F) ranking with the dense one.
 
+use crate::score::by_rank;
+
 /// How the lexical and the dense rankings are combined.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Fusion {
@@ -130,7 +132,7 @@ pub(crate) fn fuse(
             }
         }
     }
-    out.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    out.sort_unstable_by(by_rank);
     out
 }
 

@@ -40,6 +40,7 @@ use std::path::Path;
 use super::error::SemanticError;
 use super::model::normalize;
 use crate::format;
+use crate::score::{by_rank, keep_best};
 
 const MAGIC: &[u8; 8] = b"TGVECS\0\x01";
 const VERSION: u32 = 3;
@@ -224,11 +225,7 @@ impl ToolVectors {
                 .map(|i| (self.cosine_centred(q, i), i))
                 .collect()
         };
-        let by_rank = |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
-        if scored.len() > k {
-            scored.select_nth_unstable_by(k - 1, by_rank);
-            scored.truncate(k);
-        }
+        keep_best(&mut scored, k);
         scored.sort_unstable_by(by_rank);
         scored
     }
