@@ -234,20 +234,24 @@ def tool_text(doc):
     return " ".join(out)
 
 
-def is_fit(query_id):
-    """Whether a query is in the tune half's part the model is fitted to (search/src/eval.rs
-    `tune_part_of`: the FNV-1a hash of the id, lowest bit 0 for the tune half, next bit 0 for the
-    fit part). The other part (`TunePart::Fuse`) is where the fusion is chosen, and must stay
-    unseen by the model; the held-out half is never read."""
+def tune_part(query_id):
+    """The tune half's part a query is in: "fit", "fuse", or None for a held-out query
+    (search/src/eval.rs `tune_part_of`: the FNV-1a hash of the id, lowest bit 0 for the tune
+    half, next bit 0 for the fit part). The model toolgate ships is fitted to the fit part; the
+    fusion is chosen on the fuse part, which must stay unseen by it. The held-out half is never
+    read."""
     h = 0xcbf29ce484222325
     for b in query_id.encode():
         h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
-    return h & 3 == 0
+    return None if h & 1 else ("fuse" if h & 2 else "fit")
 
 
-def training_text(datasets: Path):
+def training_text(datasets: Path, part: str):
     """The texts the model is fitted to, and the ids of the queries among them by data set (written
-    beside the model as `training.json`, which the quality test compares with `tune_part_of`)."""
+    beside the model as `training.json`, which the quality test compares with `tune_part_of`).
+    `part` is the tune half's part whose queries are used: "fit" for the model toolgate ships,
+    "fuse" for the mirror model the fusion tuning scores the fit part with (`scripts/model.sh
+    --mirror`)."""
     texts = []
     for name in ("sealtools", "metatool"):
         with open(datasets / name / "catalog.jsonl") as f:
@@ -256,9 +260,9 @@ def training_text(datasets: Path):
     for name in ("bfcl", "sealtools", "metatool"):
         with open(datasets / name / "queries.jsonl") as f:
             queries = [json.loads(line) for line in f if line.strip()]
-        fit = [q for q in queries if is_fit(q["id"])]
-        texts += [q["query"] for q in fit]
-        ids[name] = sorted(q["id"] for q in fit)
+        seen = [q for q in queries if tune_part(q["id"]) == part]
+        texts += [q["query"] for q in seen]
+        ids[name] = sorted(q["id"] for q in seen)
     return texts, ids
 
 
@@ -337,6 +341,8 @@ def main():
                     help="toolgate's quality sets (catalogs and queries), the training text")
     ap.add_argument("--stop-words", type=Path, required=True,
                     help="search/src/text.rs, whose STOP_WORDS the static tokenizer leaves out")
+    ap.add_argument("--part", choices=("fit", "fuse"), default="fit",
+                    help="the tune half's part whose queries the model is fitted to")
     ap.add_argument("--dims", type=int, default=256)
     ap.add_argument("--lam", type=float, default=0.1)
     ap.add_argument("--iters", type=int, default=20)
@@ -351,7 +357,7 @@ def main():
     bert = Bert(args.encoder)
 
     prior = encode(bert, [[cls_id, i, sep_id] for i in range(n)], "vocabulary")
-    texts, query_ids = training_text(args.datasets)
+    texts, query_ids = training_text(args.datasets, args.part)
     texts = [t for t in texts if wp.static_ids(t)]
     targets = encode(bert, [wp.encoder_ids(t) for t in texts], "training text")
     m = MeanOfRows([wp.static_ids(t) for t in texts], n)
@@ -369,13 +375,14 @@ def main():
         "hidden_dim": args.dims,
         "normalize": True,
         "distilled_from": bert.cfg.get("_name_or_path", str(args.encoder)),
-        "fitted_to": f"{len(texts)} texts (the tune half's fit-part queries, Seal-Tools and "
-                     "MetaTool tools)",
+        "fitted_to": f"{len(texts)} texts (the tune half's {args.part}-part queries, Seal-Tools "
+                     "and MetaTool tools)",
         "lambda": args.lam,
     }, indent=2) + "\n")
     # Which queries the model saw, so that a test can tell none of the held-out half or of the
-    # fusion's fuse part was among them (this script's `is_fit` repeats a rule of eval.rs).
+    # fusion's fuse part was among them (this script's `tune_part` repeats a rule of eval.rs).
     (args.out / "training.json").write_text(json.dumps({
+        "part": args.part,
         "tool_texts": ["sealtools", "metatool"],
         "query_ids": query_ids,
     }, indent=1) + "\n")

