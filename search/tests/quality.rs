@@ -69,15 +69,15 @@ mod hybrid {
 
     /// The hybrid's nDCG@5 (x100) on the checked held-out queries of each set, as measured with
     /// the default fusion and the model `scripts/model.sh` distils (fitted to the tune half's fit
-    /// part only; the fusion chosen on its fuse part), less `FLOOR_MARGIN`: a change of model,
-    /// fusion or vectors that loses quality fails here.
+    /// part only; the fusion chosen on the tune half, cross-fitted), less `FLOOR_MARGIN`: a
+    /// change of model, fusion or vectors that loses quality fails here.
     const HYBRID_MEASURED: [(&str, f64); 3] =
         [("bfcl", BFCL), ("sealtools", SEAL), ("metatool", META)];
-    /// Measured 64.42 (the whole held-out half too), rounded down.
+    /// Measured 64.49 (the whole held-out half too), rounded down.
     const BFCL: f64 = 64.4;
-    /// Measured 93.49 (the whole held-out half too), rounded down.
-    const SEAL: f64 = 93.4;
-    /// Of MetaTool's first `MAX_QUERIES` held-out queries, measured 47.95, rounded down (66.45
+    /// Measured 93.50 (the whole held-out half too; the lexical ranking's own figure).
+    const SEAL: f64 = 93.5;
+    /// Of MetaTool's first `MAX_QUERIES` held-out queries, measured 47.92, rounded down (66.37
     /// on the whole half). With the model fitted to the whole tune half, 49.3 (67.1): it had seen
     /// twice as many MetaTool queries, the fusion's tuning queries among them.
     const META: f64 = 47.9;
@@ -85,12 +85,13 @@ mod hybrid {
     const FLOOR_MARGIN: f64 = 0.5;
 
     /// The largest loss allowed against the better of lexical and dense on a set (x100
-    /// nDCG@5): measured, the hybrid is 0.01 above lexical on BFCL and 0.01 below it on
-    /// Seal-Tools (one query of 350 ranked lower), rounded up to a tenth.
-    const HYBRID_TOLERANCE: f64 = 0.1;
+    /// nDCG@5): none. Measured, the hybrid is 0.09 above lexical on BFCL and scores Seal-Tools'
+    /// queries as lexical does, 93.50 both (its queries score high lexically, and the dense
+    /// weight falls to nothing there).
+    const HYBRID_TOLERANCE: f64 = 0.0;
     /// The gain over the better of lexical and dense required on MetaTool (x100 nDCG@5): the
-    /// measured gain (+1.96 over dense on the checked queries, 47.95 against 45.99; +1.08 on
-    /// the whole held-out half, 66.45 against 65.37) less half a point, rounded down.
+    /// measured gain (+1.93 over dense on the checked queries, 47.92 against 45.99; +1.01 on
+    /// the whole held-out half, 66.37 against 65.36) less half a point, rounded down.
     const HYBRID_MARGIN_METATOOL: f64 = 1.0;
 
     /// The queries `scripts/model.sh`'s model was fitted to (its `training.json`) are exactly the
