@@ -34,7 +34,7 @@ use fst::{Map, Streamer};
 
 use crate::cuts::{Cuts, CutsBuilder};
 use crate::error::Damage;
-use crate::postings::{Block, BlockError, PostingList};
+use crate::postings::{Block, BlockError, BlockSink, PostingList};
 
 thread_local! {
     /// Set while this thread runs [`catch_quietly`]: its panics are expected and reported as errors.
@@ -108,7 +108,8 @@ pub(crate) fn fst_structure<D: AsRef<[u8]>>(map: &Map<D>) -> Result<(), Damage> 
 /// that a crafted map with a huge number of long keys is refused instead of walked.
 ///
 /// The same pass finds where each list reaches the middle tool ([`Cuts`]), which is what it
-/// returns: an index built in memory runs it too, for that table alone.
+/// returns (an index built in memory has the table from its builder, which records it as it
+/// writes the lists, through the same [`CutsBuilder`]).
 pub(crate) fn postings<D: AsRef<[u8]>>(
     map: &Map<D>,
     postings: &[u8],

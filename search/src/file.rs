@@ -37,10 +37,10 @@ impl AsRef<[u8]> for Storage {
 }
 
 /// Where the bytes of an index come from, which decides how far they are checked.
-#[derive(Clone, Copy, PartialEq, Eq)]
 enum Content {
-    /// Serialised by this process a moment ago: only the header is read back.
-    Built,
+    /// Serialised by this process a moment ago: only the header is read back, and the table of
+    /// where each list reaches the middle tool is the one the builder recorded.
+    Built(Cuts),
     /// Read from a file: besides the header and checksum, the term dictionary and postings are
     /// checked in full (see [`check`]), since a checksum can be recomputed by whoever crafts a
     /// file.
@@ -82,13 +82,18 @@ pub(crate) struct IndexFile {
 }
 
 impl IndexFile {
-    /// The index the builder serialised into `bytes`, whose checksum it computed as `checksum`.
-    pub(crate) fn built(bytes: Vec<u8>, checksum: u64) -> Result<IndexFile, IndexError> {
+    /// The index the builder serialised into `bytes`, whose checksum it computed as
+    /// `checksum`, and the table it recorded of where each list reaches the middle tool.
+    pub(crate) fn built(
+        bytes: Vec<u8>,
+        checksum: u64,
+        cuts: Cuts,
+    ) -> Result<IndexFile, IndexError> {
         IndexFile::from_storage(
             Storage::Owned(bytes),
             Path::new("<memory>"),
             Some(checksum),
-            Content::Built,
+            Content::Built(cuts),
         )
     }
 
@@ -263,33 +268,30 @@ impl IndexFile {
         let postings = AsRef::<[u8]>::as_ref(&*storage)
             .get(sections[format::SEC_POSTINGS].clone())
             .unwrap_or(&[]);
-        let cuts = if content == Content::Untrusted {
-            // Every distinct term comes from some tool's text, so all the terms together are
-            // not much longer than the stored tools.
-            let key_budget = sections[format::SEC_DOCS]
-                .len()
-                .saturating_mul(4)
-                .saturating_add(1 << 20);
-            let records = AsRef::<[u8]>::as_ref(&*storage)
-                .get(sections[format::SEC_DOCS].clone())
-                .unwrap_or(&[]);
-            let checked = check::catch_quietly(|| {
-                check::fst_structure(&stems)?;
-                check::fst_structure(&rerank_terms)?;
-                check::records_head(records, len)?;
-                check::postings(&stems, postings, len, key_budget)
-            });
-            match checked {
-                Ok(Ok(cuts)) => cuts,
-                Ok(Err(damage)) => return Err(damaged(damage)),
-                Err(panic) => return Err(damaged(Damage::Panic(panic))),
-            }
-        } else {
-            // The builder's own lists, walked only for the table of where they reach the
-            // middle tool (the check of them cannot fail).
-            match check::postings(&stems, postings, len, usize::MAX) {
-                Ok(cuts) => cuts,
-                Err(damage) => return Err(damaged(damage)),
+        let cuts = match content {
+            // The builder's own lists: it recorded the table as it wrote them.
+            Content::Built(cuts) => cuts,
+            Content::Untrusted => {
+                // Every distinct term comes from some tool's text, so all the terms together
+                // are not much longer than the stored tools.
+                let key_budget = sections[format::SEC_DOCS]
+                    .len()
+                    .saturating_mul(4)
+                    .saturating_add(1 << 20);
+                let records = AsRef::<[u8]>::as_ref(&*storage)
+                    .get(sections[format::SEC_DOCS].clone())
+                    .unwrap_or(&[]);
+                let checked = check::catch_quietly(|| {
+                    check::fst_structure(&stems)?;
+                    check::fst_structure(&rerank_terms)?;
+                    check::records_head(records, len)?;
+                    check::postings(&stems, postings, len, key_budget)
+                });
+                match checked {
+                    Ok(Ok(cuts)) => cuts,
+                    Ok(Err(damage)) => return Err(damaged(damage)),
+                    Err(panic) => return Err(damaged(Damage::Panic(panic))),
+                }
             }
         };
         let [_, postings, doc_offsets, docs, name_lens, _] = sections;

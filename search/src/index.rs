@@ -83,7 +83,7 @@ impl SearchIndex {
     ) -> Result<SearchIndex, IndexError> {
         let built = build::serialize(docs.as_ref(), ImpactParams::of(&ranking))?;
         // Freshly serialised: the checksum was just computed from these bytes.
-        let file = IndexFile::built(built.bytes, built.checksum)?;
+        let file = IndexFile::built(built.bytes, built.checksum, built.cuts)?;
         Ok(SearchIndex {
             file,
             ranking,
@@ -100,7 +100,7 @@ impl SearchIndex {
     pub fn build_catalog(catalog: Catalog) -> Result<SearchIndex, IndexError> {
         let ranking = Ranking::default();
         let built = build::serialize_owned(catalog.tools, ImpactParams::of(&ranking))?;
-        let file = IndexFile::built(built.bytes, built.checksum)?;
+        let file = IndexFile::built(built.bytes, built.checksum, built.cuts)?;
         Ok(SearchIndex {
             file,
             ranking,

@@ -117,6 +117,7 @@ mod tests {
             n: 300,
             head,
             sections,
+            cuts: crate::cuts::Cuts::default(),
         }
     }
 
