@@ -223,14 +223,9 @@ impl SearchIndex {
         let docs: Vec<ToolDoc> = self.file.docs().map(|d| d.to_tool_doc_lossy()).collect();
         match SearchIndex::build_with(docs, ranking) {
             // Tools keep their numbers (name order), so the semantic stage still fits.
-            #[cfg(feature = "semantic")]
             Ok(index) => SearchIndex {
+                #[cfg(feature = "semantic")]
                 semantic: self.semantic,
-                split: self.split,
-                ..index
-            },
-            #[cfg(not(feature = "semantic"))]
-            Ok(index) => SearchIndex {
                 split: self.split,
                 ..index
             },

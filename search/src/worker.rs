@@ -42,7 +42,7 @@
 //! it, which a guard that waits on drop ensures.
 
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
@@ -76,13 +76,7 @@ const START_LATE: Duration = Duration::from_micros(20);
 /// Read once per process (`available_parallelism` reads cgroup files on Linux).
 pub(crate) fn default_threads() -> usize {
     static DEFAULT: OnceLock<usize> = OnceLock::new();
-    *DEFAULT.get_or_init(|| {
-        if thread::available_parallelism().map_or(1, |n| n.get()) >= 2 {
-            2
-        } else {
-            1
-        }
-    })
+    *DEFAULT.get_or_init(|| thread::available_parallelism().map_or(1, |n| n.get().min(2)))
 }
 
 /// The process's worker, started on first use.
@@ -124,8 +118,9 @@ struct Shared {
     stop: AtomicBool,
     /// How long after it was posted the worker started the last job, in nanoseconds.
     started_after: AtomicU64,
-    /// Jobs the worker ran.
-    ran: AtomicUsize,
+    /// Jobs the worker ran (counted for the tests only).
+    #[cfg(test)]
+    ran: std::sync::atomic::AtomicUsize,
 }
 
 /// A persistent helper thread for [`Worker::join`].
@@ -135,8 +130,6 @@ pub(crate) struct Worker {
     thread: OnceLock<Option<Thread>>,
     /// Held by the one [`Worker::join`] using the worker.
     leased: AtomicBool,
-    /// Threads started (0 or 1).
-    started: AtomicUsize,
     /// Asks of [`Worker::ready`] left to say no to.
     skips: AtomicU32,
     /// Late joins since the last on time.
@@ -153,11 +146,11 @@ impl Worker {
                 woken: AtomicBool::new(false),
                 stop: AtomicBool::new(false),
                 started_after: AtomicU64::new(0),
-                ran: AtomicUsize::new(0),
+                #[cfg(test)]
+                ran: std::sync::atomic::AtomicUsize::new(0),
             }),
             thread: OnceLock::new(),
             leased: AtomicBool::new(false),
-            started: AtomicUsize::new(0),
             skips: AtomicU32::new(0),
             misses: AtomicU32::new(0),
         }
@@ -171,13 +164,7 @@ impl Worker {
                 let spawned = thread::Builder::new()
                     .name("toolgate-search".into())
                     .spawn(move || work(&shared));
-                match spawned {
-                    Ok(handle) => {
-                        self.started.fetch_add(1, Ordering::Relaxed);
-                        Some(handle.thread().clone())
-                    }
-                    Err(_) => None,
-                }
+                spawned.ok().map(|handle| handle.thread().clone())
             })
             .as_ref()
     }
@@ -302,7 +289,7 @@ impl Worker {
     /// No, too, while another thread's join holds the worker (its split would run on one
     /// thread).
     pub(crate) fn ready(&self) -> bool {
-        if self.leased.load(Ordering::Relaxed) {
+        if self.leased.load(Ordering::Relaxed) || self.failed() {
             return false;
         }
         let skips = self.skips.load(Ordering::Relaxed);
@@ -315,7 +302,15 @@ impl Worker {
 
     /// Whether [`Worker::ready`] would say yes, without counting as one of its asks.
     pub(crate) fn available(&self) -> bool {
-        !self.leased.load(Ordering::Relaxed) && self.skips.load(Ordering::Relaxed) == 0
+        !self.leased.load(Ordering::Relaxed)
+            && self.skips.load(Ordering::Relaxed) == 0
+            && !self.failed()
+    }
+
+    /// Whether the thread could not be started: a split would then run both halves here, at
+    /// more cost than the work unsplit.
+    fn failed(&self) -> bool {
+        matches!(self.thread.get(), Some(None))
     }
 
     /// The worker for this thread's join, unless another thread's holds it.
@@ -329,7 +324,7 @@ impl Worker {
     /// Threads this worker started: 1 once used, whatever the number of joins.
     #[cfg(test)]
     pub(crate) fn threads_started(&self) -> usize {
-        self.started.load(Ordering::Relaxed)
+        usize::from(matches!(self.thread.get(), Some(Some(_))))
     }
 
     /// Jobs the worker thread ran (not those taken back by their caller).
@@ -456,10 +451,13 @@ fn work(shared: &Shared) {
     let mut until = Instant::now() + SPIN;
     let mut spins = 0u32;
     loop {
-        if shared
-            .state
-            .compare_exchange(POSTED, RUNNING, Ordering::AcqRel, Ordering::Relaxed)
-            .is_ok()
+        // Read before the locked exchange: a spinning worker writes the line the caller posts
+        // on only when there is a job to take.
+        if shared.state.load(Ordering::Relaxed) == POSTED
+            && shared
+                .state
+                .compare_exchange(POSTED, RUNNING, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
         {
             let job = shared
                 .job
@@ -472,6 +470,7 @@ fn work(shared: &Shared) {
                 // SAFETY: `join` posted this job and waits (its `Wait` guard) until `DONE`
                 // before its slot can go away; see `call_slot`.
                 unsafe { (job.call)(job.data) };
+                #[cfg(test)]
                 shared.ran.fetch_add(1, Ordering::Relaxed);
             }
             shared.state.store(DONE, Ordering::Release);
@@ -481,7 +480,7 @@ fn work(shared: &Shared) {
         if shared.stop.load(Ordering::Acquire) {
             return;
         }
-        if shared.woken.swap(false, Ordering::Relaxed) {
+        if shared.woken.load(Ordering::Relaxed) && shared.woken.swap(false, Ordering::Relaxed) {
             until = Instant::now() + SPIN;
         }
         spins = spins.wrapping_add(1);
