@@ -32,11 +32,8 @@ const RUNS: usize = 3;
 /// The speed corpus and its queries as text: a query's latency is timed from its text, as
 /// `tool_search` gets it (and as the other engines' tokenizing is, side by side).
 fn load() -> (Vec<ToolDoc>, Vec<String>) {
+    // `corpus::real` keeps only the queries that parse.
     let (base, queries) = corpus::real();
-    let queries = queries
-        .into_iter()
-        .filter(|q| Query::parse(q).is_ok())
-        .collect();
     (corpus::repeated(&base, TOOLS), queries)
 }
 

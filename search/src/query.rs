@@ -126,8 +126,8 @@ impl Query {
     }
 }
 
-/// Whether `text` has any of the [`text::terms`], told without allocating them (collecting
-/// them took a third of parsing a long query: callgrind).
+/// Whether `text` has any terms ([`text::for_each_term`]), told without allocating them
+/// (collecting them took a third of parsing a long query: callgrind).
 fn has_terms(text: &str) -> bool {
     let mut any = false;
     text::for_each_term(text, |_| any = true);

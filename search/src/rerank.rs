@@ -199,6 +199,9 @@ fn diversify(
             }
         }
         order[placed..=pick].rotate_right(1);
+        if placed + 1 == k {
+            break;
+        }
         let covered = masks[order[placed].0];
         for u in &mut uncovered {
             *u &= !covered;

@@ -1,10 +1,12 @@
 //! The terms a free-text query is searched with, and the free text's words in order for the
 //! second stage ([`FreeWords`]), from one pass over the text.
 
+use std::borrow::Cow;
+use std::collections::HashMap;
 use std::hash::Hasher;
 use std::ops::Range;
 
-use crate::hash::FxHasher;
+use crate::hash::{FxBuild, FxHasher};
 use crate::quotes::quoted_spans;
 use crate::text;
 
@@ -59,15 +61,17 @@ pub(crate) fn query_terms(free: &str, required: &[String]) -> (Vec<QueryTerm>, F
     // Tokens that may be whole identifiers are pushed after all the words.
     let mut identifiers: Vec<&str> = Vec::new();
     let mut words = FreeWords::default();
+    // `words.extra`'s stems by their index there.
+    let mut extra_ids: HashMap<String, u32, FxBuild> = HashMap::default();
     let bytes = free.as_bytes();
     for_each_token(free, |start, token| {
         let end = start + token.len();
         let outside = quotes.outside(start..end);
         let typos = !odd_token(token);
         text::for_each_term(token, |w| {
-            let id = match q.push(w, false, typos) {
-                Some(id) => id,
-                None => q.extra_id(w, &mut words.extra),
+            let id = match q.add(w, false, typos) {
+                Ok(id) => id,
+                Err(stem) => extra_id(stem, &mut words.extra, &mut extra_ids),
             };
             words.seq.push(id);
             if outside {
@@ -116,8 +120,8 @@ struct Quotes<'a> {
     passed: usize,
     /// The query terms (as bits) with a word outside quotes.
     outside: u64,
-    /// The tokens cut by a quote, with the quoted part blanked.
-    cut: Vec<String>,
+    /// The parts outside every quote of the tokens a quote cuts (byte ranges of `free`).
+    pieces: Vec<Range<usize>>,
 }
 
 impl<'a> Quotes<'a> {
@@ -127,12 +131,14 @@ impl<'a> Quotes<'a> {
             spans,
             passed: 0,
             outside: 0,
-            cut: Vec::new(),
+            pieces: Vec::new(),
         }
     }
 
     /// True if the token at `range` of the free text (tokens asked about in text order) lies
-    /// outside every quote; a token a quote cuts is kept, blanked, for [`Quotes::mark`].
+    /// outside every quote; of a token a quote cuts, the parts outside quotes are kept for
+    /// [`Quotes::mark`] (as the token blanked, split again, would give them: words never span
+    /// the blanks).
     fn outside(&mut self, range: Range<usize>) -> bool {
         while self
             .spans
@@ -141,22 +147,21 @@ impl<'a> Quotes<'a> {
         {
             self.passed += 1;
         }
-        let mut blanked: Option<String> = None;
+        let (mut at, mut cut) = (range.start, false);
         for sp in self.spans[self.passed..]
             .iter()
             .take_while(|sp| sp.start < range.end)
         {
-            let text = blanked.get_or_insert_with(|| self.free[range.clone()].to_string());
-            let cut = sp.start.max(range.start) - range.start..sp.end.min(range.end) - range.start;
-            text.replace_range(cut.clone(), &" ".repeat(cut.len()));
-        }
-        match blanked {
-            Some(text) => {
-                self.cut.push(text);
-                false
+            cut = true;
+            if sp.start > at {
+                self.pieces.push(at..sp.start);
             }
-            None => true,
+            at = at.max(sp.end);
         }
+        if cut && at < range.end {
+            self.pieces.push(at..range.end);
+        }
+        !cut
     }
 
     /// Notes that the word numbered `id` (see [`FreeWords::seq`]) is outside quotes.
@@ -169,14 +174,16 @@ impl<'a> Quotes<'a> {
     /// Marks the quoted terms of `q`.
     fn mark(mut self, q: &mut Terms) {
         let out = &q.out;
-        for token in &self.cut {
-            for w in text::terms(token) {
-                let stem = text::stem(&w);
+        let mut outside = self.outside;
+        for piece in &self.pieces {
+            text::for_each_term(&self.free[piece.clone()], |w| {
+                let stem = text::stem(w);
                 if let Ok(id) = q.stems.find(&stem, |id| out[id as usize].stem.as_str()) {
-                    self.outside |= 1u64 << id;
+                    outside |= 1u64 << id;
                 }
-            }
+            });
         }
+        self.outside = outside;
         // The text outside quotes, lowercased, if a term may be a whole identifier.
         let mut lower: Option<String> = None;
         for (i, t) in q.out.iter_mut().enumerate() {
@@ -266,15 +273,21 @@ impl Terms {
     /// Adds `word` as a term unless a term has its stem (then only widens its `typos`) or there
     /// are [`MAX_QUERY_TERMS`] already. Returns the number of the term with its stem, if any.
     fn push(&mut self, word: &str, required: bool, typos: bool) -> Option<u32> {
+        self.add(word, required, typos).ok()
+    }
+
+    /// [`Terms::push`], giving back the stem of `word` when no term has it and there is no
+    /// room for another.
+    fn add<'w>(&mut self, word: &'w str, required: bool, typos: bool) -> Result<u32, Cow<'w, str>> {
         let stem = text::stem(word);
         let out = &self.out;
         let found = self.stems.find(&stem, |id| out[id as usize].stem.as_str());
         match found {
             Ok(id) => {
                 self.out[id as usize].typos |= typos;
-                Some(id)
+                Ok(id)
             }
-            Err(_) if self.out.len() >= MAX_QUERY_TERMS => None,
+            Err(_) if self.out.len() >= MAX_QUERY_TERMS => Err(stem),
             Err(slot) => {
                 let id = self.out.len() as u32;
                 self.stems.insert(slot, id);
@@ -285,23 +298,29 @@ impl Terms {
                     quoted: false,
                     typos,
                 });
-                Some(id)
+                Ok(id)
             }
         }
     }
+}
 
-    /// The number in [`FreeWords::seq`] of the stem of `word`, which no query term has.
-    fn extra_id(&self, word: &str, extra: &mut Vec<String>) -> u32 {
-        let stem = text::stem(word);
-        let k = match extra.iter().position(|s| *s == stem) {
-            Some(k) => k,
-            None => {
-                extra.push(stem.into_owned());
-                extra.len() - 1
-            }
-        };
-        (MAX_QUERY_TERMS + k) as u32
-    }
+/// The number in [`FreeWords::seq`] of `stem`, which no query term has: its index in `extra`
+/// (appended if new; `ids` indexes `extra`) past [`MAX_QUERY_TERMS`].
+fn extra_id(
+    stem: Cow<'_, str>,
+    extra: &mut Vec<String>,
+    ids: &mut HashMap<String, u32, FxBuild>,
+) -> u32 {
+    let k = match ids.get(stem.as_ref()) {
+        Some(&k) => k,
+        None => {
+            let k = extra.len() as u32;
+            extra.push(stem.clone().into_owned());
+            ids.insert(stem.into_owned(), k);
+            k
+        }
+    };
+    MAX_QUERY_TERMS as u32 + k
 }
 
 /// The query terms' stems by term number: an open-addressed table of term numbers (linear

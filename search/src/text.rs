@@ -217,7 +217,7 @@ const STOP_TABLE: [u128; 256] = {
 /// Splits `text` into lowercased words: first at every non-alphanumeric
 /// character, then at camelCase humps and letter/digit boundaries.
 ///
-/// Stop words are *not* removed here; see [`terms`].
+/// Stop words are *not* removed here; see [`for_each_term`].
 ///
 /// `getWeather_v2` gives `get`, `weather`, `v`, `2`; `HTTPServer` gives `http`, `server`.
 pub fn words(text: &str) -> Vec<String> {
@@ -320,15 +320,17 @@ fn for_each_unicode_word(text: &str, f: &mut impl FnMut(&str)) {
     }
 }
 
-/// The words of `text` with stop words removed: what gets indexed.
+/// The words of `text` with stop words removed: what gets indexed ([`for_each_term`]'s
+/// words, collected; for the tests).
+#[cfg(test)]
 pub fn terms(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     for_each_term(text, |w| out.push(w.to_string()));
     out
 }
 
-/// Calls `f` with each of the [`terms`] of `text`, in order, without
-/// allocating a string per term.
+/// Calls `f` with each term of `text`, in order: its words with stop words removed, what
+/// gets indexed.
 pub fn for_each_term(text: &str, mut f: impl FnMut(&str)) {
     for_each_word(text, |w| {
         if !is_stop_word(w) {
@@ -337,7 +339,7 @@ pub fn for_each_term(text: &str, mut f: impl FnMut(&str)) {
     });
 }
 
-/// The terms of a tool *name*: its parts (as [`terms`], but keeping stop
+/// The terms of a tool *name*: its parts (as [`for_each_term`], but keeping stop
 /// words, since in a name every part was chosen on purpose) plus the whole
 /// name lowercased, so that a query quoting the exact name matches it best.
 /// `fs__readFile` gives `fs`, `read`, `file`, `fs__readfile`.
