@@ -392,6 +392,35 @@ pub(crate) struct Acc {
     pub(crate) coverage: f32,
 }
 
+impl Acc {
+    /// The selection's stand-in for a tool number past the accumulator: it passes every test
+    /// (the selection then passes over it).
+    const PAST: Acc = Acc {
+        score: 1.0,
+        coverage: 1.0,
+    };
+
+    /// The entry of tool `d` in `acc`, or [`Acc::PAST`].
+    #[inline(always)]
+    pub(crate) fn listed(acc: &[Acc], d: u32) -> Acc {
+        acc.get(d as usize).copied().unwrap_or(Acc::PAST)
+    }
+
+    /// Whether the entry can still make the selection's cut: `score * factor` (with `EXACT`,
+    /// `score * coverage * factor`) is not below `cut`, and the score is not at or below 0 (an
+    /// unordered comparison passes). The one rule of the scalar selection (`score.rs`) and of
+    /// its SIMD kernels' leftover entries (`select_avx2.rs`), which must agree to the bit.
+    #[inline(always)]
+    pub(crate) fn passes<const EXACT: bool>(self, factor: f32, cut: f32) -> bool {
+        let x = if EXACT {
+            self.score * self.coverage * factor
+        } else {
+            self.score * factor
+        };
+        !((x < cut) | (self.score <= 0.0))
+    }
+}
+
 thread_local! {
     pub(crate) static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
 }

@@ -86,9 +86,8 @@ pub(crate) fn put_postings_into(
     let next_doc = |previous: Option<u32>| previous.map_or(0, |p| u64::from(p) + 1);
     let mut previous: Option<u32> = None;
     for (index, block) in postings.chunks(BLOCK).enumerate() {
-        if let Some(&(last, _)) = block.last() {
-            sink.block(index, out.len() - after_count, next_doc(previous), last);
-        }
+        let last = block[block.len() - 1].0;
+        sink.block(index, out.len() - after_count, next_doc(previous), last);
         let gap = |i: usize| match (i, previous) {
             (0, None) => block[0].0,
             (0, Some(p)) => block[0].0 - p - 1,
@@ -249,17 +248,13 @@ impl<'a> PostingList<'a> {
 
     /// A decoder of the list's blocks, first to last.
     pub(crate) fn blocks(&self) -> Blocks<'a> {
-        Blocks {
-            bytes: self.bytes,
+        self.blocks_from(BlockStart {
             pos: 0,
-            left: self.count,
+            block: 0,
             next_doc: 0,
-            simd: Avx2::detect(),
-        }
+        })
     }
-}
 
-impl<'a> PostingList<'a> {
     /// A decoder of the list's blocks from block `from.block` on, which starts `from.pos` bytes
     /// after the list's count and follows tool number `from.next_doc - 1` (see
     /// [`crate::cuts`], which finds these while checking the list). Past the list's last
@@ -302,13 +297,6 @@ pub(crate) struct Blocks<'a> {
 }
 
 impl Blocks<'_> {
-    /// The same decoder without the AVX2 kernels, for tests that they agree.
-    #[cfg(test)]
-    pub(crate) fn scalar(mut self) -> Self {
-        self.simd = None;
-        self
-    }
-
     /// Decodes the next block into `out`: `Ok(false)` once the list is done.
     ///
     /// Each part is read in one pass: the gaps of a whole block unpacked and summed into

@@ -203,18 +203,11 @@ fn two_blocks(width: u8, n: usize, flags: u8, base: u16, seed: u64, tail: usize)
 
 /// The entries of the list at the start of `bytes`, by the given decoder.
 fn decode_with(bytes: &[u8], simd: bool) -> Result<Vec<(u32, u16)>, BlockError> {
-    let list = PostingList::new(bytes, 0);
-    let mut blocks = if simd {
-        list.blocks()
+    if simd {
+        decode(bytes, 0)
     } else {
-        list.blocks().scalar()
-    };
-    let mut block = Block::new();
-    let mut out = Vec::new();
-    while blocks.next_into(&mut block)? {
-        out.extend((0..block.len).map(|i| (block.docs[i], block.impact_with_name(i))));
+        crate::simd::scalar_only(|| decode(bytes, 0))
     }
-    Ok(out)
 }
 
 #[test]

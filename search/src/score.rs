@@ -565,8 +565,7 @@ const CHUNK: usize = 64;
 fn survivors(chunk: &[Acc], bound: f32, cut: f32) -> u64 {
     let mut pass = [0u8; CHUNK];
     for (p, a) in pass.iter_mut().zip(chunk) {
-        let fails = (a.score * bound < cut) | (a.score <= 0.0);
-        *p = u8::from(!fails);
+        *p = u8::from(a.passes::<false>(bound, cut));
     }
     bits(&pass)
 }
@@ -595,8 +594,7 @@ fn bits(pass: &[u8; CHUNK]) -> u64 {
 fn survivors_exact(chunk: &[Acc], boost_max: f32, cut: f32) -> u64 {
     let mut pass = [0u8; CHUNK];
     for (p, a) in pass.iter_mut().zip(chunk) {
-        let fails = (a.score * a.coverage * boost_max < cut) | (a.score <= 0.0);
-        *p = u8::from(!fails);
+        *p = u8::from(a.passes::<true>(boost_max, cut));
     }
     bits(&pass)
 }
@@ -607,12 +605,7 @@ fn survivors_exact(chunk: &[Acc], boost_max: f32, cut: f32) -> u64 {
 fn listed_survivors(acc: &[Acc], tools: &[u32], bound: f32, cut: f32) -> u64 {
     let mut live = 0u64;
     for (i, &d) in tools.iter().take(CHUNK).enumerate() {
-        let a = acc.get(d as usize).copied().unwrap_or(Acc {
-            score: 1.0,
-            coverage: 1.0,
-        });
-        let fails = (a.score * bound < cut) | (a.score <= 0.0);
-        live |= u64::from(!fails) << i;
+        live |= u64::from(Acc::listed(acc, d).passes::<false>(bound, cut)) << i;
     }
     live
 }
@@ -623,12 +616,7 @@ fn listed_survivors(acc: &[Acc], tools: &[u32], bound: f32, cut: f32) -> u64 {
 fn listed_survivors_exact(acc: &[Acc], tools: &[u32], boost_max: f32, cut: f32) -> u64 {
     let mut live = 0u64;
     for (i, &d) in tools.iter().take(CHUNK).enumerate() {
-        let a = acc.get(d as usize).copied().unwrap_or(Acc {
-            score: 1.0,
-            coverage: 1.0,
-        });
-        let fails = (a.score * a.coverage * boost_max < cut) | (a.score <= 0.0);
-        live |= u64::from(!fails) << i;
+        live |= u64::from(Acc::listed(acc, d).passes::<true>(boost_max, cut)) << i;
     }
     live
 }

@@ -26,19 +26,6 @@ use crate::simd::Avx2;
 /// chunk, `score::CHUNK`, is this size).
 const MOST: usize = u64::BITS as usize;
 
-/// Whether the entry passes the selection's first test: `score * factor` (with `EXACT`,
-/// `score * coverage * factor`) is not below `cut`, and the score is not at or below 0 (an
-/// unordered comparison passes, as in the scalar code).
-#[inline(always)]
-fn passes<const EXACT: bool>(a: Acc, factor: f32, cut: f32) -> bool {
-    let x = if EXACT {
-        a.score * a.coverage * factor
-    } else {
-        a.score * factor
-    };
-    !((x < cut) | (a.score <= 0.0))
-}
-
 impl Avx2 {
     /// Bit `i` set for each entry `i` of `chunk` (at most 64) that passes: a score that, times
     /// `factor` (with `EXACT`, times its coverage, then `factor`), is not below `cut`, and is
@@ -67,12 +54,15 @@ impl Avx2 {
     ) -> u64 {
         let mut copy = [Acc::default(); MOST];
         for (c, &d) in copy.iter_mut().zip(tools) {
-            *c = acc.get(d as usize).copied().unwrap_or(Acc {
-                score: 1.0,
-                coverage: 1.0,
-            });
+            *c = Acc::listed(acc, d);
         }
-        self.survivors::<EXACT>(&copy[..tools.len().min(MOST)], factor, cut)
+        // Whole groups of 8: the entries past `tools` are zero, and a zero score never passes,
+        // so no listed entry is left to the scalar loop.
+        self.survivors::<EXACT>(
+            &copy[..tools.len().min(MOST).next_multiple_of(8)],
+            factor,
+            cut,
+        )
     }
 }
 
@@ -111,7 +101,7 @@ fn survivors_avx2<const EXACT: bool>(chunk: &[Acc], factor: f32, cut: f32) -> u6
     }
     let whole = chunk.len() - eights.remainder().len();
     for (i, &a) in eights.remainder().iter().enumerate() {
-        live |= u64::from(passes::<EXACT>(a, factor, cut)) << (whole + i);
+        live |= u64::from(a.passes::<EXACT>(factor, cut)) << (whole + i);
     }
     live
 }
@@ -137,7 +127,7 @@ mod tests {
 
     fn scalar<const EXACT: bool>(chunk: &[Acc], factor: f32, cut: f32) -> u64 {
         chunk.iter().enumerate().fold(0, |live, (i, &a)| {
-            live | u64::from(passes::<EXACT>(a, factor, cut)) << i
+            live | u64::from(a.passes::<EXACT>(factor, cut)) << i
         })
     }
 
