@@ -21,10 +21,13 @@ pub const FORKED_LIFETIME: Duration = Duration::from_secs(20);
 pub enum Escape {
     /// `kill(getppid(), SIGKILL)`: kill the process that started this one (the host).
     KillParent,
-    /// `kill(pid, SIGKILL)`: kill another process.
+    /// `kill(pid, signal)`: signal another process (or, as `kill(2)` reads `pid`, a group).
     Kill {
         /// The process, as the caller sees it.
         pid: i32,
+        /// The signal; `SIGKILL` by default.
+        #[serde(default = "sigkill")]
+        signal: i32,
     },
     /// `ptrace(PTRACE_ATTACH, pid)` (detached again at once).
     Ptrace {
@@ -67,9 +70,9 @@ pub(crate) fn escape(_ctx: &CallContext, args: Escape) -> Result<ToolOutput, Too
         Escape::KillParent => {
             // SAFETY: getppid has no preconditions.
             let parent = unsafe { libc::getppid() };
-            signal(parent)
+            signal(parent, libc::SIGKILL)
         }
-        Escape::Kill { pid } => signal(pid),
+        Escape::Kill { pid, signal: number } => signal(pid, number),
         Escape::Ptrace { pid } => ptrace(pid),
         Escape::UnixConnect { path } => std::os::unix::net::UnixStream::connect(&path)
             .map(|_| ToolOutput::text(format!("connected to {path}")))
@@ -83,10 +86,14 @@ pub(crate) fn escape(_ctx: &CallContext, args: Escape) -> Result<ToolOutput, Too
     }
 }
 
-fn signal(pid: i32) -> Result<ToolOutput, ToolError> {
+fn sigkill() -> i32 {
+    libc::SIGKILL
+}
+
+fn signal(pid: i32, signal: i32) -> Result<ToolOutput, ToolError> {
     // SAFETY: kill takes plain numbers; what it does to `pid` is the point of the attempt.
-    if unsafe { libc::kill(pid, libc::SIGKILL) } == 0 {
-        Ok(ToolOutput::text(format!("sent SIGKILL to {pid}")))
+    if unsafe { libc::kill(pid, signal) } == 0 {
+        Ok(ToolOutput::text(format!("sent signal {signal} to {pid}")))
     } else {
         Err(ToolError::new(format!(
             "cannot signal {pid}: {}",

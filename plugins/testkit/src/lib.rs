@@ -390,6 +390,7 @@ toolgate_plugin_api::export_plugin! {
                         "enum": ["kill_parent", "kill", "ptrace", "unix_connect", "abstract_connect", "read", "scan_environ", "fork"]
                     },
                     "pid": {"type": "integer"},
+                    "signal": {"type": "integer", "description": "for kill; SIGKILL by default"},
                     "path": {"type": "string"},
                     "name": {"type": "string"},
                     "needle": {"type": "string"},
