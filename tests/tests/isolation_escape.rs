@@ -295,3 +295,61 @@ fn processes_a_tool_starts_end_with_its_worker() {
     let left = left_after(&tag, Duration::from_secs(10));
     assert_eq!(left, Vec::<u32>::new(), "outlived the host: {run:#?}");
 }
+
+/// `toolgate call --json escape ARGS` under `grants`, as a user other than root: as `nobody`
+/// through `setpriv` when this test runs as root (the kernel does not count root's processes).
+fn escape_as_a_user(grants: &str, args: &serde_json::Value) -> (i32, String) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
+        .expect("the folder opened to everyone");
+    let policy = policy(dir.path(), grants);
+    let call = [
+        "call",
+        "--policy",
+        &policy,
+        "--json",
+        "escape",
+        &args.to_string(),
+    ];
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let mut command = if root {
+        let mut setpriv = std::process::Command::new("setpriv");
+        setpriv
+            .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+            .arg(toolgate_exe());
+        setpriv
+    } else {
+        std::process::Command::new(toolgate_exe())
+    };
+    let output = command
+        .args(call)
+        .current_dir(dir.path())
+        .env("TOOLGATE_RESULTS_DIR", dir.path())
+        .output()
+        .expect("toolgate starts");
+    (
+        output.status.code().expect("toolgate ends by itself"),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn with_a_subprocess_grant_a_fork_bomb_stops_at_the_task_limit() {
+    let tag = tag("bomb");
+    let (code, stdout) = escape_as_a_user(
+        ALL_GRANTS,
+        &serde_json::json!({"how": "fork", "count": 1000, "tag": tag}),
+    );
+    assert_eq!(code, 1, "{stdout}");
+    assert!(stdout.contains("fork failed after"), "{stdout}");
+    let started: u32 = stdout
+        .split("fork failed after ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .expect("a count");
+    assert!(started < 512, "{started} processes started");
+    assert_eq!(left_after(&tag, Duration::from_secs(10)), Vec::<u32>::new());
+}

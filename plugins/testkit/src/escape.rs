@@ -72,7 +72,10 @@ pub(crate) fn escape(_ctx: &CallContext, args: Escape) -> Result<ToolOutput, Too
             let parent = unsafe { libc::getppid() };
             signal(parent, libc::SIGKILL)
         }
-        Escape::Kill { pid, signal: number } => signal(pid, number),
+        Escape::Kill {
+            pid,
+            signal: number,
+        } => signal(pid, number),
         Escape::Ptrace { pid } => ptrace(pid),
         Escape::UnixConnect { path } => std::os::unix::net::UnixStream::connect(&path)
             .map(|_| ToolOutput::text(format!("connected to {path}")))
@@ -174,26 +177,34 @@ fn fork(count: u32, tag: &str) -> Result<ToolOutput, ToolError> {
         // SAFETY: after fork the child calls only async-signal-safe functions (setsid, fork,
         // prctl, sleep, _exit) and touches no lock; the parent waits for it.
         let child = unsafe { libc::fork() };
-        if child < 0 {
-            return Err(ToolError::new(format!(
-                "fork failed after {started} processes: {}",
-                std::io::Error::last_os_error()
-            )));
-        }
         if child == 0 {
-            // SAFETY: see above.
+            // SAFETY: see above. The middle process says whether the last one started.
             unsafe {
                 libc::setsid();
-                if libc::fork() == 0 {
-                    libc::prctl(libc::PR_SET_NAME, name.as_ptr(), 0, 0, 0);
-                    libc::sleep(lifetime);
+                match libc::fork() {
+                    0 => {
+                        libc::prctl(libc::PR_SET_NAME, name.as_ptr(), 0, 0, 0);
+                        libc::sleep(lifetime);
+                        libc::_exit(0);
+                    }
+                    pid if pid < 0 => libc::_exit(1),
+                    _ => libc::_exit(0),
                 }
-                libc::_exit(0);
             }
         }
-        let mut status = 0;
-        // SAFETY: waits for the middle process, which exits at once.
-        unsafe { libc::waitpid(child, &mut status, 0) };
+        let why = if child < 0 {
+            Some(std::io::Error::last_os_error().to_string())
+        } else {
+            let mut status = 0;
+            // SAFETY: waits for the middle process, which exits at once.
+            unsafe { libc::waitpid(child, &mut status, 0) };
+            (status != 0).then(|| "the second fork failed".to_string())
+        };
+        if let Some(why) = why {
+            return Err(ToolError::new(format!(
+                "fork failed after {started} processes: {why}"
+            )));
+        }
     }
     Ok(ToolOutput::text(format!("started {count} processes")))
 }
