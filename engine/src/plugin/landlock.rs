@@ -33,6 +33,15 @@ const SYSTEM_READ: [&str; 7] = [
     "/sys/devices/system/cpu",
 ];
 
+/// Read too, with a `net` grant: what resolving a host name reads.
+const NET_READ: [&str; 5] = [
+    "/etc/hosts",
+    "/etc/resolv.conf",
+    "/etc/nsswitch.conf",
+    "/etc/host.conf",
+    "/etc/gai.conf",
+];
+
 /// What reading needs: files, directories, and mapping or running a program.
 fn read() -> BitFlags<AccessFs> {
     AccessFs::ReadFile | AccessFs::ReadDir | AccessFs::Execute
@@ -57,6 +66,11 @@ pub(crate) fn confine(library: &Path, confine: &Confine) -> Result<(), String> {
     }
     for root in SYSTEM_READ {
         ruleset = add(ruleset, Path::new(root), read(), false)?;
+    }
+    if confine.net {
+        for file in NET_READ {
+            ruleset = add(ruleset, Path::new(file), read(), false)?;
+        }
     }
     for root in &confine.fs_read {
         ruleset = add(ruleset, root, read(), true)?;
