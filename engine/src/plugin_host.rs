@@ -5,7 +5,9 @@
 //! for each plugin the policy isolates. The worker reads frames from stdin, loads the library
 //! named in the first one, and answers on stdout (`toolgate_plugin_api::worker` describes the
 //! protocol). A program of your own that embeds the engine and wants to be its own plugin host
-//! calls [`serve_stdio`] when started with `plugin-host`.
+//! calls [`serve_stdio`] when started with `plugin-host`, first thing, before it starts any
+//! thread: on Linux the worker is three processes of the program (docs/plugins.md, "The
+//! worker's sandbox"), which `serve_stdio` tells apart and of which only the last serves.
 
 pub use toolgate_plugin_api::worker::{FrameError, ServeError};
 

@@ -7,7 +7,7 @@
 //! | sockets, no `net` grant | `socket` and `socketpair` of every family (Unix sockets included) |
 //! | sockets, `net` grant | `socket` of any family but `AF_INET` and `AF_INET6` (no Unix, netlink, packet sockets) |
 //! | processes, no `subprocess` grant | `fork`, `vfork`, `clone` without `CLONE_THREAD` (threads still start), `execve`, `execveat`; `clone3` answers `ENOSYS`, so that the C library falls back to `clone`, whose flags a filter can see |
-//! | always | `ptrace`, `process_vm_readv`/`writev`, `io_uring_*` (whose operations a filter cannot see), namespaces and mounts (`unshare`, `setns`, `mount` and the new mount API, `pivot_root`), `bpf`, `perf_event_open`, `userfaultfd`, the kernel keyring |
+//! | always | `ptrace`, `process_vm_readv`/`writev`, `io_uring_*` (whose operations a filter cannot see), namespaces and mounts (`unshare`, `setns`, `mount` and the new mount API, `pivot_root`), `bpf`, `perf_event_open`, `userfaultfd`, the kernel keyring; on x86_64 every x32 call (`ENOSYS`), and every i386 call kills the process |
 //!
 //! Through the `seccompiler` crate (rust-vmm), which compiles the rules to BPF for x86_64,
 //! aarch64 and riscv64; on another architecture the worker says so on stderr and runs without
@@ -102,7 +102,35 @@ pub(crate) fn filters(allow: Allow) -> Result<Vec<BpfProgram>, String> {
         let clone3 = BTreeMap::from([(libc::SYS_clone3, Vec::new())]);
         programs.push(compile(clone3, libc::ENOSYS, arch)?);
     }
+    #[cfg(target_arch = "x86_64")]
+    programs.push(no_x32());
     Ok(programs)
+}
+
+/// x86_64's x32 system calls (numbers with `__X32_SYSCALL_BIT`) reach the same kernel code
+/// under other numbers, which the rules above do not name: all of them answer `ENOSYS`, as on
+/// a kernel built without x32. (The i386 ones, another architecture, kill the process: the
+/// filters above check the architecture first.) By hand: `seccompiler` matches single numbers.
+#[cfg(target_arch = "x86_64")]
+fn no_x32() -> BpfProgram {
+    use seccompiler::sock_filter;
+    const LOAD: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
+    const JEQ: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+    const JGE: u16 = 0x35; // BPF_JMP | BPF_JGE | BPF_K
+    const RET: u16 = 0x06; // BPF_RET | BPF_K
+    const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
+    const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+    let op = |code, jt, jf, k| sock_filter { code, jt, jf, k };
+    vec![
+        // seccomp_data.arch
+        op(LOAD, 0, 0, 4),
+        op(JEQ, 0, 3, AUDIT_ARCH_X86_64),
+        // seccomp_data.nr
+        op(LOAD, 0, 0, 0),
+        op(JGE, 0, 1, X32_SYSCALL_BIT),
+        op(RET, 0, 0, libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32),
+        op(RET, 0, 0, libc::SECCOMP_RET_ALLOW),
+    ]
 }
 
 fn compile(
@@ -163,7 +191,8 @@ mod tests {
         for net in [false, true] {
             for subprocess in [false, true] {
                 let programs = filters(Allow { net, subprocess }).expect("compiles");
-                assert_eq!(programs.len(), if subprocess { 1 } else { 2 });
+                let x32 = usize::from(cfg!(target_arch = "x86_64"));
+                assert_eq!(programs.len(), if subprocess { 1 } else { 2 } + x32);
                 assert!(programs.iter().all(|p| !p.is_empty()));
             }
         }
