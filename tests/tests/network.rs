@@ -48,7 +48,7 @@ fn connect(extra: &str) -> Run {
 }
 
 /// Why this system will not let a process make a user and network namespace, if it will not:
-/// then a worker cannot leave the network, and says the lack of a grant is only declared.
+/// then a worker cannot leave the network, and says that only its seccomp filter keeps it from sockets.
 fn namespaces_refused() -> Option<String> {
     use std::os::unix::process::CommandExt;
     let mut probe = std::process::Command::new("/bin/sh");

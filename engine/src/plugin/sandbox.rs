@@ -32,10 +32,10 @@
 use std::ffi::{CString, OsStr};
 use std::os::unix::ffi::OsStrExt;
 
-/// What a worker that could not leave the network writes on its stderr.
-pub(crate) const DECLARED_ONLY: &str = "toolgate plugin-host: cannot leave the network (a new \
-    user namespace was refused; they may be disabled here): the plugin has no net grant, but \
-    that is only declared\n";
+/// What a worker without a `net` grant that could not leave the network writes on its stderr.
+const SHARED_NETWORK: &str = "toolgate plugin-host: cannot leave the network (a new user \
+    namespace was refused; they may be disabled here): the plugin has no net grant, and only \
+    the seccomp filter keeps it from sockets\n";
 
 /// What a worker that could not make its namespaces writes on its stderr.
 const SHARED_NAMESPACES: &str = "toolgate plugin-host: cannot make namespaces (a new user \
@@ -129,7 +129,7 @@ impl Sandbox {
             } else if libc::unshare(wanted) != 0 {
                 say(SHARED_NAMESPACES);
                 if self.deny_net {
-                    say(DECLARED_ONLY);
+                    say(SHARED_NETWORK);
                 }
                 return Ok(());
             }
