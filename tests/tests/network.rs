@@ -48,7 +48,8 @@ fn connect(extra: &str) -> Run {
 }
 
 /// Why this system will not let a process make a user and network namespace, if it will not:
-/// then a worker cannot leave the network, and says that only its seccomp filter keeps it from sockets.
+/// then a worker cannot leave the network, and says that only its seccomp filter keeps it from
+/// sockets.
 fn namespaces_refused() -> Option<String> {
     use std::os::unix::process::CommandExt;
     let mut probe = std::process::Command::new("/bin/sh");
