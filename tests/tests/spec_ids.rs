@@ -165,20 +165,30 @@ fn the_sources() -> (BTreeMap<String, Vec<String>>, BTreeSet<String>) {
         let Ok(text) = std::fs::read_to_string(&file) else {
             continue;
         };
-        let shown = file.strip_prefix(&root).unwrap_or(&file).display().to_string();
+        let shown = file
+            .strip_prefix(&root)
+            .unwrap_or(&file)
+            .display()
+            .to_string();
         let is_this_file = file.file_name() == Some(this_file);
         for (n, line) in text.lines().enumerate() {
             for name in function_names(line) {
                 functions.insert(name.to_string());
                 if let Some(id) = test_name_citation(name).filter(|_| !is_this_file) {
-                    cited.entry(id).or_default().push(format!("{shown}:{}", n + 1));
+                    cited
+                        .entry(id)
+                        .or_default()
+                        .push(format!("{shown}:{}", n + 1));
                 }
             }
             if is_this_file {
                 continue;
             }
             for id in citations(line) {
-                cited.entry(id).or_default().push(format!("{shown}:{}", n + 1));
+                cited
+                    .entry(id)
+                    .or_default()
+                    .push(format!("{shown}:{}", n + 1));
             }
         }
     }
@@ -220,13 +230,18 @@ fn every_test_the_specification_lists_exists() {
 
 #[test]
 fn the_citation_finder_reads_lists_ranges_and_spec_prefixes() {
-    assert_eq!(citations("/// Runs calls (D1, D6, D7): in order"), [
-        "D1", "D6", "D7"
-    ]);
-    assert_eq!(citations("//! rules (N1-N3, N6)."), ["N1", "N2", "N3", "N6"]);
-    assert_eq!(citations("//! storage (SPEC R1-R2, R7-R8)"), [
-        "R1", "R2", "R7", "R8"
-    ]);
+    assert_eq!(
+        citations("/// Runs calls (D1, D6, D7): in order"),
+        ["D1", "D6", "D7"]
+    );
+    assert_eq!(
+        citations("//! rules (N1-N3, N6)."),
+        ["N1", "N2", "N3", "N6"]
+    );
+    assert_eq!(
+        citations("//! storage (SPEC R1-R2, R7-R8)"),
+        ["R1", "R2", "R7", "R8"]
+    );
     assert_eq!(citations("//! SPEC G1 (fix), D4: rules"), ["G1", "D4"]);
 }
 
