@@ -25,8 +25,9 @@ pub(crate) mod landlock;
 #[cfg(target_os = "linux")]
 pub(crate) mod netns;
 mod pinned;
-mod pool;
-mod wait;
+// Also the script pool's (`script::pool`).
+pub(crate) mod pool;
+pub(crate) mod wait;
 pub use pinned::hash_file;
 pub(crate) mod worker;
 
