@@ -23,12 +23,13 @@
 #[cfg(target_os = "linux")]
 pub(crate) mod landlock;
 mod pinned;
-mod pool;
+// Also the script pool's (`script::pool`).
+pub(crate) mod pool;
 #[cfg(target_os = "linux")]
 pub(crate) mod sandbox;
 #[cfg(target_os = "linux")]
 pub(crate) mod seccomp;
-mod wait;
+pub(crate) mod wait;
 pub use pinned::hash_file;
 pub(crate) mod worker;
 
