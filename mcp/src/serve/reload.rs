@@ -277,3 +277,37 @@ fn log_change(previous: &Loaded, next: &Loaded, trigger: Trigger, started: Insta
         "policy reloaded"
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_configmap_policy_resolves_through_its_data_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let mount = std::fs::canonicalize(dir.path()).unwrap();
+        let revision = mount.join("..2026_01_01.1");
+        std::fs::create_dir(&revision).unwrap();
+        std::fs::write(revision.join("policy.yaml"), "version: 1\n").unwrap();
+        std::os::unix::fs::symlink("..2026_01_01.1", mount.join("..data")).unwrap();
+        std::os::unix::fs::symlink("..data/policy.yaml", mount.join("policy.yaml")).unwrap();
+
+        let paths = resolution(&mount.join("policy.yaml"));
+        assert_eq!(
+            paths,
+            vec![
+                mount.join("..2026_01_01.1/policy.yaml"),
+                mount.join("..data"),
+                mount.join("policy.yaml"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_plain_file_resolves_to_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = std::fs::canonicalize(dir.path()).unwrap().join("p.yaml");
+        std::fs::write(&file, "version: 1\n").unwrap();
+        assert_eq!(resolution(&file), vec![file]);
+    }
+}
