@@ -24,6 +24,7 @@
 pub(crate) mod landlock;
 #[cfg(target_os = "linux")]
 pub(crate) mod netns;
+mod pidfd;
 mod pinned;
 mod pool;
 mod wait;
