@@ -230,6 +230,19 @@ fn without_grants_a_tool_cannot_read_a_file() {
     assert!(run.stdout.contains("Permission denied"), "{run:#?}");
 }
 
+#[test]
+fn without_grants_a_tool_cannot_read_shared_memory_of_other_processes() {
+    let segment = PathBuf::from(format!("/dev/shm/toolgate-escape-{}", std::process::id()));
+    std::fs::write(&segment, "shared secret").expect("a segment in /dev/shm");
+    let run = escape(
+        NO_GRANTS,
+        &serde_json::json!({"how": "read", "path": segment.display().to_string()}),
+    );
+    let _ = std::fs::remove_file(&segment);
+    assert_refused(&run);
+    assert!(run.stdout.contains("Permission denied"), "{run:#?}");
+}
+
 /// A process name that no other test uses.
 fn tag(test: &str) -> String {
     let nanos = std::time::SystemTime::now()
