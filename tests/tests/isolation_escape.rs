@@ -366,3 +366,26 @@ fn with_a_subprocess_grant_a_fork_bomb_stops_at_the_task_limit() {
     assert!(started < 512, "{started} processes started");
     assert_eq!(left_after(&tag, Duration::from_secs(10)), Vec::<u32>::new());
 }
+
+#[test]
+fn without_a_subprocess_grant_a_tool_cannot_run_a_program() {
+    let run = escape(
+        "    grants:\n      net: [127.0.0.1]\n",
+        &serde_json::json!({"how": "run", "program": "/usr/bin/true"}),
+    );
+    assert_refused(&run);
+    assert!(run.stdout.contains("cannot run /usr/bin/true"), "{run:#?}");
+}
+
+#[test]
+fn with_a_subprocess_grant_a_tool_runs_a_program() {
+    let run = escape(
+        "    grants:\n      subprocess: true\n",
+        &serde_json::json!({"how": "run", "program": "/usr/bin/true"}),
+    );
+    run.assert_code(0);
+    assert!(
+        run.stdout.contains("/usr/bin/true ended: exit status: 0"),
+        "{run:#?}"
+    );
+}
