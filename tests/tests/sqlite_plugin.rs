@@ -56,7 +56,7 @@ fn a_query_that_makes_a_900_mb_string_is_refused_as_too_large_without_allocating
     );
     assert_tool_error(
         &run,
-        "too_large: a string or blob in the query would be longer than 1048576 bytes \
+        "too_large: a string or blob in the query is longer than 1048576 bytes \
          (max_result_bytes)",
     );
 }

@@ -22,6 +22,7 @@
 
 #[cfg(target_os = "linux")]
 pub(crate) mod landlock;
+mod pidfd;
 mod pinned;
 // Also the script pool's (`script::pool`).
 pub(crate) mod pool;

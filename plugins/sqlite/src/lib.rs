@@ -59,8 +59,9 @@
 //!   value would pass that, the call fails with `too_large:` naming the row (rows are not cut
 //!   silently: a partial row would mislead). The same number is SQLite's length limit
 //!   (`SQLITE_LIMIT_LENGTH`) on the connection, so no string or blob longer than it is ever made
-//!   while the query runs (`SELECT replace(zeroblob(900000000), ...)` fails at once with
-//!   `too_large:` instead of allocating gigabytes).
+//!   or loaded while the query runs (`SELECT replace(zeroblob(900000000), ...)` fails at once
+//!   with `too_large:` instead of allocating gigabytes; a stored value longer than it cannot be
+//!   read, though its `length()` can).
 //!
 //! # Errors
 //!

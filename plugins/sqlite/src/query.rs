@@ -45,9 +45,9 @@ pub enum SqliteError {
         ms: u128,
     },
     /// One value is longer than SQLite's length limit, which is set to `max_result_bytes`:
-    /// SQLite refused to make it (`SQLITE_TOOBIG`), so it never reached memory.
+    /// SQLite refused to make or load it (`SQLITE_TOOBIG`), so it never reached memory.
     #[error(
-        "too_large: a string or blob in the query would be longer than {limit} bytes (max_result_bytes), the longest value SQLite may make here; select a shorter part of it (substr) or its length"
+        "too_large: a string or blob in the query is longer than {limit} bytes (max_result_bytes), the longest value SQLite may make or read here; select its length() instead"
     )]
     ValueTooLarge {
         /// The bound, in bytes.
