@@ -31,8 +31,9 @@
 //!    the parser under `serde-saphyr`, so every key and value keeps its line and column. Only
 //!    `true`/`false` are booleans (`yes`/`no`/`on`/`off` are strings), duplicate keys are
 //!    errors, and syntax errors carry their position.
-//! 2. **JSON Schema** ([`SCHEMA`], draft 2020-12): the tree, as JSON, is validated against the
-//!    schema, which rejects unknown keys everywhere. Every violation is reported, each mapped
+//! 2. **JSON Schema** ([`SCHEMA`], draft 2020-12, generated from the file-shape types by
+//!    [`generated_schema`]): the tree, as JSON, is validated against the schema, which rejects
+//!    unknown keys everywhere. Every violation is reported, each mapped
 //!    back to the line and column of the offending key.
 //! 3. **Typed policy and semantic checks**: durations are parsed ([`parse_duration`]), globs
 //!    compiled ([`glob::Glob`]), script files read and catalogs looked for, with relative
@@ -68,6 +69,10 @@ mod mcp_servers;
 mod model;
 mod name;
 mod schema;
+// The file-shape types are read only by the schema generator so far; the loader still walks
+// the positioned tree (load.rs) to build the model.
+#[allow(dead_code)]
+mod shape;
 mod yaml;
 
 pub use duration::{format_duration, parse_age, parse_duration};
@@ -81,8 +86,10 @@ pub use file::{
 pub use load::{load_file, load_str};
 pub use model::*;
 pub use name::{MAX_TOOL_NAME_BYTES, ToolNameError, check_tool_name};
+pub use shape::generated_schema;
 
-/// The policy JSON Schema (draft 2020-12), as shipped in `schemas/policy.schema.json`.
+/// The policy JSON Schema (draft 2020-12), as shipped in `schemas/policy.schema.json`: the text
+/// [`generated_schema`] produces (a test checks it).
 ///
 /// Editors that speak the YAML language server protocol use it when a policy starts with
 /// `# yaml-language-server: $schema=../schemas/policy.schema.json`.

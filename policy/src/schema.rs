@@ -1,15 +1,16 @@
 //! The JSON Schema check, and turning its errors into `file:line:col` diagnostics.
 //!
-//! The schema (`schemas/policy.schema.json`, embedded as [`crate::SCHEMA`]) is the single
-//! description of the policy's shape: editors use it for completion, `docs/policy.md` is
-//! checked against it, and the loader validates every file with it. The validator is compiled
-//! once per process.
+//! The schema (`schemas/policy.schema.json`, embedded as [`crate::SCHEMA`]) is generated from
+//! the policy's file-shape types (`shape/`, [`crate::generated_schema`]): editors use it for
+//! completion, `docs/policy.md` is checked against it, and the loader validates every file with
+//! it. The validator is compiled once per process.
 //!
 //! Every schema error carries the JSON pointer of the failing value; we walk the positioned
 //! YAML tree along that pointer to find the line and column. Messages are written here rather
 //! than taken from `jsonschema`, so that they speak of YAML keys and say what was expected.
 //! Subschemas may carry an `x-expected` annotation (ignored by validators) with the words for
-//! "what was expected", such as "a duration like 30s or 500ms".
+//! "what was expected", such as "a duration like 30s or 500ms"; the types set it with
+//! `#[schemars(extend("x-expected" = ...))]`.
 
 use std::path::Path;
 use std::sync::OnceLock;

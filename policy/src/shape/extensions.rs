@@ -1,0 +1,298 @@
+//! The sections that add tools and change results: `plugins`, `reduction`, `search` and
+//! `mcp_servers`.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::values::{
+    DurationText, EnvTemplateText, Flag, GlobText, MAX_SAFE_INTEGER, Name, PathText, Size,
+};
+
+/// One plugin: exactly one of name or path, plus optional config, searchable, max_threads,
+/// isolation, memory_limit, sha256 and grants.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(
+    inline,
+    extend(
+        "oneOf" = [{ "required": ["name"] }, { "required": ["path"] }],
+        "x-expected" = "exactly one of name (an installed plugin) or path (a library file)"
+    )
+)]
+pub(crate) struct Plugin {
+    /// An installed plugin, found as libtoolgate_plugin_<name>.so (platform file name) in the
+    /// directories of TOOLGATE_PLUGIN_PATH, then beside the toolgate program and in its parent
+    /// directory.
+    #[schemars(
+        regex(pattern = r"^[A-Za-z0-9_-]+$"),
+        extend("x-expected" = "a plugin name of letters, digits, _ and -")
+    )]
+    pub name: Option<String>,
+    /// The plugin library file; a relative path is resolved against the policy file's directory.
+    #[schemars(length(min = 1), extend("x-expected" = "a non-empty file path"))]
+    pub path: Option<String>,
+    /// Any value (mapping, list, scalar), handed to the plugin as JSON when it is loaded. Default
+    /// {}.
+    pub config: Option<serde_json::Value>,
+    /// Put this plugin's tools in the search catalog (needs search) instead of always showing them.
+    /// Default false.
+    pub searchable: Option<Flag>,
+    /// At most this many calls of this plugin hold a thread at once, calls that ignored a
+    /// cancellation and still run included; one more fails at once with the error kind overloaded.
+    /// Default 16.
+    #[schemars(range(min = 1), extend("x-expected" = "a whole number >= 1"))]
+    pub max_threads: Option<u64>,
+    /// Where the plugin runs: in_process (default; loaded into the host, for plugins you trust) or
+    /// process (loaded by a worker process, toolgate plugin-host: a segfault, abort, out-of-memory
+    /// or endless loop costs the calls on that worker an error, plugin_crashed or timeout, and the
+    /// worker restarts).
+    pub isolation: Option<Isolation>,
+    /// Under isolation: process, the memory the worker writes to (its data limit, RLIMIT_DATA:
+    /// heap, anonymous mappings, thread stacks; not reserved address space): a whole number of KiB,
+    /// MiB or GiB, like 512MiB. A plugin that allocates past it crashes its worker, and the call's
+    /// error names the limit. Default: no limit.
+    #[schemars(
+        regex(pattern = r"^[1-9][0-9]{0,5}(KiB|MiB|GiB)$"),
+        extend("x-expected" = "a size like 512MiB or 2GiB (units KiB, MiB, GiB)")
+    )]
+    pub memory_limit: Option<String>,
+    /// The SHA-256 of the library file, 64 hex digits; a library whose hash differs is refused at
+    /// load. toolgate plugin hash PATH prints the line to paste.
+    #[schemars(
+        regex(pattern = r"^[0-9a-fA-F]{64}$"),
+        extend("x-expected" = "64 hex digits (toolgate plugin hash PATH prints them)")
+    )]
+    pub sha256: Option<String>,
+    /// What the plugin may use; a plugin whose manifest declares capabilities beyond these fails to
+    /// load. The plugin receives them in its config under grants. Under isolation: process some are
+    /// enforced (see docs/plugins.md).
+    pub grants: Option<Grants>,
+}
+
+// `plugins[].isolation`.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[schemars(inline, extend("x-expected" = "in_process or process"))]
+pub(crate) enum Isolation {
+    InProcess,
+    Process,
+}
+
+// `plugins[].grants`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(
+    inline,
+    extend("x-expected" = "a mapping with fs_read, fs_write, env, net, subprocess")
+)]
+pub(crate) struct Grants {
+    /// Files and directories the plugin may read; relative paths are resolved against the policy
+    /// file's directory.
+    #[schemars(extend("x-expected" = "a list of paths"))]
+    pub fs_read: Option<Vec<PathText>>,
+    /// Files and directories the plugin may write; relative paths are resolved against the policy
+    /// file's directory.
+    #[schemars(extend("x-expected" = "a list of paths"))]
+    pub fs_write: Option<Vec<PathText>>,
+    /// Environment variables the plugin may read.
+    #[schemars(extend("x-expected" = "a list of variable names"))]
+    pub env: Option<Vec<Name>>,
+    /// Network hosts the plugin may reach: host or host:port. Under isolation: process, a plugin
+    /// granted none has no network at all (Linux).
+    #[schemars(extend("x-expected" = "a list of host or host:port"))]
+    pub net: Option<Vec<Name>>,
+    /// Whether the plugin may start processes. Default false.
+    pub subprocess: Option<Flag>,
+}
+
+// `reduction`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(
+    inline,
+    extend("x-expected" = "a mapping (write reduction: {} for every default)")
+)]
+pub(crate) struct Reduction {
+    /// Where results are stored, as a URL: memory://, file:///absolute/dir, file://relative/dir
+    /// (resolved against the policy file's directory) or s3://bucket/prefix. Absent = a local
+    /// folder chosen by the host program.
+    #[schemars(
+        regex(pattern = "^(memory|file|s3|s3a)://"),
+        extend(
+            "x-expected" = "a store URL starting with memory://, file:// or s3:// (such as file:///var/lib/toolgate or s3://bucket/prefix)"
+        )
+    )]
+    pub store: Option<String>,
+    /// Options for the store builder, such as endpoint, region, access_key_id, secret_access_key
+    /// for s3.
+    pub store_options: Option<BTreeMap<String, StoreOption>>,
+    /// A text result strictly larger than this many bytes is offloaded. Default 50000.
+    pub max_result_bytes: Option<Size>,
+    /// Characters from the start of an offloaded result shown in its notice. Default 1000.
+    pub preview_head_chars: Option<Size>,
+    /// Characters from the end of an offloaded result shown in its notice. Default 500.
+    pub preview_tail_chars: Option<Size>,
+    /// When the estimated history reaches this many tokens, the tool results of older rounds are
+    /// offloaded. Default 160000.
+    pub max_context_tokens: Option<Size>,
+    /// The most recent tool rounds kept as they are when older rounds are offloaded. Default 1.
+    pub keep_recent_tool_rounds: Option<Size>,
+    /// When rounds are offloaded, tool results under this many bytes are left in place. Default
+    /// 1024.
+    pub min_offload_bytes: Option<Size>,
+    /// Answer a read of another session's result with not found instead of access denied, so ids
+    /// cannot be probed. Default false.
+    pub hide_foreign_results: Option<Flag>,
+}
+
+/// One store option's value.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(transparent)]
+#[schemars(
+    inline,
+    extend(
+        "x-key" = "option",
+        "x-expected" = "a string (quote numbers and booleans)"
+    )
+)]
+pub(crate) struct StoreOption(pub String);
+
+// `search`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(
+    inline,
+    extend("x-expected" = "a mapping (write search: {} for every default)")
+)]
+pub(crate) struct Search {
+    /// JSONL catalog files, one {"name", "description", "parameters"} object per line; relative
+    /// paths are resolved against the policy file's directory and must exist.
+    pub catalogs: Option<Vec<PathText>>,
+    /// Names or globs of plugin and native tools to move into the catalog.
+    pub searchable_tools: Option<Vec<GlobText>>,
+    /// Extra search keywords per tool name.
+    pub keywords: Option<BTreeMap<String, Keywords>>,
+    /// Allow calling a catalog tool the model has not found yet. Default false: such a call gets an
+    /// error saying to search first.
+    pub allow_direct_calls: Option<Flag>,
+    /// Hand the catalog to the provider's own tool search instead of tool_search. Default false.
+    pub use_model_native: Option<Flag>,
+    /// A prebuilt index (toolgate index build), memory-mapped at start; relative to the policy
+    /// file's directory. Absent = built in memory at start.
+    pub index_file: Option<PathText>,
+    /// tool_search says why each tool matched (a why list per tool). Default false: explaining
+    /// costs more than the search.
+    pub explain: Option<Flag>,
+    /// The optional semantic search stage: a local static embedding model whose tool vectors are
+    /// fused with the lexical ranking. Absent = lexical search only.
+    pub embeddings: Option<Embeddings>,
+    /// How many tools tool_search returns when the model gives no max_results. Default 5.
+    #[schemars(
+        range(min = 1, max = MAX_SAFE_INTEGER),
+        extend("x-expected" = "a whole number from 1 to 9007199254740991")
+    )]
+    pub default_max_results: Option<u64>,
+}
+
+/// The extra keywords of this tool.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(transparent)]
+#[schemars(inline, extend("x-key" = "tool"))]
+pub(crate) struct Keywords(pub Vec<Keyword>);
+
+// One search keyword.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(transparent)]
+#[schemars(inline, extend("x-expected" = "a keyword string"))]
+pub(crate) struct Keyword(pub String);
+
+// `search.embeddings`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(
+    inline,
+    extend("x-expected" = "a mapping with model (a model directory)")
+)]
+pub(crate) struct Embeddings {
+    /// A static embedding model directory (model2vec layout: model.safetensors, tokenizer.json of a
+    /// BERT WordPiece tokenizer); relative to the policy file's directory. Read from disk, never
+    /// downloaded.
+    pub model: PathText,
+}
+
+/// One upstream MCP server: a name and exactly one of command (a child process speaking MCP on
+/// stdio) or url (Streamable HTTP).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(
+    inline,
+    extend(
+        "oneOf" = [
+            {
+                "required": ["command"],
+                "not": { "anyOf": [{ "required": ["url"] }, { "required": ["headers"] }] }
+            },
+            {
+                "required": ["url"],
+                "not": {
+                    "anyOf": [{ "required": ["command"] }, { "required": ["env"] }, { "required": ["cwd"] }]
+                }
+            }
+        ],
+        "x-expected" = "a name and exactly one of command (a child process, with optional env and cwd) or url (Streamable HTTP, with optional headers)"
+    )
+)]
+pub(crate) struct McpServer {
+    /// The first part of the server's tool names (time gives time.get_current_time): letters,
+    /// digits, _ and -, at most 64 bytes, unique among the servers.
+    #[schemars(
+        regex(pattern = r"^[A-Za-z0-9_-]{1,64}$"),
+        extend("x-expected" = "a server name of 1 to 64 letters, digits, _ and -")
+    )]
+    pub name: String,
+    /// The program and its arguments, run as a child process that speaks MCP on its standard input
+    /// and output. A relative program path containing / is resolved against the policy file's
+    /// directory; a bare name is looked up in PATH.
+    #[schemars(
+        length(min = 1),
+        extend("x-expected" = "a list: the program, then its arguments")
+    )]
+    pub command: Option<Vec<EnvTemplateText>>,
+    /// Environment variables set for the child process, on top of the environment it inherits.
+    #[schemars(extend("propertyNames" = { "pattern": "^[A-Za-z_][A-Za-z0-9_]*$" }))]
+    pub env: Option<BTreeMap<String, EnvValue>>,
+    /// The child process's working directory, relative to the policy file's directory. Default:
+    /// toolgate's own.
+    pub cwd: Option<PathText>,
+    /// The server's Streamable HTTP endpoint, an http:// or https:// URL.
+    #[schemars(
+        regex(pattern = r"^https?://[^\s$]*(\$\$[^\s$]*|\$\{[A-Za-z_][A-Za-z0-9_]*\}[^\s$]*)*$"),
+        extend(
+            "x-expected" = "an http:// or https:// URL (${NAME} takes the value of an environment variable, $$ is a $)"
+        )
+    )]
+    pub url: Option<String>,
+    /// HTTP headers sent with every request to the url.
+    #[schemars(extend("propertyNames" = { "pattern": "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$" }))]
+    pub headers: Option<BTreeMap<String, HeaderValue>>,
+    /// Put this server's tools in the search catalog (needs search) instead of always showing them.
+    /// Default false.
+    pub searchable: Option<Flag>,
+    /// How long starting the server may take: spawning or connecting, the MCP handshake and the
+    /// first tool list. none = no bound. Default 30s.
+    pub startup_timeout: Option<DurationText>,
+}
+
+/// The variable's value.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(transparent)]
+#[schemars(inline, extend("x-key" = "variable"))]
+pub(crate) struct EnvValue(pub EnvTemplateText);
+
+/// The header's value.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(transparent)]
+#[schemars(inline, extend("x-key" = "header"))]
+pub(crate) struct HeaderValue(pub EnvTemplateText);
