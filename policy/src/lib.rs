@@ -69,9 +69,6 @@ mod mcp_servers;
 mod model;
 mod name;
 mod schema;
-// The file-shape types are read only by the schema generator so far; the loader still walks
-// the positioned tree (load.rs) to build the model.
-#[allow(dead_code)]
 mod shape;
 mod yaml;
 

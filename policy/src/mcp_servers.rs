@@ -7,82 +7,55 @@
 //! the policy's directory, and reports what the schema cannot see: two servers with one name.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
 
-use crate::duration::parse_duration;
 use crate::env_template::EnvTemplate;
-use crate::error::{Diagnostic, DiagnosticKind, Diagnostics, LineColumn};
-use crate::model::{McpServerSpec, McpTransport, Position};
-use crate::yaml::{Entry, Node, Pos};
+use crate::error::DiagnosticKind;
+use crate::model::{McpServerSpec, McpTransport};
+use crate::shape::{Build, McpServer, child, item, value_pos};
+use crate::yaml::{Node, Pos};
 
-/// Where the section is read from: the policy file (for positions) and its directory (for
-/// relative paths), and where problems go.
-pub(crate) struct Context<'a> {
-    pub file: &'a Path,
-    pub dir: &'a Path,
-    pub diagnostics: &'a mut Diagnostics,
+fn template(cx: &mut Build<'_>, text: &str, pos: Pos, key: &str) -> EnvTemplate {
+    EnvTemplate::parse(text).unwrap_or_else(|e| {
+        // The schema's pattern refuses these first; kept for a policy built another way.
+        cx.report(pos, format!("{key}: {e}"), DiagnosticKind::Template);
+        EnvTemplate::literal(text)
+    })
 }
 
-impl Context<'_> {
-    fn report(&mut self, pos: Pos, message: String, kind: DiagnosticKind) {
-        self.diagnostics.push(Diagnostic {
-            file: self.file.to_path_buf(),
-            at: Some(LineColumn {
-                line: pos.line,
-                column: pos.column,
-            }),
-            message,
-            kind,
-        });
-    }
-
-    fn position(&self, pos: Pos) -> Position {
-        Position {
-            file: self.file.to_path_buf(),
-            line: pos.line,
-            column: pos.column,
-        }
-    }
-
-    fn resolve(&self, path: &str) -> PathBuf {
-        let path = Path::new(path);
-        if path.is_absolute() {
-            path.to_path_buf()
-        } else {
-            self.dir.join(path)
-        }
-    }
-
-    fn template(&mut self, node: &Node, pos: Pos, key: &str) -> EnvTemplate {
-        EnvTemplate::parse(node.str()).unwrap_or_else(|e| {
-            // The schema's pattern refuses these first; kept for a policy built another way.
-            self.report(pos, format!("{key}: {e}"), DiagnosticKind::Template);
-            EnvTemplate::literal(node.str())
+fn templates<V>(
+    cx: &mut Build<'_>,
+    values: Option<BTreeMap<String, V>>,
+    text: impl Fn(&V) -> &str,
+    node: &Node,
+    key: &str,
+) -> BTreeMap<String, EnvTemplate> {
+    values
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(name, value)| {
+            let parsed = template(
+                cx,
+                text(&value),
+                value_pos(node, &name),
+                &format!("{key}.{name}"),
+            );
+            (name, parsed)
         })
-    }
-
-    fn templates(&mut self, node: &Node, key: &str) -> BTreeMap<String, EnvTemplate> {
-        node.entries()
-            .iter()
-            .map(|e| {
-                let value = self.template(&e.value, e.value_pos(), &format!("{key}.{}", e.key));
-                (e.key.clone(), value)
-            })
-            .collect()
-    }
+        .collect()
 }
 
 /// The servers of an `mcp_servers:` list, in order.
-pub(crate) fn load(node: &Node, cx: &mut Context<'_>) -> Vec<McpServerSpec> {
-    let mut servers = Vec::new();
+pub(crate) fn load(servers: Vec<McpServer>, node: &Node, cx: &mut Build<'_>) -> Vec<McpServerSpec> {
+    let mut out = Vec::new();
     let mut seen: HashMap<String, Pos> = HashMap::new();
-    for (i, item) in node.items().iter().enumerate() {
+    for (i, shape) in servers.into_iter().enumerate() {
         let path = format!("mcp_servers[{i}]");
-        let Some(server) = server(item, &path, cx) else {
+        let item = item(node, i);
+        let Some(server) = server(shape, item, &path, cx) else {
             continue;
         };
         if let Some(first) = seen.get(&server.name) {
-            let pos = item.get("name").map_or(item.pos, Entry::value_pos);
+            let pos = value_pos(item, "name");
             cx.report(
                 pos,
                 format!(
@@ -94,56 +67,60 @@ pub(crate) fn load(node: &Node, cx: &mut Context<'_>) -> Vec<McpServerSpec> {
             continue;
         }
         seen.insert(server.name.clone(), item.pos);
-        servers.push(server);
+        out.push(server);
     }
-    servers
+    out
 }
 
-fn server(item: &Node, path: &str, cx: &mut Context<'_>) -> Option<McpServerSpec> {
-    let mut name = None;
-    let mut command = None;
-    let mut env = BTreeMap::new();
-    let mut cwd = None;
-    let mut url = None;
-    let mut headers = BTreeMap::new();
-    let mut searchable = false;
+fn server(shape: McpServer, item: &Node, path: &str, cx: &mut Build<'_>) -> Option<McpServerSpec> {
+    let command = shape.command.map(|parts| {
+        let key = format!("{path}.command");
+        let command_node = child(item, "command");
+        let mut parts: Vec<EnvTemplate> = parts
+            .iter()
+            .enumerate()
+            .map(|(i, part)| {
+                template(
+                    cx,
+                    &part.0,
+                    crate::shape::item(command_node, i).pos,
+                    &format!("{key}[{i}]"),
+                )
+            })
+            .collect();
+        // A relative program path is the policy's, as plugin paths are; a bare name is looked
+        // up in PATH when the server starts.
+        if let Some(program) = parts.first_mut()
+            && let Some(text) = program.as_literal()
+            && text.contains('/')
+        {
+            *program = EnvTemplate::literal(cx.resolve(&text).display().to_string());
+        }
+        parts
+    });
+    let env = templates(
+        cx,
+        shape.env,
+        |v| v.0.0.as_str(),
+        child(item, "env"),
+        &format!("{path}.env"),
+    );
+    let cwd = shape.cwd.map(|c| cx.resolve(&c.0));
+    let url = shape
+        .url
+        .map(|url| template(cx, &url, value_pos(item, "url"), &format!("{path}.url")));
+    let headers = templates(
+        cx,
+        shape.headers,
+        |v| v.0.0.as_str(),
+        child(item, "headers"),
+        &format!("{path}.headers"),
+    );
     let mut startup_timeout = Some(McpServerSpec::DEFAULT_STARTUP_TIMEOUT);
-    for entry in item.entries() {
-        let value = &entry.value;
-        let key = format!("{path}.{}", entry.key);
-        match entry.key.as_str() {
-            "name" => name = Some(value.str().to_owned()),
-            "command" => {
-                let mut parts: Vec<EnvTemplate> = value
-                    .items()
-                    .iter()
-                    .enumerate()
-                    .map(|(i, n)| cx.template(n, n.pos, &format!("{key}[{i}]")))
-                    .collect();
-                // A relative program path is the policy's, as plugin paths are; a bare name is
-                // looked up in PATH when the server starts.
-                if let Some(program) = parts.first_mut()
-                    && let Some(text) = program.as_literal()
-                    && text.contains('/')
-                {
-                    *program = EnvTemplate::literal(cx.resolve(&text).display().to_string());
-                }
-                command = Some(parts);
-            }
-            "env" => env = cx.templates(value, &key),
-            "cwd" => cwd = Some(cx.resolve(value.str())),
-            "url" => url = Some(cx.template(value, entry.value_pos(), &key)),
-            "headers" => headers = cx.templates(value, &key),
-            "searchable" => searchable = value.is_true(),
-            "startup_timeout" => match parse_duration(value.str()) {
-                Ok(d) => startup_timeout = d,
-                Err(e) => cx.report(
-                    entry.value_pos(),
-                    format!("{key}: {e}"),
-                    DiagnosticKind::Duration,
-                ),
-            },
-            _ => {}
+    if let Some(timeout) = shape.startup_timeout {
+        let pos = value_pos(item, "startup_timeout");
+        if let Some(timeout) = cx.duration(&timeout, pos, &format!("{path}.startup_timeout")) {
+            startup_timeout = timeout;
         }
     }
     // The schema requires a name and exactly one of command and url.
@@ -153,10 +130,10 @@ fn server(item: &Node, path: &str, cx: &mut Context<'_>) -> Option<McpServerSpec
         _ => return None,
     };
     Some(McpServerSpec {
-        name: name?,
+        name: shape.name,
         transport,
-        searchable,
+        searchable: shape.searchable.is_some_and(|f| f.0),
         startup_timeout,
-        position: Some(cx.position(item.pos)),
+        position: cx.position(item.pos),
     })
 }

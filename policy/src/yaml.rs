@@ -124,6 +124,13 @@ impl Entry {
 }
 
 impl Node {
+    /// A null node at 1:1, standing in where a tree has no node.
+    pub const EMPTY: Node = Node {
+        pos: Pos { line: 1, column: 1 },
+        kind: Kind::Null,
+        aliased: false,
+    };
+
     /// The value under `key`, when this node is a mapping that has it.
     pub fn get(&self, key: &str) -> Option<&Entry> {
         match &self.kind {
@@ -146,19 +153,6 @@ impl Node {
             Kind::Seq(items) => items,
             _ => &[],
         }
-    }
-
-    /// The text of a string; empty for any other node.
-    pub fn str(&self) -> &str {
-        match &self.kind {
-            Kind::Str(s, _) => s,
-            _ => "",
-        }
-    }
-
-    /// Whether the node is the boolean `true`.
-    pub fn is_true(&self) -> bool {
-        matches!(self.kind, Kind::Bool(true))
     }
 
     /// The node as JSON, for schema validation and for plugin configuration.

@@ -6,8 +6,15 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::build::{Build, child, item};
+use super::sections::names;
+use crate::error::DiagnosticKind;
+use crate::file::{MAX_CATALOG_FILE_BYTES, check_text_file};
+use crate::model::{self, parse_memory_limit};
+use crate::yaml::Node;
+
 use super::values::{
-    DurationText, EnvTemplateText, Flag, GlobText, MAX_SAFE_INTEGER, Name, PathText, Size,
+    Count, DurationText, EnvTemplateText, Flag, GlobText, MAX_SAFE_INTEGER, Name, PathText, Size,
 };
 
 /// One plugin: exactly one of name or path, plus optional config, searchable, max_threads,
@@ -43,7 +50,7 @@ pub(crate) struct Plugin {
     /// cancellation and still run included; one more fails at once with the error kind overloaded.
     /// Default 16.
     #[schemars(range(min = 1), extend("x-expected" = "a whole number >= 1"))]
-    pub max_threads: Option<u64>,
+    pub max_threads: Option<Count>,
     /// Where the plugin runs: in_process (default; loaded into the host, for plugins you trust) or
     /// process (loaded by a worker process, toolgate plugin-host: a segfault, abort, out-of-memory
     /// or endless loop costs the calls on that worker an error, plugin_crashed or timeout, and the
@@ -193,7 +200,7 @@ pub(crate) struct Search {
         range(min = 1, max = MAX_SAFE_INTEGER),
         extend("x-expected" = "a whole number from 1 to 9007199254740991")
     )]
-    pub default_max_results: Option<u64>,
+    pub default_max_results: Option<Count>,
 }
 
 /// The extra keywords of this tool.
@@ -296,3 +303,145 @@ pub(crate) struct EnvValue(pub EnvTemplateText);
 #[serde(transparent)]
 #[schemars(inline, extend("x-key" = "header"))]
 pub(crate) struct HeaderValue(pub EnvTemplateText);
+
+// ---- From the file's shape to the model -------------------------------------------------
+
+impl Plugin {
+    pub(crate) fn build(self, node: &Node, cx: &mut Build<'_>) -> Option<model::PluginSpec> {
+        // The schema requires exactly one of name and path.
+        let location = match (self.name, self.path) {
+            (Some(name), _) => model::PluginLocation::Name(name),
+            (None, Some(path)) => model::PluginLocation::Path(cx.resolve(&path)),
+            (None, None) => return None,
+        };
+        Some(model::PluginSpec {
+            location,
+            config: self
+                .config
+                .unwrap_or_else(|| serde_json::Value::Object(serde_json::Map::new())),
+            searchable: self.searchable.is_some_and(|f| f.0),
+            max_threads: self
+                .max_threads
+                .and_then(|n| usize::try_from(n.0).ok())
+                .unwrap_or(model::PluginSpec::DEFAULT_MAX_THREADS),
+            isolation: match self.isolation {
+                Some(Isolation::Process) => model::Isolation::Process,
+                Some(Isolation::InProcess) | None => model::Isolation::InProcess,
+            },
+            // The schema checked the form; the largest it allows fits a u64.
+            memory_limit: self.memory_limit.as_deref().and_then(parse_memory_limit),
+            sha256: self.sha256.map(|s| s.to_ascii_lowercase()),
+            grants: self.grants.map(|g| g.build(cx)),
+            position: cx.position(node.pos),
+        })
+    }
+}
+
+impl Grants {
+    fn build(self, cx: &Build<'_>) -> model::Grants {
+        let paths = |list: Option<Vec<PathText>>| -> Vec<std::path::PathBuf> {
+            list.unwrap_or_default()
+                .iter()
+                .map(|p| cx.resolve(&p.0))
+                .collect()
+        };
+        model::Grants {
+            fs_read: paths(self.fs_read),
+            fs_write: paths(self.fs_write),
+            env: names(self.env.unwrap_or_default()),
+            net: names(self.net.unwrap_or_default()),
+            subprocess: self.subprocess.is_some_and(|f| f.0),
+        }
+    }
+}
+
+impl Reduction {
+    pub(crate) fn build(self, cx: &Build<'_>) -> model::ReductionSettings {
+        let mut reduction = model::ReductionSettings::default();
+        let set = |target: &mut u64, value: Option<Size>| {
+            if let Some(value) = value {
+                *target = value.0;
+            }
+        };
+        reduction.store = self.store.map(|url| store_url(&url, cx));
+        reduction.store_options = self
+            .store_options
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| (k, v.0))
+            .collect();
+        set(&mut reduction.max_result_bytes, self.max_result_bytes);
+        set(&mut reduction.preview_head_chars, self.preview_head_chars);
+        set(&mut reduction.preview_tail_chars, self.preview_tail_chars);
+        set(&mut reduction.max_context_tokens, self.max_context_tokens);
+        set(
+            &mut reduction.keep_recent_tool_rounds,
+            self.keep_recent_tool_rounds,
+        );
+        set(&mut reduction.min_offload_bytes, self.min_offload_bytes);
+        if let Some(flag) = self.hide_foreign_results {
+            reduction.hide_foreign_results = flag.0;
+        }
+        reduction
+    }
+}
+
+/// `file://relative/dir` is resolved against the policy's directory and made absolute
+/// (`file:///abs/dir`); every other URL is kept as written.
+fn store_url(url: &str, cx: &Build<'_>) -> String {
+    let Some(rest) = url.strip_prefix("file://") else {
+        return url.to_owned();
+    };
+    if rest.starts_with('/') {
+        return url.to_owned();
+    }
+    let joined = cx.dir.join(rest);
+    let absolute = std::path::absolute(&joined).unwrap_or(joined);
+    format!("file://{}", absolute.display())
+}
+
+impl Search {
+    pub(crate) fn build(self, node: &Node, cx: &mut Build<'_>) -> model::SearchSettings {
+        let mut search = model::SearchSettings::default();
+        let catalogs = child(node, "catalogs");
+        for (i, written) in self.catalogs.unwrap_or_default().into_iter().enumerate() {
+            let written = written.0;
+            let resolved = cx.resolve(&written);
+            if let Err(error) = check_text_file(&resolved, MAX_CATALOG_FILE_BYTES) {
+                let error = error.problem;
+                cx.report(
+                    item(catalogs, i).pos,
+                    format!(
+                        "search.catalogs[{i}]: cannot read catalog {written:?} \
+                         (looked for {}): {error}",
+                        resolved.display()
+                    ),
+                    DiagnosticKind::MissingFile,
+                );
+            }
+            search.catalogs.push(resolved);
+        }
+        search.searchable_tools = cx.globs(
+            &self.searchable_tools.unwrap_or_default(),
+            child(node, "searchable_tools"),
+            "search.searchable_tools",
+        );
+        search.keywords = self
+            .keywords
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(tool, words)| (tool, words.0.into_iter().map(|w| w.0).collect()))
+            .collect();
+        search.allow_direct_calls = self.allow_direct_calls.is_some_and(|f| f.0);
+        search.use_model_native = self.use_model_native.is_some_and(|f| f.0);
+        search.index_file = self.index_file.map(|p| cx.resolve(&p.0));
+        search.explain = self.explain.is_some_and(|f| f.0);
+        search.embeddings = self.embeddings.map(|e| model::EmbeddingsSettings {
+            model: cx.resolve(&e.model.0),
+        });
+        if let Some(n) = self.default_max_results {
+            search.default_max_results = n.0;
+        }
+        search
+    }
+}

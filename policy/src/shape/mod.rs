@@ -1,18 +1,25 @@
 //! The policy file's shape, defined once: one Rust type per section, one field per key, each
-//! key's doc comment being its description. The JSON Schema (`schemas/policy.schema.json`,
-//! embedded as [`crate::SCHEMA`]) is generated from these types with `schemars`
-//! ([`generated_schema`]); a test fails when the committed file differs from the generated one.
+//! key's doc comment being its description. From these types come both
+//! - the JSON Schema (`schemas/policy.schema.json`, embedded as [`crate::SCHEMA`]), generated
+//!   with `schemars` ([`generated_schema`]); a test fails when the committed file differs, and
+//! - the typed values: after the schema check, the tree is deserialized into [`PolicyFile`]
+//!   with `serde`, and each section's `build` turns it into the model ([`crate::Policy`]),
+//!   running the checks the schema cannot make (durations, globs, files) and taking positions
+//!   from the positioned tree by the same keys ([`build`]). Every problem is collected.
 //!
 //! Conventions the error messages rely on (see `schema.rs`):
 //! - `x-expected` (an `extend` on a field or a type) holds the words for "expected ...";
 //! - `x-key` on a map's value type names its key in the reference (`tools.<pattern>`);
 //! - value kinds many keys share (durations, counts, names, paths, globs) are the `$defs`
-//!   types of [`values`], so their words are written once.
+//!   types of `values.rs`, so their words are written once.
 //!
-//! Adding a key: add a field with its doc comment (and `x-expected` words if the type's are
-//! not the right ones), run `TOOLGATE_BLESS=1 cargo test -p toolgate-policy --test
-//! schema_generated`, and add its row to `docs/policy.md`.
+//! Adding a key: add a field with its doc comment to its section's type (and `x-expected`
+//! words if its type's are not the right ones), copy it into the model in that section's
+//! `build` (and the model's field, if the engine needs it), run `TOOLGATE_BLESS=1 cargo test -p
+//! toolgate-policy --test schema_generated`, and add its row to `docs/policy.md`. A new section
+//! is a field of [`PolicyFile`] and a line in [`PolicyFile::build`].
 
+mod build;
 mod extensions;
 mod sections;
 mod values;
@@ -25,7 +32,12 @@ use schemars::{JsonSchema, Schema};
 use serde::Deserialize;
 use serde_json::Value;
 
-use extensions::{McpServer, Plugin, Reduction, Search};
+use crate::model::{NameProfile, Policy};
+use crate::yaml::Node;
+
+pub(crate) use build::{Build, child, item, value_pos};
+pub(crate) use extensions::McpServer;
+use extensions::{Plugin, Reduction, Search};
 use sections::{Alias, Dispatch, Rules, Scripts, Sessions, ToolOverride};
 use values::{Version, names_only};
 
@@ -86,6 +98,60 @@ pub(crate) struct PolicyFile {
     pub sessions: Option<Sessions>,
 }
 
+impl PolicyFile {
+    /// The typed policy, checked; `root` is the tree `self` was read from.
+    pub(crate) fn build(self, root: &Node, cx: &mut Build<'_>) -> Policy {
+        let mut policy = Policy {
+            source: Some(cx.file.to_path_buf()),
+            version: u32::try_from(self.version.0).unwrap_or(1),
+            ..Policy::default()
+        };
+        if let Some(profile) = self.name_profile {
+            policy.name_profile = match profile {
+                NameProfileKey::Mcp => NameProfile::Mcp,
+                NameProfileKey::Openai => NameProfile::Openai,
+                NameProfileKey::Anthropic => NameProfile::Anthropic,
+            };
+        }
+        if let Some(dispatch) = self.dispatch {
+            policy.dispatch = dispatch.build(child(root, "dispatch"), cx);
+        }
+        if let Some(tools) = self.tools {
+            policy.tools = sections::tools(tools, child(root, "tools"), cx);
+        }
+        if let Some(aliases) = self.aliases {
+            policy.aliases = sections::aliases(aliases, child(root, "aliases"), cx);
+        }
+        if let Some(rules) = self.rules {
+            policy.rules = rules.build(child(root, "rules"), "rules", cx);
+        }
+        if let Some(scripts) = self.scripts {
+            policy.scripts = scripts.build(child(root, "scripts"), cx);
+        }
+        if let Some(plugins) = self.plugins {
+            let node = child(root, "plugins");
+            policy.plugins = plugins
+                .into_iter()
+                .enumerate()
+                .filter_map(|(i, plugin)| plugin.build(item(node, i), cx))
+                .collect();
+        }
+        if let Some(reduction) = self.reduction {
+            policy.reduction = Some(reduction.build(cx));
+        }
+        if let Some(search) = self.search {
+            policy.search = Some(search.build(child(root, "search"), cx));
+        }
+        if let Some(servers) = self.mcp_servers {
+            policy.mcp_servers = crate::mcp_servers::load(servers, child(root, "mcp_servers"), cx);
+        }
+        if let Some(sessions) = self.sessions {
+            policy.sessions = sessions.build(child(root, "sessions"), cx);
+        }
+        policy
+    }
+}
+
 // `name_profile`.
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -131,13 +197,11 @@ fn not_nullable(schema: &mut Schema) {
         .get("anyOf")
         .and_then(Value::as_array)
         .is_some_and(|options| options.len() == 2 && options.iter().any(is_null));
-    if collapsible {
-        if let Some(Value::Array(options)) = object.remove("anyOf") {
-            for option in options.into_iter().filter(|o| !is_null(o)) {
-                if let Value::Object(inner) = option {
-                    for (key, value) in inner {
-                        object.entry(key).or_insert(value);
-                    }
+    if collapsible && let Some(Value::Array(options)) = object.remove("anyOf") {
+        for option in options.into_iter().filter(|o| !is_null(o)) {
+            if let Value::Object(inner) = option {
+                for (key, value) in inner {
+                    object.entry(key).or_insert(value);
                 }
             }
         }

@@ -5,9 +5,16 @@ use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
+use serde_saphyr::granit_parser::ScalarStyle;
+
+use super::build::{Build, child, item, join_key, key_pos, value_pos};
+use crate::error::DiagnosticKind;
+use crate::file::{MAX_POLICY_FILE_BYTES, read_text_file};
+use crate::model::{self, DispatchSettings};
+use crate::yaml::{Kind, Node};
 
 use super::values::{
-    ArgGlobs, CharCapValue, DurationText, Flag, GlobList, MAX_SAFE_INTEGER, Name, PathGlobs,
+    ArgGlobs, CharCapValue, Count, DurationText, Flag, GlobList, MAX_SAFE_INTEGER, Name, PathGlobs,
     PathText, names_only,
 };
 
@@ -23,7 +30,7 @@ pub(crate) struct Dispatch {
         range(min = 1, max = MAX_SAFE_INTEGER),
         extend("x-expected" = "a whole number from 1 to 9007199254740991")
     )]
-    pub concurrency: Option<u64>,
+    pub concurrency: Option<Count>,
     /// Per-call timeout, starting once the call runs (after any wait for a concurrency slot or
     /// group lock) and covering the before hook, the tool and the result handling. A duration
     /// (500ms, 30s, 2m, 1h, 1m30s) or none. Default 60s.
@@ -209,4 +216,278 @@ pub(crate) struct Sessions {
     /// A session's state expires this long after its last change (a duration such as 24h or 30m),
     /// or none for never. Default 24h.
     pub ttl: Option<DurationText>,
+}
+
+// ---- From the file's shape to the model -------------------------------------------------
+
+impl Dispatch {
+    pub(crate) fn build(self, node: &Node, cx: &mut Build<'_>) -> DispatchSettings {
+        let mut dispatch = DispatchSettings::default();
+        if let Some(flag) = self.sequential {
+            dispatch.sequential = flag.0;
+        }
+        dispatch.concurrency = self.concurrency.and_then(|c| usize::try_from(c.0).ok());
+        if let Some(timeout) = self.timeout {
+            let pos = value_pos(node, "timeout");
+            if let Some(timeout) = cx.duration(&timeout, pos, "dispatch.timeout") {
+                dispatch.timeout = timeout;
+            }
+        }
+        if let Some(cap) = self.max_result_chars {
+            dispatch.max_result_chars = cap.cap();
+        }
+        if let Some(on_error) = self.on_error {
+            dispatch.on_error = match on_error {
+                OnError::Model => model::OnError::Model,
+                OnError::Fail => model::OnError::Fail,
+            };
+        }
+        if let Some(flag) = self.stop_on_error {
+            dispatch.stop_on_error = flag.0;
+        }
+        if let Some(bound) = self.script_timeout {
+            // The schema refuses `none` and zero: a script always has a bound.
+            let pos = value_pos(node, "script_timeout");
+            let text = DurationText(bound);
+            if let Some(Some(bound)) = cx.duration(&text, pos, "dispatch.script_timeout") {
+                dispatch.script_timeout = bound;
+            }
+        }
+        dispatch
+    }
+}
+
+/// The overrides in the order the file writes them (the tree's order).
+pub(crate) fn tools(
+    mut tools: BTreeMap<String, ToolOverride>,
+    node: &Node,
+    cx: &mut Build<'_>,
+) -> Vec<model::ToolOverride> {
+    let mut out = Vec::new();
+    for entry in node.entries() {
+        let Some(shape) = tools.remove(&entry.key) else {
+            continue;
+        };
+        let path = join_key("tools", &entry.key);
+        let pattern = cx.glob(&entry.key, entry.key_pos, &path);
+        // The settings are read even under a bad pattern, so their problems are reported too.
+        let settings = &entry.value;
+        let timeout = shape.timeout.and_then(|t| {
+            cx.duration(
+                &t,
+                value_pos(settings, "timeout"),
+                &format!("{path}.timeout"),
+            )
+        });
+        let rules = shape.rules.map_or_else(model::Rules::default, |rules| {
+            rules.build(child(settings, "rules"), &format!("{path}.rules"), cx)
+        });
+        if let Some(pattern) = pattern {
+            out.push(model::ToolOverride {
+                pattern,
+                timeout,
+                max_result_chars: shape.max_result_chars.map(CharCapValue::cap),
+                sequential_group: shape.sequential_group,
+                rules,
+                position: cx.position(entry.key_pos),
+            });
+        }
+    }
+    out
+}
+
+impl ToolRules {
+    fn build(self, node: &Node, path: &str, cx: &mut Build<'_>) -> model::Rules {
+        let list = |rules: Option<Vec<ToolRule>>, key: &str, cx: &mut Build<'_>| {
+            let list_node = child(node, key);
+            rules
+                .unwrap_or_default()
+                .into_iter()
+                .enumerate()
+                .map(|(i, r)| {
+                    let rule = Rule {
+                        tools: None,
+                        args: r.args,
+                        paths: r.paths,
+                        sessions: r.sessions,
+                        reason: r.reason,
+                    };
+                    rule.build(item(list_node, i), &format!("{path}.{key}[{i}]"), cx)
+                })
+                .collect()
+        };
+        model::Rules {
+            allow: list(self.allow, "allow", cx),
+            deny: list(self.deny, "deny", cx),
+        }
+    }
+}
+
+impl Rules {
+    pub(crate) fn build(self, node: &Node, path: &str, cx: &mut Build<'_>) -> model::Rules {
+        let list = |rules: Option<Vec<Rule>>, key: &str, cx: &mut Build<'_>| {
+            let list_node = child(node, key);
+            rules
+                .unwrap_or_default()
+                .into_iter()
+                .enumerate()
+                .map(|(i, rule)| rule.build(item(list_node, i), &format!("{path}.{key}[{i}]"), cx))
+                .collect()
+        };
+        model::Rules {
+            allow: list(self.allow, "allow", cx),
+            deny: list(self.deny, "deny", cx),
+        }
+    }
+}
+
+impl Rule {
+    fn build(self, node: &Node, path: &str, cx: &mut Build<'_>) -> model::Rule {
+        let mut rule = model::Rule {
+            position: cx.position(node.pos),
+            ..model::Rule::default()
+        };
+        rule.tools = cx.glob_list(self.tools, child(node, "tools"), &format!("{path}.tools"));
+        rule.sessions = cx.glob_list(
+            self.sessions,
+            child(node, "sessions"),
+            &format!("{path}.sessions"),
+        );
+        let field = format!("{path}.args");
+        let args_node = child(node, "args");
+        for (name, glob) in self.args.map(|a| a.0).unwrap_or_default() {
+            let at = join_key(&field, &name);
+            if let Some(glob) = cx.glob(&glob.0, value_pos(args_node, &name), &at) {
+                rule.args.insert(name, glob);
+            }
+        }
+        let field = format!("{path}.paths");
+        let paths_node = child(node, "paths");
+        for (name, glob) in self.paths.map(|p| p.0).unwrap_or_default() {
+            let at = join_key(&field, &name);
+            if let Some(glob) = cx.path_glob(&glob.0, key_pos(paths_node, &name), &at) {
+                rule.paths.insert(name, glob);
+            }
+        }
+        rule.reason = self.reason;
+        rule
+    }
+}
+
+pub(crate) fn aliases(
+    aliases: BTreeMap<String, Alias>,
+    node: &Node,
+    cx: &Build<'_>,
+) -> BTreeMap<String, model::AliasSpec> {
+    aliases
+        .into_iter()
+        .map(|(tool, alias)| {
+            let spec = model::AliasSpec {
+                names: names(alias.names.unwrap_or_default()),
+                arguments: alias
+                    .arguments
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(argument, others)| (argument, names(others.0)))
+                    .collect(),
+                position: cx.position(key_pos(node, &tool)),
+            };
+            (tool, spec)
+        })
+        .collect()
+}
+
+pub(crate) fn names(list: Vec<Name>) -> Vec<String> {
+    list.into_iter().map(|n| n.0).collect()
+}
+
+impl Scripts {
+    pub(crate) fn build(self, node: &Node, cx: &mut Build<'_>) -> model::Scripts {
+        let one = |script: Option<Script>, hook: &str, cx: &mut Build<'_>| {
+            script.and_then(|s| s.build(child(node, hook), &format!("scripts.{hook}"), cx))
+        };
+        model::Scripts {
+            rewrite: one(self.rewrite, "rewrite", cx),
+            before: one(self.before, "before", cx),
+            after: one(self.after, "after", cx),
+            unknown_tool: one(self.unknown_tool, "unknown_tool", cx),
+        }
+    }
+}
+
+impl Script {
+    /// An inline script keeps the policy file and the line its code starts on; a file script
+    /// is read now, so a missing file is reported at its `file:` key.
+    fn build(self, node: &Node, path: &str, cx: &mut Build<'_>) -> Option<model::ScriptSource> {
+        if let Some(code) = self.code {
+            let (line_offset, column_offset) = code_offsets(child(node, "code"), &code);
+            return Some(model::ScriptSource {
+                code,
+                file: cx.file.to_path_buf(),
+                line_offset,
+                column_offset,
+            });
+        }
+        let written = self.file?.0;
+        let resolved = cx.resolve(&written);
+        match read_text_file(&resolved, MAX_POLICY_FILE_BYTES) {
+            Ok(code) => Some(model::ScriptSource {
+                code,
+                file: resolved,
+                line_offset: 1,
+                column_offset: 0,
+            }),
+            Err(error) => {
+                let error = error.problem;
+                cx.report(
+                    key_pos(node, "file"),
+                    format!(
+                        "{path}.file: cannot read script {written:?} (looked for {}): {error}",
+                        resolved.display()
+                    ),
+                    DiagnosticKind::MissingFile,
+                );
+                None
+            }
+        }
+    }
+}
+
+/// Where inline code starts in the policy file: the line of its first line, and the column
+/// offset of its text.
+fn code_offsets(code: &Node, text: &str) -> (u32, u32) {
+    let style = match &code.kind {
+        Kind::Str(_, style) => *style,
+        _ => ScalarStyle::Plain,
+    };
+    // The parser places a block scalar (`code: |`) at its first non-blank line; the code's own
+    // first line is earlier by the blank lines it starts with.
+    let block = matches!(style, ScalarStyle::Literal | ScalarStyle::Folded);
+    let leading_blank_lines = if block {
+        u32::try_from(text.chars().take_while(|c| *c == '\n').count()).unwrap_or(0)
+    } else {
+        0
+    };
+    let line_offset = code.pos.line.saturating_sub(leading_blank_lines).max(1);
+    // Rhai columns count from the start of each code line. In a block scalar every line is
+    // indented alike; a flow scalar maps exactly only while it stays on one line (`code:
+    // "..."`), where its text starts after the quote. The parser places a scalar at its text,
+    // or at the opening quote of a quoted one.
+    let column_offset = match style {
+        ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted => code.pos.column,
+        _ => code.pos.column.saturating_sub(1),
+    };
+    (line_offset, column_offset)
+}
+
+impl Sessions {
+    pub(crate) fn build(self, node: &Node, cx: &mut Build<'_>) -> model::SessionSettings {
+        let mut sessions = model::SessionSettings::default();
+        if let Some(ttl) = self.ttl
+            && let Some(ttl) = cx.duration(&ttl, value_pos(node, "ttl"), "sessions.ttl")
+        {
+            sessions.ttl = ttl;
+        }
+        sessions
+    }
 }

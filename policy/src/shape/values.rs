@@ -5,7 +5,8 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
-use serde::Deserialize;
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer};
 
 /// The largest whole number JSON tools read exactly (2^53 - 1): the upper bound of counts.
 pub(crate) const MAX_SAFE_INTEGER: i64 = 9_007_199_254_740_991;
@@ -33,8 +34,7 @@ pub(crate) struct DurationText(
 );
 
 // A result cap in characters; -1 = no cap.
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
-#[serde(transparent)]
+#[derive(Debug, Clone, Copy, JsonSchema)]
 #[schemars(
     rename = "char_cap",
     extend(
@@ -44,8 +44,7 @@ pub(crate) struct DurationText(
 pub(crate) struct CharCapValue(#[schemars(range(min = -1, max = MAX_SAFE_INTEGER))] pub(crate) i64);
 
 // A count of bytes, characters, tokens or rounds.
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
-#[serde(transparent)]
+#[derive(Debug, Clone, Copy, JsonSchema)]
 #[schemars(
     rename = "size",
     extend("x-expected" = "a whole number from 0 to 9007199254740991")
@@ -140,9 +139,84 @@ pub(crate) struct PathGlob(#[schemars(length(min = 1))] pub(crate) String);
 pub(crate) struct PathGlobs(pub(crate) BTreeMap<String, PathGlob>);
 
 /// The format version: only 1 exists.
-#[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(transparent)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Version(pub(crate) u64);
+
+/// A count whose bounds the field gives (`#[schemars(range(...))]`): `max_threads`,
+/// `concurrency`, `default_max_results`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Count(pub(crate) u64);
+
+impl JsonSchema for Count {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        Cow::Borrowed("count")
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        u64::json_schema(generator)
+    }
+}
+
+/// A whole number: an integer, or a float without a fractional part (`5.0`, `1e3`), which JSON
+/// Schema also counts as an integer. The schema has bounded it already, to at most 2^53 - 1,
+/// up to which a float is exactly a whole number.
+fn whole<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i64, D::Error> {
+    let number = serde_json::Number::deserialize(deserializer)?;
+    if let Some(i) = number.as_i64() {
+        return Ok(i);
+    }
+    match number.as_f64() {
+        // Exact: |f| <= 2^53 - 1 fits an i64 with no rounding.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)]
+        Some(f) if f.fract() == 0.0 && f.abs() <= MAX_SAFE_INTEGER as f64 => Ok(f as i64),
+        _ => Err(D::Error::custom(format!(
+            "expected a whole number, found {number}"
+        ))),
+    }
+}
+
+fn whole_u64<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u64, D::Error> {
+    let i = whole(deserializer)?;
+    u64::try_from(i).map_err(|_| D::Error::custom(format!("expected a number >= 0, found {i}")))
+}
+
+impl<'de> Deserialize<'de> for Version {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        whole_u64(deserializer).map(Version)
+    }
+}
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        whole_u64(deserializer).map(Count)
+    }
+}
+
+impl<'de> Deserialize<'de> for Size {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        whole_u64(deserializer).map(Size)
+    }
+}
+
+impl<'de> Deserialize<'de> for CharCapValue {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        whole(deserializer).map(CharCapValue)
+    }
+}
+
+impl CharCapValue {
+    /// `-1` is no cap (the schema refuses anything below it).
+    pub(crate) fn cap(self) -> crate::model::CharCap {
+        u64::try_from(self.0).map_or(
+            crate::model::CharCap::Unlimited,
+            crate::model::CharCap::Chars,
+        )
+    }
+}
 
 impl JsonSchema for Version {
     fn inline_schema() -> bool {
