@@ -141,6 +141,9 @@ async fn start(
 fn http_config(launch: &HttpLaunch) -> StreamableHttpClientTransportConfig {
     StreamableHttpClientTransportConfig::with_uri(launch.url.as_str())
         .custom_headers(launch.headers.clone())
+        // The same bound as for a `command` server's messages (rmcp's default today).
+        .max_json_response_size(frame::MAX_MESSAGE_BYTES)
+        .max_sse_event_size(frame::MAX_MESSAGE_BYTES)
         .reinit_on_expired_session(true)
 }
 

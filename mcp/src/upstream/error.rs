@@ -161,6 +161,19 @@ pub(crate) fn call_error(server: &str, error: &rmcp::ServiceError) -> ToolError 
             "the MCP server {server} answered with error {}: {}",
             data.code.0, data.message
         )),
+        // A URL server's answer over rmcp's limit: answering again would not help.
+        ServiceError::TransportSend(e)
+            if matches!(
+                e.error
+                    .downcast_ref::<StreamableHttpError<reqwest::Error>>(),
+                Some(StreamableHttpError::ResponseBodyTooLarge { .. })
+            ) =>
+        {
+            upstream_error(format!(
+                "the MCP server {server} answered with a message over {}, the most toolgate reads from an MCP server; the answer was dropped",
+                super::frame::limit_text()
+            ))
+        }
         ServiceError::TransportClosed | ServiceError::TransportSend(_) => unavailable(format!(
             "the connection to the MCP server {server} broke during the call ({}); it is being restarted, try again",
             chain(error)
