@@ -64,6 +64,8 @@ async fn plugin_tools_are_registered_by_name_from_the_plugin() {
             "crash",
             "echo",
             "fail",
+            "forge_frame",
+            "huge_output",
             "multimodal",
             "panic",
             "progress",
