@@ -707,6 +707,40 @@ mod tests {
         assert_eq!(model_name(&exact, NameProfile::Openai), exact);
     }
 
+    fn tool(name: &str) -> Arc<dyn Tool> {
+        Arc::new(crate::search::CatalogOnly {
+            spec: ToolSpec::new(name, "", serde_json::json!({"type": "object"})),
+        })
+    }
+
+    #[test]
+    fn external_tools_that_collide_are_left_out_whatever_their_order() {
+        let source = ToolSource::External {
+            name: "MCP server s".into(),
+        };
+        for order in [["s.a.b", "s.a_b"], ["s.a_b", "s.a.b"]] {
+            let mut registry = Registry::new(NameProfile::Openai);
+            registry
+                .insert(tool("s_native"), ToolSource::Native, false)
+                .unwrap();
+            let tools = order
+                .iter()
+                .chain(&["s.native", "s.alias", "s.ok"])
+                .map(|n| (source.clone(), tool(n), false))
+                .collect();
+            let taken = HashMap::from([("s_alias".to_owned(), "an alias".to_owned())]);
+            registry.insert_external(tools, &taken);
+            let names: Vec<&str> = registry.entries().map(|(n, _)| n).collect();
+            assert_eq!(names, ["s.ok", "s_native"]);
+            let left_out: Vec<&str> = registry
+                .left_out()
+                .iter()
+                .map(|l| l.tool.as_str())
+                .collect();
+            assert_eq!(left_out, [order[0], order[1], "s.native", "s.alias"]);
+        }
+    }
+
     #[test]
     fn openai_mapping_of_a_long_name_is_a_fixed_hash_suffix() {
         // Pinned: a model-facing name must not change between releases.
