@@ -84,7 +84,9 @@ impl EngineBuilder {
     }
 
     /// Registers the tools of one named source that the host program brings (the tools of an
-    /// upstream MCP server, say), checked like every other tool (N1-N3, N6). `source` names
+    /// upstream MCP server, say), checked like every other tool (N1-N3, N6) but never failing
+    /// the build: a tool that breaks a rule, or whose model-facing name another tool, an alias
+    /// or a built-in has, is left out with a warning ([`Registry::left_out`](crate::registry::Registry::left_out)). `source` names
     /// them in errors and summaries ("MCP server time (stdio: mcp-server-time)"); `searchable`
     /// puts them in the search catalog behind `tool_search` (S1) instead of always showing them.
     pub fn tools_from(
