@@ -55,6 +55,7 @@
 //!
 //! The reference for every key is `docs/policy.md`; a test keeps it in step with the schema.
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod duration;
