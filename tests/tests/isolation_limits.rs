@@ -62,7 +62,7 @@ fn arguments_over_the_frame_limit_fail_their_call_at_once_naming_the_limit() {
     );
     let run = Toolgate::new(&["run", "--policy", &policy, "-"])
         .stdin(input)
-        .run_within(Duration::from_secs(120));
+        .run_within(Duration::from_secs(300));
     // Not `{run:?}`: its output holds the 257 MiB of arguments.
     assert_eq!(run.code, 0, "{}", run.stderr);
     let at = run

@@ -280,17 +280,21 @@ impl Supervisor {
             Ok(None) | Err(_) => {
                 let status = kill_and_reap(&mut child);
                 let stderr = tail_text(&tail);
-                let why = match (late, answer) {
-                    (true, _) => format!(
+                let why = if late {
+                    format!(
                         "was killed because loading the plugin took longer than {} s (the \
                          library's initialisers, its manifest or its init did not return)",
                         HELLO_TIMEOUT.as_secs()
-                    ),
-                    (false, Err(WorkerError::Protocol { what, .. })) => {
-                        format!("{what} (it {})", describe_exit(status))
-                    }
-                    (false, _) => format!(
-                        "ended while loading the plugin (it {}){}",
+                    )
+                } else {
+                    let what = match answer {
+                        // Its own words, without naming the worker again.
+                        Err(WorkerError::Protocol { what, .. }) => what,
+                        Err(e) => e.to_string(),
+                        Ok(_) => "ended while loading the plugin".to_string(),
+                    };
+                    format!(
+                        "{what} (it {}){}",
                         describe_exit(status),
                         self.spec
                             .memory_limit
@@ -299,7 +303,7 @@ impl Supervisor {
                              load the library",
                                 size(limit)
                             ))
-                    ),
+                    )
                 };
                 return Err(protocol(format!(
                     "{why}{}",
