@@ -218,7 +218,8 @@ fn an_unknown_tool_is_an_error_listing_the_plugins_tools() {
     assert_eq!(
         error(call("nope", "{}")),
         "plugin `testkit` has no tool named `nope`; its tools are: echo, sleep, stubborn_sleep, \
-         panic, fail, big_output, multimodal, progress, stream, crash, connect"
+         panic, fail, big_output, huge_output, forge_frame, multimodal, progress, stream, crash, \
+         connect"
     );
 }
 
