@@ -125,14 +125,21 @@ pub enum WorkerFrame {
     },
 }
 
-/// The files a worker may use once confined: the granted roots. The worker adds what it needs
-/// to load the library (the library itself, the system's library directories).
+/// What a worker may do once confined: the granted roots (the worker adds what it needs to
+/// load the library: the library itself, the system's library directories), and whether it
+/// may open Internet sockets and start processes.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Confine {
     /// Files and directories it may read.
     pub fs_read: Vec<PathBuf>,
     /// Files and directories it may read and write.
     pub fs_write: Vec<PathBuf>,
+    /// A `net` grant: it may open Internet sockets (never Unix ones).
+    #[serde(default)]
+    pub net: bool,
+    /// A `subprocess` grant: it may start processes and run programs.
+    #[serde(default)]
+    pub subprocess: bool,
 }
 
 /// A tool of the manifest frame.

@@ -22,9 +22,11 @@
 //!
 //! The worker runs with a cleared environment (only the granted variables), `no_new_privs`, the
 //! policy's `memory_limit` as its data limit (`RLIMIT_DATA`: its private writable memory, not
-//! address space it only reserves; see docs/plugins.md) and, when its plugin has no
-//! `net` grant, in a network namespace of its own ([`super::netns`]), all set between `fork` and
-//! `exec`. It ends when the host closes its stdin (the host exited, or dropped the plugin).
+//! address space it only reserves; see docs/plugins.md) and in namespaces of its own
+//! ([`super::sandbox`]: user, PID, mount, and network when its plugin has no `net` grant), all
+//! set between `fork` and `exec`; the worker confines itself further (Landlock, seccomp) before
+//! it loads the library (`crate::plugin_host`). It ends when the host closes its stdin (the host
+//! exited, or dropped the plugin).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -79,7 +81,7 @@ pub(crate) struct WorkerSpec {
     pub memory_limit: Option<u64>,
     /// The environment variables the worker keeps (everything else is cleared).
     pub env: Vec<String>,
-    /// The file roots the worker is confined to (Landlock), when the policy grants any.
+    /// What the worker is confined to (Landlock, seccomp): its grants.
     pub confine: Option<Confine>,
 }
 
@@ -280,30 +282,28 @@ impl Supervisor {
             Ok(None) | Err(_) => {
                 let status = kill_and_reap(&mut child);
                 let stderr = tail_text(&tail);
-                let why = if late {
+                // A worker that dies before it reads hello (the sandbox's first processes
+                // start under the limit too) may have died of it as well.
+                let hint = self.spec.memory_limit.map_or(String::new(), |limit| {
                     format!(
+                        "; its memory_limit of {} may be too small for it to start and load \
+                         the library",
+                        size(limit)
+                    )
+                });
+                let why = match (late, answer) {
+                    (true, _) => format!(
                         "was killed because loading the plugin took longer than {} s (the \
                          library's initialisers, its manifest or its init did not return)",
                         HELLO_TIMEOUT.as_secs()
-                    )
-                } else {
-                    let what = match answer {
-                        // Its own words, without naming the worker again.
-                        Err(WorkerError::Protocol { what, .. }) => what,
-                        Err(e) => e.to_string(),
-                        Ok(_) => "ended while loading the plugin".to_string(),
-                    };
-                    format!(
-                        "{what} (it {}){}",
-                        describe_exit(status),
-                        self.spec
-                            .memory_limit
-                            .map_or(String::new(), |limit| format!(
-                                "; its memory_limit of {} may be too small for it to start and \
-                             load the library",
-                                size(limit)
-                            ))
-                    )
+                    ),
+                    (false, Err(WorkerError::Protocol { what, .. })) => {
+                        format!("{what} (it {}){hint}", describe_exit(status))
+                    }
+                    (false, _) => format!(
+                        "ended while loading the plugin (it {}){hint}",
+                        describe_exit(status)
+                    ),
                 };
                 return Err(protocol(format!(
                     "{why}{}",
@@ -688,8 +688,9 @@ fn size(bytes: u64) -> String {
 }
 
 /// Sets the worker's limits between `fork` and `exec`, lets it inherit `inherit` (the sealed
-/// copy of a pinned library, under the same number) and, with `deny_net`, takes it off the
-/// network ([`super::netns`]; the child has one thread here, as a new user namespace needs).
+/// copy of a pinned library, under the same number) and puts it in namespaces of its own
+/// ([`super::sandbox`]; with `deny_net`, a network namespace too; the child has one thread
+/// here, as a new user namespace needs).
 fn confine(
     command: &mut Command,
     memory_limit: Option<u64>,
@@ -697,18 +698,22 @@ fn confine(
     deny_net: bool,
 ) {
     use std::os::unix::process::CommandExt;
+    // The program and environment the sandbox's first process runs, prepared here: the child
+    // may not allocate.
+    #[cfg(target_os = "linux")]
+    let sandbox = super::sandbox::Sandbox::new(
+        command.get_program(),
+        command
+            .get_envs()
+            .filter_map(|(name, value)| Some((name, value?))),
+        deny_net,
+    );
+    #[cfg(not(target_os = "linux"))]
+    let _ = deny_net;
     // SAFETY: the closure calls only async-signal-safe functions (setrlimit, prctl, fcntl,
-    // unshare, write) and does not allocate.
+    // and the sandbox's system calls) and does not allocate.
     unsafe {
         command.pre_exec(move || {
-            #[cfg(target_os = "linux")]
-            if deny_net && super::netns::leave_network().is_err() {
-                // stderr is the worker's already; its tail reaches a crash message.
-                let warning = super::netns::DECLARED_ONLY.as_bytes();
-                libc::write(libc::STDERR_FILENO, warning.as_ptr().cast(), warning.len());
-            }
-            #[cfg(not(target_os = "linux"))]
-            let _ = deny_net;
             if let Some(fd) = inherit
                 && libc::fcntl(fd, libc::F_SETFD, 0) != 0
             {
@@ -731,6 +736,11 @@ fn confine(
                 if libc::setrlimit(libc::RLIMIT_DATA, &rlimit) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }
+            }
+            // Last: the worker's other processes inherit the limits above.
+            #[cfg(target_os = "linux")]
+            if let Some(sandbox) = &sandbox {
+                sandbox.enter()?;
             }
             Ok(())
         });

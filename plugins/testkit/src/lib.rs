@@ -17,9 +17,12 @@
 //! | `stream` | `{count, delay_ms}` | streams `count` chunks `chunk i\n` (i from 1), `delay_ms` apart, then returns `streamed N chunks`; stops as soon as the host wants no more |
 //! | `crash` | `{how}` | brings its process down: `abort`, `segfault`, `oom`, `stack_overflow`, or `spin` (see [`Crash`]) |
 //! | `connect` | `{addr}` | opens a TCP connection to `addr` (`ip:port`) within 5 s and closes it; returns `connected to ADDR`, or fails with the system's error |
+//! | `escape` | `{how, ...}` | tries to get out of a worker's sandbox: signal, trace, connect to a Unix socket, read a file or other processes' environments, start processes or run programs (see [`Escape`]) |
 //!
-//! `crash` and `forge_frame` exist to test process isolation (`isolation: process`): call them
-//! only in a worker process. In process `crash` takes the host down with it, as it is meant to.
+//! `crash`, `forge_frame` and `escape` exist to test process isolation (`isolation: process`):
+//! call them only in a worker process. In process `crash` takes the host down with it, as it is
+//! meant to; `escape` is what a hostile plugin would do, and in process (or unconfined) it may
+//! kill the host or other processes.
 //!
 //! Its configuration may hold `init_sleep_ms`: its `init` then sleeps that long, as a plugin
 //! whose loading hangs.
@@ -31,6 +34,9 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use toolgate_plugin_api::serde_json::Value;
 use toolgate_plugin_api::{CallContext, NoArgs, Tool, ToolError, ToolOutput, json};
+
+mod escape;
+pub use escape::{Escape, FORK_MAX, FORKED_LIFETIME};
 
 /// The message the `panic` tool panics with.
 pub const PANIC_MESSAGE: &str = "deliberate panic from the testkit `panic` tool";
@@ -461,6 +467,26 @@ toolgate_plugin_api::export_plugin! {
                 "properties": {"addr": {"type": "string", "description": "ip:port"}},
                 "required": ["addr"],
                 "additionalProperties": false
+            })),
+        Tool::new("escape", escape::escape)
+            .description("Try to get out of the worker's sandbox (signal, trace, Unix sockets, files, other processes' environments, processes); for testing isolation only.")
+            .parameters(json!({
+                "type": "object",
+                "properties": {
+                    "how": {
+                        "type": "string",
+                        "enum": ["kill_parent", "kill", "ptrace", "unix_connect", "abstract_connect", "read", "scan_environ", "fork", "run"]
+                    },
+                    "pid": {"type": "integer"},
+                    "signal": {"type": "integer", "description": "for kill; SIGKILL by default"},
+                    "path": {"type": "string"},
+                    "program": {"type": "string"},
+                    "name": {"type": "string"},
+                    "needle": {"type": "string"},
+                    "count": {"type": "integer", "minimum": 0, "maximum": FORK_MAX},
+                    "tag": {"type": "string", "maxLength": 15}
+                },
+                "required": ["how"]
             })),
     ],
 }
