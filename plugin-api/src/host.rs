@@ -9,10 +9,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::abi::{
-    self, ABI_VERSION, ENTRY_SYMBOL, EntryFn, OwnedBuf, PluginVTable, STATUS_ERROR,
-    STATUS_INVALID_ARGUMENTS, STATUS_OK, STATUS_PANIC, StrRef, VTABLE_SIZE, VTABLE_V1_SIZE,
-    VTableHeader,
+    self, ABI_VERSION, ENTRY_SYMBOL, EntryFn, OwnedBuf, PluginVTable, STATUS_OK, STATUS_PANIC,
+    StrRef, VTABLE_SIZE, VTABLE_V1_SIZE, VTableHeader,
 };
+use crate::decode::decode_outcome;
 use crate::load_error::{LoadError, ManifestProblem, OpenError, TableProblem};
 use crate::manifest::{Capabilities, Manifest};
 use crate::part::Part;
@@ -353,6 +353,17 @@ impl LoadedPlugin {
         cancel: &CancelFlag,
         progress: &mut dyn FnMut(&str),
     ) -> PluginOutcome {
+        self.call_kept(tool, arguments, cancel, progress, None)
+    }
+
+    fn call_kept(
+        &self,
+        tool: &str,
+        arguments: &str,
+        cancel: &CancelFlag,
+        progress: &mut dyn FnMut(&str),
+        keep: Option<u64>,
+    ) -> PluginOutcome {
         let mut sink = ProgressSink {
             callback: progress,
             panic: None,
@@ -374,7 +385,7 @@ impl LoadedPlugin {
                 &mut out,
             )
         };
-        let outcome = self.take_outcome(status, out, tool);
+        let outcome = self.take_outcome(status, out, tool, keep);
         if let Some(payload) = sink.panic {
             resume_unwind(payload);
         }
@@ -385,11 +396,17 @@ impl LoadedPlugin {
 impl LoadedPlugin {
     /// Decodes what a call wrote into `out` and frees the buffer with the plugin's own
     /// `free_buf`.
-    fn take_outcome(&self, status: u32, out: OwnedBuf, tool: &str) -> PluginOutcome {
+    fn take_outcome(
+        &self,
+        status: u32,
+        out: OwnedBuf,
+        tool: &str,
+        keep: Option<u64>,
+    ) -> PluginOutcome {
         let outcome = {
             // SAFETY: the plugin wrote `out` (or left it empty); we free it right after.
             let bytes = unsafe { out.as_bytes() };
-            decode_outcome(status, bytes, &self.name, tool)
+            decode_outcome(status, bytes, &self.name, tool, keep)
         };
         // SAFETY: `out` was written by this plugin and is not used again.
         unsafe { (self.table.free_buf)(out) };
@@ -406,7 +423,8 @@ impl LoadedPlugin {
     /// [`LoadedPlugin::call`], with `chunk` receiving the text the tool streams, in order, on
     /// this thread, before the call returns; the parts of the outcome follow that text.
     /// `chunk` returns `false` to ask the tool to stop (it is told [`abi::CHUNK_STOP`]). A
-    /// plugin that cannot stream is simply called, and `chunk` never runs.
+    /// plugin that cannot stream is simply called, and `chunk` never runs. `keep`: at most this
+    /// many characters of the outcome's text parts are kept, the rest is dropped unread.
     pub fn call_streaming(
         &self,
         tool: &str,
@@ -414,9 +432,10 @@ impl LoadedPlugin {
         cancel: &CancelFlag,
         progress: &mut dyn FnMut(&str),
         chunk: &mut dyn FnMut(&str) -> bool,
+        keep: Option<u64>,
     ) -> PluginOutcome {
         let Some(call_streaming) = self.table.call_streaming else {
-            return self.call(tool, arguments, cancel, progress);
+            return self.call_kept(tool, arguments, cancel, progress, keep);
         };
         let mut progress_sink = ProgressSink {
             callback: progress,
@@ -446,7 +465,7 @@ impl LoadedPlugin {
                 &mut out,
             )
         };
-        let outcome = self.take_outcome(status, out, tool);
+        let outcome = self.take_outcome(status, out, tool, keep);
         if let Some(payload) = progress_sink.panic.or(chunk_sink.panic) {
             resume_unwind(payload);
         }
@@ -561,25 +580,6 @@ unsafe extern "C" fn progress_trampoline(context: *mut c_void, message: StrRef) 
     }
 }
 
-fn decode_outcome(status: u32, bytes: &[u8], plugin: &str, tool: &str) -> PluginOutcome {
-    let text = || String::from_utf8_lossy(bytes).into_owned();
-    match status {
-        STATUS_OK => match serde_json::from_slice::<Vec<Part>>(bytes) {
-            Ok(parts) => PluginOutcome::Ok(parts),
-            Err(err) => PluginOutcome::Error(format!(
-                "plugin {plugin} returned malformed output for tool `{tool}`: {err}"
-            )),
-        },
-        STATUS_ERROR => PluginOutcome::Error(text()),
-        STATUS_INVALID_ARGUMENTS => PluginOutcome::InvalidArguments(text()),
-        STATUS_PANIC => PluginOutcome::Panic(text()),
-        other => PluginOutcome::Error(format!(
-            "plugin {plugin} returned unknown status {other} for tool `{tool}`: {}",
-            text()
-        )),
-    }
-}
-
 /// Calls a table function that fills one buffer, and returns its status and bytes.
 fn fill(table: &PluginVTable, call: impl FnOnce(*mut OwnedBuf) -> u32) -> (u32, Vec<u8>) {
     let mut out = OwnedBuf::EMPTY;
@@ -685,6 +685,7 @@ fn start(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::abi::STATUS_ERROR;
     use crate::manifest::ToolManifest;
 
     fn manifest(tools: &[(&str, serde_json::Value)]) -> Manifest {
@@ -719,24 +720,6 @@ mod tests {
             validate_manifest(&m),
             Err(ManifestProblem::ParametersNotObject { tool }) if tool == "a"
         ));
-    }
-
-    #[test]
-    fn an_unknown_status_becomes_an_error_naming_it() {
-        let outcome = decode_outcome(77, b"huh", "p", "t");
-        assert_eq!(
-            outcome,
-            PluginOutcome::Error("plugin p returned unknown status 77 for tool `t`: huh".into())
-        );
-    }
-
-    #[test]
-    fn malformed_ok_output_becomes_an_error() {
-        let outcome = decode_outcome(STATUS_OK, b"not json", "p", "t");
-        let PluginOutcome::Error(message) = outcome else {
-            panic!("expected an error, got {outcome:?}");
-        };
-        assert!(message.starts_with("plugin p returned malformed output for tool `t`"));
     }
 
     #[test]

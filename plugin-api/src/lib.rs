@@ -253,6 +253,8 @@ pub use serde_json;
 pub use serde_json::json;
 
 #[cfg(feature = "host")]
+mod decode;
+#[cfg(feature = "host")]
 mod host;
 #[cfg(feature = "host")]
 mod libfile;
