@@ -338,7 +338,7 @@ impl PluginSpec {
     pub const DEFAULT_MAX_THREADS: usize = 16;
 
     /// The default `max_queued`: room for a turn of 16,000 calls to one plugin. A waiting call
-    /// costs the queue a few dozen bytes (its task is the caller's in any case).
+    /// costs the queue about a hundred bytes (its task is the caller's in any case).
     pub const DEFAULT_MAX_QUEUED: usize = 16_384;
 
     /// A plugin at `location` with every other setting at its default.
