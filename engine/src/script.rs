@@ -6,11 +6,15 @@
 //! and has explicit limits on operations, call depth, expression depth, string, array and map
 //! sizes, because Rhai's defaults differ between debug and release builds.
 //!
-//! Scripts run on tokio's blocking pool, never on a runtime worker, so a slow script holds up
-//! no other call. Each run has a wall-clock bound of its own (`dispatch.script_timeout`, default
-//! 1 s), also when the call has no timeout; the call's deadline and cancellation are checked too.
-//! A script past its bound ends with a `tool_policy_panic` that names the bound; a script past
-//! the call's deadline makes the call a `timeout`.
+//! Scripts run on a bounded pool of threads of their own (`pool`), never on a runtime worker,
+//! so a slow script holds up no other call. Each run has a wall-clock bound of its own
+//! (`dispatch.script_timeout`, default 1 s) that counts from when the hook asked for it, also
+//! when the call has no timeout; the call's deadline and cancellation are checked too. The
+//! operation limit counts the whole run, callbacks (`sort` comparators, `map` closures)
+//! included, and a limit once hit fails the run even where a native function swallowed the
+//! error; native functions that would allocate past the size limits or block check first
+//! (`limits`). A script past its bound ends with a `tool_policy_panic` that names the bound; a
+//! script past the call's deadline makes the call a `timeout`.
 //!
 //! Every script sees these variables: `tool` (the real tool name), `model_name` (the name the
 //! model used), `args` (the arguments, a map), `call_id` and `session` (`()` without one).
@@ -23,18 +27,27 @@
 //! | `after` | `outcome` = `#{duration_ms, queued_ms, is_error, error_kind, error, chars, truncated}` | ignored |
 //! | `unknown_tool` | `suggestions` (array of names) | the text answer, or `()` for the default |
 
-use std::cell::RefCell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rhai::{AST, Dynamic, Engine, EvalAltResult, Scope};
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use toolgate_policy::{Hook, ScriptSource, Scripts};
 
 use crate::call::{Invocation, panic_message};
 use crate::error::{BuildError, CallError, ScriptSyntaxError};
+
+mod limits;
+mod pool;
+
+use limits::Budget;
+use pool::ScriptPool;
+
+use crate::plugin::pool::Finishing;
+use crate::plugin::wait;
 
 /// Resource limits for policy scripts. The defaults are the same in debug and release builds.
 #[derive(Debug, Clone, PartialEq)]
@@ -78,27 +91,6 @@ impl Default for ScriptLimits {
 /// The default wall-clock bound of one script run.
 pub(crate) const DEFAULT_SCRIPT_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// What bounds the script that runs on a thread.
-struct Bounds {
-    /// When the script's own bound passes.
-    bound: Instant,
-    /// The bound, for the message.
-    bound_len: Duration,
-    /// The call's deadline, if it has one.
-    call: Option<Instant>,
-    /// The call's cancellation (a clone of the call's token).
-    cancel: CancellationToken,
-}
-
-thread_local! {
-    /// The bounds of the script that runs on this thread.
-    static BUDGET: RefCell<Option<Bounds>> = const { RefCell::new(None) };
-}
-
-/// How many operations run between two looks at the clock: a single operation on a string of
-/// the largest allowed size takes about a millisecond.
-const CLOCK_EVERY_OPS: u64 = 16;
-
 /// Builds the sandboxed engine.
 fn sandbox(limits: &ScriptLimits) -> Engine {
     let mut engine = Engine::new_raw();
@@ -116,54 +108,19 @@ fn sandbox(limits: &ScriptLimits) -> Engine {
         .set_max_functions(limits.max_functions)
         .set_max_modules(0);
     engine.disable_symbol("eval");
-    engine.on_print(|s| tracing::info!(target: "toolgate::script", "{s}"));
-    engine.on_debug(|s, src, pos| tracing::debug!(target: "toolgate::script", ?src, %pos, "{s}"));
-    engine.on_progress(|ops| {
-        if ops % CLOCK_EVERY_OPS != 0 {
-            return None;
+    limits::register_checked_natives(&mut engine);
+    engine.on_print(|s| {
+        if let Some(line) = limits::log_line(s) {
+            tracing::info!(target: "toolgate::script", "{line}");
         }
-        BUDGET.with(|b| {
-            let b = b.borrow();
-            let b = b.as_ref()?;
-            let cancelled = b.cancel.is_cancelled();
-            let now = Instant::now();
-            if cancelled || b.call.is_some_and(|d| now >= d) {
-                Some(Dynamic::from(
-                    "the call's deadline passed while the script ran",
-                ))
-            } else if now >= b.bound {
-                Some(Dynamic::from(format!(
-                    "the script ran longer than its {} bound (dispatch.script_timeout)",
-                    toolgate_policy::format_duration(Some(b.bound_len))
-                )))
-            } else {
-                None
-            }
-        })
     });
+    engine.on_debug(|s, src, pos| {
+        if let Some(line) = limits::log_line(s) {
+            tracing::debug!(target: "toolgate::script", ?src, %pos, "{line}");
+        }
+    });
+    engine.on_progress(limits::on_progress);
     engine
-}
-
-/// Sets this thread's script budget for the duration of one evaluation.
-struct Budget;
-
-impl Budget {
-    fn enter(bound: Duration, deadline: Option<Instant>, cancel: &CancellationToken) -> Budget {
-        let bounds = Bounds {
-            bound: Instant::now() + bound,
-            bound_len: bound,
-            call: deadline,
-            cancel: cancel.clone(),
-        };
-        BUDGET.with(|b| *b.borrow_mut() = Some(bounds));
-        Budget
-    }
-}
-
-impl Drop for Budget {
-    fn drop(&mut self) {
-        BUDGET.with(|b| *b.borrow_mut() = None);
-    }
 }
 
 struct Compiled {
@@ -234,6 +191,10 @@ pub(crate) struct ScriptSet {
     engine: Arc<Engine>,
     /// The wall-clock bound of one run.
     timeout: Duration,
+    /// The operations one run may take, callbacks included.
+    max_operations: u64,
+    /// The threads the scripts run on.
+    pool: ScriptPool,
     rewrite: Option<Compiled>,
     before: Option<Compiled>,
     after: Option<Compiled>,
@@ -291,6 +252,8 @@ impl ScriptSet {
             unknown_tool: compile(Hook::UnknownTool, &scripts.unknown_tool)?,
             engine,
             timeout: DEFAULT_SCRIPT_TIMEOUT,
+            max_operations: limits.max_operations,
+            pool: ScriptPool::new(),
         })
     }
 
@@ -321,8 +284,10 @@ impl ScriptSet {
         }
     }
 
-    /// Runs a hook's script on the blocking pool. `None` when there is no such script. If the
-    /// caller stops waiting, the script still stops at its bound or at the call's cancellation.
+    /// Runs a hook's script on the script pool. `None` when there is no such script. The
+    /// run's bound counts from now; the caller has its answer by then (plus `pool::GRACE`).
+    /// If the caller stops waiting, the script still stops at its bound or at the call's
+    /// cancellation.
     async fn run(
         self: &Arc<Self>,
         hook: Hook,
@@ -331,24 +296,69 @@ impl ScriptSet {
         cancel: &CancellationToken,
     ) -> Option<Result<Dynamic, CallError>> {
         self.get(hook)?;
+        let policy_panic = |message: String| CallError::ToolPolicyPanic { hook, message };
+        let until = Instant::now() + self.timeout;
+        let Some(slot) = self.pool.slot() else {
+            return Some(Err(policy_panic(format!(
+                "the script did not run: {} scripts already wait for one of the {} script \
+                 threads",
+                pool::MAX_QUEUED,
+                self.pool.threads()
+            ))));
+        };
+        let (done, answer) = oneshot::channel();
         let set = self.clone();
         let cancel = cancel.clone();
-        let handle =
-            tokio::task::spawn_blocking(move || set.run_here(hook, scope, deadline, &cancel));
-        Some(match handle.await {
-            Ok(r) => r,
-            Err(e) => Err(CallError::ToolPolicyPanic {
-                hook,
-                message: format!("the script's thread failed: {e}"),
-            }),
-        })
+        let job = Box::new(move |finishing: &Finishing| {
+            let _slot = slot;
+            if done.is_closed() {
+                // Nobody waits for it any more.
+                return;
+            }
+            let result = if Instant::now() >= until {
+                Err(set.waited_past_bound(hook))
+            } else {
+                set.run_here(hook, scope, until, deadline, &cancel)
+            };
+            finishing.now();
+            let _ = done.send(result);
+        });
+        if let Err(e) = self.pool.submit(job) {
+            return Some(Err(policy_panic(format!(
+                "could not start a thread for the script: {e}"
+            ))));
+        }
+        let answer = wait::answer(answer, self.pool.caller_spin());
+        Some(
+            match tokio::time::timeout_at((until + pool::GRACE).into(), answer).await {
+                Ok(Some(result)) => result,
+                Ok(None) => Err(policy_panic(
+                    "the script's thread ended without an answer".into(),
+                )),
+                Err(_) => Err(self.waited_past_bound(hook)),
+            },
+        )
     }
 
-    /// Runs a hook's script on this thread, under its bounds.
+    /// The answer for a run that did not start or end within its bound.
+    fn waited_past_bound(&self, hook: Hook) -> CallError {
+        CallError::ToolPolicyPanic {
+            hook,
+            message: format!(
+                "the script did not finish within its {} bound (dispatch.script_timeout): all \
+                 {} script threads were busy",
+                toolgate_policy::format_duration(Some(self.timeout)),
+                self.pool.threads()
+            ),
+        }
+    }
+
+    /// Runs a hook's script on this thread, bounded by `until`.
     fn run_here(
         &self,
         hook: Hook,
         mut scope: Scope<'static>,
+        until: Instant,
         deadline: Option<Instant>,
         cancel: &CancellationToken,
     ) -> Result<Dynamic, CallError> {
@@ -356,12 +366,19 @@ impl ScriptSet {
         let Some(compiled) = self.get(hook) else {
             return Ok(Dynamic::UNIT);
         };
-        let _budget = Budget::enter(self.timeout, deadline, cancel);
+        let budget =
+            Budget::enter_until(until, self.timeout, deadline, cancel, self.max_operations);
         let result = catch_unwind(AssertUnwindSafe(|| {
             self.engine
                 .eval_ast_with_scope::<Dynamic>(&mut scope, &compiled.ast)
         }));
         match result {
+            // A limit hit inside a native function that swallowed the error (a `sort`
+            // comparator) fails the run all the same.
+            Ok(Ok(_)) if let Some(reason) = budget.tripped() => Err(policy_panic(format!(
+                "{}: {reason}",
+                compiled.file.display()
+            ))),
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => Err(policy_panic(describe(&e, compiled))),
             Err(panic) => Err(policy_panic(format!(
@@ -520,9 +537,7 @@ fn scope_for(call: CallView<'_>) -> Result<Scope<'static>, CallError> {
 
 fn describe(e: &EvalAltResult, compiled: &Compiled) -> String {
     let what = match e {
-        EvalAltResult::ErrorTooManyOperations(_) => {
-            "the script ran too many operations (is there an endless loop?)".to_string()
-        }
+        EvalAltResult::ErrorTooManyOperations(_) => limits::TOO_MANY_OPERATIONS.to_string(),
         EvalAltResult::ErrorStackOverflow(_) => {
             "the script called functions too deeply (is there endless recursion?)".to_string()
         }

@@ -1,5 +1,5 @@
-//! A call's outcome, decoded from the buffer the plugin wrote, with a cap on the text kept:
-//! the host decodes the plugin's JSON without copying the text past the cap. A text part's JSON
+//! A call's parts, decoded from the buffer the plugin wrote, with a cap on the text kept: the
+//! host decodes the plugin's JSON without copying the text past the cap. A text part's JSON
 //! string is borrowed from the plugin's buffer as it is (checked, not copied); only its first
 //! characters are unescaped into the part. Images are always kept whole; text parts after the
 //! cap is reached are dropped.
@@ -7,34 +7,7 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::abi::{STATUS_ERROR, STATUS_INVALID_ARGUMENTS, STATUS_OK, STATUS_PANIC};
-use crate::{Part, PluginOutcome};
-
-/// The outcome a call's `status` and output `bytes` mean; `keep`: see [`parts`].
-pub(crate) fn decode_outcome(
-    status: u32,
-    bytes: &[u8],
-    plugin: &str,
-    tool: &str,
-    keep: Option<u64>,
-) -> PluginOutcome {
-    let text = || String::from_utf8_lossy(bytes).into_owned();
-    match status {
-        STATUS_OK => match parts(bytes, keep) {
-            Ok(parts) => PluginOutcome::Ok(parts),
-            Err(err) => PluginOutcome::Error(format!(
-                "plugin {plugin} returned malformed output for tool `{tool}`: {err}"
-            )),
-        },
-        STATUS_ERROR => PluginOutcome::Error(text()),
-        STATUS_INVALID_ARGUMENTS => PluginOutcome::InvalidArguments(text()),
-        STATUS_PANIC => PluginOutcome::Panic(text()),
-        other => PluginOutcome::Error(format!(
-            "plugin {plugin} returned unknown status {other} for tool `{tool}`: {}",
-            text()
-        )),
-    }
-}
+use crate::Part;
 
 /// One part on the wire with its text left as raw JSON. The two kinds share one struct (not a
 /// tagged enum, which would buffer a copy of every string before it looks at the tag).
@@ -52,7 +25,7 @@ struct RawPart<'a> {
 
 /// Decodes a JSON list of parts, keeping at most `keep` characters of text across the text
 /// parts (`None`: all of it).
-fn parts(bytes: &[u8], keep: Option<u64>) -> Result<Vec<Part>, serde_json::Error> {
+pub(crate) fn parts(bytes: &[u8], keep: Option<u64>) -> Result<Vec<Part>, serde_json::Error> {
     match keep {
         None => serde_json::from_slice(bytes),
         Some(keep) => parts_kept(bytes, keep),
@@ -140,24 +113,6 @@ fn cut(mut text: String, chars: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn an_unknown_status_becomes_an_error_naming_it() {
-        let outcome = decode_outcome(77, b"huh", "p", "t", None);
-        assert_eq!(
-            outcome,
-            PluginOutcome::Error("plugin p returned unknown status 77 for tool `t`: huh".into())
-        );
-    }
-
-    #[test]
-    fn malformed_ok_output_becomes_an_error() {
-        let outcome = decode_outcome(STATUS_OK, b"not json", "p", "t", None);
-        let PluginOutcome::Error(message) = outcome else {
-            panic!("expected an error, got {outcome:?}");
-        };
-        assert!(message.starts_with("plugin p returned malformed output for tool `t`"));
-    }
 
     fn wire(parts: &[Part]) -> Vec<u8> {
         serde_json::to_vec(parts).expect("parts encode")

@@ -33,6 +33,8 @@ fn testkit_lists_exactly_its_contract_tools_in_order() {
             "panic",
             "fail",
             "big_output",
+            "huge_output",
+            "forge_frame",
             "multimodal",
             "progress",
             "stream",

@@ -318,8 +318,8 @@ pub struct PluginSpec {
     pub max_queued: usize,
     /// Where the plugin runs: in the host's process (default) or in a worker process.
     pub isolation: Isolation,
-    /// Under `isolation: process`, the worker's address-space limit in bytes (`memory_limit:
-    /// 512MiB`); `None` = no limit.
+    /// Under `isolation: process`, the worker's memory limit in bytes (`memory_limit: 512MiB`),
+    /// set as its data limit (`RLIMIT_DATA`); `None` = no limit.
     pub memory_limit: Option<u64>,
     /// The SHA-256 of the library, 64 lowercase hex digits: a library with another hash is
     /// refused at load.

@@ -283,6 +283,8 @@ fn the_inspector_lists_the_tools_over_stdio() {
             "crash",
             "echo",
             "fail",
+            "forge_frame",
+            "huge_output",
             "multimodal",
             "panic",
             "progress",

@@ -2,12 +2,14 @@
 
 use toolgate_e2e::{repo_path, testkit_policy, toolgate};
 
-const TESTKIT_TOOLS: [&str; 11] = [
+const TESTKIT_TOOLS: [&str; 13] = [
     "big_output",
     "connect",
     "crash",
     "echo",
     "fail",
+    "forge_frame",
+    "huge_output",
     "multimodal",
     "panic",
     "progress",

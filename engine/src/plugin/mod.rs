@@ -24,11 +24,15 @@
 mod admission;
 #[cfg(target_os = "linux")]
 pub(crate) mod landlock;
-#[cfg(target_os = "linux")]
-pub(crate) mod netns;
+mod pidfd;
 mod pinned;
-mod pool;
-mod wait;
+// Also the script pool's (`script::pool`).
+pub(crate) mod pool;
+#[cfg(target_os = "linux")]
+pub(crate) mod sandbox;
+#[cfg(target_os = "linux")]
+pub(crate) mod seccomp;
+pub(crate) mod wait;
 pub use pinned::hash_file;
 pub(crate) mod worker;
 
@@ -239,9 +243,20 @@ pub(crate) fn load(spec: &PluginSpec, program: &Path) -> Result<Loaded, BuildErr
                 grants: grants.clone(),
                 config,
                 memory_limit: spec.memory_limit,
-                confine: spec.grants.as_ref().map(|g| Confine {
-                    fs_read: g.fs_read.clone(),
-                    fs_write: g.fs_write.clone(),
+                // Always confined: without `grants:`, nothing is granted.
+                confine: Some(Confine {
+                    fs_read: spec
+                        .grants
+                        .as_ref()
+                        .map(|g| g.fs_read.clone())
+                        .unwrap_or_default(),
+                    fs_write: spec
+                        .grants
+                        .as_ref()
+                        .map(|g| g.fs_write.clone())
+                        .unwrap_or_default(),
+                    net: !grants.net.is_empty(),
+                    subprocess: grants.subprocess,
                 }),
                 env: spec
                     .grants

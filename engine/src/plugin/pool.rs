@@ -138,9 +138,14 @@ impl Pool {
 
     /// The same, with threads that wait for the next job as `wait` says.
     pub(crate) fn with_wait(plugin: &str, max_threads: usize, wait: Wait) -> Pool {
+        Pool::named(format!("toolgate-plugin-{plugin}"), max_threads, wait)
+    }
+
+    /// A pool whose threads carry `thread_name` (the script pool's, `toolgate-script`).
+    pub(crate) fn named(thread_name: String, max_threads: usize, wait: Wait) -> Pool {
         Pool {
             shared: Arc::new(Shared {
-                thread_name: format!("toolgate-plugin-{plugin}"),
+                thread_name,
                 max_threads: max_threads.max(1),
                 state: Mutex::new(State::default()),
                 wake: Condvar::new(),

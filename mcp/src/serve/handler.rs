@@ -164,11 +164,12 @@ impl ServerHandler for Gateway {
             let mut updates = self.shared.progress.register(&call_id);
             let peer = context.peer.clone();
             tokio::spawn(async move {
-                let mut step = 0.0;
-                while let Some(message) = updates.recv().await {
-                    step += 1.0;
-                    let note =
-                        ProgressNotificationParam::new(token.clone(), step).with_message(message);
+                // One notification at a time; updates that come meanwhile wait as one (see
+                // `progress`), so a client that reads slowly or not at all costs one message.
+                while updates.changed().await.is_ok() {
+                    let latest = updates.borrow_and_update().clone();
+                    let note = ProgressNotificationParam::new(token.clone(), latest.count as f64)
+                        .with_message(latest.message);
                     if peer.notify_progress(note).await.is_err() {
                         break;
                     }
@@ -182,6 +183,9 @@ impl ServerHandler for Gateway {
             .dispatch_with_cancel(&session, std::slice::from_ref(&call), &context.ct)
             .await;
         if let Some(forward) = forward {
+            // The call is over. What waits is at most the notification being sent and the
+            // newest update (sent last, so the client sees where the tool got to): the result,
+            // or the timeout, follows at once.
             self.shared.progress.unregister(&call_id);
             let _ = forward.await;
         }

@@ -1,0 +1,91 @@
+//! The threads policy scripts run on: a bounded pool of their own, with the hand-off of the
+//! plugin pool (`plugin::pool`), instead of a `spawn_blocking` hop per hook.
+//!
+//! Scripts never run on a runtime worker. Each hook's run is a job for one of at most
+//! [`ScriptPool::threads`] threads, started lazily and kept (a thread idle for 30 s ends); a
+//! thread that finished a job of a back-to-back run spins briefly for the next, and the caller
+//! watches briefly for a quick script's answer (`plugin::wait`), so a hook costs no thread
+//! wake-up when calls come one after another. At most [`MAX_QUEUED`] jobs wait for a thread;
+//! one more is refused at once.
+//!
+//! The bound of a run (`dispatch.script_timeout`) counts from when the hook asked for it: a job
+//! that waited for a thread runs for what is left, and one that waited past its bound is
+//! refused without running. The caller stops waiting at the bound (plus [`GRACE`]) whatever the
+//! thread does, so a runaway script ties up one thread until its own bound and no caller
+//! longer than its own.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use crate::plugin::pool::{Job, Pool, Wait};
+use crate::plugin::wait::{self, Spin};
+
+/// How many jobs may wait for a thread, all hooks of the engine together.
+pub(crate) const MAX_QUEUED: usize = 1024;
+
+/// How long after a run's bound its caller still waits for the thread's own answer (which
+/// names the limit that ended it) before it answers for it.
+pub(crate) const GRACE: Duration = Duration::from_millis(50);
+
+/// The script threads of one engine.
+pub(crate) struct ScriptPool {
+    pool: Pool,
+    threads: usize,
+    /// Jobs queued or running.
+    in_flight: Arc<AtomicUsize>,
+}
+
+/// A job's place in the pool, given back when dropped.
+pub(crate) struct Slot(Arc<AtomicUsize>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl ScriptPool {
+    /// Twice the cores, at least 4 and at most 32 threads: scripts use the CPU only, but a
+    /// runaway one holds its thread until its bound, so a few more threads than cores keep
+    /// the others running meanwhile.
+    pub(crate) fn new() -> ScriptPool {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        ScriptPool::with_threads((cores * 2).clamp(4, 32))
+    }
+
+    /// A pool of at most `threads` threads (at least one).
+    pub(crate) fn with_threads(threads: usize) -> ScriptPool {
+        let threads = threads.max(1);
+        ScriptPool {
+            pool: Pool::named("toolgate-script".into(), threads, Wait::DEFAULT),
+            threads,
+            in_flight: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    /// At most this many scripts run at once.
+    pub(crate) fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// A place for one more job, or `None` when [`MAX_QUEUED`] jobs already wait.
+    pub(crate) fn slot(&self) -> Option<Slot> {
+        let before = self.in_flight.fetch_add(1, Ordering::AcqRel);
+        let slot = Slot(self.in_flight.clone());
+        (before < self.threads + MAX_QUEUED).then_some(slot)
+    }
+
+    /// Runs `job` on one of the threads; it must hold its [`Slot`] until it ends.
+    pub(crate) fn submit(&self, job: Job) -> std::io::Result<()> {
+        self.pool.submit(job)
+    }
+
+    /// How the caller of a job waits for its answer: watching for it first when the last
+    /// script was quick.
+    pub(crate) fn caller_spin(&self) -> Option<&Spin> {
+        self.pool
+            .ran_within(wait::CALLER_WAIT)
+            .then(|| self.pool.caller_spin())
+    }
+}
