@@ -66,8 +66,7 @@ pub enum HostFrame {
         args: String,
         /// Milliseconds the host will wait; past them it kills the worker. Informational.
         deadline_ms: Option<u64>,
-        /// Keep at most this many characters of the result's text parts: the worker drops the
-        /// rest as it receives the result, so it is neither held nor sent. Absent: all of it.
+        /// Keep at most this many characters of the result's text; the worker drops the rest.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         keep_chars: Option<u64>,
     },
@@ -587,16 +586,8 @@ impl Calls {
         take(&self.input, &self.pace)
     }
 
-    /// Runs one call (read at `read`) and sends its result.
-    fn run(
-        &self,
-        id: u64,
-        tool: &str,
-        args: &str,
-        flag: &CancelFlag,
-        read: u64,
-        keep_chars: Option<u64>,
-    ) {
+    /// Runs one call (read at `at`), keeping `keep` characters of its text; sends its result.
+    fn run(&self, id: u64, tool: &str, args: &str, flag: &CancelFlag, at: u64, keep: Option<u64>) {
         let send = &self.send;
         let mut progress = |message: &str| {
             // A closed pipe means the host is gone; nothing to tell.
@@ -618,7 +609,7 @@ impl Calls {
         };
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             self.plugin
-                .call_streaming(tool, args, flag, &mut progress, &mut chunk, keep_chars)
+                .call_streaming(tool, args, flag, &mut progress, &mut chunk, keep)
         }))
         .unwrap_or_else(|payload| {
             PluginOutcome::Panic(crate::panic::panic_message(payload.as_ref()))
@@ -628,7 +619,7 @@ impl Calls {
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&id);
         // Noted before the answer leaves: the next call may come right after it.
-        self.pace.ended(read, self.pace.now());
+        self.pace.ended(at, self.pace.now());
         let sent = send(&WorkerFrame::Result {
             id,
             outcome: outcome.into(),
