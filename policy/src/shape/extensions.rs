@@ -18,7 +18,7 @@ use super::values::{
 };
 
 /// One plugin: exactly one of name or path, plus optional config, searchable, max_threads,
-/// isolation, memory_limit, sha256 and grants.
+/// max_queued, isolation, memory_limit, sha256 and grants.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(
@@ -47,10 +47,15 @@ pub(crate) struct Plugin {
     /// Default false.
     pub searchable: Option<Flag>,
     /// At most this many calls of this plugin hold a thread at once, calls that ignored a
-    /// cancellation and still run included; one more fails at once with the error kind overloaded.
-    /// Default 16.
+    /// cancellation and still run included; more wait in the queue (max_queued). Default 16.
     #[schemars(range(min = 1), extend("x-expected" = "a whole number >= 1"))]
     pub max_threads: Option<Count>,
+    /// At most this many calls of this plugin wait for a thread when all max_threads are taken;
+    /// waiting calls are served fairly across sessions (in turn, oldest first within a session),
+    /// and their wait counts against their timeout. One more fails at once with the error kind
+    /// overloaded. 0: no queue. Default 16384.
+    #[schemars(range(min = 0), extend("x-expected" = "a whole number >= 0"))]
+    pub max_queued: Option<Count>,
     /// Where the plugin runs: in_process (default; loaded into the host, for plugins you trust) or
     /// process (loaded by a worker process, toolgate plugin-host: a segfault, abort, out-of-memory
     /// or endless loop costs the calls on that worker an error, plugin_crashed or timeout, and the
@@ -324,6 +329,10 @@ impl Plugin {
                 .max_threads
                 .and_then(|n| usize::try_from(n.0).ok())
                 .unwrap_or(model::PluginSpec::DEFAULT_MAX_THREADS),
+            max_queued: self
+                .max_queued
+                .and_then(|n| usize::try_from(n.0).ok())
+                .unwrap_or(model::PluginSpec::DEFAULT_MAX_QUEUED),
             isolation: match self.isolation {
                 Some(Isolation::Process) => model::Isolation::Process,
                 Some(Isolation::InProcess) | None => model::Isolation::InProcess,
