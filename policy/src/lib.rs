@@ -65,7 +65,6 @@ mod error;
 mod file;
 pub mod glob;
 mod load;
-mod mcp_servers;
 mod model;
 mod name;
 mod schema;

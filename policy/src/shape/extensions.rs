@@ -1,5 +1,4 @@
-//! The sections that add tools and change results: `plugins`, `reduction`, `search` and
-//! `mcp_servers`.
+//! The sections that add tools and change results: `plugins`, `reduction` and `search`.
 
 use std::collections::BTreeMap;
 
@@ -13,9 +12,7 @@ use crate::file::{MAX_CATALOG_FILE_BYTES, check_text_file};
 use crate::model::{self, parse_memory_limit};
 use crate::yaml::Node;
 
-use super::values::{
-    Count, DurationText, EnvTemplateText, Flag, GlobText, MAX_SAFE_INTEGER, Name, PathText, Size,
-};
+use super::values::{Count, Flag, GlobText, MAX_SAFE_INTEGER, Name, PathText, Size};
 
 /// One plugin: exactly one of name or path, plus optional config, searchable, max_threads,
 /// max_queued, isolation, memory_limit, sha256 and grants.
@@ -233,81 +230,6 @@ pub(crate) struct Embeddings {
     /// downloaded.
     pub model: PathText,
 }
-
-/// One upstream MCP server: a name and exactly one of command (a child process speaking MCP on
-/// stdio) or url (Streamable HTTP).
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-#[schemars(
-    inline,
-    extend(
-        "oneOf" = [
-            {
-                "required": ["command"],
-                "not": { "anyOf": [{ "required": ["url"] }, { "required": ["headers"] }] }
-            },
-            {
-                "required": ["url"],
-                "not": {
-                    "anyOf": [{ "required": ["command"] }, { "required": ["env"] }, { "required": ["cwd"] }]
-                }
-            }
-        ],
-        "x-expected" = "a name and exactly one of command (a child process, with optional env and cwd) or url (Streamable HTTP, with optional headers)"
-    )
-)]
-pub(crate) struct McpServer {
-    /// The first part of the server's tool names (time gives time.get_current_time): letters,
-    /// digits, _ and -, at most 64 bytes, unique among the servers.
-    #[schemars(
-        regex(pattern = r"^[A-Za-z0-9_-]{1,64}$"),
-        extend("x-expected" = "a server name of 1 to 64 letters, digits, _ and -")
-    )]
-    pub name: String,
-    /// The program and its arguments, run as a child process that speaks MCP on its standard input
-    /// and output. A relative program path containing / is resolved against the policy file's
-    /// directory; a bare name is looked up in PATH.
-    #[schemars(
-        length(min = 1),
-        extend("x-expected" = "a list: the program, then its arguments")
-    )]
-    pub command: Option<Vec<EnvTemplateText>>,
-    /// Environment variables set for the child process, on top of the environment it inherits.
-    #[schemars(extend("propertyNames" = { "pattern": "^[A-Za-z_][A-Za-z0-9_]*$" }))]
-    pub env: Option<BTreeMap<String, EnvValue>>,
-    /// The child process's working directory, relative to the policy file's directory. Default:
-    /// toolgate's own.
-    pub cwd: Option<PathText>,
-    /// The server's Streamable HTTP endpoint, an http:// or https:// URL.
-    #[schemars(
-        regex(pattern = r"^https?://[^\s$]*(\$\$[^\s$]*|\$\{[A-Za-z_][A-Za-z0-9_]*\}[^\s$]*)*$"),
-        extend(
-            "x-expected" = "an http:// or https:// URL (${NAME} takes the value of an environment variable, $$ is a $)"
-        )
-    )]
-    pub url: Option<String>,
-    /// HTTP headers sent with every request to the url.
-    #[schemars(extend("propertyNames" = { "pattern": "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$" }))]
-    pub headers: Option<BTreeMap<String, HeaderValue>>,
-    /// Put this server's tools in the search catalog (needs search) instead of always showing them.
-    /// Default false.
-    pub searchable: Option<Flag>,
-    /// How long starting the server may take: spawning or connecting, the MCP handshake and the
-    /// first tool list. none = no bound. Default 30s.
-    pub startup_timeout: Option<DurationText>,
-}
-
-/// The variable's value.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(transparent)]
-#[schemars(inline, extend("x-key" = "variable"))]
-pub(crate) struct EnvValue(pub EnvTemplateText);
-
-/// The header's value.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(transparent)]
-#[schemars(inline, extend("x-key" = "header"))]
-pub(crate) struct HeaderValue(pub EnvTemplateText);
 
 // ---- From the file's shape to the model -------------------------------------------------
 

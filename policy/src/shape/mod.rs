@@ -21,6 +21,7 @@
 
 mod build;
 mod extensions;
+mod mcp_servers;
 mod sections;
 mod values;
 
@@ -35,9 +36,10 @@ use serde_json::Value;
 use crate::model::{NameProfile, Policy};
 use crate::yaml::Node;
 
-pub(crate) use build::{Build, child, item, value_pos};
-pub(crate) use extensions::McpServer;
+pub(crate) use build::Build;
+use build::{child, item};
 use extensions::{Plugin, Reduction, Search};
+use mcp_servers::McpServer;
 use sections::{Alias, Dispatch, Rules, Scripts, Sessions, ToolOverride};
 use values::{Version, names_only};
 
@@ -143,7 +145,7 @@ impl PolicyFile {
             policy.search = Some(search.build(child(root, "search"), cx));
         }
         if let Some(servers) = self.mcp_servers {
-            policy.mcp_servers = crate::mcp_servers::load(servers, child(root, "mcp_servers"), cx);
+            policy.mcp_servers = mcp_servers::load(servers, child(root, "mcp_servers"), cx);
         }
         if let Some(sessions) = self.sessions {
             policy.sessions = sessions.build(child(root, "sessions"), cx);
