@@ -67,12 +67,12 @@ pub(crate) fn cap_parts(
 
 /// The limit layer: collects streams and applies the character cap. When reduction is on, the
 /// cap is off (R2) and streams are collected whole.
-pub(crate) struct LimitLayer {
+pub(crate) struct ResultCapLayer {
     /// Reduction owns result sizing: no cap.
     pub(crate) reduction: bool,
 }
 
-impl Layer for LimitLayer {
+impl Layer for ResultCapLayer {
     fn call<'a>(&'a self, inv: &'a mut Invocation, next: Next<'a>) -> BoxFuture<'a, CallResult> {
         Box::pin(async move {
             let cap = if self.reduction {
