@@ -286,6 +286,12 @@ fn a_plugin_without_config_gets_an_empty_object() {
 }
 
 #[test]
+fn a_plugin_config_written_empty_is_handed_over_as_null() {
+    let policy = load("version: 1\nplugins:\n  - name: fs\n    config:\n");
+    assert_eq!(policy.plugins[0].config, serde_json::Value::Null);
+}
+
+#[test]
 fn an_empty_reduction_section_turns_reduction_on_with_defaults() {
     assert_eq!(
         load("version: 1\nreduction: {}\n").reduction,

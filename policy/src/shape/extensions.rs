@@ -39,6 +39,10 @@ pub(crate) struct Plugin {
     pub path: Option<String>,
     /// Any value (mapping, list, scalar), handed to the plugin as JSON when it is loaded. Default
     /// {}.
+    #[expect(
+        dead_code,
+        reason = "describes the key; build() reads the value from the tree, which keeps a null"
+    )]
     pub config: Option<serde_json::Value>,
     /// Put this plugin's tools in the search catalog (needs search) instead of always showing them.
     /// Default false.
@@ -243,9 +247,12 @@ impl Plugin {
         };
         Some(model::PluginSpec {
             location,
-            config: self
-                .config
-                .unwrap_or_else(|| serde_json::Value::Object(serde_json::Map::new())),
+            // From the tree, not `self.config`: serde reads `config:` (null) as an absent
+            // `Option`, while the plugin is handed the null as written.
+            config: node.get("config").map_or_else(
+                || serde_json::Value::Object(serde_json::Map::new()),
+                |entry| entry.value.to_json(),
+            ),
             searchable: self.searchable.is_some_and(|f| f.0),
             max_threads: self
                 .max_threads
