@@ -12,6 +12,8 @@ mod catalog;
 mod cmd;
 mod conversation;
 mod error;
+#[cfg(test)]
+mod error_convention;
 mod output;
 mod stored_session;
 mod upstream;
