@@ -366,13 +366,8 @@ impl ScriptSet {
         let Some(compiled) = self.get(hook) else {
             return Ok(Dynamic::UNIT);
         };
-        let budget = Budget::enter_until(
-            until,
-            self.timeout,
-            deadline,
-            cancel,
-            self.max_operations,
-        );
+        let budget =
+            Budget::enter_until(until, self.timeout, deadline, cancel, self.max_operations);
         let result = catch_unwind(AssertUnwindSafe(|| {
             self.engine
                 .eval_ast_with_scope::<Dynamic>(&mut scope, &compiled.ast)

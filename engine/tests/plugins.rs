@@ -63,6 +63,7 @@ async fn plugin_tools_are_registered_by_name_from_the_plugin() {
             "connect",
             "crash",
             "echo",
+            "escape",
             "fail",
             "forge_frame",
             "huge_output",

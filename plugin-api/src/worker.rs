@@ -672,7 +672,7 @@ fn memory_limit_note() -> String {
         if read == 0 && limit.rlim_cur != libc::RLIM_INFINITY {
             let limit = limit.rlim_cur;
             let mib = 1024 * 1024;
-            let limit = if limit % mib == 0 {
+            let limit = if limit.is_multiple_of(mib) {
                 format!("{}MiB", limit / mib)
             } else {
                 format!("{limit} bytes")

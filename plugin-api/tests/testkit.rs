@@ -39,7 +39,8 @@ fn testkit_lists_exactly_its_contract_tools_in_order() {
             "progress",
             "stream",
             "crash",
-            "connect"
+            "connect",
+            "escape"
         ]
     );
 }
@@ -218,7 +219,8 @@ fn an_unknown_tool_is_an_error_listing_the_plugins_tools() {
     assert_eq!(
         error(call("nope", "{}")),
         "plugin `testkit` has no tool named `nope`; its tools are: echo, sleep, stubborn_sleep, \
-         panic, fail, big_output, multimodal, progress, stream, crash, connect"
+         panic, fail, big_output, huge_output, forge_frame, multimodal, progress, stream, crash, \
+         connect, escape"
     );
 }
 

@@ -230,6 +230,19 @@ fn without_grants_a_tool_cannot_read_a_file() {
     assert!(run.stdout.contains("Permission denied"), "{run:#?}");
 }
 
+#[test]
+fn without_grants_a_tool_cannot_read_shared_memory_of_other_processes() {
+    let segment = PathBuf::from(format!("/dev/shm/toolgate-escape-{}", std::process::id()));
+    std::fs::write(&segment, "shared secret").expect("a segment in /dev/shm");
+    let run = escape(
+        NO_GRANTS,
+        &serde_json::json!({"how": "read", "path": segment.display().to_string()}),
+    );
+    let _ = std::fs::remove_file(&segment);
+    assert_refused(&run);
+    assert!(run.stdout.contains("Permission denied"), "{run:#?}");
+}
+
 /// A process name that no other test uses.
 fn tag(test: &str) -> String {
     let nanos = std::time::SystemTime::now()
@@ -352,4 +365,27 @@ fn with_a_subprocess_grant_a_fork_bomb_stops_at_the_task_limit() {
         .expect("a count");
     assert!(started < 512, "{started} processes started");
     assert_eq!(left_after(&tag, Duration::from_secs(10)), Vec::<u32>::new());
+}
+
+#[test]
+fn without_a_subprocess_grant_a_tool_cannot_run_a_program() {
+    let run = escape(
+        "    grants:\n      net: [127.0.0.1]\n",
+        &serde_json::json!({"how": "run", "program": "/usr/bin/true"}),
+    );
+    assert_refused(&run);
+    assert!(run.stdout.contains("cannot run /usr/bin/true"), "{run:#?}");
+}
+
+#[test]
+fn with_a_subprocess_grant_a_tool_runs_a_program() {
+    let run = escape(
+        "    grants:\n      subprocess: true\n",
+        &serde_json::json!({"how": "run", "program": "/usr/bin/true"}),
+    );
+    run.assert_code(0);
+    assert!(
+        run.stdout.contains("/usr/bin/true ended: exit status: 0"),
+        "{run:#?}"
+    );
 }

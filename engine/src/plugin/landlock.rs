@@ -20,18 +20,29 @@ use toolgate_plugin_api::worker::Confine;
 /// The newest ABI whose file rights are asked for; older kernels get what they have.
 const FS_ABI: ABI = ABI::V5;
 
-/// Read anywhere under these, so the dynamic loader and the Rust runtime work: the system's
-/// libraries, the loader's cache, the worker's own `/proc/self` (the runtime reads its own
-/// maps; no other process's), and `/dev` (`/dev/null`, `/dev/urandom`).
-const SYSTEM_READ: [&str; 7] = [
+/// Read anywhere under these, so the dynamic loader and the Rust runtime work (and, with a
+/// `subprocess` grant, programs run): the system's libraries and programs, the loader's cache,
+/// the worker's own `/proc/self` (the runtime reads its own maps; no other process's), and
+/// the harmless devices. Not the rest of `/dev`: disks, the kernel log, `/dev/shm` (other
+/// processes' shared memory).
+const SYSTEM_READ: [&str; 13] = [
     "/usr",
     "/lib",
     "/lib64",
+    "/bin",
+    "/sbin",
     "/etc/ld.so.cache",
     "/proc/self",
-    "/dev",
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
     "/sys/devices/system/cpu",
 ];
+
+/// Written too: where a program's output goes when nobody wants it.
+const SYSTEM_WRITE: [&str; 1] = ["/dev/null"];
 
 /// Read too, with a `net` grant: what resolving a host name reads.
 const NET_READ: [&str; 5] = [
@@ -66,6 +77,10 @@ pub(crate) fn confine(library: &Path, confine: &Confine) -> Result<(), String> {
     }
     for root in SYSTEM_READ {
         ruleset = add(ruleset, Path::new(root), read(), false)?;
+    }
+    for file in SYSTEM_WRITE {
+        let write = read() | AccessFs::WriteFile;
+        ruleset = add(ruleset, Path::new(file), write, false)?;
     }
     if confine.net {
         for file in NET_READ {

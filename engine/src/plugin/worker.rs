@@ -282,6 +282,15 @@ impl Supervisor {
             Ok(None) | Err(_) => {
                 let status = kill_and_reap(&mut child);
                 let stderr = tail_text(&tail);
+                // A worker that dies before it reads hello (the sandbox's first processes
+                // start under the limit too) may have died of it as well.
+                let hint = self.spec.memory_limit.map_or(String::new(), |limit| {
+                    format!(
+                        "; its memory_limit of {} may be too small for it to start and load \
+                         the library",
+                        size(limit)
+                    )
+                });
                 let why = match (late, answer) {
                     (true, _) => format!(
                         "was killed because loading the plugin took longer than {} s (the \
@@ -289,18 +298,11 @@ impl Supervisor {
                         HELLO_TIMEOUT.as_secs()
                     ),
                     (false, Err(WorkerError::Protocol { what, .. })) => {
-                        format!("{what} (it {})", describe_exit(status))
+                        format!("{what} (it {}){hint}", describe_exit(status))
                     }
                     (false, _) => format!(
-                        "ended while loading the plugin (it {}){}",
-                        describe_exit(status),
-                        self.spec
-                            .memory_limit
-                            .map_or(String::new(), |limit| format!(
-                                "; its memory_limit of {} may be too small for it to start and \
-                             load the library",
-                                size(limit)
-                            ))
+                        "ended while loading the plugin (it {}){hint}",
+                        describe_exit(status)
                     ),
                 };
                 return Err(protocol(format!(

@@ -54,6 +54,11 @@ pub enum Escape {
         /// The text to look for.
         needle: String,
     },
+    /// Run a program (no arguments, output to `/dev/null`) and wait for it.
+    Run {
+        /// The program's path.
+        program: String,
+    },
     /// Start `count` processes that leave this one's session (a fork, `setsid`, a second fork,
     /// the middle process exits) and sleep [`FORKED_LIFETIME`] under the name `tag`.
     Fork {
@@ -86,6 +91,12 @@ pub(crate) fn escape(_ctx: &CallContext, args: Escape) -> Result<ToolOutput, Too
             .map_err(|err| ToolError::new(format!("cannot read {path}: {err}"))),
         Escape::ScanEnviron { needle } => scan_environ(&needle),
         Escape::Fork { count, tag } => fork(count, &tag),
+        Escape::Run { program } => std::process::Command::new(&program)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .status()
+            .map(|status| ToolOutput::text(format!("{program} ended: {status}")))
+            .map_err(|err| ToolError::new(format!("cannot run {program}: {err}"))),
     }
 }
 

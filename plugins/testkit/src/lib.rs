@@ -17,7 +17,7 @@
 //! | `stream` | `{count, delay_ms}` | streams `count` chunks `chunk i\n` (i from 1), `delay_ms` apart, then returns `streamed N chunks`; stops as soon as the host wants no more |
 //! | `crash` | `{how}` | brings its process down: `abort`, `segfault`, `oom`, `stack_overflow`, or `spin` (see [`Crash`]) |
 //! | `connect` | `{addr}` | opens a TCP connection to `addr` (`ip:port`) within 5 s and closes it; returns `connected to ADDR`, or fails with the system's error |
-//! | `escape` | `{how, ...}` | tries to get out of a worker's sandbox: signal, trace, connect to a Unix socket, read a file or other processes' environments, start processes (see [`Escape`]) |
+//! | `escape` | `{how, ...}` | tries to get out of a worker's sandbox: signal, trace, connect to a Unix socket, read a file or other processes' environments, start processes or run programs (see [`Escape`]) |
 //!
 //! `crash`, `forge_frame` and `escape` exist to test process isolation (`isolation: process`):
 //! call them only in a worker process. In process `crash` takes the host down with it, as it is
@@ -475,17 +475,19 @@ toolgate_plugin_api::export_plugin! {
                 "properties": {
                     "how": {
                         "type": "string",
-                        "enum": ["kill_parent", "kill", "ptrace", "unix_connect", "abstract_connect", "read", "scan_environ", "fork"]
+                        "enum": ["kill_parent", "kill", "ptrace", "unix_connect", "abstract_connect", "read", "scan_environ", "fork", "run"]
                     },
                     "pid": {"type": "integer"},
                     "signal": {"type": "integer", "description": "for kill; SIGKILL by default"},
                     "path": {"type": "string"},
+                    "program": {"type": "string"},
                     "name": {"type": "string"},
                     "needle": {"type": "string"},
                     "count": {"type": "integer", "minimum": 0, "maximum": FORK_MAX},
                     "tag": {"type": "string", "maxLength": 15}
                 },
-                "required": ["how"]
+                "required": ["how"],
+                "additionalProperties": false
             })),
     ],
 }
