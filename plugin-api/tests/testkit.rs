@@ -372,6 +372,7 @@ fn stream_sends_its_chunks_then_returns_its_result() {
             chunks.push(chunk.to_string());
             true
         },
+        None,
     );
     assert_eq!(chunks, ["chunk 1\n", "chunk 2\n", "chunk 3\n"]);
     assert_eq!(text(outcome), "streamed 3 chunks");
@@ -389,6 +390,7 @@ fn a_host_that_wants_no_more_chunks_stops_the_stream() {
             chunks += 1;
             chunks < 3
         },
+        None,
     );
     assert_eq!(chunks, 3, "no chunk after the host said stop");
     assert_eq!(error(outcome), "cancelled");
