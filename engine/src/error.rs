@@ -1,6 +1,15 @@
 //! Typed errors. [`CallError`] is what one tool call can fail with; its [`CallError::kind`] is a
 //! stable snake_case name that the command line prints and scripts see. [`BuildError`] is why an
 //! engine could not be built from a policy. [`TurnError`] aborts a turn under `on_error: fail`.
+//!
+//! The workspace's one rule for causes: a cause is either in an error's message or in its
+//! `source()`, never both. A typed cause is the `source()`, and `Display` says only what its
+//! own layer knows; to show a person or the model the whole story, print the chain with
+//! [`Chain`]. A message keeps its cause as text only where it must stand alone (a plugin's
+//! error crosses the ABI as text; [`TurnError`] and [`CallError`] are messages for the model)
+//! or where the cause repeats its own sources (`object_store`'s errors); then `source()`
+//! returns none. The plugin loader's `LoadError` and the policy's `FileError` are still of the
+//! second kind: their text says what is wrong with the file, cause included.
 
 use std::path::PathBuf;
 use std::time::Duration;
