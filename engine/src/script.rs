@@ -42,6 +42,8 @@ use crate::error::{BuildError, CallError, ScriptSyntaxError};
 
 mod limits;
 mod pool;
+#[cfg(test)]
+mod tests;
 
 use limits::Budget;
 use pool::ScriptPool;
@@ -302,7 +304,7 @@ impl ScriptSet {
             return Some(Err(policy_panic(format!(
                 "the script did not run: {} scripts already wait for one of the {} script \
                  threads",
-                pool::MAX_QUEUED,
+                self.pool.max_queued(),
                 self.pool.threads()
             ))));
         };
@@ -366,13 +368,8 @@ impl ScriptSet {
         let Some(compiled) = self.get(hook) else {
             return Ok(Dynamic::UNIT);
         };
-        let budget = Budget::enter_until(
-            until,
-            self.timeout,
-            deadline,
-            cancel,
-            self.max_operations,
-        );
+        let budget =
+            Budget::enter_until(until, self.timeout, deadline, cancel, self.max_operations);
         let result = catch_unwind(AssertUnwindSafe(|| {
             self.engine
                 .eval_ast_with_scope::<Dynamic>(&mut scope, &compiled.ast)
@@ -385,6 +382,11 @@ impl ScriptSet {
                 compiled.file.display()
             ))),
             Ok(Ok(v)) => Ok(v),
+            // The limit, however Rhai wrapped it (a callback's error inside its caller's).
+            Ok(Err(e)) if let Some(reason) = budget.tripped() => Err(policy_panic(format!(
+                "{}: {reason}",
+                compiled.locate(e.position())
+            ))),
             Ok(Err(e)) => Err(policy_panic(describe(&e, compiled))),
             Err(panic) => Err(policy_panic(format!(
                 "the script engine panicked: {}",

@@ -228,11 +228,13 @@ pub(crate) fn register_checked_natives(engine: &mut Engine) {
             sleep_checked(u64::try_from(seconds).map_or(Duration::ZERO, Duration::from_secs))
         })
         .register_fn("sleep", |seconds: FLOAT| {
-            sleep_checked(Duration::try_from_secs_f64(seconds).unwrap_or(if seconds > 0.0 {
-                Duration::MAX
-            } else {
-                Duration::ZERO
-            }))
+            sleep_checked(
+                Duration::try_from_secs_f64(seconds).unwrap_or(if seconds > 0.0 {
+                    Duration::MAX
+                } else {
+                    Duration::ZERO
+                }),
+            )
         });
 }
 
@@ -300,6 +302,8 @@ fn sleep_checked(wanted: Duration) -> Result<(), Box<EvalAltResult>> {
         }
         Some(Err(reason)) => Err(trip(reason)),
         // Outside a run there is no bound to keep: no sleep either.
-        None => Err(trip("sleep is only available to a bounded script run".into())),
+        None => Err(trip(
+            "sleep is only available to a bounded script run".into(),
+        )),
     }
 }
