@@ -179,3 +179,45 @@ fn a_sleep_past_the_script_timeout_denies_the_call_at_once() {
         "would run past the script's 1s bound (dispatch.script_timeout)",
     );
 }
+
+/// The message of a run stopped at its memory limit.
+const HELD_TOO_MUCH: &str =
+    "the script held more than 64 MiB of memory (is it building ever larger values?)";
+
+#[test]
+fn a_map_that_collects_fresh_megabyte_strings_denies_the_call_at_the_memory_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    // 10,000 results of 1 MiB each, every one within the string limit: 10 GB in all.
+    let p = policy(
+        &dir,
+        "30s",
+        "before",
+        "let s = \"a\";\nwhile s.len() < 524288 { s += s; }\nlet a = [];\na.pad(10000, 0);\nlet b = a.map(|x| s + s);\ntrue",
+    );
+    assert_denied(&call_echo(&p), HELD_TOO_MUCH);
+}
+
+#[test]
+fn a_for_each_that_grows_every_element_in_place_denies_the_call_at_the_memory_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = policy(
+        &dir,
+        "30s",
+        "before",
+        "let s = \"a\";\nwhile s.len() < 524288 { s += s; }\nlet a = [];\na.pad(10000, 0);\na.for_each(|| { this = s + s; });\ntrue",
+    );
+    assert_denied(&call_echo(&p), HELD_TOO_MUCH);
+}
+
+#[test]
+fn many_variables_of_a_megabyte_each_deny_the_call_at_the_memory_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let lets: String = (0..100).map(|i| format!("let v{i} = s + s;\n")).collect();
+    let p = policy(
+        &dir,
+        "30s",
+        "before",
+        &format!("let s = \"a\";\nwhile s.len() < 524288 {{ s += s; }}\n{lets}true"),
+    );
+    assert_denied(&call_echo(&p), HELD_TOO_MUCH);
+}
