@@ -221,3 +221,39 @@ fn many_variables_of_a_megabyte_each_deny_the_call_at_the_memory_limit() {
     );
     assert_denied(&call_echo(&p), HELD_TOO_MUCH);
 }
+
+#[test]
+fn print_lines_of_a_script_are_cut_and_counted_in_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    // 300 lines of 128 KiB: 39 MB of log uncut.
+    let p = policy(
+        &dir,
+        "30s",
+        "before",
+        "let s = \"a\";\nwhile s.len() < 131072 { s += s; }\nfor i in 0..300 { print(s); }\ntrue",
+    );
+    let run = Toolgate::new(&[
+        "-v",
+        "call",
+        "--policy",
+        p.to_str().expect("a UTF-8 path"),
+        "--json",
+        "echo",
+        r#"{"text": "hi"}"#,
+    ])
+    .run_within(Duration::from_secs(60));
+    run.assert_code(0);
+    assert!(
+        run.stderr.contains("... (131072 bytes in all)")
+            && run.stderr.contains(
+                "(the script's further print/debug lines of this run are dropped: at most 100 a run)"
+            ),
+        "{}",
+        &run.stderr[..run.stderr.len().min(2000)]
+    );
+    assert!(
+        run.stderr.len() < 1 << 20,
+        "{} bytes of log",
+        run.stderr.len()
+    );
+}
