@@ -17,7 +17,7 @@ use std::process::ExitCode;
 use toolgate::store::{IdError, ResultId, StoreError};
 use toolgate::{BuildError, TurnError};
 use toolgate_mcp::serve::ServeError;
-use toolgate_policy::PolicyError;
+use toolgate_policy::{MAX_DIAGNOSTICS, PolicyError};
 use toolgate_search::{CatalogError, IndexError, QueryError};
 
 /// Everything went well.
@@ -179,8 +179,8 @@ pub enum CliError {
     /// the MCP connection, watching the policy).
     #[error("cannot serve")]
     Serve(#[source] Box<toolgate_mcp::serve::ServeError>),
-    /// `validate`: upstream MCP servers of the policy that did not start, or tools of theirs
-    /// left out for their names.
+    /// `validate`: upstream MCP servers of the policy that did not start, tools of theirs
+    /// left out, or aliases of their tools that are not there.
     #[error("{policy}: {} upstream MCP server problem(s)", .problems.len())]
     Upstreams {
         /// The policy's name, for a server entry without a position.
@@ -423,13 +423,13 @@ impl CliError {
                 .map(CliError::report)
                 .collect::<Vec<_>>()
                 .join("\n"),
-            CliError::Policy(e) => e
-                .diagnostics()
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("\n"),
-            CliError::Build { policy, source } => build_lines(source, policy).join("\n"),
+            // At most MAX_DIAGNOSTICS lines, then how many more there were.
+            CliError::Policy(e) => e.to_string(),
+            CliError::Build { policy, source } => {
+                let mut omitted = 0;
+                let lines = build_lines(source, policy, &mut omitted);
+                capped_lines(lines, omitted)
+            }
             CliError::Upstreams { policy, problems } => problems
                 .iter()
                 .map(|p| match p.position {
@@ -466,9 +466,23 @@ fn chain(error: &(dyn StdError + 'static)) -> String {
     toolgate::error::Chain(error).to_string()
 }
 
+/// The first [`MAX_DIAGNOSTICS`] of `lines`, then how many more problems there were (those
+/// beyond them and `omitted` others not even listed).
+fn capped_lines(mut lines: Vec<String>, omitted: usize) -> String {
+    let more = lines.len().saturating_sub(MAX_DIAGNOSTICS) + omitted;
+    lines.truncate(MAX_DIAGNOSTICS);
+    if more > 0 {
+        let errors = if more == 1 { "error" } else { "errors" };
+        lines.push(format!(
+            "... and {more} more {errors} (the first {MAX_DIAGNOSTICS} are listed)"
+        ));
+    }
+    lines.join("\n")
+}
+
 /// The lines of an engine build error: each problem with its `file:line:col: ` position, or
 /// prefixed with the policy's name when the engine knows no position.
-fn build_lines(error: &BuildError, policy: &str) -> Vec<String> {
+fn build_lines(error: &BuildError, policy: &str, omitted: &mut usize) -> Vec<String> {
     let mut lines = Vec::new();
     let unplaced = |text: String, lines: &mut Vec<String>| {
         lines.extend(text.lines().map(|line| format!("{policy}: {line}")));
@@ -476,7 +490,7 @@ fn build_lines(error: &BuildError, policy: &str) -> Vec<String> {
     match error {
         BuildError::Several { errors } => {
             for e in errors {
-                lines.extend(build_lines(e, policy));
+                lines.extend(build_lines(e, policy, omitted));
             }
         }
         BuildError::Policy(e) => {
@@ -487,6 +501,7 @@ fn build_lines(error: &BuildError, policy: &str) -> Vec<String> {
                     lines.push(d.to_string());
                 }
             }
+            *omitted += e.omitted();
         }
         // Each of these starts with its policy position when it has one.
         BuildError::InvalidName { at, .. }

@@ -6,6 +6,8 @@
 //! `prepare` read and write, [`output`] standard output, [`error`] the failures and their exit
 //! codes. This file is the process: parse, log, run, print the error, exit.
 
+#![forbid(unsafe_code)]
+
 mod app;
 mod args;
 mod catalog;
@@ -35,6 +37,7 @@ fn main() -> ExitCode {
         Err(e) => e.exit(),
     };
     init_logging(cli.verbose, cli.quiet);
+    toolgate::process::ignore_file_size_signal();
 
     let mut out = Out::stdout();
     let result = match cli.command {

@@ -29,7 +29,9 @@
 //!
 //! The modules depend on each other one way: `call` (the types of one call) on `error`, `tool`
 //! and `settings` only; the guard's layers on those; `dispatch` on the guard; `engine` and
-//! `builder` on everything. Nothing imports `engine`.
+//! `builder` on everything; only `builder` imports `engine` (to assemble one), and `engine`
+//! never imports `builder` back (`builder` defines [`Engine::builder`] in an `impl Engine` of its
+//! own).
 
 #![warn(missing_docs)]
 
@@ -43,6 +45,7 @@ pub mod guard;
 pub mod history;
 mod plugin;
 pub mod plugin_host;
+pub mod process;
 mod reduction;
 pub mod registry;
 mod rules;

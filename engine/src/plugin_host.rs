@@ -5,7 +5,9 @@
 //! for each plugin the policy isolates. The worker reads frames from stdin, loads the library
 //! named in the first one, and answers on stdout (`toolgate_plugin_api::worker` describes the
 //! protocol). A program of your own that embeds the engine and wants to be its own plugin host
-//! calls [`serve_stdio`] when started with `plugin-host`.
+//! calls [`serve_stdio`] when started with `plugin-host`, first thing, before it starts any
+//! thread: on Linux the worker is three processes of the program (docs/plugins.md, "The
+//! worker's sandbox"), which `serve_stdio` tells apart and of which only the last serves.
 
 pub use toolgate_plugin_api::worker::{FrameError, ServeError};
 
@@ -16,6 +18,9 @@ pub use toolgate_plugin_api::worker::{FrameError, ServeError};
 /// When the pipe breaks or the host speaks out of protocol. A library that does not load is
 /// not an error here: the host is told, and this returns `Ok`.
 pub fn serve_stdio() -> Result<(), ServeError> {
+    // The first two of a sandboxed worker's processes wait here for the third, which serves.
+    #[cfg(target_os = "linux")]
+    crate::plugin::sandbox::split();
     let stdin = std::io::stdin();
     let frames = protocol_output().map_err(|e| ServeError::Frame(FrameError::Io(e)))?;
     // SAFETY: the engine that started this worker names a library from its policy, which it
@@ -24,13 +29,18 @@ pub fn serve_stdio() -> Result<(), ServeError> {
     unsafe { toolgate_plugin_api::worker::serve_pipe_confined(stdin, frames, confine) }
 }
 
-/// The platform's confinement of a worker to its file grants: Landlock on Linux.
+/// The platform's confinement of a worker to its grants: Landlock (files, signals, abstract
+/// Unix sockets), then a seccomp filter (sockets, processes), on Linux.
 #[cfg(target_os = "linux")]
 fn confine(
     library: &std::path::Path,
     roots: &toolgate_plugin_api::worker::Confine,
 ) -> Result<(), String> {
-    crate::plugin::landlock::confine(library, roots)
+    crate::plugin::landlock::confine(library, roots)?;
+    crate::plugin::seccomp::confine(crate::plugin::seccomp::Allow {
+        net: roots.net,
+        subprocess: roots.subprocess,
+    })
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -38,7 +48,7 @@ fn confine(
     _library: &std::path::Path,
     _roots: &toolgate_plugin_api::worker::Confine,
 ) -> Result<(), String> {
-    eprintln!("toolgate plugin-host: file grants are not enforced on this platform");
+    eprintln!("toolgate plugin-host: grants are not enforced on this platform");
     Ok(())
 }
 

@@ -63,7 +63,10 @@ async fn plugin_tools_are_registered_by_name_from_the_plugin() {
             "connect",
             "crash",
             "echo",
+            "escape",
             "fail",
+            "forge_frame",
+            "huge_output",
             "multimodal",
             "panic",
             "progress",
@@ -281,6 +284,8 @@ async fn g5_a_plugin_stream_is_cut_at_the_cap_and_the_plugin_stopped() {
     let engine = testkit(|p| {
         p.dispatch.max_result_chars = toolgate_policy::CharCap::Chars(40);
         p.plugins[0].max_threads = 1;
+        // No queue: a call that finds the thread taken says so at once.
+        p.plugins[0].max_queued = 0;
     });
     let started = Instant::now();
     let o = one(&engine, "stream", json!({"count": 100_000, "delay_ms": 1})).await;

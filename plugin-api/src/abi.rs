@@ -33,6 +33,11 @@
 //! plugin and must be given back to [`PluginVTable::free_buf`]; the host never frees them
 //! itself, because the two sides may not even share an allocator.
 //!
+//! A host checks every length a plugin reports (an [`OwnedBuf`], a [`StrRef`] passed to a
+//! callback) against a limit before it reads a byte (`toolgate_plugin_api::bounds` with the
+//! `host` feature: 4 MiB for a manifest or a load-time message, 256 MiB for a call's output or
+//! a chunk, 64 KiB for a progress message); past it the buffer is refused unread.
+//!
 //! # Panics
 //!
 //! A panic unwinding out of an `extern "C"` function aborts the process. Every function a

@@ -13,9 +13,13 @@ use crate::abi::{
     STATUS_INVALID_ARGUMENTS, STATUS_OK, STATUS_PANIC, StrRef, VTABLE_SIZE, VTABLE_V1_SIZE,
     VTableHeader,
 };
-use crate::load_error::{LoadError, ManifestProblem, OpenError, TableProblem};
+use crate::bounds::{self, MAX_OUTPUT_BYTES, MAX_PROGRESS_BYTES, TooLong};
+use crate::load_error::{LoadError, OpenError, TableProblem};
 use crate::manifest::{Capabilities, Manifest};
 use crate::part::Part;
+
+mod opening;
+use opening::{read_manifest, start};
 
 /// One tool a plugin offers, as the model will see it.
 #[derive(Debug, Clone, PartialEq)]
@@ -353,6 +357,18 @@ impl LoadedPlugin {
         cancel: &CancelFlag,
         progress: &mut dyn FnMut(&str),
     ) -> PluginOutcome {
+        self.call_kept(tool, arguments, cancel, progress, None)
+    }
+
+    /// [`LoadedPlugin::call`], keeping at most `keep` characters of the outcome's text.
+    fn call_kept(
+        &self,
+        tool: &str,
+        arguments: &str,
+        cancel: &CancelFlag,
+        progress: &mut dyn FnMut(&str),
+        keep: Option<u64>,
+    ) -> PluginOutcome {
         let mut sink = ProgressSink {
             callback: progress,
             panic: None,
@@ -374,7 +390,7 @@ impl LoadedPlugin {
                 &mut out,
             )
         };
-        let outcome = self.take_outcome(status, out, tool);
+        let outcome = self.take_outcome(status, out, tool, keep);
         if let Some(payload) = sink.panic {
             resume_unwind(payload);
         }
@@ -385,11 +401,20 @@ impl LoadedPlugin {
 impl LoadedPlugin {
     /// Decodes what a call wrote into `out` and frees the buffer with the plugin's own
     /// `free_buf`.
-    fn take_outcome(&self, status: u32, out: OwnedBuf, tool: &str) -> PluginOutcome {
-        let outcome = {
-            // SAFETY: the plugin wrote `out` (or left it empty); we free it right after.
-            let bytes = unsafe { out.as_bytes() };
-            decode_outcome(status, bytes, &self.name, tool)
+    fn take_outcome(
+        &self,
+        status: u32,
+        out: OwnedBuf,
+        tool: &str,
+        keep: Option<u64>,
+    ) -> PluginOutcome {
+        // SAFETY: the plugin wrote `out` (or left it empty); we free it right after.
+        let outcome = match unsafe { bounds::owned_bytes(&out, MAX_OUTPUT_BYTES) } {
+            Ok(bytes) => decode_outcome(status, bytes, &self.name, tool, keep),
+            Err(too_long) => PluginOutcome::Error(format!(
+                "plugin {} returned {too_long}, for tool `{tool}`; none of it was read",
+                self.name
+            )),
         };
         // SAFETY: `out` was written by this plugin and is not used again.
         unsafe { (self.table.free_buf)(out) };
@@ -406,7 +431,8 @@ impl LoadedPlugin {
     /// [`LoadedPlugin::call`], with `chunk` receiving the text the tool streams, in order, on
     /// this thread, before the call returns; the parts of the outcome follow that text.
     /// `chunk` returns `false` to ask the tool to stop (it is told [`abi::CHUNK_STOP`]). A
-    /// plugin that cannot stream is simply called, and `chunk` never runs.
+    /// plugin that cannot stream is simply called, and `chunk` never runs. `keep`: at most this
+    /// many characters of the outcome's text parts are kept, the rest is dropped unread.
     pub fn call_streaming(
         &self,
         tool: &str,
@@ -414,9 +440,10 @@ impl LoadedPlugin {
         cancel: &CancelFlag,
         progress: &mut dyn FnMut(&str),
         chunk: &mut dyn FnMut(&str) -> bool,
+        keep: Option<u64>,
     ) -> PluginOutcome {
         let Some(call_streaming) = self.table.call_streaming else {
-            return self.call(tool, arguments, cancel, progress);
+            return self.call_kept(tool, arguments, cancel, progress, keep);
         };
         let mut progress_sink = ProgressSink {
             callback: progress,
@@ -425,6 +452,7 @@ impl LoadedPlugin {
         let mut chunk_sink = ChunkSink {
             callback: chunk,
             panic: None,
+            too_long: None,
         };
         let context = abi::StreamContext {
             call: abi::CallContext {
@@ -446,9 +474,15 @@ impl LoadedPlugin {
                 &mut out,
             )
         };
-        let outcome = self.take_outcome(status, out, tool);
+        let mut outcome = self.take_outcome(status, out, tool, keep);
         if let Some(payload) = progress_sink.panic.or(chunk_sink.panic) {
             resume_unwind(payload);
+        }
+        if let Some(too_long) = chunk_sink.too_long {
+            outcome = PluginOutcome::Error(format!(
+                "plugin {} streamed a chunk of {too_long}, for tool `{tool}`; it was not read and the call was stopped",
+                self.name
+            ));
         }
         outcome
     }
@@ -512,6 +546,8 @@ const _: () = assert!(std::mem::size_of::<TableV1>() == VTABLE_V1_SIZE as usize)
 struct ChunkSink<'a> {
     callback: &'a mut dyn FnMut(&str) -> bool,
     panic: Option<Box<dyn std::any::Any + Send>>,
+    /// A chunk over [`MAX_OUTPUT_BYTES`]: not read, and the call is told to stop.
+    too_long: Option<TooLong>,
 }
 
 unsafe extern "C" fn chunk_trampoline(context: *mut c_void, text: StrRef) -> u32 {
@@ -521,11 +557,17 @@ unsafe extern "C" fn chunk_trampoline(context: *mut c_void, text: StrRef) -> u32
     // SAFETY: `context` is the `ChunkSink` of a call still running on this thread (chunks may
     // only be sent from the calling thread, during the call).
     let sink = unsafe { &mut *context.cast::<ChunkSink<'_>>() };
-    if sink.panic.is_some() {
+    if sink.panic.is_some() || sink.too_long.is_some() {
         return abi::CHUNK_STOP;
     }
     // SAFETY: the plugin keeps the text valid for the duration of this callback.
-    let text = String::from_utf8_lossy(unsafe { text.as_bytes() });
+    let text = match unsafe { bounds::borrowed_bytes(text, MAX_OUTPUT_BYTES) } {
+        Ok(bytes) => String::from_utf8_lossy(bytes),
+        Err(too_long) => {
+            sink.too_long = Some(too_long);
+            return abi::CHUNK_STOP;
+        }
+    };
     let callback = &mut sink.callback;
     match catch_unwind(AssertUnwindSafe(|| callback(&text))) {
         Ok(true) => abi::CHUNK_CONTINUE,
@@ -554,17 +596,28 @@ unsafe extern "C" fn progress_trampoline(context: *mut c_void, message: StrRef) 
         return;
     }
     // SAFETY: the plugin keeps the message valid for the duration of this callback.
-    let text = String::from_utf8_lossy(unsafe { message.as_bytes() });
+    let text = match unsafe { bounds::borrowed_bytes(message, MAX_PROGRESS_BYTES) } {
+        Ok(bytes) => String::from_utf8_lossy(bytes),
+        Err(too_long) => format!("(a progress message of {too_long}, left out)").into(),
+    };
     let callback = &mut sink.callback;
     if let Err(payload) = catch_unwind(AssertUnwindSafe(|| callback(&text))) {
         sink.panic = Some(payload);
     }
 }
 
-fn decode_outcome(status: u32, bytes: &[u8], plugin: &str, tool: &str) -> PluginOutcome {
+/// The outcome a call's `status` and output `bytes` mean, keeping at most `keep` characters of
+/// its text parts ([`crate::decode::parts`]).
+fn decode_outcome(
+    status: u32,
+    bytes: &[u8],
+    plugin: &str,
+    tool: &str,
+    keep: Option<u64>,
+) -> PluginOutcome {
     let text = || String::from_utf8_lossy(bytes).into_owned();
     match status {
-        STATUS_OK => match serde_json::from_slice::<Vec<Part>>(bytes) {
+        STATUS_OK => match crate::decode::parts(bytes, keep) {
             Ok(parts) => PluginOutcome::Ok(parts),
             Err(err) => PluginOutcome::Error(format!(
                 "plugin {plugin} returned malformed output for tool `{tool}`: {err}"
@@ -580,150 +633,13 @@ fn decode_outcome(status: u32, bytes: &[u8], plugin: &str, tool: &str) -> Plugin
     }
 }
 
-/// Calls a table function that fills one buffer, and returns its status and bytes.
-fn fill(table: &PluginVTable, call: impl FnOnce(*mut OwnedBuf) -> u32) -> (u32, Vec<u8>) {
-    let mut out = OwnedBuf::EMPTY;
-    let status = call(&mut out);
-    // SAFETY: the plugin wrote `out` (or left it empty); it is copied, then freed by the plugin.
-    let bytes = unsafe { out.as_bytes() }.to_vec();
-    // SAFETY: written by this plugin, not used again.
-    unsafe { (table.free_buf)(out) };
-    (status, bytes)
-}
-
-fn read_manifest(table: &PluginVTable, path: &Path) -> Result<Manifest, LoadError> {
-    // SAFETY: `out` is a valid out-parameter for the duration of the call.
-    let (status, bytes) = fill(table, |out| unsafe { (table.manifest)(out) });
-    let text = || String::from_utf8_lossy(&bytes).into_owned();
-    match status {
-        STATUS_OK => {}
-        STATUS_PANIC => {
-            return Err(LoadError::Panicked {
-                path: path.to_path_buf(),
-                plugin: "(unknown)".to_string(),
-                during: "describing itself",
-                message: text(),
-            });
-        }
-        other => {
-            return Err(LoadError::BadManifest {
-                path: path.to_path_buf(),
-                problem: ManifestProblem::Failed {
-                    status: other,
-                    message: text(),
-                },
-            });
-        }
-    }
-    let bad = |problem: ManifestProblem| LoadError::BadManifest {
-        path: path.to_path_buf(),
-        problem,
-    };
-    let manifest: Manifest =
-        serde_json::from_slice(&bytes).map_err(|err| bad(ManifestProblem::Json(err)))?;
-    validate_manifest(&manifest).map_err(bad)?;
-    Ok(manifest)
-}
-
-/// Checks what the host relies on: a name, and tools with distinct non-blank names and object
-/// schemas. (The engine checks the model-facing name rules itself.)
-fn validate_manifest(manifest: &Manifest) -> Result<(), ManifestProblem> {
-    if manifest.name.trim().is_empty() {
-        return Err(ManifestProblem::BlankName);
-    }
-    let mut seen = std::collections::HashSet::new();
-    for tool in &manifest.tools {
-        if tool.name.trim().is_empty() {
-            return Err(ManifestProblem::BlankToolName);
-        }
-        if !seen.insert(tool.name.as_str()) {
-            return Err(ManifestProblem::DuplicateTool {
-                name: tool.name.clone(),
-            });
-        }
-        if !tool.parameters.is_object() {
-            return Err(ManifestProblem::ParametersNotObject {
-                tool: tool.name.clone(),
-            });
-        }
-    }
-    Ok(())
-}
-
-fn start(
-    table: &PluginVTable,
-    path: &Path,
-    plugin: &str,
-    config: &serde_json::Value,
-) -> Result<NonNull<c_void>, LoadError> {
-    let config = config.to_string();
-    let mut instance: *mut c_void = std::ptr::null_mut();
-    // SAFETY: every pointer passed lives until the call returns.
-    let (status, bytes) = fill(table, |error| unsafe {
-        (table.init)(StrRef::new(&config), &mut instance, error)
-    });
-    let message = || String::from_utf8_lossy(&bytes).into_owned();
-    match status {
-        STATUS_OK => NonNull::new(instance).ok_or_else(|| LoadError::BadTable {
-            path: path.to_path_buf(),
-            problem: TableProblem::NullInstance,
-        }),
-        STATUS_PANIC => Err(LoadError::Panicked {
-            path: path.to_path_buf(),
-            plugin: plugin.to_string(),
-            during: "starting",
-            message: message(),
-        }),
-        _ => Err(LoadError::InitFailed {
-            path: path.to_path_buf(),
-            plugin: plugin.to_string(),
-            message: message(),
-        }),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::manifest::ToolManifest;
-
-    fn manifest(tools: &[(&str, serde_json::Value)]) -> Manifest {
-        Manifest {
-            capabilities: Capabilities::default(),
-            name: "p".into(),
-            version: "1".into(),
-            tools: tools
-                .iter()
-                .map(|(name, parameters)| ToolManifest {
-                    name: (*name).into(),
-                    description: String::new(),
-                    parameters: parameters.clone(),
-                })
-                .collect(),
-        }
-    }
-
-    #[test]
-    fn a_manifest_listing_a_tool_twice_is_rejected() {
-        let m = manifest(&[("a", serde_json::json!({})), ("a", serde_json::json!({}))]);
-        assert!(matches!(
-            validate_manifest(&m),
-            Err(ManifestProblem::DuplicateTool { name }) if name == "a"
-        ));
-    }
-
-    #[test]
-    fn a_manifest_with_a_non_object_schema_is_rejected() {
-        let m = manifest(&[("a", serde_json::json!("string"))]);
-        assert!(matches!(
-            validate_manifest(&m),
-            Err(ManifestProblem::ParametersNotObject { tool }) if tool == "a"
-        ));
-    }
 
     #[test]
     fn an_unknown_status_becomes_an_error_naming_it() {
-        let outcome = decode_outcome(77, b"huh", "p", "t");
+        let outcome = decode_outcome(77, b"huh", "p", "t", None);
         assert_eq!(
             outcome,
             PluginOutcome::Error("plugin p returned unknown status 77 for tool `t`: huh".into())
@@ -732,7 +648,7 @@ mod tests {
 
     #[test]
     fn malformed_ok_output_becomes_an_error() {
-        let outcome = decode_outcome(STATUS_OK, b"not json", "p", "t");
+        let outcome = decode_outcome(STATUS_OK, b"not json", "p", "t", None);
         let PluginOutcome::Error(message) = outcome else {
             panic!("expected an error, got {outcome:?}");
         };

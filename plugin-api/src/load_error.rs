@@ -263,6 +263,10 @@ pub enum ManifestProblem {
         /// Its message.
         message: String,
     },
+    /// The manifest is longer than [`MAX_MANIFEST_BYTES`](crate::bounds::MAX_MANIFEST_BYTES):
+    /// it was not read.
+    #[error("the manifest is {0}; it was not read")]
+    TooLong(crate::bounds::TooLong),
     /// The manifest is not the JSON of a [`Manifest`](crate::Manifest).
     #[error("invalid JSON: {0}")]
     Json(serde_json::Error),

@@ -10,7 +10,7 @@
 //! host -> worker   hello {library, config, confine?, grants?}   first frame, once
 //! worker -> host   manifest {name, version, tools, capabilities} | load_failed {message}
 //!                  | not_granted {name, missing}   (asked for more than `grants`; not started)
-//! host -> worker   call {id, tool, args, deadline_ms}
+//! host -> worker   call {id, tool, args, deadline_ms, keep_chars?}
 //! host -> worker   cancel {id}
 //! worker -> host   progress {id, message}
 //! worker -> host   chunk {id, text}               streamed text of a running call
@@ -66,6 +66,9 @@ pub enum HostFrame {
         args: String,
         /// Milliseconds the host will wait; past them it kills the worker. Informational.
         deadline_ms: Option<u64>,
+        /// Keep at most this many characters of the result's text; the worker drops the rest.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        keep_chars: Option<u64>,
     },
     /// Ask a running call to stop (sets its cancellation flag).
     Cancel {
@@ -125,14 +128,21 @@ pub enum WorkerFrame {
     },
 }
 
-/// The files a worker may use once confined: the granted roots. The worker adds what it needs
-/// to load the library (the library itself, the system's library directories).
+/// What a worker may do once confined: the granted roots (the worker adds what it needs to
+/// load the library: the library itself, the system's library directories), and whether it
+/// may open Internet sockets and start processes.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Confine {
     /// Files and directories it may read.
     pub fs_read: Vec<PathBuf>,
     /// Files and directories it may read and write.
     pub fs_write: Vec<PathBuf>,
+    /// A `net` grant: it may open Internet sockets (never Unix ones).
+    #[serde(default)]
+    pub net: bool,
+    /// A `subprocess` grant: it may start processes and run programs.
+    #[serde(default)]
+    pub subprocess: bool,
 }
 
 /// A tool of the manifest frame.
@@ -200,30 +210,76 @@ pub enum FrameError {
     /// The pipe failed or closed in the middle of a frame.
     #[error("the pipe failed: {0}")]
     Io(#[from] io::Error),
-    /// The length prefix is over [`MAX_FRAME`].
-    #[error("a frame of {len} bytes is over the limit of {MAX_FRAME}")]
+    /// The length prefix announces a frame over [`MAX_FRAME`].
+    #[error(
+        "a frame of {len} bytes was announced, over the limit of {MAX_FRAME} bytes (256 MiB) \
+         that one frame of the worker protocol may carry"
+    )]
     TooLarge {
         /// The announced length.
         len: usize,
     },
+    /// A frame to write would be over [`MAX_FRAME`]; nothing was written.
+    #[error(
+        "the frame is over the limit of {MAX_FRAME} bytes (256 MiB) that one frame of the \
+         worker protocol may carry"
+    )]
+    TooLargeToSend,
     /// The frame is not the JSON expected.
     #[error("a frame is not valid: {0}")]
     Json(#[from] serde_json::Error),
 }
 
-/// Writes one frame.
+/// Writes one frame. A frame over [`MAX_FRAME`] is refused ([`FrameError::TooLargeToSend`])
+/// before anything is written.
 pub fn write_frame<T: Serialize>(out: &mut impl Write, frame: &T) -> Result<(), FrameError> {
-    let body = serde_json::to_vec(frame)?;
-    if body.len() > MAX_FRAME {
-        return Err(FrameError::TooLarge { len: body.len() });
-    }
-    let len = u32::try_from(body.len()).map_err(|_| FrameError::TooLarge { len: body.len() })?;
-    let mut bytes = Vec::with_capacity(4 + body.len());
-    bytes.extend_from_slice(&len.to_le_bytes());
-    bytes.extend_from_slice(&body);
+    let bytes = encode_frame(frame)?;
     out.write_all(&bytes)?;
     out.flush()?;
     Ok(())
+}
+
+/// One frame's bytes: the length prefix, then the body. Serialising stops as soon as the body
+/// passes [`MAX_FRAME`], so a frame too large to send costs at most that much memory.
+pub fn encode_frame<T: Serialize>(frame: &T) -> Result<Vec<u8>, FrameError> {
+    let mut bytes = Bounded {
+        bytes: vec![0; 4],
+        limit: 4 + MAX_FRAME,
+        over: false,
+    };
+    if let Err(err) = serde_json::to_writer(&mut bytes, frame) {
+        return Err(if bytes.over {
+            FrameError::TooLargeToSend
+        } else {
+            err.into()
+        });
+    }
+    let len = u32::try_from(bytes.bytes.len() - 4).map_err(|_| FrameError::TooLargeToSend)?;
+    bytes.bytes[..4].copy_from_slice(&len.to_le_bytes());
+    Ok(bytes.bytes)
+}
+
+/// A buffer that refuses to grow past `limit` bytes.
+struct Bounded {
+    bytes: Vec<u8>,
+    limit: usize,
+    /// A write was refused.
+    over: bool,
+}
+
+impl Write for Bounded {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.bytes.len().saturating_add(buf.len()) > self.limit {
+            self.over = true;
+            return Err(io::ErrorKind::FileTooLarge.into());
+        }
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Reads one frame; `Ok(None)` at a clean end of the stream (before a length prefix).
@@ -482,7 +538,13 @@ impl Calls {
                         flag.cancel();
                     }
                 }
-                HostFrame::Call { id, tool, args, .. } => {
+                HostFrame::Call {
+                    id,
+                    tool,
+                    args,
+                    keep_chars,
+                    ..
+                } => {
                     // Leave a reader behind before running the call (the input is still held,
                     // so no other thread takes a call meanwhile).
                     if self.readers.fetch_sub(1, Ordering::SeqCst) == 1
@@ -494,7 +556,9 @@ impl Calls {
                             id,
                             outcome: WireOutcome::Error {
                                 message: format!(
-                                    "the plugin worker could not start a thread: {err}"
+                                    "the plugin worker could not start a thread for the \
+                                     call: {err}{}",
+                                    memory_limit_note()
                                 ),
                             },
                         });
@@ -508,7 +572,7 @@ impl Calls {
                     let read = self.pace.now();
                     self.pace.began(read);
                     drop(input);
-                    self.run(id, &tool, &args, &flag, read);
+                    self.run(id, &tool, &args, &flag, read, keep_chars);
                     self.readers.fetch_add(1, Ordering::SeqCst);
                 }
             }
@@ -522,8 +586,8 @@ impl Calls {
         take(&self.input, &self.pace)
     }
 
-    /// Runs one call (read at `read`) and sends its result.
-    fn run(&self, id: u64, tool: &str, args: &str, flag: &CancelFlag, read: u64) {
+    /// Runs one call (read at `at`), keeping `keep` characters of its text; sends its result.
+    fn run(&self, id: u64, tool: &str, args: &str, flag: &CancelFlag, at: u64, keep: Option<u64>) {
         let send = &self.send;
         let mut progress = |message: &str| {
             // A closed pipe means the host is gone; nothing to tell.
@@ -533,16 +597,19 @@ impl Calls {
             });
         };
         let mut chunk = |text: &str| {
-            let sent = send(&WorkerFrame::Chunk {
-                id,
-                text: text.to_string(),
+            // In pieces that fit a frame, however large the text.
+            let sent = pieces(text, CHUNK_PIECE).try_for_each(|piece| {
+                send(&WorkerFrame::Chunk {
+                    id,
+                    text: piece.to_string(),
+                })
             });
             // More only while the host reads and has not cancelled.
             sent.is_ok() && !flag.is_cancelled()
         };
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             self.plugin
-                .call_streaming(tool, args, flag, &mut progress, &mut chunk)
+                .call_streaming(tool, args, flag, &mut progress, &mut chunk, keep)
         }))
         .unwrap_or_else(|payload| {
             PluginOutcome::Panic(crate::panic::panic_message(payload.as_ref()))
@@ -552,12 +619,80 @@ impl Calls {
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&id);
         // Noted before the answer leaves: the next call may come right after it.
-        self.pace.ended(read, self.pace.now());
-        let _ = send(&WorkerFrame::Result {
+        self.pace.ended(at, self.pace.now());
+        let sent = send(&WorkerFrame::Result {
             id,
             outcome: outcome.into(),
         });
+        if let Err(err @ FrameError::TooLargeToSend) = sent {
+            // The host must hear of it now, not at its timeout.
+            let _ = send(&WorkerFrame::Result {
+                id,
+                outcome: WireOutcome::Error {
+                    message: format!(
+                        "the result of {tool} cannot reach the host: {err}; return less, or \
+                         stream it in chunks"
+                    ),
+                },
+            });
+        }
     }
+}
+
+/// The largest piece of streamed text one `chunk` frame carries: an eighth of [`MAX_FRAME`],
+/// so that the frame fits even when every byte is escaped in JSON (`\u0001`, six bytes).
+const CHUNK_PIECE: usize = MAX_FRAME / 8;
+
+/// `text` in pieces of at most `max` bytes (at least one character each), cut between
+/// characters.
+fn pieces(text: &str, max: usize) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    let mut first = true;
+    std::iter::from_fn(move || {
+        if rest.is_empty() && !std::mem::take(&mut first) {
+            return None;
+        }
+        first = false;
+        let mut end = rest.len().min(max);
+        while !rest.is_char_boundary(end) {
+            end -= 1;
+        }
+        if end == 0 {
+            end = rest.chars().next().map_or(0, char::len_utf8);
+        }
+        let (piece, tail) = rest.split_at(end);
+        rest = tail;
+        Some(piece)
+    })
+}
+
+/// What a failure to get memory may be due to: the worker's `memory_limit`, which the host
+/// sets as its data limit (`RLIMIT_DATA`, which a thread's stack counts against); empty when
+/// it has none.
+fn memory_limit_note() -> String {
+    #[cfg(unix)]
+    {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit(2) writes one rlimit, which `limit` is.
+        let read = unsafe { libc::getrlimit(libc::RLIMIT_DATA, &mut limit) };
+        if read == 0 && limit.rlim_cur != libc::RLIM_INFINITY {
+            let limit = limit.rlim_cur;
+            let mib = 1024 * 1024;
+            let limit = if limit.is_multiple_of(mib) {
+                format!("{}MiB", limit / mib)
+            } else {
+                format!("{limit} bytes")
+            };
+            return format!(
+                " (the plugin's memory_limit of {limit} may be used up: each running call's \
+                 thread stack counts against it)"
+            );
+        }
+    }
+    String::new()
 }
 
 /// An error and its causes, joined by `: `.
@@ -586,6 +721,7 @@ mod tests {
             tool: "echo".into(),
             args: r#"{"text":"hi"}"#.into(),
             deadline_ms: Some(500),
+            keep_chars: Some(100),
         };
         let mut bytes = Vec::new();
         write_frame(&mut bytes, &frame).expect("written");
@@ -617,6 +753,32 @@ mod tests {
             read_frame::<HostFrame>(&mut bytes.as_slice()),
             Err(FrameError::Io(_))
         ));
+    }
+
+    #[test]
+    fn streamed_text_is_cut_into_pieces_between_characters() {
+        let text = "aé€b";
+        let cut: Vec<&str> = pieces(text, 2).collect();
+        assert_eq!(cut, vec!["a", "é", "€", "b"]);
+        assert_eq!(pieces("", 4).collect::<Vec<_>>(), vec![""]);
+        assert_eq!(pieces("abcdef", 4).collect::<Vec<_>>(), vec!["abcd", "ef"]);
+    }
+
+    #[test]
+    fn a_frame_over_the_limit_is_refused_before_anything_is_written() {
+        let frame = HostFrame::Call {
+            id: 1,
+            tool: "echo".into(),
+            args: "a".repeat(MAX_FRAME),
+            deadline_ms: None,
+            keep_chars: None,
+        };
+        let mut out = Vec::new();
+        assert!(matches!(
+            write_frame(&mut out, &frame),
+            Err(FrameError::TooLargeToSend)
+        ));
+        assert!(out.is_empty());
     }
 
     #[test]

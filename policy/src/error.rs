@@ -84,35 +84,63 @@ impl fmt::Display for Diagnostic {
     }
 }
 
-/// Why a policy could not be loaded: one or more [`Diagnostic`]s, sorted by position.
+/// How many diagnostics a [`PolicyError`] keeps and prints: the first ones by position. The
+/// rest are counted ([`PolicyError::omitted`]), so a file with a million mistakes costs
+/// neither a million lines on a terminal nor the memory to hold them.
+pub const MAX_DIAGNOSTICS: usize = 100;
+
+/// Why a policy could not be loaded: one or more [`Diagnostic`]s, sorted by position: at most
+/// [`MAX_DIAGNOSTICS`] of them, and a count of the others.
 ///
-/// Its `Display` prints one diagnostic per line, ready for a terminal.
+/// Its `Display` prints one diagnostic per line, ready for a terminal, and then
+/// `... and K more errors` when some were left out.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}", render(.diagnostics))]
+#[error("{}", render(.diagnostics, *.omitted))]
 pub struct PolicyError {
     diagnostics: Vec<Diagnostic>,
+    omitted: usize,
 }
 
-fn render(diagnostics: &[Diagnostic]) -> String {
-    let lines: Vec<String> = diagnostics.iter().map(ToString::to_string).collect();
+fn render(diagnostics: &[Diagnostic], omitted: usize) -> String {
+    let mut lines: Vec<String> = diagnostics.iter().map(ToString::to_string).collect();
+    lines.extend(omitted_line(omitted));
     lines.join("\n")
+}
+
+/// `... and K more errors (the first N are listed)`, when `omitted` is not zero.
+fn omitted_line(omitted: usize) -> Option<String> {
+    (omitted > 0).then(|| {
+        let errors = if omitted == 1 { "error" } else { "errors" };
+        format!("... and {omitted} more {errors} (the first {MAX_DIAGNOSTICS} are listed)")
+    })
 }
 
 impl PolicyError {
     /// Builds an error from diagnostics, sorting them by file, line and column and dropping
     /// exact repeats. (The loader never builds one from an empty list.)
-    pub(crate) fn new(mut diagnostics: Vec<Diagnostic>) -> PolicyError {
-        diagnostics.sort_by(|a, b| (&a.file, a.at, &a.message).cmp(&(&b.file, b.at, &b.message)));
-        diagnostics.dedup();
-        PolicyError { diagnostics }
+    pub(crate) fn new(diagnostics: Vec<Diagnostic>) -> PolicyError {
+        let mut collected = Diagnostics::default();
+        diagnostics.into_iter().for_each(|d| collected.push(d));
+        collected.into_error()
     }
 
-    /// Every problem found, sorted by position.
+    /// The first [`MAX_DIAGNOSTICS`] problems found, sorted by position.
     pub fn diagnostics(&self) -> &[Diagnostic] {
         &self.diagnostics
     }
 
-    /// Consumes the error, giving its diagnostics.
+    /// How many more problems were found than [`PolicyError::diagnostics`] holds.
+    pub fn omitted(&self) -> usize {
+        self.omitted
+    }
+
+    /// The line that says how many problems were left out, when some were:
+    /// `... and K more errors (the first 100 are listed)`.
+    pub fn omitted_note(&self) -> Option<String> {
+        omitted_line(self.omitted)
+    }
+
+    /// Consumes the error, giving its diagnostics (the first [`MAX_DIAGNOSTICS`]).
     pub fn into_diagnostics(self) -> Vec<Diagnostic> {
         self.diagnostics
     }
@@ -124,6 +152,54 @@ impl PolicyError {
             message: format!("cannot read the policy file: {error}"),
             kind: DiagnosticKind::Io,
         }])
+    }
+}
+
+/// Diagnostics as the loader finds them, held in bounded memory: the first
+/// [`MAX_DIAGNOSTICS`] by file, position and message (exact repeats dropped), and a count of
+/// the others.
+#[derive(Debug, Default)]
+pub(crate) struct Diagnostics {
+    kept: Vec<Diagnostic>,
+    omitted: usize,
+}
+
+impl Diagnostics {
+    pub(crate) fn push(&mut self, diagnostic: Diagnostic) {
+        self.kept.push(diagnostic);
+        // Trimmed in batches: sorting 2N items every N pushes keeps the cost O(log N) a push.
+        if self.kept.len() >= 2 * MAX_DIAGNOSTICS {
+            self.trim();
+        }
+    }
+
+    /// Counts `n` problems found but not kept by whoever found them (they were past the first
+    /// [`MAX_DIAGNOSTICS`] already).
+    pub(crate) fn add_omitted(&mut self, n: usize) {
+        self.omitted = self.omitted.saturating_add(n);
+    }
+
+    /// Whether nothing was found.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.kept.is_empty() && self.omitted == 0
+    }
+
+    fn trim(&mut self) {
+        self.kept
+            .sort_by(|a, b| (&a.file, a.at, &a.message).cmp(&(&b.file, b.at, &b.message)));
+        self.kept.dedup();
+        if self.kept.len() > MAX_DIAGNOSTICS {
+            self.omitted += self.kept.len() - MAX_DIAGNOSTICS;
+            self.kept.truncate(MAX_DIAGNOSTICS);
+        }
+    }
+
+    pub(crate) fn into_error(mut self) -> PolicyError {
+        self.trim();
+        PolicyError {
+            diagnostics: self.kept,
+            omitted: self.omitted,
+        }
     }
 }
 
@@ -150,8 +226,12 @@ pub enum DurationError {
         /// The text as written.
         text: String,
     },
-    /// A number has more than 12 digits, or the total does not fit in a `Duration`.
-    #[error("{text:?} is too long a duration (at most 12 digits per unit)")]
+    /// A number has more than 12 digits, or the total does not fit in 64 bits of milliseconds
+    /// (about 213 billion days).
+    #[error(
+        "{text:?} is too large a duration (at most 12 digits per unit, and at most \
+         213503982334d in all)"
+    )]
     Overflow {
         /// The text as written.
         text: String,

@@ -55,6 +55,7 @@
 //!
 //! The reference for every key is `docs/policy.md`; a test keeps it in step with the schema.
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod duration;
@@ -71,7 +72,9 @@ mod yaml;
 
 pub use duration::{format_duration, parse_age, parse_duration};
 pub use env_template::{EnvTemplate, MissingVar, TemplateError, TemplatePart};
-pub use error::{Diagnostic, DiagnosticKind, DurationError, GlobError, LineColumn, PolicyError};
+pub use error::{
+    Diagnostic, DiagnosticKind, DurationError, GlobError, LineColumn, MAX_DIAGNOSTICS, PolicyError,
+};
 pub use file::{
     FileError, FileProblem, MAX_CATALOG_FILE_BYTES, MAX_POLICY_FILE_BYTES, read_text_file,
 };

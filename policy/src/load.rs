@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_saphyr::granit_parser::ScalarStyle;
 
 use crate::duration::parse_duration;
-use crate::error::{Diagnostic, DiagnosticKind, PolicyError};
+use crate::error::{Diagnostic, DiagnosticKind, Diagnostics, PolicyError};
 use crate::file::{MAX_CATALOG_FILE_BYTES, MAX_POLICY_FILE_BYTES, check_text_file, read_text_file};
 use crate::glob::{Glob, PathGlob};
 use crate::model::parse_memory_limit;
@@ -79,24 +79,23 @@ pub fn load_str(text: &str, file: &Path) -> Result<Policy, PolicyError> {
             )]));
         }
         Err(problems) => {
-            let diagnostics = problems
-                .into_iter()
-                .map(|p| {
-                    let kind = match p.kind {
-                        YamlProblemKind::Syntax => DiagnosticKind::Syntax,
-                        YamlProblemKind::DuplicateKey => DiagnosticKind::DuplicateKey,
-                        YamlProblemKind::Unsupported => DiagnosticKind::Unsupported,
-                    };
-                    at(p.pos, p.message, kind)
-                })
-                .collect();
-            return Err(PolicyError::new(diagnostics));
+            let mut diagnostics = Diagnostics::default();
+            for p in problems.list {
+                let kind = match p.kind {
+                    YamlProblemKind::Syntax => DiagnosticKind::Syntax,
+                    YamlProblemKind::DuplicateKey => DiagnosticKind::DuplicateKey,
+                    YamlProblemKind::Unsupported => DiagnosticKind::Unsupported,
+                };
+                diagnostics.push(at(p.pos, p.message, kind));
+            }
+            diagnostics.add_omitted(problems.omitted);
+            return Err(diagnostics.into_error());
         }
     };
 
     let problems = schema::check(&root, file);
     if !problems.is_empty() {
-        return Err(PolicyError::new(problems));
+        return Err(problems.into_error());
     }
 
     let mut build = Build::new(file);
@@ -104,7 +103,7 @@ pub fn load_str(text: &str, file: &Path) -> Result<Policy, PolicyError> {
     if build.diagnostics.is_empty() {
         Ok(policy)
     } else {
-        Err(PolicyError::new(build.diagnostics))
+        Err(build.diagnostics.into_error())
     }
 }
 
@@ -115,7 +114,7 @@ pub fn load_str(text: &str, file: &Path) -> Result<Policy, PolicyError> {
 struct Build<'a> {
     file: &'a Path,
     dir: PathBuf,
-    diagnostics: Vec<Diagnostic>,
+    diagnostics: Diagnostics,
 }
 
 impl<'a> Build<'a> {
@@ -127,7 +126,7 @@ impl<'a> Build<'a> {
         Build {
             file,
             dir,
-            diagnostics: Vec::new(),
+            diagnostics: Diagnostics::default(),
         }
     }
 
@@ -441,6 +440,7 @@ impl<'a> Build<'a> {
             let mut config = serde_json::Value::Object(serde_json::Map::new());
             let mut searchable = false;
             let mut max_threads = PluginSpec::DEFAULT_MAX_THREADS;
+            let mut max_queued = PluginSpec::DEFAULT_MAX_QUEUED;
             let mut isolation = Isolation::InProcess;
             let mut memory_limit = None;
             let mut sha256 = None;
@@ -457,6 +457,11 @@ impl<'a> Build<'a> {
                         max_threads = int(&entry.value)
                             .and_then(|v| usize::try_from(v).ok())
                             .unwrap_or(max_threads);
+                    }
+                    "max_queued" => {
+                        max_queued = int(&entry.value)
+                            .and_then(|v| usize::try_from(v).ok())
+                            .unwrap_or(max_queued);
                     }
                     // The schema allows in_process and process only.
                     "isolation" if text(&entry.value) == "process" => {
@@ -476,6 +481,7 @@ impl<'a> Build<'a> {
                     config,
                     searchable,
                     max_threads,
+                    max_queued,
                     isolation,
                     memory_limit,
                     sha256,

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use crate::duration::parse_duration;
 use crate::env_template::EnvTemplate;
-use crate::error::{Diagnostic, DiagnosticKind, LineColumn};
+use crate::error::{Diagnostic, DiagnosticKind, Diagnostics, LineColumn};
 use crate::model::{McpServerSpec, McpTransport, Position};
 use crate::yaml::{Entry, Node, Pos};
 
@@ -20,7 +20,7 @@ use crate::yaml::{Entry, Node, Pos};
 pub(crate) struct Context<'a> {
     pub file: &'a Path,
     pub dir: &'a Path,
-    pub diagnostics: &'a mut Vec<Diagnostic>,
+    pub diagnostics: &'a mut Diagnostics,
 }
 
 impl Context<'_> {

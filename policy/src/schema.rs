@@ -20,7 +20,7 @@ use jsonschema::{JsonType, ValidationError, Validator};
 use serde_json::Value;
 
 use crate::duration::parse_duration;
-use crate::error::{Diagnostic, DiagnosticKind, DurationError};
+use crate::error::{Diagnostic, DiagnosticKind, Diagnostics, DurationError};
 use crate::yaml::{Kind, Node, Pos};
 
 /// The schema as JSON, parsed once.
@@ -48,22 +48,24 @@ fn validator() -> Result<&'static Validator, String> {
 }
 
 /// Validates the tree against the schema; every violation becomes one diagnostic.
-pub(crate) fn check(root: &Node, file: &Path) -> Vec<Diagnostic> {
+pub(crate) fn check(root: &Node, file: &Path) -> Diagnostics {
     let (validator, schema) = match (validator(), schema_json()) {
         (Ok(v), Ok(s)) => (v, s),
         (Err(message), _) | (_, Err(message)) => {
-            return vec![Diagnostic {
+            let mut out = Diagnostics::default();
+            out.push(Diagnostic {
                 file: file.to_path_buf(),
                 at: None,
                 message,
                 kind: DiagnosticKind::Schema {
                     keyword: "$schema".to_owned(),
                 },
-            }];
+            });
+            return out;
         }
     };
     let instance = root.to_json();
-    let mut out = Vec::new();
+    let mut out = Diagnostics::default();
     for error in validator.iter_errors(&instance) {
         explain(&error, root, schema, file, &mut out);
     }
@@ -81,7 +83,7 @@ fn explain(
     root: &Node,
     schema: &Value,
     file: &Path,
-    out: &mut Vec<Diagnostic>,
+    out: &mut Diagnostics,
 ) {
     let steps: Vec<Step> = error
         .instance_path()

@@ -11,8 +11,9 @@
 //!   YAML 1.1 merge keys (`<<`).
 //! * **Bounded aliases.** An alias is a copy of its anchored value, so aliases of aliases grow
 //!   the tree exponentially ("billion laughs"), and nested anchors copy a value once per level;
-//!   all the copies of one file together may hold at most [`MAX_ALIAS_NODES`] nodes, checked
-//!   before copying.
+//!   all the copies of one file together may hold at most [`MAX_ALIAS_NODES`] nodes and
+//!   [`MAX_ALIAS_BYTES`] bytes of scalar text (a few aliases of one long string are few
+//!   nodes but many bytes), checked before copying.
 //!
 //! Duplicate keys are found with a hash index per mapping, so a mapping of n keys costs O(n).
 //!
@@ -43,6 +44,32 @@ fn saturate(n: usize) -> u32 {
 /// value is copied once to be kept, and once per alias). Far more than any real policy needs;
 /// an 8-line "billion laughs" file asks for about 10^9.
 pub(crate) const MAX_ALIAS_NODES: usize = 100_000;
+
+/// How many bytes of scalar text (keys and values) the anchors and aliases of one policy file
+/// may copy together: as much as the largest policy file holds
+/// ([`crate::MAX_POLICY_FILE_BYTES`]), so a policy expands to at most about twice its size.
+pub(crate) const MAX_ALIAS_BYTES: usize = 16 * 1024 * 1024;
+
+/// How much a node holds, copies included: nodes, and bytes of scalar text.
+#[derive(Debug, Clone, Copy, Default)]
+struct Size {
+    nodes: usize,
+    bytes: usize,
+}
+
+impl Size {
+    fn add(self, other: Size) -> Size {
+        Size {
+            nodes: self.nodes.saturating_add(other.nodes),
+            bytes: self.bytes.saturating_add(other.bytes),
+        }
+    }
+
+    /// This size plus the collection node itself.
+    fn and_one(self) -> Size {
+        self.add(Size { nodes: 1, bytes: 0 })
+    }
+}
 
 /// A YAML node and where it starts.
 #[derive(Debug, Clone)]
@@ -154,6 +181,24 @@ impl Node {
     }
 }
 
+/// The problems found while reading the YAML: the first [`crate::MAX_DIAGNOSTICS`] (they are
+/// found in file order, so these are the first by position), and how many more there were.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct YamlProblems {
+    pub list: Vec<YamlProblem>,
+    pub omitted: usize,
+}
+
+impl YamlProblems {
+    fn push(&mut self, problem: YamlProblem) {
+        if self.list.len() < crate::MAX_DIAGNOSTICS {
+            self.list.push(problem);
+        } else {
+            self.omitted = self.omitted.saturating_add(1);
+        }
+    }
+}
+
 /// A problem found while reading the YAML itself.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct YamlProblem {
@@ -173,7 +218,7 @@ pub(crate) enum YamlProblemKind {
 ///
 /// A syntax error stops parsing (the parser cannot recover), so it comes alone; duplicate keys
 /// and unsupported constructs are all collected.
-pub(crate) fn parse(text: &str) -> Result<Option<Node>, Vec<YamlProblem>> {
+pub(crate) fn parse(text: &str) -> Result<Option<Node>, YamlProblems> {
     let mut builder = Builder::default();
     let mut parser = Parser::new_from_str(text);
     while let Some(next) = parser.next_event() {
@@ -190,10 +235,10 @@ pub(crate) fn parse(text: &str) -> Result<Option<Node>, Vec<YamlProblem>> {
             }
         }
     }
-    if builder.problems.is_empty() {
+    if builder.problems.list.is_empty() {
         Ok(builder.root)
     } else {
-        builder.problems.sort_by_key(|p| p.pos);
+        builder.problems.list.sort_by_key(|p| p.pos);
         Err(builder.problems)
     }
 }
@@ -211,19 +256,19 @@ fn syntax_problem(error: &ScanError) -> YamlProblem {
     }
 }
 
-/// A collection being read. `nodes` counts the nodes inside it so far, copies included.
+/// A collection being read. `size` counts what is inside it so far, copies included.
 enum Frame {
     Seq {
         pos: Pos,
         anchor: usize,
         items: Vec<Node>,
-        nodes: usize,
+        size: Size,
     },
     Map {
         pos: Pos,
         anchor: usize,
         mapping: Mapping,
-        nodes: usize,
+        size: Size,
         /// The key just read, waiting for its value.
         key: Option<(String, Pos)>,
         /// Set after a duplicate key (reported, not kept): its value is read and dropped.
@@ -234,13 +279,13 @@ enum Frame {
 #[derive(Default)]
 struct Builder {
     stack: Vec<Frame>,
-    /// Each anchored node, with how many nodes it holds.
-    anchors: HashMap<usize, (Node, usize)>,
-    /// Nodes copied by aliases so far.
-    copied: usize,
+    /// Each anchored node, with how much it holds.
+    anchors: HashMap<usize, (Node, Size)>,
+    /// What anchors and aliases copied so far.
+    copied: Size,
     root: Option<Node>,
     documents: u32,
-    problems: Vec<YamlProblem>,
+    problems: YamlProblems,
 }
 
 impl Builder {
@@ -263,6 +308,10 @@ impl Builder {
             }
             Event::Scalar(text, style, anchor, tag) => {
                 let kind = resolve_scalar(&text, style, tag.as_deref(), tag_pos)?;
+                let size = Size {
+                    nodes: 1,
+                    bytes: text.len(),
+                };
                 self.complete(
                     Node {
                         pos,
@@ -270,7 +319,7 @@ impl Builder {
                         aliased: false,
                     },
                     anchor,
-                    1,
+                    size,
                 )?;
             }
             Event::Alias(id) => {
@@ -301,7 +350,7 @@ impl Builder {
                     pos,
                     anchor,
                     items: Vec::new(),
-                    nodes: 0,
+                    size: Size::default(),
                 });
             }
             Event::MappingStart(_, anchor, tag) => {
@@ -310,7 +359,7 @@ impl Builder {
                     pos,
                     anchor,
                     mapping: Mapping::default(),
-                    nodes: 0,
+                    size: Size::default(),
                     key: None,
                     skip_value: false,
                 });
@@ -320,7 +369,7 @@ impl Builder {
                     pos,
                     anchor,
                     items,
-                    nodes,
+                    size,
                 }) = self.stack.pop()
                 {
                     self.complete(
@@ -330,7 +379,7 @@ impl Builder {
                             aliased: false,
                         },
                         anchor,
-                        nodes.saturating_add(1),
+                        size.and_one(),
                     )?;
                 }
             }
@@ -339,7 +388,7 @@ impl Builder {
                     pos,
                     anchor,
                     mapping,
-                    nodes,
+                    size,
                     ..
                 }) = self.stack.pop()
                 {
@@ -350,7 +399,7 @@ impl Builder {
                             aliased: false,
                         },
                         anchor,
-                        nodes.saturating_add(1),
+                        size.and_one(),
                     )?;
                 }
             }
@@ -362,7 +411,7 @@ impl Builder {
 
     /// Places a finished node of `size` nodes: as the root, as a list item, or as a mapping
     /// key or value.
-    fn complete(&mut self, node: Node, anchor: usize, size: usize) -> Result<(), YamlProblem> {
+    fn complete(&mut self, node: Node, anchor: usize, size: Size) -> Result<(), YamlProblem> {
         if anchor != 0 {
             // The anchored value is kept as a copy for its aliases; nested anchors would
             // otherwise copy a large value once per level.
@@ -371,18 +420,22 @@ impl Builder {
         }
         match self.stack.last_mut() {
             None => self.root = Some(node),
-            Some(Frame::Seq { items, nodes, .. }) => {
-                *nodes = nodes.saturating_add(size);
+            Some(Frame::Seq {
+                items,
+                size: inside,
+                ..
+            }) => {
+                *inside = inside.add(size);
                 items.push(node);
             }
             Some(Frame::Map {
                 mapping,
-                nodes,
+                size: inside,
                 key,
                 skip_value,
                 ..
             }) => {
-                *nodes = nodes.saturating_add(size);
+                *inside = inside.add(size);
                 match key.take() {
                     Some((name, key_pos)) => {
                         mapping.index.insert(name.clone(), mapping.entries.len());
@@ -430,21 +483,36 @@ impl Builder {
 }
 
 impl Builder {
-    /// Counts `size` copied nodes against [`MAX_ALIAS_NODES`], or refuses the copy at `pos`.
-    fn charge(&mut self, size: usize, pos: Pos, what: &str) -> Result<(), YamlProblem> {
-        if self.copied.saturating_add(size) > MAX_ALIAS_NODES {
+    /// Counts a copy of `size` against [`MAX_ALIAS_NODES`] and [`MAX_ALIAS_BYTES`], or refuses
+    /// it at `pos`.
+    fn charge(&mut self, size: Size, pos: Pos, what: &str) -> Result<(), YamlProblem> {
+        let total = self.copied.add(size);
+        let limit = if total.nodes > MAX_ALIAS_NODES {
+            Some(format!(
+                "this {what} copies {} nodes, and the anchors and aliases of a policy may copy \
+                 at most {MAX_ALIAS_NODES} together ({} so far)",
+                size.nodes, self.copied.nodes
+            ))
+        } else if total.bytes > MAX_ALIAS_BYTES {
+            Some(format!(
+                "this {what} copies {} bytes of text, and the anchors and aliases of a policy \
+                 may copy at most {MAX_ALIAS_BYTES} bytes (16 MiB) together ({} so far)",
+                size.bytes, self.copied.bytes
+            ))
+        } else {
+            None
+        };
+        if let Some(limit) = limit {
             return Err(YamlProblem {
                 pos,
                 message: format!(
-                    "anchors and aliases copy too much: this {what} copies {size} nodes, and \
-                     the anchors and aliases of a policy may copy at most {MAX_ALIAS_NODES} \
-                     together ({} so far); write the value out or use fewer nested aliases",
-                    self.copied
+                    "anchors and aliases copy too much: {limit}; write the value out or use \
+                     fewer aliases"
                 ),
                 kind: YamlProblemKind::Unsupported,
             });
         }
-        self.copied += size;
+        self.copied = total;
         Ok(())
     }
 }

@@ -33,6 +33,7 @@
 //! # }).unwrap();
 //! ```
 
+#![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used))]
 
@@ -48,7 +49,7 @@ mod validated;
 pub use error::{BoxError, ConfigError, Corruption, StoreError};
 pub use id::{IdError, IdKind, MAX_RESULT_ID_BYTES, MAX_SESSION_ID_BYTES, ResultId, SessionId};
 pub use object::{INDEX_STRIDE_CHARS, ObjectResultStore};
-pub use session::{ObjectSessionStore, SessionState, SessionStore};
+pub use session::{MCP_SESSIONS, ObjectSessionStore, SessionState, SessionStore};
 pub use store::{ForeignResult, ResultStore, read_scoped};
 pub use types::{
     DEFAULT_CONTENT_TYPE, ListFilter, Listing, NewResult, Page, PruneReport, ResultMeta, Scope,

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use toolgate_e2e::{Run, Toolgate, conversation, repo_path};
 
-/// The isolation example policy: testkit in a worker with 256 MiB of address space, calls one
+/// The isolation example policy: testkit in a worker with 256 MiB of memory, calls one
 /// after another, 5 s per call (500 ms for `stubborn_sleep`).
 fn policy() -> String {
     repo_path("policies/examples/isolation.yaml")

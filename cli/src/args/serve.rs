@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use super::{Timeout, parse_timeout};
+
 /// The examples and explanations after `toolgate serve --help`.
 pub const AFTER_HELP: &str = "\
 Examples:
@@ -16,12 +18,17 @@ Over stdio the connection is one session (--session names it); over HTTP each MC
 (Mcp-Session-Id) is one. A session's found tools are kept beside the results (the policy's
 reduction.store, else the results folder), so other serve instances on the same store, and
 later runs, share them. HTTP listens on loopback unless told otherwise, and then requires a
-bearer token; it refuses browser origins not allowed with --allow-origin.
+bearer token; it refuses browser origins not allowed with --allow-origin. It holds at most
+--max-connections connections and --max-sessions sessions (counting those brought back from the
+store), gives a client --read-timeout to send a request's headers and again its body, and
+closes a session idle for --idle-timeout. Over stdio, a request line over --max-request-bytes
+is answered with a JSON-RPC error.
 
 The policy file and the scripts and catalogs it names are watched: a valid edit applies to new
 calls (calls in flight finish on the old policy) and clients are told their tool list changed;
-an invalid edit is logged as file:line:col errors and the last good policy stays. SIGHUP
-reloads too.";
+an invalid edit is logged as file:line:col errors and the last good policy stays. Symbolic links
+on the way to a watched file are watched too (a Kubernetes ConfigMap's ..data swap reloads).
+SIGHUP reloads too.";
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -57,13 +64,32 @@ pub struct ServeArgs {
     #[arg(long = "allow-host", value_name = "HOST", requires = "http")]
     pub allow_hosts: Vec<String>,
 
-    /// Largest HTTP request body, in bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = 4 * 1024 * 1024, requires = "http")]
+    /// Largest request, in bytes: an HTTP body (a larger one gets 413), a stdio line (a longer
+    /// one gets a JSON-RPC error, -32600).
+    #[arg(long, value_name = "BYTES", default_value_t = 4 * 1024 * 1024)]
     pub max_request_bytes: usize,
 
-    /// Most HTTP sessions open at once.
+    /// Most HTTP sessions open at once, counting sessions brought back from the store; a
+    /// new one past that gets 503.
     #[arg(long, value_name = "N", default_value_t = 256, requires = "http")]
     pub max_sessions: usize,
+
+    /// Most HTTP connections open at once; more wait, not accepted, until one closes.
+    #[arg(long, value_name = "N", default_value_t = 512, requires = "http",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
+
+    /// How long an HTTP client has to send a request's headers, and then its body; a slower
+    /// one is disconnected (headers) or answered 408 (body). `none`: no limit.
+    #[arg(long, value_name = "DURATION", default_value = "10s", requires = "http",
+          value_parser = parse_timeout)]
+    pub read_timeout: Timeout,
+
+    /// An HTTP session without a request for this long is closed, and its place freed for a
+    /// new one (what it found stays in the store until sessions.ttl). `none`: never.
+    #[arg(long, value_name = "DURATION", default_value = "5m", requires = "http",
+          value_parser = parse_timeout)]
+    pub idle_timeout: Timeout,
 
     /// Over stdio, the session id of the connection (a client that comes back with the same id
     /// finds the tools it found before). Default: a fresh id.

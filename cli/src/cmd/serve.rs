@@ -20,6 +20,9 @@ pub async fn serve(args: ServeArgs) -> Result<u8, CliError> {
         http.allowed_hosts = args.allow_hosts;
         http.max_request_bytes = args.max_request_bytes;
         http.max_sessions = args.max_sessions;
+        http.max_connections = args.max_connections as usize;
+        http.read_timeout = args.read_timeout.0;
+        http.idle_timeout = args.idle_timeout.0;
         http
     });
     let policy = args.policy.display().to_string();
@@ -29,6 +32,7 @@ pub async fn serve(args: ServeArgs) -> Result<u8, CliError> {
         http,
         session: args.session,
         watch: !args.no_watch,
+        max_request_bytes: args.max_request_bytes,
     };
     toolgate_mcp::serve::serve(options)
         .await

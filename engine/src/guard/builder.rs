@@ -12,7 +12,7 @@ use toolgate_policy::{Hook, ReductionSettings};
 use toolgate_store::ResultStore;
 
 use super::after_hook::AfterHookLayer;
-use super::allow_deny::RulesLayer;
+use super::rules::RulesLayer;
 use super::arguments::{ArgAliases, ArgumentsLayer};
 use super::before::BeforeLayer;
 use super::endpoint::Endpoint;

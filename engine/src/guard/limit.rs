@@ -80,6 +80,9 @@ impl Layer for LimitLayer {
             } else {
                 inv.settings.max_result_chars.limit()
             };
+            // One character over the cap tells this layer the result was cut; the rest is
+            // dropped as it is received instead of being copied and cut here.
+            inv.keep_chars = cap.map(|c| c.saturating_add(1));
             let mut reply = match next.run(inv).await {
                 Ok(reply) => reply,
                 Err(err) => return Err(cap_error(err, cap, inv)),

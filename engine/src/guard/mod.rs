@@ -31,7 +31,6 @@
 //! A feature that needs to see a call is a layer here, not an `if` in the dispatcher.
 
 mod after_hook;
-mod allow_deny;
 mod arguments;
 mod before;
 mod builder;
@@ -41,6 +40,7 @@ mod layer;
 mod limit;
 mod reduce;
 mod rewrite;
+mod rules;
 mod run;
 mod timeout;
 mod visibility;

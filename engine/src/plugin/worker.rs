@@ -21,16 +21,18 @@
 //! killed, so a plugin stuck in a loop costs a restart, never a thread of the host.
 //!
 //! The worker runs with a cleared environment (only the granted variables), `no_new_privs`, the
-//! policy's `memory_limit` as its address-space limit (`RLIMIT_AS`) and, when its plugin has no
-//! `net` grant, in a network namespace of its own ([`super::netns`]), all set between `fork` and
-//! `exec`. It ends when the host closes its stdin (the host exited, or dropped the plugin).
+//! policy's `memory_limit` as its data limit (`RLIMIT_DATA`: its private writable memory, not
+//! address space it only reserves; see docs/plugins.md) and in namespaces of its own
+//! ([`super::sandbox`]: user, PID, mount, and network when its plugin has no `net` grant), all
+//! set between `fork` and `exec`; the worker confines itself further (Landlock, seccomp) before
+//! it loads the library (`crate::plugin_host`). It ends when the host closes its stdin (the host
+//! exited, or dropped the plugin).
 
 use std::collections::HashMap;
-use std::io::Read;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot};
@@ -40,9 +42,13 @@ use toolgate_plugin_api::worker::{
 };
 use toolgate_plugin_api::{Capabilities, PluginOutcome};
 
+use super::pidfd::Process;
 use super::wait;
 use crate::error::WorkerError;
 use crate::tool::{ProgressFn, ToolError};
+use tail::{Tail, keep_tail, tail_text};
+
+mod tail;
 
 /// How long an abandoned call has to answer its `cancel` before its worker is killed.
 pub(crate) const KILL_GRACE: Duration = Duration::from_millis(200);
@@ -52,13 +58,6 @@ const HELLO_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The longest pause before a restart.
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
-
-/// How much of the worker's stderr is kept for the crash message: its last 2 KiB.
-const STDERR_TAIL: usize = 2048;
-
-/// How long a crash message waits for a dead worker's stderr to end, so that it has the last
-/// words (the pipe ends at once, unless a process the plugin started still holds it).
-const STDERR_END_WAIT: Duration = Duration::from_millis(50);
 
 /// The error kind of a call whose worker died under it.
 pub(crate) const PLUGIN_CRASHED: &str = "plugin_crashed";
@@ -78,11 +77,11 @@ pub(crate) struct WorkerSpec {
     pub deny_net: bool,
     /// The configuration `init` receives.
     pub config: serde_json::Value,
-    /// The worker's address-space limit, in bytes.
+    /// The worker's memory limit (`RLIMIT_DATA`), in bytes.
     pub memory_limit: Option<u64>,
     /// The environment variables the worker keeps (everything else is cleared).
     pub env: Vec<String>,
-    /// The file roots the worker is confined to (Landlock), when the policy grants any.
+    /// What the worker is confined to (Landlock, seccomp): its grants.
     pub confine: Option<Confine>,
 }
 
@@ -111,7 +110,8 @@ struct Pending {
 
 /// One live worker process.
 struct Running {
-    pid: u32,
+    /// Killed through this, never by a pid that may have been reused ([`super::pidfd`]).
+    process: Arc<Process>,
     /// `None` once the supervisor is gone: closing it ends the worker.
     stdin: Mutex<Option<ChildStdin>>,
     /// `None` once the worker is dead: later calls must not wait on it.
@@ -120,6 +120,8 @@ struct Running {
     killed_because: Mutex<Option<String>>,
     /// Its stderr's last bytes.
     stderr: Arc<Tail>,
+    /// The policy's `memory_limit`, named when the worker runs out of it.
+    memory_limit: Option<u64>,
     started: Instant,
     /// When calls come and go, for the short waits of back-to-back calls.
     pace: Pace,
@@ -226,16 +228,20 @@ impl Supervisor {
             grants: Some(self.spec.grants.clone()),
         };
         // A library whose loading or `init` never returns must not hang the build.
+        let process = Arc::new(Process::of(&child));
         let (answered, watchdog) = std::sync::mpsc::channel::<()>();
-        let pid = child.id();
-        let _ = std::thread::Builder::new()
+        let watched = process.clone();
+        let watchdog = std::thread::Builder::new()
             .name("toolgate-worker-hello".into())
             .spawn(move || {
-                if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
-                    watchdog.recv_timeout(HELLO_TIMEOUT)
-                {
-                    kill_pid(pid);
+                let late = matches!(
+                    watchdog.recv_timeout(HELLO_TIMEOUT),
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+                );
+                if late {
+                    watched.kill();
                 }
+                late
             });
         let answer = write_frame(&mut stdin, &hello)
             .map_err(|e| protocol(format!("did not take the hello frame: {e}")))
@@ -243,8 +249,10 @@ impl Supervisor {
                 read_frame::<WorkerFrame>(&mut stdout)
                     .map_err(|e| protocol(format!("did not answer hello: {e}")))
             });
-        // Answered or not, the watchdog has nothing more to do once this returns.
+        // Answered or not, the watchdog has nothing more to do; it has ended before the
+        // child is reaped below, so it kills nothing else.
         drop(answered);
+        let late = watchdog.is_ok_and(|w| w.join().unwrap_or(false));
         let manifest = match answer {
             Ok(Some(WorkerFrame::Manifest {
                 name,
@@ -274,13 +282,31 @@ impl Supervisor {
             Ok(None) | Err(_) => {
                 let status = kill_and_reap(&mut child);
                 let stderr = tail_text(&tail);
-                let why = match answer {
-                    Err(e) => e.to_string(),
-                    _ => "closed its output".to_string(),
+                // A worker that dies before it reads hello (the sandbox's first processes
+                // start under the limit too) may have died of it as well.
+                let hint = self.spec.memory_limit.map_or(String::new(), |limit| {
+                    format!(
+                        "; its memory_limit of {} may be too small for it to start and load \
+                         the library",
+                        size(limit)
+                    )
+                });
+                let why = match (late, answer) {
+                    (true, _) => format!(
+                        "was killed because loading the plugin took longer than {} s (the \
+                         library's initialisers, its manifest or its init did not return)",
+                        HELLO_TIMEOUT.as_secs()
+                    ),
+                    (false, Err(WorkerError::Protocol { what, .. })) => {
+                        format!("{what} (it {}){hint}", describe_exit(status))
+                    }
+                    (false, _) => format!(
+                        "ended while loading the plugin (it {}){hint}",
+                        describe_exit(status)
+                    ),
                 };
                 return Err(protocol(format!(
-                    "{why} ({}){}",
-                    describe_exit(status),
+                    "{why}{}",
                     if stderr.is_empty() {
                         String::new()
                     } else {
@@ -290,11 +316,12 @@ impl Supervisor {
             }
         };
         let running = Arc::new(Running {
-            pid: child.id(),
+            process,
             stdin: Mutex::new(Some(stdin)),
             pending: Mutex::new(Some(HashMap::new())),
             killed_because: Mutex::new(None),
             stderr: tail,
+            memory_limit: self.spec.memory_limit,
             started: Instant::now(),
             pace: wait::worker_pace(),
         });
@@ -320,7 +347,7 @@ impl Supervisor {
             });
         if let Err(e) = spawned {
             // Without its reader nobody would ever see its answers: stop it now.
-            kill_pid(running.pid);
+            running.process.kill();
             return Err(protocol(format!("cannot be read: no thread: {e}")));
         }
         Ok((running, manifest))
@@ -369,12 +396,16 @@ impl Supervisor {
         .await;
         match started {
             Ok(Ok(running)) => {
-                tracing::info!(plugin = %self.label, pid = running.pid, "plugin worker started");
+                tracing::info!(
+                    plugin = %self.label,
+                    pid = running.process.pid(),
+                    "plugin worker started"
+                );
                 Ok(running)
             }
             Ok(Err(e)) => Err(ToolError::coded(
                 PLUGIN_CRASHED,
-                format!("the plugin's worker could not be restarted: {e}"),
+                format!("{e}; the call did not run, and the next call starts the worker again"),
             )),
             Err(e) => Err(ToolError::coded(
                 PLUGIN_CRASHED,
@@ -392,6 +423,7 @@ impl Supervisor {
         progress: Option<ProgressFn>,
         keep: Box<dyn Send>,
         chunks: mpsc::UnboundedSender<String>,
+        keep_chars: Option<u64>,
     ) -> Result<PluginOutcome, ToolError> {
         let running = self.worker().await?;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
@@ -421,11 +453,24 @@ impl Supervisor {
             tool: tool.to_string(),
             args,
             deadline_ms: None,
+            keep_chars,
         };
         let quick = running.pace.began(sent_ns);
-        if let Err(e) = running.send(&frame) {
+        match running.send(&frame) {
+            Ok(()) => {}
+            Err(e @ FrameError::TooLargeToSend) => {
+                // Nothing was sent: the worker never hears of it.
+                if let Some(pending) = lock(&running.pending).as_mut() {
+                    pending.remove(&id);
+                }
+                return Err(ToolError::invalid_arguments(format!(
+                    "the arguments cannot be sent to the plugin's worker: {e}"
+                )));
+            }
             // The reader sees the end too and answers every pending call, this one included.
-            tracing::warn!(plugin = %self.label, "writing a call to the plugin worker failed: {e}");
+            Err(e) => {
+                tracing::warn!(plugin = %self.label, "writing a call to the plugin worker failed: {e}");
+            }
         }
         let mut guard = Abandon {
             running: running.clone(),
@@ -495,20 +540,22 @@ impl Drop for Abandon {
             .name("toolgate-worker-deadline".into())
             .spawn(move || {
                 std::thread::sleep(KILL_GRACE);
-                let still_running = lock(&running.pending)
-                    .as_ref()
-                    .is_some_and(|p| p.contains_key(&id));
-                if still_running {
+                // Killed under the lock the reader takes before it reaps the worker.
+                let pending = lock(&running.pending);
+                if pending.as_ref().is_some_and(|p| p.contains_key(&id)) {
                     *lock(&running.killed_because) = Some(format!(
                         "the host killed the worker because a call ran past its deadline and \
                          did not stop within {} ms of being cancelled",
                         KILL_GRACE.as_millis()
                     ));
-                    kill_pid(running.pid);
+                    running.process.kill();
                 }
             });
         if spawned.is_err() {
-            kill_pid(self.running.pid);
+            let pending = lock(&self.running.pending);
+            if pending.is_some() {
+                self.running.process.kill();
+            }
         }
     }
 }
@@ -550,7 +597,16 @@ fn read_results(running: &Running, stdout: &mut std::io::BufReader<std::process:
             Ok(None) => return,
             Err(e) => {
                 tracing::warn!("reading from a plugin worker failed: {e}");
-                kill_pid(running.pid);
+                // A pipe that failed mid-frame is most likely a worker that died writing.
+                if !matches!(e, FrameError::Io(_)) {
+                    lock(&running.killed_because).get_or_insert_with(|| {
+                        format!(
+                            "the host killed the worker because its output broke the \
+                             protocol: {e}"
+                        )
+                    });
+                }
+                running.process.kill();
                 return;
             }
         }
@@ -568,6 +624,15 @@ fn crash_message(running: &Running, status: Option<std::process::ExitStatus>) ->
         message.push_str(&format!(" ({why})"));
     }
     let stderr = tail_text(&running.stderr);
+    // Rust's words when an allocation fails.
+    if let Some(limit) = running.memory_limit
+        && stderr.contains("memory allocation of")
+    {
+        message.push_str(&format!(
+            " (an allocation went past the plugin's memory_limit of {})",
+            size(limit)
+        ));
+    }
     if !stderr.is_empty() {
         message.push_str(&format!("; its last words: {stderr}"));
     }
@@ -607,75 +672,27 @@ pub(crate) fn signal_name(signal: i32) -> &'static str {
     }
 }
 
-/// The last bytes of a worker's stderr, and whether it has ended.
-#[derive(Default)]
-struct Tail {
-    state: Mutex<TailState>,
-    ended: Condvar,
-}
-
-#[derive(Default)]
-struct TailState {
-    bytes: Vec<u8>,
-    ended: bool,
-}
-
-/// Keeps the last [`STDERR_TAIL`] bytes of the worker's stderr in `tail`, on its own thread.
-fn keep_tail(mut stderr: impl Read + Send + 'static, tail: Arc<Tail>) {
-    let _ = std::thread::Builder::new()
-        .name("toolgate-worker-stderr".into())
-        .spawn(move || {
-            let mut buf = [0u8; 1024];
-            loop {
-                let n = stderr.read(&mut buf).unwrap_or(0);
-                let mut state = lock(&tail.state);
-                if n == 0 {
-                    state.ended = true;
-                    tail.ended.notify_all();
-                    return;
-                }
-                state.bytes.extend_from_slice(&buf[..n]);
-                let excess = state.bytes.len().saturating_sub(STDERR_TAIL);
-                state.bytes.drain(..excess);
-            }
-        });
-}
-
-/// The stderr tail of a worker that has died, as one line: once its stderr has ended (so it
-/// holds what the process wrote last), or [`STDERR_END_WAIT`] at most.
-fn tail_text(tail: &Tail) -> String {
-    let state = lock(&tail.state);
-    let (state, _) = tail
-        .ended
-        .wait_timeout_while(state, STDERR_END_WAIT, |s| !s.ended)
-        .unwrap_or_else(PoisonError::into_inner);
-    String::from_utf8_lossy(&state.bytes)
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(" | ")
-}
-
 fn kill_and_reap(child: &mut Child) -> Option<std::process::ExitStatus> {
     let _ = child.kill();
     child.wait().ok()
 }
 
-fn kill_pid(pid: u32) {
-    let Ok(pid) = libc::pid_t::try_from(pid) else {
-        return;
-    };
-    // SAFETY: kill(2) with a pid of our own child, which its reader thread has not reaped yet
-    // while a call is pending on it (it reaps only after the pipe closes).
-    unsafe {
-        libc::kill(pid, libc::SIGKILL);
-    }
+/// A `memory_limit` as the policy writes it (`256MiB`), or in bytes.
+fn size(bytes: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+    UNITS
+        .iter()
+        .find(|(unit, _)| bytes >= *unit && bytes.is_multiple_of(*unit))
+        .map_or_else(
+            || format!("{bytes} bytes"),
+            |(unit, name)| format!("{}{name}", bytes / unit),
+        )
 }
 
 /// Sets the worker's limits between `fork` and `exec`, lets it inherit `inherit` (the sealed
-/// copy of a pinned library, under the same number) and, with `deny_net`, takes it off the
-/// network ([`super::netns`]; the child has one thread here, as a new user namespace needs).
+/// copy of a pinned library, under the same number) and puts it in namespaces of its own
+/// ([`super::sandbox`]; with `deny_net`, a network namespace too; the child has one thread
+/// here, as a new user namespace needs).
 fn confine(
     command: &mut Command,
     memory_limit: Option<u64>,
@@ -683,18 +700,22 @@ fn confine(
     deny_net: bool,
 ) {
     use std::os::unix::process::CommandExt;
+    // The program and environment the sandbox's first process runs, prepared here: the child
+    // may not allocate.
+    #[cfg(target_os = "linux")]
+    let sandbox = super::sandbox::Sandbox::new(
+        command.get_program(),
+        command
+            .get_envs()
+            .filter_map(|(name, value)| Some((name, value?))),
+        deny_net,
+    );
+    #[cfg(not(target_os = "linux"))]
+    let _ = deny_net;
     // SAFETY: the closure calls only async-signal-safe functions (setrlimit, prctl, fcntl,
-    // unshare, write) and does not allocate.
+    // and the sandbox's system calls) and does not allocate.
     unsafe {
         command.pre_exec(move || {
-            #[cfg(target_os = "linux")]
-            if deny_net && super::netns::leave_network().is_err() {
-                // stderr is the worker's already; its tail reaches a crash message.
-                let warning = super::netns::DECLARED_ONLY.as_bytes();
-                libc::write(libc::STDERR_FILENO, warning.as_ptr().cast(), warning.len());
-            }
-            #[cfg(not(target_os = "linux"))]
-            let _ = deny_net;
             if let Some(fd) = inherit
                 && libc::fcntl(fd, libc::F_SETFD, 0) != 0
             {
@@ -712,9 +733,16 @@ fn confine(
                     rlim_cur: limit,
                     rlim_max: limit,
                 };
-                if libc::setrlimit(libc::RLIMIT_AS, &rlimit) != 0 {
+                // RLIMIT_DATA, not RLIMIT_AS: what the worker writes to, not the address
+                // space it reserves (malloc's arenas, thread stacks); see docs/plugins.md.
+                if libc::setrlimit(libc::RLIMIT_DATA, &rlimit) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }
+            }
+            // Last: the worker's other processes inherit the limits above.
+            #[cfg(target_os = "linux")]
+            if let Some(sandbox) = &sandbox {
+                sandbox.enter()?;
             }
             Ok(())
         });

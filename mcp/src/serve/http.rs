@@ -17,13 +17,13 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Request, Response, StatusCode, header};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
 use rmcp::model::ClientJsonRpcMessage;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
@@ -31,6 +31,7 @@ use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use super::accept::{Limits, accept_loop};
 use super::error::ServeError;
 use super::handler::{Gateway, SessionSource};
 use super::http_sessions::McpSessions;
@@ -47,6 +48,12 @@ struct Front {
     token: Option<String>,
     max_sessions: usize,
     max_request_bytes: usize,
+    read_timeout: Option<Duration>,
+    /// Held while a request that may add a session (an `initialize`, or a session this process
+    /// does not hold, which rmcp brings back from the store) is checked against
+    /// `max_sessions` and handed to rmcp, so that requests at the same time cannot pass the
+    /// limit together.
+    admission: tokio::sync::Mutex<()>,
 }
 
 /// Listens on `options.addr` and serves until `shutdown` fires.
@@ -71,36 +78,15 @@ pub(crate) async fn serve_http(
     // The address goes to stderr as a line a supervisor (or a test) can read.
     eprintln!("toolgate serve: listening on http://{addr}{}", options.path);
     tracing::info!(%addr, path = %options.path, "serving MCP over Streamable HTTP");
-    loop {
-        let (stream, _) = tokio::select! {
-            () = shutdown.cancelled() => break,
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot accept a connection");
-                    continue;
-                }
-            },
-        };
-        // Answers are written as they come (SSE events); without this, Nagle's algorithm and
-        // the client's delayed ACK hold each small write back by tens of milliseconds.
-        if let Err(e) = stream.set_nodelay(true) {
-            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
-        }
+    let limits = Limits {
+        max_connections: options.max_connections,
+        read_timeout: options.read_timeout,
+    };
+    let handle = move |request: Request<Incoming>| {
         let front = Arc::clone(&front);
-        tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |request: Request<Incoming>| {
-                let front = Arc::clone(&front);
-                async move { Ok::<_, Infallible>(front.handle(request).await) }
-            });
-            if let Err(e) = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service)
-                .await
-            {
-                tracing::debug!(error = %e, "HTTP connection ended with an error");
-            }
-        });
-    }
+        async move { front.handle(request).await }
+    };
+    accept_loop(listener, limits, handle, shutdown).await;
     Ok(())
 }
 
@@ -135,8 +121,10 @@ fn front(
     config.session_store = stored
         .sessions
         .results()
-        .map(|results| Arc::new(McpSessions::beside(results)) as _);
-    let sessions = Arc::new(LocalSessionManager::default());
+        .map(|results| Arc::new(McpSessions::beside(results, stored.sessions.ttl())) as _);
+    let mut manager = LocalSessionManager::default();
+    manager.session_config.keep_alive = options.idle_timeout;
+    let sessions = Arc::new(manager);
     let factory_shared = Arc::clone(&shared);
     let service = StreamableHttpService::new(
         move || {
@@ -155,6 +143,8 @@ fn front(
         token,
         max_sessions: options.max_sessions,
         max_request_bytes: options.max_request_bytes,
+        read_timeout: options.read_timeout,
+        admission: tokio::sync::Mutex::new(()),
     }
 }
 
@@ -179,19 +169,6 @@ impl Front {
             );
             return response;
         }
-        let opens_session = request.method() == http::Method::POST
-            && !request.headers().contains_key("mcp-session-id");
-        if opens_session && self.sessions.sessions.read().await.len() >= self.max_sessions {
-            return json_rpc_error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                Value::Null,
-                -32000,
-                &format!(
-                    "too many sessions: this server holds at most {}; close one or try later",
-                    self.max_sessions
-                ),
-            );
-        }
         let is_delete = request.method() == http::Method::DELETE;
         let request = match request.method() {
             &http::Method::POST => match self.checked_body(request).await {
@@ -199,6 +176,24 @@ impl Front {
                 Err(response) => return response,
             },
             _ => request.map(|_| Full::new(Bytes::new())),
+        };
+        let _admitted = match self.may_add_session(&request).await {
+            true => {
+                let admitted = self.admission.lock().await;
+                if self.sessions.sessions.read().await.len() >= self.max_sessions {
+                    return json_rpc_error(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        Value::Null,
+                        -32000,
+                        &format!(
+                            "too many sessions: this server holds at most {}; close one or try later",
+                            self.max_sessions
+                        ),
+                    );
+                }
+                Some(admitted)
+            }
+            false => None,
         };
         let mut response = self.service.handle(request).await;
         if is_delete && response.status() == StatusCode::ACCEPTED {
@@ -209,6 +204,20 @@ impl Front {
         response
     }
 
+    /// Whether rmcp may open a session for `request`: a POST without a session id (an
+    /// `initialize`), or any request but a DELETE whose session this process does not hold
+    /// (rmcp brings it back from the session store when it is there).
+    async fn may_add_session<B>(&self, request: &Request<B>) -> bool {
+        match request.headers().get("mcp-session-id") {
+            None => request.method() == http::Method::POST,
+            Some(_) if request.method() == http::Method::DELETE => false,
+            Some(id) => match id.to_str() {
+                Ok(id) => !self.sessions.sessions.read().await.contains_key(id),
+                Err(_) => false,
+            },
+        }
+    }
+
     /// Reads a POST body (at most `max_request_bytes`) and answers what is not one JSON-RPC
     /// message with a JSON-RPC error: -32700 for text that is not JSON, -32600 for JSON that is
     /// not a request, notification or response (a batch, a missing `jsonrpc`, ...).
@@ -217,7 +226,25 @@ impl Front {
         request: Request<Incoming>,
     ) -> Result<Request<Full<Bytes>>, Response<Body>> {
         let (parts, body) = request.into_parts();
-        let bytes = match Limited::new(body, self.max_request_bytes).collect().await {
+        let collect = Limited::new(body, self.max_request_bytes).collect();
+        let collected = match self.read_timeout {
+            Some(limit) => match tokio::time::timeout(limit, collect).await {
+                Ok(collected) => collected,
+                Err(_) => {
+                    return Err(json_rpc_error(
+                        StatusCode::REQUEST_TIMEOUT,
+                        Value::Null,
+                        -32600,
+                        &format!(
+                            "the request body did not arrive within {} s",
+                            limit.as_secs_f64()
+                        ),
+                    ));
+                }
+            },
+            None => collect.await,
+        };
+        let bytes = match collected {
             Ok(collected) => collected.to_bytes(),
             Err(e) if e.is::<LengthLimitError>() => {
                 return Err(json_rpc_error(

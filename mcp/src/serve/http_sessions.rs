@@ -4,7 +4,8 @@
 //! `rmcp` restores a session it does not know from the `initialize` parameters it kept when the
 //! session began; this is where it keeps them: `P/mcp-sessions/HEX...` (the session id
 //! hex-encoded, as for session state), one JSON object per session, deleted when the session
-//! closes.
+//! closes. A record older than the policy's `sessions.ttl` is not brought back, and
+//! `results prune` and serve's hourly sweep delete it (see [`toolgate_store::MCP_SESSIONS`]).
 
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
@@ -12,19 +13,23 @@ use rmcp::transport::streamable_http_server::session::{
     SessionState, SessionStore, SessionStoreError,
 };
 use std::sync::Arc;
-use toolgate_store::{ObjectResultStore, SessionId};
+use std::time::{Duration, SystemTime};
+use toolgate_store::{MCP_SESSIONS, ObjectResultStore, SessionId};
 
 /// rmcp's [`SessionStore`] over the results' backend.
 pub(crate) struct McpSessions {
     backend: Arc<dyn ObjectStore>,
     prefix: Path,
+    ttl: Option<Duration>,
 }
 
 impl McpSessions {
-    pub(crate) fn beside(results: &ObjectResultStore) -> Self {
+    /// The records beside `results`; one written longer than `ttl` ago is not brought back.
+    pub(crate) fn beside(results: &ObjectResultStore, ttl: Option<Duration>) -> Self {
         McpSessions {
             backend: Arc::clone(results.backend()),
-            prefix: results.prefix().clone().join("mcp-sessions"),
+            prefix: results.prefix().clone().join(MCP_SESSIONS),
+            ttl,
         }
     }
 
@@ -42,7 +47,16 @@ impl McpSessions {
 impl SessionStore for McpSessions {
     async fn load(&self, session: &str) -> Result<Option<SessionState>, SessionStoreError> {
         let raw = match self.backend.get(&self.key(session)?).await {
-            Ok(got) => got.bytes().await?,
+            Ok(got) => {
+                let written: SystemTime = got.meta.last_modified.into();
+                if self
+                    .ttl
+                    .is_some_and(|ttl| written.elapsed().is_ok_and(|age| age >= ttl))
+                {
+                    return Ok(None);
+                }
+                got.bytes().await?
+            }
             Err(object_store::Error::NotFound { .. }) => return Ok(None),
             Err(e) => return Err(e.into()),
         };

@@ -20,6 +20,7 @@
 //!   tells every client `list_changed`; an invalid edit keeps the last good policy and logs the
 //!   `file:line:col` errors. `SIGHUP` reloads too.
 
+mod accept;
 mod content;
 mod engines;
 mod error;
@@ -34,8 +35,9 @@ mod run;
 mod session;
 mod shared;
 mod stdio;
+mod stdio_lines;
 
 pub use error::ServeError;
-pub use options::{HttpOptions, ServeOptions, TokenSource};
+pub use options::{DEFAULT_MAX_REQUEST_BYTES, HttpOptions, ServeOptions, TokenSource};
 pub use run::serve;
 pub use session::StoredSessions;

@@ -2,6 +2,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// How to serve.
 #[derive(Debug, Clone)]
@@ -18,7 +19,13 @@ pub struct ServeOptions {
     pub session: Option<String>,
     /// Reload the policy when it or the files it names change. `SIGHUP` reloads either way.
     pub watch: bool,
+    /// Over stdio, the longest request line, in bytes; a longer one is answered with a
+    /// JSON-RPC error (-32600). Over HTTP, [`HttpOptions::max_request_bytes`] applies.
+    pub max_request_bytes: usize,
 }
+
+/// The default largest request, over stdio and HTTP: 4 MiB.
+pub const DEFAULT_MAX_REQUEST_BYTES: usize = 4 * 1024 * 1024;
 
 impl ServeOptions {
     /// Serve `policy` over stdio, watching it, with results and sessions in memory.
@@ -29,6 +36,7 @@ impl ServeOptions {
             http: None,
             session: None,
             watch: true,
+            max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
         }
     }
 }
@@ -43,7 +51,8 @@ pub enum TokenSource {
 }
 
 /// Streamable HTTP settings. The defaults are the safe ones: loopback only, no cross-site
-/// browser origin, 4 MiB requests, 256 sessions.
+/// browser origin, 4 MiB requests, 256 sessions, 512 connections, 10 s to send a request's
+/// headers and again its body, sessions closed after 5 minutes without a request.
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
     /// Address to listen on. Anything but a loopback address needs a `token`.
@@ -60,8 +69,17 @@ pub struct HttpOptions {
     pub allowed_hosts: Vec<String>,
     /// Largest request body, in bytes; a larger one gets 413.
     pub max_request_bytes: usize,
-    /// Most sessions open at once; an `initialize` beyond that gets 503.
+    /// Most sessions open at once, counting those brought back from the session store; an
+    /// `initialize`, or a request of a session this process has not seen, beyond that gets 503.
     pub max_sessions: usize,
+    /// Most TCP connections open at once; more wait, unaccepted, until one closes.
+    pub max_connections: usize,
+    /// How long a client has to send a request's headers (from the connection's start, or
+    /// from the end of its previous request), and then again its body; `None`: forever.
+    pub read_timeout: Option<Duration>,
+    /// A session without a request for this long is closed (its state in the store stays
+    /// until `sessions.ttl`); `None`: never.
+    pub idle_timeout: Option<Duration>,
 }
 
 impl HttpOptions {
@@ -73,8 +91,11 @@ impl HttpOptions {
             token: None,
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
-            max_request_bytes: 4 * 1024 * 1024,
+            max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
             max_sessions: 256,
+            max_connections: 512,
+            read_timeout: Some(Duration::from_secs(10)),
+            idle_timeout: Some(Duration::from_secs(300)),
         }
     }
 }

@@ -4,11 +4,14 @@
 //! stays.
 //!
 //! The watch is on the directories of those files, not the files: editors save by writing a new
-//! file and renaming it over the old one, which a watch on the old file would miss. Events for
-//! other files in those directories are ignored. A burst of events (an editor's several writes)
+//! file and renaming it over the old one, which a watch on the old file would miss. A file
+//! behind symbolic links is watched along the way: each link, and the file it resolves to, so
+//! that swapping a link (a Kubernetes ConfigMap volume swaps `..data` on every update) reloads.
+//! Events for other files in those directories are ignored. A burst of events (an editor's several writes)
 //! makes one reload, [`SETTLE`] after the first of them.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -64,16 +67,26 @@ impl Watched {
         })
     }
 
-    /// Watches `files` (and stops caring about the others).
+    /// Watches `files` (and stops caring about the others): each file as named, every
+    /// symbolic link on the way to what it names, and the file it resolves to.
     fn set(&mut self, files: &[PathBuf]) {
-        let files: HashSet<PathBuf> = files.iter().map(|f| canonical(f)).collect();
-        for dir in files.iter().filter_map(|f| f.parent()) {
-            if self.dirs.contains(dir) {
+        let files: HashSet<PathBuf> = files.iter().flat_map(|f| resolution(f)).collect();
+        let dirs: HashSet<PathBuf> = files
+            .iter()
+            .filter_map(|f| f.parent().map(Path::to_path_buf))
+            .collect();
+        for gone in self.dirs.difference(&dirs) {
+            // A directory that no longer exists (an old ConfigMap revision) has lost its watch.
+            let _ = self.watcher.unwatch(gone);
+        }
+        self.dirs.retain(|dir| dirs.contains(dir));
+        for dir in dirs {
+            if self.dirs.contains(&dir) {
                 continue;
             }
-            match self.watcher.watch(dir, RecursiveMode::NonRecursive) {
+            match self.watcher.watch(&dir, RecursiveMode::NonRecursive) {
                 Ok(()) => {
-                    self.dirs.insert(dir.to_path_buf());
+                    self.dirs.insert(dir);
                 }
                 Err(e) => tracing::warn!(dir = %dir.display(), error = %e, "cannot watch"),
             }
@@ -82,6 +95,51 @@ impl Watched {
             *watched = files;
         }
     }
+}
+
+/// Most symbolic links followed while resolving one path (as Linux's `MAXSYMLINKS`).
+const MAX_LINKS: usize = 40;
+
+/// The paths whose change changes what `path` reads, each with its directory resolved (as the
+/// watcher reports events): `path` itself, every symbolic link met while resolving it (in a
+/// Kubernetes ConfigMap volume, `policy.yaml` and the `..data` link swapped on every update),
+/// and the file it resolves to.
+fn resolution(path: &Path) -> Vec<PathBuf> {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut paths = vec![canonical(&absolute)];
+    let mut pending: VecDeque<OsString> = absolute
+        .components()
+        .map(|c| c.as_os_str().to_owned())
+        .collect();
+    let mut current = PathBuf::new();
+    let mut links = 0;
+    while let Some(part) = pending.pop_front() {
+        if part == "." {
+            continue;
+        }
+        if part == ".." {
+            current.pop();
+            continue;
+        }
+        let next = current.join(&part);
+        match std::fs::read_link(&next) {
+            Ok(target) if links < MAX_LINKS => {
+                links += 1;
+                paths.push(next);
+                if target.is_absolute() {
+                    current = PathBuf::new();
+                }
+                for part in target.components().rev() {
+                    pending.push_front(part.as_os_str().to_owned());
+                }
+            }
+            _ => current = next,
+        }
+    }
+    paths.push(current);
+    paths.sort();
+    paths.dedup();
+    paths
 }
 
 /// `path` with its directory resolved (symbolic links, `..`), as the watcher reports it.
@@ -165,16 +223,20 @@ async fn run(
         let started = Instant::now();
         tokio::time::sleep(SETTLE).await;
         while rx.try_recv().is_ok() {}
-        if let Some(files) = reload(&shared, trigger, started).await
-            && let Some(watched) = &mut watched
-        {
-            watched.set(&files);
+        reload(&shared, trigger, started).await;
+        if let Some(watched) = &mut watched {
+            // Also after a failed reload: a link on the way to a file may point elsewhere now.
+            let current = shared.engines.current();
+            watched.set(&watched_files(
+                shared.engines.policy_path(),
+                current.engine.policy(),
+            ));
         }
     }
 }
 
-/// Reloads now; on success answers the files the new policy names, to watch.
-async fn reload(shared: &Arc<Shared>, trigger: Trigger, started: Instant) -> Option<Vec<PathBuf>> {
+/// Reloads now; a bad policy is logged and the current one stays.
+async fn reload(shared: &Arc<Shared>, trigger: Trigger, started: Instant) {
     let building = Arc::clone(shared);
     let result = tokio::task::spawn_blocking(move || building.engines.reload()).await;
     match result {
@@ -182,21 +244,15 @@ async fn reload(shared: &Arc<Shared>, trigger: Trigger, started: Instant) -> Opt
             log_change(&previous, &next, trigger, started);
             let told = shared.peers.tool_list_changed().await;
             tracing::debug!(clients = told, "told the clients their tool list changed");
-            Some(watched_files(
-                shared.engines.policy_path(),
-                next.engine.policy(),
-            ))
         }
         Ok(Err(e)) => {
             tracing::error!(
                 "policy reload failed; still serving the last good policy (generation {}):\n{e}",
                 shared.engines.current().generation
             );
-            None
         }
         Err(e) => {
             tracing::error!(error = %e, "policy reload panicked; still serving the last good policy");
-            None
         }
     }
 }
@@ -220,4 +276,38 @@ fn log_change(previous: &Loaded, next: &Loaded, trigger: Trigger, started: Insta
         took_ms = started.elapsed().as_secs_f64() * 1000.0,
         "policy reloaded"
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_configmap_policy_resolves_through_its_data_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let mount = std::fs::canonicalize(dir.path()).unwrap();
+        let revision = mount.join("..2026_01_01.1");
+        std::fs::create_dir(&revision).unwrap();
+        std::fs::write(revision.join("policy.yaml"), "version: 1\n").unwrap();
+        std::os::unix::fs::symlink("..2026_01_01.1", mount.join("..data")).unwrap();
+        std::os::unix::fs::symlink("..data/policy.yaml", mount.join("policy.yaml")).unwrap();
+
+        let paths = resolution(&mount.join("policy.yaml"));
+        assert_eq!(
+            paths,
+            vec![
+                mount.join("..2026_01_01.1/policy.yaml"),
+                mount.join("..data"),
+                mount.join("policy.yaml"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_plain_file_resolves_to_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = std::fs::canonicalize(dir.path()).unwrap().join("p.yaml");
+        std::fs::write(&file, "version: 1\n").unwrap();
+        assert_eq!(resolution(&file), vec![file]);
+    }
 }

@@ -50,7 +50,15 @@ pub async fn serve(options: ServeOptions) -> Result<(), ServeError> {
         Some(http_options) => {
             http::serve_http(Arc::clone(&shared), http_options, shutdown.clone()).await
         }
-        None => stdio::serve_stdio(Arc::clone(&shared), session, shutdown.clone()).await,
+        None => {
+            stdio::serve_stdio(
+                Arc::clone(&shared),
+                session,
+                options.max_request_bytes,
+                shutdown.clone(),
+            )
+            .await
+        }
     };
     shutdown.cancel();
     let _ = reloader.await;

@@ -115,6 +115,11 @@ impl StoredSessions {
         self.store.prune_expired().await
     }
 
+    /// How long a session's state lives after its last change (`None`: until deleted).
+    pub(crate) fn ttl(&self) -> Option<Duration> {
+        self.origin.ttl
+    }
+
     /// The result store the state lives beside, when it was opened from a URL.
     pub(crate) fn results(&self) -> Option<&ObjectResultStore> {
         self.results.as_ref()

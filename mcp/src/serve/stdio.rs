@@ -10,17 +10,22 @@ use toolgate_store::SessionId;
 use super::error::ServeError;
 use super::handler::{Gateway, SessionSource};
 use super::shared::Shared;
+use super::stdio_lines::GuardedStdio;
 
 /// Serves the one client on stdin/stdout until it closes stdin or `shutdown` fires.
 pub(crate) async fn serve_stdio(
     shared: Arc<Shared>,
     session: SessionId,
+    max_request_bytes: usize,
     shutdown: CancellationToken,
 ) -> Result<(), ServeError> {
     tracing::info!(session = session.as_str(), "serving MCP on stdio");
     let gateway = Gateway::new(shared, SessionSource::Fixed(session));
     let running = match gateway
-        .serve_with_ct(rmcp::transport::stdio(), shutdown)
+        .serve_with_ct(
+            GuardedStdio::new(tokio::io::stdin(), tokio::io::stdout(), max_request_bytes),
+            shutdown,
+        )
         .await
     {
         Ok(running) => running,

@@ -38,7 +38,9 @@ pub fn library(lib_name: &str) -> PathBuf {
 ///
 /// They load only what keeps the contract of its `# Safety` section: this workspace's own
 /// libraries (the testkit and fs plugins, built with the SDK; `toolgate_test_broken_abi`, whose
-/// entry returns a static header; `toolgate_test_not_a_plugin`, which exports no entry), damaged
+/// entry returns a static header; `toolgate_test_not_a_plugin`, which exports no entry;
+/// `toolgate_test_lying_lengths`, which reports lengths its static buffers do not have, where
+/// the host checks each length against a limit before reading), damaged
 /// or patched copies of them that `load` or the system loader refuses before any of their code
 /// runs, and files that are no library at all.
 pub fn load(path: &Path, config: &serde_json::Value) -> Result<LoadedPlugin, LoadError> {

@@ -37,7 +37,10 @@ typedef struct ToolgateStrRef {
     size_t len;
 } ToolgateStrRef;
 
-/* A buffer the plugin allocates and the host gives back to free_buf (abi::OwnedBuf). */
+/* A buffer the plugin allocates and the host gives back to free_buf (abi::OwnedBuf). The host
+ * reads none longer than its limit (bounds::*: 4 MiB for a manifest or a load-time message,
+ * 256 MiB for a call's output or a streamed chunk, 64 KiB for a progress message); a longer
+ * one is refused unread. */
 typedef struct ToolgateOwnedBuf {
     uint8_t *ptr;
     size_t len;

@@ -69,6 +69,11 @@ impl DenyList {
         })
     }
 
+    /// Whether there are no globs: nothing is denied.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.names.is_none() && self.paths.is_none()
+    }
+
     /// The glob that denies `relative` (a path relative to the root, without `.` or `..`), if
     /// any.
     pub(crate) fn denies(&self, relative: &Path) -> Option<&str> {

@@ -10,7 +10,8 @@ use crate::root::FsState;
 
 /// The most paths `fs.find` returns.
 pub const MAX_FIND_RESULTS: usize = 1000;
-/// How deep `fs.find` descends below its starting directory.
+/// How deep `fs.find` descends below its starting directory; deeper directories are not
+/// searched, and the result says how many there were.
 pub const MAX_FIND_DEPTH: usize = 64;
 
 #[derive(Debug, Deserialize)]
@@ -36,18 +37,23 @@ pub(crate) fn find(ctx: &CallContext<FsState>, args: FindArgs) -> Result<ToolOut
     }
     let mut found = Vec::new();
     let mut truncated = false;
+    // Directories left unsearched: below the depth bound (the first one, to name), unreadable.
+    let mut too_deep = 0_usize;
+    let mut first_too_deep: Option<String> = None;
+    let mut unreadable = 0_usize;
     let mut stack = vec![(start.path.clone(), 0_usize)];
     'walk: while let Some((dir, depth)) = stack.pop() {
         ctx.check_cancelled()?;
         // A directory we cannot read is skipped, not fatal: the rest of the tree still counts.
         let Ok(read) = fs::read_dir(&dir) else {
+            unreadable += 1;
             continue;
         };
         for entry in read.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             let path = entry.path();
             // A denied entry is neither listed nor searched.
-            if ctx.state().denied(&path).is_some() {
+            if ctx.state().hides(&entry) {
                 continue;
             }
             if glob_match(&pattern, &name) {
@@ -58,26 +64,58 @@ pub(crate) fn find(ctx: &CallContext<FsState>, args: FindArgs) -> Result<ToolOut
                 found.push(ctx.state().show(&path));
             }
             // `file_type` does not follow symbolic links, so the walk never leaves the root.
-            if entry.file_type().is_ok_and(|kind| kind.is_dir()) && depth < MAX_FIND_DEPTH {
-                stack.push((path, depth + 1));
+            if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+                if depth < MAX_FIND_DEPTH {
+                    stack.push((path, depth + 1));
+                } else {
+                    too_deep += 1;
+                    first_too_deep.get_or_insert_with(|| ctx.state().show(&path));
+                }
             }
         }
     }
     found.sort();
-    if found.is_empty() {
-        return Ok(ToolOutput::text(format!(
-            "no names match {} under {}",
-            args.pattern, start.shown
-        )));
-    }
-    let mut text = found.join("\n");
+    let mut text = if found.is_empty() {
+        format!("no names match {} under {}", args.pattern, start.shown)
+    } else {
+        found.join("\n")
+    };
     if truncated {
         push_note(
             &mut text,
             &format!("[stopped at {MAX_FIND_RESULTS} matches; use a narrower pattern or path]"),
         );
+    } else {
+        if let Some(first) = first_too_deep {
+            push_note(
+                &mut text,
+                &format!(
+                    "[stopped at depth {MAX_FIND_DEPTH}: {} deeper not searched, such as \
+                     {first}; search again with it as the path]",
+                    directories(too_deep)
+                ),
+            );
+        }
+        if unreadable > 0 {
+            push_note(
+                &mut text,
+                &format!(
+                    "[{} could not be read and were not searched]",
+                    directories(unreadable)
+                ),
+            );
+        }
     }
     Ok(ToolOutput::text(text))
+}
+
+/// `1 directory`, `2 directories`.
+fn directories(count: usize) -> String {
+    if count == 1 {
+        "1 directory".to_string()
+    } else {
+        format!("{count} directories")
+    }
 }
 
 /// Whether `name` matches the glob `pattern`: `*` matches any run of characters (none

@@ -16,7 +16,9 @@
 //! of a path meets them. A glob without `/` matches any name along the path (`.env` denies
 //! `sub/.env`); a glob with `/` matches the whole path from the root (`config/*.key`). A path
 //! is denied when a glob matches it or any directory above it. Denied entries are left out of
-//! `fs.list_dir` and `fs.find`. See `docs/policy.md`.
+//! `fs.list_dir` and `fs.find`. While any `deny` glob is set, a regular file with more than one
+//! hard link is treated as denied (its other names, perhaps denied ones, cannot be found to
+//! check). See `docs/policy.md`.
 //!
 //! # Tools
 //!
@@ -25,7 +27,7 @@
 //! | `fs.read_file` | `{path, offset?, limit?}` | the file's text, from line `offset` (1-based, default 1), at most `limit` lines (default 2000, at most 10000) and 1 MiB |
 //! | `fs.list_dir` | `{path?}` | the entries of a directory (default: the root), sorted: `name/` for directories, `name@` for symbolic links, `name (N bytes)` for files |
 //! | `fs.stat` | `{path}` | a JSON object: path, type, size, modified (Unix seconds), readonly |
-//! | `fs.find` | `{pattern, path?}` | the paths under `path` (default: the root) whose file name matches `pattern` (`*` any run of characters, `?` one character), sorted, at most 1000 |
+//! | `fs.find` | `{pattern, path?}` | the paths under `path` (default: the root) whose file name matches `pattern` (`*` any run of characters, `?` one character), sorted, at most 1000, at most 64 directories deep (a note says how many deeper or unreadable directories were not searched) |
 //!
 //! Paths are relative to the root (an absolute path is accepted only if it lies under the
 //! root), and every path in a result is relative to the root.

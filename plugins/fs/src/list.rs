@@ -29,7 +29,7 @@ pub(crate) fn list_dir(
     for entry in fs::read_dir(&dir.path)? {
         let entry = entry?;
         // A denied entry is left out, as if it were not there.
-        if ctx.state().denied(&entry.path()).is_some() {
+        if ctx.state().hides(&entry) {
             continue;
         }
         let name = entry.file_name().to_string_lossy().into_owned();

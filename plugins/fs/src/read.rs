@@ -39,7 +39,7 @@ pub(crate) fn read_file(
         )));
     }
     let file = ctx.state().resolve(&args.path)?;
-    let mut reader = open_regular(&file)?;
+    let mut reader = open_regular(ctx.state(), &file)?;
     let mut chunk = vec![0_u8; READ_CHUNK];
     let mut content = Vec::new();
     // Lines begun so far; the one being read is number `lines` when `in_line`.
@@ -148,8 +148,9 @@ const READ_CHUNK: usize = 64 * 1024;
 /// Opens a file for reading if it is a regular file; a directory, FIFO, device or socket is
 /// refused. The type is checked with `stat` before opening (opening a FIFO blocks until a
 /// writer comes), the file is opened non-blocking, and checked again on the open file in case
-/// the path was swapped in between.
-fn open_regular(file: &Resolved) -> Result<File, ToolError> {
+/// the path was swapped in between; a file that gained a hard link since it was resolved is
+/// refused there too.
+fn open_regular(state: &FsState, file: &Resolved) -> Result<File, ToolError> {
     let meta = fs::metadata(&file.path)?;
     not_regular(&meta.file_type(), &file.shown)?;
     let mut options = fs::OpenOptions::new();
@@ -160,7 +161,9 @@ fn open_regular(file: &Resolved) -> Result<File, ToolError> {
         options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
     }
     let opened = options.open(&file.path)?;
-    not_regular(&opened.metadata()?.file_type(), &file.shown)?;
+    let meta = opened.metadata()?;
+    not_regular(&meta.file_type(), &file.shown)?;
+    state.check_links(&meta, &file.shown)?;
     Ok(opened)
 }
 

@@ -68,6 +68,9 @@ impl FsState {
         // And where it really leads, every symbolic link resolved.
         self.check_denied(&canonical)?;
         let shown = self.show(&canonical);
+        if let Ok(meta) = fs::metadata(&canonical) {
+            self.check_links(&meta, &shown)?;
+        }
         if names_a_directory(path) && !canonical.is_dir() {
             return Err(ToolError::new(format!(
                 "{path} ends with a slash (or `/.`), which names a directory, but {shown} is \
@@ -89,6 +92,51 @@ impl FsState {
             ))),
             None => Ok(()),
         }
+    }
+
+    /// An error when `meta` is a regular file with other names the deny globs cannot be checked
+    /// on (see [`FsState::other_links`]).
+    pub(crate) fn check_links(&self, meta: &fs::Metadata, shown: &str) -> Result<(), ToolError> {
+        match self.other_links(meta) {
+            Some(links) => Err(ToolError::new(format!(
+                "access denied: {shown} is a file with {links} hard links; while deny patterns \
+                 are set the fs plugin reads no file with more than one, since its other names \
+                 may be denied and cannot be found to check"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// The number of hard links of `meta` when it is a regular file with more than one and
+    /// `deny` globs are set: a hard link is the same file under another name, perhaps a denied
+    /// one (`notes.txt` linked to `key.pem`), and the other names cannot be found without
+    /// searching the whole file system. Such a file is treated as denied. Directories cannot be
+    /// hard-linked; a symbolic link is resolved and its target checked. Without `deny` globs
+    /// nothing is denied, so links do not matter. (Unix; elsewhere links are not counted.)
+    pub(crate) fn other_links(&self, meta: &fs::Metadata) -> Option<u64> {
+        if self.deny.is_empty() || !meta.is_file() {
+            return None;
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            Some(meta.nlink()).filter(|&links| links > 1)
+        }
+        #[cfg(not(unix))]
+        {
+            None
+        }
+    }
+
+    /// Whether a directory entry is left out of listings: a deny glob matches it, or it is a
+    /// file with other names ([`FsState::other_links`]). Its metadata is not followed through
+    /// a symbolic link (a link is judged when it is resolved).
+    pub(crate) fn hides(&self, entry: &fs::DirEntry) -> bool {
+        self.denied(&entry.path()).is_some()
+            || (!self.deny.is_empty()
+                && entry
+                    .metadata()
+                    .is_ok_and(|meta| self.other_links(&meta).is_some()))
     }
 
     /// The deny glob that `path` (under the root) matches, if any.

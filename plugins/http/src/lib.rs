@@ -53,6 +53,12 @@
 //! The grant is checked on the host written in the URL, before any connection, and again on
 //! every request (redirects are not followed, so no response can lead the plugin elsewhere).
 //! Proxies from the environment (`http_proxy`, ...) are ignored: the plugin connects directly.
+//! The model cannot set `Host` (the server sees the host of the URL, the one the grant was
+//! checked on, so a granted address cannot be asked for another virtual host), nor the headers
+//! that frame the message or the connection (`Content-Length`, `Transfer-Encoding`,
+//! `Connection`, `Keep-Alive`, `Proxy-Connection`, `TE`, `Trailer`, `Upgrade`): each fails with
+//! `bad_header:`. A port that is not a number from 1 to 65535 (`:8080x`, `:99999`) fails with
+//! `bad_url:` instead of becoming the default port.
 //! A granted name is resolved by the system's resolver, so a name whose DNS answer changes
 //! (DNS rebinding) reaches whatever address it resolves to; grant IP addresses where that
 //! matters.

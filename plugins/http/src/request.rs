@@ -68,6 +68,16 @@ pub enum HttpError {
         /// The header's name.
         name: String,
     },
+    /// A request header the plugin sets itself and the model may not: `Host` (it names the
+    /// virtual host, which must be the granted host of the URL) and the headers that frame the
+    /// message or the connection.
+    #[error(
+        "bad_header: {name:?} cannot be given: the plugin sets it itself (the Host from the URL, the framing from the body)"
+    )]
+    ReservedHeader {
+        /// The header's name, as given.
+        name: String,
+    },
     /// Any other failure of the HTTP exchange (a malformed response, say).
     #[error("request_failed: {url}: {source}")]
     Other {
@@ -158,6 +168,9 @@ impl Client {
         headers: &BTreeMap<String, String>,
     ) -> Result<Response, HttpError> {
         let uri = self.granted_uri(url)?;
+        if let Some(name) = headers.keys().find(|name| reserved_header(name)) {
+            return Err(HttpError::ReservedHeader { name: name.clone() });
+        }
         let result = match method {
             Method::Get => {
                 let mut request = self.agent.get(uri);
@@ -234,7 +247,24 @@ impl Client {
             .host()
             .filter(|h| !h.is_empty())
             .ok_or_else(|| bad("it has no host"))?;
-        let port = uri.port_u16().unwrap_or(default_port);
+        // The client connects to `port_u16()` or the default, and `port_u16()` is `None` for a
+        // port that is not a number (`:80x`) or past 65535: such a URL would silently go to the
+        // default port, so it is refused. An empty port (`host:/`) means the default (RFC 3986,
+        // 3.2.3).
+        let port = match uri.authority().and_then(|a| written_port(a.as_str())) {
+            None | Some("") => default_port,
+            Some(written) => written
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+                .then(|| written.parse::<u16>().ok())
+                .flatten()
+                .filter(|&n| n != 0)
+                .ok_or_else(|| {
+                    bad(&format!(
+                        "its port {written:?} is not a number from 1 to 65535"
+                    ))
+                })?,
+        };
         self.grants.check_net(host, port)?;
         Ok(uri)
     }
@@ -288,6 +318,42 @@ impl Client {
             source => HttpError::Other { url, source },
         }
     }
+}
+
+/// The port as written in an authority (`user@host:port`, `[::1]:port`), if there is a `:`
+/// after the host.
+fn written_port(authority: &str) -> Option<&str> {
+    let host_port = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, rest)| rest);
+    let after_host = match host_port.strip_prefix('[') {
+        Some(bracketed) => bracketed.split_once(']').map_or("", |(_, rest)| rest),
+        None => host_port,
+    };
+    after_host.rsplit_once(':').map(|(_, port)| port)
+}
+
+/// The request headers the model may not set: `Host` (the virtual host must be the URL's, the
+/// one the grant was checked on) and the headers that frame the message or manage the
+/// connection, which the client writes from the body and its own state.
+const RESERVED_HEADERS: &[&str] = &[
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "upgrade",
+];
+
+/// Whether `name` is one of [`RESERVED_HEADERS`], in any case and with any surrounding blanks.
+fn reserved_header(name: &str) -> bool {
+    let name = name.trim();
+    RESERVED_HEADERS
+        .iter()
+        .any(|reserved| name.eq_ignore_ascii_case(reserved))
 }
 
 /// Whether `name` and its value in `headers` make a valid HTTP header.

@@ -10,6 +10,7 @@
 //!     config:
 //!       max_rows: 500      # optional, default 500
 //!       timeout_ms: 5000   # optional, default 5000
+//!       max_result_bytes: 1048576  # optional, default 1 MiB
 //! ```
 //!
 //! `grants.fs_read` lists the database files, or folders of them, a query may open (a relative
@@ -54,11 +55,19 @@
 //!   checked every 1000 virtual machine steps, so a single long step such as a big sort may
 //!   overrun a little), and the call fails with `timeout:`. The host's cancellation is checked
 //!   between rows.
+//! - **Bytes**: the result's JSON text may be at most `max_result_bytes` long; once the next
+//!   value would pass that, the call fails with `too_large:` naming the row (rows are not cut
+//!   silently: a partial row would mislead). The same number is SQLite's length limit
+//!   (`SQLITE_LIMIT_LENGTH`) on the connection, so no string or blob longer than it is ever made
+//!   or loaded while the query runs (`SELECT replace(zeroblob(900000000), ...)` fails at once
+//!   with `too_large:` instead of allocating gigabytes; a stored value longer than it cannot be
+//!   read, though its `length()` can).
 //!
 //! # Errors
 //!
 //! Every failure is an error result whose message starts with its kind: `not_found:`,
-//! `not_granted:`, `not_read_only:`, `timeout:`, `cancelled`, `bad_param:` or `sql_error:`
+//! `not_granted:`, `not_read_only:`, `timeout:`, `too_large:`, `cancelled`, `bad_param:` or
+//! `sql_error:`
 //! (see [`SqliteError`]).
 
 #![warn(missing_docs)]
@@ -79,6 +88,9 @@ pub const DEFAULT_MAX_ROWS: u64 = 500;
 /// The time bound of a query when the configuration gives none: 5 seconds.
 pub const DEFAULT_TIMEOUT_MS: u64 = 5_000;
 
+/// The byte bound of a result (and of one value) when the configuration gives none: 1 MiB.
+pub const DEFAULT_MAX_RESULT_BYTES: u64 = 1024 * 1024;
+
 /// The plugin's configuration.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -89,6 +101,8 @@ struct Config {
     max_rows: u64,
     #[serde(default = "default_timeout_ms")]
     timeout_ms: u64,
+    #[serde(default = "default_max_result_bytes")]
+    max_result_bytes: u64,
 }
 
 fn default_max_rows() -> u64 {
@@ -99,19 +113,28 @@ fn default_timeout_ms() -> u64 {
     DEFAULT_TIMEOUT_MS
 }
 
+fn default_max_result_bytes() -> u64 {
+    DEFAULT_MAX_RESULT_BYTES
+}
+
 fn init(config: Option<Config>) -> Result<query::Databases, String> {
     let config = config.unwrap_or(Config {
         grants: Grants::default(),
         max_rows: DEFAULT_MAX_ROWS,
         timeout_ms: DEFAULT_TIMEOUT_MS,
+        max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
     });
     if config.timeout_ms == 0 {
         return Err("`timeout_ms` must be at least 1".to_string());
+    }
+    if config.max_result_bytes == 0 {
+        return Err("`max_result_bytes` must be at least 1".to_string());
     }
     Ok(query::Databases {
         grants: config.grants,
         max_rows: config.max_rows,
         timeout: std::time::Duration::from_millis(config.timeout_ms),
+        max_result_bytes: config.max_result_bytes,
     })
 }
 
@@ -137,7 +160,7 @@ fn run_query(
         args.max_rows,
         &|| ctx.is_cancelled(),
     )?;
-    Ok(ToolOutput::text(result.to_string()))
+    Ok(ToolOutput::text(result))
 }
 
 /// What it asks the host for: reading, under whichever roots the policy grants.

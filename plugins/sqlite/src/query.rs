@@ -44,6 +44,25 @@ pub enum SqliteError {
         /// The bound, in milliseconds.
         ms: u128,
     },
+    /// One value is longer than SQLite's length limit, which is set to `max_result_bytes`:
+    /// SQLite refused to make or load it (`SQLITE_TOOBIG`), so it never reached memory.
+    #[error(
+        "too_large: a string or blob in the query is longer than {limit} bytes (max_result_bytes), the longest value SQLite may make or read here; select its length() instead"
+    )]
+    ValueTooLarge {
+        /// The bound, in bytes.
+        limit: u64,
+    },
+    /// The result, as JSON text, grew past the byte budget.
+    #[error(
+        "too_large: the result is longer than {limit} bytes (max_result_bytes) at row {row}; select fewer rows or columns, or shorter values (substr, length)"
+    )]
+    ResultTooLarge {
+        /// The bound, in bytes.
+        limit: u64,
+        /// The row (from 1) whose values passed the bound.
+        row: usize,
+    },
     /// The host cancelled the call.
     #[error("cancelled")]
     Cancelled,
@@ -76,11 +95,13 @@ pub(crate) struct Databases {
     pub(crate) grants: Grants,
     pub(crate) max_rows: u64,
     pub(crate) timeout: Duration,
+    /// The byte budget of a result's JSON text, and SQLite's length limit for one value.
+    pub(crate) max_result_bytes: u64,
 }
 
 impl Databases {
-    /// Runs `sql` on the granted database at `path`, read-only, within the row and time bounds.
-    /// `cancelled` is polled between rows.
+    /// Runs `sql` on the granted database at `path`, read-only, within the row, time and byte
+    /// bounds, and returns the result as JSON text. `cancelled` is polled between rows.
     pub(crate) fn query(
         &self,
         path: &Path,
@@ -88,7 +109,7 @@ impl Databases {
         params: &[Value],
         max_rows: Option<u64>,
         cancelled: &dyn Fn() -> bool,
-    ) -> Result<Value, SqliteError> {
+    ) -> Result<String, SqliteError> {
         let params = params
             .iter()
             .enumerate()
@@ -107,6 +128,10 @@ impl Databases {
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         conn.set_limit(Limit::SQLITE_LIMIT_ATTACHED, 0)?;
+        // No string or blob longer than the result may hold: SQLite refuses to make one
+        // (`SQLITE_TOOBIG`) instead of allocating it, whatever the query computes.
+        let length_limit = i32::try_from(self.max_result_bytes).unwrap_or(i32::MAX);
+        conn.set_limit(Limit::SQLITE_LIMIT_LENGTH, length_limit)?;
         let timed_out = Arc::new(AtomicBool::new(false));
         let deadline = Instant::now() + self.timeout;
         let flag = Arc::clone(&timed_out);
@@ -120,16 +145,16 @@ impl Databases {
                 late
             }),
         )?;
-        let interrupted = |error: rusqlite::Error| {
-            if timed_out.load(Ordering::Relaxed)
-                && error.sqlite_error_code() == Some(ErrorCode::OperationInterrupted)
-            {
+        let interrupted = |error: rusqlite::Error| match error.sqlite_error_code() {
+            Some(ErrorCode::OperationInterrupted) if timed_out.load(Ordering::Relaxed) => {
                 SqliteError::Timeout {
                     ms: self.timeout.as_millis(),
                 }
-            } else {
-                SqliteError::Sql(error)
             }
+            Some(ErrorCode::TooBig) => SqliteError::ValueTooLarge {
+                limit: self.max_result_bytes,
+            },
+            _ => SqliteError::Sql(error),
         };
 
         let mut statement = conn.prepare(sql).map_err(interrupted)?;
@@ -142,22 +167,87 @@ impl Databases {
         let mut rows = statement
             .query(rusqlite::params_from_iter(params))
             .map_err(interrupted)?;
-        let mut out = Vec::new();
+        let mut out = ResultText::new(&columns, self.max_result_bytes);
+        let mut count: u64 = 0;
         let mut truncated = false;
         while let Some(row) = rows.next().map_err(interrupted)? {
             if cancelled() {
                 return Err(SqliteError::Cancelled);
             }
-            if out.len() as u64 >= max_rows {
+            if count >= max_rows {
                 truncated = true;
                 break;
             }
-            let values = (0..columns.len())
-                .map(|i| row.get_ref(i).map(json_value))
-                .collect::<Result<Vec<_>, _>>()?;
-            out.push(Value::Array(values));
+            count += 1;
+            out.start_row();
+            for i in 0..columns.len() {
+                let value = row.get_ref(i).map_err(interrupted)?;
+                out.push_value(&json_value(value))?;
+            }
+            out.end_row();
         }
-        Ok(json!({"columns": columns, "rows": out, "truncated": truncated}))
+        Ok(out.finish(truncated))
+    }
+}
+
+/// The result's JSON text, `{"columns":[...],"rows":[[...],...],"truncated":bool}`, written as
+/// the rows come and held to a byte budget: no more than one value past it is ever held.
+struct ResultText {
+    text: String,
+    limit: u64,
+    rows: usize,
+    values_in_row: usize,
+}
+
+impl ResultText {
+    fn new(columns: &[String], limit: u64) -> ResultText {
+        let columns = serde_json::to_string(columns).unwrap_or_else(|_| "[]".to_string());
+        ResultText {
+            text: format!("{{\"columns\":{columns},\"rows\":["),
+            limit,
+            rows: 0,
+            values_in_row: 0,
+        }
+    }
+
+    fn start_row(&mut self) {
+        if self.rows > 0 {
+            self.text.push(',');
+        }
+        self.rows += 1;
+        self.values_in_row = 0;
+        self.text.push('[');
+    }
+
+    /// Appends one value of the current row, or fails once the text would pass the budget.
+    fn push_value(&mut self, value: &Value) -> Result<(), SqliteError> {
+        let json = value.to_string();
+        let comma = usize::from(self.values_in_row > 0);
+        // The closing `]]` of the row and rows, and the `truncated` key, count too.
+        let tail = r#"]],"truncated":false}"#.len();
+        let total = self.text.len() + comma + json.len() + tail;
+        if total as u64 > self.limit {
+            return Err(SqliteError::ResultTooLarge {
+                limit: self.limit,
+                row: self.rows,
+            });
+        }
+        if comma == 1 {
+            self.text.push(',');
+        }
+        self.text.push_str(&json);
+        self.values_in_row += 1;
+        Ok(())
+    }
+
+    fn end_row(&mut self) {
+        self.text.push(']');
+    }
+
+    fn finish(mut self, truncated: bool) -> String {
+        self.text
+            .push_str(&format!("],\"truncated\":{truncated}}}"));
+        self.text
     }
 }
 

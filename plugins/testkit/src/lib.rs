@@ -10,14 +10,22 @@
 //! | `panic` | `{}` | panics with [`PANIC_MESSAGE`] |
 //! | `fail` | `{message}` | fails with `message` |
 //! | `big_output` | `{bytes}` | returns exactly `bytes` bytes of ASCII text in lines (see [`big_text`]) |
+//! | `huge_output` | `{bytes}` | returns `bytes` bytes of `x`, up to [`HUGE_OUTPUT_MAX`]: past the worker protocol's frame limit |
+//! | `forge_frame` | `{len}` | writes the 4-byte length prefix `len` straight into the worker's pipe to the host, outside the protocol, to the first writable pipe from descriptor 3 on that is not behind stdin or stderr |
 //! | `multimodal` | `{}` | returns the text [`MULTIMODAL_BEFORE`], a 1x1 PNG ([`PNG_PIXEL`]), the text [`MULTIMODAL_AFTER`] |
 //! | `progress` | `{steps}` | reports `step i of N` for i in 1..=N, then returns `done: N steps` |
 //! | `stream` | `{count, delay_ms}` | streams `count` chunks `chunk i\n` (i from 1), `delay_ms` apart, then returns `streamed N chunks`; stops as soon as the host wants no more |
 //! | `crash` | `{how}` | brings its process down: `abort`, `segfault`, `oom`, `stack_overflow`, or `spin` (see [`Crash`]) |
 //! | `connect` | `{addr}` | opens a TCP connection to `addr` (`ip:port`) within 5 s and closes it; returns `connected to ADDR`, or fails with the system's error |
+//! | `escape` | `{how, ...}` | tries to get out of a worker's sandbox: signal, trace, connect to a Unix socket, read a file or other processes' environments, start processes or run programs (see [`Escape`]) |
 //!
-//! `crash` exists to test process isolation (`isolation: process`): call it only in a worker
-//! process. In process it takes the host down with it, as it is meant to.
+//! `crash`, `forge_frame` and `escape` exist to test process isolation (`isolation: process`):
+//! call them only in a worker process. In process `crash` takes the host down with it, as it is
+//! meant to; `escape` is what a hostile plugin would do, and in process (or unconfined) it may
+//! kill the host or other processes.
+//!
+//! Its configuration may hold `init_sleep_ms`: its `init` then sleeps that long, as a plugin
+//! whose loading hangs.
 
 #![warn(missing_docs)]
 
@@ -26,6 +34,9 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use toolgate_plugin_api::serde_json::Value;
 use toolgate_plugin_api::{CallContext, NoArgs, Tool, ToolError, ToolOutput, json};
+
+mod escape;
+pub use escape::{Escape, FORK_MAX, FORKED_LIFETIME};
 
 /// The message the `panic` tool panics with.
 pub const PANIC_MESSAGE: &str = "deliberate panic from the testkit `panic` tool";
@@ -38,6 +49,9 @@ pub const MULTIMODAL_AFTER: &str = "That was the image.";
 
 /// The largest output `big_output` agrees to make: 64 MiB.
 pub const BIG_OUTPUT_MAX: u64 = 64 * 1024 * 1024;
+
+/// The largest output `huge_output` agrees to make: 512 MiB.
+pub const HUGE_OUTPUT_MAX: u64 = 512 * 1024 * 1024;
 
 /// A valid 1x1 orange RGBA PNG: what the `multimodal` tool sends as its image.
 pub const PNG_PIXEL: [u8; 70] = [
@@ -135,6 +149,65 @@ pub fn big_text(len: usize) -> String {
     }
     text.truncate(len);
     text
+}
+
+fn huge_output(_ctx: &CallContext, args: BigOutputArgs) -> Result<ToolOutput, ToolError> {
+    if args.bytes > HUGE_OUTPUT_MAX {
+        return Err(ToolError::new(format!(
+            "bytes must be at most {HUGE_OUTPUT_MAX}, got {}",
+            args.bytes
+        )));
+    }
+    let len = usize::try_from(args.bytes).map_err(|_| ToolError::new("bytes is too large"))?;
+    Ok(ToolOutput::text("x".repeat(len)))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ForgeFrameArgs {
+    len: u32,
+}
+
+/// Writes the length prefix `len` (little-endian) into the worker's pipe to the host, as a
+/// plugin that goes around the protocol would: to the first pipe it can write, among this
+/// process's descriptors from 3 on, that is not the pipe behind stdin or stderr (in a worker,
+/// stdout points at stderr and the frames have a descriptor of their own). Returns which
+/// descriptor it wrote to; in a worker the host kills it before that answer can arrive.
+fn forge_frame(_ctx: &CallContext, args: ForgeFrameArgs) -> Result<ToolOutput, ToolError> {
+    use std::io::Write;
+    use std::os::fd::FromRawFd;
+    let pipe = |fd: i32| std::fs::read_link(format!("/proc/self/fd/{fd}")).ok();
+    let standard = [pipe(0), pipe(2)];
+    let entries = std::fs::read_dir("/proc/self/fd")
+        .map_err(|err| ToolError::new(format!("cannot list /proc/self/fd: {err}")))?;
+    let mut fds: Vec<i32> = entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .filter(|fd| *fd >= 3)
+        .collect();
+    fds.sort_unstable();
+    for fd in fds {
+        let Some(target) = pipe(fd) else { continue };
+        if !target.to_string_lossy().starts_with("pipe:") || standard.contains(&Some(target)) {
+            continue;
+        }
+        // SAFETY: an open descriptor of this process, borrowed for one write and never
+        // closed here (ManuallyDrop).
+        let mut file = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd) });
+        if file.write_all(&args.len.to_le_bytes()).is_ok() {
+            return Ok(ToolOutput::text(format!(
+                "wrote the prefix to descriptor {fd}"
+            )));
+        }
+    }
+    Err(ToolError::new("no pipe to the host found"))
+}
+
+/// `init_sleep_ms` in the configuration: sleeps that long before the plugin starts.
+fn init(config: Value) -> Result<(), String> {
+    if let Some(ms) = config.get("init_sleep_ms").and_then(Value::as_u64) {
+        std::thread::sleep(Duration::from_millis(ms));
+    }
+    Ok(())
 }
 
 fn multimodal(_ctx: &CallContext, _args: NoArgs) -> Result<ToolOutput, ToolError> {
@@ -294,6 +367,7 @@ fn no_args_schema() -> Value {
 toolgate_plugin_api::export_plugin! {
     name: "testkit",
     version: env!("CARGO_PKG_VERSION"),
+    init: init,
     tools: [
         Tool::new("echo", echo)
             .description("Return the given text unchanged.")
@@ -329,6 +403,25 @@ toolgate_plugin_api::export_plugin! {
                     "description": "How many bytes to return."
                 }},
                 "required": ["bytes"],
+                "additionalProperties": false
+            })),
+        Tool::new("huge_output", huge_output)
+            .description("Return the given number of bytes of `x`, up to 512 MiB.")
+            .parameters(json!({
+                "type": "object",
+                "properties": {"bytes": {
+                    "type": "integer", "minimum": 0, "maximum": HUGE_OUTPUT_MAX,
+                    "description": "How many bytes to return."
+                }},
+                "required": ["bytes"],
+                "additionalProperties": false
+            })),
+        Tool::new("forge_frame", forge_frame)
+            .description("Write a frame length prefix straight into the worker's pipe to the host; for testing the worker protocol only.")
+            .parameters(json!({
+                "type": "object",
+                "properties": {"len": {"type": "integer", "minimum": 0, "maximum": u32::MAX, "description": "The announced length."}},
+                "required": ["len"],
                 "additionalProperties": false
             })),
         Tool::new("multimodal", multimodal)
@@ -373,6 +466,27 @@ toolgate_plugin_api::export_plugin! {
                 "type": "object",
                 "properties": {"addr": {"type": "string", "description": "ip:port"}},
                 "required": ["addr"],
+                "additionalProperties": false
+            })),
+        Tool::new("escape", escape::escape)
+            .description("Try to get out of the worker's sandbox (signal, trace, Unix sockets, files, other processes' environments, processes); for testing isolation only.")
+            .parameters(json!({
+                "type": "object",
+                "properties": {
+                    "how": {
+                        "type": "string",
+                        "enum": ["kill_parent", "kill", "ptrace", "unix_connect", "abstract_connect", "read", "scan_environ", "fork", "run"]
+                    },
+                    "pid": {"type": "integer"},
+                    "signal": {"type": "integer", "description": "for kill; SIGKILL by default"},
+                    "path": {"type": "string"},
+                    "program": {"type": "string"},
+                    "name": {"type": "string"},
+                    "needle": {"type": "string"},
+                    "count": {"type": "integer", "minimum": 0, "maximum": FORK_MAX},
+                    "tag": {"type": "string", "maxLength": 15}
+                },
+                "required": ["how"],
                 "additionalProperties": false
             })),
     ],

@@ -47,7 +47,8 @@ impl ObjectResultStore {
     ///
     /// For S3, `options` take the keys of `object_store`'s `AmazonS3ConfigKey` and `ClientConfigKey`
     /// (`endpoint`, `region`, `access_key_id`, `secret_access_key`, `allow_http`, `timeout`,
-    /// `connect_timeout`, ...) plus `max_retries` and `retry_timeout` (e.g. `"500ms"`, `"15s"`). What
+    /// `connect_timeout`, ...) plus `max_retries` and `retry_timeout` (e.g. `"500ms"`, `"15s"`, in
+    /// object_store's own duration grammar). What
     /// they leave unset comes from the usual `AWS_*` environment variables, then from defaults that fail
     /// fast: 5 s to connect, 3 retries within 15 s. Other schemes take no options.
     ///

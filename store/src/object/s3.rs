@@ -66,18 +66,13 @@ fn key_of(key: &str) -> Result<AmazonS3ConfigKey, ConfigError> {
     })
 }
 
-/// `"500ms"`, `"15s"` or `"15"` (seconds).
+/// A duration in the grammar of object_store's own duration options (`timeout`,
+/// `connect_timeout`): `"500ms"`, `"15s"`, `"1m 30s"`, ...
 fn parse_duration(key: &str, value: &str) -> Result<Duration, ConfigError> {
-    let bad = || ConfigError::NotADuration {
+    humantime::parse_duration(value.trim()).map_err(|_| ConfigError::NotADuration {
         key: key.to_owned(),
         value: value.to_owned(),
-    };
-    let (number, unit) = match value.strip_suffix("ms") {
-        Some(n) => (n, 1),
-        None => (value.strip_suffix('s').unwrap_or(value), 1000),
-    };
-    let n: u64 = number.trim().parse().map_err(|_| bad())?;
-    Ok(Duration::from_millis(n.checked_mul(unit).ok_or_else(bad)?))
+    })
 }
 
 #[cfg(test)]
@@ -85,13 +80,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn durations_take_milliseconds_or_seconds() {
+    fn retry_timeout_reads_durations_as_object_stores_own_timeouts_do() {
         assert_eq!(
             parse_duration("k", "250ms").unwrap(),
             Duration::from_millis(250)
         );
         assert_eq!(parse_duration("k", "2s").unwrap(), Duration::from_secs(2));
-        assert_eq!(parse_duration("k", "3").unwrap(), Duration::from_secs(3));
-        assert!(parse_duration("k", "soon").is_err());
+        assert_eq!(
+            parse_duration("k", "1m 30s").unwrap(),
+            Duration::from_secs(90)
+        );
+    }
+
+    #[test]
+    fn retry_timeout_without_a_unit_is_not_a_duration() {
+        assert!(matches!(
+            parse_duration("retry_timeout", "3"),
+            Err(ConfigError::NotADuration { .. })
+        ));
+        assert!(parse_duration("retry_timeout", "soon").is_err());
     }
 }

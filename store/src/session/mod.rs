@@ -10,5 +10,5 @@
 mod object;
 mod state;
 
-pub use object::ObjectSessionStore;
+pub use object::{MCP_SESSIONS, ObjectSessionStore};
 pub use state::{SessionState, SessionStore};

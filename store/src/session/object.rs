@@ -9,6 +9,8 @@
 //! |---|---|
 //! | `P/sessions/HEX.../state/SEQ` | the JSON record: the session id, its [`SessionState`] |
 //!
+//! | `P/mcp-sessions/HEX.../init` | what `serve` over HTTP needs to bring the MCP session back in another process ([`MCP_SESSIONS`]) |
+//!
 //! `HEX...` is the session id hex-encoded ([`SessionId::key_segments`]), so no session id reaches
 //! outside its directory; `SEQ` is the version, 20 decimal digits, so names sort as numbers.
 //!
@@ -39,6 +41,12 @@ use serde::{Deserialize, Serialize};
 
 use super::state::{SessionState, SessionStore};
 use crate::{Corruption, ObjectResultStore, SessionId, StoreError};
+
+/// The folder under the store's prefix where `toolgate serve` over HTTP keeps, per MCP session,
+/// what it needs to bring the session back in another process (`HEX.../init`, written when the
+/// session begins). Such a record expires with the store's time to live counted from when it
+/// was written, and [`SessionStore::prune_expired`] deletes it with the expired states.
+pub const MCP_SESSIONS: &str = "mcp-sessions";
 
 /// The version of the JSON record this code writes and understands.
 const RECORD_VERSION: u32 = 1;
@@ -238,6 +246,15 @@ impl SessionStore for ObjectSessionStore {
         if self.ttl.is_none() {
             return Ok(0);
         }
+        let mut pruned = self.prune_states().await?;
+        pruned.extend(self.prune_mcp_sessions().await?);
+        Ok(u64::try_from(pruned.len()).unwrap_or(u64::MAX))
+    }
+}
+
+impl ObjectSessionStore {
+    /// Deletes every expired state; answers the sessions (their `HEX...` key) that lost one.
+    async fn prune_states(&self) -> Result<BTreeSet<String>, StoreError> {
         // Every version of every session, grouped by the session's `state/` folder.
         let objects: Vec<_> = self
             .backend
@@ -262,8 +279,8 @@ impl SessionStore for ObjectSessionStore {
                 .push((seq, object.location));
         }
         let now = now_ms();
-        let mut pruned = 0;
-        for (_, mut versions) in sessions {
+        let mut pruned = BTreeSet::new();
+        for (dir, mut versions) in sessions {
             versions.sort_unstable_by_key(|(seq, _)| *seq);
             let Some((_, newest)) = versions.last() else {
                 continue;
@@ -286,9 +303,51 @@ impl SessionStore for ObjectSessionStore {
                 // Only the versions listed: one a writer creates meanwhile is newer and stays.
                 self.delete_paths(versions.into_iter().map(|(_, path)| path).collect())
                     .await?;
-                pruned += 1;
+                // `P/sessions/HEX.../state`: the session's key is what is between.
+                let base = self.prefix.clone().join("sessions");
+                let key = dir
+                    .strip_prefix(base.as_ref())
+                    .and_then(|rest| rest.strip_suffix("/state"))
+                    .unwrap_or(&dir);
+                pruned.insert(key.trim_start_matches('/').to_owned());
             }
         }
+        Ok(pruned)
+    }
+
+    /// Deletes every MCP session record ([`MCP_SESSIONS`]) written longer than the time to live
+    /// ago; answers the sessions (their `HEX...` key) that lost one.
+    async fn prune_mcp_sessions(&self) -> Result<BTreeSet<String>, StoreError> {
+        let Some(ttl) = self.ttl else {
+            return Ok(BTreeSet::new());
+        };
+        let ttl = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+        let base = self.prefix.clone().join(MCP_SESSIONS);
+        let objects: Vec<_> = self
+            .backend
+            .list(Some(&base))
+            .try_collect()
+            .await
+            .map_err(backend("list the MCP sessions"))?;
+        let now = now_ms();
+        let mut doomed = Vec::new();
+        let mut pruned = BTreeSet::new();
+        for object in objects {
+            let written = u64::try_from(object.last_modified.timestamp_millis()).unwrap_or(0);
+            if written.saturating_add(ttl) > now {
+                continue;
+            }
+            let key: Vec<String> = object
+                .location
+                .prefix_match(&base)
+                .map(|parts| parts.map(|p| p.as_ref().to_owned()).collect())
+                .unwrap_or_default();
+            if let Some((_init, hex)) = key.split_last() {
+                pruned.insert(hex.join("/"));
+            }
+            doomed.push(object.location);
+        }
+        self.delete_paths(doomed).await?;
         Ok(pruned)
     }
 }
