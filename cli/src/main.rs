@@ -28,6 +28,10 @@ use clap::Parser;
 use crate::args::{Cli, Command};
 use crate::output::{Out, stderr_line};
 
+/// Counts the memory each policy script run holds, so that `ScriptLimits::max_memory` holds.
+#[global_allocator]
+static ALLOCATOR: toolgate::script::ScriptMemory = toolgate::script::ScriptMemory;
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
