@@ -133,19 +133,15 @@ impl Holder {
     }
 }
 
-/// Calls `echo` in group `g` until it is not refused as `overloaded` (a member that was
-/// abandoned frees the group when its plugin thread returns, which no event tells).
+/// Calls `echo` in group `g` until it is not refused as `overloaded` (an abandoned member frees
+/// the group when its plugin thread returns, which no event tells).
 async fn echo_once_the_group_is_free(engine: &Engine, s: &toolgate::Session) -> toolgate::Outcome {
-    let waited = Instant::now();
-    loop {
-        let o = engine
-            .call(s, &call("c3", "echo", json!({"text": "hi"})))
-            .await;
-        if o.error_kind() != Some("overloaded") || waited.elapsed() > Duration::from_secs(60) {
-            return o;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let echo = call("c3", "echo", json!({"text": "hi"}));
+    poll(
+        || engine.call(s, &echo),
+        |o| o.error_kind() != Some("overloaded"),
+    )
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
