@@ -179,8 +179,8 @@ pub enum CliError {
     /// the MCP connection, watching the policy).
     #[error("cannot serve")]
     Serve(#[source] Box<toolgate_mcp::serve::ServeError>),
-    /// `validate`: upstream MCP servers of the policy that did not start, or tools of theirs
-    /// left out for their names.
+    /// `validate`: upstream MCP servers of the policy that did not start, tools of theirs
+    /// left out, or aliases of their tools that are not there.
     #[error("{policy}: {} upstream MCP server problem(s)", .problems.len())]
     Upstreams {
         /// The policy's name, for a server entry without a position.

@@ -13,7 +13,7 @@ static STARTED: Mutex<Vec<Upstreams>> = Mutex::new(Vec::new());
 
 /// Starts the policy's servers (nothing when there are none) and registers their tools on
 /// `builder`. Returns the builder and one line per problem: a server that did not start (its
-/// tools are missing), a tool left out for its name; each line begins with the server entry's
+/// tools are missing), a tool of its list left out; each line begins with the server entry's
 /// `file:line:col:`.
 pub fn attach(servers: &[McpServerSpec], builder: EngineBuilder) -> (EngineBuilder, Vec<Problem>) {
     if servers.is_empty() {

@@ -84,7 +84,9 @@ impl EngineBuilder {
     }
 
     /// Registers the tools of one named source that the host program brings (the tools of an
-    /// upstream MCP server, say), checked like every other tool (N1-N3, N6). `source` names
+    /// upstream MCP server, say), checked like every other tool (N1-N3, N6) but never failing
+    /// the build: a tool that breaks a rule, or whose model-facing name another tool, an alias
+    /// or a built-in has, is left out with a warning ([`Registry::left_out`](crate::registry::Registry::left_out)). `source` names
     /// them in errors and summaries ("MCP server time (stdio: mcp-server-time)"); `searchable`
     /// puts them in the search catalog behind `tool_search` (S1) instead of always showing them.
     pub fn tools_from(
@@ -174,7 +176,15 @@ impl EngineBuilder {
             )?),
             None => None,
         };
-        registry.add_aliases(&policy.aliases, &reserved)?;
+        // An alias of an upstream server's tool that is not there (the server did not start,
+        // or left the tool out) costs only the alias.
+        let upstream = |tool: &str| {
+            policy.mcp_servers.iter().any(|s| {
+                tool.strip_prefix(s.name.as_str())
+                    .is_some_and(|rest| rest.starts_with('.'))
+            })
+        };
+        registry.add_aliases(&policy.aliases, &reserved, upstream)?;
         let sessions = Arc::new(Sessions::default());
         let (visibility, search_index) = match &policy.search {
             Some(search) => search_step(search, &mut registry, &sessions)?,
@@ -252,9 +262,6 @@ fn registry_of(
     for tool in natives {
         registry.insert(tool, ToolSource::Native, false)?;
     }
-    for (source, tool, searchable) in external {
-        registry.insert(tool, source, searchable)?;
-    }
     // Every plugin is tried, so one build reports all that do not load (each at its entry).
     let mut plugin_errors = Vec::new();
     for spec in &policy.plugins {
@@ -301,10 +308,39 @@ fn registry_of(
                 registry.insert(Arc::new(CatalogOnly { spec }), source.clone(), true)?;
             }
         }
+    }
+    // Last, so that a tool of an upstream server never takes a name from the policy's own
+    // tools: one that collides is left out instead of failing the build.
+    registry.insert_external(external, &taken_names(policy));
+    if let Some(search) = &policy.search {
         let globs = &search.searchable_tools;
         registry.mark_searchable(|name| globs.iter().any(|g| g.is_match(name)));
     }
     Ok(registry)
+}
+
+/// The model-facing names the policy itself claims besides its tools: the reserved built-in
+/// names of the features it turns on and its aliases, each with what it is, for messages.
+fn taken_names(policy: &Policy) -> HashMap<String, String> {
+    let mut taken = HashMap::new();
+    for builtin in BuiltinTool::enabled_by(policy) {
+        taken.insert(
+            builtin.name().to_owned(),
+            format!(
+                "reserved for the built-in tool while {} is on",
+                builtin.feature()
+            ),
+        );
+    }
+    for (tool, spec) in &policy.aliases {
+        for alias in &spec.names {
+            taken.insert(
+                crate::registry::model_name(alias, policy.name_profile),
+                format!("the policy's alias {alias:?} of {tool}"),
+            );
+        }
+    }
+    taken
 }
 
 /// N3: no tool may take the name of a built-in a feature of the policy turns on. Reserved

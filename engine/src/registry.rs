@@ -171,6 +171,29 @@ pub struct Resolved<'a> {
     pub entry: &'a Entry,
 }
 
+/// A tool of a named source, or an alias of one, that the build left out rather than fail
+/// (see [`Registry::left_out`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeftOut {
+    /// The tool's real name, or the alias's target.
+    pub tool: String,
+    /// Where it came from ("MCP server time (stdio: mcp-server-time)", or "aliases").
+    pub source: String,
+    /// Where the alias is written, for an alias.
+    pub position: Option<Position>,
+    /// Why, naming the other side of a collision.
+    pub reason: String,
+}
+
+impl fmt::Display for LeftOut {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(at) = &self.position {
+            write!(f, "{at}: ")?;
+        }
+        write!(f, "{}: {}", self.source, self.reason)
+    }
+}
+
 /// The set of tools, checked.
 #[derive(Clone, Default)]
 pub struct Registry {
@@ -181,6 +204,8 @@ pub struct Registry {
     by_model_name: HashMap<String, String>,
     /// Model-facing name alias -> real name.
     aliases: HashMap<String, String>,
+    /// Tools of named sources and aliases of theirs the build left out.
+    left_out: Vec<LeftOut>,
 }
 
 impl Registry {
@@ -243,16 +268,123 @@ impl Registry {
         Ok(())
     }
 
+    /// Adds the tools of named sources ([`EngineBuilder::tools_from`](crate::EngineBuilder::tools_from)),
+    /// after every other tool is in, without ever failing: such a source (an upstream MCP
+    /// server) is not the policy's to fix, so it costs only its own tools. A tool is left out
+    /// (see [`Registry::left_out`]) when its name breaks N1, when its model-facing name is
+    /// another tool's, an alias's (`taken`) or a reserved built-in's (also `taken`), or when
+    /// another tool of these sources maps to the same model-facing name: then every one of
+    /// them is left out, whatever order they came in.
+    pub(crate) fn insert_external(
+        &mut self,
+        tools: Vec<(ToolSource, Arc<dyn Tool>, bool)>,
+        taken: &HashMap<String, String>,
+    ) {
+        let mut claims: HashMap<String, Vec<String>> = HashMap::new();
+        for (_, tool, _) in &tools {
+            let name = &tool.spec().name;
+            if check_tool_name(name).is_ok() {
+                claims
+                    .entry(model_name(name, self.profile))
+                    .or_default()
+                    .push(name.clone());
+            }
+        }
+        for (source, tool, searchable) in tools {
+            let name = tool.spec().name.clone();
+            let reason = match self.external_conflict(&name, &claims, taken) {
+                Some(reason) => reason,
+                None => match self.insert(tool, source.clone(), searchable) {
+                    Ok(()) => continue,
+                    Err(e) => e.to_string(),
+                },
+            };
+            tracing::warn!("{source}: tool {name} is left out: {reason}");
+            self.left_out.push(LeftOut {
+                reason: format!("tool {name} is left out: {reason}"),
+                tool: name,
+                source: source.to_string(),
+                position: None,
+            });
+        }
+    }
+
+    /// Why the tool of a named source called `name` cannot join (see
+    /// [`Registry::insert_external`]); `claims` are the real names of those tools by
+    /// model-facing name.
+    fn external_conflict(
+        &self,
+        name: &str,
+        claims: &HashMap<String, Vec<String>>,
+        taken: &HashMap<String, String>,
+    ) -> Option<String> {
+        let profile = profile_name(self.profile);
+        if let Err(reason) = check_tool_name(name) {
+            return Some(format!("its name is not a valid tool name: {reason}"));
+        }
+        let mapped = model_name(name, self.profile);
+        let others: Vec<&str> = claims
+            .get(&mapped)
+            .into_iter()
+            .flatten()
+            .filter(|n| *n != name)
+            .map(String::as_str)
+            .collect();
+        if !others.is_empty() {
+            return Some(format!(
+                "its model-facing name {mapped:?} (name_profile {profile}) is also that of {}; all of them are left out",
+                others.join(", ")
+            ));
+        }
+        let existing = self
+            .by_model_name
+            .get(&mapped)
+            .or_else(|| self.entries.get_key_value(name).map(|(k, _)| k));
+        if let Some(other) = existing {
+            return Some(format!(
+                "its model-facing name {mapped:?} (name_profile {profile}) is already that of {other} ({})",
+                self.entries[other].source
+            ));
+        }
+        taken.get(&mapped).map(|what| {
+            format!("its model-facing name {mapped:?} (name_profile {profile}) is {what}")
+        })
+    }
+
+    /// Tools of named sources, and aliases of theirs, that the build left out, each with why:
+    /// `toolgate validate` reports them as errors, the other commands as warnings.
+    pub fn left_out(&self) -> &[LeftOut] {
+        &self.left_out
+    }
+
     /// Adds the policy's aliases (N4), after every tool is in. An alias is a model-facing name,
-    /// mapped by the profile like a tool's name; `reserved` are model-facing names too.
+    /// mapped by the profile like a tool's name; `reserved` are model-facing names too. An
+    /// alias of a tool that is not there but `optional` (a tool of an upstream MCP server,
+    /// which may not have started) is left out with a warning: calls to it are unknown tools.
     pub(crate) fn add_aliases(
         &mut self,
         aliases: &BTreeMap<String, AliasSpec>,
         reserved: &[&str],
+        optional: impl Fn(&str) -> bool,
     ) -> Result<(), BuildError> {
         for (tool, spec) in aliases {
             let at = || At(spec.position.clone());
             let Some(entry) = self.entries.get(tool) else {
+                if optional(tool) {
+                    let names = spec.names.join(", ");
+                    let reason = format!(
+                        "aliases: {tool} is not there (its MCP server did not start, or does not list it, or it was left out), so its aliases ({names}) are unknown tools until it is"
+                    );
+                    let note = LeftOut {
+                        tool: tool.clone(),
+                        source: "aliases".to_owned(),
+                        position: spec.position.clone(),
+                        reason,
+                    };
+                    tracing::warn!("{note}");
+                    self.left_out.push(note);
+                    continue;
+                }
                 return Err(BuildError::Alias {
                     message: format!(
                         "aliases: {tool:?} is not a registered tool, so it cannot have aliases{}",
@@ -573,6 +705,40 @@ mod tests {
         assert_eq!(model_name("fs.read_file", NameProfile::Mcp), "fs.read_file");
         let exact = "a".repeat(64);
         assert_eq!(model_name(&exact, NameProfile::Openai), exact);
+    }
+
+    fn tool(name: &str) -> Arc<dyn Tool> {
+        Arc::new(crate::search::CatalogOnly {
+            spec: ToolSpec::new(name, "", serde_json::json!({"type": "object"})),
+        })
+    }
+
+    #[test]
+    fn external_tools_that_collide_are_left_out_whatever_their_order() {
+        let source = ToolSource::External {
+            name: "MCP server s".into(),
+        };
+        for order in [["s.a.b", "s.a_b"], ["s.a_b", "s.a.b"]] {
+            let mut registry = Registry::new(NameProfile::Openai);
+            registry
+                .insert(tool("s_native"), ToolSource::Native, false)
+                .unwrap();
+            let tools = order
+                .iter()
+                .chain(&["s.native", "s.alias", "s.ok"])
+                .map(|n| (source.clone(), tool(n), false))
+                .collect();
+            let taken = HashMap::from([("s_alias".to_owned(), "an alias".to_owned())]);
+            registry.insert_external(tools, &taken);
+            let names: Vec<&str> = registry.entries().map(|(n, _)| n).collect();
+            assert_eq!(names, ["s.ok", "s_native"]);
+            let left_out: Vec<&str> = registry
+                .left_out()
+                .iter()
+                .map(|l| l.tool.as_str())
+                .collect();
+            assert_eq!(left_out, [order[0], order[1], "s.native", "s.alias"]);
+        }
     }
 
     #[test]

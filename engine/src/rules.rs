@@ -10,9 +10,15 @@
 //! normalised form ([`normalize_path`]); a path that cannot be normalised denies the call
 //! whenever a rule with such a condition applies to it, so no spelling of a path slips past.
 //!
+//! Each rule is judged in time linear in the arguments it reads (a path is at most
+//! [`toolgate_policy::glob::MAX_PATH_BYTES`] long and matched in one pass), and the call's
+//! deadline is checked before each rule: rules run inside the call's timeout.
+//!
 //! Built-in tools that a feature turns on (`read_tool_result`, `tool_search`) are judged only by
 //! rules that name them exactly ([`CompiledRules::naming`]); unknown names are not judged at
 //! all and go on to the unknown-tool answer (D4).
+
+use std::time::Instant;
 
 use serde_json::Value;
 use toolgate_policy::glob::{Glob, PathGlob, normalize_path};
@@ -100,14 +106,40 @@ impl CompiledRule {
                 }
                 Err(e) => {
                     return Err(format!(
-                        "the {name:?} argument {path:?} cannot be checked against the policy's \
-                         path rules: {e}"
+                        "the {name:?} argument {:?} cannot be checked against the policy's \
+                         path rules: {e}",
+                        Shown(path)
                     ));
                 }
             }
         }
         Ok(true)
     }
+}
+
+/// A path as an error message shows it: whole up to [`SHOWN_PATH_CHARS`] characters, else its
+/// start and `...` (a path too long to judge can be as long as the request).
+struct Shown<'a>(&'a str);
+
+/// How much of a path an error message shows.
+const SHOWN_PATH_CHARS: usize = 200;
+
+impl std::fmt::Debug for Shown<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0.char_indices().nth(SHOWN_PATH_CHARS) {
+            None => write!(f, "{:?}", self.0),
+            Some((end, _)) => write!(f, "{:?}...", &self.0[..end]),
+        }
+    }
+}
+
+/// Why [`CompiledRules::check`] refused a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// A rule denies the call, for this reason.
+    Denied(String),
+    /// The call's deadline passed before every rule was judged.
+    PastDeadline,
 }
 
 /// One group of rules.
@@ -159,29 +191,95 @@ impl CompiledRules {
         deny.chain(allow).collect()
     }
 
-    /// `Err(reason)` when the call is denied.
-    pub fn check(&self, tool: &str, args: &Value, session: Option<&str>) -> Result<(), String> {
+    /// `Err` when the call is denied, or when `deadline` passes before the rules are judged
+    /// (it is checked before each rule).
+    pub fn check(
+        &self,
+        tool: &str,
+        args: &Value,
+        session: Option<&str>,
+        deadline: Option<Instant>,
+    ) -> Result<(), Refusal> {
+        let judge = |rule: &CompiledRule| {
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(Refusal::PastDeadline);
+            }
+            rule.matches(tool, args, session).map_err(Refusal::Denied)
+        };
         for rule in &self.deny {
-            if rule.matches(tool, args, session)? {
-                return Err(match &rule.reason {
+            if judge(rule)? {
+                return Err(Refusal::Denied(match &rule.reason {
                     Some(r) => r.clone(),
                     None => format!(
                         "a deny rule of the policy matches this call ({}rule)",
                         rule.at
                     ),
-                });
+                }));
             }
         }
         if self.allow.is_empty() {
             return Ok(());
         }
         for rule in &self.allow {
-            if rule.matches(tool, args, session)? {
+            if judge(rule)? {
                 return Ok(());
             }
         }
-        Err(format!(
+        Err(Refusal::Denied(format!(
             "the policy's allow rules do not allow {tool} with these arguments"
-        ))
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::json;
+    use toolgate_policy::glob::PathGlob;
+
+    use super::*;
+
+    fn deny_pem() -> CompiledRules {
+        let mut rule = Rule::default();
+        rule.paths
+            .insert("path".into(), PathGlob::new("*.pem").expect("valid"));
+        CompiledRules::compile(&Rules {
+            allow: Vec::new(),
+            deny: vec![rule],
+        })
+    }
+
+    #[test]
+    fn a_deadline_already_past_stops_the_rules_before_they_are_judged() {
+        let past = Instant::now().checked_sub(Duration::from_millis(1));
+        let checked = deny_pem().check("fs.read_file", &json!({"path": "a.txt"}), None, past);
+        assert_eq!(checked, Err(Refusal::PastDeadline));
+    }
+
+    #[test]
+    fn before_the_deadline_the_rules_are_judged() {
+        let later = Some(Instant::now() + Duration::from_secs(60));
+        let rules = deny_pem();
+        assert_eq!(
+            rules.check("fs.read_file", &json!({"path": "a.txt"}), None, later),
+            Ok(())
+        );
+        assert!(matches!(
+            rules.check("fs.read_file", &json!({"path": "k.pem"}), None, later),
+            Err(Refusal::Denied(_))
+        ));
+    }
+
+    #[test]
+    fn a_path_too_long_to_judge_is_shown_cut_in_the_reason() {
+        let path = "a/".repeat(20_000);
+        let Err(Refusal::Denied(reason)) =
+            deny_pem().check("fs.read_file", &json!({ "path": path }), None, None)
+        else {
+            panic!("a 40,000-byte path is refused");
+        };
+        assert!(reason.contains("at most 4096 bytes"), "{reason}");
+        assert!(reason.len() < 500, "{reason}");
     }
 }

@@ -278,15 +278,15 @@ pub fn attach_embeddings(
 
 /// Builds the search index over `docs` (see [`Engine::search_docs`](crate::Engine::search_docs)),
 /// or opens the prebuilt `index_file` when it holds exactly those names; a prebuilt file that
-/// does not match or does not open is logged and the index is built in memory.
+/// is missing, is not a regular file (a FIFO, a device), does not match or does not open is
+/// logged (a warning; `info` when it does not exist yet) and the index is built in memory.
 ///
-/// The prebuilt file is memory-mapped ([`SearchIndex::open_mapped`]), not read: that is what an
-/// index file is for. Engine processes on one machine share one copy of it in the page cache,
-/// and only the pages their searches touch become resident (a 100,000-tool index is about
-/// 65 MB). The price is the map's contract: the file must not change in place while an engine
-/// has it open. `toolgate index build` (through [`SearchIndex::write`]) replaces it by renaming
-/// a new file over it, which leaves a mapped one intact; the policy reference says so of
-/// `search.index_file`.
+/// The prebuilt file is read into memory ([`SearchIndex::open`]), not memory-mapped: a mapped
+/// file truncated or rewritten in place while the engine runs would kill the process with
+/// `SIGBUS` on the next search, and nothing the engine checks at open can prevent that. Read,
+/// the index is this process's own copy (about 65 MB resident for 100,000 tools), and a file
+/// changed on disk later changes nothing until the engine is built again. Opening costs about
+/// the same either way: the mapped open also reads every byte, to verify the checksum.
 ///
 /// # Errors
 ///
@@ -295,12 +295,8 @@ pub fn build_index(
     docs: Vec<ToolDoc>,
     index_file: Option<&std::path::Path>,
 ) -> Result<SearchIndex, IndexError> {
-    if let Some(path) = index_file
-        && path.is_file()
-    {
-        // SAFETY: the index file is replaced only by renaming a new one over it (see above and
-        // `search.index_file` in docs/policy.md), never changed in place while mapped.
-        match unsafe { SearchIndex::open_mapped(path) } {
+    if let Some(path) = index_file {
+        match SearchIndex::open(path) {
             Ok(idx) => {
                 let mut a: Vec<&str> = idx.names().collect();
                 let mut b: Vec<&str> = docs.iter().map(|d| d.name.as_str()).collect();
@@ -311,6 +307,12 @@ pub fn build_index(
                 }
                 tracing::warn!(
                     "index file {} does not match the catalog; building the index in memory (run `toolgate index build` again)",
+                    path.display()
+                );
+            }
+            Err(IndexError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                tracing::info!(
+                    "index file {} does not exist; building the index in memory (`toolgate index build` writes it)",
                     path.display()
                 );
             }

@@ -86,26 +86,52 @@ fn a_searchable_source_is_hidden_until_found() {
 }
 
 #[test]
-fn a_name_taken_by_another_source_fails_naming_both() {
-    let err = Engine::builder(Policy::default())
+fn a_name_taken_by_another_tool_leaves_the_sources_tool_out_naming_both() {
+    let engine = Engine::builder(Policy::default())
         .tool(echo("time.now"))
-        .tools_from("MCP server time", false, source_tools(&["time.now"]))
+        .tools_from(
+            "MCP server time",
+            false,
+            source_tools(&["time.now", "time.zone"]),
+        )
         .build()
-        .unwrap_err()
-        .to_string();
+        .expect("a source's tool never fails the build");
+    assert_eq!(
+        engine.registry().get("time.now").unwrap().source(),
+        &ToolSource::Native
+    );
+    assert!(engine.registry().get("time.zone").is_some());
+    let left_out: Vec<String> = engine
+        .registry()
+        .left_out()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(left_out.len(), 1, "{left_out:?}");
     assert!(
-        err.contains("provided by a native tool and by MCP server time"),
-        "{err}"
+        left_out[0].starts_with("MCP server time: tool time.now is left out")
+            && left_out[0].contains("already that of time.now (a native tool)"),
+        "{left_out:?}"
     );
 }
 
 #[test]
-fn a_bad_name_from_a_source_fails_naming_the_source() {
-    let err = Engine::builder(Policy::default())
-        .tools_from("MCP server odd", false, source_tools(&["odd.get time"]))
+fn a_bad_name_from_a_source_leaves_that_tool_out_naming_the_source() {
+    let engine = Engine::builder(Policy::default())
+        .tools_from(
+            "MCP server odd",
+            false,
+            source_tools(&["odd.get time", "odd.fine"]),
+        )
         .build()
-        .unwrap_err()
-        .to_string();
-    assert!(err.contains("invalid tool name \"odd.get time\""), "{err}");
-    assert!(err.contains("MCP server odd"), "{err}");
+        .expect("a source's tool never fails the build");
+    assert!(engine.registry().get("odd.fine").is_some());
+    let left_out = engine.registry().left_out();
+    assert_eq!(left_out.len(), 1, "{left_out:?}");
+    assert_eq!(left_out[0].source, "MCP server odd");
+    assert!(
+        left_out[0].reason.contains("odd.get time")
+            && left_out[0].reason.contains("not a valid tool name"),
+        "{left_out:?}"
+    );
 }

@@ -521,6 +521,26 @@ async fn a_url_server_gets_its_headers_with_values_from_the_environment() {
 }
 
 #[tokio::test]
+async fn a_url_servers_answer_over_the_message_limit_is_an_upstream_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = HttpFake::start(&dir.path().join("received.jsonl"));
+    let g = gate(
+        "dispatch: {timeout: none}",
+        &[format!(
+            "{{name: web, url: \"http://127.0.0.1:{}/mcp\"}}",
+            server.port
+        )],
+    )
+    .await;
+    let text = "x".repeat(17 * 1024 * 1024);
+    let o = g.call("web.echo", json!({ "text": text })).await;
+    assert_eq!(kind(&o), Some("upstream_error"), "{:?}", o.error);
+    let message = o.error.as_ref().unwrap().to_string();
+    assert!(message.contains("over 16 MiB"), "{message}");
+    g.shutdown().await;
+}
+
+#[tokio::test]
 async fn a_searchable_server_hides_its_tools_behind_tool_search() {
     let g = gate(
         "search: {}",

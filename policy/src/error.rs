@@ -226,8 +226,12 @@ pub enum DurationError {
         /// The text as written.
         text: String,
     },
-    /// A number has more than 12 digits, or the total does not fit in a `Duration`.
-    #[error("{text:?} is too long a duration (at most 12 digits per unit)")]
+    /// A number has more than 12 digits, or the total does not fit in 64 bits of milliseconds
+    /// (about 213 billion days).
+    #[error(
+        "{text:?} is too large a duration (at most 12 digits per unit, and at most \
+         213503982334d in all)"
+    )]
     Overflow {
         /// The text as written.
         text: String,

@@ -17,7 +17,7 @@
 //! beats any glob, and a glob with more literal characters beats one with fewer
 //! (`fs.read_*` beats `fs.*` beats `*`).
 
-use globset::{GlobBuilder, GlobMatcher};
+use globset::{GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
 
 use crate::error::GlobError;
 
@@ -154,7 +154,30 @@ pub enum PathError {
     /// The path holds a backslash, which some systems read as a separator.
     #[error("it holds a backslash; separate folders with /")]
     Backslash,
+    /// The path is longer than any path the system opens ([`MAX_PATH_BYTES`]).
+    #[error("it is {bytes} bytes long, and a path may be at most {MAX_PATH_BYTES} bytes")]
+    TooLong {
+        /// The path's length in bytes.
+        bytes: usize,
+    },
+    /// One folder or file name in the path is longer than any name the system opens
+    /// ([`MAX_NAME_BYTES`]).
+    #[error(
+        "one of its names is {bytes} bytes long, and a file or folder name may be at most \
+         {MAX_NAME_BYTES} bytes"
+    )]
+    NameTooLong {
+        /// The name's length in bytes.
+        bytes: usize,
+    },
 }
+
+/// The longest path [`normalize_path`] takes, in bytes: Linux's `PATH_MAX`. No system call
+/// opens a longer one, so a longer path is refused before any rule looks at it.
+pub const MAX_PATH_BYTES: usize = 4096;
+
+/// The longest folder or file name [`normalize_path`] takes, in bytes: Linux's `NAME_MAX`.
+pub const MAX_NAME_BYTES: usize = 255;
 
 /// Normalises a path relative to a tool's root, by text alone: empty segments (repeated and
 /// trailing slashes) and `.` are dropped, and `..` removes the segment before it. The root
@@ -163,7 +186,8 @@ pub enum PathError {
 /// # Errors
 ///
 /// [`PathError`] for what cannot be normalised: an absolute path, a `..` that climbs above
-/// the root, a NUL byte or a backslash.
+/// the root, a NUL byte or a backslash, a path longer than [`MAX_PATH_BYTES`] or a name in it
+/// longer than [`MAX_NAME_BYTES`] (checked first, so the work is bounded).
 ///
 /// ```
 /// use toolgate_policy::glob::{PathError, normalize_path};
@@ -174,6 +198,9 @@ pub enum PathError {
 /// assert_eq!(normalize_path("/etc/passwd"), Err(PathError::Absolute));
 /// ```
 pub fn normalize_path(path: &str) -> Result<String, PathError> {
+    if path.len() > MAX_PATH_BYTES {
+        return Err(PathError::TooLong { bytes: path.len() });
+    }
     if path.contains('\0') {
         return Err(PathError::Nul);
     }
@@ -191,6 +218,9 @@ pub fn normalize_path(path: &str) -> Result<String, PathError> {
                 if parts.pop().is_none() {
                     return Err(PathError::EscapesRoot);
                 }
+            }
+            s if s.len() > MAX_NAME_BYTES => {
+                return Err(PathError::NameTooLong { bytes: s.len() });
             }
             s => parts.push(s),
         }
@@ -210,10 +240,14 @@ pub fn normalize_path(path: &str) -> Result<String, PathError> {
 ///
 /// The pattern itself is normalised like a path (`./a/` is `a`); a leading `/` or a `..` is an
 /// error, since the paths it is compared with never have them.
+///
+/// Matching takes one pass over the path, in time linear in its length (the pattern and
+/// the pattern followed by `/**`, in one [`GlobSet`] run by a finite automaton), not one
+/// match per folder.
 #[derive(Debug, Clone)]
 pub struct PathGlob {
     pattern: String,
-    matcher: GlobMatcher,
+    matcher: GlobSet,
 }
 
 /// Two path globs are equal when they are written alike.
@@ -281,14 +315,22 @@ impl PathGlob {
         let anchored = parts.len() > 1;
         let body = parts.join("/");
         let full = if anchored { body } else { format!("**/{body}") };
-        let glob = GlobBuilder::new(&full)
-            .literal_separator(true)
-            .backslash_escape(true)
+        let glob = |text: &str| {
+            GlobBuilder::new(text)
+                .literal_separator(true)
+                .backslash_escape(true)
+                .build()
+                .map_err(|e| error(&e.kind().to_string()))
+        };
+        // The path itself, or anything below it: `/**` matches one or more names.
+        let matcher = GlobSetBuilder::new()
+            .add(glob(&full)?)
+            .add(glob(&format!("{full}/**"))?)
             .build()
             .map_err(|e| error(&e.kind().to_string()))?;
         Ok(PathGlob {
             pattern: pattern.to_owned(),
-            matcher: glob.compile_matcher(),
+            matcher,
         })
     }
 
@@ -300,13 +342,7 @@ impl PathGlob {
     /// Whether the normalised path `path` (see [`normalize_path`]), or a folder it lies in,
     /// matches.
     pub fn is_match(&self, path: &str) -> bool {
-        if path.is_empty() {
-            return false;
-        }
-        path.match_indices('/')
-            .map(|(i, _)| &path[..i])
-            .chain(std::iter::once(path))
-            .any(|prefix| self.matcher.is_match(prefix))
+        !path.is_empty() && self.matcher.is_match(path)
     }
 }
 
@@ -472,5 +508,103 @@ mod tests {
         assert!(PathGlob::new("a/../b").is_err());
         assert!(PathGlob::new("secrets/[").is_err());
         assert!(PathGlob::new("./").is_err());
+    }
+
+    #[test]
+    fn one_pass_matching_agrees_with_matching_each_folder_of_the_path() {
+        // The rule as first written: the pattern against the path and each folder it lies in.
+        let by_folder = |pattern: &str, path: &str| {
+            let body = pattern.trim_start_matches("./").trim_end_matches('/');
+            let full = if body.contains('/') {
+                body.to_owned()
+            } else {
+                format!("**/{body}")
+            };
+            let m = GlobBuilder::new(&full)
+                .literal_separator(true)
+                .backslash_escape(true)
+                .build()
+                .expect("valid")
+                .compile_matcher();
+            path.match_indices('/')
+                .map(|(i, _)| &path[..i])
+                .chain(std::iter::once(path))
+                .any(|prefix| m.is_match(prefix))
+        };
+        let patterns = [
+            ".env",
+            "*.pem",
+            "{.env,.env.*}",
+            "secrets",
+            "secrets/*",
+            "secrets/**",
+            "**",
+            "**/a/**/b",
+            "a/**",
+            "docs/*.md",
+            "a?c",
+            "[ab]/x",
+            "**/x/*",
+        ];
+        let paths = [
+            "",
+            ".env",
+            "sub/.env",
+            "sub/.env/x",
+            "x.env",
+            "key.pem",
+            "a/b/key.pem",
+            "key.pem.txt",
+            "secrets",
+            "secrets/x",
+            "secrets/a/b",
+            "docs/secrets/x",
+            "a",
+            "a/b",
+            "a/x/b",
+            "a/x/b/c",
+            "docs/a.md",
+            "docs/sub/a.md",
+            "abc",
+            "a/x",
+            "b/x/y",
+            "q/x/y/z",
+            ".env.local",
+            "x/.env.local/y",
+        ];
+        for pattern in patterns {
+            let glob = PathGlob::new(pattern).expect("valid");
+            for path in paths {
+                assert_eq!(
+                    glob.is_match(path),
+                    !path.is_empty() && by_folder(pattern, path),
+                    "{pattern:?} against {path:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_path_longer_than_the_system_takes_is_refused_before_it_is_read() {
+        let long = "a/".repeat(MAX_PATH_BYTES / 2) + "x";
+        assert_eq!(
+            normalize_path(&long),
+            Err(PathError::TooLong { bytes: long.len() })
+        );
+        let fits = "a/".repeat(MAX_PATH_BYTES / 2 - 1) + "xy";
+        assert_eq!(fits.len(), MAX_PATH_BYTES);
+        assert!(normalize_path(&fits).is_ok());
+    }
+
+    #[test]
+    fn a_name_longer_than_the_system_takes_is_refused() {
+        let name = "n".repeat(MAX_NAME_BYTES + 1);
+        assert_eq!(
+            normalize_path(&format!("docs/{name}/x")),
+            Err(PathError::NameTooLong {
+                bytes: MAX_NAME_BYTES + 1
+            })
+        );
+        assert!(normalize_path(&"n".repeat(MAX_NAME_BYTES)).is_ok());
     }
 }

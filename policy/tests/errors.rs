@@ -693,8 +693,8 @@ fn a_duration_number_of_more_than_12_digits_is_refused() {
     let error = error_of("version: 1\ndispatch:\n  timeout: 99999999999999999999h\n");
     assert_eq!(
         error.to_string(),
-        "bad.yaml:3:3: dispatch.timeout: \"99999999999999999999h\" is too long a duration (at \
-         most 12 digits per unit)"
+        "bad.yaml:3:3: dispatch.timeout: \"99999999999999999999h\" is too large a duration (at \
+         most 12 digits per unit, and at most 213503982334d in all)"
     );
     assert_eq!(error.diagnostics()[0].kind, DiagnosticKind::Duration);
     assert!(toolgate_policy::parse_duration("1000000000000ms").is_err());

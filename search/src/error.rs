@@ -44,6 +44,15 @@ pub enum IndexError {
         #[source]
         source: std::io::Error,
     },
+    /// The path is not a regular file (a FIFO, a device, a directory): an index is never read
+    /// from one, since a FIFO would block and a device never ends.
+    #[error("index file {path} is {kind}, not a regular file")]
+    NotRegular {
+        /// The index file.
+        path: PathBuf,
+        /// What it is instead (`a named pipe (FIFO)`, `a character device`, ...).
+        kind: &'static str,
+    },
     /// The file is shorter than the header.
     #[error(
         "index file {path} is not a usable toolgate search index: it is {len} bytes, shorter than the {header} byte header"
@@ -164,6 +173,7 @@ impl IndexError {
             | IndexError::RecordsTooLarge { .. }
             | IndexError::Fst(_) => None,
             IndexError::Io { path, .. }
+            | IndexError::NotRegular { path, .. }
             | IndexError::TooShort { path, .. }
             | IndexError::BadMagic { path }
             | IndexError::UnsupportedVersion { path, .. }

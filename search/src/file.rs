@@ -97,16 +97,18 @@ impl IndexFile {
         )
     }
 
-    /// Reads the index file at `path` into memory and checks it.
+    /// Reads the index file at `path` into memory and checks it. The bytes are this process's
+    /// own: a file changed or truncated on disk afterwards does not change them.
     pub(crate) fn read(path: &Path) -> Result<IndexFile, IndexError> {
         let io = |source| IndexError::Io {
             path: path.to_path_buf(),
             source,
         };
-        let mut file = File::open(path).map_err(io)?;
-        let len = file.metadata().map_err(io)?.len();
+        let (file, len) = open_regular(path)?;
         let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
-        file.read_to_end(&mut bytes).map_err(io)?;
+        // At most the length the file had when opened: one that grows meanwhile is cut there,
+        // and then refused by the length its header records.
+        file.take(len).read_to_end(&mut bytes).map_err(io)?;
         IndexFile::from_storage(Storage::Owned(bytes), path, None, Content::Untrusted)
     }
 
@@ -122,8 +124,7 @@ impl IndexFile {
             path: path.to_path_buf(),
             source,
         };
-        let file = File::open(path).map_err(io)?;
-        let len = file.metadata().map_err(io)?.len();
+        let (file, len) = open_regular(path)?;
         if len < format::HEADER_LEN as u64 {
             // Too short to map usefully (and mapping an empty file fails).
             return Err(IndexError::TooShort {
@@ -418,6 +419,65 @@ impl IndexFile {
         let offset = usize::try_from(offset).unwrap_or(usize::MAX);
         PostingList::new(self.section(&self.postings), offset)
     }
+}
+
+/// Opens `path` for reading and gives its length, refusing anything but a regular file: it is
+/// opened without blocking (a FIFO without a writer would otherwise block the open) and its
+/// type is checked on the open file, so nothing can be swapped in between.
+fn open_regular(path: &Path) -> Result<(File, u64), IndexError> {
+    let io = |source| IndexError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = open_nonblocking(path).map_err(io)?;
+    let metadata = file.metadata().map_err(io)?;
+    let file_type = metadata.file_type();
+    if !file_type.is_file() {
+        return Err(IndexError::NotRegular {
+            path: path.to_path_buf(),
+            kind: describe(&file_type),
+        });
+    }
+    Ok((file, metadata.len()))
+}
+
+#[cfg(unix)]
+fn open_nonblocking(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    // O_NONBLOCK changes nothing for a regular file, the only kind read.
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+}
+
+#[cfg(not(unix))]
+fn open_nonblocking(path: &Path) -> std::io::Result<File> {
+    File::open(path)
+}
+
+/// What a file that is not a regular one is, for [`IndexError::NotRegular`].
+fn describe(file_type: &std::fs::FileType) -> &'static str {
+    if file_type.is_dir() {
+        return "a directory";
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if file_type.is_fifo() {
+            return "a named pipe (FIFO)";
+        }
+        if file_type.is_char_device() {
+            return "a character device";
+        }
+        if file_type.is_block_device() {
+            return "a block device";
+        }
+        if file_type.is_socket() {
+            return "a socket";
+        }
+    }
+    "a special file"
 }
 
 /// The checksum of an index file (see [`format::checksum`]), read through a fixed buffer. A

@@ -149,6 +149,30 @@ pub enum Corruption {
     /// The data ends before the characters its record counts.
     #[error("the data holds fewer characters than the record says")]
     DataShort,
+    /// The data object is not as long as its record says (cut short, or the record's sizes
+    /// are wrong): a read past its end was refused.
+    #[error("the data is {found} bytes, and its record says {expected}")]
+    DataSize {
+        /// The length the record implies: the result's bytes and its character index.
+        expected: u64,
+        /// The data object's length.
+        found: u64,
+    },
+    /// The record names its data with a name the store never writes.
+    #[error("the record names its data {name:?}, not a name the store writes")]
+    DataName {
+        /// The name in the record.
+        name: String,
+    },
+    /// On local disk, the record or the data is a link (or lies under one) to a file outside
+    /// the store's directory.
+    #[error("{} leads outside the store's directory, to {}", .object.display(), .target.display())]
+    OutsideStore {
+        /// The file in the store.
+        object: std::path::PathBuf,
+        /// Where it leads.
+        target: std::path::PathBuf,
+    },
     /// The store answered with the metadata of another result.
     #[error("the store answered with the metadata of {:?}", found.as_str())]
     MetaForAnother {

@@ -21,7 +21,7 @@ fn aliases_of_a_long_string_are_refused_at_the_alias_that_crosses_the_byte_cap()
     // alias is one node, so the node cap alone lets it through.
     let long = "x".repeat(64 * 1024);
     let b = vec!["*a"; 50].join(", ");
-    let c = vec!["*b"; 10].join(", ");
+    let c = ["*b"; 10].join(", ");
     let (_dir, path, run) = validate_text(&format!(
         "version: 1\na: &a \"{long}\"\nb: &b [{b}]\nc: [{c}]\n"
     ));

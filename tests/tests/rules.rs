@@ -4,8 +4,9 @@
 //! order.
 
 use std::path::Path;
+use std::time::Duration;
 
-use toolgate_e2e::{repo_path, toolgate, toolgate_in};
+use toolgate_e2e::{Toolgate, repo_path, toolgate, toolgate_in};
 
 /// A folder laid out like a small project with secrets in it, the fs plugin's root.
 fn project() -> tempfile::TempDir {
@@ -99,6 +100,55 @@ fn the_fs_readonly_example_still_reads_ordinary_files() {
             "{path:?}: {o}"
         );
     }
+}
+
+/// `fs.read_file` on `path` under the shipped read-only example, in `root`; the run must end
+/// within a minute.
+fn read_within_a_minute(root: &Path, path: &str) -> toolgate_e2e::serde_json::Value {
+    let policy = repo_path("policies/examples/fs-readonly.yaml");
+    let args = toolgate_e2e::serde_json::json!({ "path": path }).to_string();
+    Toolgate::new(&[
+        "call",
+        "--policy",
+        policy.to_str().unwrap(),
+        "--json",
+        "fs.read_file",
+        &args,
+    ])
+    .current_dir(root)
+    .run_within(Duration::from_secs(60))
+    .json()
+}
+
+#[test]
+fn a_path_longer_than_the_system_takes_is_denied_before_the_rules_read_it() {
+    // 20,000 names in 40,000 bytes: the rules used to match each of its 20,000 folders in turn
+    // (minutes, past the call's 5 s timeout).
+    let dir = project();
+    let path = "a/".repeat(20_000) + "x";
+    let o = read_within_a_minute(dir.path(), &path);
+    assert_eq!(o["error_kind"], "denied", "{o}");
+    let content = o["content"].as_str().unwrap_or_default();
+    assert!(
+        content.contains("it is 40001 bytes long, and a path may be at most 4096 bytes"),
+        "{content}"
+    );
+    // The reason shows the start of the path, not all of it.
+    assert!(content.len() < 1_000, "{}", content.len());
+}
+
+#[test]
+fn a_name_longer_than_the_system_takes_is_denied() {
+    let dir = project();
+    let path = format!("docs/{}.md", "n".repeat(300));
+    let o = read_within_a_minute(dir.path(), &path);
+    assert_eq!(o["error_kind"], "denied", "{o}");
+    assert!(
+        o["content"].as_str().is_some_and(|c| c.contains(
+            "one of its names is 303 bytes long, and a file or folder name may be at most 255 bytes"
+        )),
+        "{o}"
+    );
 }
 
 /// Writes `text` as `policy.yaml` in a fresh folder.

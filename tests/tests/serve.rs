@@ -282,6 +282,7 @@ fn the_inspector_lists_the_tools_over_stdio() {
             "connect",
             "crash",
             "echo",
+            "escape",
             "fail",
             "forge_frame",
             "huge_output",

@@ -687,10 +687,11 @@ pub struct Age(pub Duration);
 /// A policy duration (`ms`, `s`, `m`, `h`, combined from the largest down), which may start
 /// with a number of days: `7d`, `1d12h`.
 pub fn parse_age(text: &str) -> Result<Age, String> {
-    // Every refusal is told the one way, with examples.
+    // The parser's own words: "is not an age (examples: ...)" for a text of another form, and
+    // what is wrong with one of this form (units out of order, too large).
     toolgate_policy::parse_age(text)
         .map(Age)
-        .map_err(|_| format!("{text:?} is not an age (examples: 7d, 12h, 30m, 1d12h)"))
+        .map_err(|e| e.to_string())
 }
 
 /// A `--timeout` value: `None` means no timeout at all.

@@ -20,8 +20,11 @@ pub fn validate(args: ValidateArgs, out: &mut Out<'_>) -> Result<u8, CliError> {
     let mut printed = false;
     let mut errors = Vec::new();
     for path in &paths {
-        let built = load_policy(path.as_deref())
-            .and_then(|(policy, name)| Ok((build_reporting(policy, &name)?, name)));
+        let built = load_policy(path.as_deref()).and_then(|(policy, name)| {
+            let (engine, mut problems) = build_reporting(policy, &name)?;
+            problems.extend(left_out(&engine));
+            Ok(((engine, problems), name))
+        });
         match built {
             // An upstream MCP server that does not start, or a tool of one left out.
             Ok(((_, problems), name)) if !problems.is_empty() => errors.push(CliError::Upstreams {
@@ -46,6 +49,29 @@ pub fn validate(args: ValidateArgs, out: &mut Out<'_>) -> Result<u8, CliError> {
     } else {
         Err(CliError::Policies(errors))
     }
+}
+
+/// Upstream tools the build left out (a model-facing name another tool has) and aliases of
+/// upstream tools that are not there, as problems of their server's entry.
+fn left_out(engine: &Engine) -> Vec<toolgate_mcp::upstream::Problem> {
+    let servers = &engine.policy().mcp_servers;
+    engine
+        .registry()
+        .left_out()
+        .iter()
+        .map(|note| {
+            let server = note.tool.split('.').next().unwrap_or_default();
+            let entry = servers.iter().find(|s| s.name == server);
+            toolgate_mcp::upstream::Problem {
+                server: server.to_owned(),
+                position: note
+                    .position
+                    .clone()
+                    .or_else(|| entry.and_then(|s| s.position.clone())),
+                message: note.reason.clone(),
+            }
+        })
+        .collect()
 }
 
 /// The one-screen summary of a built engine.

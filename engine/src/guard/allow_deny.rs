@@ -6,6 +6,7 @@ use toolgate_store::SessionId;
 use super::layer::{Layer, Next};
 use crate::call::{CallResult, Invocation};
 use crate::error::{CallError, DeniedBy};
+use crate::rules::Refusal;
 use crate::tool::BoxFuture;
 
 /// The rules layer. It runs after the rewrite script, on the arguments the tool will receive.
@@ -17,15 +18,29 @@ impl Layer for RulesLayer {
             // D4: an unknown name is answered by the unknown-tool path, never "denied".
             if inv.is_known() {
                 for group in inv.settings.rules.iter() {
-                    if let Err(reason) = group.check(
+                    let judged = group.check(
                         &inv.tool_name,
                         &inv.args,
                         inv.session.as_ref().map(SessionId::as_str),
-                    ) {
-                        return Err(CallError::Denied {
-                            reason,
-                            by: DeniedBy::Rule,
-                        });
+                        inv.deadline,
+                    );
+                    match judged {
+                        Ok(()) => {}
+                        Err(Refusal::Denied(reason)) => {
+                            return Err(CallError::Denied {
+                                reason,
+                                by: DeniedBy::Rule,
+                            });
+                        }
+                        // The deadline passed: a timeout, like any other stage past it.
+                        Err(Refusal::PastDeadline) => {
+                            return Err(inv.past_deadline(CallError::Denied {
+                                reason: "the call's deadline passed before its rules were \
+                                         judged"
+                                    .to_owned(),
+                                by: DeniedBy::Rule,
+                            }));
+                        }
                     }
                 }
             }

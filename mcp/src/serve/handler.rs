@@ -8,16 +8,17 @@ use rmcp::ErrorData as McpError;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ServerCapabilities,
-    ServerConfig,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer};
+use tokio_util::sync::CancellationToken;
 use toolgate::Session;
 use toolgate::history::ToolCall;
 use toolgate_store::SessionId;
 
 use super::content::{call_result, error_result, tool};
 use super::engines::Loaded;
+use super::progress::forward_progress;
 use super::shared::Shared;
 
 /// The HTTP header that carries the MCP session id.
@@ -161,20 +162,15 @@ impl ServerHandler for Gateway {
         let call = ToolCall::new(call_id.clone(), name, arguments);
 
         let forward = context.meta.get_progress_token().map(|token| {
-            let mut updates = self.shared.progress.register(&call_id);
-            let peer = context.peer.clone();
-            tokio::spawn(async move {
-                // One notification at a time; updates that come meanwhile wait as one (see
-                // `progress`), so a client that reads slowly or not at all costs one message.
-                while updates.changed().await.is_ok() {
-                    let latest = updates.borrow_and_update().clone();
-                    let note = ProgressNotificationParam::new(token.clone(), latest.count as f64)
-                        .with_message(latest.message);
-                    if peer.notify_progress(note).await.is_err() {
-                        break;
-                    }
-                }
-            })
+            let updates = self.shared.progress.register(&call_id);
+            let ended = CancellationToken::new();
+            let task = tokio::spawn(forward_progress(
+                updates,
+                token,
+                context.peer.clone(),
+                ended.clone(),
+            ));
+            (task, ended)
         });
         // The client's `notifications/cancelled` fires `context.ct`, and with it the call's
         // cancellation token.
@@ -182,12 +178,13 @@ impl ServerHandler for Gateway {
             .engine
             .dispatch_with_cancel(&session, std::slice::from_ref(&call), &context.ct)
             .await;
-        if let Some(forward) = forward {
+        if let Some((task, ended)) = forward {
             // The call is over. What waits is at most the notification being sent and the
             // newest update (sent last, so the client sees where the tool got to): the result,
             // or the timeout, follows at once.
             self.shared.progress.unregister(&call_id);
-            let _ = forward.await;
+            ended.cancel();
+            let _ = task.await;
         }
         let result = match outcome {
             Ok(outcomes) => match outcomes.into_iter().next() {

@@ -6,16 +6,25 @@
 //!
 //! A route holds one update, the newest, and how many came: a tool reports as fast as it likes,
 //! a client reads as slowly as it likes, and what waits in between is one message per call.
-//! Updates that came while the client was still taking the one before are folded into the next
+//! A call sends at most one notification every [`PROGRESS_INTERVAL`]; updates that came
+//! meanwhile, or while the client was still taking the one before, are folded into the next
 //! notification (its `progress` counts every update, so it still grows by one per update the
-//! tool made). When the call ends, the newest update not yet sent goes out, then the result: at
-//! most two notifications stand between a call's end and its result reaching the client.
+//! tool made). So neither serve nor the pipe or socket to the client fills with notifications.
+//! When the call ends, the newest update not yet sent goes out at once, then the result: at most
+//! two notifications stand between a call's end and its result reaching the client.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
+use rmcp::model::{ProgressNotificationParam, ProgressToken};
+use rmcp::service::{Peer, RoleServer};
 use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 use toolgate::events::{Event, EventKind};
+
+/// The least time between two progress notifications of one call, but for the last one.
+pub(crate) const PROGRESS_INTERVAL: Duration = Duration::from_millis(50);
 
 /// The newest update of a call, and how many updates it has made.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -61,6 +70,30 @@ impl ProgressRoutes {
     pub(crate) fn unregister(&self, call_id: &str) {
         if let Ok(mut map) = self.routes.lock() {
             map.remove(call_id);
+        }
+    }
+}
+
+/// Sends the progress of one call to `peer` as `notifications/progress` with `token`, one at a
+/// time and at most one every [`PROGRESS_INTERVAL`], until the route is
+/// [unregistered](ProgressRoutes::unregister) and `ended` fires; then sends the newest update
+/// not yet sent, if any, and returns.
+pub(crate) async fn forward_progress(
+    mut updates: watch::Receiver<Latest>,
+    token: ProgressToken,
+    peer: Peer<RoleServer>,
+    ended: CancellationToken,
+) {
+    while updates.changed().await.is_ok() {
+        let latest = updates.borrow_and_update().clone();
+        let note = ProgressNotificationParam::new(token.clone(), latest.count as f64)
+            .with_message(latest.message);
+        if peer.notify_progress(note).await.is_err() {
+            return;
+        }
+        tokio::select! {
+            () = tokio::time::sleep(PROGRESS_INTERVAL) => {}
+            () = ended.cancelled() => {}
         }
     }
 }

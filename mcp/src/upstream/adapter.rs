@@ -2,7 +2,6 @@
 //! server's live connection, its answer turned into a [`ToolOutput`], and its request cancelled
 //! upstream (`notifications/cancelled`) when toolgate stops waiting for it.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use rmcp::model::{
@@ -28,36 +27,22 @@ pub(crate) struct UpstreamTool {
     server: Arc<Server>,
 }
 
-/// The server's tools as engine tools, and a line for each tool left out (a name that breaks
-/// the name rules, or one listed twice).
+/// The server's tools as engine tools, and a line for each tool its list left out (see
+/// [`listing`](super::listing)).
 pub(crate) fn tools_of(server: &Arc<Server>) -> (Vec<Arc<dyn Tool>>, Vec<String>) {
-    let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
-    let mut problems = Vec::new();
-    let mut seen = HashSet::new();
-    for tool in server.tools().iter() {
-        let name = format!("{}.{}", server.name(), tool.name);
-        if let Err(reason) = toolgate_policy::check_tool_name(&name) {
-            problems.push(format!(
-                "its tool {:?} is left out: the name {:?} is not a valid tool name: {reason}",
-                toolgate::error::cut_name(&tool.name),
-                toolgate::error::cut_name(&name)
-            ));
-            continue;
-        }
-        if !seen.insert(name.clone()) {
-            problems.push(format!(
-                "its tool {:?} is listed twice; the second is left out",
-                tool.name
-            ));
-            continue;
-        }
-        tools.push(Arc::new(UpstreamTool {
-            spec: spec_of(name, tool),
-            remote: tool.name.to_string(),
-            server: server.clone(),
-        }));
-    }
-    (tools, problems)
+    let listed = server.tools();
+    let tools = listed
+        .tools
+        .iter()
+        .map(|tool| {
+            Arc::new(UpstreamTool {
+                spec: spec_of(format!("{}.{}", server.name(), tool.name), tool),
+                remote: tool.name.to_string(),
+                server: server.clone(),
+            }) as Arc<dyn Tool>
+        })
+        .collect();
+    (tools, listed.left_out.clone())
 }
 
 fn spec_of(name: String, tool: &McpTool) -> ToolSpec {

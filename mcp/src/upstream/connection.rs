@@ -4,16 +4,18 @@
 use std::time::Duration;
 
 use rmcp::ServiceExt;
-use rmcp::model::Tool as McpTool;
 use rmcp::service::{Peer, RoleClient, RunningServiceCancellationToken};
 use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use tokio::sync::watch;
 use toolgate_policy::McpServerSpec;
 
 use super::config::{HttpLaunch, Launch};
 use super::error::{UpstreamError, handshake_reason};
+use super::frame;
 use super::handler::Handler;
+use super::listing::{self, Listed};
 use super::stdio::{self, Child};
 
 /// How long closing a connection waits for the client's own shutdown.
@@ -29,8 +31,8 @@ pub(crate) struct Connection {
     /// Turns `true` when the client has stopped, for any reason.
     ended: watch::Receiver<bool>,
     child: Option<Child>,
-    /// Its tools, as it listed them when it started.
-    pub tools: Vec<McpTool>,
+    /// Its tools, as it listed them when it started (checked; see [`listing`]).
+    pub tools: Listed,
 }
 
 /// Starts the server `spec` describes, within its `startup_timeout`.
@@ -72,9 +74,13 @@ async fn start(
 ) -> Result<Connection, UpstreamError> {
     let service = match launch {
         Launch::Stdio(launch) => {
-            let (child, pipes) = stdio::spawn(launch, server)?;
+            let (child, (stdout, stdin)) = stdio::spawn(launch, server)?;
             let child = child_slot.insert(child);
-            match handler.serve(pipes).await {
+            // `Bounded` keeps the limit (and answers for a message over it); rmcp's own is
+            // set just above what `Bounded` passes on.
+            let transport = AsyncRwTransport::new_client(stdout, stdin)
+                .with_max_line_length(frame::MAX_MESSAGE_BYTES + 2);
+            match handler.serve(transport).await {
                 Ok(service) => service,
                 Err(source) => {
                     // A child that died during the handshake says more by its exit than the
@@ -116,9 +122,9 @@ async fn start(
         stop: Some(stop),
         ended,
         child: child_slot.take(),
-        tools: Vec::new(),
+        tools: Listed::default(),
     };
-    match connection.peer.list_all_tools().await {
+    match listing::list_tools(&connection.peer, server).await {
         Ok(tools) => {
             connection.tools = tools;
             Ok(connection)
@@ -135,6 +141,9 @@ async fn start(
 fn http_config(launch: &HttpLaunch) -> StreamableHttpClientTransportConfig {
     StreamableHttpClientTransportConfig::with_uri(launch.url.as_str())
         .custom_headers(launch.headers.clone())
+        // The same bound as for a `command` server's messages (rmcp's default today).
+        .max_json_response_size(frame::MAX_MESSAGE_BYTES)
+        .max_sse_event_size(frame::MAX_MESSAGE_BYTES)
         .reinit_on_expired_session(true)
 }
 
@@ -163,15 +172,16 @@ impl Connection {
         }
     }
 
-    /// Why it closed, for messages. A child's stdout closes just before it exits; its exit
-    /// status is waited for a moment, as it says more.
-    pub(crate) async fn exit_note(&self) -> String {
+    /// Why it closed, in words the model may see (`it exited (exit status: 1)`), and the last
+    /// lines of its stderr, for the log only (empty for a URL server). A child's stdout closes
+    /// just before it exits; its exit status is waited for a moment, as it says more.
+    pub(crate) async fn exit_note(&self) -> (String, String) {
         match &self.child {
             Some(child) => {
                 child.status_within(EXIT_STATUS_WAIT).await;
-                child.exit_note()
+                (child.exit_note(), child.stderr_tail())
             }
-            None => "the connection closed".to_owned(),
+            None => ("the connection closed".to_owned(), String::new()),
         }
     }
 

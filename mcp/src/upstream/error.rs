@@ -103,7 +103,8 @@ pub(crate) fn chain(error: &dyn std::error::Error) -> String {
     out
 }
 
-fn stderr_note(stderr: &str) -> String {
+/// `; its stderr ended with: ...`, or nothing when there is no stderr. For the log only.
+pub(crate) fn stderr_note(stderr: &str) -> String {
     if stderr.is_empty() {
         String::new()
     } else {
@@ -146,6 +147,10 @@ pub(crate) fn upstream_error(message: impl Into<String>) -> ToolError {
 pub(crate) fn call_error(server: &str, error: &rmcp::ServiceError) -> ToolError {
     use rmcp::ServiceError;
     match error {
+        ServiceError::McpError(data) if super::frame::too_large(data) => upstream_error(format!(
+            "the MCP server {server} answered with a message over {}, the most toolgate reads from an MCP server; the answer was dropped",
+            super::frame::limit_text()
+        )),
         ServiceError::McpError(data) if data.code == rmcp::model::ErrorCode::INVALID_PARAMS => {
             ToolError::invalid_arguments(format!(
                 "the MCP server {server} refused the arguments: {}",
@@ -156,6 +161,19 @@ pub(crate) fn call_error(server: &str, error: &rmcp::ServiceError) -> ToolError 
             "the MCP server {server} answered with error {}: {}",
             data.code.0, data.message
         )),
+        // A URL server's answer over rmcp's limit: answering again would not help.
+        ServiceError::TransportSend(e)
+            if matches!(
+                e.error
+                    .downcast_ref::<StreamableHttpError<reqwest::Error>>(),
+                Some(StreamableHttpError::ResponseBodyTooLarge { .. })
+            ) =>
+        {
+            upstream_error(format!(
+                "the MCP server {server} answered with a message over {}, the most toolgate reads from an MCP server; the answer was dropped",
+                super::frame::limit_text()
+            ))
+        }
         ServiceError::TransportClosed | ServiceError::TransportSend(_) => unavailable(format!(
             "the connection to the MCP server {server} broke during the call ({}); it is being restarted, try again",
             chain(error)

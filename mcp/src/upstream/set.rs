@@ -95,7 +95,7 @@ impl Upstreams {
     }
 
     /// What is wrong now: servers that never started (their tools are missing), and tools
-    /// left out because their names break the name rules. Empty when every server runs with
+    /// its list left out (a bad name or schema, see `docs/policy.md`). Empty when every server runs with
     /// every tool.
     pub fn problems(&self) -> Vec<Problem> {
         let mut out = Vec::new();

@@ -1,6 +1,7 @@
 //! A server run as a child process: spawned in a process group of its own (so it and anything
-//! it starts can be stopped together, and a terminal's Ctrl-C reaches toolgate, not it), its
-//! stderr forwarded to the log with the last lines kept for error messages, its exit watched.
+//! it starts can be stopped together, and a terminal's Ctrl-C reaches toolgate, not it), with
+//! only the environment its entry declares (plus [`INHERITED`]), its stderr forwarded to the
+//! log with the last lines kept for the log's messages (never the model's), its exit watched.
 
 use std::collections::VecDeque;
 use std::process::Stdio;
@@ -13,6 +14,7 @@ use tokio::sync::watch;
 
 use super::config::StdioLaunch;
 use super::error::UpstreamError;
+use super::frame::Bounded;
 
 /// Lines of stderr kept for error messages.
 const TAIL_LINES: usize = 8;
@@ -20,6 +22,16 @@ const TAIL_LINES: usize = 8;
 const TAIL_LINE_CHARS: usize = 300;
 /// How long a child may take to exit once its stdin is closed before it is killed.
 const EXIT_GRACE: Duration = Duration::from_millis(500);
+
+/// The variables of toolgate's own environment a server gets without its entry naming them:
+/// what a program needs to run at all, and nothing that is usually a secret. `PATH` finds the
+/// programs a server starts (`npx` runs `node`, `uvx` runs `python`); `HOME` is where tools
+/// keep caches and settings (npm, uv, pip); `LANG`, `LC_ALL` and `LC_CTYPE` set the text
+/// encoding of its pipes; `TZ` is the local time zone; `TMPDIR` is where temporary files go.
+/// Everything else (`TOOLGATE_TOKEN`, other servers' keys, cloud credentials) is passed only by
+/// the entry's `env:` (`NAME: "${NAME}"`).
+pub(crate) const INHERITED: &[&str] =
+    &["PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR"];
 
 /// A running child process.
 pub(crate) struct Child {
@@ -31,14 +43,21 @@ pub(crate) struct Child {
     tail: Arc<Mutex<VecDeque<String>>>,
 }
 
-/// The child's pipes, for the MCP transport.
-pub(crate) type Pipes = (ChildStdout, ChildStdin);
+/// The child's pipes, for the MCP transport: its stdout bounded per message (see
+/// [`frame`](super::frame)).
+pub(crate) type Pipes = (Bounded<ChildStdout>, ChildStdin);
 
 /// Starts the program. `server` names it in log lines.
 pub(crate) fn spawn(launch: &StdioLaunch, server: &str) -> Result<(Child, Pipes), UpstreamError> {
     let mut command = Command::new(&launch.program);
     command
         .args(&launch.args)
+        .env_clear()
+        .envs(
+            INHERITED
+                .iter()
+                .filter_map(|name| Some((name, std::env::var_os(name)?))),
+        )
         .envs(launch.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -71,6 +90,7 @@ pub(crate) fn spawn(launch: &StdioLaunch, server: &str) -> Result<(Child, Pipes)
     tokio::spawn(async move {
         let mut lines = BufReader::new(stderr).lines();
         while let Ok(Some(line)) = lines.next_line().await {
+            // The log only: a server's stderr may hold secrets, so it never reaches the model.
             tracing::debug!(target: "toolgate_mcp::upstream", server = %name, "stderr: {line}");
             let mut tail = kept.lock().unwrap_or_else(|p| p.into_inner());
             if tail.len() == TAIL_LINES {
@@ -96,7 +116,7 @@ pub(crate) fn spawn(launch: &StdioLaunch, server: &str) -> Result<(Child, Pipes)
             exit,
             tail,
         },
-        (stdout, stdin),
+        (Bounded::new(stdout, server), stdin),
     ))
 }
 
@@ -124,24 +144,19 @@ impl Child {
         self.status()
     }
 
-    /// Its last lines on stderr, joined with ` | `.
+    /// Its last lines on stderr, joined with ` | `: for the log, never for the model.
     pub(crate) fn stderr_tail(&self) -> String {
         let tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
         tail.iter().cloned().collect::<Vec<_>>().join(" | ")
     }
 
-    /// How it ended, for messages: `exited (exit status: 1); its stderr ended with: ...`.
+    /// How it ended, in words the model may see: `it exited (exit status: 1)`. Neither its
+    /// stderr nor its command line (either may hold a secret).
     pub(crate) fn exit_note(&self) -> String {
-        let mut note = match self.status() {
-            Some(status) => format!("{} exited ({status})", self.program),
-            None => format!("{} closed its connection", self.program),
-        };
-        let tail = self.stderr_tail();
-        if !tail.is_empty() {
-            note.push_str("; its stderr ended with: ");
-            note.push_str(&tail);
+        match self.status() {
+            Some(status) => format!("it exited ({status})"),
+            None => "it closed its connection".to_owned(),
         }
-        note
     }
 
     /// Stops it: the caller has closed its stdin already; it gets a short while to exit, then

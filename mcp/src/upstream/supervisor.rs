@@ -13,7 +13,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rmcp::model::Tool as McpTool;
 use rmcp::service::{Peer, RoleClient};
 use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
@@ -22,8 +21,9 @@ use toolgate::tool::ToolError;
 use toolgate_policy::McpServerSpec;
 
 use super::connection::{self, Connection};
-use super::error::{UpstreamError, unavailable};
+use super::error::{UpstreamError, stderr_note, unavailable};
 use super::handler::Handler;
+use super::listing::{self, Listed};
 
 /// A server that ran this long before it stopped counts as healthy: its next restart is
 /// immediate again.
@@ -58,8 +58,8 @@ pub(crate) struct Server {
     pub description: String,
     pub handler: Handler,
     state: watch::Sender<State>,
-    /// Its tools as last listed.
-    tools: Mutex<Arc<Vec<McpTool>>>,
+    /// Its tools as last listed, checked.
+    tools: Mutex<Arc<Listed>>,
     /// Why its first start failed, while it has not started since.
     start_error: Mutex<Option<String>>,
     on_change: Mutex<Vec<OnChange>>,
@@ -87,7 +87,7 @@ impl Server {
             spec,
             description,
             state: watch::Sender::new(State::Starting),
-            tools: Mutex::new(Arc::new(Vec::new())),
+            tools: Mutex::new(Arc::new(Listed::default())),
             start_error: Mutex::new(None),
             on_change: Mutex::new(Vec::new()),
             shutdown: CancellationToken::new(),
@@ -103,8 +103,8 @@ impl Server {
         &self.spec.name
     }
 
-    /// Its tools as last listed.
-    pub(crate) fn tools(&self) -> Arc<Vec<McpTool>> {
+    /// Its tools as last listed, and those left out.
+    pub(crate) fn tools(&self) -> Arc<Listed> {
         lock(&self.tools).clone()
     }
 
@@ -135,7 +135,7 @@ impl Server {
                 State::Down { reason, retry_at } => {
                     let wait = retry_at.saturating_duration_since(Instant::now());
                     return Err(unavailable(format!(
-                        "the MCP server {} is not running ({reason}); the next attempt to start it is in {}",
+                        "the MCP server {} is not running ({reason}; see the gateway log); the next attempt to start it is in {}",
                         self.spec.name,
                         toolgate_policy::format_duration(Some(round_up(wait))),
                     )));
@@ -193,7 +193,8 @@ impl Server {
                 attempt = connection::open(&self.spec, self.handler.clone()) => attempt,
                 () = self.shutdown.cancelled() => break,
             };
-            let (reason, delay) = match attempt {
+            // `reason` is for the model, `logged` (with the server's stderr) for the log.
+            let (reason, logged, delay) = match attempt {
                 Ok(connection) => {
                     let initial = first.is_some();
                     self.set_tools(connection.tools.clone(), !initial);
@@ -202,7 +203,7 @@ impl Server {
                     if let Some(first) = first.take() {
                         let _ = first.send(());
                     }
-                    tracing::info!(server = %self.spec.name, tools = connection.tools.len(), "MCP server started");
+                    tracing::info!(server = %self.spec.name, tools = connection.tools.tools.len(), "MCP server started");
                     let since = Instant::now();
                     if !self.serve(&connection).await {
                         // Calls fail from now on, but `shutdown` waits for `Stopped`: the child
@@ -214,38 +215,45 @@ impl Server {
                         return;
                     }
                     self.state.send_replace(State::Starting);
-                    let reason = connection.exit_note().await;
+                    let (reason, stderr) = connection.exit_note().await;
                     connection.close().await;
                     if since.elapsed() >= HEALTHY_AFTER {
                         failures = 0;
                     }
                     failures += 1;
+                    // Its stderr goes to the log; the model is told only how it ended.
+                    let logged = format!("{reason}{}", stderr_note(&stderr));
                     if failures == 1 {
-                        tracing::warn!(server = %self.spec.name, "MCP server stopped ({reason}); starting it again");
+                        tracing::warn!(server = %self.spec.name, "MCP server stopped ({logged}); starting it again");
                         continue;
                     }
-                    (reason, backoff(failures - 1))
+                    (reason, logged, backoff(failures - 1))
                 }
                 Err(error) => {
-                    let reason = error.report();
+                    let logged = error.report();
                     if first.is_some() {
                         // The host reports a failed first start (`Upstreams::problems`).
-                        tracing::debug!(server = %self.spec.name, "MCP server did not start: {reason}");
-                        *lock(&self.start_error) = Some(reason.clone());
+                        tracing::debug!(server = %self.spec.name, "MCP server did not start: {logged}");
+                        *lock(&self.start_error) = Some(logged.clone());
                     }
                     if let Some(first) = first.take() {
                         let _ = first.send(());
                     }
                     failures += 1;
-                    (reason, backoff(failures))
+                    // What failed may quote its stderr or a URL with a secret: the log has it.
+                    (
+                        "it could not be started".to_owned(),
+                        logged,
+                        backoff(failures),
+                    )
                 }
             };
             let next = toolgate_policy::format_duration(Some(delay));
             if self.start_error().is_none() {
-                tracing::warn!(server = %self.spec.name, "MCP server not running ({reason}); next attempt in {next}");
+                tracing::warn!(server = %self.spec.name, "MCP server not running ({logged}); next attempt in {next}");
             } else {
                 // It never started: the host has reported that once (`Upstreams::problems`).
-                tracing::debug!(server = %self.spec.name, "MCP server still not started ({reason}); next attempt in {next}");
+                tracing::debug!(server = %self.spec.name, "MCP server still not started ({logged}); next attempt in {next}");
             }
             self.state.send_replace(State::Down {
                 reason,
@@ -267,11 +275,13 @@ impl Server {
                 () = connection.closed() => return true,
                 () = self.shutdown.cancelled() => return false,
                 () = self.handler.list_changed() => {
+                    let peer = connection.peer();
+                    let listing = listing::list_tools(&peer, &self.spec.name);
                     let listed = match self.spec.startup_timeout {
-                        Some(after) => tokio::time::timeout(after, connection.peer().list_all_tools())
+                        Some(after) => tokio::time::timeout(after, listing)
                             .await
                             .unwrap_or_else(|_| Err(rmcp::ServiceError::Timeout { timeout: after })),
-                        None => connection.peer().list_all_tools().await,
+                        None => listing.await,
                     };
                     match listed {
                         Ok(tools) => self.set_tools(tools, true),
@@ -288,7 +298,9 @@ impl Server {
 
     /// Keeps `tools` as the server's list; when it differs from the last one and `notify` is
     /// set, tells the listeners.
-    fn set_tools(&self, tools: Vec<McpTool>, notify: bool) {
+    /// The host reports what the first list left out (`Upstreams::problems`); what a later
+    /// list leaves out is logged here.
+    fn set_tools(&self, tools: Listed, notify: bool) {
         let changed = {
             let mut current = lock(&self.tools);
             if **current == tools {
@@ -300,6 +312,9 @@ impl Server {
         };
         if changed && notify {
             tracing::info!(server = %self.spec.name, "the MCP server's tool list changed");
+            for line in &self.tools().left_out {
+                tracing::warn!(server = %self.spec.name, "MCP server {}: {line}", self.spec.name);
+            }
             let listeners = lock(&self.on_change).clone();
             for f in listeners {
                 f(&self.spec.name);

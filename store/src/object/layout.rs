@@ -47,6 +47,20 @@ pub struct ObjectResultStore {
     pub(super) local_dir: Option<PathBuf>,
 }
 
+impl Record {
+    /// How long the data object is: the result's bytes, then one 8-byte index entry for every
+    /// `stride` characters and one more. `None` when that does not fit in 64 bits.
+    pub(super) fn data_len(&self) -> Option<u64> {
+        let entries = (self.meta.chars / self.stride.max(1)).checked_add(1)?;
+        entries.checked_mul(8)?.checked_add(self.meta.bytes)
+    }
+}
+
+/// Whether `name` is a data object's name as the store draws it: 16 lowercase hex digits.
+pub(super) fn is_nonce(name: &str) -> bool {
+    name.len() == 16 && name.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
 impl ObjectResultStore {
     /// The backend, for tools that need to look underneath (tests, migrations).
     pub fn backend(&self) -> &Arc<dyn ObjectStore> {
@@ -89,7 +103,9 @@ impl ObjectResultStore {
     }
 
     pub(super) async fn read_record(&self, id: &ResultId) -> Result<Record, StoreError> {
-        let raw = match self.backend.get(&self.meta_key(id)).await {
+        let key = self.meta_key(id);
+        self.check_inside(id, &key)?;
+        let raw = match self.backend.get(&key).await {
             Ok(got) => got.bytes().await,
             Err(e) => Err(e),
         };
@@ -112,10 +128,42 @@ impl ObjectResultStore {
                 },
             ));
         }
-        if record.stride == 0 || record.meta.chars > record.meta.bytes {
+        if record.stride == 0
+            || record.meta.chars > record.meta.bytes
+            || record.data_len().is_none()
+        {
             return Err(StoreError::corrupt(id, Corruption::ImpossibleSizes));
         }
+        if !is_nonce(&record.blob) {
+            return Err(StoreError::corrupt(
+                id,
+                Corruption::DataName { name: record.blob },
+            ));
+        }
         Ok(record)
+    }
+
+    /// For a store on local disk, refuses an object whose file is a link (or lies under one)
+    /// to a file outside the store's directory: the backend would follow it. A file that does
+    /// not exist is left to the read to report.
+    pub(super) fn check_inside(&self, id: &ResultId, key: &Path) -> Result<(), StoreError> {
+        let Some(dir) = &self.local_dir else {
+            return Ok(());
+        };
+        // Keys of records and data hold only `[A-Za-z0-9_-]` names, written to disk as they are.
+        let object = dir.join(key.as_ref());
+        let (Ok(target), Ok(root)) = (std::fs::canonicalize(&object), std::fs::canonicalize(dir))
+        else {
+            return Ok(());
+        };
+        if target.starts_with(&root) {
+            Ok(())
+        } else {
+            Err(StoreError::corrupt(
+                id,
+                Corruption::OutsideStore { object, target },
+            ))
+        }
     }
 
     /// The ids that have a marker under `dir`, with the marker's location and age.

@@ -19,10 +19,13 @@
 //! directory and removes the ones last written before its cutoff. The random `NONCE` means a losing
 //! duplicate save never overwrites the winner's data.
 //!
-//! A record that cannot be read (it does not parse, or describes another id or impossible sizes) makes
+//! A record that cannot be read (it does not parse, describes another id or impossible sizes, names
+//! its data with a name the store never draws, or, on local disk, is a link leading outside the
+//! store's directory) makes
 //! its result unreadable, but never the store: listings skip it and report it ([`ResultStore::listing`](crate::ResultStore::listing)),
 //! and `delete` of its id, `delete_session` of the session whose marker lists it, and `prune` (by the age
-//! of the record object) remove the record, the data and the marker.
+//! of the record object) remove the record, the data and the marker. A data object shorter than its
+//! record says is [`Corruption::DataSize`](crate::Corruption::DataSize) when a page is read, not a backend failure.
 //!
 //! Markers let a session's results be listed and deleted without looking at any other session's
 //! objects; the session id is hex-encoded into the key ([`SessionId::key_segments`](crate::SessionId::key_segments)), so no session id

@@ -122,6 +122,9 @@ impl ResultStore for ObjectResultStore {
         }
         let stride = record.stride;
         let blob_key = self.data_dir(id).join(record.blob.as_str());
+        self.check_inside(id, &blob_key)?;
+        // Checked when the record was read: it fits in 64 bits.
+        let object_len = record.data_len().unwrap_or(u64::MAX);
         let data_len = record.meta.bytes;
         let entries = total / stride + 1;
 
@@ -130,13 +133,14 @@ impl ResultStore for ObjectResultStore {
         let last = end.div_ceil(stride);
         let last_in_index = last.min(entries - 1);
         let raw = self
-            .backend
-            .get_range(
+            .read_range(
+                id,
                 &blob_key,
                 data_len + first * 8..data_len + (last_in_index + 1) * 8,
+                object_len,
+                "read the character index",
             )
-            .await
-            .map_err(|e| not_found_or(e, id, "read the character index"))?;
+            .await?;
         let entry = |j: u64| -> Option<u64> {
             let at = usize::try_from((j - first) * 8).ok()?;
             let bytes: [u8; 8] = raw.get(at..at + 8)?.try_into().ok()?;
@@ -153,10 +157,14 @@ impl ResultStore for ObjectResultStore {
             return Err(StoreError::corrupt(id, Corruption::IndexOutsideData));
         }
         let data = self
-            .backend
-            .get_range(&blob_key, start_byte..end_byte)
-            .await
-            .map_err(|e| not_found_or(e, id, "read the result data"))?;
+            .read_range(
+                id,
+                &blob_key,
+                start_byte..end_byte,
+                object_len,
+                "read the result data",
+            )
+            .await?;
         let text = std::str::from_utf8(&data)
             .map_err(|_| StoreError::corrupt(id, Corruption::IndexOffBoundary))?;
         let skip = usize::try_from(offset - first * stride).unwrap_or(usize::MAX);
@@ -224,6 +232,35 @@ impl ResultStore for ObjectResultStore {
         scope: &Scope,
     ) -> Result<PruneReport, StoreError> {
         self.prune_older(created_before_ms, scope).await
+    }
+}
+
+impl ObjectResultStore {
+    /// Reads `range` of the data object of `id`, which its record says is `object_len` bytes.
+    /// A read the backend refuses because the object is shorter than that is
+    /// [`Corruption::DataSize`], not a backend failure: asking again will not help.
+    async fn read_range(
+        &self,
+        id: &ResultId,
+        key: &object_store::path::Path,
+        range: std::ops::Range<u64>,
+        object_len: u64,
+        op: &'static str,
+    ) -> Result<Bytes, StoreError> {
+        match self.backend.get_range(key, range).await {
+            Ok(bytes) => Ok(bytes),
+            Err(e @ object_store::Error::NotFound { .. }) => Err(not_found_or(e, id, op)),
+            Err(e) => match self.backend.head(key).await {
+                Ok(meta) if meta.size != object_len => Err(StoreError::corrupt(
+                    id,
+                    Corruption::DataSize {
+                        expected: object_len,
+                        found: meta.size,
+                    },
+                )),
+                _ => Err(backend(op)(e)),
+            },
+        }
     }
 }
 

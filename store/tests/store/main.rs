@@ -5,6 +5,7 @@ mod backends;
 mod bad_input;
 mod behaviours;
 mod common;
+mod damaged;
 mod interrupted;
 mod processes;
 mod scoping;

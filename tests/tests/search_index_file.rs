@@ -1,0 +1,159 @@
+//! `search.index_file` that cannot be used, or that changes while the gateway runs: the
+//! file is reported and the index built in memory, and the gateway keeps answering.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::Duration;
+
+use toolgate_e2e::serde_json::{self, Value, json};
+use toolgate_e2e::{Toolgate, repo_path, toolgate, toolgate_exe};
+
+/// A policy in `dir` that searches the example catalog, with `index_file` as given.
+fn search_policy(dir: &Path, index_file: &str) -> PathBuf {
+    let policy = dir.join("p.yaml");
+    let catalog = repo_path("policies/examples/catalog.jsonl");
+    std::fs::write(
+        &policy,
+        format!(
+            "version: 1\nsearch:\n  catalogs: [\"{}\"]\n  index_file: \"{index_file}\"\n",
+            catalog.display()
+        ),
+    )
+    .unwrap();
+    policy
+}
+
+fn validate_within_a_minute(policy: &Path) -> toolgate_e2e::Run {
+    Toolgate::new(&["validate", policy.to_str().unwrap()]).run_within(Duration::from_secs(60))
+}
+
+#[test]
+fn an_index_file_that_is_a_fifo_is_reported_and_the_index_built_in_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("tools.idx");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let run = validate_within_a_minute(&search_policy(dir.path(), "tools.idx"));
+    run.assert_code(0);
+    assert!(
+        run.stderr.contains(&format!(
+            "index file {} is a named pipe (FIFO), not a regular file",
+            fifo.display()
+        )) && run.stderr.contains("building the index in memory"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn an_index_file_that_is_a_device_is_reported_and_the_index_built_in_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = validate_within_a_minute(&search_policy(dir.path(), "/dev/zero"));
+    run.assert_code(0);
+    assert!(
+        run.stderr
+            .contains("index file /dev/zero is a character device, not a regular file"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// `toolgate serve` over stdio, spoken to line by line.
+struct Serve {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+}
+
+impl Serve {
+    fn start(policy: &Path) -> Serve {
+        let mut child = Command::new(toolgate_exe())
+            .args(["serve", "--policy", policy.to_str().unwrap()])
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("serve starts");
+        let stdin = child.stdin.take().expect("piped");
+        let stdout = BufReader::new(child.stdout.take().expect("piped"));
+        let mut serve = Serve {
+            child,
+            stdin,
+            stdout,
+            next_id: 1,
+        };
+        serve.request(
+            "initialize",
+            json!({
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "e2e", "version": "0"}
+            }),
+        );
+        serve.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        serve
+    }
+
+    fn send(&mut self, message: &Value) {
+        writeln!(self.stdin, "{message}").expect("serve reads its stdin");
+        self.stdin.flush().expect("serve reads its stdin");
+    }
+
+    /// Sends a request and returns its response; `None` when serve's output ended.
+    fn request(&mut self, method: &str, params: Value) -> Option<Value> {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let mut line = String::new();
+            if self.stdout.read_line(&mut line).ok()? == 0 {
+                return None;
+            }
+            let message: Value = serde_json::from_str(&line).expect("serve writes JSON lines");
+            if message["id"] == id {
+                return Some(message);
+            }
+        }
+    }
+
+    fn search(&mut self, query: &str) -> Option<Value> {
+        self.request(
+            "tools/call",
+            json!({"name": "tool_search", "arguments": {"query": query}}),
+        )
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn an_index_file_truncated_in_place_while_serve_runs_does_not_stop_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = search_policy(dir.path(), "tools.idx");
+    toolgate(&["index", "build", "--policy", policy.to_str().unwrap()]).assert_code(0);
+    let index = dir.path().join("tools.idx");
+    let mut serve = Serve::start(&policy);
+    let before = serve.search("weather").expect("serve answers");
+    assert!(before["result"].is_object(), "{before}");
+
+    // Truncated in place (not replaced by a rename): a map of it would fault past the new end.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&index)
+        .unwrap()
+        .set_len(0)
+        .unwrap();
+    let after = serve.search("weather").unwrap_or_else(|| {
+        let status = serve.child.wait().expect("serve can be waited for");
+        panic!("serve stopped after the index file was truncated: {status}")
+    });
+    assert_eq!(after["result"], before["result"]);
+}
