@@ -68,7 +68,7 @@ const ALLOWED: &[(&str, usize, &str)] = &[
         "sets the cancel flag while `sleep` most likely runs; the outcome is the same if first",
     ),
     (
-        "plugins/abi-v1/tests/abi_v1.rs",
+        "plugins/fixtures/abi-v1/tests/abi_v1.rs",
         1,
         "sets the cancel flag while the v1 `sleep` most likely runs; same outcome if first",
     ),
@@ -161,7 +161,7 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The crates of the workspace: the fixed ones and every plugin.
+/// The crates of the workspace: the fixed ones, every plugin and every test fixture plugin.
 fn crate_dirs(root: &Path) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = [
         "engine",
@@ -176,11 +176,13 @@ fn crate_dirs(root: &Path) -> Vec<PathBuf> {
     .iter()
     .map(|c| root.join(c))
     .collect();
-    let plugins = fs::read_dir(root.join("plugins")).expect("plugins/ exists");
-    for plugin in plugins {
-        let dir = plugin.expect("readable plugins/ entry").path();
-        if dir.join("Cargo.toml").is_file() {
-            dirs.push(dir);
+    for folder in ["plugins", "plugins/fixtures"] {
+        let plugins = fs::read_dir(root.join(folder)).expect("plugins/ exists");
+        for plugin in plugins {
+            let dir = plugin.expect("readable plugins/ entry").path();
+            if dir.join("Cargo.toml").is_file() {
+                dirs.push(dir);
+            }
         }
     }
     dirs.sort();
