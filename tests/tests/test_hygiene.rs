@@ -31,26 +31,22 @@ const ALLOWED: &[(&str, usize, &str)] = &[
         "the `rec` tool's work; every test that runs it is on paused time",
     ),
     (
-        "engine/tests/plugins.rs",
-        1,
-        "polls, every 5 ms, for a cut stream's plugin thread to end, which has no event",
-    ),
-    (
         "engine/src/plugin/pool.rs",
         4,
-        "the pool's idle wait, spin and thread exit are about real time (unit tests of the \
-         clock-driven parts)",
+        "jobs of a few ms that two threads share; a gap between jobs, the subject of the \
+         wake-up rule; a poll for the thread to fall asleep, which has no event",
     ),
     (
         "engine/src/plugin/wait.rs",
         2,
-        "the spin-then-sleep wait is measured against real time (unit tests of its clock)",
+        "a timer and a result that come after the caller's watch, whose window is real time",
     ),
     // plugin API and plugins
     (
         "plugin-api/src/worker/pace.rs",
         2,
-        "a writer thread that writes after a pause, to test that a poll wakes on it",
+        "a frame and a release that come after a watch began (its bound is an hour: only \
+         the event ends it)",
     ),
     (
         "plugin-api/tests/worker.rs",
@@ -81,7 +77,8 @@ const ALLOWED: &[(&str, usize, &str)] = &[
     (
         "search/src/worker.rs",
         2,
-        "the index worker's debounce is real time (unit tests of its timing)",
+        "the other half still runs while the first panics; a poll for the worker thread to \
+         drop its reference, which has no event",
     ),
     // store: creation times and crashes are on the system clock, which paused time does not move
     (
@@ -103,29 +100,31 @@ const ALLOWED: &[(&str, usize, &str)] = &[
     // mcp
     (
         "mcp/tests/upstream.rs",
-        2,
-        "polls a supervised server process that restarts / announces a change on its own",
+        1,
+        "polls a supervised server process until it is back after its pause (no event)",
     ),
     // end to end: the binary and its children run on the wall clock
     (
         "tests/lib.rs",
         1,
-        "the harness waits for a child process to exit, with its deadline",
+        "the harness waits for a child process to end, killing it past its limit",
     ),
     (
         "tests/tests/serve.rs",
         2,
-        "waits for a spawned server to listen; a reload watched on the file system",
+        "waits for a child process to end, killing it past its limit; polls for the server \
+         to remove its session files",
     ),
     (
         "tests/tests/serve_abuse.rs",
         1,
-        "waits for a spawned server to listen",
+        "waits for a child process to end, killing it past its limit",
     ),
     (
         "tests/tests/results.rs",
         3,
-        "file times (mtime) on the system clock; polls for a file another process stages",
+        "file times (mtime) on the system clock must pass a cutoff; polls for the file \
+         another process stages",
     ),
     (
         "tests/tests/upstream.rs",
@@ -135,7 +134,7 @@ const ALLOWED: &[(&str, usize, &str)] = &[
     (
         "tests/tests/isolation_escape.rs",
         1,
-        "waits for the processes a sandboxed worker may have started",
+        "polls until the processes a sandboxed worker started are gone (no event)",
     ),
 ];
 
