@@ -6,6 +6,8 @@
 //! `prepare` read and write, [`output`] standard output, [`error`] the failures and their exit
 //! codes. This file is the process: parse, log, run, print the error, exit.
 
+#![forbid(unsafe_code)]
+
 mod app;
 mod args;
 mod catalog;
@@ -31,7 +33,7 @@ fn main() -> ExitCode {
         Err(e) => e.exit(),
     };
     init_logging(cli.verbose, cli.quiet);
-    ignore_file_size_signal();
+    toolgate::process::ignore_file_size_signal();
 
     let mut out = Out::stdout();
     let result = match cli.command {
@@ -70,18 +72,6 @@ fn main() -> ExitCode {
             stderr_line(&e.report());
             e.exit_code()
         }
-    }
-}
-
-/// Past a file-size limit (`ulimit -f`), a write raises SIGXFSZ, whose default action kills the
-/// process, mid-write. Ignored, the write fails with EFBIG instead: the result store reports
-/// it as an error (and the backend removes the file it was writing), and the call goes on
-/// without offloading. Children (plugin workers, upstream servers) inherit the disposition.
-fn ignore_file_size_signal() {
-    // SAFETY: `signal` with SIG_IGN installs no handler code, and this runs at the start of
-    // `main`, before the runtime or any other thread exists.
-    unsafe {
-        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
 }
 

@@ -13,7 +13,7 @@ use toolgate_store::SessionId;
 
 use crate::error::CallError;
 use crate::settings::ToolSettings;
-use crate::tool::{ContentPart, Hold, ProgressFn, Tool, ToolOutput};
+use crate::tool::{ContentPart, Hold, ProgressFn, Tool, ToolOutput, Waited};
 
 /// Appended to a result (or an error's text) cut at its character cap (G3-G5).
 pub const TRUNCATION_MARKER: &str = "\n...[tool result truncated]";
@@ -52,6 +52,12 @@ pub struct Invocation {
     pub(crate) deadline: Option<Instant>,
     /// Time spent waiting for a concurrency slot and the group's lock, apart from the run.
     pub(crate) queued: Duration,
+    /// Time the tool waited for room to run (a plugin's thread): inside the timeout, but
+    /// reported as queue time, apart from the run.
+    pub(crate) waited: Waited,
+    /// Text of the result beyond this many characters is dropped as it is received (the limit
+    /// layer sets it from the cap; `None`: kept whole).
+    pub(crate) keep_chars: Option<u64>,
     /// The group lock the call holds (set by the group layer, handed to the tool).
     pub(crate) hold: Option<Hold>,
     /// Set when the error text was cut or offloaded (G3, R1).
@@ -90,6 +96,8 @@ impl Invocation {
             settings,
             started,
             queued: Duration::ZERO,
+            waited: Waited::default(),
+            keep_chars: None,
             hold: None,
             error_sizing: ErrorSizing::default(),
             cancel,
@@ -156,6 +164,17 @@ impl Invocation {
         self.deadline = self.settings.timeout.map(|t| self.started + t);
     }
 
+    /// All the call waited: for a slot or a lock before it started, and for a thread of its
+    /// plugin after (reported as `queued_ms`).
+    pub(crate) fn queue_time(&self) -> Duration {
+        self.queued + self.waited.total()
+    }
+
+    /// The run so far, the wait for a thread of its plugin excluded (`duration_ms`).
+    pub(crate) fn run_time(&self) -> Duration {
+        self.started.elapsed().saturating_sub(self.waited.total())
+    }
+
     /// A script stopped because the call's deadline passed is a timeout, not a policy failure:
     /// once the deadline has passed, `err` becomes `timeout` and the call's token fires.
     pub(crate) fn past_deadline(&self, err: CallError) -> CallError {
@@ -170,6 +189,7 @@ impl Invocation {
 
     /// Turns the chain's result into the outcome.
     pub(crate) fn outcome(&self, result: CallResult) -> Outcome {
+        let (duration, queued) = (self.run_time(), self.queue_time());
         let base = |content, error, truncated, output_chars, result_id| Outcome {
             call_id: self.call_id.clone(),
             model_name: self.model_name.clone(),
@@ -179,8 +199,8 @@ impl Invocation {
             error,
             truncated,
             output_chars,
-            duration: self.started.elapsed(),
-            queued: self.queued,
+            duration,
+            queued,
             result_id,
         };
         match result {
@@ -281,7 +301,8 @@ pub struct Outcome {
     pub output_chars: u64,
     /// From the start of the run to the final result (G7), queue time excluded.
     pub duration: Duration,
-    /// Time spent waiting for a concurrency slot and a group lock before the run (G2).
+    /// Time spent waiting for a concurrency slot and a group lock before the run (G2), and for
+    /// a thread of its plugin (inside the timeout).
     pub queued: Duration,
     /// The stored result's id when the output was offloaded (R1).
     pub result_id: Option<String>,

@@ -56,7 +56,7 @@ pub struct OutcomeSummary {
     pub output_chars: u64,
     /// The run's duration, queue time excluded.
     pub duration_ms: f64,
-    /// Time spent waiting for a concurrency slot or group lock before the run.
+    /// Time spent waiting for a concurrency slot, group lock or plugin thread.
     pub queued_ms: f64,
     /// The stored result's id when the output was offloaded.
     pub result_id: Option<String>,

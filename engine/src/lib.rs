@@ -45,6 +45,7 @@ pub mod guard;
 pub mod history;
 mod plugin;
 pub mod plugin_host;
+pub mod process;
 mod reduction;
 pub mod registry;
 mod rules;

@@ -707,10 +707,14 @@ mod tests {
         assert_eq!(model_name(&exact, NameProfile::Openai), exact);
     }
 
+    /// A tool that is only a name: these tests never call it.
     fn tool(name: &str) -> Arc<dyn Tool> {
-        Arc::new(crate::search::CatalogOnly {
-            spec: ToolSpec::new(name, "", serde_json::json!({"type": "object"})),
-        })
+        Arc::new(crate::tool::FnTool::new(
+            name,
+            "",
+            serde_json::json!({"type": "object"}),
+            |_ctx, _args| async { Ok(crate::tool::ToolOutput::text("")) },
+        ))
     }
 
     #[test]

@@ -24,7 +24,8 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
@@ -207,6 +208,54 @@ pub struct ToolContext {
     /// that runs the call on a thread of its own keeps this alive on that thread, so a call
     /// that ignores its cancellation keeps its group locked until it ends.
     pub(crate) hold: Option<Hold>,
+    /// Where an adapter records the time the call waited for room to run (a plugin's thread).
+    pub(crate) waited: Waited,
+    /// Keep at most this many characters of text of the result: the rest is over the call's
+    /// cap anyway, and an adapter that receives the result (a plugin's) drops it unread.
+    /// `None`: keep it whole (no cap, or reduction is on and stores it whole).
+    pub(crate) keep_chars: Option<u64>,
+}
+
+/// How long a call waited inside its tool for room to run (a thread of its plugin): reported
+/// as queue time (`queued_ms`), apart from the run, while it counts against the call's timeout.
+#[derive(Clone, Default)]
+pub(crate) struct Waited(Arc<Mutex<WaitClock>>);
+
+#[derive(Default)]
+struct WaitClock {
+    total: Duration,
+    since: Option<Instant>,
+}
+
+impl Waited {
+    fn clock(&self) -> std::sync::MutexGuard<'_, WaitClock> {
+        // Two plain fields: valid after any panic.
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The call waits from now until the returned guard is dropped.
+    pub(crate) fn start(&self) -> Waiting<'_> {
+        self.clock().since = Some(Instant::now());
+        Waiting(self)
+    }
+
+    /// The time waited so far, a wait still going on included.
+    pub(crate) fn total(&self) -> Duration {
+        let clock = self.clock();
+        clock.total + clock.since.map_or(Duration::ZERO, |s| s.elapsed())
+    }
+}
+
+/// A wait in progress; see [`Waited::start`].
+pub(crate) struct Waiting<'a>(&'a Waited);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        let mut clock = self.0.clock();
+        if let Some(since) = clock.since.take() {
+            clock.total += since.elapsed();
+        }
+    }
 }
 
 /// Something a call holds until it really returns; see [`ToolContext`].
@@ -222,6 +271,8 @@ impl ToolContext {
             cancel: CancellationToken::new(),
             progress: None,
             hold: None,
+            waited: Waited::default(),
+            keep_chars: None,
         }
     }
 

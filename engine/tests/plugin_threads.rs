@@ -27,7 +27,7 @@ fn a_thousand_stubborn_calls_hold_no_more_threads_than_the_plugins_bound() {
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let policy = yaml_policy(
-        "version: 1\ndispatch: {timeout: 100ms}\nplugins:\n  - name: testkit\n    max_threads: 8\n",
+        "version: 1\ndispatch: {timeout: 100ms}\nplugins:\n  - name: testkit\n    max_threads: 8\n    max_queued: 0\n",
         dir.path(),
     );
     let engine = Engine::builder(policy).build().expect("testkit loads");

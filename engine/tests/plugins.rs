@@ -288,6 +288,8 @@ async fn g5_a_plugin_stream_is_cut_at_the_cap_and_the_plugin_stopped() {
     let engine = testkit(|p| {
         p.dispatch.max_result_chars = toolgate_policy::CharCap::Chars(40);
         p.plugins[0].max_threads = 1;
+        // No queue: a call that finds the thread taken says so at once.
+        p.plugins[0].max_queued = 0;
     });
     // A million chunks, 1 ms apart: uncut, the call would run for a quarter of an hour.
     let o = one(

@@ -1,6 +1,7 @@
 //! Issue #9's resource items through the engine: queue time apart from the timeout (G2), a
 //! sequential group held until its member really returns, scripts off the runtime under their
-//! own bound.
+//! own bound; issue #25's: calls beyond a plugin's threads wait in a queue served fairly across
+//! sessions, within their timeout.
 
 mod common;
 
@@ -252,4 +253,104 @@ fn a_script_timeout_of_zero_fails_the_build() {
     let policy = policy_with(|p| p.dispatch.script_timeout = Duration::ZERO);
     let err = Engine::builder(policy).build().unwrap_err();
     assert!(err.to_string().contains("dispatch.script_timeout"), "{err}");
+}
+
+/// Waits for `n` `start` events of `session` on `events`, keeping every event it reads.
+async fn starts(
+    events: &mut tokio::sync::mpsc::UnboundedReceiver<toolgate::events::Event>,
+    seen: &mut Vec<toolgate::events::Event>,
+    session: &str,
+    n: usize,
+) {
+    let count = |seen: &[toolgate::events::Event]| {
+        seen.iter()
+            .filter(|e| matches!(e.kind, EventKind::Start) && e.session.as_deref() == Some(session))
+            .count()
+    };
+    while count(seen) < n {
+        let e = tokio::time::timeout(Duration::from_secs(60), events.recv())
+            .await
+            .expect("the calls start within a minute")
+            .expect("the engine is alive");
+        seen.push(e);
+    }
+}
+
+// One thread for the runtime: a call's `start` event and its place in the plugin's queue are
+// taken in one poll, so once the test has seen a call's `start`, the call waits in the queue.
+#[tokio::test]
+async fn calls_waiting_for_a_plugins_threads_are_served_in_turn_across_sessions() {
+    let engine = testkit("    max_threads: 1\n");
+    let mut events = engine.subscribe();
+    let mut seen = Vec::new();
+    // Holds the only thread until the test cancels it.
+    let release = tokio_util::sync::CancellationToken::new();
+    let blocker = {
+        let (engine, release) = (engine.clone(), release.clone());
+        let s = engine.session(Some("blocker")).unwrap();
+        tokio::spawn(async move {
+            let calls = [call("b", "sleep", json!({"ms": 600_000}))];
+            engine.dispatch_with_cancel(&s, &calls, &release).await
+        })
+    };
+    starts(&mut events, &mut seen, "blocker", 1).await;
+    // The greedy session queues 20 calls, then four others one each.
+    let mut turns = Vec::new();
+    let mut turn = |session: &str, n: usize| {
+        let engine = engine.clone();
+        let s = engine.session(Some(session)).unwrap();
+        let calls: Vec<_> = (0..n)
+            .map(|i| call(&format!("{session}-{i}"), "progress", json!({"steps": 1})))
+            .collect();
+        turns.push(tokio::spawn(async move {
+            engine.dispatch(&s, &calls).await.unwrap()
+        }));
+    };
+    turn("greedy", 20);
+    starts(&mut events, &mut seen, "greedy", 20).await;
+    for other in ["s1", "s2", "s3", "s4"] {
+        turn(other, 1);
+        starts(&mut events, &mut seen, other, 1).await;
+    }
+    release.cancel();
+    let blocked = blocker.await.unwrap().unwrap();
+    assert!(blocked[0].error.is_some(), "{:?}", blocked[0]);
+    for t in turns {
+        for o in t.await.unwrap() {
+            assert!(o.error.is_none(), "every waiting call runs: {o:?}");
+        }
+    }
+    while let Ok(e) = events.try_recv() {
+        seen.push(e);
+    }
+    // One thread: the calls run one by one, each reporting its one step as it runs.
+    let ran: Vec<&str> = seen
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Update { .. }))
+        .filter_map(|e| e.session.as_deref())
+        .collect();
+    let mut expected = vec!["greedy", "s1", "s2", "s3", "s4"];
+    expected.extend(std::iter::repeat_n("greedy", 19));
+    assert_eq!(ran, expected, "the order the waiting calls ran in");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_wait_for_a_plugins_thread_counts_against_the_timeout_and_is_reported_as_queued() {
+    let engine = testkit("    max_threads: 1\ndispatch: {timeout: 1s}\n");
+    let s = engine.session(None).unwrap();
+    let calls = [
+        call("a", "sleep", json!({"ms": 700})),
+        call("b", "sleep", json!({"ms": 700})),
+    ];
+    let outcomes = engine.dispatch(&s, &calls).await.unwrap();
+    let (ran, waited): (Vec<_>, Vec<_>) = outcomes.iter().partition(|o| o.error.is_none());
+    assert_eq!(ran.len(), 1, "{outcomes:?}");
+    assert_eq!(ran[0].content.text(), "slept 700 ms");
+    assert_eq!(waited.len(), 1, "{outcomes:?}");
+    assert_eq!(waited[0].error_kind(), Some("timeout"), "{:?}", waited[0]);
+    assert!(
+        waited[0].queued >= Duration::from_millis(500),
+        "it waited for the other call's 700 ms sleep: {:?}",
+        waited[0]
+    );
 }

@@ -357,6 +357,18 @@ impl LoadedPlugin {
         cancel: &CancelFlag,
         progress: &mut dyn FnMut(&str),
     ) -> PluginOutcome {
+        self.call_kept(tool, arguments, cancel, progress, None)
+    }
+
+    /// [`LoadedPlugin::call`], keeping at most `keep` characters of the outcome's text.
+    fn call_kept(
+        &self,
+        tool: &str,
+        arguments: &str,
+        cancel: &CancelFlag,
+        progress: &mut dyn FnMut(&str),
+        keep: Option<u64>,
+    ) -> PluginOutcome {
         let mut sink = ProgressSink {
             callback: progress,
             panic: None,
@@ -378,7 +390,7 @@ impl LoadedPlugin {
                 &mut out,
             )
         };
-        let outcome = self.take_outcome(status, out, tool);
+        let outcome = self.take_outcome(status, out, tool, keep);
         if let Some(payload) = sink.panic {
             resume_unwind(payload);
         }
@@ -389,10 +401,16 @@ impl LoadedPlugin {
 impl LoadedPlugin {
     /// Decodes what a call wrote into `out` and frees the buffer with the plugin's own
     /// `free_buf`.
-    fn take_outcome(&self, status: u32, out: OwnedBuf, tool: &str) -> PluginOutcome {
+    fn take_outcome(
+        &self,
+        status: u32,
+        out: OwnedBuf,
+        tool: &str,
+        keep: Option<u64>,
+    ) -> PluginOutcome {
         // SAFETY: the plugin wrote `out` (or left it empty); we free it right after.
         let outcome = match unsafe { bounds::owned_bytes(&out, MAX_OUTPUT_BYTES) } {
-            Ok(bytes) => decode_outcome(status, bytes, &self.name, tool),
+            Ok(bytes) => decode_outcome(status, bytes, &self.name, tool, keep),
             Err(too_long) => PluginOutcome::Error(format!(
                 "plugin {} returned {too_long}, for tool `{tool}`; none of it was read",
                 self.name
@@ -413,7 +431,8 @@ impl LoadedPlugin {
     /// [`LoadedPlugin::call`], with `chunk` receiving the text the tool streams, in order, on
     /// this thread, before the call returns; the parts of the outcome follow that text.
     /// `chunk` returns `false` to ask the tool to stop (it is told [`abi::CHUNK_STOP`]). A
-    /// plugin that cannot stream is simply called, and `chunk` never runs.
+    /// plugin that cannot stream is simply called, and `chunk` never runs. `keep`: at most this
+    /// many characters of the outcome's text parts are kept, the rest is dropped unread.
     pub fn call_streaming(
         &self,
         tool: &str,
@@ -421,9 +440,10 @@ impl LoadedPlugin {
         cancel: &CancelFlag,
         progress: &mut dyn FnMut(&str),
         chunk: &mut dyn FnMut(&str) -> bool,
+        keep: Option<u64>,
     ) -> PluginOutcome {
         let Some(call_streaming) = self.table.call_streaming else {
-            return self.call(tool, arguments, cancel, progress);
+            return self.call_kept(tool, arguments, cancel, progress, keep);
         };
         let mut progress_sink = ProgressSink {
             callback: progress,
@@ -454,7 +474,7 @@ impl LoadedPlugin {
                 &mut out,
             )
         };
-        let mut outcome = self.take_outcome(status, out, tool);
+        let mut outcome = self.take_outcome(status, out, tool, keep);
         if let Some(payload) = progress_sink.panic.or(chunk_sink.panic) {
             resume_unwind(payload);
         }
@@ -586,10 +606,18 @@ unsafe extern "C" fn progress_trampoline(context: *mut c_void, message: StrRef) 
     }
 }
 
-fn decode_outcome(status: u32, bytes: &[u8], plugin: &str, tool: &str) -> PluginOutcome {
+/// The outcome a call's `status` and output `bytes` mean, keeping at most `keep` characters of
+/// its text parts ([`crate::decode::parts`]).
+fn decode_outcome(
+    status: u32,
+    bytes: &[u8],
+    plugin: &str,
+    tool: &str,
+    keep: Option<u64>,
+) -> PluginOutcome {
     let text = || String::from_utf8_lossy(bytes).into_owned();
     match status {
-        STATUS_OK => match serde_json::from_slice::<Vec<Part>>(bytes) {
+        STATUS_OK => match crate::decode::parts(bytes, keep) {
             Ok(parts) => PluginOutcome::Ok(parts),
             Err(err) => PluginOutcome::Error(format!(
                 "plugin {plugin} returned malformed output for tool `{tool}`: {err}"
@@ -611,7 +639,7 @@ mod tests {
 
     #[test]
     fn an_unknown_status_becomes_an_error_naming_it() {
-        let outcome = decode_outcome(77, b"huh", "p", "t");
+        let outcome = decode_outcome(77, b"huh", "p", "t", None);
         assert_eq!(
             outcome,
             PluginOutcome::Error("plugin p returned unknown status 77 for tool `t`: huh".into())
@@ -620,7 +648,7 @@ mod tests {
 
     #[test]
     fn malformed_ok_output_becomes_an_error() {
-        let outcome = decode_outcome(STATUS_OK, b"not json", "p", "t");
+        let outcome = decode_outcome(STATUS_OK, b"not json", "p", "t", None);
         let PluginOutcome::Error(message) = outcome else {
             panic!("expected an error, got {outcome:?}");
         };

@@ -255,6 +255,8 @@ pub use serde_json::json;
 #[cfg(feature = "host")]
 pub mod bounds;
 #[cfg(feature = "host")]
+mod decode;
+#[cfg(feature = "host")]
 mod host;
 #[cfg(feature = "host")]
 mod libfile;

@@ -10,7 +10,7 @@
 //! host -> worker   hello {library, config, confine?, grants?}   first frame, once
 //! worker -> host   manifest {name, version, tools, capabilities} | load_failed {message}
 //!                  | not_granted {name, missing}   (asked for more than `grants`; not started)
-//! host -> worker   call {id, tool, args, deadline_ms}
+//! host -> worker   call {id, tool, args, deadline_ms, keep_chars?}
 //! host -> worker   cancel {id}
 //! worker -> host   progress {id, message}
 //! worker -> host   chunk {id, text}               streamed text of a running call
@@ -66,6 +66,9 @@ pub enum HostFrame {
         args: String,
         /// Milliseconds the host will wait; past them it kills the worker. Informational.
         deadline_ms: Option<u64>,
+        /// Keep at most this many characters of the result's text; the worker drops the rest.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        keep_chars: Option<u64>,
     },
     /// Ask a running call to stop (sets its cancellation flag).
     Cancel {
@@ -535,7 +538,13 @@ impl Calls {
                         flag.cancel();
                     }
                 }
-                HostFrame::Call { id, tool, args, .. } => {
+                HostFrame::Call {
+                    id,
+                    tool,
+                    args,
+                    keep_chars,
+                    ..
+                } => {
                     // Leave a reader behind before running the call (the input is still held,
                     // so no other thread takes a call meanwhile).
                     if self.readers.fetch_sub(1, Ordering::SeqCst) == 1
@@ -563,7 +572,7 @@ impl Calls {
                     let read = self.pace.now();
                     self.pace.began(read);
                     drop(input);
-                    self.run(id, &tool, &args, &flag, read);
+                    self.run(id, &tool, &args, &flag, read, keep_chars);
                     self.readers.fetch_add(1, Ordering::SeqCst);
                 }
             }
@@ -577,8 +586,8 @@ impl Calls {
         take(&self.input, &self.pace)
     }
 
-    /// Runs one call (read at `read`) and sends its result.
-    fn run(&self, id: u64, tool: &str, args: &str, flag: &CancelFlag, read: u64) {
+    /// Runs one call (read at `at`), keeping `keep` characters of its text; sends its result.
+    fn run(&self, id: u64, tool: &str, args: &str, flag: &CancelFlag, at: u64, keep: Option<u64>) {
         let send = &self.send;
         let mut progress = |message: &str| {
             // A closed pipe means the host is gone; nothing to tell.
@@ -600,7 +609,7 @@ impl Calls {
         };
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             self.plugin
-                .call_streaming(tool, args, flag, &mut progress, &mut chunk)
+                .call_streaming(tool, args, flag, &mut progress, &mut chunk, keep)
         }))
         .unwrap_or_else(|payload| {
             PluginOutcome::Panic(crate::panic::panic_message(payload.as_ref()))
@@ -610,7 +619,7 @@ impl Calls {
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&id);
         // Noted before the answer leaves: the next call may come right after it.
-        self.pace.ended(read, self.pace.now());
+        self.pace.ended(at, self.pace.now());
         let sent = send(&WorkerFrame::Result {
             id,
             outcome: outcome.into(),
@@ -672,7 +681,7 @@ fn memory_limit_note() -> String {
         if read == 0 && limit.rlim_cur != libc::RLIM_INFINITY {
             let limit = limit.rlim_cur;
             let mib = 1024 * 1024;
-            let limit = if limit % mib == 0 {
+            let limit = if limit.is_multiple_of(mib) {
                 format!("{}MiB", limit / mib)
             } else {
                 format!("{limit} bytes")
@@ -712,6 +721,7 @@ mod tests {
             tool: "echo".into(),
             args: r#"{"text":"hi"}"#.into(),
             deadline_ms: Some(500),
+            keep_chars: Some(100),
         };
         let mut bytes = Vec::new();
         write_frame(&mut bytes, &frame).expect("written");
@@ -761,6 +771,7 @@ mod tests {
             tool: "echo".into(),
             args: "a".repeat(MAX_FRAME),
             deadline_ms: None,
+            keep_chars: None,
         };
         let mut out = Vec::new();
         assert!(matches!(

@@ -39,7 +39,8 @@ fn testkit_lists_exactly_its_contract_tools_in_order() {
             "progress",
             "stream",
             "crash",
-            "connect"
+            "connect",
+            "escape"
         ]
     );
 }
@@ -235,7 +236,8 @@ fn an_unknown_tool_is_an_error_listing_the_plugins_tools() {
     assert_eq!(
         error(call("nope", "{}")),
         "plugin `testkit` has no tool named `nope`; its tools are: echo, sleep, stubborn_sleep, \
-         panic, fail, big_output, multimodal, progress, stream, crash, connect"
+         panic, fail, big_output, huge_output, forge_frame, multimodal, progress, stream, crash, \
+         connect, escape"
     );
 }
 
@@ -395,6 +397,7 @@ fn stream_sends_its_chunks_then_returns_its_result() {
             chunks.push(chunk.to_string());
             true
         },
+        None,
     );
     assert_eq!(chunks, ["chunk 1\n", "chunk 2\n", "chunk 3\n"]);
     assert_eq!(text(outcome), "streamed 3 chunks");
@@ -412,6 +415,7 @@ fn a_host_that_wants_no_more_chunks_stops_the_stream() {
             chunks += 1;
             chunks < 3
         },
+        None,
     );
     assert_eq!(chunks, 3, "no chunk after the host said stop");
     assert_eq!(error(outcome), "cancelled");

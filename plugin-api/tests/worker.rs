@@ -83,6 +83,7 @@ impl Worker {
             tool: tool.into(),
             args: args.into(),
             deadline_ms: None,
+            keep_chars: None,
         });
     }
 
@@ -111,6 +112,27 @@ fn a_call_answers_while_an_earlier_call_on_the_same_worker_still_runs() {
     );
     worker.send(&HostFrame::Cancel { id: 1 });
     assert_eq!(worker.result().0, 1);
+}
+
+#[test]
+fn a_call_that_keeps_some_characters_gets_only_those_back() {
+    let mut worker = Worker::start();
+    worker.send(&HostFrame::Call {
+        id: 3,
+        tool: "big_output".into(),
+        args: r#"{"bytes":1000000}"#.into(),
+        deadline_ms: None,
+        keep_chars: Some(10),
+    });
+    let (id, outcome) = worker.result();
+    assert_eq!(id, 3);
+    let WireOutcome::Ok { parts } = outcome else {
+        panic!("{outcome:?}");
+    };
+    assert_eq!(
+        parts,
+        [toolgate_plugin_api::Part::Text("line 00000".into())]
+    );
 }
 
 #[test]

@@ -440,6 +440,7 @@ impl<'a> Build<'a> {
             let mut config = serde_json::Value::Object(serde_json::Map::new());
             let mut searchable = false;
             let mut max_threads = PluginSpec::DEFAULT_MAX_THREADS;
+            let mut max_queued = PluginSpec::DEFAULT_MAX_QUEUED;
             let mut isolation = Isolation::InProcess;
             let mut memory_limit = None;
             let mut sha256 = None;
@@ -456,6 +457,11 @@ impl<'a> Build<'a> {
                         max_threads = int(&entry.value)
                             .and_then(|v| usize::try_from(v).ok())
                             .unwrap_or(max_threads);
+                    }
+                    "max_queued" => {
+                        max_queued = int(&entry.value)
+                            .and_then(|v| usize::try_from(v).ok())
+                            .unwrap_or(max_queued);
                     }
                     // The schema allows in_process and process only.
                     "isolation" if text(&entry.value) == "process" => {
@@ -475,6 +481,7 @@ impl<'a> Build<'a> {
                     config,
                     searchable,
                     max_threads,
+                    max_queued,
                     isolation,
                     memory_limit,
                     sha256,

@@ -312,6 +312,10 @@ pub struct PluginSpec {
     /// cancellation and still run included; a call beyond it fails at once with `overloaded`.
     /// Default [`PluginSpec::DEFAULT_MAX_THREADS`].
     pub max_threads: usize,
+    /// At most this many of the plugin's calls wait for a thread (beyond `max_threads`),
+    /// served fairly across sessions; a call beyond it fails at once with `overloaded`.
+    /// Default [`PluginSpec::DEFAULT_MAX_QUEUED`].
+    pub max_queued: usize,
     /// Where the plugin runs: in the host's process (default) or in a worker process.
     pub isolation: Isolation,
     /// Under `isolation: process`, the worker's memory limit in bytes (`memory_limit: 512MiB`),
@@ -333,6 +337,10 @@ impl PluginSpec {
     /// while a few calls that ignored their timeout finish.
     pub const DEFAULT_MAX_THREADS: usize = 16;
 
+    /// The default `max_queued`: room for a turn of 16,000 calls to one plugin. A waiting call
+    /// costs the queue about a hundred bytes (its task is the caller's in any case).
+    pub const DEFAULT_MAX_QUEUED: usize = 16_384;
+
     /// A plugin at `location` with every other setting at its default.
     pub fn new(location: PluginLocation) -> Self {
         PluginSpec {
@@ -340,6 +348,7 @@ impl PluginSpec {
             config: serde_json::Value::Object(serde_json::Map::new()),
             searchable: false,
             max_threads: Self::DEFAULT_MAX_THREADS,
+            max_queued: Self::DEFAULT_MAX_QUEUED,
             isolation: Isolation::InProcess,
             memory_limit: None,
             sha256: None,

@@ -33,6 +33,7 @@
 //! # }).unwrap();
 //! ```
 
+#![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used))]
 

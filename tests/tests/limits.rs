@@ -211,3 +211,65 @@ fn g3_an_fs_error_that_echoes_a_5_mb_path_is_capped() {
         content.chars().count()
     );
 }
+
+#[test]
+fn a_turn_of_ten_thousand_echo_calls_gets_no_overloaded_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    // The defaults: 16 threads, no concurrency cap.
+    let p = policy(&dir, "");
+    let ids: Vec<String> = (0..10_000).map(|i| format!("c{i}")).collect();
+    let calls: Vec<(&str, &str, &str)> = ids
+        .iter()
+        .map(|id| (id.as_str(), "echo", r#"{"text": "hi"}"#))
+        .collect();
+    let run = toolgate_with_stdin(
+        &["run", "--policy", p.to_str().unwrap()],
+        &conversation(&calls),
+    );
+    run.assert_code(0);
+    let tools = tool_messages(&run.json());
+    assert_eq!(tools.len(), 10_000);
+    let not_hi: Vec<&serde_json::Value> = tools.iter().filter(|m| m["content"] != "hi").collect();
+    assert!(
+        not_hi.is_empty(),
+        "{} calls were not answered \"hi\", the first: {}",
+        not_hi.len(),
+        not_hi[0]
+    );
+}
+
+#[test]
+fn a_call_that_finds_the_plugins_queue_full_is_overloaded_and_told_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = policy(
+        &dir,
+        "    max_threads: 1\n    max_queued: 1\ndispatch:\n  timeout: 1m\n",
+    );
+    // One runs, one waits, the third finds the queue full.
+    let input = conversation(&[
+        ("a", "sleep", r#"{"ms": 2000}"#),
+        ("b", "sleep", r#"{"ms": 2000}"#),
+        ("c", "sleep", r#"{"ms": 2000}"#),
+    ]);
+    let run = toolgate_with_stdin(&["run", "--policy", p.to_str().unwrap()], &input);
+    run.assert_code(0);
+    let tools = tool_messages(&run.json());
+    let slept = tools
+        .iter()
+        .filter(|m| m["content"] == "slept 2000 ms")
+        .count();
+    let refused: Vec<&serde_json::Value> = tools
+        .iter()
+        .filter(|m| {
+            m["content"]
+                .as_str()
+                .is_some_and(|t| t.contains("overloaded"))
+        })
+        .collect();
+    assert_eq!((slept, refused.len()), (2, 1), "{tools:?}");
+    let text = refused[0]["content"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("queue is full") && text.contains("max_queued"),
+        "the answer says the queue is full and which setting bounds it: {text}"
+    );
+}

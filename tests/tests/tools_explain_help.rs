@@ -2,11 +2,12 @@
 
 use toolgate_e2e::{repo_path, testkit_policy, toolgate};
 
-const TESTKIT_TOOLS: [&str; 13] = [
+const TESTKIT_TOOLS: [&str; 14] = [
     "big_output",
     "connect",
     "crash",
     "echo",
+    "escape",
     "fail",
     "forge_frame",
     "huge_output",

@@ -36,8 +36,8 @@ impl Layer for AfterHookLayer {
             };
             let err = result.as_ref().err();
             let outcome = OutcomeView {
-                duration_ms: inv.started.elapsed().as_secs_f64() * 1000.0,
-                queued_ms: inv.queued.as_secs_f64() * 1000.0,
+                duration_ms: inv.run_time().as_secs_f64() * 1000.0,
+                queued_ms: inv.queue_time().as_secs_f64() * 1000.0,
                 is_error: err.is_some(),
                 error_kind: err.map(CallError::kind),
                 error: err.map(|e| e.to_string()),

@@ -12,15 +12,15 @@ use toolgate_policy::{Hook, ReductionSettings};
 use toolgate_store::ResultStore;
 
 use super::after_hook::AfterHookLayer;
-use super::allow_deny::RulesLayer;
 use super::arguments::{ArgAliases, ArgumentsLayer};
 use super::before::BeforeLayer;
 use super::endpoint::Endpoint;
 use super::group::GroupLayer;
 use super::layer::Layer;
-use super::limit::LimitLayer;
 use super::reduce::ReduceLayer;
+use super::result_cap::ResultCapLayer;
 use super::rewrite::RewriteLayer;
+use super::rules::RulesLayer;
 use super::run::Guard;
 use super::timeout::TimeoutLayer;
 use super::visibility::VisibilityLayer;
@@ -46,11 +46,11 @@ pub(crate) enum Stage {
     Timeout,
     /// Reads streams and caps text by characters (G3-G5). Needs the timeout outside: a stream is
     /// read under the call's deadline.
-    Limit,
-    /// Parses the JSON arguments and renames argument aliases (D2). Needs the limit outside: the
+    ResultCap,
+    /// Parses the JSON arguments and renames argument aliases (D2). Needs the result cap outside: the
     /// error it returns echoes the model's text, which the cap holds.
     Arguments,
-    /// Refuses catalog tools not found yet (S4). Needs the limit outside, for the same reason.
+    /// Refuses catalog tools not found yet (S4). Needs the result cap outside, for the same reason.
     Visibility,
     /// The rewrite script (D2, D3). Needs the parsed, renamed arguments and the deadline it
     /// runs under.
@@ -72,7 +72,7 @@ pub(crate) const ORDER: [Stage; 11] = [
     Stage::Reduce,
     Stage::Group,
     Stage::Timeout,
-    Stage::Limit,
+    Stage::ResultCap,
     Stage::Arguments,
     Stage::Visibility,
     Stage::Rewrite,
@@ -89,9 +89,9 @@ impl Stage {
             Stage::Reduce => &[Stage::AfterHook],
             Stage::Group => &[Stage::Reduce],
             Stage::Timeout => &[Stage::Group, Stage::Reduce],
-            Stage::Limit => &[Stage::Timeout],
-            Stage::Arguments => &[Stage::Limit],
-            Stage::Visibility => &[Stage::Limit],
+            Stage::ResultCap => &[Stage::Timeout],
+            Stage::Arguments => &[Stage::ResultCap],
+            Stage::Visibility => &[Stage::ResultCap],
             Stage::Rewrite => &[Stage::Arguments, Stage::Timeout],
             Stage::Rules => &[Stage::Rewrite, Stage::Arguments],
             Stage::Before => &[Stage::Rules, Stage::Rewrite],
@@ -203,7 +203,7 @@ impl GuardParts {
                     layers.push(Arc::new(GroupLayer::new(groups.iter().map(String::as_str))));
                 }
                 Stage::Timeout => layers.push(Arc::new(TimeoutLayer)),
-                Stage::Limit => layers.push(Arc::new(LimitLayer {
+                Stage::ResultCap => layers.push(Arc::new(ResultCapLayer {
                     reduction: !cap_results,
                 })),
                 Stage::Arguments => layers.push(Arc::new(ArgumentsLayer {

@@ -36,6 +36,8 @@ impl Endpoint {
                 // The group layer keeps its own handle until the future ends; an adapter that
                 // runs the call on a thread keeps this one there until the call returns.
                 hold: inv.hold.clone(),
+                waited: inv.waited.clone(),
+                keep_chars: inv.keep_chars,
             };
             let args = std::mem::take(&mut inv.args);
             let started = std::panic::catch_unwind(AssertUnwindSafe(|| tool.call(ctx, args)));

@@ -4,7 +4,7 @@
 //! [`Layer`]s, outermost first, and ends at the endpoint (the tool, or the unknown-tool answer):
 //!
 //! ```text
-//! after hook ─ reduce ─ group ─ timeout ─ limit ─ arguments ─ visibility ─ rewrite ─ rules ─ before ─ (your layers) ─ endpoint
+//! after hook ─ reduce ─ group ─ timeout ─ result cap ─ arguments ─ visibility ─ rewrite ─ rules ─ before ─ (your layers) ─ endpoint
 //! ```
 //!
 //! * **after hook** (G6, G7) sees the final outcome; its failure is an `error` event.
@@ -14,7 +14,7 @@
 //! * **timeout** (G2) starts once the call runs (after any wait for a concurrency slot or group
 //!   lock, reported as `queued`), covers everything inside, cancels the call's token and drops
 //!   the tool's future at the deadline.
-//! * **limit** (G3-G5) reads streams and caps text by Unicode characters.
+//! * **result cap** (G3-G5) reads streams and caps text by Unicode characters.
 //! * **arguments** (D2) parses the JSON arguments and renames argument aliases.
 //! * **visibility** (S4) refuses catalog tools that were not found yet.
 //! * **rewrite** (D2, D3) runs the rewrite script; its output is what the tool receives.
@@ -31,16 +31,16 @@
 //! A feature that needs to see a call is a layer here, not an `if` in the dispatcher.
 
 mod after_hook;
-mod allow_deny;
 mod arguments;
 mod before;
 mod builder;
 mod endpoint;
 mod group;
 mod layer;
-mod limit;
 mod reduce;
+mod result_cap;
 mod rewrite;
+mod rules;
 mod run;
 mod timeout;
 mod visibility;

@@ -20,7 +20,7 @@ use toolgate_policy::ReductionSettings;
 use toolgate_store::{NewResult, ResultStore};
 
 use super::layer::{Layer, Next};
-use super::limit::cap_text;
+use super::result_cap::cap_text;
 use crate::call::{CallResult, Invocation, Reply};
 use crate::error::CallError;
 use crate::events::{Event, EventKind, Events};

@@ -10,9 +10,10 @@
 //! thread and its late result is discarded. Libraries are never unloaded.
 //!
 //! Each plugin may hold at most `max_threads` threads at once, abandoned calls that still run
-//! included: a call that finds them all taken fails at once with `overloaded` instead of
-//! queueing, so stubborn calls cannot pile up threads nor hold up later calls silently. A call
-//! keeps its thread (and its sequential group's lock) until the plugin really returns.
+//! included, so stubborn calls cannot pile up threads. A call that finds them all taken waits
+//! in a bounded queue (`max_queued`), served fairly across sessions ([`admission`]), within its
+//! timeout; only a call that finds the queue full fails at once with `overloaded`. A call keeps
+//! its thread (and its sequential group's lock) until the plugin really returns.
 //!
 //! Under `isolation: process` the same tools run in a worker process instead ([`worker`]);
 //! `max_threads` then bounds the calls in flight on it. Either way a tool that streams
@@ -20,6 +21,7 @@
 //! dropping it stops the plugin. `sha256:` pins and the capabilities a manifest asks for are
 //! checked here, at load; the grants reach the plugin in its configuration.
 
+mod admission;
 #[cfg(target_os = "linux")]
 pub(crate) mod landlock;
 mod pidfd;
@@ -38,7 +40,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use toolgate_plugin_api::worker::Confine;
 use toolgate_plugin_api::{
@@ -195,7 +197,6 @@ pub(crate) fn load(spec: &PluginSpec, program: &Path) -> Result<Loaded, BuildErr
     let config = config_with_grants(&spec.config, spec.grants.as_ref());
     let grants = granted(spec.grants.as_ref());
     let max_threads = spec.max_threads.max(1);
-    let threads = Arc::new(Semaphore::new(max_threads));
     let (name, backend, specs, asked) = match spec.isolation {
         Isolation::InProcess => {
             let load_path = pinned.as_ref().map_or(path.as_path(), |p| p.load_path());
@@ -294,14 +295,18 @@ pub(crate) fn load(spec: &PluginSpec, program: &Path) -> Result<Loaded, BuildErr
             missing,
         }));
     }
+    let admission = Arc::new(admission::Admission::new(
+        &name,
+        max_threads,
+        spec.max_queued,
+    ));
     let tools = specs
         .into_iter()
         .map(|spec| {
             Arc::new(PluginTool {
                 plugin_name: name.clone(),
                 spec,
-                threads: threads.clone(),
-                max_threads,
+                admission: admission.clone(),
                 backend: backend.clone(),
             }) as Arc<dyn Tool>
         })
@@ -325,9 +330,9 @@ enum Backend {
 pub(crate) struct PluginTool {
     plugin_name: String,
     spec: ToolSpec,
-    /// The plugin's threads (or calls on its worker), shared by its tools.
-    threads: Arc<Semaphore>,
-    max_threads: usize,
+    /// The plugin's threads (or calls on its worker) and the calls waiting for them, shared
+    /// by its tools.
+    admission: Arc<admission::Admission>,
     backend: Backend,
 }
 
@@ -350,23 +355,30 @@ impl Tool for PluginTool {
         ctx: ToolContext,
         args: serde_json::Value,
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
-        // Taken before the future exists: a call with no thread left does not start.
-        let thread = match self.threads.clone().try_acquire_owned() {
-            Ok(permit) => permit,
-            Err(_) => {
-                let message = format!(
-                    "all {} threads of the plugin {:?} are busy (plugins[].max_threads), some \
-                     perhaps with calls that passed their timeout and ignore cancellation; try \
-                     again later",
-                    self.max_threads, self.plugin_name
-                );
-                return Box::pin(async move { Err(ToolError::overloaded(message)) });
+        // The place is taken before the future exists: the order of the calls is the order
+        // they asked in.
+        let ticket = match self.admission.admit(ctx.session.as_ref()) {
+            Ok(ticket) => ticket,
+            Err(full) => {
+                return Box::pin(async move { Err(ToolError::overloaded(full.message)) });
             }
         };
         let plugin_name = self.plugin_name.clone();
         let name = self.spec.name.clone();
         let backend = self.backend.clone();
         Box::pin(async move {
+            let thread = match ticket {
+                admission::Ticket::Now(permit) => permit,
+                admission::Ticket::Queued(queued) => {
+                    let _waiting = ctx.waited.start();
+                    tokio::select! {
+                        permit = queued.turn() => permit.ok_or_else(|| {
+                            ToolError::new(format!("the queue of the plugin {plugin_name:?} closed"))
+                        })?,
+                        () = ctx.cancel.cancelled() => return Err(ToolError::new("cancelled")),
+                    }
+                }
+            };
             let (chunk_tx, chunks) = mpsc::unbounded_channel();
             let cancel = ctx.cancel.clone();
             let (answer, guard): (BoxFuture<'static, Reply>, Box<dyn Send>) = match backend {
@@ -378,6 +390,7 @@ impl Tool for PluginTool {
                     })?
                 }
                 Backend::Process(supervisor) => {
+                    let keep_chars = ctx.keep_chars;
                     // Both are held until the worker answers, or dies (or is killed for
                     // running past the deadline), not only until the timeout.
                     let keep = Box::new((thread, ctx.hold.clone()));
@@ -389,6 +402,7 @@ impl Tool for PluginTool {
                                 ctx.progress.clone(),
                                 keep,
                                 chunk_tx,
+                                keep_chars,
                             )
                             .await
                     };
@@ -409,7 +423,7 @@ fn in_process(
     plugin: Arc<LoadedPlugin>,
     pool: Arc<pool::Pool>,
     name: String,
-    thread: OwnedSemaphorePermit,
+    thread: admission::Permit,
     ctx: ToolContext,
     args: serde_json::Value,
     chunk_tx: mpsc::UnboundedSender<String>,
@@ -420,6 +434,7 @@ fn in_process(
     let progress = ctx.progress.clone();
     let hold = ctx.hold.clone();
     let args = args.to_string();
+    let keep = ctx.keep_chars;
     let (done, outcome) = oneshot::channel();
     let job = Box::new(move |finishing: &pool::Finishing| {
         // Both are released when the plugin really returns, not at the timeout.
@@ -434,7 +449,7 @@ fn in_process(
         let mut chunk =
             |text: &str| chunk_tx.send(text.to_string()).is_ok() && !thread_flag.is_cancelled();
         let result = catch_unwind(AssertUnwindSafe(|| {
-            plugin.call_streaming(&name, &args, &thread_flag, &mut report, &mut chunk)
+            plugin.call_streaming(&name, &args, &thread_flag, &mut report, &mut chunk, keep)
         }));
         let result = result.map_err(|payload| crate::call::panic_message(payload.as_ref()));
         finishing.now();

@@ -423,6 +423,7 @@ impl Supervisor {
         progress: Option<ProgressFn>,
         keep: Box<dyn Send>,
         chunks: mpsc::UnboundedSender<String>,
+        keep_chars: Option<u64>,
     ) -> Result<PluginOutcome, ToolError> {
         let running = self.worker().await?;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
@@ -452,6 +453,7 @@ impl Supervisor {
             tool: tool.to_string(),
             args,
             deadline_ms: None,
+            keep_chars,
         };
         let quick = running.pace.began(sent_ns);
         match running.send(&frame) {

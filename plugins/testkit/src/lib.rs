@@ -544,7 +544,8 @@ toolgate_plugin_api::export_plugin! {
                     "count": {"type": "integer", "minimum": 0, "maximum": FORK_MAX},
                     "tag": {"type": "string", "maxLength": 15}
                 },
-                "required": ["how"]
+                "required": ["how"],
+                "additionalProperties": false
             })),
     ],
 }

@@ -1,10 +1,8 @@
 //! The last words of a worker: the tail of its stderr, for the crash message.
 
 use std::io::Read;
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
-
-use super::lock;
 
 /// How much of the worker's stderr is kept for the crash message: its last 2 KiB.
 const STDERR_TAIL: usize = 2048;
@@ -61,4 +59,8 @@ pub(super) fn tail_text(tail: &Tail) -> String {
         .filter(|l| !l.is_empty())
         .collect::<Vec<_>>()
         .join(" | ")
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }

@@ -67,12 +67,12 @@ pub(crate) fn cap_parts(
 
 /// The limit layer: collects streams and applies the character cap. When reduction is on, the
 /// cap is off (R2) and streams are collected whole.
-pub(crate) struct LimitLayer {
+pub(crate) struct ResultCapLayer {
     /// Reduction owns result sizing: no cap.
     pub(crate) reduction: bool,
 }
 
-impl Layer for LimitLayer {
+impl Layer for ResultCapLayer {
     fn call<'a>(&'a self, inv: &'a mut Invocation, next: Next<'a>) -> BoxFuture<'a, CallResult> {
         Box::pin(async move {
             let cap = if self.reduction {
@@ -80,6 +80,9 @@ impl Layer for LimitLayer {
             } else {
                 inv.settings.max_result_chars.limit()
             };
+            // One character over the cap tells this layer the result was cut; the rest is
+            // dropped as it is received instead of being copied and cut here.
+            inv.keep_chars = cap.map(|c| c.saturating_add(1));
             let mut reply = match next.run(inv).await {
                 Ok(reply) => reply,
                 Err(err) => return Err(cap_error(err, cap, inv)),
