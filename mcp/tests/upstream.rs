@@ -187,14 +187,11 @@ async fn a_program_that_does_not_exist_is_a_problem_naming_it() {
 #[tokio::test]
 async fn a_server_that_hangs_at_start_is_a_problem_after_its_startup_timeout() {
     // The server never answers: without its startup timeout the gate would not start.
-    let g = gate(
-        "",
-        &[format!(
-            "{{name: fake, command: {}, startup_timeout: 300ms}}",
-            command(&["--hang-at-start"])
-        )],
-    );
-    let g = tokio::time::timeout(Duration::from_secs(60), g)
+    let servers = [format!(
+        "{{name: fake, command: {}, startup_timeout: 300ms}}",
+        command(&["--hang-at-start"])
+    )];
+    let g = tokio::time::timeout(Duration::from_secs(60), gate("", &servers))
         .await
         .expect("the gate starts once the server's startup timeout has passed");
     let text = g.upstreams.problems()[0].to_string();
