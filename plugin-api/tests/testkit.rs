@@ -4,7 +4,6 @@
 mod common;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use common::{call, error, testkit, text};
