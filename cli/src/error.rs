@@ -460,8 +460,8 @@ impl CliError {
     }
 }
 
-/// `error` and each of its sources, joined with `: ` ([`toolgate::error::Chain`] owns the rule:
-/// a source whose text the message already holds is not added again).
+/// `error` and each of its sources, joined with `: ` ([`toolgate::error::Chain`]; no error of
+/// the workspace repeats its source in its own message).
 fn chain(error: &(dyn StdError + 'static)) -> String {
     toolgate::error::Chain(error).to_string()
 }
@@ -517,14 +517,9 @@ fn build_lines(error: &BuildError, policy: &str, omitted: &mut usize) -> Vec<Str
         }
         // A script error starts with the script's own `file:line:col` (or file).
         BuildError::Script { .. } => lines.push(chain(error)),
-        BuildError::DuplicateName { .. }
-        | BuildError::CatalogFile { .. }
-        | BuildError::Catalog { .. }
-        | BuildError::SearchIndex { .. }
-        | BuildError::EmbeddingModel { .. }
-        | BuildError::Store { .. } => {
-            unplaced(chain(error), &mut lines);
-        }
+        // The rest (a duplicate name, a catalog, the index, the embedding model, the store,
+        // and any later variant) has no position: prefixed with the policy's name.
+        _ => unplaced(chain(error), &mut lines),
     }
     lines
 }
@@ -601,7 +596,7 @@ mod tests {
     }
 
     #[test]
-    fn a_source_the_message_already_holds_is_not_repeated() {
+    fn an_index_error_is_printed_with_its_source_once() {
         let e = CliError::OpenIndex(IndexError::Io {
             path: "x.idx".into(),
             source: std::io::Error::new(std::io::ErrorKind::NotFound, "gone"),

@@ -14,6 +14,8 @@ mod catalog;
 mod cmd;
 mod conversation;
 mod error;
+#[cfg(test)]
+mod error_convention;
 mod output;
 mod stored_session;
 mod upstream;
@@ -25,6 +27,10 @@ use clap::Parser;
 
 use crate::args::{Cli, Command};
 use crate::output::{Out, stderr_line};
+
+/// Counts the memory each policy script run holds, so that `ScriptLimits::max_memory` holds.
+#[global_allocator]
+static ALLOCATOR: toolgate::script::ScriptMemory = toolgate::script::ScriptMemory;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {

@@ -1,6 +1,15 @@
 //! Typed errors. [`CallError`] is what one tool call can fail with; its [`CallError::kind`] is a
 //! stable snake_case name that the command line prints and scripts see. [`BuildError`] is why an
 //! engine could not be built from a policy. [`TurnError`] aborts a turn under `on_error: fail`.
+//!
+//! The workspace's one rule for causes: a cause is either in an error's message or in its
+//! `source()`, never both. A typed cause is the `source()`, and `Display` says only what its
+//! own layer knows; to show a person or the model the whole story, print the chain with
+//! [`Chain`]. A message keeps its cause as text only where it must stand alone (a plugin's
+//! error crosses the ABI as text; [`TurnError`] and [`CallError`] are messages for the model)
+//! or where the cause repeats its own sources (`object_store`'s errors); then `source()`
+//! returns none. The plugin loader's `LoadError` and the policy's `FileError` are still of the
+//! second kind: their text says what is wrong with the file, cause included.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -23,6 +32,7 @@ pub enum DeniedBy {
 
 /// Why one tool call failed. Every message is written for the model: what failed and what to do.
 #[derive(Debug, Clone, Error, PartialEq)]
+#[non_exhaustive]
 pub enum CallError {
     /// The call ran past its timeout and was cancelled (G2).
     #[error("tool call timed out after {}", format_duration(Some(*.after)))]
@@ -194,6 +204,7 @@ pub(crate) fn hook_name(hook: Hook) -> &'static str {
 ///
 /// [`source`]: std::error::Error::source
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum BuildError {
     /// The policy itself is wrong; shown as its diagnostics (transparent: `source()` does not
     /// repeat them).
@@ -388,6 +399,7 @@ impl std::error::Error for ScriptSyntaxError {}
 
 /// Why a plugin named in the policy cannot be used.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum PluginError {
     /// `name:` found no library.
     #[error(transparent)]
@@ -441,9 +453,10 @@ pub enum PluginError {
 
 /// Why a worker could not be started, or did not load its plugin.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum WorkerError {
     /// The program could not be run.
-    #[error("cannot start the plugin worker {program}: {source}")]
+    #[error("cannot start the plugin worker {program}")]
     Spawn {
         /// The program.
         program: PathBuf,
@@ -540,8 +553,9 @@ pub const PLUGIN_PATH_ENV: &str = "TOOLGATE_PLUGIN_PATH";
 
 /// An error and its causes on one line, `error: cause: cause`, for printing.
 ///
-/// A cause whose text the message already holds (an error that still repeats its source in
-/// its own message) is not written twice.
+/// Every error of the workspace keeps its cause in `source()` and out of its own message
+/// (`Display` says only what its layer knows), so this is how a person or the model sees the
+/// whole story. An error whose message is empty (a wrapper that adds nothing) adds no `: `.
 ///
 /// ```
 /// use toolgate::error::Chain;
@@ -554,19 +568,20 @@ pub struct Chain<'a>(pub &'a (dyn std::error::Error + 'static));
 
 impl std::fmt::Display for Chain<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut written = self.0.to_string();
-        let mut cause = self.0.source();
-        while let Some(e) = cause {
+        let mut wrote = false;
+        let mut next = Some(self.0);
+        while let Some(e) = next {
             let text = e.to_string();
-            if !text.is_empty() && !written.contains(&text) {
-                if !written.is_empty() {
-                    written.push_str(": ");
+            if !text.is_empty() {
+                if wrote {
+                    f.write_str(": ")?;
                 }
-                written.push_str(&text);
+                f.write_str(&text)?;
+                wrote = true;
             }
-            cause = e.source();
+            next = e.source();
         }
-        f.write_str(&written)
+        Ok(())
     }
 }
 
@@ -634,14 +649,5 @@ mod tests {
             Chain(&e).to_string(),
             "cannot build: cannot read x.jsonl: no such file"
         );
-    }
-
-    #[test]
-    fn chain_skips_a_cause_that_the_message_before_it_already_holds() {
-        let e = Layered(
-            "cannot read x.jsonl: no such file",
-            Some(Box::new(Layered("no such file", None))),
-        );
-        assert_eq!(Chain(&e).to_string(), "cannot read x.jsonl: no such file");
     }
 }

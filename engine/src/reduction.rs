@@ -132,5 +132,5 @@ impl Tool for ReadToolResult {
 
 /// A store error as a tool error with its stable kind (`not_found`, `access_denied`, ...).
 fn coded(e: StoreError) -> ToolError {
-    ToolError::coded(e.kind(), e.to_string())
+    ToolError::coded(e.kind(), crate::error::Chain(&e).to_string())
 }

@@ -41,7 +41,12 @@ use crate::call::{Invocation, panic_message};
 use crate::error::{BuildError, CallError, ScriptSyntaxError};
 
 mod limits;
+mod memory;
 mod pool;
+
+pub use memory::ScriptMemory;
+#[cfg(test)]
+mod tests;
 
 use limits::Budget;
 use pool::ScriptPool;
@@ -70,6 +75,9 @@ pub struct ScriptLimits {
     pub max_variables: usize,
     /// The most functions a script may define.
     pub max_functions: usize,
+    /// The most bytes one run may hold, counted by [`ScriptMemory`] when the program installs
+    /// it as its global allocator (the `toolgate` program does).
+    pub max_memory: usize,
 }
 
 impl Default for ScriptLimits {
@@ -84,6 +92,7 @@ impl Default for ScriptLimits {
             max_map_size: 10_000,
             max_variables: 1_000,
             max_functions: 256,
+            max_memory: 64 << 20,
         }
     }
 }
@@ -193,6 +202,8 @@ pub(crate) struct ScriptSet {
     timeout: Duration,
     /// The operations one run may take, callbacks included.
     max_operations: u64,
+    /// The bytes one run may hold.
+    max_memory: usize,
     /// The threads the scripts run on.
     pool: ScriptPool,
     rewrite: Option<Compiled>,
@@ -253,6 +264,7 @@ impl ScriptSet {
             engine,
             timeout: DEFAULT_SCRIPT_TIMEOUT,
             max_operations: limits.max_operations,
+            max_memory: limits.max_memory,
             pool: ScriptPool::new(),
         })
     }
@@ -302,7 +314,7 @@ impl ScriptSet {
             return Some(Err(policy_panic(format!(
                 "the script did not run: {} scripts already wait for one of the {} script \
                  threads",
-                pool::MAX_QUEUED,
+                self.pool.max_queued(),
                 self.pool.threads()
             ))));
         };
@@ -366,8 +378,13 @@ impl ScriptSet {
         let Some(compiled) = self.get(hook) else {
             return Ok(Dynamic::UNIT);
         };
-        let budget =
-            Budget::enter_until(until, self.timeout, deadline, cancel, self.max_operations);
+        let budget = Budget::enter_until(
+            until,
+            self.timeout,
+            deadline,
+            cancel,
+            (self.max_operations, self.max_memory),
+        );
         let result = catch_unwind(AssertUnwindSafe(|| {
             self.engine
                 .eval_ast_with_scope::<Dynamic>(&mut scope, &compiled.ast)
@@ -380,6 +397,11 @@ impl ScriptSet {
                 compiled.file.display()
             ))),
             Ok(Ok(v)) => Ok(v),
+            // The limit, however Rhai wrapped it (a callback's error inside its caller's).
+            Ok(Err(e)) if let Some(reason) = budget.tripped() => Err(policy_panic(format!(
+                "{}: {reason}",
+                compiled.locate(e.position())
+            ))),
             Ok(Err(e)) => Err(policy_panic(describe(&e, compiled))),
             Err(panic) => Err(policy_panic(format!(
                 "the script engine panicked: {}",

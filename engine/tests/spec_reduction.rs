@@ -519,6 +519,8 @@ fn a_store_that_cannot_be_opened_fails_the_build_with_the_store_error_as_its_cau
     assert_eq!(err.to_string(), "reduction: cannot open the result store");
     assert_eq!(
         toolgate::error::Chain(&err).to_string(),
-        format!("reduction: cannot open the result store: {cause}")
+        "reduction: cannot open the result store: bad result store configuration: unsupported \
+         store URL scheme \"nosuchscheme\" in \"nosuchscheme://bucket\"; use memory://, \
+         file:///dir or s3://bucket/prefix"
     );
 }

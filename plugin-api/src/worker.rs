@@ -208,7 +208,7 @@ impl From<WireOutcome> for PluginOutcome {
 #[derive(Debug, thiserror::Error)]
 pub enum FrameError {
     /// The pipe failed or closed in the middle of a frame.
-    #[error("the pipe failed: {0}")]
+    #[error("the pipe failed")]
     Io(#[from] io::Error),
     /// The length prefix announces a frame over [`MAX_FRAME`].
     #[error(
@@ -226,7 +226,7 @@ pub enum FrameError {
     )]
     TooLargeToSend,
     /// The frame is not the JSON expected.
-    #[error("a frame is not valid: {0}")]
+    #[error("a frame is not valid")]
     Json(#[from] serde_json::Error),
 }
 
@@ -695,16 +695,14 @@ fn memory_limit_note() -> String {
     String::new()
 }
 
-/// An error and its causes, joined by `: `.
+/// An error and its causes, joined by `: ` (each error keeps its cause in `source()` and out
+/// of its own message).
 fn chain(err: &dyn std::error::Error) -> String {
     let mut text = err.to_string();
     let mut source = err.source();
     while let Some(cause) = source {
-        let line = cause.to_string();
-        if !text.contains(&line) {
-            text.push_str(": ");
-            text.push_str(&line);
-        }
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
         source = cause.source();
     }
     text

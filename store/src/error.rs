@@ -10,10 +10,14 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 /// Everything that can go wrong when saving or reading a result.
 ///
 /// Each variant has a stable snake_case name, [`StoreError::kind`], for logs, events and the command line.
-/// The `Display` texts are written for the model that called `read_tool_result`: what failed and what to
-/// do next. Each text is complete, so it can be shown as it is: a variant that has a typed cause (an
-/// [`IdError`], a [`ConfigError`], a backend's error) keeps it in a field and says it in its text, and
-/// `source()` never returns what the text already says.
+/// The texts are written for the model that called `read_tool_result`: what failed and what to do
+/// next. A cause is either in the message or in `source()`, never both. A variant with a typed cause
+/// of this workspace or a plain one ([`IdError`], [`ConfigError`], [`Corruption`], a JSON, URL or
+/// I/O error) says only what its own layer knows and returns the cause from `source()`: show such
+/// an error with its chain of sources (`toolgate::error::Chain`), which reads as one sentence
+/// (`invalid result id: the result id is empty`). A variant whose cause is an `object_store` error
+/// ([`StoreError::Backend`], and some [`ConfigError`]s) says the cause in its text and returns no
+/// source, because `object_store`'s errors repeat their own sources in their texts.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
@@ -48,18 +52,19 @@ pub enum StoreError {
         total: u64,
     },
     /// A result id failed its checks.
-    #[error("invalid result id: {0}")]
-    InvalidId(IdError),
+    #[error("invalid result id")]
+    InvalidId(#[source] IdError),
     /// A session id failed its checks.
-    #[error("invalid session id: {0}")]
-    InvalidSession(IdError),
+    #[error("invalid session id")]
+    InvalidSession(#[source] IdError),
     /// The store answered something that breaks its own rules: a record that does not parse, a page that
     /// does not match the request, a listing that ignores its filter.
-    #[error("the result store is inconsistent{}: {what}", id.as_ref().map(|i| format!(" about \"{i}\"")).unwrap_or_default())]
+    #[error("the result store is inconsistent{}", id.as_ref().map(|i| format!(" about \"{i}\"")).unwrap_or_default())]
     Corrupt {
         /// The result concerned, when there is one.
         id: Option<ResultId>,
         /// What was wrong.
+        #[source]
         what: Corruption,
     },
     /// The backend failed: unreachable, timed out, refused the credentials, ...
@@ -69,12 +74,13 @@ pub enum StoreError {
     Backend {
         /// What the store was doing, e.g. `"save the result data"`.
         op: &'static str,
-        /// The backend's own error.
+        /// The backend's own error, in the text and not returned by `source()` (an
+        /// `object_store` error repeats its own causes in its text).
         error: BoxError,
     },
     /// A store URL or option is wrong.
-    #[error("bad result store configuration: {0}")]
-    Config(ConfigError),
+    #[error("bad result store configuration")]
+    Config(#[source] ConfigError),
 }
 
 impl StoreError {
@@ -117,9 +123,10 @@ impl StoreError {
 #[non_exhaustive]
 pub enum Corruption {
     /// A result's record is not the JSON the store writes.
-    #[error("the record does not parse: {error}")]
+    #[error("the record does not parse")]
     RecordUnparsable {
         /// The parser's error.
+        #[source]
         error: serde_json::Error,
     },
     /// A result's record has a version this build does not read.
@@ -235,11 +242,12 @@ pub enum Corruption {
     #[error("the listing is not newest first")]
     ListingOrder,
     /// A session's saved state is not the JSON the store writes.
-    #[error("the state of session {:?} does not parse: {error}", session.as_str())]
+    #[error("the state of session {:?} does not parse", session.as_str())]
     SessionUnparsable {
         /// The session.
         session: SessionId,
         /// The parser's error.
+        #[source]
         error: serde_json::Error,
     },
     /// The state stored under one session is of another version or another session.
@@ -277,16 +285,19 @@ impl From<ConfigError> for StoreError {
 
 /// Why a store URL or option cannot be used: the cause in [`StoreError::Config`].
 ///
-/// Each text names the URL, option or directory at fault.
+/// Each text names the URL, option or directory at fault. A URL parser's or file system's error
+/// is the `source()`; an `object_store` error is said in the text instead (it repeats its own
+/// causes in its text), and not returned as the source.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConfigError {
     /// The URL does not parse.
-    #[error("bad store URL {url:?}: {error}")]
+    #[error("bad store URL {url:?}")]
     BadUrl {
         /// The URL as given.
         url: String,
         /// What the URL parser said.
+        #[source]
         error: url::ParseError,
     },
     /// The URL's scheme names no backend.
@@ -324,11 +335,12 @@ pub enum ConfigError {
         url: String,
     },
     /// The directory of a `file://` store does not exist and cannot be created.
-    #[error("cannot create the store directory {}: {error}", dir.display())]
+    #[error("cannot create the store directory {}", dir.display())]
     CreateDir {
         /// The directory.
         dir: PathBuf,
         /// What the file system said.
+        #[source]
         error: std::io::Error,
     },
     /// The directory of a `file://` store cannot be used.

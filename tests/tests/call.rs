@@ -275,3 +275,26 @@ fn under_the_built_in_policy_the_unmapped_real_name_is_unknown_and_suggests_the_
         "{o}"
     );
 }
+
+/// The store's error keeps its cause in `source()` (the id's problem under "invalid result
+/// id"); the model still reads the whole sentence.
+#[test]
+fn a_store_error_reaches_the_model_with_its_cause() {
+    let policy = repo_path("policies/offload.yaml").display().to_string();
+    let run = toolgate(&[
+        "call",
+        "--policy",
+        &policy,
+        "--json",
+        "read_tool_result",
+        r#"{"id": "a/b"}"#,
+    ]);
+    run.assert_code(1);
+    let o = run.json();
+    assert_eq!(o["error_kind"], "invalid_id");
+    assert_eq!(
+        o["error"],
+        "read_tool_result: invalid result id: the result id \"a/b\" has the character '/' at \
+         byte 1; result ids use only A-Z, a-z, 0-9, '_' and '-'"
+    );
+}

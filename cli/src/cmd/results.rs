@@ -72,7 +72,7 @@ fn warn_skipped(out: &mut Out<'_>, unreadable: &[Unreadable]) -> Result<(), CliE
         stderr_line(&format!(
             "warning: skipped result {}: {}; `toolgate results delete {}` removes it",
             u.id,
-            printable(&u.error.to_string()),
+            printable(&toolgate::error::Chain(&u.error).to_string()),
             u.id
         ));
     }
@@ -302,7 +302,7 @@ async fn delete(store: &Store, args: ResultsDeleteArgs, out: &mut Out<'_>) -> Re
         Some(Some(e)) => writeln!(
             out,
             "deleted {id} (its record could not be read: {})",
-            printable(&e.to_string())
+            printable(&toolgate::error::Chain(&e).to_string())
         ),
         None => writeln!(out, "{id} was not in the store; nothing to delete"),
     }

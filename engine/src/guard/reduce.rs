@@ -164,7 +164,7 @@ impl ReduceLayer {
     async fn save(&self, new: NewResult, text: &str) -> Option<String> {
         match tokio::time::timeout(STORE_TIMEOUT, self.store.save(new, text)).await {
             Ok(Ok(_meta)) => None,
-            Ok(Err(e)) => Some(e.to_string()),
+            Ok(Err(e)) => Some(crate::error::Chain(&e).to_string()),
             Err(_) => Some(format!(
                 "the store did not answer within {}s",
                 STORE_TIMEOUT.as_secs()

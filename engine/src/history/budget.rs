@@ -322,7 +322,8 @@ pub(crate) async fn offload_rounds(
             match store.save(new, &text).await {
                 Ok(_) | Err(StoreError::AlreadyExists { .. }) => {}
                 Err(e) => {
-                    report.failed.push((tool_call_id.clone(), e.to_string()));
+                    let why = crate::error::Chain(&e).to_string();
+                    report.failed.push((tool_call_id.clone(), why));
                     continue;
                 }
             }

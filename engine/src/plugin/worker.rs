@@ -44,7 +44,7 @@ use toolgate_plugin_api::{Capabilities, PluginOutcome};
 
 use super::pidfd::Process;
 use super::wait;
-use crate::error::WorkerError;
+use crate::error::{Chain, WorkerError};
 use crate::tool::{ProgressFn, ToolError};
 use tail::{Tail, keep_tail, tail_text};
 
@@ -244,10 +244,10 @@ impl Supervisor {
                 late
             });
         let answer = write_frame(&mut stdin, &hello)
-            .map_err(|e| protocol(format!("did not take the hello frame: {e}")))
+            .map_err(|e| protocol(format!("did not take the hello frame: {}", Chain(&e))))
             .and_then(|()| {
                 read_frame::<WorkerFrame>(&mut stdout)
-                    .map_err(|e| protocol(format!("did not answer hello: {e}")))
+                    .map_err(|e| protocol(format!("did not answer hello: {}", Chain(&e))))
             });
         // Answered or not, the watchdog has nothing more to do; it has ended before the
         // child is reaped below, so it kills nothing else.
@@ -405,7 +405,10 @@ impl Supervisor {
             }
             Ok(Err(e)) => Err(ToolError::coded(
                 PLUGIN_CRASHED,
-                format!("{e}; the call did not run, and the next call starts the worker again"),
+                format!(
+                    "{}; the call did not run, and the next call starts the worker again",
+                    Chain(&e)
+                ),
             )),
             Err(e) => Err(ToolError::coded(
                 PLUGIN_CRASHED,
@@ -464,12 +467,13 @@ impl Supervisor {
                     pending.remove(&id);
                 }
                 return Err(ToolError::invalid_arguments(format!(
-                    "the arguments cannot be sent to the plugin's worker: {e}"
+                    "the arguments cannot be sent to the plugin's worker: {}",
+                    Chain(&e)
                 )));
             }
             // The reader sees the end too and answers every pending call, this one included.
             Err(e) => {
-                tracing::warn!(plugin = %self.label, "writing a call to the plugin worker failed: {e}");
+                tracing::warn!(plugin = %self.label, "writing a call to the plugin worker failed: {}", Chain(&e));
             }
         }
         let mut guard = Abandon {
@@ -596,13 +600,14 @@ fn read_results(running: &Running, stdout: &mut std::io::BufReader<std::process:
             }
             Ok(None) => return,
             Err(e) => {
-                tracing::warn!("reading from a plugin worker failed: {e}");
+                tracing::warn!("reading from a plugin worker failed: {}", Chain(&e));
                 // A pipe that failed mid-frame is most likely a worker that died writing.
                 if !matches!(e, FrameError::Io(_)) {
                     lock(&running.killed_because).get_or_insert_with(|| {
                         format!(
                             "the host killed the worker because its output broke the \
-                             protocol: {e}"
+                             protocol: {}",
+                            Chain(&e)
                         )
                     });
                 }

@@ -5,7 +5,8 @@
 //! comparator, a `map` closure). So the limits are enforced here too, on this thread, for the
 //! whole run:
 //!
-//! - operations are counted across the run, callbacks included ([`on_progress`]);
+//! - operations are counted across the run, callbacks included ([`on_progress`]), and so is
+//!   the memory the run holds (`memory`), checked before every operation;
 //! - a limit that was hit stays hit: every later operation fails with the same reason, and the
 //!   run fails even if a native function swallowed the error (Rhai's `sort` and `dedup` turn a
 //!   failing comparator into an ordering) and the script went on to a verdict;
@@ -19,6 +20,8 @@ use std::time::{Duration, Instant};
 
 use rhai::{Dynamic, Engine, EvalAltResult, FLOAT, INT, ImmutableString, NativeCallContext};
 use tokio_util::sync::CancellationToken;
+
+use super::memory;
 
 /// How many operations run between two looks at the clock: a single operation on a string of
 /// the largest allowed size takes about a millisecond.
@@ -44,6 +47,8 @@ struct Bounds {
     ops: u64,
     /// The most operations the run may take.
     max_ops: u64,
+    /// The most bytes the run may hold (counted by `memory::ScriptMemory`, when installed).
+    max_memory: usize,
     /// The limit the run hit, once it hit one: every later operation fails with it.
     tripped: Option<String>,
     /// `print`/`debug` lines written so far.
@@ -75,13 +80,13 @@ pub(crate) struct Budget(());
 impl Budget {
     /// Starts a run whose bound (`bound` long, for the message) passes at `until` (it counts
     /// from when the run was asked for, so the wait for a thread counts too), also bounded by
-    /// the call's `deadline`, `cancel` and `max_ops` operations.
+    /// the call's `deadline`, `cancel`, `max_ops` operations and `max_memory` bytes held.
     pub(crate) fn enter_until(
         until: Instant,
         bound: Duration,
         deadline: Option<Instant>,
         cancel: &CancellationToken,
-        max_ops: u64,
+        (max_ops, max_memory): (u64, usize),
     ) -> Budget {
         let bounds = Bounds {
             bound: until,
@@ -90,10 +95,12 @@ impl Budget {
             cancel: cancel.clone(),
             ops: 0,
             max_ops,
+            max_memory,
             tripped: None,
             lines: 0,
         };
         BUDGET.with(|b| *b.borrow_mut() = Some(bounds));
+        memory::start();
         Budget(())
     }
 
@@ -105,6 +112,7 @@ impl Budget {
 
 impl Drop for Budget {
     fn drop(&mut self) {
+        memory::stop();
         BUDGET.with(|b| *b.borrow_mut() = None);
     }
 }
@@ -121,6 +129,11 @@ pub(crate) fn on_progress(_rhai_ops: u64) -> Option<Dynamic> {
         b.ops += 1;
         let reason = if b.ops > b.max_ops {
             Some(TOO_MANY_OPERATIONS.to_string())
+        } else if memory::held() > b.max_memory {
+            Some(format!(
+                "the script held more than {} MiB of memory (is it building ever larger values?)",
+                b.max_memory >> 20
+            ))
         } else if b.ops % CLOCK_EVERY_OPS == 0 {
             b.past_time()
         } else {

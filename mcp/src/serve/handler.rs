@@ -83,7 +83,11 @@ impl Gateway {
             .map_err(|e| McpError::invalid_request(format!("bad session id: {e}"), None))?;
         if fresh && let Err(e) = loaded.sessions.refresh(&session, id).await {
             // The session goes on with what this process knows; the next call tries again.
-            tracing::warn!(session = id.as_str(), error = %e, "cannot read the session state");
+            tracing::warn!(
+                session = id.as_str(),
+                error = %toolgate::error::Chain(&e),
+                "cannot read the session state"
+            );
         }
         Ok(session)
     }
@@ -196,7 +200,11 @@ impl ServerHandler for Gateway {
 
         if session.state().revealed().len() > found_before {
             if let Err(e) = loaded.sessions.save(&session, &id).await {
-                tracing::warn!(session = id.as_str(), error = %e, "cannot save the session state");
+                tracing::warn!(
+                    session = id.as_str(),
+                    error = %toolgate::error::Chain(&e),
+                    "cannot save the session state"
+                );
             }
             if let Err(e) = context.peer.notify_tool_list_changed().await {
                 tracing::debug!(error = %e, "cannot tell the client its tool list changed");

@@ -247,8 +247,9 @@ async fn reload(shared: &Arc<Shared>, trigger: Trigger, started: Instant) {
         }
         Ok(Err(e)) => {
             tracing::error!(
-                "policy reload failed; still serving the last good policy (generation {}):\n{e}",
-                shared.engines.current().generation
+                "policy reload failed; still serving the last good policy (generation {}):\n{}",
+                shared.engines.current().generation,
+                toolgate::error::Chain(&e)
             );
         }
         Err(e) => {

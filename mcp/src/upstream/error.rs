@@ -93,7 +93,9 @@ pub(crate) fn chain(error: &dyn std::error::Error) -> String {
     let mut source = error.source();
     while let Some(cause) = source {
         let text = cause.to_string();
-        // Some errors repeat their cause in their own text; say it once.
+        // rmcp's errors (`ServiceError::TransportSend`, `DynamicTransportError`) repeat their
+        // source in their own text; say it once. toolgate's own errors never do (see
+        // `toolgate::error::Chain`, which skips nothing).
         if !out.ends_with(&text) {
             out.push_str(": ");
             out.push_str(&text);

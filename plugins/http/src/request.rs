@@ -8,7 +8,9 @@ use toolgate_plugin_grants::{GrantError, Grants};
 use ureq::http::{StatusCode, Uri};
 
 /// Why a request failed. Its message, which starts with the kind (`not_granted:`, ...), is what
-/// the model reads.
+/// the model reads: it crosses the plugin ABI as text, so each message is complete and holds
+/// its cause, and `source()` returns none (a cause is in the message or in `source()`, never
+/// both).
 #[derive(Debug, thiserror::Error)]
 pub enum HttpError {
     /// The URL is not an absolute `http://` or `https://` URL with a host.
@@ -21,7 +23,7 @@ pub enum HttpError {
     },
     /// The policy does not grant the URL's host and port.
     #[error("not_granted: {0}")]
-    NotGranted(#[from] GrantError),
+    NotGranted(GrantError),
     /// An `https://` URL, and the plugin was built without its `tls` feature.
     #[error(
         "tls_unavailable: this http plugin was built without TLS (feature `tls`), so it cannot fetch {url}"
@@ -79,13 +81,19 @@ pub enum HttpError {
         name: String,
     },
     /// Any other failure of the HTTP exchange (a malformed response, say).
-    #[error("request_failed: {url}: {source}")]
+    #[error("request_failed: {url}: {error}")]
     Other {
         /// The URL asked for.
         url: String,
         /// The client's error.
-        source: ureq::Error,
+        error: ureq::Error,
     },
+}
+
+impl From<GrantError> for HttpError {
+    fn from(error: GrantError) -> HttpError {
+        HttpError::NotGranted(error)
+    }
 }
 
 impl From<HttpError> for ToolError {
@@ -312,10 +320,10 @@ impl Client {
             ureq::Error::Http(_) => {
                 match headers.keys().find(|name| !valid_header(name, headers)) {
                     Some(name) => HttpError::BadHeader { name: name.clone() },
-                    None => HttpError::Other { url, source: error },
+                    None => HttpError::Other { url, error },
                 }
             }
-            source => HttpError::Other { url, source },
+            error => HttpError::Other { url, error },
         }
     }
 }
@@ -362,4 +370,35 @@ fn valid_header(name: &str, headers: &BTreeMap<String, String>) -> bool {
         && headers
             .get(name)
             .is_some_and(|value| ureq::http::HeaderValue::from_str(value).is_ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An error's messages and its sources' messages, walked without skipping anything.
+    fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+        let mut out = error.to_string();
+        let mut next = error.source();
+        while let Some(e) = next {
+            out.push_str(": ");
+            out.push_str(&e.to_string());
+            next = e.source();
+        }
+        out
+    }
+
+    #[test]
+    fn an_error_for_the_model_says_its_cause_once_and_returns_no_source() {
+        let grant = GrantError::HostNotGranted {
+            host: "example.com".into(),
+            port: 443,
+            granted: "nothing".into(),
+        };
+        let cause = grant.to_string();
+        let error = HttpError::from(grant);
+        assert!(std::error::Error::source(&error).is_none(), "{error:?}");
+        assert_eq!(chain(&error).matches(&cause).count(), 1, "{error}");
+        assert_eq!(error.to_string(), format!("not_granted: {cause}"));
+    }
 }

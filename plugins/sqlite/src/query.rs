@@ -16,20 +16,22 @@ use toolgate_plugin_grants::{GrantError, Grants};
 const PROGRESS_STEPS: i32 = 1000;
 
 /// Why a query failed. Its message, which starts with the kind (`not_granted:`, ...), is what
-/// the model reads.
+/// the model reads: it crosses the plugin ABI as text, so each message is complete and holds
+/// its cause, and `source()` returns none (a cause is in the message or in `source()`, never
+/// both).
 #[derive(Debug, thiserror::Error)]
 pub enum SqliteError {
     /// The database file does not exist or cannot be resolved.
-    #[error("not_found: {path}: {source}")]
+    #[error("not_found: {path}: {error}")]
     NotFound {
         /// The path as given.
         path: PathBuf,
         /// Why it could not be resolved.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The resolved path is not under a granted path.
     #[error("not_granted: {0}")]
-    NotGranted(#[from] GrantError),
+    NotGranted(GrantError),
     /// The statement would write (`sqlite3_stmt_readonly` is false).
     #[error(
         "not_read_only: only read-only statements (SELECT) may run, and this one would change the database: {sql}"
@@ -78,7 +80,19 @@ pub enum SqliteError {
     },
     /// SQLite refused the statement or failed running it.
     #[error("sql_error: {0}")]
-    Sql(#[from] rusqlite::Error),
+    Sql(rusqlite::Error),
+}
+
+impl From<GrantError> for SqliteError {
+    fn from(error: GrantError) -> SqliteError {
+        SqliteError::NotGranted(error)
+    }
+}
+
+impl From<rusqlite::Error> for SqliteError {
+    fn from(error: rusqlite::Error) -> SqliteError {
+        SqliteError::Sql(error)
+    }
 }
 
 impl From<SqliteError> for ToolError {
@@ -115,9 +129,9 @@ impl Databases {
             .enumerate()
             .map(|(i, value)| bind_value(i + 1, value))
             .collect::<Result<Vec<_>, _>>()?;
-        let canonical = std::fs::canonicalize(path).map_err(|source| SqliteError::NotFound {
+        let canonical = std::fs::canonicalize(path).map_err(|error| SqliteError::NotFound {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         self.grants.check_read(&canonical)?;
         let max_rows = max_rows.map_or(self.max_rows, |asked| asked.min(self.max_rows));
@@ -287,5 +301,48 @@ fn json_value(value: ValueRef<'_>) -> Value {
         ValueRef::Real(_) => Value::from("-inf"),
         ValueRef::Text(bytes) => Value::from(String::from_utf8_lossy(bytes).into_owned()),
         ValueRef::Blob(bytes) => json!({"blob_base64": encode_base64(bytes)}),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An error's messages and its sources' messages, walked without skipping anything.
+    fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+        let mut out = error.to_string();
+        let mut next = error.source();
+        while let Some(e) = next {
+            out.push_str(": ");
+            out.push_str(&e.to_string());
+            next = e.source();
+        }
+        out
+    }
+
+    #[test]
+    fn an_error_for_the_model_says_its_cause_once_and_returns_no_source() {
+        let grant = || GrantError::PathNotGranted {
+            path: "/x.db".into(),
+            granted: "nothing".into(),
+        };
+        let errors = [
+            (
+                SqliteError::NotFound {
+                    path: "/x.db".into(),
+                    error: std::io::Error::other("disk on fire"),
+                },
+                "disk on fire".to_string(),
+            ),
+            (SqliteError::from(grant()), grant().to_string()),
+            (
+                SqliteError::from(rusqlite::Error::InvalidQuery),
+                rusqlite::Error::InvalidQuery.to_string(),
+            ),
+        ];
+        for (error, cause) in errors {
+            assert!(std::error::Error::source(&error).is_none(), "{error:?}");
+            assert_eq!(chain(&error).matches(&cause).count(), 1, "{error}");
+        }
     }
 }

@@ -11,7 +11,7 @@ use toolgate_store::{
     StoreError,
 };
 
-use crate::common::{Fixture, big_text, block, chars_slice};
+use crate::common::{Fixture, big_text, block, chain, chars_slice};
 
 fn session(name: &str) -> SessionId {
     SessionId::parse(name).unwrap()
@@ -523,10 +523,7 @@ pub async fn a_record_of_an_unknown_version_is_corrupt_and_names_the_version(f: 
         ),
         "{err:?}"
     );
-    assert!(
-        err.to_string().contains("unknown record version 99"),
-        "{err}"
-    );
+    assert!(chain(&err).contains("unknown record version 99"), "{err:?}");
 }
 
 pub async fn a_record_copied_from_another_result_is_corrupt(f: Fixture) {

@@ -142,3 +142,11 @@ pub fn chars_slice(text: &str, from: u64, to: u64) -> String {
         .take((to - from) as usize)
         .collect()
 }
+
+/// An error and its sources, joined by `: `, as a person or the model reads it.
+pub fn chain(err: &(dyn std::error::Error + 'static)) -> String {
+    std::iter::successors(Some(err), |e| e.source())
+        .map(|e| e.to_string())
+        .collect::<Vec<_>>()
+        .join(": ")
+}

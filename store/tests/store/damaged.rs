@@ -1,6 +1,7 @@
 //! A result whose files were changed behind the store's back is `corrupt`, whatever the
 //! backend: never `backend` ("may be unreachable, try again later"), never a panic.
 
+use crate::common::chain;
 use object_store::path::Path;
 use object_store::{ObjectStoreExt, PutPayload};
 use serde_json::Value;
@@ -95,5 +96,5 @@ async fn a_record_naming_its_data_with_a_path_is_corrupt() {
     put_record(&store, &id, &lying).await;
     let err = store.meta(&id).await.unwrap_err();
     assert_eq!(err.kind(), "corrupt", "{err}");
-    assert!(err.to_string().contains("\"../../meta/x\""), "{err}");
+    assert!(chain(&err).contains("\"../../meta/x\""), "{err:?}");
 }
