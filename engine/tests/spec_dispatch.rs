@@ -40,6 +40,8 @@ fn recorder(
     )
 }
 
+// The tests that run `rec` do so on paused time: the clock moves only when every call waits
+// on it, so which calls overlap and in what order they end is decided by their `ms` alone.
 fn rec_engine(
     f: impl FnOnce(&mut toolgate::Policy),
 ) -> (Engine, Arc<Mutex<Vec<String>>>, Arc<AtomicUsize>) {
@@ -56,7 +58,7 @@ fn rec_engine(
     (engine, log, peak)
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn d1_calls_run_in_parallel_by_default_and_results_keep_call_order() {
     let (engine, log, peak) = rec_engine(|_| {});
     let s = engine.session(None).unwrap();
@@ -74,7 +76,7 @@ async fn d1_calls_run_in_parallel_by_default_and_results_keep_call_order() {
     assert_eq!(log.last().map(String::as_str), Some("end a"));
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn d1_concurrency_cap_limits_calls_running_at_once() {
     let (engine, _log, peak) = rec_engine(|p| p.dispatch.concurrency = Some(2));
     let s = engine.session(None).unwrap();
@@ -92,7 +94,7 @@ async fn d1_concurrency_cap_limits_calls_running_at_once() {
     assert_eq!(peak.load(Ordering::SeqCst), 2);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn d1_sequential_runs_calls_one_by_one_in_order() {
     let (engine, log, peak) = rec_engine(|p| p.dispatch.sequential = true);
     let s = engine.session(None).unwrap();
@@ -306,7 +308,7 @@ async fn d4_the_unknown_path_runs_under_the_timeout() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn d6_on_error_model_turns_each_failure_into_that_calls_message() {
     let engine = Engine::builder(policy_with(|p| {
         p.dispatch.timeout = Some(Duration::from_millis(100))

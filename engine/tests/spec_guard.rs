@@ -4,7 +4,7 @@ mod common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use futures::StreamExt;
@@ -156,7 +156,9 @@ async fn g1_rules_match_sessions() {
     );
 }
 
-#[tokio::test]
+// Paused time: the 100 ms timeout passes at once, and the clock moves on only once every task
+// (the token's watcher too) waits for it.
+#[tokio::test(start_paused = true)]
 async fn g2_the_timeout_cancels_the_tool_and_its_token_fires() {
     let dropped = Arc::new(AtomicBool::new(false));
     let cancelled = Arc::new(AtomicBool::new(false));
@@ -181,27 +183,36 @@ async fn g2_the_timeout_cancels_the_tool_and_its_token_fires() {
 
 #[tokio::test]
 async fn g2_a_tool_that_ignores_cancellation_does_not_hold_the_turn() {
-    // A blocking sleep on another thread: the guard stops waiting at the deadline.
+    // A blocking wait on another thread, which ends only when the test says so: the guard
+    // stops waiting at the deadline.
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let released = Arc::new(std::sync::Mutex::new(released));
     let stubborn = FnTool::new(
         "stubborn",
         "Ignore cancellation.",
         obj(json!({})),
-        |_ctx, _args: Value| async move {
-            tokio::task::spawn_blocking(|| std::thread::sleep(Duration::from_secs(3)))
+        move |_ctx, _args: Value| {
+            let released = released.clone();
+            async move {
+                tokio::task::spawn_blocking(move || {
+                    let released = released.lock().unwrap();
+                    released.recv_timeout(Duration::from_secs(60)).ok();
+                })
                 .await
                 .ok();
-            Ok(ToolOutput::text("late"))
+                Ok(ToolOutput::text("late"))
+            }
         },
     );
     let p = policy_with(|p| p.dispatch.timeout = Some(Duration::from_millis(100)));
     let engine = Engine::builder(p).tool(stubborn).build().unwrap();
-    let started = Instant::now();
-    let o = one(&engine, "stubborn", json!({})).await;
+    // The tool is still blocked (the test lets it go only below): the turn ended at the
+    // deadline, not when the tool did.
+    let o = tokio::time::timeout(Duration::from_secs(30), one(&engine, "stubborn", json!({})))
+        .await
+        .expect("the turn ends at the deadline while the tool still runs");
     assert_eq!(o.error_kind(), Some("timeout"));
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "the turn ended at the deadline, not when the tool did"
-    );
+    release.send(()).unwrap();
 }
 
 #[tokio::test]
@@ -219,10 +230,11 @@ async fn g2_the_timeout_covers_the_before_hook() {
         .script_limits(limits)
         .build()
         .unwrap();
-    let started = Instant::now();
-    let o = one(&engine, "echo", json!({})).await;
+    // The script never ends by itself: without the timeout the call would hang.
+    let o = tokio::time::timeout(Duration::from_secs(60), one(&engine, "echo", json!({})))
+        .await
+        .expect("the before hook is stopped at the call's deadline");
     assert_eq!(o.error_kind(), Some("timeout"));
-    assert!(started.elapsed() < Duration::from_secs(5));
 }
 
 #[tokio::test]
@@ -582,7 +594,9 @@ async fn g8_override_rules_apply_to_matched_tools_only() {
     );
 }
 
-#[tokio::test]
+// Paused time: the clock moves only when every call waits on it, so members not kept apart by
+// the group would all be inside their 20 ms at once.
+#[tokio::test(start_paused = true)]
 async fn g8_a_sequential_group_serialises_its_calls() {
     let live = Arc::new(AtomicUsize::new(0));
     let peak = Arc::new(AtomicUsize::new(0));

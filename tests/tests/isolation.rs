@@ -113,8 +113,8 @@ fn an_endless_loop_times_out_and_the_host_ends_without_waiting_for_it() {
     ])
     .run_within(Duration::from_secs(20));
     run.assert_code(1).assert_no_panic();
+    // Within the guard's 20 s, not after the spin's minute.
     assert_eq!(run.json()["error_kind"], "timeout", "{run:#?}");
-    assert!(run.elapsed < Duration::from_secs(10), "{run:#?}");
 }
 
 #[test]
@@ -158,7 +158,7 @@ fn every_call_in_flight_on_a_crashed_worker_gets_the_crash() {
     .expect("policy written");
     // In parallel: the sleep is sent first and is still running when the worker aborts.
     let input = conversation(&[
-        ("c1", "sleep", r#"{"ms": 5000}"#),
+        ("c1", "sleep", r#"{"ms": 600000}"#),
         ("c2", "crash", r#"{"how": "abort"}"#),
     ]);
     let run = Toolgate::new(&["run", "--policy", &policy.display().to_string(), "-"])
@@ -177,7 +177,6 @@ fn every_call_in_flight_on_a_crashed_worker_gets_the_crash() {
     for content in contents {
         assert!(content.contains("SIGABRT"), "{content:?}");
     }
-    assert!(run.elapsed < Duration::from_secs(5), "{run:#?}");
 }
 
 #[test]
@@ -212,5 +211,4 @@ fn an_isolated_stream_is_cut_at_the_cap_without_waiting_for_the_plugin() {
     let outcome = run.json();
     assert_eq!(outcome["truncated"], true, "{run:#?}");
     assert_eq!(outcome["output_chars"], 40, "{run:#?}");
-    assert!(run.elapsed < Duration::from_secs(20), "{run:#?}");
 }

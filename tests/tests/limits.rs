@@ -164,25 +164,22 @@ fn a_script_loop_over_a_big_string_stops_at_the_script_timeout_even_without_a_ca
         &dir,
         "dispatch:\n  timeout: none\n  script_timeout: 500ms\nscripts:\n  before:\n    code: |\n      let s = \"ab\";\n      while s.len() < 1000000 { s += s; }\n      loop { s = s.to_upper(); s = s.to_lower(); }\n",
     );
-    let run = toolgate(&[
+    // Few operations, each slow: without its bound the script would run for minutes.
+    let run = toolgate_e2e::Toolgate::new(&[
         "call",
         "--policy",
         p.to_str().unwrap(),
         "--json",
         "echo",
         r#"{"text": "hi"}"#,
-    ]);
+    ])
+    .run_within(Duration::from_secs(60));
     run.assert_code(1);
     let o = run.json();
     assert_eq!(o["error_kind"], "tool_policy_panic", "{o}");
     assert!(
         o["content"].as_str().unwrap().contains("500ms"),
         "the message names the bound: {o}"
-    );
-    assert!(
-        run.elapsed < Duration::from_secs(5),
-        "the before script ran past its bound: {:?}",
-        run.elapsed
     );
 }
 

@@ -158,6 +158,23 @@ pub fn observer(
     )
 }
 
+/// Runs `attempt` until `done` holds for its answer, or a minute has passed, and returns the
+/// last answer. Only for a state that no event announces (a plugin thread that has returned
+/// frees its thread permit and its group's lock on that thread): it looks every 10 ms.
+pub async fn poll<T, F: std::future::Future<Output = T>>(
+    mut attempt: impl FnMut() -> F,
+    done: impl Fn(&T) -> bool,
+) -> T {
+    let give_up = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let answer = attempt().await;
+        if done(&answer) || std::time::Instant::now() >= give_up {
+            return answer;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 pub fn call(id: &str, name: &str, args: Value) -> ToolCall {
     ToolCall::new(id, name, args.to_string())
 }

@@ -6,7 +6,7 @@
 //! |---|---|---|
 //! | `echo` | `{text}` | returns `text` unchanged |
 //! | `sleep` | `{ms}` | sleeps `ms` milliseconds in steps of at most 5 ms; once the host cancels, returns the error `cancelled` |
-//! | `stubborn_sleep` | `{ms}` | sleeps `ms` milliseconds, ignoring cancellation |
+//! | `stubborn_sleep` | `{ms, until_closed?}` | sleeps `ms` milliseconds, ignoring cancellation; with `until_closed` (`ip:port`), connects there and returns when the other end closes the connection (at most `ms` milliseconds after), so a test decides when it ends |
 //! | `panic` | `{}` | panics with [`PANIC_MESSAGE`] |
 //! | `fail` | `{message}` | fails with `message` |
 //! | `big_output` | `{bytes}` | returns exactly `bytes` bytes of ASCII text in lines (see [`big_text`]) |
@@ -93,8 +93,47 @@ fn sleep(ctx: &CallContext, args: SleepArgs) -> Result<ToolOutput, ToolError> {
     }
 }
 
-fn stubborn_sleep(_ctx: &CallContext, args: SleepArgs) -> Result<ToolOutput, ToolError> {
-    std::thread::sleep(Duration::from_millis(args.ms));
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StubbornArgs {
+    ms: u64,
+    until_closed: Option<String>,
+}
+
+fn stubborn_sleep(_ctx: &CallContext, args: StubbornArgs) -> Result<ToolOutput, ToolError> {
+    let most = Duration::from_millis(args.ms);
+    let Some(addr) = args.until_closed else {
+        std::thread::sleep(most);
+        return Ok(ToolOutput::text(format!(
+            "slept {} ms, ignoring cancellation",
+            args.ms
+        )));
+    };
+    let deadline = Instant::now() + most;
+    let mut peer = std::net::TcpStream::connect(&addr)
+        .map_err(|e| ToolError::new(format!("could not connect to {addr}: {e}")))?;
+    // Reads (and drops) until the other end closes, or the `ms` bound passes; never looks
+    // at the cancellation flag.
+    let mut buf = [0u8; 64];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        if peer.set_read_timeout(Some(left)).is_err() {
+            break;
+        }
+        match std::io::Read::read(&mut peer, &mut buf) {
+            Ok(0) => {
+                return Ok(ToolOutput::text(format!(
+                    "{addr} closed, ignoring cancellation"
+                )));
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
     Ok(ToolOutput::text(format!(
         "slept {} ms, ignoring cancellation",
         args.ms
@@ -381,8 +420,27 @@ toolgate_plugin_api::export_plugin! {
             .description("Sleep for a number of milliseconds, stopping early if cancelled.")
             .parameters(ms_schema("How long to sleep, in milliseconds.")),
         Tool::new("stubborn_sleep", stubborn_sleep)
-            .description("Sleep for a number of milliseconds, ignoring cancellation.")
-            .parameters(ms_schema("How long to sleep, in milliseconds.")),
+            .description(
+                "Sleep for a number of milliseconds, ignoring cancellation; or, with \
+                 `until_closed`, until the other end of a TCP connection to that address closes \
+                 it (at most the milliseconds given).",
+            )
+            .parameters(json!({
+                "type": "object",
+                "properties": {
+                    "ms": {
+                        "type": "integer",
+                        "minimum": 0,
+                        "description": "How long to sleep, in milliseconds (with `until_closed`: at most)."
+                    },
+                    "until_closed": {
+                        "type": "string",
+                        "description": "`ip:port` to connect to; returns when that end closes the connection."
+                    }
+                },
+                "required": ["ms"],
+                "additionalProperties": false
+            })),
         Tool::new("panic", panic)
             .description("Panic, to test that panics are caught.")
             .parameters(no_args_schema()),

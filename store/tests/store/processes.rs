@@ -254,12 +254,13 @@ async fn prune_removes_the_staged_data_of_a_writer_killed_on_disk() {
     assert_eq!(report.garbage, 0);
     assert!(staged.exists());
 
-    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    let now = std::time::SystemTime::now()
+    // A cutoff a second from now: the staged file is older, without waiting for the clock.
+    let later = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
-        .as_millis() as u64;
-    let report = store.prune(now, &Scope::All).await.unwrap();
+        .as_millis() as u64
+        + 1_000;
+    let report = store.prune(later, &Scope::All).await.unwrap();
     assert!(report.garbage >= 1, "{report:?}");
     assert!(!staged.exists(), "{} is still there", staged.display());
     let files = files_under(&dir);

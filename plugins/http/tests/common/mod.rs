@@ -126,13 +126,18 @@ fn handle(stream: TcpStream) {
         }
         ("GET", "/big") => respond(&stream, "200 OK", &[], &vec![b'a'; BIG_BYTES]),
         ("GET", "/slow") => {
-            std::thread::sleep(Duration::from_secs(3));
+            // Answers only once the client has gone (or after a minute): a client that waits
+            // for the answer gets it a minute late.
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(60)));
+            let mut rest = [0u8; 64];
+            while matches!(std::io::Read::read(&mut &stream, &mut rest), Ok(n) if n > 0) {}
             respond(&stream, "200 OK", &[], b"late");
         }
         ("GET", "/trickle") => {
+            // A byte every 200 ms for a minute, or until the client goes.
             let mut s = &stream;
-            let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 15\r\n\r\n");
-            for _ in 0..15 {
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 300\r\n\r\n");
+            for _ in 0..300 {
                 std::thread::sleep(Duration::from_millis(200));
                 if s.write_all(b"x").is_err() {
                     return;
