@@ -6,7 +6,7 @@
 //! plugin benches ran on). So while calls come back to back and are quick ([`Pace`]), the
 //! thread that expects the next frame polls its pipe for a short, bounded while
 //! ([`Pace::watch_fd`], [`readable_within`]) before it sleeps in `read`. Both ends of a process
-//! worker's pipe use it: the worker for its input ([`Input::watch`], and [`take`] tries the
+//! worker's pipe use it: the worker for its input (`Input::watch`, and `take` tries the
 //! input's lock instead of sleeping on it), the engine's reader thread for the worker's output.
 //! A lone call, or one after a pause, finds every thread asleep as without the watch.
 
