@@ -179,7 +179,8 @@ impl Connection {
         match &self.child {
             Some(child) => {
                 child.status_within(EXIT_STATUS_WAIT).await;
-                (child.exit_note(), child.stderr_tail())
+                let tail = child.stderr_tail_within(EXIT_STATUS_WAIT).await;
+                (child.exit_note(), tail)
             }
             None => ("the connection closed".to_owned(), String::new()),
         }

@@ -41,6 +41,8 @@ pub(crate) struct Child {
     /// `Some(status)` once it has exited.
     exit: watch::Receiver<Option<String>>,
     tail: Arc<Mutex<VecDeque<String>>>,
+    /// `true` once its stderr has ended (every line of it is in `tail`).
+    stderr_ended: watch::Receiver<bool>,
 }
 
 /// The child's pipes, for the MCP transport: its stdout bounded per message (see
@@ -87,6 +89,7 @@ pub(crate) fn spawn(launch: &StdioLaunch, server: &str) -> Result<(Child, Pipes)
     let tail = Arc::new(Mutex::new(VecDeque::new()));
     let kept = tail.clone();
     let name = server.to_owned();
+    let (stderr_done, stderr_ended) = watch::channel(false);
     tokio::spawn(async move {
         let mut lines = BufReader::new(stderr).lines();
         while let Ok(Some(line)) = lines.next_line().await {
@@ -98,6 +101,7 @@ pub(crate) fn spawn(launch: &StdioLaunch, server: &str) -> Result<(Child, Pipes)
             }
             tail.push_back(line.chars().take(TAIL_LINE_CHARS).collect());
         }
+        let _ = stderr_done.send(true);
     });
 
     let (exited, exit) = watch::channel(None);
@@ -115,6 +119,7 @@ pub(crate) fn spawn(launch: &StdioLaunch, server: &str) -> Result<(Child, Pipes)
             pid,
             exit,
             tail,
+            stderr_ended,
         },
         (Bounded::new(stdout, server), stdin),
     ))
@@ -142,6 +147,15 @@ impl Child {
     pub(crate) async fn status_within(&self, wait: Duration) -> Option<String> {
         let _ = tokio::time::timeout(wait, self.exited()).await;
         self.status()
+    }
+
+    /// Its last lines on stderr, once its stderr has ended or `wait` has passed (a process it
+    /// started may hold the pipe open): an exited server's last words are read before they are
+    /// logged.
+    pub(crate) async fn stderr_tail_within(&self, wait: Duration) -> String {
+        let mut ended = self.stderr_ended.clone();
+        let _ = tokio::time::timeout(wait, ended.wait_for(|e| *e)).await;
+        self.stderr_tail()
     }
 
     /// Its last lines on stderr, joined with ` | `: for the log, never for the model.
