@@ -15,6 +15,9 @@
 //! hop is toolgate minus this), FastMCP serving an echo tool directly, and a FastMCP proxy in
 //! front of that FastMCP server.
 //!
+//! `--also LABEL=PATH` (any number of times) measures other toolgate builds in the same run,
+//! for before/after figures on one machine under one load.
+//!
 //! Reload: the time from writing a new policy (an alias `say_N` for echo) to the first call of
 //! `say_N` that succeeds, and the failed calls of 16 clients calling echo while the policy is
 //! reloaded 1,000 times.
@@ -233,6 +236,8 @@ impl HttpConn {
 #[derive(Clone)]
 struct Paths {
     toolgate: PathBuf,
+    /// Other toolgate builds to measure in the same run (`--also LABEL=PATH`), for before/after.
+    others: Vec<(String, PathBuf)>,
     python: PathBuf,
     fastmcp: PathBuf,
     policy: PathBuf,
@@ -242,15 +247,25 @@ struct Paths {
 #[derive(Clone, Copy, PartialEq)]
 enum Target {
     Toolgate,
+    /// The `i`th of `Paths::others`.
+    Other(usize),
     Bare,
     Fastmcp,
     FastmcpProxy,
 }
 
 impl Target {
-    fn name(self) -> &'static str {
+    fn name(self, p: &Paths) -> String {
         match self {
-            Target::Toolgate => "toolgate serve",
+            Target::Toolgate => "toolgate serve".to_owned(),
+            Target::Other(i) => format!("toolgate serve ({})", p.others[i].0),
+            _ => self.static_name().to_owned(),
+        }
+    }
+
+    fn static_name(self) -> &'static str {
+        match self {
+            Target::Toolgate | Target::Other(_) => "toolgate serve",
             Target::Bare => "rmcp, no guard",
             Target::Fastmcp => "FastMCP",
             Target::FastmcpProxy => "FastMCP proxy",
@@ -260,8 +275,8 @@ impl Target {
     fn stdio_command(self, p: &Paths) -> (PathBuf, Vec<String>) {
         let s = |x: &str| x.to_owned();
         match self {
-            Target::Toolgate => (
-                p.toolgate.clone(),
+            Target::Toolgate | Target::Other(_) => (
+                self.program(p),
                 vec![
                     s("serve"),
                     s("--policy"),
@@ -285,11 +300,21 @@ impl Target {
     }
 }
 
+impl Target {
+    /// The toolgate binary this target runs.
+    fn program(self, p: &Paths) -> PathBuf {
+        match self {
+            Target::Other(i) => p.others[i].1.clone(),
+            _ => p.toolgate.clone(),
+        }
+    }
+}
+
 /// Starts `target` over HTTP; answers the process and its URL.
 async fn start_http(target: Target, p: &Paths) -> Result<(Child, String), Error> {
     match target {
-        Target::Toolgate => {
-            let mut child = Command::new(&p.toolgate)
+        Target::Toolgate | Target::Other(_) => {
+            let mut child = Command::new(target.program(p))
                 .args(["serve", "--policy"])
                 .arg(&p.policy)
                 .args(["--http", "127.0.0.1:0", "-q", "--max-sessions", "1024"])
@@ -617,6 +642,17 @@ fn main() -> Result<(), Error> {
     runtime.block_on(run())
 }
 
+/// `--also LABEL=PATH`, any number of times: other toolgate binaries measured beside this
+/// tree's, each row named `toolgate serve (LABEL)`.
+fn also() -> Vec<(String, PathBuf)> {
+    let args: Vec<String> = std::env::args().collect();
+    args.windows(2)
+        .filter(|w| w[0] == "--also")
+        .filter_map(|w| w[1].split_once('='))
+        .map(|(label, path)| (label.to_owned(), PathBuf::from(path)))
+        .collect()
+}
+
 fn arg(name: &str) -> Option<String> {
     let args: Vec<String> = std::env::args().collect();
     args.iter()
@@ -632,12 +668,14 @@ async fn run() -> Result<(), Error> {
     let results = tempfile::tempdir()?;
     let paths = Paths {
         toolgate: root.join("target/release/toolgate"),
+        others: also(),
         python: root.join(".tools/venv/bin/python"),
         fastmcp: root.join("scripts/bench/fastmcp_echo.py"),
         policy: root.join("scripts/bench/echo.yaml"),
         results: results.path().to_path_buf(),
     };
-    for needed in [&paths.toolgate, &paths.python] {
+    let others = paths.others.iter().map(|(_, p)| p);
+    for needed in [&paths.toolgate, &paths.python].into_iter().chain(others) {
         if !needed.is_file() {
             return Err(format!(
                 "{} is missing: run scripts/bench-serve.sh",
@@ -656,18 +694,16 @@ async fn run() -> Result<(), Error> {
     let mut rows: Vec<Value> = Vec::new();
     println!("| server | transport | clients | calls/s | p50 µs | p99 µs | failed |");
     println!("|---|---|---:|---:|---:|---:|---:|");
-    let targets = [
-        Target::Toolgate,
-        Target::Bare,
-        Target::Fastmcp,
-        Target::FastmcpProxy,
-    ];
+    let targets: Vec<Target> = std::iter::once(Target::Toolgate)
+        .chain((0..paths.others.len()).map(Target::Other))
+        .chain([Target::Bare, Target::Fastmcp, Target::FastmcpProxy])
+        .collect();
     for transport in ["stdio", "http"] {
-        for target in targets {
+        for &target in &targets {
             if transport == "http" && target == Target::Bare {
                 continue;
             }
-            if only.as_deref().is_some_and(|o| !target.name().contains(o)) {
+            if only.as_deref().is_some_and(|o| !target.name(&paths).contains(o)) {
                 continue;
             }
             for clients in [1usize, 16, 256] {
@@ -694,19 +730,19 @@ async fn run() -> Result<(), Error> {
                     Ok(f) => {
                         println!(
                             "| {} | {transport} | {clients} | {:.0} | {:.0} | {:.0} | {} |",
-                            target.name(),
+                            target.name(&paths),
                             f.calls_per_s,
                             f.p50_us,
                             f.p99_us,
                             f.failed
                         );
-                        rows.push(json!({"server": target.name(), "transport": transport, "clients": clients,
+                        rows.push(json!({"server": target.name(&paths), "transport": transport, "clients": clients,
                             "calls_per_s": f.calls_per_s, "p50_us": f.p50_us, "p99_us": f.p99_us,
                             "failed": f.failed, "calls": f.calls}));
                     }
                     Err(e) => println!(
                         "| {} | {transport} | {clients} | error: {e} | | | |",
-                        target.name()
+                        target.name(&paths)
                     ),
                 }
             }
