@@ -30,6 +30,12 @@ pub struct PluginToolSpec {
     pub description: String,
     /// The JSON Schema of its arguments object.
     pub parameters: serde_json::Value,
+    /// A name for people, when the manifest gives one.
+    pub title: Option<String>,
+    /// Behaviour hints (MCP `annotations`), when the manifest gives them.
+    pub annotations: Option<serde_json::Value>,
+    /// The JSON Schema of its structured result, when the manifest gives one.
+    pub output_schema: Option<serde_json::Value>,
 }
 
 /// The result of one [`LoadedPlugin::call`].
@@ -305,6 +311,9 @@ impl OpenedPlugin {
                     name: tool.name,
                     description: tool.description,
                     parameters: tool.parameters,
+                    title: tool.title,
+                    annotations: tool.annotations,
+                    output_schema: tool.output_schema,
                 })
                 .collect(),
             capabilities: manifest.capabilities,

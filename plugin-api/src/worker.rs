@@ -154,6 +154,15 @@ pub struct WireTool {
     pub description: String,
     /// JSON Schema of its arguments.
     pub parameters: serde_json::Value,
+    /// A name for people.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Behaviour hints (MCP `annotations`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<serde_json::Value>,
+    /// JSON Schema of its structured result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<serde_json::Value>,
 }
 
 /// How a call ended: [`PluginOutcome`] on the wire.
@@ -442,6 +451,9 @@ unsafe fn serve_input(
                 name: t.name.clone(),
                 description: t.description.clone(),
                 parameters: t.parameters.clone(),
+                title: t.title.clone(),
+                annotations: t.annotations.clone(),
+                output_schema: t.output_schema.clone(),
             })
             .collect(),
         capabilities: plugin.capabilities().clone(),

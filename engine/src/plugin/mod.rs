@@ -49,7 +49,9 @@ use toolgate_plugin_api::{
 use toolgate_policy::{Isolation, PluginLocation, PluginSpec};
 
 use crate::error::{At, BuildError, PLUGIN_PATH_ENV, PluginError, PluginNotFound};
-use crate::tool::{BoxFuture, ContentPart, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+use crate::tool::{
+    BoxFuture, ContentPart, FullOutput, Tool, ToolContext, ToolError, ToolOutput, ToolSpec,
+};
 
 /// Where a plugin named `name` may be: the directories of `TOOLGATE_PLUGIN_PATH`, then beside
 /// the running program and in its parent directory (test binaries live in `target/*/deps`).
@@ -223,7 +225,14 @@ pub(crate) fn load(spec: &PluginSpec, program: &Path) -> Result<Loaded, BuildErr
             let specs: Vec<ToolSpec> = plugin
                 .tools()
                 .iter()
-                .map(|t| ToolSpec::new(t.name.clone(), t.description.clone(), t.parameters.clone()))
+                .map(|t| {
+                    spec_of(
+                        ToolSpec::new(t.name.clone(), t.description.clone(), t.parameters.clone()),
+                        t.title.clone(),
+                        t.annotations.clone(),
+                        t.output_schema.clone(),
+                    )
+                })
                 .collect();
             let pool = Arc::new(pool::Pool::new(plugin.name(), max_threads));
             let asked = plugin.capabilities().clone();
@@ -275,7 +284,14 @@ pub(crate) fn load(spec: &PluginSpec, program: &Path) -> Result<Loaded, BuildErr
             let specs = manifest
                 .tools
                 .into_iter()
-                .map(|t| ToolSpec::new(t.name, t.description, t.parameters))
+                .map(|t| {
+                    spec_of(
+                        ToolSpec::new(t.name, t.description, t.parameters),
+                        t.title,
+                        t.annotations,
+                        t.output_schema,
+                    )
+                })
                 .collect();
             (
                 manifest.name,
@@ -564,18 +580,32 @@ fn output_of_reply(
         }
     };
     if prefix.is_empty() {
-        return Ok(output_of(parts));
+        return output_of(parts);
     }
     let mut all = Vec::with_capacity(parts.len() + 1);
     all.push(Part::Text(prefix));
     all.extend(parts);
-    Ok(output_of(all))
+    output_of(all)
 }
 
-fn output_of(mut parts: Vec<Part>) -> ToolOutput {
+/// A plugin tool's spec: its three parts and what its manifest adds (title, annotations,
+/// output schema).
+fn spec_of(
+    mut spec: ToolSpec,
+    title: Option<String>,
+    annotations: Option<serde_json::Value>,
+    output_schema: Option<serde_json::Value>,
+) -> ToolSpec {
+    spec.title = title;
+    spec.annotations = annotations;
+    spec.output_schema = output_schema;
+    spec
+}
+
+fn output_of(mut parts: Vec<Part>) -> Result<ToolOutput, ToolError> {
     // One text part, the usual answer: its text as it is, not copied.
     if let [Part::Text(text)] = parts.as_mut_slice() {
-        return ToolOutput::Text(std::mem::take(text));
+        return Ok(ToolOutput::Text(std::mem::take(text)));
     }
     let only_text = parts.iter().all(|p| matches!(p, Part::Text(_)));
     if only_text {
@@ -585,23 +615,34 @@ fn output_of(mut parts: Vec<Part>) -> ToolOutput {
                 text.push_str(&t);
             }
         }
-        return ToolOutput::Text(text);
+        return Ok(ToolOutput::Text(text));
     }
-    ToolOutput::Parts(
-        parts
-            .into_iter()
-            .map(|p| match p {
-                Part::Text(text) => ContentPart::Text { text },
-                Part::Image {
-                    mime_type,
-                    data_base64,
-                } => ContentPart::Image {
-                    mime_type,
-                    data: data_base64,
-                },
-            })
-            .collect(),
-    )
+    let mut structured = None;
+    let mut content = Vec::with_capacity(parts.len());
+    for part in parts {
+        match part {
+            Part::Text(text) => content.push(ContentPart::text(text)),
+            Part::Image {
+                mime_type,
+                data_base64,
+            } => content.push(ContentPart::image(mime_type, data_base64)),
+            Part::Structured(value) => {
+                if structured.replace(value).is_some() {
+                    return Err(ToolError::new(
+                        "the plugin returned more than one structured part; a result has at most one",
+                    ));
+                }
+            }
+        }
+    }
+    Ok(match structured {
+        None => ToolOutput::Parts(content),
+        Some(value) => ToolOutput::Full(FullOutput {
+            content,
+            structured: Some(value),
+            meta: None,
+        }),
+    })
 }
 
 #[cfg(test)]
@@ -730,7 +771,7 @@ mod tests {
     #[test]
     fn a_result_of_one_text_part_is_that_text() {
         let output = output_of(vec![Part::Text("one".to_string())]);
-        assert!(matches!(output, ToolOutput::Text(text) if text == "one"));
+        assert!(matches!(output, Ok(ToolOutput::Text(text)) if text == "one"));
     }
 
     #[test]
@@ -739,7 +780,32 @@ mod tests {
             Part::Text("one ".to_string()),
             Part::Text("two".to_string()),
         ]);
-        assert!(matches!(output, ToolOutput::Text(text) if text == "one two"));
+        assert!(matches!(output, Ok(ToolOutput::Text(text)) if text == "one two"));
+    }
+
+    #[test]
+    fn a_structured_part_makes_a_full_output_beside_the_parts() {
+        let output = output_of(vec![
+            Part::Text("{\"a\":1}".to_string()),
+            Part::Structured(serde_json::json!({"a": 1})),
+        ]);
+        let Ok(ToolOutput::Full(full)) = output else {
+            panic!("a full output: {output:?}");
+        };
+        assert_eq!(full.content, vec![ContentPart::text("{\"a\":1}")]);
+        assert_eq!(full.structured, Some(serde_json::json!({"a": 1})));
+    }
+
+    #[test]
+    fn two_structured_parts_are_refused() {
+        let output = output_of(vec![
+            Part::Structured(serde_json::json!(1)),
+            Part::Structured(serde_json::json!(2)),
+        ]);
+        let Err(e) = output else {
+            panic!("refused: {output:?}");
+        };
+        assert!(e.message.contains("more than one structured part"), "{e}");
     }
 
     #[test]
