@@ -144,6 +144,10 @@ impl Drop for Pending {
 /// (several blocks, blocks of other kinds or with annotations, structured content, `_meta`)
 /// as a [`FullOutput`] that keeps all of it. `isError` makes it the tool's failure, with the
 /// text of its blocks as the message.
+///
+/// The result's `_meta` keeps every key but those MCP reserves for the protocol (a prefix with
+/// a label `modelcontextprotocol` or `mcp`, such as `io.modelcontextprotocol/serverInfo`): they
+/// describe the hop between toolgate and the server, not the one to toolgate's client.
 pub(crate) fn output(server: &str, result: CallToolResult) -> Result<ToolOutput, ToolError> {
     let CallToolResult {
         content,
@@ -165,6 +169,13 @@ pub(crate) fn output(server: &str, result: CallToolResult) -> Result<ToolOutput,
             text
         }));
     }
+    let meta = meta
+        .map(|m| {
+            m.0.into_iter()
+                .filter(|(key, _)| !reserved_for_the_protocol(key))
+                .collect::<serde_json::Map<_, _>>()
+        })
+        .filter(|m| !m.is_empty());
     let bare = structured_content.is_none() && meta.is_none();
     if bare && content.is_empty() {
         return Ok(ToolOutput::text(""));
@@ -182,8 +193,18 @@ pub(crate) fn output(server: &str, result: CallToolResult) -> Result<ToolOutput,
     Ok(ToolOutput::Full(FullOutput {
         content: parts,
         structured: structured_content,
-        meta: meta.map(|m| m.0),
+        meta,
     }))
+}
+
+/// Whether a `_meta` key is MCP's own: its prefix (before `/`) has a label `modelcontextprotocol`
+/// or `mcp` (MCP 2025-11-25, "General fields").
+fn reserved_for_the_protocol(key: &str) -> bool {
+    key.split_once('/').is_some_and(|(prefix, _)| {
+        prefix
+            .split('.')
+            .any(|label| label == "modelcontextprotocol" || label == "mcp")
+    })
 }
 
 #[cfg(test)]
@@ -221,6 +242,31 @@ mod tests {
             Some(json!({"example.com/k": "v"}).as_object().unwrap().clone())
         );
         assert_eq!(full.content, vec![ContentPart::text("{\"a\":1}")]);
+    }
+
+    #[test]
+    fn the_protocols_own_meta_keys_stay_on_their_hop() {
+        let out = output(
+            "s",
+            result(json!({"content": [{"type": "text", "text": "hi"}],
+                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s"}, "example.com/k": 1}})),
+        );
+        let Ok(ToolOutput::Full(full)) = out else {
+            panic!("a full output: {out:?}");
+        };
+        assert_eq!(
+            full.meta,
+            Some(json!({"example.com/k": 1}).as_object().unwrap().clone())
+        );
+        let out = output(
+            "s",
+            result(json!({"content": [{"type": "text", "text": "hi"}],
+                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s"}}})),
+        );
+        assert!(
+            matches!(out, Ok(ToolOutput::Text(t)) if t == "hi"),
+            "{out:?}"
+        );
     }
 
     #[test]
