@@ -21,6 +21,7 @@ import base64
 import json
 import re
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -217,6 +218,33 @@ async def openai_names_keep_the_real_name_in_meta(opts: argparse.Namespace) -> N
     check(result.structured_content == {"celsius": 21.5, "conditions": "clear over Oslo"}, f"{result}")
 
 
+async def plugin_tools_declare_and_return_their_shape(opts: argparse.Namespace) -> None:
+    """A plugin's tools (the `shaped` test plugin, in process and in a worker process) show the
+    title, annotations and outputSchema of its manifest; their structured results pass the
+    client's check, and one that breaks its schema is invalid_structured_content."""
+    library = Path(opts.toolgate).resolve().parent / "libtoolgate_test_shaped.so"
+    check(library.is_file(), f"{library} is not built: run `cargo build --workspace` first")
+    for isolation in ("in_process", "process"):
+        with tempfile.TemporaryDirectory() as tmp:
+            policy = Path(tmp) / "policy.yaml"
+            policy.write_text(f"version: 1\nplugins:\n  - path: {library}\n    isolation: {isolation}\n")
+            async with serving(opts, policy) as gateway, gateway.client(mode=opts.mode) as client:
+                tools = {t.name: dump(t) for t in (await client.list_tools()).tools}
+                rows = await client.call_tool("shaped.rows", {"n": 3})
+                liar = await client.call_tool("shaped.liar", {})
+        shown = tools["shaped.rows"]
+        check(shown.get("title") == "Rows", f"{isolation}: title {shown}")
+        check(
+            shown.get("annotations") == {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False},
+            f"{isolation}: annotations {shown}",
+        )
+        check(shown.get("outputSchema", {}).get("required") == ["rows"], f"{isolation}: outputSchema {shown}")
+        want = {"rows": ["row 0", "row 1", "row 2"]}
+        check(rows.is_error is False and rows.structured_content == want, f"{isolation}: rows {rows}")
+        check(json.loads(text_of(rows)) == want, f"{isolation}: the text is not the JSON: {text_of(rows)!r}")
+        check(kind_of(liar) == "invalid_structured_content" and "(at /rows)" in text_of(liar), f"{isolation}: liar {liar}")
+
+
 SCENARIOS = {f.__name__: f for f in [
     tool_definitions_are_the_upstreams,
     structured_content_and_result_meta_reach_the_client,
@@ -224,6 +252,7 @@ SCENARIOS = {f.__name__: f for f in [
     structured_content_that_breaks_its_schema_is_a_tool_error,
     structured_content_over_the_threshold_is_offloaded_and_paged,
     openai_names_keep_the_real_name_in_meta,
+    plugin_tools_declare_and_return_their_shape,
 ]}
 
 

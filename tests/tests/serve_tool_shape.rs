@@ -15,7 +15,9 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use toolgate_e2e::{repo_path, repo_root, test_tools_path, toolgate_exe, venv_python};
+use toolgate_e2e::{
+    Toolgate, repo_path, repo_root, serde_json, test_tools_path, toolgate_exe, venv_python,
+};
 
 /// Runs `program args` from the repository root with the test tools on `PATH`, and fails with
 /// its output unless it prints `ok` last and exits 0. Killed (and failed) past `limit`.
@@ -145,3 +147,68 @@ every_client!(
     // name_profile: openai
     openai_names_keep_the_real_name_in_meta,
 );
+
+/// The `shaped` test plugin's tools, in process and in a worker process.
+mod plugin_tools {
+    const SCENARIO: &str = "plugin_tools_declare_and_return_their_shape";
+
+    #[test]
+    fn declare_and_return_their_shape_to_python_over_stdio() {
+        super::python("stdio", "auto", SCENARIO);
+    }
+
+    #[test]
+    fn declare_and_return_their_shape_to_python_over_http() {
+        super::python("http", "auto", SCENARIO);
+    }
+}
+
+#[test]
+fn call_json_reports_the_structured_content_of_a_plugin_in_a_worker() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let library = toolgate_exe()
+        .parent()
+        .expect("the program is in a folder")
+        .join(format!(
+            "{}toolgate_test_shaped{}",
+            std::env::consts::DLL_PREFIX,
+            std::env::consts::DLL_SUFFIX
+        ));
+    let policy = dir.path().join("shaped.yaml");
+    std::fs::write(
+        &policy,
+        format!(
+            "version: 1\nplugins:\n  - path: {}\n    isolation: process\n",
+            library.display()
+        ),
+    )
+    .expect("policy written");
+    let policy = policy.display().to_string();
+    let run = Toolgate::new(&[
+        "call",
+        "--json",
+        "--policy",
+        &policy,
+        "shaped.rows",
+        r#"{"n": 2}"#,
+    ])
+    .results_dir(dir.path())
+    .run_within(Duration::from_secs(60));
+    run.assert_code(0);
+    let out = run.json();
+    assert_eq!(
+        out["structured_content"],
+        serde_json::json!({"rows": ["row 0", "row 1"]}),
+        "{run:#?}"
+    );
+    let run = Toolgate::new(&["call", "--json", "--policy", &policy, "shaped.liar", "{}"])
+        .results_dir(dir.path())
+        .run_within(Duration::from_secs(60));
+    run.assert_code(1);
+    assert_eq!(
+        run.json()["error_kind"],
+        "invalid_structured_content",
+        "{run:#?}"
+    );
+    assert_eq!(run.json()["structured_content"], serde_json::Value::Null);
+}
