@@ -29,6 +29,7 @@ mod http;
 mod http_sessions;
 mod options;
 mod peers;
+mod pre_init;
 mod progress;
 mod reload;
 mod run;

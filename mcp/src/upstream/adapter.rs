@@ -264,7 +264,7 @@ mod tests {
                 "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s"}}})),
         );
         assert!(
-            matches!(out, Ok(ToolOutput::Text(t)) if t == "hi"),
+            matches!(&out, Ok(ToolOutput::Text(t)) if t == "hi"),
             "{out:?}"
         );
     }
