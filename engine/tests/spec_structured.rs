@@ -402,3 +402,113 @@ async fn r10_when_the_store_fails_structured_content_over_the_fallback_cap_is_le
         "{text}"
     );
 }
+
+/// `media`: audio, an embedded text resource, a binary one and a link; no structured content.
+fn media() -> impl toolgate::tool::Tool {
+    FnTool::new(
+        "media",
+        "Media.",
+        obj(json!({})),
+        |_ctx, _args| async move {
+            let text =
+                json!({"uri": "file:///a.txt", "mimeType": "text/plain", "text": "the note"});
+            let blob = json!({"uri": "file:///b.bin", "blob": "AAEC"});
+            let mut link = Map::new();
+            link.insert("description".into(), json!("read it later"));
+            Ok(ToolOutput::Parts(vec![
+                ContentPart::Audio {
+                    mime_type: "audio/wav".into(),
+                    data: "UklGRg==".into(),
+                    extra: Map::new(),
+                },
+                ContentPart::Resource {
+                    resource: text.as_object().unwrap().clone(),
+                    extra: Map::new(),
+                },
+                ContentPart::Resource {
+                    resource: blob.as_object().unwrap().clone(),
+                    extra: Map::new(),
+                },
+                ContentPart::ResourceLink {
+                    uri: "file:///c.txt".into(),
+                    name: "c".into(),
+                    extra: link,
+                },
+            ]))
+        },
+    )
+}
+
+#[tokio::test]
+async fn providers_are_told_in_text_of_the_parts_a_tool_message_cannot_carry() {
+    use toolgate::history::{Message, answer_messages};
+    use toolgate_policy::NameProfile;
+    let engine = Engine::builder(Policy::default())
+        .tool(media())
+        .build()
+        .unwrap();
+    let o = one(&engine, "media", json!({})).await;
+    for profile in [
+        NameProfile::Openai,
+        NameProfile::Anthropic,
+        NameProfile::Mcp,
+    ] {
+        let messages = answer_messages(std::slice::from_ref(&o), profile);
+        assert_eq!(
+            messages.len(),
+            1,
+            "no images, so no user message: {messages:?}"
+        );
+        let Message::Tool { content, .. } = &messages[0] else {
+            panic!("a tool message: {messages:?}");
+        };
+        let texts: Vec<&str> = content
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                assert_eq!(p["type"], "text", "{profile:?}: {p}");
+                p["text"].as_str().unwrap()
+            })
+            .collect();
+        assert_eq!(
+            texts,
+            [
+                "[An audio clip (audio/wav, 8 base64 characters) is not shown: tool messages carry text and images only.]",
+                "[resource file:///a.txt (text/plain)]\nthe note",
+                "[A binary resource file:///b.bin, 4 base64 characters, is not shown: tool messages carry text and images only.]",
+                "[resource link c <file:///c.txt>: read it later]",
+            ],
+            "{profile:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn structured_content_without_text_reaches_the_model_as_its_json() {
+    use toolgate::history::model_content;
+    let bare = declaring("bare", |_| {
+        ToolOutput::Full(FullOutput {
+            structured: Some(rows_value(1)),
+            ..FullOutput::default()
+        })
+    });
+    let engine = Engine::builder(Policy::default())
+        .tool(bare)
+        .tool(rows())
+        .build()
+        .unwrap();
+    let o = one(&engine, "bare", json!({})).await;
+    assert_eq!(
+        o.content.text(),
+        "",
+        "the client gets the content as it came"
+    );
+    assert_eq!(model_content(&o).text(), rows_value(1).to_string());
+    let o = one(&engine, "rows", json!({"n": 1})).await;
+    assert_eq!(
+        model_content(&o).text(),
+        o.content.text(),
+        "text that repeats it is read once"
+    );
+}
