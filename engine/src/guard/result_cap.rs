@@ -18,9 +18,9 @@ use std::panic::AssertUnwindSafe;
 
 use futures::{FutureExt, StreamExt};
 
-use super::layer::{Layer, Next};
 use crate::call::{CallResult, Invocation, TRUNCATION_MARKER, error_text, panic_message};
 use crate::error::CallError;
+use crate::guard::{Layer, Next};
 use crate::structured::json_chars_over;
 use crate::tool::{BoxFuture, ContentPart, FullOutput, ToolError, ToolOutput};
 
