@@ -21,8 +21,9 @@ use crate::part::Part;
 mod opening;
 use opening::{read_manifest, start};
 
-/// One tool a plugin offers, as the model will see it.
-#[derive(Debug, Clone, PartialEq)]
+/// One tool a plugin offers, as the model will see it (and, as it is, in the manifest frame of
+/// a worker process).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PluginToolSpec {
     /// The name the model calls it by.
     pub name: String,
@@ -31,10 +32,13 @@ pub struct PluginToolSpec {
     /// The JSON Schema of its arguments object.
     pub parameters: serde_json::Value,
     /// A name for people, when the manifest gives one.
+    #[serde(default)]
     pub title: Option<String>,
     /// Behaviour hints (MCP `annotations`), when the manifest gives them.
+    #[serde(default)]
     pub annotations: Option<serde_json::Value>,
     /// The JSON Schema of its structured result, when the manifest gives one.
+    #[serde(default)]
     pub output_schema: Option<serde_json::Value>,
 }
 
