@@ -217,10 +217,17 @@ impl Invocation {
                 let content = match reply.output {
                     ToolOutput::Text(t) => Content::Text(t),
                     ToolOutput::Parts(p) => Content::Parts(p),
-                    ToolOutput::Full(full) => {
+                    ToolOutput::Full(mut full) => {
                         structured = full.structured;
                         meta = full.meta;
-                        Content::Parts(full.content)
+                        // One bare text part, the usual content beside structured content,
+                        // reads as text, as it does without it.
+                        match full.content.as_mut_slice() {
+                            [ContentPart::Text { text, extra }] if extra.is_empty() => {
+                                Content::Text(std::mem::take(text))
+                            }
+                            _ => Content::Parts(full.content),
+                        }
                     }
                     // The limit layer always collects streams; reaching here means a custom
                     // chain without it. Say so rather than lose the output silently.

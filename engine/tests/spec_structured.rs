@@ -139,10 +139,11 @@ async fn read_back(engine: &Engine, session: &str, id: &str) -> String {
     }
 }
 
-fn parts(o: &toolgate::Outcome) -> &[ContentPart] {
+/// The outcome's content as parts (one bare text part reads as text).
+fn parts(o: &toolgate::Outcome) -> Vec<ContentPart> {
     match &o.content {
-        Content::Parts(parts) => parts,
-        other => panic!("parts: {other:?}"),
+        Content::Parts(parts) => parts.clone(),
+        Content::Text(text) => vec![ContentPart::text(text.clone())],
     }
 }
 
