@@ -92,10 +92,10 @@ pub(crate) fn part_of(block: ContentBlock) -> ContentPart {
     // The usual blocks, bare: no copy through JSON.
     match block {
         ContentBlock::Text(t) if t.annotations.is_none() && t.meta.is_none() => {
-            return ContentPart::text(t.text);
+            ContentPart::text(t.text)
         }
         ContentBlock::Image(i) if i.annotations.is_none() && i.meta.is_none() => {
-            return ContentPart::image(i.mime_type, i.data);
+            ContentPart::image(i.mime_type, i.data)
         }
         // Through the JSON text, not `to_value`: rmcp keeps an annotation's `priority` as an
         // `f32`, which the text writes as the server sent it (0.7) and a `Value` widens

@@ -66,9 +66,9 @@ pub type EntryFn = unsafe extern "C" fn() -> *const VTableHeader;
 ///
 /// # JSON revisions
 ///
-/// The JSON that crosses has grown without a change to the table, so [`ABI_VERSION`] is still
-/// 1. The second revision adds a tool's `title`, `annotations` and `output_schema` to the
-/// manifest ([`ToolManifest`](crate::ToolManifest)) and the `structured` part
+/// The JSON that crosses has grown without a change to the table, so the ABI version is still
+/// [`ABI_VERSION`]. The second revision adds a tool's `title`, `annotations` and `output_schema`
+/// to the manifest ([`ToolManifest`](crate::ToolManifest)) and the `structured` part
 /// ([`Part::Structured`](crate::Part::Structured)) to a call's output. A host of the first
 /// revision ignores the manifest fields and refuses a call's output with a `structured` part as
 /// invalid; a plugin that uses none of them works with hosts of both revisions, and a plugin of
