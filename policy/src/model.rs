@@ -541,6 +541,8 @@ pub struct McpServerSpec {
     /// How long starting it may take: spawning or connecting, the MCP handshake and the first
     /// tool list. `None` = no bound. Default [`McpServerSpec::DEFAULT_STARTUP_TIMEOUT`].
     pub startup_timeout: Option<Duration>,
+    /// What the server may ask the client that made a call.
+    pub client_requests: McpClientRequests,
     /// Where the server's entry is in the policy file.
     pub position: Option<Position>,
 }
@@ -549,6 +551,34 @@ impl McpServerSpec {
     /// The default `startup_timeout`: long enough for a server started through a package
     /// runner that installs it on first use.
     pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+}
+
+/// What an upstream server may ask the client that made a call, while the call runs
+/// (`mcp_servers[].client_requests`). The default allows nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpClientRequests {
+    /// `sampling/createMessage` is passed on.
+    pub sampling: bool,
+    /// `elicitation/create` is passed on.
+    pub elicitation: bool,
+    /// `roots/list` is passed on.
+    pub roots: bool,
+    /// Most sampling requests one call may make.
+    pub max_sampling_per_call: u32,
+    /// How long the client has to answer one request.
+    pub timeout: Duration,
+}
+
+impl Default for McpClientRequests {
+    fn default() -> Self {
+        McpClientRequests {
+            sampling: false,
+            elicitation: false,
+            roots: false,
+            max_sampling_per_call: 10,
+            timeout: Duration::from_secs(60),
+        }
+    }
 }
 
 /// How an upstream MCP server is reached. Every string but the server's name may take values

@@ -21,7 +21,9 @@
 //!   `file:line:col` errors. `SIGHUP` reloads too.
 
 mod accept;
+mod clients;
 mod content;
+mod downstream;
 mod engines;
 mod error;
 mod handler;

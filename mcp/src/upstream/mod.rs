@@ -34,15 +34,20 @@
 //! [`Upstreams::register`] and swaps it in.
 
 mod adapter;
+mod callers;
+mod client_requests;
 mod config;
 mod connection;
 mod error;
 mod frame;
 mod handler;
+mod inflight;
 mod listing;
 mod set;
 mod stdio;
 mod supervisor;
+mod turns;
 
+pub(crate) use callers::{Caller, Downstream, ListKind};
 pub use error::{UPSTREAM_ERROR, UPSTREAM_UNAVAILABLE, UpstreamError};
 pub use set::{Problem, Upstreams};

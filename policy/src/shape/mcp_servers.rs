@@ -12,6 +12,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::build::{Build, child, item, value_pos};
+use super::client_requests::ClientRequests;
 use super::values::{DurationText, EnvTemplateText, Flag, PathText};
 use crate::env_template::EnvTemplate;
 use crate::error::DiagnosticKind;
@@ -79,6 +80,9 @@ pub(crate) struct McpServer {
     /// How long starting the server may take: spawning or connecting, the MCP handshake and the
     /// first tool list. none = no bound. Default 30s.
     pub startup_timeout: Option<DurationText>,
+    /// What the server may ask the client that made a call (sampling, elicitation, roots) while
+    /// the call runs. Default: nothing.
+    pub client_requests: Option<ClientRequests>,
 }
 
 /// The variable's value.
@@ -204,6 +208,13 @@ fn server(shape: McpServer, item: &Node, path: &str, cx: &mut Build<'_>) -> Opti
             startup_timeout = timeout;
         }
     }
+    let client_requests = shape
+        .client_requests
+        .map(|c| {
+            let key = format!("{path}.client_requests");
+            c.build(child(item, "client_requests"), &key, cx)
+        })
+        .unwrap_or_default();
     // The schema requires a name and exactly one of command and url.
     let transport = match (command, url) {
         (Some(command), None) => McpTransport::Stdio { command, env, cwd },
@@ -215,6 +226,7 @@ fn server(shape: McpServer, item: &Node, path: &str, cx: &mut Build<'_>) -> Opti
         transport,
         searchable: shape.searchable.is_some_and(|f| f.0),
         startup_timeout,
+        client_requests,
         position: cx.position(item.pos),
     })
 }

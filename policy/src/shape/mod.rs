@@ -20,6 +20,7 @@
 //! is a field of [`PolicyFile`] and a line in [`PolicyFile::build`].
 
 mod build;
+mod client_requests;
 mod extensions;
 mod mcp_servers;
 mod sections;
