@@ -1,6 +1,7 @@
 //! What toolgate does with what an upstream server sends on its own: progress of a call goes
 //! to that call's progress (an `update` event) and to the client that made the call, with its
-//! numbers as sent; log messages go to the client whose call they belong to; requests to the
+//! numbers as sent; log messages go to the client whose call they belong to (both as they are
+//! read, see [`ordered`](super::ordered)); requests to the
 //! client (sampling, elicitation, roots) are refused or passed on as the policy says (see
 //! [`client_requests`](super::client_requests)); `notifications/tools/list_changed` wakes the
 //! server's supervisor to fetch the new list, and the other lists' changes go to the clients.
@@ -16,8 +17,8 @@ use rmcp::ErrorData;
 use rmcp::model::{
     ClientConfig, ClientResult, CreateMessageRequest, CreateMessageRequestParams,
     CreateMessageResult, ElicitRequest, ElicitRequestParams, ElicitResult, Implementation,
-    ListRootsRequest, ListRootsResult, LoggingMessageNotificationParam, ProgressNotificationParam,
-    ProgressToken, RequestId, ServerRequest,
+    ListRootsRequest, ListRootsResult, ProgressNotificationParam, ProgressToken, RequestId,
+    ServerNotification, ServerRequest,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use tokio::sync::Notify;
@@ -143,6 +144,35 @@ impl Handler {
         .await
     }
 
+    /// A notification of the server as it is read, in order (see [`ordered`](super::ordered)):
+    /// progress goes to its call (the client first, with the numbers as sent; then the call's
+    /// `update` event), a log message to the client whose call it belongs to. Never waits.
+    pub(crate) fn observe(&self, notification: &ServerNotification) {
+        match notification {
+            ServerNotification::ProgressNotification(progress) => {
+                let params = &progress.params;
+                if let Some((ctx, caller)) = self.shared.calls.by_progress(&params.progress_token) {
+                    if let Some(caller) = caller {
+                        caller.progress(params);
+                    }
+                    ctx.progress(&progress_text(params));
+                }
+            }
+            ServerNotification::LoggingMessageNotification(log) => {
+                // Notifications carry no stream association: who is waiting decides.
+                match self.shared.calls.attribute(None) {
+                    Attribution::Call { caller, .. } => caller.log(log.params.clone()),
+                    _ => {
+                        if let Some(downstream) = &self.shared.downstream {
+                            downstream.stray_log(&self.shared.server, log.params.clone());
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
     fn list_changed_downstream(&self, list: ListKind) {
         if let Some(downstream) = &self.shared.downstream {
             downstream.list_changed(&self.shared.server, list);
@@ -203,36 +233,6 @@ impl ClientHandler for Handler {
         match self.forward(request, &context).await? {
             ClientResult::ListRootsResult(result) => Ok(result),
             _ => Err(mismatched("roots/list")),
-        }
-    }
-
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        if let Some((ctx, caller)) = self.shared.calls.by_progress(&params.progress_token) {
-            // The client first, with the numbers as sent; then the call's `update` event.
-            if let Some(caller) = caller {
-                caller.progress(&params);
-            }
-            ctx.progress(&progress_text(&params));
-        }
-    }
-
-    async fn on_logging_message(
-        &self,
-        params: LoggingMessageNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        // Notifications carry no stream association: who is waiting decides.
-        match self.shared.calls.attribute(None) {
-            Attribution::Call { caller, .. } => caller.log(params),
-            _ => {
-                if let Some(downstream) = &self.shared.downstream {
-                    downstream.stray_log(&self.shared.server, params);
-                }
-            }
         }
     }
 

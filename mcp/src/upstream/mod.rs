@@ -43,6 +43,7 @@ mod frame;
 mod handler;
 mod inflight;
 mod listing;
+mod ordered;
 mod set;
 mod stdio;
 mod supervisor;
