@@ -284,6 +284,20 @@ async def a_client_that_does_not_answer_in_time_gets_the_server_an_error(opts: a
     check(took < 10, f"the call took {took:.1f} s")
 
 
+async def a_request_the_server_gives_up_on_is_cancelled_at_the_client(opts: argparse.Namespace) -> None:
+    """The server cancels its own sampling request (notifications/cancelled) while the client's
+    model still works on it: toolgate cancels the request it passed on, so the client's handler
+    stops."""
+    answers = Answers(delay=60)
+    probe = "command: " + json.dumps([sys.executable, str(PROBE)])
+    async with gateway(opts, [("probe", probe, "{sampling: allow}")]) as server:
+        async with server.client(**answers.handlers()) as client:
+            got = await client.call_tool("probe.sample_and_give_up", {"prompt": "p", "after_ms": 300})
+            check(text_of(got) == "gave up", f"the server: {got}")
+            await wait_for(lambda: answers.cancelled == 1, "the client's handler to be cancelled")
+    check(len(answers.sampling) == 1, f"the client was asked {len(answers.sampling)} times")
+
+
 async def requests_of_concurrent_clients_reach_their_own_client(opts: argparse.Namespace) -> None:
     """Eight clients call a sampling tool at once (over HTTP: eight MCP sessions of one serve);
     each gets only its own answers, through a stdio server (calls by turns) and an HTTP server
@@ -389,6 +403,7 @@ SCENARIOS = {f.__name__: f for f in [
     a_refused_request_never_reaches_the_client, sampling_is_capped_per_call,
     a_client_without_the_capability_gets_the_server_an_error,
     a_client_that_does_not_answer_in_time_gets_the_server_an_error,
+    a_request_the_server_gives_up_on_is_cancelled_at_the_client,
     requests_of_concurrent_clients_reach_their_own_client, log_messages_arrive_with_level_and_logger,
     progress_arrives_with_total_and_message, a_client_cancel_stops_the_upstream_call,
     list_changes_reach_the_client,

@@ -9,6 +9,9 @@ Tools (each answers text; failures of the client or toolgate are reported in the
 test sees exactly what the server got):
   sample {prompt, times}   -> `times` sampling/createMessage requests, one after the other;
                               JSON list, per request {"text": ...} or {"error": ...}
+  sample_and_give_up {prompt, after_ms}
+                           -> one sampling/createMessage, abandoned after `after_ms` (the
+                              SDK sends notifications/cancelled); "gave up" or "answered"
   elicit {message}         -> one elicitation/create (a form with a `name` field);
                               JSON {"action", "content"} or {"error"}
   roots {}                 -> roots/list; JSON list of {"uri", "name"} or {"error"}
@@ -58,6 +61,20 @@ async def sample(prompt: str, ctx: Context, times: int = 1) -> str:
         except Exception as e:  # noqa: BLE001 - the test reads what went wrong
             answers.append({"error": error_text(e)})
     return json.dumps(answers)
+
+
+@server.tool()
+async def sample_and_give_up(prompt: str, after_ms: int, ctx: Context) -> str:
+    """Ask the client's model, and give up after `after_ms` (the SDK then sends
+    notifications/cancelled for the request)."""
+    with anyio.move_on_after(after_ms / 1000):
+        await ctx.session.create_message(
+            [types.SamplingMessage(role="user", content=types.TextContent(type="text", text=prompt))],
+            max_tokens=50,
+            related_request_id=ctx.request_id,
+        )
+        return "answered"
+    return "gave up"
 
 
 @server.tool()

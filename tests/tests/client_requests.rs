@@ -140,6 +140,7 @@ mod python_client {
         sampling_is_capped_per_call,
         a_client_without_the_capability_gets_the_server_an_error,
         a_client_that_does_not_answer_in_time_gets_the_server_an_error,
+        a_request_the_server_gives_up_on_is_cancelled_at_the_client,
         log_messages_arrive_with_level_and_logger,
         progress_arrives_with_total_and_message,
         a_client_cancel_stops_the_upstream_call,

@@ -26,6 +26,13 @@
 //! the request. A server that exits or whose connection breaks is started again: at once the
 //! first time, then with pauses of 0.5 s, 1 s, 2 s, ... up to 30 s while it keeps failing.
 //!
+//! # Requests to the client
+//!
+//! A server's `sampling/createMessage`, `elicitation/create` and `roots/list` are refused unless
+//! its `client_requests` allows them; toolgate declares to it only the capabilities allowed. A
+//! host that serves clients (`toolgate serve`) passes allowed ones on to the client whose call
+//! the server is working on (see `client_requests` and `inflight`); other hosts refuse them.
+//!
 //! # Tool list changes
 //!
 //! When a server sends `notifications/tools/list_changed` (or comes back with other tools) its
