@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use toolgate_policy::{
     DiagnosticKind, EnvTemplate, McpClientRequests, McpServerSpec, McpTransport, Policy,
-    PolicyError, load_str,
+    PolicyError, RequestAccess, load_str,
 };
 
 fn load(yaml: &str) -> Policy {
@@ -199,7 +199,7 @@ fn a_server_may_ask_the_client_nothing_unless_the_policy_says() {
     let policy = load("version: 1\nmcp_servers:\n  - {name: t, command: [x]}\n");
     let asks = &only_server(&policy).client_requests;
     assert_eq!(*asks, McpClientRequests::default());
-    assert!(!asks.sampling && !asks.elicitation && !asks.roots);
+    assert!(!asks.any());
     assert_eq!(asks.max_sampling_per_call, 10);
     assert_eq!(asks.timeout, Duration::from_secs(60));
 }
@@ -212,9 +212,9 @@ fn client_requests_are_read_kind_by_kind() {
     assert_eq!(
         only_server(&policy).client_requests,
         McpClientRequests {
-            sampling: true,
-            elicitation: false,
-            roots: true,
+            sampling: RequestAccess::Allow,
+            elicitation: RequestAccess::Refuse,
+            roots: RequestAccess::Allow,
             max_sampling_per_call: 3,
             timeout: Duration::from_secs(300),
         }

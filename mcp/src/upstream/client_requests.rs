@@ -33,17 +33,17 @@ pub(crate) type Permissions = McpClientRequests;
 impl Capabilities for Permissions {
     fn capabilities(&self) -> ClientCapabilities {
         let mut capabilities = ClientCapabilities::default();
-        if self.sampling {
+        if self.sampling.allowed() {
             capabilities.sampling = Some(SamplingCapability::default());
         }
-        if self.elicitation {
+        if self.elicitation.allowed() {
             capabilities.elicitation = Some(
                 ElicitationCapability::new()
                     .with_form(FormElicitationCapability::new())
                     .with_url(UrlElicitationCapability::new()),
             );
         }
-        if self.roots {
+        if self.roots.allowed() {
             // No `listChanged`: toolgate has no roots of its own to say changed.
             capabilities.roots = Some(RootsCapabilities::default());
         }
@@ -117,7 +117,8 @@ pub(crate) async fn forward(
         Kind::Sampling => permissions.sampling,
         Kind::Elicitation => permissions.elicitation,
         Kind::Roots => permissions.roots,
-    };
+    }
+    .allowed();
     if !allowed {
         tracing::warn!("refused: the policy does not allow it");
         return Err(refused(format!(
@@ -202,7 +203,7 @@ mod tests {
         let none = Permissions::default().capabilities();
         assert_eq!(none, ClientCapabilities::default());
         let sampling = Permissions {
-            sampling: true,
+            sampling: toolgate_policy::RequestAccess::Allow,
             ..Permissions::default()
         }
         .capabilities();

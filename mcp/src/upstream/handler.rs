@@ -78,7 +78,7 @@ impl Handler {
         by_turns: bool,
         downstream: Option<Arc<dyn Downstream>>,
     ) -> Handler {
-        let asks = permissions.sampling || permissions.elicitation || permissions.roots;
+        let asks = permissions.any();
         Handler {
             shared: Arc::new(Shared {
                 server: server.to_owned(),
