@@ -42,15 +42,12 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Ordered<T> {
         self.inner.send(item)
     }
 
-    fn receive(&mut self) -> impl Future<Output = Option<ServerJsonRpcMessage>> + Send {
-        async move {
-            let message = self.inner.receive().await?;
-            if let JsonRpcMessage::Notification(JsonRpcNotification { notification, .. }) = &message
-            {
-                self.handler.observe(notification);
-            }
-            Some(message)
+    async fn receive(&mut self) -> Option<ServerJsonRpcMessage> {
+        let message = self.inner.receive().await?;
+        if let JsonRpcMessage::Notification(JsonRpcNotification { notification, .. }) = &message {
+            self.handler.observe(notification);
         }
+        Some(message)
     }
 
     fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
