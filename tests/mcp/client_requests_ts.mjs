@@ -8,7 +8,7 @@
 //   everything  server-everything behind toolgate with every client request allowed: its
 //               sampling, elicitation and roots requests reach this client and its answers go
 //               back; a log message arrives with level and logger; progress with its total.
-//   refused     the probe server (tests/mcp/probe_server.py) with nothing allowed: its requests
+//   refused     the asking server (tests/mcp/asking_server.py) with nothing allowed: its requests
 //               never reach this client's handlers, and the server is told the policy refuses.
 //
 // Prints "ok" and exits 0 when the scenario holds; otherwise exits 1 saying what was wrong.
@@ -67,7 +67,7 @@ const everything = [
 ];
 const probe = [
   "  - name: probe",
-  `    command: ${JSON.stringify([python, join(REPO, "tests", "mcp", "probe_server.py")])}`,
+  `    command: ${JSON.stringify([python, join(REPO, "tests", "mcp", "asking_server.py")])}`,
 ];
 
 /** Starts `toolgate serve` over HTTP; resolves with its URL and the process. */

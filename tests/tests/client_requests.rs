@@ -2,8 +2,8 @@
 //! 26, items 3 and 4), through real clients and servers: the official Python SDK's client
 //! (scenarios in tests/mcp/client_requests.py) and the TypeScript SDK 1.32's client
 //! (tests/mcp/client_requests_ts.mjs), over stdio and Streamable HTTP, in front of npm's
-//! `@modelcontextprotocol/server-everything` and a probe server written with the Python SDK
-//! (tests/mcp/probe_server.py).
+//! `@modelcontextprotocol/server-everything` and a server written with the Python SDK that asks its client things
+//! (tests/mcp/asking_server.py).
 //!
 //! Requests of a server to the client (sampling, elicitation, roots) pass as the policy's
 //! `mcp_servers[].client_requests` allows, to the client that made the call; log messages,
@@ -101,7 +101,7 @@ fn typescript(transport: &str, name: &str) {
     let script = repo_path("tests/mcp/client_requests_ts.mjs")
         .display()
         .to_string();
-    // The probe server runs on the venv's Python.
+    // The asking server runs on the venv's Python.
     venv_python();
     let args = [
         script.as_str(),

@@ -2,8 +2,8 @@
 toolgate's tests of what passes between an upstream server and the client behind `toolgate
 serve`: sampling, elicitation, roots, logging, progress, cancellation, list changes.
 
-    python tests/mcp/probe_server.py                      # stdio
-    python tests/mcp/probe_server.py --http PORT          # Streamable HTTP on 127.0.0.1:PORT/mcp
+    python tests/mcp/asking_server.py                      # stdio
+    python tests/mcp/asking_server.py --http PORT          # Streamable HTTP on 127.0.0.1:PORT/mcp
 
 Tools (each answers text; failures of the client or toolgate are reported in the text, so a
 test sees exactly what the server got):
