@@ -81,7 +81,8 @@ function serveHttp(policy) {
     const timer = setTimeout(() => reject(new Error(`serve did not listen within 60 s:\n${seen}`)), 60000);
     child.stderr.on("data", (chunk) => {
       seen += chunk;
-      const found = /listening on (http:\/\/\S+)/.exec(seen);
+      // The whole line: a chunk may end in the middle of the port.
+      const found = /listening on (http:\/\/\S+)\r?\n/.exec(seen);
       if (found) {
         clearTimeout(timer);
         resolve({ url: found[1], child });
@@ -117,6 +118,12 @@ async function connect(policy) {
   client.setNotificationHandler(LoggingMessageNotificationSchema, (notification) => {
     seen.logs.push(notification.params);
   });
+  // A progress notification that arrives with the call's result in one read is handled by the
+  // SDK after the result (notification handlers run on a later microtask) and reported here as
+  // one "for an unknown token": it did arrive.
+  const errors = [];
+  client.onerror = (error) => errors.push(String(error));
+  seen.errors = errors;
   let server = null;
   let channel;
   if (transport === "stdio") {
@@ -183,7 +190,13 @@ const scenarios = {
         { onprogress: (p) => progress.push([p.progress, p.total]) },
       );
       const last = progress[progress.length - 1];
-      check(last && last[0] === 3 && last[1] === 3, `progress: ${JSON.stringify(progress)}`);
+      const lateLast = seen.errors.some(
+        (e) => e.includes("unknown token") && e.includes('"progress":3') && e.includes('"total":3'),
+      );
+      check(
+        (last && last[0] === 3 && last[1] === 3) || lateLast,
+        `progress: ${JSON.stringify(progress)}, errors: ${JSON.stringify(seen.errors)}`,
+      );
       check(progress.every(([, total]) => total === 3), `a total was lost: ${JSON.stringify(progress)}`);
     } finally {
       await close();
