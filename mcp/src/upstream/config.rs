@@ -125,6 +125,7 @@ mod tests {
             transport,
             searchable: false,
             startup_timeout: None,
+            pins: None,
             position: None,
         }
     }

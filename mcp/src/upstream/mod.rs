@@ -26,6 +26,12 @@
 //! the request. A server that exits or whose connection breaks is started again: at once the
 //! first time, then with pauses of 0.5 s, 1 s, 2 s, ... up to 30 s while it keeps failing.
 //!
+//! # Pins
+//!
+//! A server whose entry names a pins file (`pins:`, written by `toolgate upstream pin`) offers
+//! only the tools whose definitions are the ones pinned; a tool that changed, or appeared, is
+//! held back until it is pinned again (see [`pins`](self::pins) and [`Upstreams::definitions`]).
+//!
 //! # Tool list changes
 //!
 //! When a server sends `notifications/tools/list_changed` (or comes back with other tools) its
@@ -40,9 +46,13 @@ mod error;
 mod frame;
 mod handler;
 mod listing;
+mod pins;
 mod set;
 mod stdio;
 mod supervisor;
 
 pub use error::{UPSTREAM_ERROR, UPSTREAM_UNAVAILABLE, UpstreamError};
+pub use pins::{
+    Definitions, PINS_VERSION, Pin, PinFile, PinsError, ServerPins, changed_fields, pin_of,
+};
 pub use set::{Problem, Upstreams};

@@ -366,6 +366,9 @@ pub struct McpServerSpec {
     /// How long starting it may take: spawning or connecting, the MCP handshake and the first
     /// tool list. `None` = no bound. Default [`McpServerSpec::DEFAULT_STARTUP_TIMEOUT`].
     pub startup_timeout: Option<Duration>,
+    /// The pins file (`pins:`, resolved against the policy file's directory): the approved
+    /// definitions of its tools, whose changed or new tools are held back. `None` = not pinned.
+    pub pins: Option<PathBuf>,
     /// Where the server's entry is in the policy file.
     pub position: Option<Position>,
 }
