@@ -46,6 +46,7 @@ mod error;
 mod frame;
 mod handler;
 mod listing;
+mod offered;
 mod pins;
 mod set;
 mod stdio;
