@@ -30,7 +30,7 @@
 //!
 //! A server whose entry names a pins file (`pins:`, written by `toolgate upstream pin`) offers
 //! only the tools whose definitions are the ones pinned; a tool that changed, or appeared, is
-//! held back until it is pinned again (see [`pins`](self::pins) and [`Upstreams::definitions`]).
+//! held back until it is pinned again (see [`PinFile`] and [`Upstreams::definitions`]).
 //!
 //! # Tool list changes
 //!
