@@ -125,6 +125,8 @@ mod tests {
             transport,
             searchable: false,
             startup_timeout: None,
+            client_requests: Default::default(),
+            pins: None,
             position: None,
         }
     }

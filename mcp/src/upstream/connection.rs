@@ -16,6 +16,7 @@ use super::error::{UpstreamError, handshake_reason};
 use super::frame;
 use super::handler::Handler;
 use super::listing::{self, Listed};
+use super::ordered::Ordered;
 use super::stdio::{self, Child};
 
 /// How long closing a connection waits for the client's own shutdown.
@@ -80,7 +81,11 @@ async fn start(
             // set just above what `Bounded` passes on.
             let transport = AsyncRwTransport::new_client(stdout, stdin)
                 .with_max_line_length(frame::MAX_MESSAGE_BYTES + 2);
-            match handler.serve(transport).await {
+            match handler
+                .clone()
+                .serve(Ordered::new(transport, handler))
+                .await
+            {
                 Ok(service) => service,
                 Err(source) => {
                     // A child that died during the handshake says more by its exit than the
@@ -100,9 +105,11 @@ async fn start(
             }
         }
         Launch::Http(launch) => handler
-            .serve(StreamableHttpClientTransport::from_config(http_config(
-                launch,
-            )))
+            .clone()
+            .serve(Ordered::new(
+                StreamableHttpClientTransport::from_config(http_config(launch)),
+                handler,
+            ))
             .await
             .map_err(|source| UpstreamError::Handshake {
                 reason: handshake_reason(&source),

@@ -9,7 +9,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::Position;
+use super::{McpClientRequests, Position};
 use crate::env_template::EnvTemplate;
 use crate::glob::Glob;
 use crate::shape::values::{self, Count, Flag, MAX_SAFE_INTEGER, Name, PathText, Size};
@@ -366,6 +366,11 @@ pub struct McpServerSpec {
     /// How long starting it may take: spawning or connecting, the MCP handshake and the first
     /// tool list. `None` = no bound. Default [`McpServerSpec::DEFAULT_STARTUP_TIMEOUT`].
     pub startup_timeout: Option<Duration>,
+    /// What the server may ask the client that made a call.
+    pub client_requests: McpClientRequests,
+    /// The pins file (`pins:`, resolved against the policy file's directory): the approved
+    /// definitions of its tools, whose changed or new tools are held back. `None` = not pinned.
+    pub pins: Option<PathBuf>,
     /// Where the server's entry is in the policy file.
     pub position: Option<Position>,
 }

@@ -23,9 +23,11 @@ use crate::shape::de;
 use crate::shape::values::{self, Version, names_only};
 
 mod calls;
+mod client_requests;
 mod extensions;
 
 pub use calls::*;
+pub use client_requests::*;
 pub use extensions::*;
 
 /// A place in a policy file, 1-based, for error messages that point at the line and column.

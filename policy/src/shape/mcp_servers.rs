@@ -19,7 +19,7 @@ use super::de::resolve;
 use super::values::{self, DurationText, EnvTemplateText, Flag, PathText};
 use crate::env_template::EnvTemplate;
 use crate::error::{Diagnostic, DiagnosticKind, Diagnostics};
-use crate::model::{McpServerSpec, McpTransport, Position, here};
+use crate::model::{McpClientRequests, McpServerSpec, McpTransport, Position, here};
 use crate::yaml::{Kind, Node, Pos};
 
 /// One upstream MCP server: a name and exactly one of command (a child process speaking MCP on
@@ -100,6 +100,17 @@ struct McpServer {
     )]
     #[schemars(with = "DurationText")]
     startup_timeout: Option<Duration>,
+    /// What the server may ask the client that made a call (sampling, elicitation, roots) while
+    /// the call runs. Default: nothing.
+    #[serde(default)]
+    client_requests: McpClientRequests,
+    /// A pins file (relative to the policy file's directory) holding the hashes of this server's
+    /// tool definitions as they were approved; toolgate upstream pin POLICY writes it. A tool
+    /// whose definition differs from its pin, or that has none, is held back (left out, with a
+    /// warning naming what changed) until it is pinned again; the other tools keep working.
+    #[serde(default, deserialize_with = "values::optional_path")]
+    #[schemars(with = "PathText")]
+    pins: Option<PathBuf>,
     #[serde(skip_deserializing, default = "here")]
     #[schemars(skip)]
     position: Option<Position>,
@@ -153,6 +164,8 @@ impl<'de> Deserialize<'de> for McpServerSpec {
             transport,
             searchable: server.searchable,
             startup_timeout: server.startup_timeout,
+            client_requests: server.client_requests,
+            pins: server.pins,
             position: server.position,
         })
     }

@@ -239,6 +239,20 @@ pub(crate) fn duration<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Dur
     duration_or_none(deserializer).map(Option::unwrap_or_default)
 }
 
+/// A duration above zero (`none` the schema refuses; zero is reported here).
+/// `client_requests.timeout: 60s`.
+pub(crate) fn positive_duration<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Duration, D::Error> {
+    let read = duration(deserializer)?;
+    let above_zero = if read.is_zero() {
+        Err("must be above zero: every wait has a bound")
+    } else {
+        Ok(read)
+    };
+    Ok(checked(above_zero, DiagnosticKind::Duration)?.unwrap_or(read))
+}
+
 /// An override's duration: absent (`None`, inherit), a duration, or `none` (`Some(None)`).
 pub(crate) fn override_duration<'de, D: Deserializer<'de>>(
     deserializer: D,
