@@ -28,8 +28,12 @@ pub(crate) fn tool(spec: ToolSpec, engine: &Engine) -> Tool {
 /// (beside the tool's own `_meta` keys, replacing only a key of that name) the stable error kind,
 /// whether the result was cut, the id of an offloaded result and the tool's real name.
 pub(crate) fn call_result(outcome: Outcome, engine: &Engine) -> CallToolResult {
+    // Structured content is only ever withheld from a result that was cut or offloaded, and a
+    // tool that declares an output schema always has some before (G10): the registry is asked
+    // only then.
     let withheld = outcome.error.is_none()
         && outcome.structured_content.is_none()
+        && (outcome.truncated || outcome.result_id.is_some())
         && engine
             .registry()
             .get(&outcome.tool_name)
