@@ -62,6 +62,8 @@ pub struct Invocation {
     pub(crate) hold: Option<Hold>,
     /// Set when the error text was cut or offloaded (G3, R1).
     pub(crate) error_sizing: ErrorSizing,
+    /// Secrets masked in the result or the failure's text (the redact layer counts them).
+    pub(crate) redactions: u64,
     /// Fires on timeout or when the turn is cancelled.
     pub(crate) cancel: CancellationToken,
     pub(crate) progress: Option<ProgressFn>,
@@ -100,6 +102,7 @@ impl Invocation {
             keep_chars: None,
             hold: None,
             error_sizing: ErrorSizing::default(),
+            redactions: 0,
             cancel,
             progress: None,
         }
@@ -202,6 +205,7 @@ impl Invocation {
             duration,
             queued,
             result_id,
+            redactions: self.redactions,
         };
         match result {
             Ok(reply) => {
@@ -306,6 +310,8 @@ pub struct Outcome {
     pub queued: Duration,
     /// The stored result's id when the output was offloaded (R1).
     pub result_id: Option<String>,
+    /// Secrets masked in what the model gets (`redact:`); 0 when redaction is off.
+    pub redactions: u64,
 }
 
 impl Outcome {

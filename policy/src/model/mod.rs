@@ -25,10 +25,12 @@ use crate::shape::values::{self, Version, names_only};
 mod calls;
 mod client_requests;
 mod extensions;
+mod redact;
 
 pub use calls::*;
 pub use client_requests::*;
 pub use extensions::*;
+pub use redact::*;
 
 /// A place in a policy file, 1-based, for error messages that point at the line and column.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -127,6 +129,11 @@ pub struct Policy {
     /// the results (`reduction.store`, else the local results folder), so later runs and other
     /// serve instances on the same store share it. Every key is optional.
     pub sessions: SessionSettings,
+    /// Secret masking: secrets in results (built-in shapes of API keys, tokens and private
+    /// keys, plus the policy's own regular expressions) are replaced by [REDACTED:name] before
+    /// the model sees them, also in offloaded results and their previews; each call's count is
+    /// in its events. Absent = off; `redact: {}` = on with the built-in patterns.
+    pub redact: Option<RedactSettings>,
 }
 
 impl Default for Policy {
@@ -145,6 +152,7 @@ impl Default for Policy {
             search: None,
             mcp_servers: Vec::new(),
             sessions: SessionSettings::default(),
+            redact: None,
         }
     }
 }
