@@ -62,6 +62,8 @@ pub struct OutcomeSummary {
     pub result_id: Option<String>,
     /// Secrets masked in the content (`redact:`).
     pub redactions: u64,
+    /// What the rules and the before hook decided.
+    pub decision: crate::call::Decision,
 }
 
 impl From<&Outcome> for OutcomeSummary {
@@ -77,6 +79,7 @@ impl From<&Outcome> for OutcomeSummary {
             queued_ms: o.queued.as_secs_f64() * 1000.0,
             result_id: o.result_id.clone(),
             redactions: o.redactions,
+            decision: o.decision.clone(),
         }
     }
 }

@@ -49,7 +49,7 @@ mod before;
 #[path = "group.rs"]
 mod group;
 #[path = "redact.rs"]
-mod redact;
+pub(super) mod redact;
 #[path = "reduce.rs"]
 mod reduce;
 #[path = "result_cap.rs"]
@@ -72,7 +72,7 @@ use after_hook::AfterHookLayer;
 use arguments::{ArgAliases, ArgumentsLayer};
 use before::BeforeLayer;
 use group::GroupLayer;
-use redact::RedactLayer;
+pub(crate) use redact::RedactLayer;
 use reduce::ReduceLayer;
 use result_cap::ResultCapLayer;
 use rewrite::RewriteLayer;

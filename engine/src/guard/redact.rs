@@ -62,7 +62,7 @@ impl RedactLayer {
     }
 
     /// Masks `text` in place; returns the number of masks.
-    fn mask(&self, text: &mut String) -> u64 {
+    pub(crate) fn mask(&self, text: &mut String) -> u64 {
         let mut count = 0u64;
         for p in &self.patterns {
             let replaced = p.regex.replace_all(text, |caps: &Captures<'_>| {

@@ -22,11 +22,13 @@ use serde::Deserialize;
 use crate::shape::de;
 use crate::shape::values::{self, Version, names_only};
 
+mod audit;
 mod calls;
 mod client_requests;
 mod extensions;
 mod redact;
 
+pub use audit::*;
 pub use calls::*;
 pub use client_requests::*;
 pub use extensions::*;
@@ -134,6 +136,10 @@ pub struct Policy {
     /// the model sees them, also in offloaded results and their previews; each call's count is
     /// in its events. Absent = off; `redact: {}` = on with the built-in patterns.
     pub redact: Option<RedactSettings>,
+    /// The audit log: one JSON line per call (its session, tool, arguments' digest, what the
+    /// rules and the before hook decided, outcome, durations, result size) to a file rotated by
+    /// size, stdout or stderr. Absent = off; `audit: {}` = on, to audit.jsonl beside the policy.
+    pub audit: Option<AuditSettings>,
 }
 
 impl Default for Policy {
@@ -153,6 +159,7 @@ impl Default for Policy {
             mcp_servers: Vec::new(),
             sessions: SessionSettings::default(),
             redact: None,
+            audit: None,
         }
     }
 }
