@@ -31,12 +31,24 @@ fn policy_with(audit: &str) -> (tempfile::TempDir, PathBuf) {
     (dir, path)
 }
 
-/// The audit file's lines, as JSON.
+/// The audit file's lines, as JSON, each checked against schemas/audit-line.schema.json.
 fn audit_lines(path: &Path) -> Vec<Value> {
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo_path("schemas/audit-line.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::draft202012::new(&schema).expect("the line schema compiles");
     let text = std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     text.lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .map(|l| {
+            let line: Value =
+                serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}"));
+            if let Err(e) = validator.validate(&line) {
+                panic!("the line breaks its schema ({e}): {l}");
+            }
+            line
+        })
         .collect()
 }
 

@@ -262,3 +262,38 @@ fn a_pattern_that_compiles_too_large_is_refused_at_load() {
         run.stderr
     );
 }
+
+#[test]
+fn a_huge_result_is_scanned_whole_in_time_linear_in_its_length() {
+    // 4 MiB of text with a key every 4 KiB, no cap: every key is masked, and the scan (the
+    // regex crate's, linear in the text) takes a small part of the run.
+    let (_dir, policy) = policy_with("dispatch: {max_result_chars: -1}\nredact: {}\n");
+    let chunk = format!("{} {AWS_KEY} password: hunter2\n", "z".repeat(4000));
+    let text = chunk.repeat(1024);
+    let input = toolgate_e2e::conversation(&[(
+        "c1",
+        "echo",
+        &serde_json::json!({ "text": text }).to_string(),
+    )]);
+    let run =
+        toolgate_e2e::toolgate_with_stdin(&["run", "--policy", policy.to_str().unwrap()], &input);
+    run.assert_code(0);
+    // The output is the conversation: the assistant's call (with the secrets the model sent),
+    // then the tool message.
+    let messages = run.json();
+    let tool = messages.as_array().unwrap().last().unwrap();
+    assert_eq!(tool["role"], "tool");
+    let content = tool["content"].as_str().unwrap();
+    assert!(!content.contains(AWS_KEY) && !content.contains("hunter2"));
+    assert_eq!(
+        content.matches("[REDACTED:aws_access_key_id]").count(),
+        1024
+    );
+    assert_eq!(content.matches("[REDACTED:key_value]").count(), 1024);
+    assert!(
+        run.elapsed < std::time::Duration::from_secs(30),
+        "4 MiB took {:?}",
+        run.elapsed
+    );
+    eprintln!("4 MiB result with 2048 secrets: run took {:?}", run.elapsed);
+}
