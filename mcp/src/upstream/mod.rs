@@ -33,6 +33,12 @@
 //! host that serves clients (`toolgate serve`) passes allowed ones on to the client whose call
 //! the server is working on (see `client_requests` and `inflight`); other hosts refuse them.
 //!
+//! # Pins
+//!
+//! A server whose entry names a pins file (`pins:`, written by `toolgate upstream pin`) offers
+//! only the tools whose definitions are the ones pinned; a tool that changed, or appeared, is
+//! held back until it is pinned again (see [`PinFile`] and [`Upstreams::definitions`]).
+//!
 //! # Tool list changes
 //!
 //! When a server sends `notifications/tools/list_changed` (or comes back with other tools) its
@@ -50,7 +56,9 @@ mod frame;
 mod handler;
 mod inflight;
 mod listing;
+mod offered;
 mod ordered;
+mod pins;
 mod set;
 mod stdio;
 mod supervisor;
@@ -58,4 +66,7 @@ mod turns;
 
 pub(crate) use callers::{Caller, Downstream, ListKind};
 pub use error::{UPSTREAM_ERROR, UPSTREAM_UNAVAILABLE, UpstreamError};
+pub use pins::{
+    Definitions, PINS_VERSION, Pin, PinFile, PinsError, ServerPins, changed_fields, pin_of,
+};
 pub use set::{Problem, Upstreams};

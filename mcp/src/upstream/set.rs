@@ -95,6 +95,11 @@ impl Upstreams {
         }
     }
 
+    /// The servers, in policy order.
+    pub(crate) fn servers(&self) -> &[Arc<Server>] {
+        &self.servers
+    }
+
     /// Whether the policy has no upstream servers.
     pub fn is_empty(&self) -> bool {
         self.servers.is_empty()
@@ -128,9 +133,12 @@ impl Upstreams {
     }
 
     /// Registers the tools every server listed last (`<server>.<tool>`, searchable as the
-    /// policy says) on `builder`. A server that never started brings none.
+    /// policy says) on `builder`. A server that never started brings none; a pinned server
+    /// brings the tools its pins let through (see `pins:` in `docs/policy.md`), and each tool
+    /// held back is logged as a warning naming what changed.
     pub fn register(&self, mut builder: EngineBuilder) -> EngineBuilder {
         for server in self.servers.iter() {
+            super::pins::warn_held(&server.spec, &server.tools());
             let (tools, _) = tools_of(server);
             builder = builder.tools_from(server.description.clone(), server.spec.searchable, tools);
         }
