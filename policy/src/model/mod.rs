@@ -132,7 +132,7 @@ pub struct Policy {
     /// serve instances on the same store share it. Every key is optional.
     pub sessions: SessionSettings,
     /// Secret masking: secrets in results (built-in shapes of API keys, tokens and private
-    /// keys, plus the policy's own regular expressions) are replaced by [REDACTED:name] before
+    /// keys, plus the policy's own regular expressions) are replaced by `[REDACTED:name]` before
     /// the model sees them, also in offloaded results and their previews; each call's count is
     /// in its events. Absent = off; `redact: {}` = on with the built-in patterns.
     pub redact: Option<RedactSettings>,

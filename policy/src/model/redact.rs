@@ -28,7 +28,7 @@ pub struct RedactSettings {
     /// Built-in patterns to leave off while builtin is true, by name. Default none.
     pub disable: Vec<BuiltinSecret>,
     /// The policy's own patterns, masked after the built-in ones. Each is a name (shown in the
-    /// mask, [REDACTED:name]) and a regular expression (Rust regex syntax, linear-time; at most
+    /// mask, `[REDACTED:name]`) and a regular expression (Rust regex syntax, linear-time; at most
     /// 1000 characters and 1 MiB compiled). When the expression has a group named secret, only
     /// that group is masked.
     pub patterns: Vec<RedactPattern>,
@@ -111,7 +111,7 @@ impl BuiltinSecret {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct RedactPattern {
-    /// The pattern's name, shown in the mask ([REDACTED:name]) and in events.
+    /// The pattern's name, shown in the mask (`[REDACTED:name]`) and in events.
     #[schemars(with = "Name")]
     pub name: String,
     /// The regular expression (Rust regex syntax). When it has a group named secret, only that
