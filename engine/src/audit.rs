@@ -252,3 +252,66 @@ fn sha256_hex(bytes: &[u8]) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::call::{Content, Decision};
+    use crate::events::OutcomeSummary;
+
+    fn end_event(call_id: &str) -> Event {
+        Event {
+            kind: EventKind::End {
+                outcome: Arc::new(OutcomeSummary {
+                    content: Content::Text("ok".into()),
+                    is_error: false,
+                    error_kind: None,
+                    error: None,
+                    truncated: false,
+                    output_chars: 2,
+                    duration_ms: 1.0,
+                    queued_ms: 0.0,
+                    result_id: None,
+                    redactions: 0,
+                    decision: Decision::default(),
+                }),
+            },
+            call_id: call_id.into(),
+            session: None,
+            model_name: "echo".into(),
+            tool_name: "echo".into(),
+            arguments: "{}".into(),
+        }
+    }
+
+    #[test]
+    fn lines_lost_to_a_full_disk_are_reported_before_the_next_line_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = AuditSettings {
+            path: PathBuf::from("/dev/full"),
+            ..AuditSettings::default()
+        };
+        let log = AuditLog::open(&settings, None, None).unwrap();
+        log.record(&end_event("lost_1"));
+        log.record(&end_event("lost_2"));
+        // The disk has room again: the next line goes to a file that takes it.
+        let path = dir.path().join("audit.jsonl");
+        if let Ok(mut out) = log.out.lock() {
+            let (file, size) = open_append(&path).unwrap();
+            out.sink = Sink::File {
+                path: path.clone(),
+                file,
+                size,
+            };
+        }
+        log.record(&end_event("kept"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert_eq!(lines[0]["lost_lines"], 2);
+        assert_eq!(lines[1]["call_id"], "kept");
+    }
+}
