@@ -48,8 +48,7 @@ enum Sink {
 }
 
 impl AuditLog {
-    /// Opens the sink of `settings`; a relative path is resolved against `base` (the policy's
-    /// folder).
+    /// Opens the sink of `settings`; the default file is in `base` (the policy's folder).
     pub(crate) fn open(
         settings: &AuditSettings,
         base: Option<&Path>,
@@ -59,9 +58,11 @@ impl AuditLog {
             AuditSink::Stdout => Sink::Stdout,
             AuditSink::Stderr => Sink::Stderr,
             AuditSink::File => {
-                let path = match base {
-                    Some(dir) if settings.path.is_relative() => dir.join(&settings.path),
-                    _ => settings.path.clone(),
+                // A path the policy gives was resolved when it was read.
+                let path = match (&settings.path, base) {
+                    (Some(path), _) => path.clone(),
+                    (None, Some(dir)) => dir.join("audit.jsonl"),
+                    (None, None) => PathBuf::from("audit.jsonl"),
                 };
                 let (file, size) = open_append(&path).map_err(|source| BuildError::Audit {
                     path: path.clone(),
@@ -288,7 +289,7 @@ mod tests {
     fn lines_lost_to_a_full_disk_are_reported_before_the_next_line_written() {
         let dir = tempfile::tempdir().unwrap();
         let settings = AuditSettings {
-            path: PathBuf::from("/dev/full"),
+            path: Some(PathBuf::from("/dev/full")),
             ..AuditSettings::default()
         };
         let log = AuditLog::open(&settings, None, None).unwrap();

@@ -147,6 +147,30 @@ fn each_cli_call_is_one_audit_line_with_its_decision_and_outcome() {
 }
 
 #[test]
+fn the_audit_file_is_found_beside_a_policy_named_by_a_relative_path() {
+    // `audit: {}` (the default file) and a relative path, with the policy named relatively.
+    for (audit, file) in [
+        ("  {}\n", "audit.jsonl"),
+        ("  path: logs/a.jsonl\n", "logs/a.jsonl"),
+    ] {
+        let (dir, _) = policy_with(audit);
+        std::fs::create_dir_all(dir.path().join("logs")).unwrap();
+        // Named from the folder above, as `<folder>/policy.yaml`.
+        let name = dir.path().file_name().unwrap().to_str().unwrap();
+        let relative = format!("{name}/policy.yaml");
+        let run = toolgate_e2e::toolgate_in(
+            dir.path().parent().unwrap(),
+            &["call", "--policy", &relative, "echo", r#"{"text":"hi"}"#],
+            "",
+        );
+        run.assert_code(0);
+        let lines = audit_lines(&dir.path().join(file));
+        assert_eq!(lines.len(), 1, "{file}");
+        check_line(&lines[0], "echo", r#"{"text":"hi"}"#, None);
+    }
+}
+
+#[test]
 fn a_digest_line_has_no_arguments() {
     let (dir, policy) = policy_with("  path: audit.jsonl\n");
     assert_eq!(call(&policy, "echo", r#"{"text":"hi"}"#), 0);

@@ -43,9 +43,12 @@ pub struct AuditSettings {
     pub sink: AuditSink,
     /// The audit file (sink file), relative to the policy file. It is opened when the policy is
     /// loaded: one that cannot be opened fails the start. Default audit.jsonl.
-    #[serde(deserialize_with = "values::path")]
+    ///
+    /// Resolved against the policy's folder as it is read; `None` is `audit.jsonl` in that
+    /// folder (the current one for a policy built in code).
+    #[serde(deserialize_with = "values::optional_path")]
     #[schemars(with = "PathText")]
-    pub path: PathBuf,
+    pub path: Option<PathBuf>,
     /// Rotate the file before a line would take it over this many bytes: it becomes path.1,
     /// path.1 becomes path.2, and so on. Default 104857600 (100 MiB).
     #[schemars(with = "Size")]
@@ -65,7 +68,7 @@ impl Default for AuditSettings {
     fn default() -> Self {
         AuditSettings {
             sink: AuditSink::File,
-            path: PathBuf::from("audit.jsonl"),
+            path: None,
             max_file_bytes: 100 * 1024 * 1024,
             max_files: 5,
             arguments: AuditArguments::Digest,
