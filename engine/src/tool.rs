@@ -214,6 +214,17 @@ impl ContentPart {
         }
     }
 
+    /// What the part carries besides its content (see [`ContentPart`]), to change it in place.
+    pub fn extra_mut(&mut self) -> &mut serde_json::Map<String, serde_json::Value> {
+        match self {
+            ContentPart::Text { extra, .. }
+            | ContentPart::Image { extra, .. }
+            | ContentPart::Audio { extra, .. }
+            | ContentPart::Resource { extra, .. }
+            | ContentPart::ResourceLink { extra, .. } => extra,
+        }
+    }
+
     /// Whether this is a text part with nothing besides its text.
     pub fn is_plain_text(&self) -> bool {
         matches!(self, ContentPart::Text { extra, .. } if extra.is_empty())
