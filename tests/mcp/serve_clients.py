@@ -82,7 +82,8 @@ class Server:
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            found = re.search(r"listening on (http://\S+)", self.log.read_text(errors="replace"))
+            # The whole line: the log may be read while the port is half written.
+            found = re.search(r"listening on (http://\S+)\r?\n", self.log.read_text(errors="replace"))
             if found:
                 self.url = found.group(1)
                 return
