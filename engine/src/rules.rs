@@ -24,6 +24,7 @@ use serde_json::Value;
 use toolgate_policy::glob::{Glob, PathGlob, normalize_path};
 use toolgate_policy::{Rule, Rules};
 
+use crate::access::CallKind;
 use crate::error::At;
 
 /// A rule with its globs (compiled by the policy loader) and its position.
@@ -147,18 +148,45 @@ pub enum Refusal {
 pub struct CompiledRules {
     allow: Vec<CompiledRule>,
     deny: Vec<CompiledRule>,
+    /// The group had allow rules before they were picked for one kind of call: a call that
+    /// none of the picked ones lets through is denied, also when none was picked (A2).
+    gated: bool,
+    /// The kind of call the rules were picked for.
+    kind: CallKind,
 }
 
 impl CompiledRules {
+    /// The rules of the group that judge tool calls.
     pub fn compile(rules: &Rules) -> Self {
+        Self::compile_for(rules, CallKind::Tool)
+    }
+
+    /// The rules of the group that judge calls of `kind` (A2): for tools, every rule; for
+    /// resource reads and prompt gets, the rules that name no tool. A group with allow rules
+    /// stays a gate for every kind: if none of its allow rules judges the kind, the kind is
+    /// denied.
+    pub fn compile_for(rules: &Rules, kind: CallKind) -> Self {
+        let judges = |rule: &&Rule| kind == CallKind::Tool || rule.tools.is_empty();
         CompiledRules {
-            allow: rules.allow.iter().map(CompiledRule::new).collect(),
-            deny: rules.deny.iter().map(CompiledRule::new).collect(),
+            allow: rules
+                .allow
+                .iter()
+                .filter(judges)
+                .map(CompiledRule::new)
+                .collect(),
+            deny: rules
+                .deny
+                .iter()
+                .filter(judges)
+                .map(CompiledRule::new)
+                .collect(),
+            gated: !rules.allow.is_empty(),
+            kind,
         }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.allow.is_empty() && self.deny.is_empty()
+        self.allow.is_empty() && self.deny.is_empty() && !self.gated
     }
 
     /// The rules of this group that list `tool` by its exact name, for a built-in tool: globs
@@ -168,8 +196,11 @@ impl CompiledRules {
         let pick = |rules: &[CompiledRule]| -> Vec<CompiledRule> {
             rules.iter().filter(|r| r.names(tool)).cloned().collect()
         };
+        let allow = pick(&self.allow);
         let only = CompiledRules {
-            allow: pick(&self.allow),
+            kind: self.kind,
+            gated: !allow.is_empty(),
+            allow,
             deny: pick(&self.deny),
         };
         (!only.is_empty()).then_some(only)
@@ -218,7 +249,18 @@ impl CompiledRules {
             }
         }
         if self.allow.is_empty() {
-            return Ok(());
+            if !self.gated {
+                return Ok(());
+            }
+            return Err(Refusal::Denied(format!(
+                "the policy has allow rules, and none of them judges a {} (an allow rule without \
+                 tools: judges every kind of call)",
+                match self.kind {
+                    CallKind::Tool => "tool call",
+                    CallKind::Resource => "resource read",
+                    CallKind::Prompt => "prompt get",
+                }
+            )));
         }
         for rule in &self.allow {
             if judge(rule)? {
