@@ -7,8 +7,11 @@ use std::sync::{Arc, Mutex};
 use rmcp::ErrorData as McpError;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
+    GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig, SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use tokio_util::sync::CancellationToken;
@@ -19,6 +22,7 @@ use toolgate_store::SessionId;
 use super::content::{call_result, error_result, tool};
 use super::engines::Loaded;
 use super::progress::forward_progress;
+use super::resources;
 use super::shared::Shared;
 
 /// The HTTP header that carries the MCP session id.
@@ -35,7 +39,7 @@ pub(crate) enum SessionSource {
 
 /// The handler of one connection (stdio) or one HTTP session.
 pub(crate) struct Gateway {
-    shared: Arc<Shared>,
+    pub(super) shared: Arc<Shared>,
     source: SessionSource,
     /// This connection's entry in [`Shared::peers`], once the handshake is done.
     peer: Mutex<Option<u64>>,
@@ -50,7 +54,15 @@ impl Gateway {
         }
     }
 
-    fn session_id(&self, context: &RequestContext<RoleServer>) -> Result<SessionId, McpError> {
+    /// This connection's entry in [`Shared::peers`], once the handshake is done.
+    pub(super) fn client(&self) -> Option<u64> {
+        self.peer.lock().ok().and_then(|k| *k)
+    }
+
+    pub(super) fn session_id(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<SessionId, McpError> {
         match &self.source {
             SessionSource::Fixed(id) => Ok(id.clone()),
             SessionSource::HttpHeader => {
@@ -71,7 +83,7 @@ impl Gateway {
 
     /// The session `id` of `loaded`'s engine, with what the session store knows it found when
     /// `fresh` is asked for (a list, or a call to a name not every session sees).
-    async fn session(
+    pub(super) async fn session(
         &self,
         loaded: &Loaded,
         id: &SessionId,
@@ -97,16 +109,18 @@ impl Drop for Gateway {
     fn drop(&mut self) {
         if let Ok(Some(key)) = self.peer.lock().map(|mut k| k.take()) {
             self.shared.peers.remove(key);
+            self.shared.subscriptions.drop_client(key);
         }
     }
 }
 
 impl ServerHandler for Gateway {
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder()
+        let mut capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
             .build();
+        resources::declare(&self.shared, &mut capabilities);
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("toolgate", env!("CARGO_PKG_VERSION")))
             .with_instructions(
@@ -143,6 +157,70 @@ impl ServerHandler for Gateway {
             .map(tool)
             .collect();
         Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        resources::list_resources(&self.shared, request)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        resources::list_templates(&self.shared, request)
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        resources::list_prompts(&self.shared, request)
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        resources::read(self, request, context).await
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        resources::get(self, request, context).await
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        resources::complete(self, request, context).await
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        resources::subscribe(self, request, context).await
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        resources::unsubscribe(self, request, context).await
     }
 
     async fn call_tool(

@@ -31,11 +31,13 @@ mod options;
 mod peers;
 mod progress;
 mod reload;
+mod resources;
 mod run;
 mod session;
 mod shared;
 mod stdio;
 mod stdio_lines;
+mod subscriptions;
 
 pub use error::ServeError;
 pub use options::{DEFAULT_MAX_REQUEST_BYTES, HttpOptions, ServeOptions, TokenSource};

@@ -6,12 +6,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::engines::Engines;
 use super::peers::Peers;
 use super::progress::ProgressRoutes;
+use super::subscriptions::Subscriptions;
 
 /// The engines, the connected clients and the progress routes of one `serve`.
 pub(crate) struct Shared {
     pub(crate) engines: Engines,
     pub(crate) peers: Peers,
     pub(crate) progress: Arc<ProgressRoutes>,
+    /// Every client's `resources/subscribe`.
+    pub(crate) subscriptions: Arc<Subscriptions>,
     calls: AtomicU64,
 }
 
@@ -21,6 +24,7 @@ impl Shared {
             engines,
             peers: Peers::default(),
             progress,
+            subscriptions: Arc::default(),
             calls: AtomicU64::new(0),
         }
     }

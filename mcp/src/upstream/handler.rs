@@ -6,10 +6,15 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use rmcp::ClientHandler;
-use rmcp::model::{ClientConfig, Implementation, ProgressNotificationParam, ProgressToken};
+use rmcp::model::{
+    ClientConfig, Implementation, ProgressNotificationParam, ProgressToken,
+    ResourceUpdatedNotificationParam,
+};
 use rmcp::service::{NotificationContext, RoleClient};
 use tokio::sync::Notify;
 use toolgate::tool::ToolContext;
+
+use super::watch::Watch;
 
 /// The client side of one server's connections (one handler serves every restart).
 #[derive(Clone)]
@@ -22,6 +27,8 @@ struct Shared {
     /// Calls in flight that may get progress, by the progress token of their request.
     calls: Mutex<HashMap<ProgressToken, ToolContext>>,
     list_changed: Notify,
+    /// Subscriptions, resource updates and resource or prompt list changes.
+    watch: Watch,
 }
 
 /// While alive, progress for one request goes to its call; dropping it stops that.
@@ -49,6 +56,7 @@ impl Handler {
                 server: server.to_owned(),
                 calls: Mutex::new(HashMap::new()),
                 list_changed: Notify::new(),
+                watch: Watch::default(),
             }),
         }
     }
@@ -60,6 +68,11 @@ impl Handler {
             shared: self.shared.clone(),
             token,
         }
+    }
+
+    /// What is watched on the server besides its tools.
+    pub(crate) fn watch(&self) -> &Watch {
+        &self.shared.watch
     }
 
     /// Resolves when the server said its tool list changed (once per notice; a notice that
@@ -96,6 +109,22 @@ impl ClientHandler for Handler {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         tracing::info!(server = %self.shared.server, "the MCP server says its tool list changed");
         self.shared.list_changed.notify_one();
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.shared.watch.updated(&params.uri);
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.shared.watch.offered_changed();
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.shared.watch.offered_changed();
     }
 
     fn get_info(&self) -> ClientConfig {

@@ -33,16 +33,24 @@
 //! immutable: a long-running host (`toolgate serve`) rebuilds the engine with
 //! [`Upstreams::register`] and swaps it in.
 
+mod access;
 mod adapter;
+mod catalog;
 mod config;
 mod connection;
 mod error;
 mod frame;
 mod handler;
 mod listing;
+mod offered;
 mod set;
+mod shape;
 mod stdio;
 mod supervisor;
+mod template;
+mod watch;
 
+pub(crate) use access::{Slot, nowhere};
 pub use error::{UPSTREAM_ERROR, UPSTREAM_UNAVAILABLE, UpstreamError};
 pub use set::{Problem, Upstreams};
+pub use watch::MAX_SUBSCRIBED;

@@ -2,13 +2,19 @@
 //! on an engine builder, kept running, shut down together.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use rmcp::model::{CompleteRequestParams, CompleteResult};
 use toolgate::EngineBuilder;
+use toolgate::tool::{Tool, ToolError};
 use toolgate_policy::{McpServerSpec, Position};
 
+use super::access::{self, Slot};
 use super::adapter::tools_of;
+use super::catalog::Catalog;
+use super::offered::Offered;
 use super::supervisor::Server;
 
 /// How long [`Upstreams::shutdown`] waits for cancellation notices still being sent.
@@ -33,7 +39,15 @@ const NOTICE_GRACE: Duration = Duration::from_secs(1);
 #[derive(Clone, Default)]
 pub struct Upstreams {
     servers: Arc<[Arc<Server>]>,
+    /// Tells sets apart (every [`Upstreams::start`] draws the next one).
+    id: u64,
+    /// The table of every server's resources, templates and prompts, and the lists it was
+    /// built from (it is built again when one of them changes).
+    catalog: Arc<Mutex<Option<Built>>>,
 }
+
+/// A built [`Catalog`] and the lists it was built from.
+type Built = (Vec<Arc<Offered>>, Arc<Catalog>);
 
 /// Something wrong with one server: it did not start, or some of its tools were left out.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,9 +93,18 @@ impl Upstreams {
             // An error means the supervisor is gone, which leaves the server down too.
             let _ = first.await;
         }
+        static SETS: AtomicU64 = AtomicU64::new(1);
         Upstreams {
             servers: started.into(),
+            id: SETS.fetch_add(1, Ordering::Relaxed),
+            catalog: Arc::default(),
         }
+    }
+
+    /// What tells this set of started servers from another (a reload that restarts them
+    /// makes another); `0` for the empty set of [`Default`].
+    pub(crate) fn id(&self) -> u64 {
+        self.id
     }
 
     /// Whether the policy has no upstream servers.
@@ -112,8 +135,99 @@ impl Upstreams {
             }
             let (_, left_out) = tools_of(server);
             out.extend(left_out.into_iter().map(problem));
+            out.extend(server.offered().left_out.iter().cloned().map(problem));
+        }
+        for (i, line) in &self.catalog().left_out {
+            let server = &self.servers[*i];
+            out.push(Problem {
+                server: server.name().to_owned(),
+                position: server.spec.position.clone(),
+                message: line.clone(),
+            });
         }
         out
+    }
+
+    /// Every server's resources, templates and prompts in one table (see
+    /// [`catalog`](super::catalog)), built again when a list changed since the last call.
+    pub(crate) fn catalog(&self) -> Arc<Catalog> {
+        let lists: Vec<Arc<Offered>> = self.servers.iter().map(|s| s.offered()).collect();
+        let mut cached = self.catalog.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((built_from, catalog)) = cached.as_ref()
+            && built_from.len() == lists.len()
+            && built_from
+                .iter()
+                .zip(&lists)
+                .all(|(a, b)| Arc::ptr_eq(a, b))
+        {
+            return catalog.clone();
+        }
+        let named: Vec<(&str, Arc<Offered>)> = self
+            .servers
+            .iter()
+            .zip(&lists)
+            .map(|(s, o)| (s.name(), o.clone()))
+            .collect();
+        let catalog = Arc::new(Catalog::build(&named));
+        for (i, line) in &catalog.left_out {
+            tracing::warn!(
+                server = self.servers[*i].name(),
+                "MCP server {}: {line}",
+                self.servers[*i].name()
+            );
+        }
+        *cached = Some((lists, catalog.clone()));
+        catalog
+    }
+
+    /// What the server `server` (an index of the catalog) declared besides tools.
+    pub(crate) fn declared(&self, server: usize) -> super::offered::Declared {
+        self.servers[server].offered().declared
+    }
+
+    /// The target that reads `uri` (as the client sent it) from the server `server` (an index
+    /// of the catalog), and the slot the rest of its result is left in.
+    pub(crate) fn reader(&self, server: usize, uri: &str) -> (Arc<dyn Tool>, Slot) {
+        access::reader(self.servers[server].clone(), uri)
+    }
+
+    /// The target that gets the prompt `name` (`remote` on the server `server`), and its slot.
+    pub(crate) fn getter(&self, server: usize, name: &str, remote: &str) -> (Arc<dyn Tool>, Slot) {
+        access::getter(self.servers[server].clone(), name, remote)
+    }
+
+    /// `completion/complete` on the server `server`, the reference in the server's names.
+    pub(crate) async fn complete(
+        &self,
+        server: usize,
+        params: CompleteRequestParams,
+    ) -> Result<CompleteResult, ToolError> {
+        access::complete(&self.servers[server], params).await
+    }
+
+    /// One more subscription to `uri` on the server `server` (sent on if it is the first).
+    pub(crate) async fn subscribe(&self, server: usize, uri: &str) -> Result<(), ToolError> {
+        let server = &self.servers[server];
+        server.handler.watch().add(server, uri).await
+    }
+
+    /// One subscription to `uri` on the server `server` fewer (sent on if it was the last).
+    pub(crate) async fn unsubscribe(&self, server: usize, uri: &str) {
+        let server = &self.servers[server];
+        server.handler.watch().remove(server, uri).await;
+    }
+
+    /// Calls `f` with the server's index and the URI of every `notifications/resources/updated`
+    /// a server sends. `f` runs on the server's connection task: it must not wait.
+    pub(crate) fn on_resource_updated(&self, f: impl Fn(usize, &str) + Send + Sync + 'static) {
+        let f = Arc::new(f);
+        for (i, server) in self.servers.iter().enumerate() {
+            let f = f.clone();
+            server
+                .handler
+                .watch()
+                .on_updated(Arc::new(move |uri: &str| f(i, uri)));
+        }
     }
 
     /// Registers the tools every server listed last (`<server>.<tool>`, searchable as the
