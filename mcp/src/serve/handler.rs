@@ -43,20 +43,24 @@ pub(crate) struct Gateway {
     source: SessionSource,
     /// This connection's entry in [`Shared::peers`], once the handshake is done.
     peer: Mutex<Option<u64>>,
+    /// Tells this connection from every other of the process (its subscriptions are kept by it).
+    client: u64,
 }
 
 impl Gateway {
     pub(crate) fn new(shared: Arc<Shared>, source: SessionSource) -> Self {
+        static CLIENTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         Gateway {
             shared,
             source,
             peer: Mutex::new(None),
+            client: CLIENTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         }
     }
 
-    /// This connection's entry in [`Shared::peers`], once the handshake is done.
-    pub(super) fn client(&self) -> Option<u64> {
-        self.peer.lock().ok().and_then(|k| *k)
+    /// What tells this connection from every other of the process.
+    pub(super) fn client(&self) -> u64 {
+        self.client
     }
 
     pub(super) fn session_id(
@@ -109,8 +113,8 @@ impl Drop for Gateway {
     fn drop(&mut self) {
         if let Ok(Some(key)) = self.peer.lock().map(|mut k| k.take()) {
             self.shared.peers.remove(key);
-            self.shared.subscriptions.drop_client(key);
         }
+        self.shared.subscriptions.drop_client(self.client);
     }
 }
 

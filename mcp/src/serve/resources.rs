@@ -347,9 +347,7 @@ pub(crate) async fn subscribe(
         .engine
         .judge(&session, &access)
         .map_err(|e| refused(e, &format!("watching {uri}")))?;
-    let client = gateway
-        .client()
-        .ok_or_else(|| McpError::invalid_request("the handshake is not done", None))?;
+    let client = gateway.client();
     let subscriptions = &gateway.shared.subscriptions;
     match subscriptions.add(client, &context.peer, upstreams, server, &uri) {
         Ok(true) => {}
@@ -379,9 +377,7 @@ pub(crate) async fn unsubscribe(
     let loaded = gateway.shared.engines.current();
     let upstreams = &loaded.upstreams.upstreams;
     let uri = request.uri;
-    let Some(client) = gateway.client() else {
-        return Ok(());
-    };
+    let client = gateway.client();
     if let Some(server) = gateway.shared.subscriptions.remove(client, upstreams, &uri) {
         upstreams.unsubscribe(server, &uri).await;
     }
