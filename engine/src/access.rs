@@ -7,17 +7,23 @@
 //! the result cap (G3) and offload (R1), the events (E1). What differs by kind (A1):
 //!
 //! * the host resolves the target itself and hands it over as a [`Tool`]: the engine keeps no
-//!   registry of resources or prompts (their names are URIs and templates, the host's to route);
+//!   registry of resources or prompts (their names are URIs and templates, the host's to route),
+//!   only the policy's aliases of them ([`Engine::alias_target`](crate::Engine::alias_target));
+//! * the rules that judge a call are those that name its kind (`tools`, `resources`, `prompts`)
+//!   and those that name none (A2);
 //! * a resource is named by its URI, judged in normal form ([`normalize_uri`]), and its
 //!   arguments are `{"uri": <that form>}`; a prompt is named `<server>.<prompt>` and its
 //!   arguments are the prompt's arguments;
 //! * argument aliases, search gating and the rewrite script are for tools only;
 //! * the settings are the `dispatch` defaults: `tools:` overrides name tools only.
 
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use serde::Serialize;
+use toolgate_policy::{AliasSpec, Policy};
 
+use crate::error::{At, BuildError};
 use crate::tool::Tool;
 
 /// What a call reaches.
@@ -147,6 +153,75 @@ impl Access {
     pub fn name(&self) -> &str {
         &self.name
     }
+}
+
+/// The policy's aliases of resources and prompts (`resources.aliases`, `prompts.aliases`),
+/// alias -> real name; a resource alias is kept in normal form.
+#[derive(Debug, Default)]
+pub(crate) struct AccessAliases {
+    resources: HashMap<String, String>,
+    prompts: HashMap<String, String>,
+}
+
+impl AccessAliases {
+    /// The aliases of `policy`, checked: a resource alias and its target must be URIs with a
+    /// normal form, a prompt alias must be a name without control characters, and no alias
+    /// may name two targets or itself.
+    pub(crate) fn of(policy: &Policy) -> Result<Self, BuildError> {
+        Ok(AccessAliases {
+            resources: table(&policy.resources.aliases, "resources", |name| {
+                normalize_uri(name)
+                    .map_err(|e| format!("{name:?} is not a URI toolgate can judge: {e}"))
+            })?,
+            prompts: table(&policy.prompts.aliases, "prompts", |name| {
+                if name.chars().any(char::is_control) {
+                    Err(format!("{name:?} holds a control character"))
+                } else {
+                    Ok(name.to_owned())
+                }
+            })?,
+        })
+    }
+
+    /// The real name the alias `name` of `kind` stands for (a resource alias in any spelling).
+    pub(crate) fn target(&self, kind: CallKind, name: &str) -> Option<&str> {
+        match kind {
+            CallKind::Tool => None,
+            CallKind::Resource => self
+                .resources
+                .get(&normalize_uri(name).ok()?)
+                .map(String::as_str),
+            CallKind::Prompt => self.prompts.get(name).map(String::as_str),
+        }
+    }
+}
+
+/// alias -> target of one section, each name checked (and put in its form) by `check`.
+fn table(
+    aliases: &BTreeMap<String, AliasSpec>,
+    section: &str,
+    check: impl Fn(&str) -> Result<String, String>,
+) -> Result<HashMap<String, String>, BuildError> {
+    let mut out: HashMap<String, String> = HashMap::new();
+    for (target, spec) in aliases {
+        let wrong = |message: String| BuildError::Alias {
+            message: format!("{section}.aliases: {message}"),
+            at: At(spec.position.clone()),
+        };
+        let key = check(target).map_err(wrong)?;
+        for alias in &spec.names {
+            let name = check(alias).map_err(wrong)?;
+            if name == key {
+                return Err(wrong(format!("{alias:?} is an alias of itself")));
+            }
+            if let Some(other) = out.insert(name, target.clone()) {
+                return Err(wrong(format!(
+                    "{alias:?} is an alias of both {other:?} and {target:?}"
+                )));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The longest URI a resource read may name, in bytes.

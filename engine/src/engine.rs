@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 use toolgate_policy::Policy;
 use toolgate_store::{IdError, ResultStore};
 
-use crate::access::{Access, CallKind};
+use crate::access::{Access, AccessAliases, CallKind};
 use crate::call::Outcome;
 use crate::dispatch::Dispatcher;
 use crate::error::{CallError, DeniedBy, TurnError};
@@ -33,6 +33,8 @@ pub(crate) struct Parts {
     pub(crate) sessions: Arc<Sessions>,
     /// The index `tool_search` searches, if the policy has one.
     pub(crate) search_index: Option<Arc<toolgate_search::LiveIndex>>,
+    /// The aliases of resources and prompts.
+    pub(crate) access_aliases: AccessAliases,
 }
 
 /// The engine. Cheap to clone; share one across tasks.
@@ -189,6 +191,15 @@ impl Engine {
             .await
     }
 
+    /// The real name of the resource or prompt a client named `name`, when `name` is one of the
+    /// policy's aliases (`resources.aliases`, `prompts.aliases`; a resource alias in any
+    /// spelling of its URI); `None` otherwise. A host resolves an alias only for a name no
+    /// source lists, and hands the engine the real name with the alias
+    /// ([`Access::asked_as`]), so events and hooks see both.
+    pub fn alias_target(&self, kind: CallKind, name: &str) -> Option<&str> {
+        self.inner.access_aliases.target(kind, name)
+    }
+
     /// Whether the rules let `access` through, without running it (A2): for what a host does
     /// on a resource or prompt besides reading or getting it (`resources/subscribe`,
     /// `completion/complete`), so that what the rules refuse to read cannot be watched or
@@ -201,9 +212,9 @@ impl Engine {
     pub fn judge(&self, session: &Session, access: &Access) -> Result<(), CallError> {
         let args = match access.kind {
             CallKind::Resource => {
-                let uri = crate::access::normalize_uri(&access.asked).map_err(|e| {
+                let uri = crate::access::normalize_uri(&access.name).map_err(|e| {
                     CallError::InvalidArguments {
-                        tool: crate::error::cut_name(&access.asked).into_owned(),
+                        tool: crate::error::cut_name(&access.name).into_owned(),
                         reason: format!("the URI has no normal form to judge: {e}"),
                     }
                 })?;

@@ -27,9 +27,11 @@ use toolgate_policy::{Rule, Rules};
 use crate::access::CallKind;
 use crate::error::At;
 
-/// A rule with its globs (compiled by the policy loader) and its position.
+/// A rule with its globs (compiled by the policy loader) and its position, for one kind of call.
 #[derive(Debug, Clone)]
 struct CompiledRule {
+    /// The names of the kind the rule judges (its `tools`, `resources` or `prompts`); empty =
+    /// every name.
     tools: Vec<Glob>,
     args: Vec<(String, Glob)>,
     paths: Vec<(String, PathGlob)>,
@@ -39,9 +41,22 @@ struct CompiledRule {
 }
 
 impl CompiledRule {
-    fn new(rule: &Rule) -> Self {
-        CompiledRule {
-            tools: rule.tools.clone(),
+    /// `rule` as it judges calls of `kind`, or `None` when it does not judge them (A2): a rule
+    /// that names none of tools, resources and prompts judges every kind; one that names some
+    /// judges those kinds only.
+    fn for_kind(rule: &Rule, kind: CallKind) -> Option<Self> {
+        let names = match kind {
+            CallKind::Tool => &rule.tools,
+            CallKind::Resource => &rule.resources,
+            CallKind::Prompt => &rule.prompts,
+        };
+        let names_any =
+            !(rule.tools.is_empty() && rule.resources.is_empty() && rule.prompts.is_empty());
+        if names_any && names.is_empty() {
+            return None;
+        }
+        Some(CompiledRule {
+            tools: names.clone(),
             args: rule
                 .args
                 .iter()
@@ -55,7 +70,7 @@ impl CompiledRule {
             sessions: rule.sessions.clone(),
             reason: rule.reason.clone(),
             at: At(rule.position.clone()),
-        }
+        })
     }
 
     fn has_conditions(&self) -> bool {
@@ -161,25 +176,18 @@ impl CompiledRules {
         Self::compile_for(rules, CallKind::Tool)
     }
 
-    /// The rules of the group that judge calls of `kind` (A2): for tools, every rule; for
-    /// resource reads and prompt gets, the rules that name no tool. A group with allow rules
-    /// stays a gate for every kind: if none of its allow rules judges the kind, the kind is
-    /// denied.
+    /// The rules of the group that judge calls of `kind` (A2; see [`CompiledRule::for_kind`]).
+    /// A group with allow rules stays a gate for every kind: if none of its allow rules judges
+    /// the kind, the kind is denied.
     pub fn compile_for(rules: &Rules, kind: CallKind) -> Self {
-        let judges = |rule: &&Rule| kind == CallKind::Tool || rule.tools.is_empty();
+        let pick = |list: &[Rule]| -> Vec<CompiledRule> {
+            list.iter()
+                .filter_map(|r| CompiledRule::for_kind(r, kind))
+                .collect()
+        };
         CompiledRules {
-            allow: rules
-                .allow
-                .iter()
-                .filter(judges)
-                .map(CompiledRule::new)
-                .collect(),
-            deny: rules
-                .deny
-                .iter()
-                .filter(judges)
-                .map(CompiledRule::new)
-                .collect(),
+            allow: pick(&rules.allow),
+            deny: pick(&rules.deny),
             gated: !rules.allow.is_empty(),
             kind,
         }
@@ -253,12 +261,17 @@ impl CompiledRules {
                 return Ok(());
             }
             return Err(Refusal::Denied(format!(
-                "the policy has allow rules, and none of them judges a {} (an allow rule without \
-                 tools: judges every kind of call)",
+                "the policy has allow rules, and none of them judges a {} (name them in an \
+                 allow rule's {}, or write one that names none of tools, resources and prompts)",
                 match self.kind {
                     CallKind::Tool => "tool call",
                     CallKind::Resource => "resource read",
                     CallKind::Prompt => "prompt get",
+                },
+                match self.kind {
+                    CallKind::Tool => "tools",
+                    CallKind::Resource => "resources",
+                    CallKind::Prompt => "prompts",
                 }
             )));
         }

@@ -233,3 +233,161 @@ async fn a2_judge_lets_through_what_the_rules_let_through() {
         Err("invalid_arguments")
     );
 }
+
+#[tokio::test]
+async fn a2_a_rule_that_names_resources_judges_reads_in_normal_form_and_nothing_else() {
+    let engine = Engine::builder(policy(
+        r#"
+version: 1
+rules:
+  deny:
+    - resources: ["file:///secret/*"]
+      reason: secret
+"#,
+    ))
+    .tool(show_args("show"))
+    .build()
+    .unwrap();
+    let o = read(&engine, "FILE:///public/../%73ecret/key", reader("r")).await;
+    assert_eq!(o.error_kind(), Some("denied"), "{o:?}");
+    assert!(o.content.text().contains("secret"), "{o:?}");
+    assert!(
+        !read(&engine, "file:///public/key", reader("r"))
+            .await
+            .is_error()
+    );
+    let s = engine.session(None).unwrap();
+    let tool = engine
+        .call(&s, &call("c", "show", json!({"uri": "file:///secret/key"})))
+        .await;
+    assert!(!tool.is_error(), "a tool call is not a read: {tool:?}");
+}
+
+#[tokio::test]
+async fn a2_a_rule_that_names_prompts_judges_their_arguments() {
+    let engine = Engine::builder(policy(
+        r#"
+version: 1
+rules:
+  deny:
+    - prompts: ["srv.*"]
+      args: {city: "Atlantis"}
+      reason: no Atlantis
+"#,
+    ))
+    .build()
+    .unwrap();
+    let session = engine.session(None).unwrap();
+    let get = |city: &str| {
+        let mut args = serde_json::Map::new();
+        args.insert("city".into(), json!(city));
+        Access::prompt("p", "srv.weather", args, Some(reader("m")))
+    };
+    let o = engine
+        .access(&session, get("Atlantis"), &CancellationToken::new())
+        .await;
+    assert_eq!(o.error_kind(), Some("denied"), "{o:?}");
+    let o = engine
+        .access(&session, get("Rome"), &CancellationToken::new())
+        .await;
+    assert!(!o.is_error(), "{o:?}");
+    assert!(
+        !read(&engine, "srv://Atlantis", reader("r"))
+            .await
+            .is_error()
+    );
+}
+
+#[tokio::test]
+async fn an_allow_rule_that_names_resources_opens_reads_only() {
+    let engine = Engine::builder(policy(
+        r#"
+version: 1
+rules:
+  allow:
+    - tools: [echo]
+    - resources: ["demo://public/*"]
+"#,
+    ))
+    .tool(echo("echo"))
+    .build()
+    .unwrap();
+    assert!(
+        !read(&engine, "demo://public/a", reader("r"))
+            .await
+            .is_error()
+    );
+    let o = read(&engine, "demo://private/a", reader("r")).await;
+    assert_eq!(o.error_kind(), Some("denied"), "{o:?}");
+    let session = engine.session(None).unwrap();
+    let o = engine
+        .access(
+            &session,
+            Access::prompt("p", "srv.x", Default::default(), Some(reader("m"))),
+            &CancellationToken::new(),
+        )
+        .await;
+    assert_eq!(
+        o.error_kind(),
+        Some("denied"),
+        "no allow rule names prompts: {o:?}"
+    );
+}
+
+#[test]
+fn aliases_resolve_to_the_real_resource_in_any_spelling_and_to_the_real_prompt() {
+    let engine = Engine::builder(policy(
+        r#"
+version: 1
+resources:
+  aliases:
+    "demo://h/real.md": ["docs://guide"]
+prompts:
+  aliases:
+    srv.weather: [weather]
+"#,
+    ))
+    .build()
+    .unwrap();
+    assert_eq!(
+        engine.alias_target(CallKind::Resource, "DOCS://guide/./"),
+        None,
+        "a trailing slash is another URI"
+    );
+    assert_eq!(
+        engine.alias_target(CallKind::Resource, "DOCS://Guide"),
+        Some("demo://h/real.md")
+    );
+    assert_eq!(
+        engine.alias_target(CallKind::Prompt, "weather"),
+        Some("srv.weather")
+    );
+    assert_eq!(engine.alias_target(CallKind::Tool, "weather"), None);
+}
+
+#[test]
+fn a_resource_alias_that_is_no_uri_fails_the_build_at_its_entry() {
+    let Err(e) = Engine::builder(policy(
+        "version: 1\nresources:\n  aliases:\n    \"demo://h/a\": [\"not a uri\"]\n",
+    ))
+    .build() else {
+        panic!("the build fails");
+    };
+    let text = e.to_string();
+    assert!(
+        text.contains("resources.aliases") && text.contains("not a URI toolgate can judge"),
+        "{text}"
+    );
+    assert!(text.contains("p.yaml:4"), "{text}");
+}
+
+#[test]
+fn an_alias_of_two_prompts_fails_the_build() {
+    let Err(e) = Engine::builder(policy(
+        "version: 1\nprompts:\n  aliases:\n    a.x: [same]\n    b.y: [same]\n",
+    ))
+    .build() else {
+        panic!("the build fails");
+    };
+    assert!(e.to_string().contains("is an alias of both"), "{e}");
+}

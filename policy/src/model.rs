@@ -62,6 +62,10 @@ pub struct Policy {
     /// How long session state (the catalog tools a session found) is kept by hosts that keep
     /// it in a store (`toolgate call --session`, `toolgate serve`).
     pub sessions: SessionSettings,
+    /// Settings of resource reads (`resources:`): aliases of resource URIs.
+    pub resources: AccessSettings,
+    /// Settings of prompt gets (`prompts:`): aliases of prompt names.
+    pub prompts: AccessSettings,
 }
 
 impl Default for Policy {
@@ -80,6 +84,8 @@ impl Default for Policy {
             search: None,
             mcp_servers: Vec::new(),
             sessions: SessionSettings::default(),
+            resources: AccessSettings::default(),
+            prompts: AccessSettings::default(),
         }
     }
 }
@@ -219,6 +225,14 @@ pub struct AliasSpec {
     pub position: Option<Position>,
 }
 
+/// Settings of the reads of resources or the gets of prompts a host (`toolgate serve`) offers.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AccessSettings {
+    /// Real name (a resource URI, or a prompt's `<server>.<prompt>`) -> other names a client
+    /// may use for it (`arguments` is empty).
+    pub aliases: BTreeMap<String, AliasSpec>,
+}
+
 /// Allow and deny rules. A call is denied when any deny rule matches; otherwise, when there is
 /// at least one allow rule, it must match one of them. Deny wins.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -241,6 +255,12 @@ impl Rules {
 pub struct Rule {
     /// Real tool names or globs; empty = every tool (or the override's tools).
     pub tools: Vec<Glob>,
+    /// Resource URIs or globs (judged in normal form) the rule judges reads of.
+    pub resources: Vec<Glob>,
+    /// Prompt names (`<server>.<prompt>`) or globs the rule judges gets of. A rule that names
+    /// none of tools, resources and prompts judges every call; one that names some judges those
+    /// kinds only.
+    pub prompts: Vec<Glob>,
     /// Top-level argument name -> glob that the argument's value (a string, or a number or
     /// boolean in its JSON text) must match. A missing argument does not match.
     pub args: BTreeMap<String, Glob>,

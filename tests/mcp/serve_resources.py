@@ -184,6 +184,9 @@ async def a_denied_resource_uri_is_refused(opts: argparse.Namespace) -> None:
 async def a_denied_prompt_is_refused(opts: argparse.Namespace) -> None:
     async with serving(opts, POLICY) as server:
         async with server.client() as client:
+            e = await refused(client.get_prompt("everything.resource-prompt", {"resourceType": "Blob", "resourceId": "1"}))
+            check(e.code == -32001, f"{e.error}")
+            check("prompts carry text here" in e.message, f"the rule's reason: {e.message}")
             e = await refused(client.get_prompt("everything.args-prompt", {"city": "Atlantis"}))
             check(e.code == -32001, f"{e.error}")
             check("no prompts about Atlantis" in e.message, f"the before hook's reason: {e.message}")
@@ -229,9 +232,25 @@ async def a_before_and_after_hooks_see_every_read_and_get(opts: argparse.Namespa
             await client.read_resource("demo://resource/dynamic/text/5")
             await client.get_prompt("everything.simple-prompt")
             await wait_for(
-                lambda: "after hook saw a resource: demo://resource/dynamic/text/5" in server.log_text()
-                and "after hook saw a prompt: everything.simple-prompt" in server.log_text(),
+                lambda: "after hook saw a resource: demo://resource/dynamic/text/5 (asked as" in server.log_text()
+                and "after hook saw a prompt: everything.simple-prompt (asked as" in server.log_text(),
                 "the after hook's lines in the log",
+            )
+    print("ok")
+
+
+async def aliases_reach_the_real_resource_and_prompt(opts: argparse.Namespace) -> None:
+    async with serving(opts, POLICY) as server:
+        async with server.client() as client:
+            doc = await client.read_resource("docs://architecture")
+            check(doc.contents[0].uri == STATIC + "architecture.md", f"the server's own URI: {doc.contents[0]!r}")
+            check(toolgate_meta(doc).get("name") == STATIC + "architecture.md", f"{doc.meta}")
+            got = await client.get_prompt("weather", {"city": "Oslo"})
+            check(got.messages[0].content.text == "What's weather in Oslo?", f"{got}")
+            await wait_for(
+                lambda: f"after hook saw a resource: {STATIC}architecture.md (asked as docs://architecture)" in server.log_text()
+                and "after hook saw a prompt: everything.args-prompt (asked as weather)" in server.log_text(),
+                "the hooks' view of both names",
             )
     print("ok")
 
@@ -254,6 +273,7 @@ SCENARIOS = {f.__name__: f for f in [
     a3_completion_reaches_the_prompts_server, a4_a_subscribed_client_gets_the_servers_update,
     a_denied_resource_uri_is_refused, a_denied_prompt_is_refused, a_large_resource_is_offloaded_and_paged_back,
     a_before_and_after_hooks_see_every_read_and_get, an_unknown_resource_is_not_found,
+    aliases_reach_the_real_resource_and_prompt,
 ]}
 
 

@@ -191,6 +191,11 @@ fn the_hooks_see_every_read_and_get_over_stdio() {
 }
 
 #[test]
+fn aliases_reach_the_real_resource_and_prompt_over_stdio() {
+    python("stdio", "aliases_reach_the_real_resource_and_prompt");
+}
+
+#[test]
 fn an_unknown_resource_is_not_found_over_http() {
     python("http", "an_unknown_resource_is_not_found");
 }

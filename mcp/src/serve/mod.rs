@@ -9,6 +9,10 @@
 //!   error; progress from a tool becomes `notifications/progress`; a client's
 //!   `notifications/cancelled` fires the call's cancellation token; a call that makes catalog
 //!   tools visible (`tool_search`) is followed by `notifications/tools/list_changed`.
+//! - Resources, resource templates, prompts and completion of the policy's upstream servers
+//!   (`resources`): reads and gets run through the guard like tool calls, subscriptions are kept
+//!   per connection and their updates forwarded (`subscriptions`). The capabilities are declared
+//!   only when some upstream server declared them.
 //! - Session state (the tools a session found) lives in a [`toolgate_store::SessionStore`]
 //!   beside the results, so several `serve` processes on one store share it
 //!   ([`StoredSessions`]).

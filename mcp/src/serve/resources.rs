@@ -31,11 +31,12 @@ use rmcp::model::{
 };
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Value, json};
-use toolgate::access::Access;
+use toolgate::access::{Access, CallKind};
 use toolgate::error::CallError;
 use toolgate::{Content, Outcome};
 
 use super::content::META_KEY;
+use super::engines::Loaded;
 use super::handler::Gateway;
 use super::shared::Shared;
 use super::subscriptions::{MAX_PER_CLIENT, Refused};
@@ -114,6 +115,20 @@ pub(crate) fn list_prompts(
     Ok(ListPromptsResult::with_all_items(one_page(items, request)?))
 }
 
+/// The real name of what a client asked for by `name`, and the alias when it used one: a name
+/// a server lists is never an alias (A3); another is looked up in the policy's aliases.
+fn resolve(loaded: &Loaded, kind: CallKind, name: String) -> (String, Option<String>) {
+    let catalog = loaded.upstreams.upstreams.catalog();
+    let listed = match kind {
+        CallKind::Resource => catalog.lists_uri(&name),
+        _ => catalog.route_prompt(&name).is_some(),
+    };
+    match loaded.engine.alias_target(kind, &name).filter(|_| !listed) {
+        Some(real) => (real.to_owned(), Some(name)),
+        None => (name, None),
+    }
+}
+
 /// `resources/read` through the guard.
 pub(crate) async fn read(
     gateway: &Gateway,
@@ -124,12 +139,15 @@ pub(crate) async fn read(
     let loaded = gateway.shared.engines.current();
     let session = gateway.session(&loaded, &id, false).await?;
     let upstreams = &loaded.upstreams.upstreams;
-    let uri = request.uri;
+    let (uri, alias) = resolve(&loaded, CallKind::Resource, request.uri);
     let (target, slot) = match upstreams.catalog().route_uri(&uri, &upstreams.names()) {
         Ok(server) => upstreams.reader(server, &uri),
         Err(why) => (nowhere(&uri, "unknown_resource", why), Slot::default()),
     };
-    let access = Access::resource(gateway.shared.next_call_id(), &uri, Some(target));
+    let mut access = Access::resource(gateway.shared.next_call_id(), &uri, Some(target));
+    if let Some(alias) = alias {
+        access = access.asked_as(alias);
+    }
     let outcome = loaded.engine.access(&session, access, &context.ct).await;
     let value = answer(outcome, &slot, "resources/read", &uri)?;
     let result: ReadResourceResult = serde_json::from_value(value).map_err(|e| {
@@ -148,7 +166,7 @@ pub(crate) async fn get(
     let loaded = gateway.shared.engines.current();
     let session = gateway.session(&loaded, &id, false).await?;
     let upstreams = &loaded.upstreams.upstreams;
-    let name = request.name;
+    let (name, alias) = resolve(&loaded, CallKind::Prompt, request.name);
     let (target, slot) = match upstreams.catalog().route_prompt(&name) {
         Some((server, remote)) => upstreams.getter(server, &name, remote),
         None => (
@@ -162,12 +180,15 @@ pub(crate) async fn get(
         ),
     };
     let arguments = request.arguments.unwrap_or_default();
-    let access = Access::prompt(
+    let mut access = Access::prompt(
         gateway.shared.next_call_id(),
         &name,
         arguments,
         Some(target),
     );
+    if let Some(alias) = alias {
+        access = access.asked_as(alias);
+    }
     let outcome = loaded.engine.access(&session, access, &context.ct).await;
     let value = answer(outcome, &slot, "prompts/get", &name)?;
     let result: GetPromptResult = serde_json::from_value(value)
@@ -262,7 +283,8 @@ pub(crate) async fn complete(
     let catalog = upstreams.catalog();
     let (server, access) = match &request.r#ref {
         Reference::Prompt(prompt) => {
-            let Some((server, remote)) = catalog.route_prompt(&prompt.name) else {
+            let (name, _) = resolve(&loaded, CallKind::Prompt, prompt.name.clone());
+            let Some((server, remote)) = catalog.route_prompt(&name) else {
                 return Err(McpError::invalid_params(
                     format!(
                         "no MCP server of the policy has the prompt {:?} (prompts are named <server>.<prompt>)",
@@ -279,7 +301,7 @@ pub(crate) async fn complete(
                 .into_iter()
                 .map(|(k, v)| (k, Value::String(v)))
                 .collect();
-            let access = Access::prompt("complete", &prompt.name, given, None);
+            let access = Access::prompt("complete", &name, given, None);
             let remote = remote.to_owned();
             request.r#ref = Reference::for_prompt(remote);
             (server, access)
@@ -326,7 +348,7 @@ pub(crate) async fn subscribe(
     let loaded = gateway.shared.engines.current();
     let session = gateway.session(&loaded, &id, false).await?;
     let upstreams = &loaded.upstreams.upstreams;
-    let uri = request.uri;
+    let (uri, _) = resolve(&loaded, CallKind::Resource, request.uri);
     let catalog = upstreams.catalog();
     let server = catalog
         .route_uri(&uri, &upstreams.names())
@@ -376,7 +398,7 @@ pub(crate) async fn unsubscribe(
 ) -> Result<(), McpError> {
     let loaded = gateway.shared.engines.current();
     let upstreams = &loaded.upstreams.upstreams;
-    let uri = request.uri;
+    let (uri, _) = resolve(&loaded, CallKind::Resource, request.uri);
     let client = gateway.client();
     if let Some(server) = gateway.shared.subscriptions.remove(client, upstreams, &uri) {
         upstreams.unsubscribe(server, &uri).await;

@@ -150,6 +150,11 @@ impl Catalog {
         }
     }
 
+    /// Whether a server lists `uri` (in any spelling of it).
+    pub(crate) fn lists_uri(&self, uri: &str) -> bool {
+        self.by_uri.contains_key(&normal(uri))
+    }
+
     /// The server that lists the template `text`.
     pub(crate) fn route_template(&self, text: &str) -> Option<usize> {
         self.by_template.get(text).copied()

@@ -7,6 +7,12 @@
 //! nothing of MCP: names are checked, and aliases, rules, hooks, timeouts, caps, offload and
 //! search apply as to any tool.
 //!
+//! Their resources, resource templates and prompts are listed too (`offered`), put in one table
+//! across servers (`catalog`: URIs kept and routed by listing or template, prompts named
+//! `<server>.<prompt>`, collisions left out), and read or got through targets the engine runs
+//! under its guard (`access`, `shape`); subscriptions are counted per URI (`watch`). `toolgate
+//! serve` offers them (see `docs/policy.md`, "Resources, prompts and completion").
+//!
 //! # Lifecycle
 //!
 //! 1. [`Upstreams::start`] starts every server at once (each within its `startup_timeout`).

@@ -19,6 +19,7 @@
 //! toolgate-policy --test schema_generated`, and add its row to `docs/policy.md`. A new section
 //! is a field of [`PolicyFile`] and a line in [`PolicyFile::build`].
 
+mod access;
 mod build;
 mod extensions;
 mod mcp_servers;
@@ -98,6 +99,14 @@ pub(crate) struct PolicyFile {
     /// results (reduction.store, else the local results folder), so later runs and other serve
     /// instances on the same store share it. Every key is optional.
     pub sessions: Option<Sessions>,
+    /// The resources of the upstream MCP servers, as toolgate serve offers them: a read is
+    /// governed like a tool call (rules naming resources, hooks with kind = "resource", the
+    /// dispatch timeout and cap, offload). Every key is optional.
+    pub resources: Option<access::Access>,
+    /// The prompts of the upstream MCP servers, named <server>.<prompt>, as toolgate serve offers
+    /// them: a get is governed like a tool call (rules naming prompts, hooks with kind = "prompt",
+    /// the dispatch timeout and cap, offload). Every key is optional.
+    pub prompts: Option<access::Access>,
 }
 
 impl PolicyFile {
@@ -149,6 +158,12 @@ impl PolicyFile {
         }
         if let Some(sessions) = self.sessions {
             policy.sessions = sessions.build(child(root, "sessions"), cx);
+        }
+        if let Some(resources) = self.resources {
+            policy.resources = resources.build(child(root, "resources"), cx);
+        }
+        if let Some(prompts) = self.prompts {
+            policy.prompts = prompts.build(child(root, "prompts"), cx);
         }
         policy
     }

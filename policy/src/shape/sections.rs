@@ -151,11 +151,22 @@ pub(crate) struct Rules {
 #[serde(deny_unknown_fields)]
 #[schemars(
     rename = "rule",
-    extend("x-expected" = "a rule mapping with tools, args, paths, sessions and reason")
+    extend(
+        "x-expected" = "a rule mapping with tools, resources, prompts, args, paths, sessions and reason"
+    )
 )]
 pub(crate) struct Rule {
-    /// Real tool names or globs the rule applies to; absent or empty = every tool.
+    /// Real tool names or globs the rule applies to. A rule that names none of tools, resources
+    /// and prompts judges every call (tool calls, resource reads, prompt gets); one that names
+    /// some judges those kinds only.
     pub tools: Option<GlobList>,
+    /// Resource URIs or globs (* crosses /) whose reads the rule judges, compared with the URI in
+    /// normal form (scheme and host in lower case, escapes of unreserved characters decoded, . and
+    /// .. segments removed). A read's arguments are {uri}.
+    pub resources: Option<GlobList>,
+    /// Prompt names (<server>.<prompt>) or globs whose gets the rule judges; the prompt's arguments
+    /// are its args.
+    pub prompts: Option<GlobList>,
     /// Top-level argument name -> glob its value must match. Every listed argument must match.
     pub args: Option<ArgGlobs>,
     /// Top-level argument name -> path glob its normalised, root-relative path must match. Every
@@ -174,13 +185,15 @@ pub(crate) struct Rule {
 #[serde(deny_unknown_fields)]
 #[schemars(inline)]
 pub(crate) struct Scripts {
-    /// Rewrites a call's arguments. Sees the variables tool, model_name, args, call_id and session;
-    /// returns a new args map, or () to keep them.
+    /// Rewrites a tool call's arguments (not a resource read's or a prompt get's). Sees the
+    /// variables kind, tool, model_name, args, call_id and session; returns a new args map, or ()
+    /// to keep them.
     pub rewrite: Option<Script>,
-    /// Authorises a call. Sees tool, model_name, args, call_id and session; returns () or true to
-    /// allow, false or a string (the reason told to the model) to deny.
+    /// Authorises a call. Sees kind ("tool", "resource" or "prompt"), tool (for a resource, its URI
+    /// in normal form), model_name, args, call_id and session; returns () or true to allow, false
+    /// or a string (the reason told to the model) to deny.
     pub before: Option<Script>,
-    /// Audits a finished call. Sees tool, model_name, args, call_id, session and outcome =
+    /// Audits a finished call. Sees kind, tool, model_name, args, call_id, session and outcome =
     /// #{duration_ms, is_error, error_kind, error, chars, truncated}; its return value is ignored.
     pub after: Option<Script>,
     /// Answers a call to a tool that does not exist. Sees tool, model_name, args, call_id, session
@@ -307,6 +320,8 @@ impl ToolRules {
                 .map(|(i, r)| {
                     let rule = Rule {
                         tools: None,
+                        resources: None,
+                        prompts: None,
                         args: r.args,
                         paths: r.paths,
                         sessions: r.sessions,
@@ -348,6 +363,16 @@ impl Rule {
             ..model::Rule::default()
         };
         rule.tools = cx.glob_list(self.tools, child(node, "tools"), &format!("{path}.tools"));
+        rule.resources = cx.glob_list(
+            self.resources,
+            child(node, "resources"),
+            &format!("{path}.resources"),
+        );
+        rule.prompts = cx.glob_list(
+            self.prompts,
+            child(node, "prompts"),
+            &format!("{path}.prompts"),
+        );
         rule.sessions = cx.glob_list(
             self.sessions,
             child(node, "sessions"),
