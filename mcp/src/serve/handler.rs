@@ -22,7 +22,7 @@ use toolgate_store::SessionId;
 use super::content::{call_result, error_result, tool};
 use super::engines::Loaded;
 use super::progress::forward_progress;
-use super::resources;
+use super::resources::{self, Caller};
 use super::shared::Shared;
 
 /// The HTTP header that carries the MCP session id.
@@ -39,7 +39,7 @@ pub(crate) enum SessionSource {
 
 /// The handler of one connection (stdio) or one HTTP session.
 pub(crate) struct Gateway {
-    pub(super) shared: Arc<Shared>,
+    shared: Arc<Shared>,
     source: SessionSource,
     /// This connection's entry in [`Shared::peers`], once the handshake is done.
     peer: Mutex<Option<u64>>,
@@ -58,15 +58,7 @@ impl Gateway {
         }
     }
 
-    /// What tells this connection from every other of the process.
-    pub(super) fn client(&self) -> u64 {
-        self.client
-    }
-
-    pub(super) fn session_id(
-        &self,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<SessionId, McpError> {
+    fn session_id(&self, context: &RequestContext<RoleServer>) -> Result<SessionId, McpError> {
         match &self.source {
             SessionSource::Fixed(id) => Ok(id.clone()),
             SessionSource::HttpHeader => {
@@ -87,7 +79,7 @@ impl Gateway {
 
     /// The session `id` of `loaded`'s engine, with what the session store knows it found when
     /// `fresh` is asked for (a list, or a call to a name not every session sees).
-    pub(super) async fn session(
+    async fn session(
         &self,
         loaded: &Loaded,
         id: &SessionId,
@@ -106,6 +98,21 @@ impl Gateway {
             );
         }
         Ok(session)
+    }
+}
+
+impl Gateway {
+    /// Who asks a request about resources or prompts, in which session of which engine.
+    async fn caller(&self, context: &RequestContext<RoleServer>) -> Result<Caller, McpError> {
+        let id = self.session_id(context)?;
+        let loaded = self.shared.engines.current();
+        let session = self.session(&loaded, &id, false).await?;
+        Ok(Caller {
+            shared: self.shared.clone(),
+            loaded,
+            session,
+            client: self.client,
+        })
     }
 }
 
@@ -192,7 +199,7 @@ impl ServerHandler for Gateway {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        resources::read(self, request, context).await
+        resources::read(self.caller(&context).await?, request, context).await
     }
 
     async fn get_prompt(
@@ -200,7 +207,7 @@ impl ServerHandler for Gateway {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        resources::get(self, request, context).await
+        resources::get(self.caller(&context).await?, request, context).await
     }
 
     async fn complete(
@@ -208,7 +215,7 @@ impl ServerHandler for Gateway {
         request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, McpError> {
-        resources::complete(self, request, context).await
+        resources::complete(self.caller(&context).await?, request).await
     }
 
     async fn subscribe(
@@ -216,7 +223,7 @@ impl ServerHandler for Gateway {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        resources::subscribe(self, request, context).await
+        resources::subscribe(self.caller(&context).await?, request, context).await
     }
 
     async fn unsubscribe(
@@ -224,7 +231,7 @@ impl ServerHandler for Gateway {
         request: UnsubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        resources::unsubscribe(self, request, context).await
+        resources::unsubscribe(self.caller(&context).await?, request).await
     }
 
     async fn call_tool(

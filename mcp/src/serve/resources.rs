@@ -29,18 +29,29 @@ use rmcp::model::{
     ReadResourceResponse, ReadResourceResult, Reference, ResourcesCapability, ServerCapabilities,
     SubscribeRequestParams, UnsubscribeRequestParams,
 };
+use std::sync::Arc;
+
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Value, json};
 use toolgate::access::{Access, CallKind};
 use toolgate::error::CallError;
-use toolgate::{Content, Outcome};
+use toolgate::{Content, Outcome, Session};
 
 use super::content::META_KEY;
 use super::engines::Loaded;
-use super::handler::Gateway;
 use super::shared::Shared;
 use super::subscriptions::{MAX_PER_CLIENT, Refused};
 use crate::upstream::{Slot, nowhere};
+
+/// Who asks, in which session of which engine: what the connection's handler hands over.
+pub(crate) struct Caller {
+    pub(crate) shared: Arc<Shared>,
+    /// The engine the request runs on, to its end.
+    pub(crate) loaded: Arc<Loaded>,
+    pub(crate) session: Session,
+    /// The connection (its subscriptions are kept by it).
+    pub(crate) client: u64,
+}
 
 /// The JSON-RPC code of a read, get, completion or subscription the policy refuses.
 pub(crate) const DENIED: ErrorCode = ErrorCode(-32001);
@@ -131,20 +142,23 @@ fn resolve(loaded: &Loaded, kind: CallKind, name: String) -> (String, Option<Str
 
 /// `resources/read` through the guard.
 pub(crate) async fn read(
-    gateway: &Gateway,
+    caller: Caller,
     request: ReadResourceRequestParams,
     context: RequestContext<RoleServer>,
 ) -> Result<ReadResourceResponse, McpError> {
-    let id = gateway.session_id(&context)?;
-    let loaded = gateway.shared.engines.current();
-    let session = gateway.session(&loaded, &id, false).await?;
+    let Caller {
+        shared,
+        loaded,
+        session,
+        ..
+    } = caller;
     let upstreams = &loaded.upstreams.upstreams;
     let (uri, alias) = resolve(&loaded, CallKind::Resource, request.uri);
     let (target, slot) = match upstreams.catalog().route_uri(&uri, &upstreams.names()) {
         Ok(server) => upstreams.reader(server, &uri),
         Err(why) => (nowhere(&uri, "unknown_resource", why), Slot::default()),
     };
-    let mut access = Access::resource(gateway.shared.next_call_id(), &uri, Some(target));
+    let mut access = Access::resource(shared.next_call_id(), &uri, Some(target));
     if let Some(alias) = alias {
         access = access.asked_as(alias);
     }
@@ -158,13 +172,16 @@ pub(crate) async fn read(
 
 /// `prompts/get` through the guard.
 pub(crate) async fn get(
-    gateway: &Gateway,
+    caller: Caller,
     request: GetPromptRequestParams,
     context: RequestContext<RoleServer>,
 ) -> Result<GetPromptResponse, McpError> {
-    let id = gateway.session_id(&context)?;
-    let loaded = gateway.shared.engines.current();
-    let session = gateway.session(&loaded, &id, false).await?;
+    let Caller {
+        shared,
+        loaded,
+        session,
+        ..
+    } = caller;
     let upstreams = &loaded.upstreams.upstreams;
     let (name, alias) = resolve(&loaded, CallKind::Prompt, request.name);
     let (target, slot) = match upstreams.catalog().route_prompt(&name) {
@@ -180,12 +197,7 @@ pub(crate) async fn get(
         ),
     };
     let arguments = request.arguments.unwrap_or_default();
-    let mut access = Access::prompt(
-        gateway.shared.next_call_id(),
-        &name,
-        arguments,
-        Some(target),
-    );
+    let mut access = Access::prompt(shared.next_call_id(), &name, arguments, Some(target));
     if let Some(alias) = alias {
         access = access.asked_as(alias);
     }
@@ -272,13 +284,12 @@ fn refused(error: CallError, what: &str) -> McpError {
 /// `completion/complete`: the prompt or template's server completes it, once the rules let the
 /// prompt (with the arguments given so far) or the template through.
 pub(crate) async fn complete(
-    gateway: &Gateway,
+    caller: Caller,
     mut request: CompleteRequestParams,
-    context: RequestContext<RoleServer>,
 ) -> Result<CompleteResult, McpError> {
-    let id = gateway.session_id(&context)?;
-    let loaded = gateway.shared.engines.current();
-    let session = gateway.session(&loaded, &id, false).await?;
+    let Caller {
+        loaded, session, ..
+    } = caller;
     let upstreams = &loaded.upstreams.upstreams;
     let catalog = upstreams.catalog();
     let (server, access) = match &request.r#ref {
@@ -340,13 +351,16 @@ pub(crate) async fn complete(
 
 /// `resources/subscribe`: kept with this connection; the server is asked once per URI.
 pub(crate) async fn subscribe(
-    gateway: &Gateway,
+    caller: Caller,
     request: SubscribeRequestParams,
     context: RequestContext<RoleServer>,
 ) -> Result<(), McpError> {
-    let id = gateway.session_id(&context)?;
-    let loaded = gateway.shared.engines.current();
-    let session = gateway.session(&loaded, &id, false).await?;
+    let Caller {
+        shared,
+        loaded,
+        session,
+        client,
+    } = caller;
     let upstreams = &loaded.upstreams.upstreams;
     let (uri, _) = resolve(&loaded, CallKind::Resource, request.uri);
     let catalog = upstreams.catalog();
@@ -369,8 +383,7 @@ pub(crate) async fn subscribe(
         .engine
         .judge(&session, &access)
         .map_err(|e| refused(e, &format!("watching {uri}")))?;
-    let client = gateway.client();
-    let subscriptions = &gateway.shared.subscriptions;
+    let subscriptions = &shared.subscriptions;
     match subscriptions.add(client, &context.peer, upstreams, server, &uri) {
         Ok(true) => {}
         Ok(false) => return Ok(()),
@@ -392,15 +405,18 @@ pub(crate) async fn subscribe(
 
 /// `resources/unsubscribe`: the server is told once no connection holds the URI.
 pub(crate) async fn unsubscribe(
-    gateway: &Gateway,
+    caller: Caller,
     request: UnsubscribeRequestParams,
-    _context: RequestContext<RoleServer>,
 ) -> Result<(), McpError> {
-    let loaded = gateway.shared.engines.current();
+    let Caller {
+        shared,
+        loaded,
+        client,
+        ..
+    } = caller;
     let upstreams = &loaded.upstreams.upstreams;
     let (uri, _) = resolve(&loaded, CallKind::Resource, request.uri);
-    let client = gateway.client();
-    if let Some(server) = gateway.shared.subscriptions.remove(client, upstreams, &uri) {
+    if let Some(server) = shared.subscriptions.remove(client, upstreams, &uri) {
         upstreams.unsubscribe(server, &uri).await;
     }
     Ok(())

@@ -16,6 +16,7 @@ use super::adapter::tools_of;
 use super::catalog::Catalog;
 use super::offered::Offered;
 use super::supervisor::Server;
+use super::watch::MAX_SUBSCRIBED;
 
 /// How long [`Upstreams::shutdown`] waits for cancellation notices still being sent.
 const NOTICE_GRACE: Duration = Duration::from_secs(1);
@@ -86,6 +87,7 @@ impl Upstreams {
         let mut firsts = Vec::with_capacity(servers.len());
         for spec in servers {
             let (server, first) = Server::start(spec.clone());
+            tokio::spawn(resubscribe_on_restart(Arc::downgrade(&server)));
             started.push(server);
             firsts.push(first);
         }
@@ -205,16 +207,44 @@ impl Upstreams {
         access::complete(&self.servers[server], params).await
     }
 
-    /// One more subscription to `uri` on the server `server` (sent on if it is the first).
+    /// One more subscription to `uri` on the server `server`: the first is sent on, and at
+    /// most [`MAX_SUBSCRIBED`] URIs are watched on one server.
     pub(crate) async fn subscribe(&self, server: usize, uri: &str) -> Result<(), ToolError> {
         let server = &self.servers[server];
-        server.handler.watch().add(server, uri).await
+        let mut subscribed = server.handler.watch().subscribed().await;
+        if let Some(count) = subscribed.get_mut(uri) {
+            *count += 1;
+            return Ok(());
+        }
+        if subscribed.len() >= MAX_SUBSCRIBED {
+            return Err(ToolError::coded(
+                "overloaded",
+                format!(
+                    "toolgate already watches {MAX_SUBSCRIBED} resources of the MCP server {}, the most it watches on one server",
+                    server.name()
+                ),
+            ));
+        }
+        access::subscription(server, uri, true).await?;
+        subscribed.insert(uri.to_owned(), 1);
+        Ok(())
     }
 
-    /// One subscription to `uri` on the server `server` fewer (sent on if it was the last).
+    /// One subscription to `uri` on the server `server` fewer: the last is sent on.
     pub(crate) async fn unsubscribe(&self, server: usize, uri: &str) {
         let server = &self.servers[server];
-        server.handler.watch().remove(server, uri).await;
+        let mut subscribed = server.handler.watch().subscribed().await;
+        let Some(count) = subscribed.get_mut(uri) else {
+            return;
+        };
+        *count -= 1;
+        if *count > 0 {
+            return;
+        }
+        subscribed.remove(uri);
+        if let Err(e) = access::subscription(server, uri, false).await {
+            tracing::debug!(server = server.name(), uri, "unsubscribe not sent: {e}");
+        }
     }
 
     /// Calls `f` with the server's index and the URI of every `notifications/resources/updated`
@@ -261,5 +291,33 @@ impl Upstreams {
     /// `upstream_unavailable`.
     pub async fn shutdown(&self) {
         futures::future::join_all(self.servers.iter().map(|s| s.shutdown(NOTICE_GRACE))).await;
+    }
+}
+
+/// Subscribes again to everything watched on the server each time it (re)starts, until it is
+/// shut down: a restarted server has forgotten its subscriptions.
+async fn resubscribe_on_restart(server: std::sync::Weak<Server>) {
+    let Some(up) = server.upgrade().map(|s| s.handler.watch().up()) else {
+        return;
+    };
+    loop {
+        up.notified().await;
+        let Some(server) = server.upgrade() else {
+            return;
+        };
+        let watch = server.handler.watch();
+        if watch.is_stopped() {
+            return;
+        }
+        let subscribed = watch.subscribed().await;
+        for uri in subscribed.keys() {
+            if let Err(e) = access::subscription(&server, uri, true).await {
+                tracing::warn!(
+                    server = server.name(),
+                    uri,
+                    "cannot subscribe again after a restart: {e}"
+                );
+            }
+        }
     }
 }

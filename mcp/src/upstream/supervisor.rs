@@ -214,9 +214,7 @@ impl Server {
                         let _ = first.send(());
                     }
                     // A restarted server has forgotten what toolgate subscribed to.
-                    let again = self.clone();
-                    self.tasks
-                        .spawn(async move { again.handler.watch().resubscribe(&again).await });
+                    self.handler.watch().came_up();
                     tracing::info!(server = %self.spec.name, tools = connection.tools.tools.len(), "MCP server started");
                     let since = Instant::now();
                     if !self.serve(&connection).await {
@@ -226,6 +224,7 @@ impl Server {
                         self.state.send_replace(State::Stopping);
                         connection.close().await;
                         self.state.send_replace(State::Stopped);
+                        self.handler.watch().stopped();
                         return;
                     }
                     self.state.send_replace(State::Starting);
@@ -279,6 +278,7 @@ impl Server {
             }
         }
         self.state.send_replace(State::Stopped);
+        self.handler.watch().stopped();
     }
 
     /// Serves a started connection until it closes (`true`) or the server is shut down

@@ -1,20 +1,18 @@
 //! What toolgate watches on one server besides its tools: the resources it subscribed to for its
-//! clients, the `notifications/resources/updated` the server sends for them, and its notices
-//! that its resource or prompt list changed.
+//! clients, the `notifications/resources/updated` the server sends for them, its notices that
+//! its resource or prompt list changed, and each time it (re)starts.
 //!
-//! toolgate subscribes to a URI once per server, however many clients asked: the first
-//! client's `resources/subscribe` is sent on, the last one's `resources/unsubscribe` too. A
-//! server that restarts has forgotten its subscriptions, so they are sent again once it is
-//! back. At most [`MAX_SUBSCRIBED`] URIs are watched on one server.
+//! This is the bookkeeping only; [`Upstreams`](super::Upstreams) sends the requests. toolgate
+//! subscribes to a URI once per server, however many clients asked: the first client's
+//! `resources/subscribe` is sent on, the last one's `resources/unsubscribe` too. A server that
+//! restarts has forgotten its subscriptions, so they are sent again once it is back. At most
+//! [`MAX_SUBSCRIBED`] URIs are watched on one server.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
-use toolgate::tool::ToolError;
-
-use super::access::subscription;
-use super::supervisor::Server;
 
 /// The most URIs toolgate subscribes to on one server.
 pub const MAX_SUBSCRIBED: usize = 4096;
@@ -22,15 +20,21 @@ pub const MAX_SUBSCRIBED: usize = 4096;
 /// Called with the URI of each `notifications/resources/updated` of a server.
 pub(crate) type OnUpdated = Arc<dyn Fn(&str) + Send + Sync>;
 
-/// One server's watched resources and list notices; lives as long as the server's handler,
-/// across restarts.
+/// URI -> how many subscriptions of toolgate's clients hold it.
+pub(crate) type Subscribed = BTreeMap<String, usize>;
+
+/// One server's watched resources and notices; lives as long as the server's handler, across
+/// restarts.
 #[derive(Default)]
 pub(crate) struct Watch {
-    /// URI -> how many subscriptions of toolgate's clients hold it. Held across the request
-    /// upstream, so subscribes and unsubscribes reach the server in the order they were made.
-    subscribed: tokio::sync::Mutex<BTreeMap<String, usize>>,
+    /// Held across the request upstream, so subscribes and unsubscribes reach the server in the
+    /// order they were made.
+    subscribed: tokio::sync::Mutex<Subscribed>,
     listeners: Mutex<Vec<OnUpdated>>,
     offered_changed: Notify,
+    /// Notified each time the server has (re)started, and once when it is shut down.
+    up: Arc<Notify>,
+    stopped: AtomicBool,
 }
 
 impl Watch {
@@ -65,54 +69,29 @@ impl Watch {
         self.offered_changed.notified().await;
     }
 
-    /// One more subscription to `uri` on `server`; the first is sent on.
-    pub(crate) async fn add(&self, server: &Arc<Server>, uri: &str) -> Result<(), ToolError> {
-        let mut subscribed = self.subscribed.lock().await;
-        if let Some(count) = subscribed.get_mut(uri) {
-            *count += 1;
-            return Ok(());
-        }
-        if subscribed.len() >= MAX_SUBSCRIBED {
-            return Err(ToolError::coded(
-                "overloaded",
-                format!(
-                    "toolgate already watches {MAX_SUBSCRIBED} resources of the MCP server {}, the most it watches on one server",
-                    server.name()
-                ),
-            ));
-        }
-        subscription(server, uri, true).await?;
-        subscribed.insert(uri.to_owned(), 1);
-        Ok(())
+    /// The subscriptions, locked for a change and the request that goes with it.
+    pub(crate) async fn subscribed(&self) -> tokio::sync::MutexGuard<'_, Subscribed> {
+        self.subscribed.lock().await
     }
 
-    /// One subscription to `uri` on `server` fewer; the last is sent on.
-    pub(crate) async fn remove(&self, server: &Arc<Server>, uri: &str) {
-        let mut subscribed = self.subscribed.lock().await;
-        let Some(count) = subscribed.get_mut(uri) else {
-            return;
-        };
-        *count -= 1;
-        if *count > 0 {
-            return;
-        }
-        subscribed.remove(uri);
-        if let Err(e) = subscription(server, uri, false).await {
-            tracing::debug!(server = server.name(), uri, "unsubscribe not sent: {e}");
-        }
+    /// The server has (re)started.
+    pub(crate) fn came_up(&self) {
+        self.up.notify_one();
     }
 
-    /// Subscribes again to everything watched on `server`, which has just (re)started.
-    pub(crate) async fn resubscribe(&self, server: &Arc<Server>) {
-        let subscribed = self.subscribed.lock().await;
-        for uri in subscribed.keys() {
-            if let Err(e) = subscription(server, uri, true).await {
-                tracing::warn!(
-                    server = server.name(),
-                    uri,
-                    "cannot subscribe again after a restart: {e}"
-                );
-            }
-        }
+    /// The server is shut down for good.
+    pub(crate) fn stopped(&self) {
+        self.stopped.store(true, Ordering::Release);
+        self.up.notify_one();
+    }
+
+    /// What is notified when the server (re)starts or stops, and whether it stopped.
+    pub(crate) fn up(&self) -> Arc<Notify> {
+        self.up.clone()
+    }
+
+    /// Whether the server is shut down for good.
+    pub(crate) fn is_stopped(&self) -> bool {
+        self.stopped.load(Ordering::Acquire)
     }
 }
