@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use serde::Serialize;
-use toolgate_policy::{AliasSpec, Policy};
+use toolgate_policy::{AccessAlias, Policy};
 
 use crate::error::{At, BuildError};
 use crate::tool::Tool;
@@ -198,7 +198,7 @@ impl AccessAliases {
 
 /// alias -> target of one section, each name checked (and put in its form) by `check`.
 fn table(
-    aliases: &BTreeMap<String, AliasSpec>,
+    aliases: &BTreeMap<String, AccessAlias>,
     section: &str,
     check: impl Fn(&str) -> Result<String, String>,
 ) -> Result<HashMap<String, String>, BuildError> {

@@ -2,10 +2,10 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::layer::{Layer, Next};
 use crate::access::{CallKind, normalize_uri};
 use crate::call::{CallResult, Invocation};
 use crate::error::{CallError, cut_name};
+use crate::guard::{Layer, Next};
 use crate::tool::BoxFuture;
 
 /// Argument aliases of each tool: real tool name -> (alias -> real argument name).

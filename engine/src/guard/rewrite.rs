@@ -2,9 +2,9 @@
 
 use std::sync::Arc;
 
-use super::layer::{Layer, Next};
 use crate::access::CallKind;
 use crate::call::{CallResult, Invocation};
+use crate::guard::{Layer, Next};
 use crate::script::{CallView, ScriptSet};
 use crate::tool::BoxFuture;
 

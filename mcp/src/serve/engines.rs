@@ -23,7 +23,7 @@ use tokio::sync::Notify;
 use toolgate::{Engine, Policy};
 use toolgate_policy::McpServerSpec;
 
-use crate::upstream::Upstreams;
+use crate::upstream::{Downstream, Upstreams};
 
 use super::error::ServeError;
 use super::progress::ProgressRoutes;
@@ -54,9 +54,13 @@ impl UpstreamSet {
     /// Starts the servers of `specs` (blocks until each started or failed, each within its
     /// `startup_timeout`); a server that did not start is logged and costs only its own tools.
     /// Must run on a thread of the runtime's blocking pool.
-    fn start(specs: &[McpServerSpec], changed: &Arc<Notify>) -> Arc<UpstreamSet> {
+    fn start(
+        specs: &[McpServerSpec],
+        changed: &Arc<Notify>,
+        downstream: &Arc<dyn Downstream>,
+    ) -> Arc<UpstreamSet> {
         let runtime = tokio::runtime::Handle::current();
-        let upstreams = runtime.block_on(Upstreams::start(specs));
+        let upstreams = runtime.block_on(Upstreams::start_for(specs, Some(Arc::clone(downstream))));
         for problem in upstreams.problems() {
             tracing::warn!("{problem}");
         }
@@ -80,6 +84,8 @@ impl UpstreamSet {
                 && a.transport == b.transport
                 && a.searchable == b.searchable
                 && a.startup_timeout == b.startup_timeout
+                // Declared to the server when it starts.
+                && a.client_requests == b.client_requests
         };
         self.specs.len() == specs.len() && self.specs.iter().zip(specs).all(|(a, b)| same(a, b))
     }
@@ -117,6 +123,8 @@ pub(crate) struct Engines {
     policy: PathBuf,
     default_store_url: Option<String>,
     progress: Arc<ProgressRoutes>,
+    /// Where upstream servers send what belongs to a client.
+    downstream: Arc<dyn Downstream>,
     generations: AtomicU64,
     upstream_changed: Arc<Notify>,
 }
@@ -128,6 +136,7 @@ impl Engines {
         policy: &Path,
         default_store_url: Option<String>,
         progress: Arc<ProgressRoutes>,
+        downstream: Arc<dyn Downstream>,
     ) -> Result<Self, ServeError> {
         let upstream_changed = Arc::new(Notify::new());
         let first = build(
@@ -135,7 +144,7 @@ impl Engines {
             default_store_url.as_deref(),
             &progress,
             None,
-            &upstream_changed,
+            (&upstream_changed, &downstream),
             1,
         )?;
         Ok(Engines {
@@ -143,6 +152,7 @@ impl Engines {
             policy: policy.to_path_buf(),
             default_store_url,
             progress,
+            downstream,
             generations: AtomicU64::new(1),
             upstream_changed,
         })
@@ -174,7 +184,7 @@ impl Engines {
             self.default_store_url.as_deref(),
             &self.progress,
             Some(&previous),
-            &self.upstream_changed,
+            (&self.upstream_changed, &self.downstream),
             generation,
         )?);
         self.current.store(Arc::clone(&next));
@@ -211,7 +221,7 @@ fn build(
     default_store_url: Option<&str>,
     progress: &Arc<ProgressRoutes>,
     previous: Option<&Loaded>,
-    upstream_changed: &Arc<Notify>,
+    (upstream_changed, downstream): (&Arc<Notify>, &Arc<dyn Downstream>),
     generation: u64,
 ) -> Result<Loaded, ServeError> {
     let policy = toolgate_policy::load_file(path)?;
@@ -225,7 +235,7 @@ fn build(
         Some(previous) if previous.upstreams.serves(&policy.mcp_servers) => {
             Arc::clone(&previous.upstreams)
         }
-        _ => UpstreamSet::start(&policy.mcp_servers, upstream_changed),
+        _ => UpstreamSet::start(&policy.mcp_servers, upstream_changed, downstream),
     };
     let needs_store = policy.reduction.as_ref().is_some_and(|r| r.store.is_none());
     let mut builder = upstreams

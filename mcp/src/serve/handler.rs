@@ -1,8 +1,12 @@
 //! One MCP connection: `tools/list` and `tools/call` on the current engine, in this
 //! connection's toolgate session.
 
+// `logging/setLevel` is deprecated by SEP-2577 (the 2026-07-28 revision); it is how every
+// revision with sessions sets the level.
+#![allow(deprecated)]
+
 use std::borrow::Cow;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::ErrorData as McpError;
 use rmcp::handler::server::ServerHandler;
@@ -11,15 +15,17 @@ use rmcp::model::{
     GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
-    ServerConfig, SubscribeRequestParams, UnsubscribeRequestParams,
+    ServerConfig, SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
 };
-use rmcp::service::{NotificationContext, RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
 use tokio_util::sync::CancellationToken;
 use toolgate::Session;
 use toolgate::history::ToolCall;
 use toolgate_store::SessionId;
 
+use super::clients::ClientLink;
 use super::content::{call_result, error_result, tool};
+use super::downstream::CallLink;
 use super::engines::Loaded;
 use super::progress::forward_progress;
 use super::resources::{self, Caller};
@@ -42,19 +48,40 @@ pub(crate) struct Gateway {
     shared: Arc<Shared>,
     source: SessionSource,
     /// This connection's entry in [`Shared::peers`], once the handshake is done.
-    peer: Mutex<Option<u64>>,
+    client: Mutex<Option<Arc<ClientLink>>>,
     /// Tells this connection from every other of the process (its subscriptions are kept by it).
-    client: u64,
+    connection: u64,
+}
+
+/// What `serve` offers its clients: tools and logging, and what some upstream server offers of
+/// resources, prompts and completion (see [`resources::declare`]).
+pub(crate) fn capabilities(shared: &Shared) -> ServerCapabilities {
+    let mut capabilities = ServerCapabilities::builder()
+        .enable_tools()
+        .enable_tool_list_changed()
+        .enable_logging()
+        .build();
+    resources::declare(shared, &mut capabilities);
+    capabilities
 }
 
 impl Gateway {
     pub(crate) fn new(shared: Arc<Shared>, source: SessionSource) -> Self {
-        static CLIENTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        static CONNECTIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         Gateway {
             shared,
             source,
-            peer: Mutex::new(None),
-            client: CLIENTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            client: Mutex::new(None),
+            connection: CONNECTIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        }
+    }
+
+    /// This connection's entry in [`Shared::peers`], made on first use.
+    fn client(&self, peer: &Peer<RoleServer>) -> Arc<ClientLink> {
+        let mut slot = self.client.lock().unwrap_or_else(PoisonError::into_inner);
+        match &*slot {
+            Some(client) => Arc::clone(client),
+            None => Arc::clone(slot.insert(self.shared.peers.add(peer.clone()))),
         }
     }
 
@@ -111,28 +138,23 @@ impl Gateway {
             shared: self.shared.clone(),
             loaded,
             session,
-            client: self.client,
+            client: self.connection,
         })
     }
 }
 
 impl Drop for Gateway {
     fn drop(&mut self) {
-        if let Ok(Some(key)) = self.peer.lock().map(|mut k| k.take()) {
-            self.shared.peers.remove(key);
+        if let Ok(Some(client)) = self.client.lock().map(|mut k| k.take()) {
+            self.shared.peers.remove(client.key());
         }
-        self.shared.subscriptions.drop_client(self.client);
+        self.shared.subscriptions.drop_client(self.connection);
     }
 }
 
 impl ServerHandler for Gateway {
     fn get_info(&self) -> ServerConfig {
-        let mut capabilities = ServerCapabilities::builder()
-            .enable_tools()
-            .enable_tool_list_changed()
-            .build();
-        resources::declare(&self.shared, &mut capabilities);
-        ServerConfig::new(capabilities)
+        ServerConfig::new(capabilities(&self.shared))
             .with_server_info(Implementation::new("toolgate", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "The tools of a toolgate policy. Every call runs through the policy's guard; a \
@@ -145,12 +167,16 @@ impl ServerHandler for Gateway {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        let key = self.shared.peers.add(context.peer.clone());
-        if let Ok(mut slot) = self.peer.lock()
-            && let Some(old) = slot.replace(key)
-        {
-            self.shared.peers.remove(old);
-        }
+        self.client(&context.peer);
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.client(&context.peer).set_level(request.level);
+        Ok(())
     }
 
     async fn list_tools(
@@ -253,6 +279,13 @@ impl ServerHandler for Gateway {
         };
         let call_id = self.shared.next_call_id();
         let call = ToolCall::new(call_id.clone(), name, arguments);
+        // What an upstream server sends during the call finds its way back to this client.
+        let _entered = self.shared.links.enter(CallLink::new(
+            self.client(&context.peer),
+            context.id.clone(),
+            call_id.clone(),
+            Arc::clone(&self.shared.progress),
+        ));
 
         let forward = context.meta.get_progress_token().map(|token| {
             let updates = self.shared.progress.register(&call_id);

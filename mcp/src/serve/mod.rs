@@ -13,6 +13,10 @@
 //!   (`resources`): reads and gets run through the guard like tool calls, subscriptions are kept
 //!   per connection and their updates forwarded (`subscriptions`). The capabilities are declared
 //!   only when some upstream server declared them.
+//! - What an upstream MCP server sends during a call goes back to the client that made it
+//!   (`downstream`): its requests to the client (sampling, elicitation, roots) as the policy
+//!   allows, its progress with its own numbers, its log messages (filtered by the client's
+//!   `logging/setLevel`); its resource and prompt list changes go to every client.
 //! - Session state (the tools a session found) lives in a [`toolgate_store::SessionStore`]
 //!   beside the results, so several `serve` processes on one store share it
 //!   ([`StoredSessions`]).
@@ -25,7 +29,9 @@
 //!   `file:line:col` errors. `SIGHUP` reloads too.
 
 mod accept;
+mod clients;
 mod content;
+mod downstream;
 mod engines;
 mod error;
 mod handler;

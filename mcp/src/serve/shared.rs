@@ -3,15 +3,18 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::downstream::Links;
 use super::engines::Engines;
 use super::peers::Peers;
 use super::progress::ProgressRoutes;
 use super::subscriptions::Subscriptions;
 
-/// The engines, the connected clients and the progress routes of one `serve`.
+/// The engines, the connected clients, the calls running for them and the progress routes of
+/// one `serve`.
 pub(crate) struct Shared {
     pub(crate) engines: Engines,
-    pub(crate) peers: Peers,
+    pub(crate) peers: Arc<Peers>,
+    pub(crate) links: Arc<Links>,
     pub(crate) progress: Arc<ProgressRoutes>,
     /// Every client's `resources/subscribe`.
     pub(crate) subscriptions: Arc<Subscriptions>,
@@ -19,10 +22,16 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn new(engines: Engines, progress: Arc<ProgressRoutes>) -> Self {
+    pub(crate) fn new(
+        engines: Engines,
+        peers: Arc<Peers>,
+        links: Arc<Links>,
+        progress: Arc<ProgressRoutes>,
+    ) -> Self {
         Shared {
             engines,
-            peers: Peers::default(),
+            peers,
+            links,
             progress,
             subscriptions: Arc::default(),
             calls: AtomicU64::new(0),

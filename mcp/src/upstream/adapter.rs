@@ -80,13 +80,13 @@ impl Tool for UpstreamTool {
             let mut params = CallToolRequestParams::new(remote);
             params.arguments = Some(arguments);
             let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+            // Entered before it is sent: what the server sends about the call finds it.
+            let tracked = server.handler.track(ctx.clone()).await?;
             let handle = peer
                 .send_request_with_option(request, PeerRequestOptions::no_options())
                 .await
                 .map_err(|e| call_error(server.name(), &e))?;
-            let _progress = server
-                .handler
-                .track(handle.progress_token.clone(), ctx.clone());
+            tracked.sent(handle.id.clone(), handle.progress_token.clone());
             let mut pending = Pending {
                 server: server.clone(),
                 peer,

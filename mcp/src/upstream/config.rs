@@ -125,6 +125,7 @@ mod tests {
             transport,
             searchable: false,
             startup_timeout: None,
+            client_requests: Default::default(),
             position: None,
         }
     }

@@ -17,6 +17,7 @@ use super::frame;
 use super::handler::Handler;
 use super::listing::{self, Listed};
 use super::offered::{Offered, list_offered};
+use super::ordered::Ordered;
 use super::stdio::{self, Child};
 
 /// How long closing a connection waits for the client's own shutdown.
@@ -83,7 +84,11 @@ async fn start(
             // set just above what `Bounded` passes on.
             let transport = AsyncRwTransport::new_client(stdout, stdin)
                 .with_max_line_length(frame::MAX_MESSAGE_BYTES + 2);
-            match handler.serve(transport).await {
+            match handler
+                .clone()
+                .serve(Ordered::new(transport, handler))
+                .await
+            {
                 Ok(service) => service,
                 Err(source) => {
                     // A child that died during the handshake says more by its exit than the
@@ -103,9 +108,11 @@ async fn start(
             }
         }
         Launch::Http(launch) => handler
-            .serve(StreamableHttpClientTransport::from_config(http_config(
-                launch,
-            )))
+            .clone()
+            .serve(Ordered::new(
+                StreamableHttpClientTransport::from_config(http_config(launch)),
+                handler,
+            ))
             .await
             .map_err(|source| UpstreamError::Handshake {
                 reason: handshake_reason(&source),

@@ -32,6 +32,13 @@
 //! the request. A server that exits or whose connection breaks is started again: at once the
 //! first time, then with pauses of 0.5 s, 1 s, 2 s, ... up to 30 s while it keeps failing.
 //!
+//! # Requests to the client
+//!
+//! A server's `sampling/createMessage`, `elicitation/create` and `roots/list` are refused unless
+//! its `client_requests` allows them; toolgate declares to it only the capabilities allowed. A
+//! host that serves clients (`toolgate serve`) passes allowed ones on to the client whose call
+//! the server is working on (see `client_requests` and `inflight`); other hosts refuse them.
+//!
 //! # Tool list changes
 //!
 //! When a server sends `notifications/tools/list_changed` (or comes back with other tools) its
@@ -41,22 +48,28 @@
 
 mod access;
 mod adapter;
+mod callers;
 mod catalog;
+mod client_requests;
 mod config;
 mod connection;
 mod error;
 mod frame;
 mod handler;
+mod inflight;
 mod listing;
 mod offered;
+mod ordered;
 mod set;
 mod shape;
 mod stdio;
 mod supervisor;
 mod template;
+mod turns;
 mod watch;
 
 pub(crate) use access::{Slot, nowhere};
+pub(crate) use callers::{Caller, Downstream, ListKind};
 pub use error::{UPSTREAM_ERROR, UPSTREAM_UNAVAILABLE, UpstreamError};
 pub use set::{Problem, Upstreams};
 pub use watch::MAX_SUBSCRIBED;

@@ -13,6 +13,7 @@ use toolgate_policy::{McpServerSpec, Position};
 
 use super::access::{self, Slot};
 use super::adapter::tools_of;
+use super::callers::Downstream;
 use super::catalog::Catalog;
 use super::offered::Offered;
 use super::supervisor::Server;
@@ -83,10 +84,20 @@ impl Upstreams {
     /// its `startup_timeout`. A server that failed keeps being retried in the background (see
     /// the module docs); [`Upstreams::problems`] says which and why.
     pub async fn start(servers: &[McpServerSpec]) -> Upstreams {
+        Self::start_for(servers, None).await
+    }
+
+    /// [`start`](Self::start) for a host that serves clients: what a server sends during a
+    /// call (requests to the client, progress, log messages) goes to the call's client as
+    /// `downstream` names it.
+    pub(crate) async fn start_for(
+        servers: &[McpServerSpec],
+        downstream: Option<Arc<dyn Downstream>>,
+    ) -> Upstreams {
         let mut started = Vec::with_capacity(servers.len());
         let mut firsts = Vec::with_capacity(servers.len());
         for spec in servers {
-            let (server, first) = Server::start(spec.clone());
+            let (server, first) = Server::start(spec.clone(), downstream.clone());
             tokio::spawn(resubscribe_on_restart(Arc::downgrade(&server)));
             started.push(server);
             firsts.push(first);

@@ -32,6 +32,8 @@ pub(crate) struct Watch {
     subscribed: tokio::sync::Mutex<Subscribed>,
     listeners: Mutex<Vec<OnUpdated>>,
     offered_changed: Notify,
+    /// The lists the server said changed since they were last fetched: resources, prompts.
+    announced: Mutex<(bool, bool)>,
     /// Notified each time the server has (re)started, and once when it is shut down.
     up: Arc<Notify>,
     stopped: AtomicBool,
@@ -58,9 +60,19 @@ impl Watch {
             .push(f);
     }
 
-    /// The server said its resource or prompt list changed.
-    pub(crate) fn offered_changed(&self) {
+    /// The server said its resource list (or its prompt list) changed.
+    pub(crate) fn offered_changed(&self, resources: bool, prompts: bool) {
+        {
+            let mut announced = self.announced.lock().unwrap_or_else(|p| p.into_inner());
+            announced.0 |= resources;
+            announced.1 |= prompts;
+        }
         self.offered_changed.notify_one();
+    }
+
+    /// Which lists the server said changed since the last call: resources, prompts.
+    pub(crate) fn take_announced(&self) -> (bool, bool) {
+        std::mem::take(&mut *self.announced.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// Resolves when the server said its resource or prompt list changed (a notice that came
