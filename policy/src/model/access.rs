@@ -15,7 +15,7 @@ use crate::shape::values::Name;
 #[schemars(inline, deny_unknown_fields)]
 pub struct AccessSettings {
     /// Other names a client may use. Each key is the real name (a resource URI, or a prompt's
-    /// <server>.<prompt>); its value lists the other names. A name a server lists is never taken
+    /// `<server>.<prompt>`); its value lists the other names. A name a server lists is never taken
     /// for an alias.
     ///
     /// Checked when the engine is built (A3).

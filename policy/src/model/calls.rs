@@ -318,7 +318,7 @@ pub struct Rule {
     /// Reads of the upstream servers' resources through `toolgate serve` (A2).
     #[schemars(with = "GlobList")]
     pub resources: Vec<Glob>,
-    /// Prompt names (<server>.<prompt>) or globs whose gets the rule judges; the prompt's
+    /// Prompt names (`<server>.<prompt>`) or globs whose gets the rule judges; the prompt's
     /// arguments are its args.
     ///
     /// Gets of the upstream servers' prompts through `toolgate serve` (A2).

@@ -133,7 +133,7 @@ pub struct Policy {
     /// governed like a tool call (rules naming resources, hooks with kind = "resource", the
     /// dispatch timeout and cap, offload). Every key is optional.
     pub resources: AccessSettings,
-    /// The prompts of the upstream MCP servers, named <server>.<prompt>, as toolgate serve offers
+    /// The prompts of the upstream MCP servers, named `<server>.<prompt>`, as toolgate serve offers
     /// them: a get is governed like a tool call (rules naming prompts, hooks with kind =
     /// "prompt", the dispatch timeout and cap, offload). Every key is optional.
     pub prompts: AccessSettings,
