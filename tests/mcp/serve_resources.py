@@ -13,6 +13,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import json
+import os
+import subprocess
+import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
@@ -255,6 +259,42 @@ async def aliases_reach_the_real_resource_and_prompt(opts: argparse.Namespace) -
     print("ok")
 
 
+async def pinned_definitions_that_changed_are_held_back(opts: argparse.Namespace) -> None:
+    """`toolgate upstream pin` records server-everything's definitions; a resource whose pin no
+    longer matches and a prompt without a pin are then held back, the rest is offered."""
+    with tempfile.TemporaryDirectory() as tmp:
+        policy = Path(tmp) / "policy.yaml"
+        policy.write_text("version: 1\nmcp_servers:\n  - name: everything\n    command: [mcp-server-everything]\n")
+        pinned = subprocess.run([opts.toolgate, "upstream", "pin", str(policy)], capture_output=True, text=True, timeout=120)
+        check(pinned.returncode == 0, f"upstream pin failed: {pinned.stderr}")
+        pins_file = Path(tmp) / "policy.pins.json"
+        pins = json.loads(pins_file.read_text())
+        server = pins["servers"]["everything"]
+        changed = server["resources"][STATIC + "architecture.md"]
+        changed["sha256"] = "0" * 64
+        changed["fields"]["description"] = "0" * 64
+        del server["prompts"]["simple-prompt"]
+        pins_file.write_text(json.dumps(pins))
+
+        async with serving(opts, policy) as gateway:
+            async with gateway.client() as client:
+                uris = [r.uri for r in (await client.list_resources()).resources]
+                check(STATIC + "architecture.md" not in uris, f"the changed resource is held back: {uris}")
+                check(STATIC + "extension.md" in uris, f"the others are offered: {uris}")
+                e = await refused(client.read_resource(STATIC + "architecture.md"))
+                check(e.code == -32002, f"a held-back resource cannot be read: {e.error}")
+                names = [p.name for p in (await client.list_prompts()).prompts]
+                check("everything.simple-prompt" not in names and "everything.args-prompt" in names, f"{names}")
+                e = await refused(client.get_prompt("everything.simple-prompt"))
+                check(e.code == -32602, f"a held-back prompt cannot be got: {e.error}")
+                await wait_for(
+                    lambda: 'its resource "demo://resource/static/document/architecture.md" is held back: its definition changed since it was pinned (description changed)' in gateway.log_text()
+                    and 'its prompt "simple-prompt" is held back: it is not pinned' in gateway.log_text(),
+                    "the warnings that name what is held back and why",
+                )
+    print("ok")
+
+
 async def an_unknown_resource_is_not_found(opts: argparse.Namespace) -> None:
     async with serving(opts, POLICY) as server:
         async with server.client() as client:
@@ -273,7 +313,7 @@ SCENARIOS = {f.__name__: f for f in [
     a3_completion_reaches_the_prompts_server, a4_a_subscribed_client_gets_the_servers_update,
     a_denied_resource_uri_is_refused, a_denied_prompt_is_refused, a_large_resource_is_offloaded_and_paged_back,
     a_before_and_after_hooks_see_every_read_and_get, an_unknown_resource_is_not_found,
-    aliases_reach_the_real_resource_and_prompt,
+    aliases_reach_the_real_resource_and_prompt, pinned_definitions_that_changed_are_held_back,
 ]}
 
 

@@ -196,6 +196,11 @@ fn aliases_reach_the_real_resource_and_prompt_over_stdio() {
 }
 
 #[test]
+fn pinned_resources_and_prompts_that_changed_are_held_back_over_stdio() {
+    python("stdio", "pinned_definitions_that_changed_are_held_back");
+}
+
+#[test]
 fn an_unknown_resource_is_not_found_over_http() {
     python("http", "an_unknown_resource_is_not_found");
 }

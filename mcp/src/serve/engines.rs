@@ -86,6 +86,7 @@ impl UpstreamSet {
                 && a.startup_timeout == b.startup_timeout
                 // Declared to the server when it starts.
                 && a.client_requests == b.client_requests
+                && a.pins == b.pins
         };
         self.specs.len() == specs.len() && self.specs.iter().zip(specs).all(|(a, b)| same(a, b))
     }
@@ -192,8 +193,8 @@ impl Engines {
     }
 }
 
-/// The policy's files that a change to should reload it: the policy itself, its script files
-/// and its catalogs.
+/// The policy's files that a change to should reload it: the policy itself, its script files,
+/// its catalogs and its upstream servers' pins files.
 pub(crate) fn watched_files(policy_path: &Path, policy: &Policy) -> Vec<PathBuf> {
     let mut files = vec![policy_path.to_path_buf()];
     let scripts = &policy.scripts;
@@ -211,6 +212,8 @@ pub(crate) fn watched_files(policy_path: &Path, policy: &Policy) -> Vec<PathBuf>
     if let Some(search) = &policy.search {
         files.extend(search.catalogs.iter().cloned());
     }
+    // Pinning again (`toolgate upstream pin`) offers the tools it approves at once.
+    files.extend(policy.mcp_servers.iter().filter_map(|s| s.pins.clone()));
     files.sort();
     files.dedup();
     files

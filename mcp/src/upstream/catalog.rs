@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use rmcp::model::{Prompt, Resource, ResourceTemplate};
 
-use super::offered::{Declared, Offered};
+use super::lists::{Declared, Offered};
 use super::template::UriTemplate;
 
 /// The table, built from the servers' lists; rebuilt whenever one of them changes.

@@ -126,6 +126,7 @@ mod tests {
             searchable: false,
             startup_timeout: None,
             client_requests: Default::default(),
+            pins: None,
             position: None,
         }
     }

@@ -16,7 +16,7 @@ use super::error::{UpstreamError, handshake_reason};
 use super::frame;
 use super::handler::Handler;
 use super::listing::{self, Listed};
-use super::offered::{Offered, list_offered};
+use super::lists::{Offered, list_offered};
 use super::ordered::Ordered;
 use super::stdio::{self, Child};
 

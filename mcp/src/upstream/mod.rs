@@ -7,7 +7,7 @@
 //! nothing of MCP: names are checked, and aliases, rules, hooks, timeouts, caps, offload and
 //! search apply as to any tool.
 //!
-//! Their resources, resource templates and prompts are listed too (`offered`), put in one table
+//! Their resources, resource templates and prompts are listed too (`lists`), put in one table
 //! across servers (`catalog`: URIs kept and routed by listing or template, prompts named
 //! `<server>.<prompt>`, collisions left out), and read or got through targets the engine runs
 //! under its guard (`access`, `shape`); subscriptions are counted per URI (`watch`). `toolgate
@@ -39,6 +39,12 @@
 //! host that serves clients (`toolgate serve`) passes allowed ones on to the client whose call
 //! the server is working on (see `client_requests` and `inflight`); other hosts refuse them.
 //!
+//! # Pins
+//!
+//! A server whose entry names a pins file (`pins:`, written by `toolgate upstream pin`) offers
+//! only the tools whose definitions are the ones pinned; a tool that changed, or appeared, is
+//! held back until it is pinned again (see [`PinFile`] and [`Upstreams::definitions`]).
+//!
 //! # Tool list changes
 //!
 //! When a server sends `notifications/tools/list_changed` (or comes back with other tools) its
@@ -58,8 +64,10 @@ mod frame;
 mod handler;
 mod inflight;
 mod listing;
+mod lists;
 mod offered;
 mod ordered;
+mod pins;
 mod set;
 mod shape;
 mod stdio;
@@ -71,5 +79,8 @@ mod watch;
 pub(crate) use access::{Slot, nowhere};
 pub(crate) use callers::{Caller, Downstream, ListKind};
 pub use error::{UPSTREAM_ERROR, UPSTREAM_UNAVAILABLE, UpstreamError};
+pub use pins::{
+    Definitions, PINS_VERSION, Pin, PinFile, PinsError, ServerPins, changed_fields, pin_of,
+};
 pub use set::{Problem, Upstreams};
 pub use watch::MAX_SUBSCRIBED;

@@ -1,308 +1,67 @@
-//! What a server offers besides tools: its resources, resource templates and prompts, and the
-//! capabilities it declared for them. Listed page by page when it starts and again when it says
-//! a list changed, each item checked on its own: an item toolgate cannot offer costs only
-//! itself (W2), left out with a line saying why. A list the server fails to give is empty,
-//! with a line saying why; it never stops the server's tools.
+//! What the upstream servers offer now, read for pinning (`toolgate upstream pin`): the
+//! definitions [`pins`](super::pins) hashes.
 
-use std::collections::HashSet;
+use std::collections::BTreeMap;
 
-use rmcp::model::{
-    ClientRequest, ListPromptsRequest, ListResourceTemplatesRequest, ListResourcesRequest,
-    PaginatedRequestParams, Prompt, Resource, ResourceTemplate, ServerCapabilities, ServerResult,
-};
-use rmcp::service::{Peer, RoleClient};
-use serde_json::Value;
+use super::pins::{Definitions, keyed, tool_definition, values};
+use super::set::{Problem, Upstreams};
 
-use super::listing::MAX_TOOL_BYTES;
-use super::template::UriTemplate;
-
-/// The most pages of one list read from one server.
-const MAX_PAGES: usize = 100;
-/// The most items of one list kept from one server.
-pub(crate) const MAX_ITEMS: usize = 10_000;
-/// The longest prompt name, in bytes.
-const MAX_PROMPT_NAME_BYTES: usize = 128;
-
-/// What a server declared it can do beyond tools.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Declared {
-    pub resources: bool,
-    pub subscribe: bool,
-    pub prompts: bool,
-    pub completions: bool,
-}
-
-impl Declared {
-    fn of(capabilities: &ServerCapabilities) -> Self {
-        let resources = capabilities.resources.as_ref();
-        Declared {
-            resources: resources.is_some(),
-            subscribe: resources.and_then(|r| r.subscribe).unwrap_or(false),
-            prompts: capabilities.prompts.is_some(),
-            completions: capabilities.completions.is_some(),
-        }
-    }
-}
-
-/// A server's resources, templates and prompts as last listed, checked.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct Offered {
-    pub declared: Declared,
-    pub resources: Vec<Resource>,
-    pub templates: Vec<(ResourceTemplate, UriTemplate)>,
-    pub prompts: Vec<Prompt>,
-    /// A line for each item left out and each list that could not be read.
-    pub left_out: Vec<String>,
-}
-
-/// The lists a server can be asked for.
-#[derive(Debug, Clone, Copy)]
-enum List {
-    Resources,
-    Templates,
-    Prompts,
-}
-
-impl List {
-    /// The key of the items in a page, and how messages name the list.
-    fn key(self) -> (&'static str, &'static str) {
-        match self {
-            List::Resources => ("resources", "resources"),
-            List::Templates => ("resourceTemplates", "resource templates"),
-            List::Prompts => ("prompts", "prompts"),
-        }
-    }
-
-    fn request(self, params: PaginatedRequestParams) -> ClientRequest {
-        match self {
-            List::Resources => {
-                ClientRequest::ListResourcesRequest(ListResourcesRequest::with_param(params))
+impl Upstreams {
+    /// What each server offers now, for pinning: its tools as last listed, and its resources,
+    /// resource templates and prompts when it declares them. A server that is not running, or
+    /// that fails to list what it declares, is an error for that server (nothing of it should
+    /// be pinned half).
+    pub async fn definitions(&self) -> Vec<Result<Definitions, Problem>> {
+        let servers = self.servers().iter().map(|server| async move {
+            let problem = |message: String| Problem {
+                server: server.name().to_owned(),
+                position: server.spec.position.clone(),
+                message,
+            };
+            if let Some(error) = server.start_error() {
+                return Err(problem(format!("did not start: {error}")));
             }
-            List::Templates => ClientRequest::ListResourceTemplatesRequest(
-                ListResourceTemplatesRequest::with_param(params),
-            ),
-            List::Prompts => {
-                ClientRequest::ListPromptsRequest(ListPromptsRequest::with_param(params))
+            let peer = server
+                .peer(&tokio_util::sync::CancellationToken::new())
+                .await
+                .map_err(|e| problem(e.to_string()))?;
+            let listed = server.tools();
+            let tools = listed
+                .tools
+                .iter()
+                .map(|tool| (tool.name.to_string(), tool_definition(tool)))
+                .collect();
+            let declared = peer.peer_info().map(|info| info.capabilities.clone());
+            let listing =
+                |what: &str, e: rmcp::ServiceError| problem(format!("cannot list its {what}: {e}"));
+            let mut definitions = Definitions {
+                server: server.name().to_owned(),
+                tools,
+                resources: BTreeMap::new(),
+                resource_templates: BTreeMap::new(),
+                prompts: BTreeMap::new(),
+            };
+            if declared.as_ref().is_some_and(|c| c.resources.is_some()) {
+                let resources = peer
+                    .list_all_resources()
+                    .await
+                    .map_err(|e| listing("resources", e))?;
+                definitions.resources = keyed(values(resources), "uri");
+                let templates = peer
+                    .list_all_resource_templates()
+                    .await
+                    .map_err(|e| listing("resource templates", e))?;
+                definitions.resource_templates = keyed(values(templates), "uriTemplate");
             }
-        }
-    }
-}
-
-/// Lists what `peer` (the server `server`) offers besides tools, as far as it declared it.
-pub(crate) async fn list_offered(peer: &Peer<RoleClient>, server: &str) -> Offered {
-    let declared = peer
-        .peer_info()
-        .map(|info| Declared::of(&info.capabilities))
-        .unwrap_or_default();
-    let mut offered = Offered {
-        declared,
-        ..Offered::default()
-    };
-    if declared.resources {
-        let mut seen = HashSet::new();
-        for raw in items(peer, List::Resources, &mut offered.left_out).await {
-            match check_resource(raw) {
-                Ok(resource) if seen.insert(resource.uri.clone()) => {
-                    offered.resources.push(resource);
-                }
-                Ok(resource) => offered.left_out.push(format!(
-                    "its resource {:?} is listed twice; the second is left out",
-                    toolgate::error::cut_name(&resource.uri)
-                )),
-                Err(line) => offered.left_out.push(line),
+            if declared.as_ref().is_some_and(|c| c.prompts.is_some()) {
+                let prompts = peer
+                    .list_all_prompts()
+                    .await
+                    .map_err(|e| listing("prompts", e))?;
+                definitions.prompts = keyed(values(prompts), "name");
             }
-        }
-        let mut seen = HashSet::new();
-        for raw in items(peer, List::Templates, &mut offered.left_out).await {
-            match check_template(raw) {
-                Ok((template, parsed)) if seen.insert(template.uri_template.clone()) => {
-                    offered.templates.push((template, parsed));
-                }
-                Ok((template, _)) => offered.left_out.push(format!(
-                    "its resource template {:?} is listed twice; the second is left out",
-                    toolgate::error::cut_name(&template.uri_template)
-                )),
-                Err(line) => offered.left_out.push(line),
-            }
-        }
-    }
-    if declared.prompts {
-        let mut seen = HashSet::new();
-        for raw in items(peer, List::Prompts, &mut offered.left_out).await {
-            match check_prompt(server, raw) {
-                Ok(prompt) if seen.insert(prompt.name.clone()) => offered.prompts.push(prompt),
-                Ok(prompt) => offered.left_out.push(format!(
-                    "its prompt {:?} is listed twice; the second is left out",
-                    toolgate::error::cut_name(&prompt.name)
-                )),
-                Err(line) => offered.left_out.push(line),
-            }
-        }
-    }
-    offered
-}
-
-/// Every item of one list, page by page, at most [`MAX_PAGES`] pages and [`MAX_ITEMS`] items.
-/// A page that fails ends the list there, with a line in `left_out`; a server that does not
-/// know the request (`-32601`: many have no templates) has an empty list, silently.
-async fn items(peer: &Peer<RoleClient>, list: List, left_out: &mut Vec<String>) -> Vec<Value> {
-    let (key, named) = list.key();
-    let mut out = Vec::new();
-    let mut cursor: Option<String> = None;
-    for _ in 0..MAX_PAGES {
-        let params = PaginatedRequestParams::default().with_cursor(cursor.take());
-        let page = match peer.send_request(list.request(params)).await {
-            Ok(page) => page,
-            Err(rmcp::ServiceError::McpError(e))
-                if e.code == rmcp::model::ErrorCode::METHOD_NOT_FOUND =>
-            {
-                return out;
-            }
-            Err(e) => {
-                left_out.push(format!(
-                    "its {named} could not be listed ({}); they are left out",
-                    super::error::chain(&e)
-                ));
-                return out;
-            }
-        };
-        let Some(Value::Object(mut page)) = page_value(page) else {
-            left_out.push(format!(
-                "it answered a request for its {named} with something that is not a list; they are left out"
-            ));
-            return out;
-        };
-        if let Some(Value::Array(items)) = page.remove(key) {
-            for item in items {
-                if out.len() == MAX_ITEMS {
-                    left_out.push(format!(
-                        "it lists more than {MAX_ITEMS} {named}; the ones after those are left out"
-                    ));
-                    return out;
-                }
-                out.push(item);
-            }
-        }
-        match page.remove("nextCursor") {
-            Some(Value::String(next)) if !next.is_empty() => cursor = Some(next),
-            _ => return out,
-        }
-    }
-    left_out.push(format!(
-        "it lists its {named} on more than {MAX_PAGES} pages; the ones after those are left out"
-    ));
-    out
-}
-
-/// A page as JSON, whether rmcp read it as the list it asked for or (one item not being what
-/// rmcp expects) as a custom result: each item is then checked on its own.
-fn page_value(page: ServerResult) -> Option<Value> {
-    match page {
-        ServerResult::ListResourcesResult(p) => serde_json::to_value(p).ok(),
-        ServerResult::ListResourceTemplatesResult(p) => serde_json::to_value(p).ok(),
-        ServerResult::ListPromptsResult(p) => serde_json::to_value(p).ok(),
-        ServerResult::CustomResult(p) => Some(p.0),
-        _ => None,
-    }
-}
-
-/// How a line names an item: by `field` when it has one.
-fn shown(raw: &Value, field: &str) -> String {
-    match raw.get(field).and_then(Value::as_str) {
-        Some(name) => format!("{:?}", toolgate::error::cut_name(name)),
-        None => format!("without a {field}"),
-    }
-}
-
-/// The item's size as compact JSON, checked against [`MAX_TOOL_BYTES`].
-fn check_size(raw: &Value, what: &str, field: &str) -> Result<(), String> {
-    let bytes = raw.to_string().len();
-    if bytes > MAX_TOOL_BYTES {
-        return Err(format!(
-            "its {what} {} is left out: its definition is {bytes} bytes of JSON, over the {} KiB toolgate offers",
-            shown(raw, field),
-            MAX_TOOL_BYTES / 1024
-        ));
-    }
-    Ok(())
-}
-
-fn check_resource(raw: Value) -> Result<Resource, String> {
-    check_size(&raw, "resource", "uri")?;
-    let name = shown(&raw, "uri");
-    let resource: Resource = serde_json::from_value(raw)
-        .map_err(|e| format!("its resource {name} is left out: it is not an MCP resource: {e}"))?;
-    toolgate::access::normalize_uri(&resource.uri).map_err(|e| {
-        format!("its resource {name} is left out: its URI cannot be judged by the policy: {e}")
-    })?;
-    Ok(resource)
-}
-
-fn check_template(raw: Value) -> Result<(ResourceTemplate, UriTemplate), String> {
-    check_size(&raw, "resource template", "uriTemplate")?;
-    let name = shown(&raw, "uriTemplate");
-    let template: ResourceTemplate = serde_json::from_value(raw).map_err(|e| {
-        format!("its resource template {name} is left out: it is not an MCP resource template: {e}")
-    })?;
-    let parsed = UriTemplate::parse(&template.uri_template).map_err(|e| {
-        format!("its resource template {name} is left out: it is not a URI template: {e}")
-    })?;
-    Ok((template, parsed))
-}
-
-fn check_prompt(server: &str, raw: Value) -> Result<Prompt, String> {
-    check_size(&raw, "prompt", "name")?;
-    let name = shown(&raw, "name");
-    let prompt: Prompt = serde_json::from_value(raw)
-        .map_err(|e| format!("its prompt {name} is left out: it is not an MCP prompt: {e}"))?;
-    let full = format!("{server}.{}", prompt.name);
-    if prompt.name.is_empty() {
-        return Err("its prompt without a name is left out".to_owned());
-    }
-    if full.len() > MAX_PROMPT_NAME_BYTES {
-        return Err(format!(
-            "its prompt {name} is left out: {:?} is over {MAX_PROMPT_NAME_BYTES} bytes",
-            toolgate::error::cut_name(&full)
-        ));
-    }
-    if prompt.name.chars().any(char::is_control) {
-        return Err(format!(
-            "its prompt {name} is left out: its name holds a control character"
-        ));
-    }
-    Ok(prompt)
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    #[test]
-    fn a_resource_whose_uri_cannot_be_judged_is_left_out() {
-        let e = check_resource(json!({"uri": "not a uri", "name": "x"})).unwrap_err();
-        assert!(e.contains("cannot be judged by the policy"), "{e}");
-    }
-
-    #[test]
-    fn a_template_that_does_not_parse_is_left_out() {
-        let e = check_template(json!({"uriTemplate": "demo://{open", "name": "x"})).unwrap_err();
-        assert!(e.contains("not a URI template"), "{e}");
-    }
-
-    #[test]
-    fn a_prompt_with_a_control_character_is_left_out() {
-        let e = check_prompt("s", json!({"name": "a\nb"})).unwrap_err();
-        assert!(e.contains("control character"), "{e}");
-    }
-
-    #[test]
-    fn a_good_prompt_is_kept() {
-        let p = check_prompt(
-            "s",
-            json!({"name": "hello", "arguments": [{"name": "who"}]}),
-        );
-        assert_eq!(p.unwrap().name, "hello");
+            Ok(definitions)
+        });
+        futures::future::join_all(servers).await
     }
 }

@@ -15,7 +15,7 @@ use super::access::{self, Slot};
 use super::adapter::tools_of;
 use super::callers::Downstream;
 use super::catalog::Catalog;
-use super::offered::Offered;
+use super::lists::{Offered, pinned};
 use super::supervisor::Server;
 use super::watch::MAX_SUBSCRIBED;
 
@@ -120,6 +120,11 @@ impl Upstreams {
         self.id
     }
 
+    /// The servers, in policy order.
+    pub(crate) fn servers(&self) -> &[Arc<Server>] {
+        &self.servers
+    }
+
     /// Whether the policy has no upstream servers.
     pub fn is_empty(&self) -> bool {
         self.servers.is_empty()
@@ -175,13 +180,21 @@ impl Upstreams {
         {
             return catalog.clone();
         }
+        let mut held = Vec::new();
         let named: Vec<(&str, Arc<Offered>)> = self
             .servers
             .iter()
             .zip(&lists)
-            .map(|(s, o)| (s.name(), o.clone()))
+            .enumerate()
+            .map(|(i, (s, o))| {
+                let (kept, lines) = pinned(&s.spec, o);
+                held.extend(lines.into_iter().map(|line| (i, line)));
+                (s.name(), kept)
+            })
             .collect();
-        let catalog = Arc::new(Catalog::build(&named));
+        let mut catalog = Catalog::build(&named);
+        catalog.left_out.extend(held);
+        let catalog = Arc::new(catalog);
         for (i, line) in &catalog.left_out {
             tracing::warn!(
                 server = self.servers[*i].name(),
@@ -194,7 +207,7 @@ impl Upstreams {
     }
 
     /// What the server `server` (an index of the catalog) declared besides tools.
-    pub(crate) fn declared(&self, server: usize) -> super::offered::Declared {
+    pub(crate) fn declared(&self, server: usize) -> super::lists::Declared {
         self.servers[server].offered().declared
     }
 
@@ -272,9 +285,15 @@ impl Upstreams {
     }
 
     /// Registers the tools every server listed last (`<server>.<tool>`, searchable as the
-    /// policy says) on `builder`. A server that never started brings none.
+    /// policy says) on `builder`. A server that never started brings none; a pinned server
+    /// brings the tools its pins let through (see `pins:` in `docs/policy.md`), and each tool
+    /// held back is logged as a warning naming what changed.
     pub fn register(&self, mut builder: EngineBuilder) -> EngineBuilder {
+        // The pins may have changed (a reload): the resources, templates and prompts they let
+        // through are checked again the next time they are asked for.
+        *self.catalog.lock().unwrap_or_else(|p| p.into_inner()) = None;
         for server in self.servers.iter() {
+            super::pins::warn_held(&server.spec, &server.tools());
             let (tools, _) = tools_of(server);
             builder = builder.tools_from(server.description.clone(), server.spec.searchable, tools);
         }

@@ -25,7 +25,7 @@ use super::connection::{self, Connection};
 use super::error::{UpstreamError, stderr_note, unavailable};
 use super::handler::Handler;
 use super::listing::{self, Listed};
-use super::offered::{Offered, list_offered};
+use super::lists::{Offered, list_offered};
 
 /// A server that ran this long before it stopped counts as healthy: its next restart is
 /// immediate again.

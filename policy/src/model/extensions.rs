@@ -368,6 +368,9 @@ pub struct McpServerSpec {
     pub startup_timeout: Option<Duration>,
     /// What the server may ask the client that made a call.
     pub client_requests: McpClientRequests,
+    /// The pins file (`pins:`, resolved against the policy file's directory): the approved
+    /// definitions of its tools, whose changed or new tools are held back. `None` = not pinned.
+    pub pins: Option<PathBuf>,
     /// Where the server's entry is in the policy file.
     pub position: Option<Position>,
 }

@@ -104,6 +104,13 @@ struct McpServer {
     /// the call runs. Default: nothing.
     #[serde(default)]
     client_requests: McpClientRequests,
+    /// A pins file (relative to the policy file's directory) holding the hashes of this server's
+    /// tool definitions as they were approved; toolgate upstream pin POLICY writes it. A tool
+    /// whose definition differs from its pin, or that has none, is held back (left out, with a
+    /// warning naming what changed) until it is pinned again; the other tools keep working.
+    #[serde(default, deserialize_with = "values::optional_path")]
+    #[schemars(with = "PathText")]
+    pins: Option<PathBuf>,
     #[serde(skip_deserializing, default = "here")]
     #[schemars(skip)]
     position: Option<Position>,
@@ -158,6 +165,7 @@ impl<'de> Deserialize<'de> for McpServerSpec {
             searchable: server.searchable,
             startup_timeout: server.startup_timeout,
             client_requests: server.client_requests,
+            pins: server.pins,
             position: server.position,
         })
     }
