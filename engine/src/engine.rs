@@ -230,7 +230,7 @@ impl Engine {
         let settings = self.inner.settings.of_kind(access.kind, &access.name);
         let session = session.id().map(|s| s.as_str());
         for group in &settings.rules {
-            if let Err(refusal) = group.check(&access.name, &args, session, None) {
+            if let Err((refusal, _)) = group.decide(&access.name, &args, session, None) {
                 let reason = match refusal {
                     crate::rules::Refusal::Denied(reason) => reason,
                     crate::rules::Refusal::PastDeadline => {

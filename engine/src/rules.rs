@@ -38,13 +38,16 @@ struct CompiledRule {
     sessions: Vec<Glob>,
     reason: Option<String>,
     at: At,
+    /// Its place in its list (`allow` or `deny`) in the policy, for the label that says which
+    /// rule decided: the rules of one kind are some of the list.
+    index: usize,
 }
 
 impl CompiledRule {
     /// `rule` as it judges calls of `kind`, or `None` when it does not judge them (A2): a rule
     /// that names none of tools, resources and prompts judges every kind; one that names some
     /// judges those kinds only.
-    fn for_kind(rule: &Rule, kind: CallKind) -> Option<Self> {
+    fn for_kind(rule: &Rule, index: usize, kind: CallKind) -> Option<Self> {
         let names = match kind {
             CallKind::Tool => &rule.tools,
             CallKind::Resource => &rule.resources,
@@ -70,6 +73,7 @@ impl CompiledRule {
             sessions: rule.sessions.clone(),
             reason: rule.reason.clone(),
             at: At(rule.position.clone()),
+            index,
         })
     }
 
@@ -182,7 +186,8 @@ impl CompiledRules {
     pub fn compile_for(rules: &Rules, kind: CallKind) -> Self {
         let pick = |list: &[Rule]| -> Vec<CompiledRule> {
             list.iter()
-                .filter_map(|r| CompiledRule::for_kind(r, kind))
+                .enumerate()
+                .filter_map(|(i, r)| CompiledRule::for_kind(r, i, kind))
                 .collect()
         };
         CompiledRules {
@@ -232,6 +237,7 @@ impl CompiledRules {
 
     /// `Err` when the call is denied, or when `deadline` passes before the rules are judged
     /// (it is checked before each rule).
+    #[cfg(test)]
     pub fn check(
         &self,
         tool: &str,
@@ -239,6 +245,24 @@ impl CompiledRules {
         session: Option<&str>,
         deadline: Option<Instant>,
     ) -> Result<(), Refusal> {
+        self.decide(tool, args, session, deadline)
+            .map(|_| ())
+            .map_err(|(refusal, _)| refusal)
+    }
+
+    /// Like [`CompiledRules::check`], and says which rule decided, as
+    /// `<file>:<line>:<col>: deny[i]` or `allow[i]` (its index in its list): `Ok(Some(_))` is
+    /// the allow rule that admitted the call (`None` when the group has no allow rules), the
+    /// refusal's label the deny rule that matched (`None` when no allow rule matched, or past
+    /// the deadline).
+    pub fn decide(
+        &self,
+        tool: &str,
+        args: &Value,
+        session: Option<&str>,
+        deadline: Option<Instant>,
+    ) -> Result<Option<String>, (Refusal, Option<String>)> {
+        let label = |rule: &CompiledRule, list: &str| format!("{}{list}[{}]", rule.at, rule.index);
         let judge = |rule: &CompiledRule| {
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 return Err(Refusal::PastDeadline);
@@ -246,43 +270,53 @@ impl CompiledRules {
             rule.matches(tool, args, session).map_err(Refusal::Denied)
         };
         for rule in &self.deny {
-            if judge(rule)? {
-                return Err(Refusal::Denied(match &rule.reason {
-                    Some(r) => r.clone(),
-                    None => format!(
-                        "a deny rule of the policy matches this call ({}rule)",
-                        rule.at
-                    ),
-                }));
+            let which = || Some(label(rule, "deny"));
+            if judge(rule).map_err(|r| (r, which()))? {
+                return Err((
+                    Refusal::Denied(match &rule.reason {
+                        Some(r) => r.clone(),
+                        None => format!(
+                            "a deny rule of the policy matches this call ({}rule)",
+                            rule.at
+                        ),
+                    }),
+                    which(),
+                ));
             }
         }
         if self.allow.is_empty() {
             if !self.gated {
-                return Ok(());
+                return Ok(None);
             }
-            return Err(Refusal::Denied(format!(
-                "the policy has allow rules, and none of them judges a {} (name them in an \
+            return Err((
+                Refusal::Denied(format!(
+                    "the policy has allow rules, and none of them judges a {} (name them in an \
                  allow rule's {}, or write one that names none of tools, resources and prompts)",
-                match self.kind {
-                    CallKind::Tool => "tool call",
-                    CallKind::Resource => "resource read",
-                    CallKind::Prompt => "prompt get",
-                },
-                match self.kind {
-                    CallKind::Tool => "tools",
-                    CallKind::Resource => "resources",
-                    CallKind::Prompt => "prompts",
-                }
-            )));
+                    match self.kind {
+                        CallKind::Tool => "tool call",
+                        CallKind::Resource => "resource read",
+                        CallKind::Prompt => "prompt get",
+                    },
+                    match self.kind {
+                        CallKind::Tool => "tools",
+                        CallKind::Resource => "resources",
+                        CallKind::Prompt => "prompts",
+                    }
+                )),
+                None,
+            ));
         }
         for rule in &self.allow {
-            if judge(rule)? {
-                return Ok(());
+            if judge(rule).map_err(|r| (r, None))? {
+                return Ok(Some(label(rule, "allow")));
             }
         }
-        Err(Refusal::Denied(format!(
-            "the policy's allow rules do not allow {tool} with these arguments"
-        )))
+        Err((
+            Refusal::Denied(format!(
+                "the policy's allow rules do not allow {tool} with these arguments"
+            )),
+            None,
+        ))
     }
 }
 
