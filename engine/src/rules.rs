@@ -371,4 +371,26 @@ mod tests {
         assert!(reason.contains("at most 4096 bytes"), "{reason}");
         assert!(reason.len() < 500, "{reason}");
     }
+
+    #[test]
+    fn a_rule_is_labelled_by_its_place_in_the_policy_when_one_kind_is_picked() {
+        let mut for_reads = Rule::default();
+        for_reads.resources = vec![Glob::new("demo://*").expect("valid")];
+        let mut for_tools = Rule::default();
+        for_tools.tools = vec![Glob::new("echo").expect("valid")];
+        let rules = Rules {
+            allow: Vec::new(),
+            deny: vec![for_reads, for_tools],
+        };
+        let tools = CompiledRules::compile_for(&rules, CallKind::Tool);
+        let Err((_, label)) = tools.decide("echo", &serde_json::json!({}), None, None) else {
+            panic!("echo is denied");
+        };
+        assert_eq!(label.as_deref(), Some("deny[1]"));
+        let reads = CompiledRules::compile_for(&rules, CallKind::Resource);
+        let Err((_, label)) = reads.decide("demo://a", &serde_json::json!({}), None, None) else {
+            panic!("the read is denied");
+        };
+        assert_eq!(label.as_deref(), Some("deny[0]"));
+    }
 }
