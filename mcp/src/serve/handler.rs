@@ -11,9 +11,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use rmcp::ErrorData as McpError;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams,
+    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
+    GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig, SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
 use tokio_util::sync::CancellationToken;
@@ -26,6 +28,7 @@ use super::content::{call_result, error_result, tool};
 use super::downstream::CallLink;
 use super::engines::Loaded;
 use super::progress::forward_progress;
+use super::resources::{self, Caller};
 use super::shared::Shared;
 
 /// The HTTP header that carries the MCP session id.
@@ -46,23 +49,30 @@ pub(crate) struct Gateway {
     source: SessionSource,
     /// This connection's entry in [`Shared::peers`], once the handshake is done.
     client: Mutex<Option<Arc<ClientLink>>>,
+    /// Tells this connection from every other of the process (its subscriptions are kept by it).
+    connection: u64,
 }
 
-/// What `serve` offers its clients.
-pub(crate) fn capabilities() -> ServerCapabilities {
-    ServerCapabilities::builder()
+/// What `serve` offers its clients: tools and logging, and what some upstream server offers of
+/// resources, prompts and completion (see [`resources::declare`]).
+pub(crate) fn capabilities(shared: &Shared) -> ServerCapabilities {
+    let mut capabilities = ServerCapabilities::builder()
         .enable_tools()
         .enable_tool_list_changed()
         .enable_logging()
-        .build()
+        .build();
+    resources::declare(shared, &mut capabilities);
+    capabilities
 }
 
 impl Gateway {
     pub(crate) fn new(shared: Arc<Shared>, source: SessionSource) -> Self {
+        static CONNECTIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         Gateway {
             shared,
             source,
             client: Mutex::new(None),
+            connection: CONNECTIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         }
     }
 
@@ -118,17 +128,33 @@ impl Gateway {
     }
 }
 
+impl Gateway {
+    /// Who asks a request about resources or prompts, in which session of which engine.
+    async fn caller(&self, context: &RequestContext<RoleServer>) -> Result<Caller, McpError> {
+        let id = self.session_id(context)?;
+        let loaded = self.shared.engines.current();
+        let session = self.session(&loaded, &id, false).await?;
+        Ok(Caller {
+            shared: self.shared.clone(),
+            loaded,
+            session,
+            client: self.connection,
+        })
+    }
+}
+
 impl Drop for Gateway {
     fn drop(&mut self) {
         if let Ok(Some(client)) = self.client.lock().map(|mut k| k.take()) {
             self.shared.peers.remove(client.key());
         }
+        self.shared.subscriptions.drop_client(self.connection);
     }
 }
 
 impl ServerHandler for Gateway {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(capabilities())
+        ServerConfig::new(capabilities(&self.shared))
             .with_server_info(Implementation::new("toolgate", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "The tools of a toolgate policy. Every call runs through the policy's guard; a \
@@ -168,6 +194,70 @@ impl ServerHandler for Gateway {
             .map(|spec| tool(spec, &loaded.engine))
             .collect();
         Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        resources::list_resources(&self.shared, request)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        resources::list_templates(&self.shared, request)
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        resources::list_prompts(&self.shared, request)
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        resources::read(self.caller(&context).await?, request, context).await
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        resources::get(self.caller(&context).await?, request, context).await
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        resources::complete(self.caller(&context).await?, request).await
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        resources::subscribe(self.caller(&context).await?, request, context).await
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        resources::unsubscribe(self.caller(&context).await?, request).await
     }
 
     async fn call_tool(

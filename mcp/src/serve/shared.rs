@@ -7,6 +7,7 @@ use super::downstream::Links;
 use super::engines::Engines;
 use super::peers::Peers;
 use super::progress::ProgressRoutes;
+use super::subscriptions::Subscriptions;
 
 /// The engines, the connected clients, the calls running for them and the progress routes of
 /// one `serve`.
@@ -15,6 +16,8 @@ pub(crate) struct Shared {
     pub(crate) peers: Arc<Peers>,
     pub(crate) links: Arc<Links>,
     pub(crate) progress: Arc<ProgressRoutes>,
+    /// Every client's `resources/subscribe`.
+    pub(crate) subscriptions: Arc<Subscriptions>,
     calls: AtomicU64,
 }
 
@@ -30,6 +33,7 @@ impl Shared {
             peers,
             links,
             progress,
+            subscriptions: Arc::default(),
             calls: AtomicU64::new(0),
         }
     }

@@ -22,12 +22,14 @@ use serde::Deserialize;
 use crate::shape::de;
 use crate::shape::values::{self, Version, names_only};
 
+mod access;
 mod audit;
 mod calls;
 mod client_requests;
 mod extensions;
 mod redact;
 
+pub use access::*;
 pub use audit::*;
 pub use calls::*;
 pub use client_requests::*;
@@ -140,6 +142,14 @@ pub struct Policy {
     /// rules and the before hook decided, outcome, durations, result size) to a file rotated by
     /// size, stdout or stderr. Absent = off; `audit: {}` = on, to audit.jsonl beside the policy.
     pub audit: Option<AuditSettings>,
+    /// The resources of the upstream MCP servers, as toolgate serve offers them: a read is
+    /// governed like a tool call (rules naming resources, hooks with kind = "resource", the
+    /// dispatch timeout and cap, offload). Every key is optional.
+    pub resources: AccessSettings,
+    /// The prompts of the upstream MCP servers, named `<server>.<prompt>`, as toolgate serve offers
+    /// them: a get is governed like a tool call (rules naming prompts, hooks with kind =
+    /// "prompt", the dispatch timeout and cap, offload). Every key is optional.
+    pub prompts: AccessSettings,
 }
 
 impl Default for Policy {
@@ -160,6 +170,8 @@ impl Default for Policy {
             sessions: SessionSettings::default(),
             redact: None,
             audit: None,
+            resources: AccessSettings::default(),
+            prompts: AccessSettings::default(),
         }
     }
 }
