@@ -38,6 +38,8 @@ pub(crate) struct Loaded {
     pub(crate) always_visible: HashSet<String>,
     /// Counts the policies loaded, from 1.
     pub(crate) generation: u64,
+    /// The most items a page of a list holds.
+    pub(crate) page_size: std::num::NonZeroUsize,
     /// The upstream servers whose tools this engine has.
     pub(crate) upstreams: Arc<UpstreamSet>,
 }
@@ -242,6 +244,7 @@ fn build(
         sessions,
         always_visible,
         generation,
+        page_size: super::paging::DEFAULT_PAGE_SIZE,
         upstreams,
     })
 }

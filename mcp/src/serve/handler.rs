@@ -18,6 +18,7 @@ use toolgate_store::SessionId;
 
 use super::content::{call_result, error_result, tool};
 use super::engines::Loaded;
+use super::paging;
 use super::progress::forward_progress;
 use super::shared::Shared;
 
@@ -130,19 +131,23 @@ impl ServerHandler for Gateway {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let id = self.session_id(&context)?;
         let loaded = self.shared.engines.current();
         let session = self.session(&loaded, &id, true).await?;
-        let tools = loaded
-            .engine
-            .visible_tools(&session)
-            .into_iter()
-            .map(tool)
-            .collect();
-        Ok(ListToolsResult::with_all_items(tools))
+        let page = paging::page(
+            "tools",
+            loaded.engine.visible_tools(&session),
+            request.as_ref(),
+            loaded.page_size,
+            |spec| spec.name.as_str(),
+        )?
+        .map(tool);
+        let mut result = ListToolsResult::with_all_items(page.items);
+        result.next_cursor = page.next_cursor;
+        Ok(result)
     }
 
     async fn call_tool(

@@ -28,6 +28,7 @@ mod handler;
 mod http;
 mod http_sessions;
 mod options;
+mod paging;
 mod peers;
 mod progress;
 mod reload;
