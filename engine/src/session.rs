@@ -75,6 +75,14 @@ impl Sessions {
         Ok(self.of(id.as_ref()))
     }
 
+    /// Drops the state of `id`; answers whether there was one.
+    pub(crate) fn forget(&self, id: &SessionId) -> bool {
+        self.map
+            .lock()
+            .map(|mut m| m.remove(id).is_some())
+            .unwrap_or(false)
+    }
+
     /// The session of an id already checked.
     pub(crate) fn of(&self, id: Option<&SessionId>) -> Session {
         let Some(id) = id else {
@@ -117,6 +125,8 @@ mod tests {
         let again = sessions.of(first.id());
         assert_eq!(again.id().map(SessionId::as_str), Some("chat-7"));
         assert!(again.state().is_revealed("fs.read_file"));
+        assert!(sessions.forget(first.id().unwrap()));
+        assert!(!sessions.of(first.id()).state().is_revealed("fs.read_file"));
         assert!(
             !sessions
                 .get(None)

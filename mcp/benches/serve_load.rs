@@ -703,7 +703,10 @@ async fn run() -> Result<(), Error> {
             if transport == "http" && target == Target::Bare {
                 continue;
             }
-            if only.as_deref().is_some_and(|o| !target.name(&paths).contains(o)) {
+            if only
+                .as_deref()
+                .is_some_and(|o| !target.name(&paths).contains(o))
+            {
                 continue;
             }
             for clients in [1usize, 16, 256] {

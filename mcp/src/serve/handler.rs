@@ -8,9 +8,9 @@ use rmcp::ErrorData as McpError;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
-use rmcp::service::{NotificationContext, RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use tokio_util::sync::CancellationToken;
 use toolgate::Session;
 use toolgate::history::ToolCall;
@@ -21,6 +21,7 @@ use super::engines::Loaded;
 use super::paging;
 use super::progress::forward_progress;
 use super::shared::Shared;
+use super::stateless::{self, Principal};
 
 /// The HTTP header that carries the MCP session id.
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -30,7 +31,8 @@ const SESSION_HEADER: &str = "mcp-session-id";
 pub(crate) enum SessionSource {
     /// One id for the whole connection (stdio).
     Fixed(SessionId),
-    /// The `Mcp-Session-Id` of each HTTP request.
+    /// The `Mcp-Session-Id` of each HTTP request; for a request without one (2026-07-28), the
+    /// principal and `_meta["toolgate/session"]` (see [`stateless`]).
     HttpHeader,
 }
 
@@ -55,17 +57,30 @@ impl Gateway {
         match &self.source {
             SessionSource::Fixed(id) => Ok(id.clone()),
             SessionSource::HttpHeader => {
-                let header = context
-                    .extensions
-                    .get::<http::request::Parts>()
-                    .and_then(|parts| parts.headers.get(SESSION_HEADER))
-                    .and_then(|value| value.to_str().ok())
-                    .ok_or_else(|| {
-                        McpError::invalid_request("the request has no Mcp-Session-Id", None)
-                    })?;
-                SessionId::parse(header).map_err(|e| {
-                    McpError::invalid_request(format!("bad Mcp-Session-Id: {e}"), None)
-                })
+                let parts = context.extensions.get::<http::request::Parts>();
+                match parts.and_then(|parts| parts.headers.get(SESSION_HEADER)) {
+                    Some(header) => {
+                        let header = header.to_str().map_err(|_| {
+                            McpError::invalid_request("bad Mcp-Session-Id: not text", None)
+                        })?;
+                        SessionId::parse(header).map_err(|e| {
+                            McpError::invalid_request(format!("bad Mcp-Session-Id: {e}"), None)
+                        })
+                    }
+                    // A request without an MCP session (2026-07-28): keyed by who sent it.
+                    None => {
+                        let principal = parts
+                            .and_then(|parts| parts.extensions.get::<Principal>())
+                            .ok_or_else(|| {
+                                McpError::internal_error("the request has no principal", None)
+                            })?;
+                        let id = stateless::session_of(principal, &context.meta)?;
+                        if let Some(forget) = self.shared.stateless.touch(&id) {
+                            self.shared.engines.current().engine.forget_session(&forget);
+                        }
+                        Ok(id)
+                    }
+                }
             }
         }
     }
@@ -102,22 +117,55 @@ impl Drop for Gateway {
     }
 }
 
+/// The protocol revisions `serve` speaks, oldest first: every one up to 2026-07-28.
+pub(crate) fn supported_versions() -> &'static [ProtocolVersion] {
+    ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28)
+}
+
+/// What `initialize` and `server/discover` say about the server. It depends on no policy, so
+/// that `server/discover` can be answered before the policy's engine is built.
+pub(crate) fn server_config() -> ServerConfig {
+    let capabilities = ServerCapabilities::builder()
+        .enable_tools()
+        .enable_tool_list_changed()
+        .build();
+    ServerConfig::new(capabilities)
+        .with_server_info(Implementation::new("toolgate", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "The tools of a toolgate policy. Every call runs through the policy's guard; a \
+             refused or failed call comes back as an error result that says what to do next.",
+        )
+}
+
+/// Whether the request is on a revision without sessions (2026-07-28 and later).
+fn is_sessionless(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|version| !version.has_initialize())
+}
+
 impl ServerHandler for Gateway {
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder()
-            .enable_tools()
-            .enable_tool_list_changed()
-            .build();
-        ServerConfig::new(capabilities)
-            .with_server_info(Implementation::new("toolgate", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "The tools of a toolgate policy. Every call runs through the policy's guard; a \
-                 refused or failed call comes back as an error result that says what to do next.",
-            )
+        server_config()
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+        Cow::Borrowed(supported_versions())
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let _ = requested;
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let id = self.session_id(context.request_context())?;
+        let _listening = self.shared.listeners.add(id, context.sink().clone())?;
+        context.cancelled().await;
+        Ok(())
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -211,7 +259,9 @@ impl ServerHandler for Gateway {
                     "cannot save the session state"
                 );
             }
-            if let Err(e) = context.peer.notify_tool_list_changed().await {
+            if is_sessionless(&context) {
+                self.shared.listeners.tool_list_changed(Some(&id)).await;
+            } else if let Err(e) = context.peer.notify_tool_list_changed().await {
                 tracing::debug!(error = %e, "cannot tell the client its tool list changed");
             }
         }

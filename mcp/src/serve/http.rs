@@ -24,7 +24,7 @@ use http::{Request, Response, StatusCode, header};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::Incoming;
-use rmcp::model::ClientJsonRpcMessage;
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::Value;
@@ -37,6 +37,7 @@ use super::handler::{Gateway, SessionSource};
 use super::http_sessions::McpSessions;
 use super::options::{HttpOptions, TokenSource};
 use super::shared::Shared;
+use super::stateless::Principal;
 
 type Body = BoxBody<Bytes, Infallible>;
 
@@ -46,6 +47,8 @@ struct Front {
     sessions: Arc<LocalSessionManager>,
     path: String,
     token: Option<String>,
+    /// Who the clients are: the token's holders, or the local principal without a token.
+    principal: Principal,
     max_sessions: usize,
     max_request_bytes: usize,
     read_timeout: Option<Duration>,
@@ -140,6 +143,9 @@ fn front(
         service,
         sessions,
         path: options.path.clone(),
+        principal: token
+            .as_deref()
+            .map_or_else(Principal::local, Principal::bearer),
         token,
         max_sessions: options.max_sessions,
         max_request_bytes: options.max_request_bytes,
@@ -170,14 +176,16 @@ impl Front {
             return response;
         }
         let is_delete = request.method() == http::Method::DELETE;
-        let request = match request.method() {
+        let (mut request, initialize) = match request.method() {
             &http::Method::POST => match self.checked_body(request).await {
-                Ok(request) => request,
+                Ok(checked) => checked,
                 Err(response) => return response,
             },
-            _ => request.map(|_| Full::new(Bytes::new())),
+            _ => (request.map(|_| Full::new(Bytes::new())), false),
         };
-        let _admitted = match self.may_add_session(&request).await {
+        // Who sent it: a request without an MCP session (2026-07-28) is keyed by it.
+        request.extensions_mut().insert(self.principal.clone());
+        let _admitted = match self.may_add_session(&request, initialize).await {
             true => {
                 let admitted = self.admission.lock().await;
                 if self.sessions.sessions.read().await.len() >= self.max_sessions {
@@ -204,12 +212,13 @@ impl Front {
         response
     }
 
-    /// Whether rmcp may open a session for `request`: a POST without a session id (an
-    /// `initialize`), or any request but a DELETE whose session this process does not hold
-    /// (rmcp brings it back from the session store when it is there).
-    async fn may_add_session<B>(&self, request: &Request<B>) -> bool {
+    /// Whether rmcp may open a session for `request`: an `initialize` without a session id
+    /// (a request of 2026-07-28 has none and opens none), or any request but a DELETE whose
+    /// session this process does not hold (rmcp brings it back from the session store when
+    /// it is there).
+    async fn may_add_session<B>(&self, request: &Request<B>, initialize: bool) -> bool {
         match request.headers().get("mcp-session-id") {
-            None => request.method() == http::Method::POST,
+            None => initialize,
             Some(_) if request.method() == http::Method::DELETE => false,
             Some(id) => match id.to_str() {
                 Ok(id) => !self.sessions.sessions.read().await.contains_key(id),
@@ -220,11 +229,12 @@ impl Front {
 
     /// Reads a POST body (at most `max_request_bytes`) and answers what is not one JSON-RPC
     /// message with a JSON-RPC error: -32700 for text that is not JSON, -32600 for JSON that is
-    /// not a request, notification or response (a batch, a missing `jsonrpc`, ...).
+    /// not a request, notification or response (a batch, a missing `jsonrpc`, ...). Answers
+    /// the request and whether it is an `initialize`.
     async fn checked_body(
         &self,
         request: Request<Incoming>,
-    ) -> Result<Request<Full<Bytes>>, Response<Body>> {
+    ) -> Result<(Request<Full<Bytes>>, bool), Response<Body>> {
         let (parts, body) = request.into_parts();
         let collect = Limited::new(body, self.max_request_bytes).collect();
         let collected = match self.read_timeout {
@@ -266,23 +276,31 @@ impl Front {
                 ));
             }
         };
-        if let Err(e) = serde_json::from_slice::<ClientJsonRpcMessage>(&bytes) {
-            return Err(match serde_json::from_slice::<Value>(&bytes) {
-                Err(syntax) => json_rpc_error(
-                    StatusCode::BAD_REQUEST,
-                    Value::Null,
-                    -32700,
-                    &format!("parse error: the body is not JSON: {syntax}"),
-                ),
-                Ok(value) => json_rpc_error(
-                    StatusCode::BAD_REQUEST,
-                    value.get("id").cloned().unwrap_or(Value::Null),
-                    -32600,
-                    &format!("invalid request: not one JSON-RPC 2.0 message: {e}"),
-                ),
-            });
-        }
-        Ok(Request::from_parts(parts, Full::new(bytes)))
+        let message = match serde_json::from_slice::<ClientJsonRpcMessage>(&bytes) {
+            Ok(message) => message,
+            Err(e) => {
+                return Err(match serde_json::from_slice::<Value>(&bytes) {
+                    Err(syntax) => json_rpc_error(
+                        StatusCode::BAD_REQUEST,
+                        Value::Null,
+                        -32700,
+                        &format!("parse error: the body is not JSON: {syntax}"),
+                    ),
+                    Ok(value) => json_rpc_error(
+                        StatusCode::BAD_REQUEST,
+                        value.get("id").cloned().unwrap_or(Value::Null),
+                        -32600,
+                        &format!("invalid request: not one JSON-RPC 2.0 message: {e}"),
+                    ),
+                });
+            }
+        };
+        let initialize = matches!(
+            message,
+            ClientJsonRpcMessage::Request(ref request)
+                if matches!(request.request, ClientRequest::InitializeRequest(_))
+        );
+        Ok((Request::from_parts(parts, Full::new(bytes)), initialize))
     }
 }
 

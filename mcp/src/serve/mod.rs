@@ -27,14 +27,17 @@ mod error;
 mod handler;
 mod http;
 mod http_sessions;
+mod listeners;
 mod options;
 mod paging;
 mod peers;
+mod probe;
 mod progress;
 mod reload;
 mod run;
 mod session;
 mod shared;
+mod stateless;
 mod stdio;
 mod stdio_lines;
 

@@ -242,7 +242,8 @@ async fn reload(shared: &Arc<Shared>, trigger: Trigger, started: Instant) {
     match result {
         Ok(Ok((previous, next))) => {
             log_change(&previous, &next, trigger, started);
-            let told = shared.peers.tool_list_changed().await;
+            let told = shared.peers.tool_list_changed().await
+                + shared.listeners.tool_list_changed(None).await;
             tracing::debug!(clients = told, "told the clients their tool list changed");
         }
         Ok(Err(e)) => {

@@ -4,13 +4,19 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::engines::Engines;
+use super::listeners::Listeners;
 use super::peers::Peers;
 use super::progress::ProgressRoutes;
+use super::stateless::{MAX_IN_MEMORY, Recent};
 
 /// The engines, the connected clients and the progress routes of one `serve`.
 pub(crate) struct Shared {
     pub(crate) engines: Engines,
     pub(crate) peers: Peers,
+    /// Clients on 2026-07-28 listening for changes.
+    pub(crate) listeners: Listeners,
+    /// The stateless sessions whose state the engine keeps in memory.
+    pub(crate) stateless: Recent,
     pub(crate) progress: Arc<ProgressRoutes>,
     calls: AtomicU64,
 }
@@ -20,6 +26,8 @@ impl Shared {
         Shared {
             engines,
             peers: Peers::default(),
+            listeners: Listeners::default(),
+            stateless: Recent::new(MAX_IN_MEMORY),
             progress,
             calls: AtomicU64::new(0),
         }
