@@ -62,6 +62,8 @@ pub struct Policy {
     /// How long session state (the catalog tools a session found) is kept by hosts that keep
     /// it in a store (`toolgate call --session`, `toolgate serve`).
     pub sessions: SessionSettings,
+    /// How `toolgate serve` answers MCP clients.
+    pub serve: ServeSettings,
 }
 
 impl Default for Policy {
@@ -80,6 +82,7 @@ impl Default for Policy {
             search: None,
             mcp_servers: Vec::new(),
             sessions: SessionSettings::default(),
+            serve: ServeSettings::default(),
         }
     }
 }
@@ -583,6 +586,29 @@ pub enum McpTransport {
 pub struct SessionSettings {
     /// A session's state expires this long after its last change; `None` = never. Default 24h.
     pub ttl: Option<Duration>,
+}
+
+/// How `toolgate serve` answers MCP clients (issue 26).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServeSettings {
+    /// The most items one page of a list holds. Default [`ServeSettings::DEFAULT_PAGE_SIZE`].
+    pub page_size: std::num::NonZeroUsize,
+}
+
+impl ServeSettings {
+    /// The default page size.
+    pub const DEFAULT_PAGE_SIZE: std::num::NonZeroUsize = match std::num::NonZeroUsize::new(100) {
+        Some(n) => n,
+        None => unreachable!(),
+    };
+}
+
+impl Default for ServeSettings {
+    fn default() -> Self {
+        ServeSettings {
+            page_size: Self::DEFAULT_PAGE_SIZE,
+        }
+    }
 }
 
 /// The default [`SessionSettings::ttl`].

@@ -38,7 +38,7 @@ pub(crate) struct Loaded {
     pub(crate) always_visible: HashSet<String>,
     /// Counts the policies loaded, from 1.
     pub(crate) generation: u64,
-    /// The most items a page of a list holds.
+    /// The most items a page of a list holds (`serve.page_size`).
     pub(crate) page_size: std::num::NonZeroUsize,
     /// The upstream servers whose tools this engine has.
     pub(crate) upstreams: Arc<UpstreamSet>,
@@ -239,12 +239,13 @@ fn build(
     }
     let engine = builder.build()?;
     let always_visible = Loaded::base_names(&engine)?;
+    let page_size = engine.policy().serve.page_size;
     Ok(Loaded {
         engine,
         sessions,
         always_visible,
         generation,
-        page_size: super::paging::DEFAULT_PAGE_SIZE,
+        page_size,
         upstreams,
     })
 }

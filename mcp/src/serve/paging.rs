@@ -1,7 +1,7 @@
 //! Pages of the lists `serve` answers (`tools/list`; `resources/list`,
 //! `resources/templates/list` and `prompts/list` use the same helper).
 //!
-//! A list is cut into pages of at most `page_size` items, in the order of each item's key (a
+//! A list is cut into pages of at most `page_size` items (the policy's `serve.page_size`), in the order of each item's key (a
 //! tool's name, a resource's URI, a template's URI template, a prompt's name). A page that is
 //! not the last one carries a `nextCursor`; the client sends it back to get the next page.
 //!
@@ -21,12 +21,6 @@ use std::num::NonZeroUsize;
 
 use rmcp::ErrorData as McpError;
 use rmcp::model::PaginatedRequestParams;
-
-/// The page size when the policy sets none.
-pub(crate) const DEFAULT_PAGE_SIZE: NonZeroUsize = match NonZeroUsize::new(100) {
-    Some(n) => n,
-    None => unreachable!(),
-};
 
 /// What every cursor starts with: the version of its layout.
 const VERSION: &str = "tg1.";

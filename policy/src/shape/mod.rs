@@ -23,6 +23,7 @@ mod build;
 mod extensions;
 mod mcp_servers;
 mod sections;
+mod serve;
 mod values;
 
 use std::collections::BTreeMap;
@@ -41,6 +42,7 @@ use build::{child, item};
 use extensions::{Plugin, Reduction, Search};
 use mcp_servers::McpServer;
 use sections::{Alias, Dispatch, Rules, Scripts, Sessions, ToolOverride};
+use serve::Serve;
 use values::{Version, names_only};
 
 /// A toolgate policy: how the tools an LLM agent calls are dispatched, guarded, limited,
@@ -98,6 +100,8 @@ pub(crate) struct PolicyFile {
     /// results (reduction.store, else the local results folder), so later runs and other serve
     /// instances on the same store share it. Every key is optional.
     pub sessions: Option<Sessions>,
+    /// How toolgate serve answers MCP clients. Every key is optional.
+    pub serve: Option<Serve>,
 }
 
 impl PolicyFile {
@@ -149,6 +153,9 @@ impl PolicyFile {
         }
         if let Some(sessions) = self.sessions {
             policy.sessions = sessions.build(child(root, "sessions"), cx);
+        }
+        if let Some(serve) = self.serve {
+            policy.serve = serve.build();
         }
         policy
     }
