@@ -544,8 +544,21 @@ pub struct McpServerSpec {
     /// How long starting it may take: spawning or connecting, the MCP handshake and the first
     /// tool list. `None` = no bound. Default [`McpServerSpec::DEFAULT_STARTUP_TIMEOUT`].
     pub startup_timeout: Option<Duration>,
+    /// The protocol revision toolgate speaks to it.
+    pub protocol: McpProtocol,
     /// Where the server's entry is in the policy file.
     pub position: Option<Position>,
+}
+
+/// The protocol revision toolgate speaks to an upstream MCP server (`mcp_servers[].protocol`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum McpProtocol {
+    /// The `initialize` handshake (2025 revisions, the newest the server agrees to); a server
+    /// that has no handshake is spoken to with `server/discover` and 2026-07-28.
+    #[default]
+    Auto,
+    /// `server/discover` and 2026-07-28 only.
+    V2026_07_28,
 }
 
 impl McpServerSpec {

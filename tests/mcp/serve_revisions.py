@@ -16,7 +16,9 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -271,10 +273,101 @@ async def listeners_hear_of_a_reload(opts: argparse.Namespace, tmp: Path) -> dic
     return {"protocol": protocol}
 
 
+# --- upstream servers on each revision ---------------------------------------------------------
+
+SDK_SERVER = REPO / "tests" / "mcp" / "sdk_server.py"
+
+
+class Upstream:
+    """tests/mcp/sdk_server.py (the Python SDK's server, every revision), as the policy entry of
+    a `command` server or, over HTTP, a running process and the entry of its `url`."""
+
+    def __init__(self, how: str, protocol: str):
+        self.how = how
+        self.protocol = protocol
+        self.process: subprocess.Popen[str] | None = None
+
+    def __enter__(self) -> str:
+        """The policy's mcp_servers entry."""
+        if self.how == "stdio":
+            where = f"command: {json.dumps([sys.executable, str(SDK_SERVER)])}"
+        else:
+            self.process = subprocess.Popen(
+                [sys.executable, str(SDK_SERVER), "--http", "0"],
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            )
+            assert self.process.stdout is not None
+            line = self.process.stdout.readline()
+            found = re.search(r"listening on (http://\S+)", line)
+            check(found is not None, f"the SDK server said {line!r}")
+            assert found is not None
+            where = f"url: {found.group(1)}"
+            wait_until_listening(found.group(1))
+        return f"  - name: sdk\n    {where}\n    protocol: \"{self.protocol}\"\n"
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+
+
+def wait_until_listening(url: str) -> None:
+    """Until a TCP connection to the URL's port is accepted (uvicorn binds after it prints)."""
+    port = int(re.search(r":(\d+)/", url).group(1))  # type: ignore[union-attr]
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            check(time.monotonic() < deadline, f"nothing listens on {url}")
+            time.sleep(0.05)
+
+
+async def an_upstream_is_spoken_to_on_its_revision(opts: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    """serve in front of the SDK's server (over `--upstream` stdio or HTTP), with the policy's
+    `protocol` (`--upstream-protocol`): the revision the upstream saw, and a call through."""
+    with Upstream(opts.upstream, opts.upstream_protocol) as entry:
+        policy = policy_file(tmp, "version: 1\nmcp_servers:\n" + entry)
+        with Server(opts, policy, tmp) as server:
+            async with server.client() as client:
+                names, _ = await all_tools(client)
+                revision = await client.call_tool("sdk.revision", {})
+                echoed = await client.call_tool("sdk.echo", {"text": "through toolgate"})
+    check("sdk.echo" in names and "sdk.revision" in names, f"tools: {names}")
+    check(text_of(echoed) == "through toolgate", f"echo: {echoed}")
+    return {"upstream_revision": text_of(revision)}
+
+
+async def an_upstream_tool_list_change_reaches_the_client(opts: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    """The SDK's server adds a tool and says so (on 2026-07-28, on the listen stream toolgate
+    keeps open): serve fetches the new list, and its own client hears of it and can call it."""
+    changed = asyncio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            changed.set()
+
+    with Upstream(opts.upstream, opts.upstream_protocol) as entry:
+        policy = policy_file(tmp, "version: 1\nmcp_servers:\n" + entry)
+        with Server(opts, policy, tmp) as server:
+            async with server.client(message_handler=on_message) as client:
+                revision = await client.call_tool("sdk.revision", {})
+                added = await client.call_tool("sdk.add_tool", {"name": "late"})
+                check(added.is_error is False, f"add_tool: {added}")
+                await asyncio.wait_for(changed.wait(), 20)
+                names, _ = await all_tools(client)
+                late = await client.call_tool("sdk.late", {"text": "new"})
+    check("sdk.late" in names, f"after the change: {names}")
+    check(text_of(late) == "new", f"the new tool: {late}")
+    return {"upstream_revision": text_of(revision)}
+
+
 SCENARIOS = {f.__name__: f for f in [
     connect_list_call, tools_come_in_pages, a_bad_cursor_is_invalid_params,
     a_named_stateless_session_keeps_what_it_found, without_an_id_requests_share_the_default_session,
     an_offloaded_result_is_read_only_in_its_session, listeners_hear_of_found_tools, listeners_hear_of_a_reload,
+    an_upstream_is_spoken_to_on_its_revision, an_upstream_tool_list_change_reaches_the_client,
 ]}
 
 
@@ -283,6 +376,8 @@ def main() -> None:
     parser.add_argument("--toolgate", required=True)
     parser.add_argument("--transport", choices=["stdio", "http"], required=True)
     parser.add_argument("--mode", choices=["auto", "legacy"], default="auto")
+    parser.add_argument("--upstream", choices=["stdio", "http"], default="stdio")
+    parser.add_argument("--upstream-protocol", choices=["auto", "2026-07-28"], default="auto")
     parser.add_argument("scenario", choices=sorted(SCENARIOS))
     opts = parser.parse_args()
 

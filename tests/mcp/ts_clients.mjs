@@ -74,7 +74,7 @@ async function connect() {
   const started = performance.now();
   await client.connect(transport);
   const connectMs = performance.now() - started;
-  return { client, transport, connectMs };
+  return { client, transport, connectMs, started };
 }
 
 function protocolOf(transport) {
@@ -88,13 +88,16 @@ function textOf(result) {
 const scenarios = {
   /** Connect, list every page, call echo. */
   async connect_list_call() {
-    const { client, transport, connectMs } = await connect();
+    const { client, transport, connectMs, started } = await connect();
+    let readyMs;
     const names = [];
     let cursor;
     let pages = 0;
     do {
       const page = await client.listTools(cursor ? { cursor } : undefined);
       names.push(...page.tools.map((t) => t.name));
+      // Connected and the first page of tools in hand: when an agent can start.
+      readyMs ??= performance.now() - started;
       cursor = page.nextCursor;
       pages += 1;
     } while (cursor);
@@ -102,6 +105,7 @@ const scenarios = {
     const out = {
       protocol: protocolOf(transport),
       connect_ms: Math.round(connectMs),
+      ready_ms: Math.round(readyMs),
       tools: names,
       pages,
       echo: textOf(called),

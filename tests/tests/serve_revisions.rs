@@ -86,27 +86,29 @@ fn facts(what: &str, (code, stdout, stderr): (i32, String, String)) -> Value {
 
 /// One scenario of tests/mcp/serve_revisions.py with the Python client in `mode`.
 fn python(transport: &str, mode: &str, scenario: &str) -> Value {
+    python_with(transport, mode, scenario, &[])
+}
+
+/// [`python`] with more arguments for the scenario.
+fn python_with(transport: &str, mode: &str, scenario: &str, more: &[&str]) -> Value {
     let script = repo_path("tests/mcp/serve_revisions.py")
         .display()
         .to_string();
     let toolgate = toolgate_exe().display().to_string();
+    let mut args = vec![
+        script.as_str(),
+        "--toolgate",
+        &toolgate,
+        "--transport",
+        transport,
+        "--mode",
+        mode,
+    ];
+    args.extend_from_slice(more);
+    args.push(scenario);
     facts(
-        &format!("{scenario} over {transport} in {mode} mode"),
-        run_bounded(
-            &venv_python(),
-            &[
-                &script,
-                "--toolgate",
-                &toolgate,
-                "--transport",
-                transport,
-                "--mode",
-                mode,
-                scenario,
-            ],
-            &[],
-            Duration::from_secs(300),
-        ),
+        &format!("{scenario} over {transport} in {mode} mode {more:?}"),
+        run_bounded(&venv_python(), &args, &[], Duration::from_secs(300)),
     )
 }
 
@@ -496,4 +498,70 @@ fn listeners_hear_of_a_reload_over_stdio() {
 fn listeners_hear_of_a_reload_over_http() {
     let facts = python("http", "auto", "listeners_hear_of_a_reload");
     assert_eq!(facts["protocol"], "2026-07-28", "{facts}");
+}
+
+// --- upstream servers: the Python SDK's server (every revision) behind serve -------------------
+
+/// The revision the SDK's server saw from serve, with `protocol` in the policy and the server
+/// reached over `how` (a `command` or a `url`).
+fn upstream_revision(scenario: &str, how: &str, protocol: &str) -> Value {
+    let facts = python_with(
+        "stdio",
+        "legacy",
+        scenario,
+        &["--upstream", how, "--upstream-protocol", protocol],
+    );
+    facts["upstream_revision"].clone()
+}
+
+#[test]
+fn an_upstream_is_spoken_to_with_the_handshake_by_default_over_stdio() {
+    let revision = upstream_revision("an_upstream_is_spoken_to_on_its_revision", "stdio", "auto");
+    assert_eq!(revision, "2025-11-25");
+}
+
+#[test]
+fn an_upstream_is_spoken_to_with_the_handshake_by_default_over_http() {
+    let revision = upstream_revision("an_upstream_is_spoken_to_on_its_revision", "http", "auto");
+    assert_eq!(revision, "2025-11-25");
+}
+
+#[test]
+fn an_upstream_is_spoken_to_on_2026_07_28_when_the_policy_says_so_over_stdio() {
+    let revision = upstream_revision(
+        "an_upstream_is_spoken_to_on_its_revision",
+        "stdio",
+        "2026-07-28",
+    );
+    assert_eq!(revision, "2026-07-28");
+}
+
+#[test]
+fn an_upstream_is_spoken_to_on_2026_07_28_when_the_policy_says_so_over_http() {
+    let revision = upstream_revision(
+        "an_upstream_is_spoken_to_on_its_revision",
+        "http",
+        "2026-07-28",
+    );
+    assert_eq!(revision, "2026-07-28");
+}
+
+#[test]
+fn a_tool_list_change_of_an_upstream_on_2026_07_28_reaches_the_client_over_stdio() {
+    let revision = upstream_revision(
+        "an_upstream_tool_list_change_reaches_the_client",
+        "stdio",
+        "2026-07-28",
+    );
+    assert_eq!(revision, "2026-07-28");
+}
+
+#[test]
+fn a_tool_list_change_of_an_upstream_on_2026_07_28_reaches_the_client_over_http() {
+    let revision = upstream_revision(
+        "an_upstream_tool_list_change_reaches_the_client",
+        "http",
+        "2026-07-28",
+    );
+    assert_eq!(revision, "2026-07-28");
 }

@@ -82,6 +82,7 @@ impl UpstreamSet {
                 && a.transport == b.transport
                 && a.searchable == b.searchable
                 && a.startup_timeout == b.startup_timeout
+                && a.protocol == b.protocol
         };
         self.specs.len() == specs.len() && self.specs.iter().zip(specs).all(|(a, b)| same(a, b))
     }

@@ -12,10 +12,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::build::{Build, child, item, value_pos};
-use super::values::{DurationText, EnvTemplateText, Flag, PathText};
+use super::values::{DurationText, EnvTemplateText, Flag, PathText, names_only};
 use crate::env_template::EnvTemplate;
 use crate::error::DiagnosticKind;
-use crate::model::{McpServerSpec, McpTransport};
+use crate::model::{McpProtocol, McpServerSpec, McpTransport};
 use crate::yaml::{Node, Pos};
 
 /// One upstream MCP server: a name and exactly one of command (a child process speaking MCP on
@@ -79,6 +79,21 @@ pub(crate) struct McpServer {
     /// How long starting the server may take: spawning or connecting, the MCP handshake and the
     /// first tool list. none = no bound. Default 30s.
     pub startup_timeout: Option<DurationText>,
+    /// The protocol revision toolgate speaks to the server: auto (the initialize handshake of
+    /// the 2025 revisions, at the newest one the server agrees to; server/discover and
+    /// 2026-07-28 for a server that has no handshake) or 2026-07-28 (server/discover only).
+    /// Default auto.
+    pub protocol: Option<ProtocolKey>,
+}
+
+// `mcp_servers[].protocol`.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[schemars(inline, transform = names_only)]
+pub(crate) enum ProtocolKey {
+    #[serde(rename = "auto")]
+    Auto,
+    #[serde(rename = "2026-07-28")]
+    V2026_07_28,
 }
 
 /// The variable's value.
@@ -215,6 +230,10 @@ fn server(shape: McpServer, item: &Node, path: &str, cx: &mut Build<'_>) -> Opti
         transport,
         searchable: shape.searchable.is_some_and(|f| f.0),
         startup_timeout,
+        protocol: match shape.protocol {
+            None | Some(ProtocolKey::Auto) => McpProtocol::Auto,
+            Some(ProtocolKey::V2026_07_28) => McpProtocol::V2026_07_28,
+        },
         position: cx.position(item.pos),
     })
 }
