@@ -128,6 +128,14 @@ pub enum CliError {
     /// `man` for a command that does not exist.
     #[error("there is no command `toolgate {0}`")]
     UnknownCommand(String),
+    /// `upstream pin --server NAME` for a server the policy does not have.
+    #[error("{policy} has no MCP server called {server:?} (mcp_servers:)")]
+    UnknownServer {
+        /// The policy's name.
+        policy: String,
+        /// The name given.
+        server: String,
+    },
     /// `index build --policy` for a policy without `search.index_file`, and no `-o`.
     #[error("{policy} has no search.index_file: give the index file to write with -o INDEX")]
     NoIndexFile {
@@ -317,6 +325,33 @@ pub enum CliError {
         /// The queries file (`<stdin>` for standard input).
         input: String,
     },
+    /// `upstream pin`: a pins file cannot be read or written.
+    #[error(transparent)]
+    Pins(toolgate_mcp::upstream::PinsError),
+    /// `upstream pin`: the policy file cannot be given the `pins:` line of a server.
+    #[error(
+        "{}: cannot add `{line}` to the entry of {server} ({why}); add it by hand",
+        .policy.display()
+    )]
+    PinsEdit {
+        /// The policy file.
+        policy: PathBuf,
+        /// The server (or servers, comma-separated).
+        server: String,
+        /// The line to add.
+        line: String,
+        /// Why it could not be added.
+        why: String,
+    },
+    /// A file cannot be written.
+    #[error("cannot write {}", .path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// Standard output cannot be written (a closed pipe is not reported: see
     /// [`CliError::is_closed_pipe`]).
     #[error("cannot write to standard output")]
@@ -345,7 +380,8 @@ impl CliError {
             CliError::SessionId(_)
             | CliError::Missing(_)
             | CliError::UnknownCommand(_)
-            | CliError::NoIndexFile { .. } => Class::Usage,
+            | CliError::NoIndexFile { .. }
+            | CliError::UnknownServer { .. } => Class::Usage,
             CliError::Policy(_)
             | CliError::Build { .. }
             | CliError::ResultsDir { .. }
@@ -389,6 +425,9 @@ impl CliError {
             | CliError::QueriesFailed { .. }
             | CliError::PluginHost(_)
             | CliError::PluginHash { .. }
+            | CliError::Pins(_)
+            | CliError::PinsEdit { .. }
+            | CliError::Write { .. }
             | CliError::Output(_) => Class::Input,
         }
     }

@@ -224,13 +224,12 @@ impl EngineBuilder {
             } else {
                 Vec::new()
             },
-            cap_results: policy.reduction.is_none(),
             arg_aliases: arg_aliases(&registry),
             visibility,
             custom: layers,
             endpoint: endpoint(&registry, &policy, scripts),
         }
-        .build();
+        .build(&policy);
 
         Ok(Engine::from_parts(Parts {
             dispatcher: Dispatcher::new(

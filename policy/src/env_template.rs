@@ -10,6 +10,9 @@
 
 use std::fmt;
 
+use crate::error::DiagnosticKind;
+use crate::shape::de::checked;
+
 /// One piece of a template.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TemplatePart {
@@ -180,6 +183,16 @@ impl EnvTemplate {
     /// The first variable that is not set (or is not valid Unicode).
     pub fn expand_env(&self) -> Result<String, MissingVar> {
         self.expand(|name| std::env::var(name).ok())
+    }
+}
+
+/// A template in a policy file, parsed as it is read; a bad one is reported at its line and
+/// column (the schema's pattern refuses it first).
+impl<'de> serde::Deserialize<'de> for EnvTemplate {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        let parsed = checked(EnvTemplate::parse(&text), DiagnosticKind::Template)?;
+        Ok(parsed.unwrap_or_else(|| EnvTemplate::literal(text)))
     }
 }
 

@@ -19,7 +19,8 @@
 
 use globset::{GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
 
-use crate::error::GlobError;
+use crate::error::{DiagnosticKind, GlobError};
+use crate::shape::de::checked;
 
 /// A compiled name pattern. See the [module docs](self) for the syntax.
 #[derive(Debug, Clone)]
@@ -93,6 +94,16 @@ impl Glob {
         })
     }
 
+    /// A pattern that matches exactly `text`, glob syntax included: what stands in for a
+    /// pattern that did not compile while the policy's other problems are looked for.
+    pub(crate) fn literal(text: &str) -> Glob {
+        Glob {
+            pattern: text.to_owned(),
+            matcher: None,
+            literal_chars: text.chars().count(),
+        }
+    }
+
     /// The pattern as written.
     pub fn as_str(&self) -> &str {
         &self.pattern
@@ -134,6 +145,16 @@ impl Glob {
 impl std::fmt::Display for Glob {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.pattern)
+    }
+}
+
+/// A glob in a policy file: compiled as it is read; one that does not compile is reported at
+/// its line and column (and the load fails).
+impl<'de> serde::Deserialize<'de> for Glob {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let pattern = String::deserialize(deserializer)?;
+        let compiled = checked(Glob::new(&pattern), DiagnosticKind::Glob)?;
+        Ok(compiled.unwrap_or_else(|| Glob::literal(&pattern)))
     }
 }
 
@@ -346,6 +367,20 @@ impl PathGlob {
     }
 }
 
+/// A path glob in a policy file: compiled as it is read; one that does not compile is reported
+/// at its line and column (and the load fails).
+impl<'de> serde::Deserialize<'de> for PathGlob {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let pattern = String::deserialize(deserializer)?;
+        let compiled = checked(PathGlob::new(&pattern), DiagnosticKind::Glob)?;
+        // A stand-in that always compiles; it is never used, since the load fails.
+        Ok(compiled.unwrap_or_else(|| PathGlob {
+            pattern,
+            matcher: GlobSet::empty(),
+        }))
+    }
+}
+
 impl std::fmt::Display for PathGlob {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.pattern)
@@ -380,6 +415,13 @@ fn count_literal_chars(pattern: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_glob_read_outside_a_policy_is_an_error_not_a_report() {
+        let read: Result<Glob, _> = serde_json::from_str("\"fs.[\"");
+        let error = read.expect_err("an unclosed class");
+        assert!(error.to_string().contains("is not a valid glob"), "{error}");
+    }
 
     fn glob(p: &str) -> Glob {
         Glob::new(p).expect("valid glob")

@@ -31,13 +31,15 @@
 //!    the parser under `serde-saphyr`, so every key and value keeps its line and column. Only
 //!    `true`/`false` are booleans (`yes`/`no`/`on`/`off` are strings), duplicate keys are
 //!    errors, and syntax errors carry their position.
-//! 2. **JSON Schema** ([`SCHEMA`], draft 2020-12, generated from the file-shape types by
+//! 2. **JSON Schema** ([`SCHEMA`], draft 2020-12, generated from the policy's types by
 //!    [`generated_schema`]): the tree, as JSON, is validated against the schema, which rejects
 //!    unknown keys everywhere. Every violation is reported, each mapped
 //!    back to the line and column of the offending key.
-//! 3. **Typed policy and semantic checks**: durations are parsed ([`parse_duration`]), globs
+//! 3. **Typed policy and semantic checks**: `serde` reads the tree into the [`Policy`] types,
+//!    each value into its final form: durations are parsed ([`parse_duration`]), globs
 //!    compiled ([`glob::Glob`]), script files read and catalogs looked for, with relative
-//!    paths resolved against the policy file's directory.
+//!    paths resolved against the policy file's directory. A value that cannot be converted is
+//!    reported at its line and column, and reading goes on to find the others.
 //!
 //! Any problem makes a [`PolicyError`], whose `Display` prints one `file:line:col: message`
 //! per [`Diagnostic`], like a compiler; each diagnostic is also typed data (file,

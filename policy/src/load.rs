@@ -10,7 +10,7 @@ use crate::error::{Diagnostic, DiagnosticKind, Diagnostics, PolicyError};
 use crate::file::{MAX_POLICY_FILE_BYTES, read_text_file};
 use crate::model::Policy;
 use crate::schema;
-use crate::shape::{Build, PolicyFile};
+use crate::shape;
 use crate::yaml::{self, Pos, YamlProblemKind};
 
 /// Reads and loads the policy file at `path`. Relative paths inside it are resolved against
@@ -88,25 +88,5 @@ pub fn load_str(text: &str, file: &Path) -> Result<Policy, PolicyError> {
         return Err(problems.into_error());
     }
 
-    // The schema has checked every type, so this fails only if the types and the schema
-    // disagree, which the schema_generated test rules out.
-    let shape: PolicyFile = match serde_json::from_value(root.to_json()) {
-        Ok(shape) => shape,
-        Err(error) => {
-            return Err(PolicyError::new(vec![at(
-                root.pos,
-                format!("the policy does not fit the policy's types: {error}"),
-                DiagnosticKind::Schema {
-                    keyword: "type".to_owned(),
-                },
-            )]));
-        }
-    };
-    let mut build = Build::new(file);
-    let policy = shape.build(&root, &mut build);
-    if build.diagnostics.is_empty() {
-        Ok(policy)
-    } else {
-        Err(build.diagnostics.into_error())
-    }
+    shape::read(&root, file).map_err(Diagnostics::into_error)
 }

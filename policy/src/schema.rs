@@ -1,7 +1,7 @@
 //! The JSON Schema check, and turning its errors into `file:line:col` diagnostics.
 //!
 //! The schema (`schemas/policy.schema.json`, embedded as [`crate::SCHEMA`]) is generated from
-//! the policy's file-shape types (`shape/`, [`crate::generated_schema`]): editors use it for
+//! the policy's types (`model/`, `shape/`, [`crate::generated_schema`]): editors use it for
 //! completion, `docs/policy.md` is checked against it, and the loader validates every file with
 //! it. The validator is compiled once per process.
 //!

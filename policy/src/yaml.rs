@@ -124,13 +124,6 @@ impl Entry {
 }
 
 impl Node {
-    /// A null node at 1:1, standing in where a tree has no node.
-    pub const EMPTY: Node = Node {
-        pos: Pos { line: 1, column: 1 },
-        kind: Kind::Null,
-        aliased: false,
-    };
-
     /// The value under `key`, when this node is a mapping that has it.
     pub fn get(&self, key: &str) -> Option<&Entry> {
         match &self.kind {

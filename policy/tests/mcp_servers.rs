@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use toolgate_policy::{
-    DiagnosticKind, EnvTemplate, McpServerSpec, McpTransport, Policy, PolicyError, load_str,
+    DiagnosticKind, EnvTemplate, McpClientRequests, McpServerSpec, McpTransport, Policy,
+    PolicyError, RequestAccess, load_str,
 };
 
 fn load(yaml: &str) -> Policy {
@@ -189,4 +190,72 @@ fn a_url_must_be_http() {
     let text =
         error_of("version: 1\nmcp_servers:\n  - name: t\n    url: ftp://x/mcp\n").to_string();
     assert!(text.contains("an http:// or https:// URL"), "{text}");
+}
+
+// ---- client_requests ----------------------------------------------------------------------
+
+#[test]
+fn a_server_may_ask_the_client_nothing_unless_the_policy_says() {
+    let policy = load("version: 1\nmcp_servers:\n  - {name: t, command: [x]}\n");
+    let asks = &only_server(&policy).client_requests;
+    assert_eq!(*asks, McpClientRequests::default());
+    assert!(!asks.any());
+    assert_eq!(asks.max_sampling_per_call, 10);
+    assert_eq!(asks.timeout, Duration::from_secs(60));
+}
+
+#[test]
+fn client_requests_are_read_kind_by_kind() {
+    let policy = load(
+        "version: 1\nmcp_servers:\n  - name: t\n    command: [x]\n    client_requests:\n      sampling: allow\n      elicitation: refuse\n      roots: allow\n      max_sampling_per_call: 3\n      timeout: 5m\n",
+    );
+    assert_eq!(
+        only_server(&policy).client_requests,
+        McpClientRequests {
+            sampling: RequestAccess::Allow,
+            elicitation: RequestAccess::Refuse,
+            roots: RequestAccess::Allow,
+            max_sampling_per_call: 3,
+            timeout: Duration::from_secs(300),
+        }
+    );
+}
+
+#[test]
+fn a_client_request_kind_is_allow_or_refuse() {
+    let text = error_of(
+        "version: 1\nmcp_servers:\n  - name: t\n    command: [x]\n    client_requests: {sampling: yes}\n",
+    )
+    .to_string();
+    assert!(text.starts_with("bad.yaml:5:"), "{text}");
+    assert!(
+        text.contains("mcp_servers[0].client_requests.sampling") && text.contains("allow"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_client_request_timeout_must_be_above_zero() {
+    let none = error_of(
+        "version: 1\nmcp_servers:\n  - name: t\n    command: [x]\n    client_requests: {timeout: none}\n",
+    )
+    .to_string();
+    assert!(none.contains("none is not allowed"), "{none}");
+    let zero = error_of(
+        "version: 1\nmcp_servers:\n  - name: t\n    command: [x]\n    client_requests: {timeout: 0s}\n",
+    )
+    .to_string();
+    assert!(
+        zero.contains("mcp_servers[0].client_requests.timeout: must be above zero"),
+        "{zero}"
+    );
+}
+
+#[test]
+fn a_sampling_cap_of_zero_is_refused() {
+    let text = error_of(
+        "version: 1\nmcp_servers:\n  - name: t\n    command: [x]\n    client_requests: {max_sampling_per_call: 0}\n",
+    )
+    .to_string();
+    assert!(text.contains("a whole number from 1 to 1000000"), "{text}");
 }

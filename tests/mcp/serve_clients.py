@@ -38,6 +38,7 @@ SEARCH = REPO / "policies" / "examples" / "search.yaml"
 CANCEL = REPO / "tests" / "mcp" / "policies" / "one-thread.yaml"
 UPSTREAM = REPO / "policies" / "examples" / "mcp-upstream.yaml"
 FAKE_UPSTREAM = REPO / "mcp" / "tests" / "fixtures" / "fake_mcp_server.py"
+PINNABLE_UPSTREAM = REPO / "tests" / "mcp" / "pinnable_server.py"
 
 
 def check(condition: bool, message: str) -> None:
@@ -564,6 +565,46 @@ async def upstream_progress_reaches_the_client(opts: argparse.Namespace) -> None
         check(len(seen) >= 1 and all(m and "step" in m for m in seen), f"progress seen: {seen}")
 
 
+async def pinning_again_offers_a_held_back_tool(opts: argparse.Namespace) -> None:
+    """A pinned upstream tool whose description changed is held back from serve's clients;
+    `toolgate upstream pin` while serve runs rewrites the pins file, which serve watches: the
+    tool comes back, and clients are told their list changed."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        defs = folder / "defs.json"
+        defs.write_text(json.dumps({"add_description": "Adds two numbers."}))
+        policy = folder / "policy.yaml"
+        policy.write_text(
+            "version: 1\nmcp_servers:\n  - name: calc\n    pins: policy.pins.json\n    cwd: .\n    command: "
+            + json.dumps([sys.executable, str(PINNABLE_UPSTREAM), "defs.json"])
+            + "\n"
+        )
+
+        def pin() -> None:
+            done = subprocess.run([opts.toolgate, "upstream", "pin", str(policy)], capture_output=True, text=True)
+            check(done.returncode == 0, f"upstream pin failed: {done.stdout}{done.stderr}")
+
+        pin()
+        defs.write_text(json.dumps({"add_description": "Adds two numbers, and keeps a copy."}))
+        changed = asyncio.Event()
+
+        async def on_message(message: Any) -> None:
+            if isinstance(message, types.ToolListChangedNotification):
+                changed.set()
+
+        async with serving(opts, policy) as server, server.client(message_handler=on_message) as client:
+            before = [t.name for t in (await client.list_tools()).tools]
+            check("calc.multiply" in before and "calc.add" not in before, f"before pinning again: {before}")
+            held = await client.call_tool("calc.add", {"a": 2, "b": 3})
+            check(kind_of(held) == "unknown_tool", f"the held-back tool answered: {held}")
+            check('"add" is held back' in server.log_text() and "description changed" in server.log_text(),
+                  f"no warning naming the change:\n{server.log_text()}")
+            pin()
+            await asyncio.wait_for(changed.wait(), 20)
+            after = await client.call_tool("calc.add", {"a": 2, "b": 3})
+            check(after.is_error is False and text_of(after) == "5", f"after pinning again: {after}")
+
+
 SCENARIOS = {f.__name__: f for f in [
     list_matches_cli, call_returns_the_tool_text, failures_are_error_results, images_are_image_content,
     progress_becomes_notifications, cancellation_reaches_the_tool, search_makes_tools_visible_and_says_so,
@@ -571,7 +612,7 @@ SCENARIOS = {f.__name__: f for f in [
     in_flight_calls_finish_on_the_old_policy, bad_input_gets_json_rpc_errors, foreign_origins_are_refused,
     a_token_is_required_when_configured, sessions_are_bounded, two_instances_share_a_session,
     upstream_tools_are_served_under_the_policy, an_upstream_tool_list_change_reaches_the_client,
-    upstream_progress_reaches_the_client,
+    upstream_progress_reaches_the_client, pinning_again_offers_a_held_back_tool,
 ]}
 
 

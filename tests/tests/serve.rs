@@ -128,6 +128,7 @@ both_transports!(
     upstream_tools_are_served_under_the_policy,
     an_upstream_tool_list_change_reaches_the_client,
     upstream_progress_reaches_the_client,
+    pinning_again_offers_a_held_back_tool,
 );
 
 mod http_safety {

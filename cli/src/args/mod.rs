@@ -8,8 +8,10 @@ use std::time::Duration;
 use clap::{ArgGroup, Args, Parser, Subcommand};
 
 mod serve;
+mod upstream;
 
 pub use serve::{AFTER_HELP as SERVE_HELP, ServeArgs};
+pub use upstream::{UpstreamCommand, UpstreamPinArgs};
 
 pub const EXIT_CODES: &str = "\
 Exit codes:
@@ -276,6 +278,10 @@ Pages are named like git's: toolgate(1), toolgate-results(1), toolgate-results-l
     /// Plugin tools for a policy's author: `toolgate plugin hash PATH`.
     #[command(subcommand)]
     Plugin(PluginCommand),
+
+    /// Upstream MCP servers: `toolgate upstream pin POLICY` approves their definitions.
+    #[command(subcommand)]
+    Upstream(UpstreamCommand),
 
     /// The worker of a plugin under `isolation: process`: loads one plugin library and runs its
     /// calls for the engine that started it, over stdin and stdout. Not for people.
@@ -720,6 +726,7 @@ impl Command {
             Command::Man(_) => "man",
             Command::Serve(_) => "serve",
             Command::Plugin(_) => "plugin",
+            Command::Upstream(_) => "upstream",
             Command::PluginHost => "plugin-host",
         }
     }

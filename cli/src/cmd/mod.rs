@@ -14,6 +14,7 @@ mod run;
 mod search;
 mod serve;
 mod tools;
+mod upstream_pin;
 mod validate;
 
 use crate::args::Command;
@@ -46,6 +47,7 @@ async fn run_command(command: Command, out: &mut Out<'_>) -> Result<u8, CliError
         Command::Man(args) => man::man(args, out),
         Command::Serve(args) => serve::serve(args).await,
         Command::Plugin(command) => plugin::plugin(command, out),
+        Command::Upstream(command) => upstream_pin::upstream(command, out).await,
         // `main` runs it before any runtime exists; here for a caller that already has one.
         Command::PluginHost => plugin_host::plugin_host(),
     }

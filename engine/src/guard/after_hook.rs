@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use futures::FutureExt;
 
-use super::layer::{Layer, Next};
 use crate::call::{CallResult, Invocation, error_text, panic_message};
 use crate::error::CallError;
 use crate::events::{Event, EventKind, Events};
+use crate::guard::{Layer, Next};
 use crate::script::{CallView, OutcomeView, ScriptSet};
 use crate::tool::BoxFuture;
 

@@ -2,9 +2,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::layer::{Layer, Next};
 use crate::call::{CallResult, Invocation};
 use crate::error::{CallError, cut_name};
+use crate::guard::{Layer, Next};
 use crate::tool::BoxFuture;
 
 /// Argument aliases of each tool: real tool name -> (alias -> real argument name).

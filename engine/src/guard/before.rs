@@ -2,9 +2,9 @@
 
 use std::sync::Arc;
 
-use super::layer::{Layer, Next};
 use crate::call::{CallResult, Invocation};
 use crate::error::{CallError, DeniedBy};
+use crate::guard::{Layer, Next};
 use crate::script::{CallView, ScriptSet, Verdict};
 use crate::tool::BoxFuture;
 

@@ -1,29 +1,82 @@
-//! The one place that owns the order of the guard's layers.
+//! The one place that owns the guard's layers: which there are, their order, and what each is
+//! built from.
 //!
-//! [`ORDER`] lists the stages outermost first; [`Stage::needs`] says which stages must run
-//! outside a stage (before it on the way in, after it on the way out), and why. The crate does
-//! not compile when [`ORDER`] breaks one of those needs (the `const` assertion below), and
-//! [`GuardParts::build`] assembles the chain by walking [`ORDER`], so the order is stated once,
-//! in code.
+//! Every call passes through the layers outermost first, and ends at the endpoint (the tool, or
+//! the unknown-tool answer):
+//!
+//! ```text
+//! after hook ─ reduce ─ group ─ timeout ─ result cap ─ arguments ─ visibility ─ rewrite ─ rules ─ before ─ (your layers) ─ endpoint
+//! ```
+//!
+//! * **after hook** (G6, G7) sees the final outcome; its failure is an `error` event.
+//! * **reduce** (R1, R2, R9; when reduction is on) offloads large results to the store.
+//! * **group** serialises calls that share a `sequential_group`; its wait is queue time, so it
+//!   sits outside the timeout, and a member holds the lock until it really returns.
+//! * **timeout** (G2) starts once the call runs (after any wait for a concurrency slot or group
+//!   lock, reported as `queued`), covers everything inside, cancels the call's token and drops
+//!   the tool's future at the deadline.
+//! * **result cap** (G3-G5) reads streams and caps text by Unicode characters.
+//! * **arguments** (D2) parses the JSON arguments and renames argument aliases.
+//! * **visibility** (S4) refuses catalog tools that were not found yet.
+//! * **rewrite** (D2, D3) runs the rewrite script; its output is what the tool receives.
+//! * **rules** (G1) checks the declarative allow/deny rules on those final arguments (path
+//!   arguments in normalised form), so a rewrite cannot turn a denied call into an allowed one.
+//!   Unknown names pass on to the unknown-tool answer; built-ins meet only rules naming them.
+//! * **before** (G1) runs the before script, also on the final arguments.
+//! * **your layers** ([`crate::EngineBuilder::layer`]) run last, just before the tool.
+//!
+//! [`ORDER`] lists the stages outermost first (each [`Stage`] variant's docs say what it does);
+//! [`Stage::needs`] says which stages must run outside a stage (before it on the way in, after
+//! it on the way out), and why. The crate does not compile when [`ORDER`] breaks one of those
+//! needs (the `const` assertion below), and [`GuardParts::build`] assembles the chain by walking
+//! [`ORDER`], handing each layer the policy, so the order is stated once, in code.
+//!
+//! Each layer is a file of this folder, declared here beside its stage. Adding one: write its
+//! file, then here its `mod` line, its [`Stage`] variant with what it needs, its place in
+//! [`ORDER`] and its arm in [`GuardParts::build`].
+
+// The layers' modules: files of this folder (`guard/`), declared here rather than in
+// `mod.rs` so that a layer is its file and its lines in this one.
+#[path = "after_hook.rs"]
+mod after_hook;
+#[path = "arguments.rs"]
+pub(super) mod arguments;
+#[path = "before.rs"]
+mod before;
+#[path = "group.rs"]
+mod group;
+#[path = "reduce.rs"]
+mod reduce;
+#[path = "result_cap.rs"]
+mod result_cap;
+#[path = "rewrite.rs"]
+mod rewrite;
+#[path = "rules.rs"]
+mod rules;
+#[path = "timeout.rs"]
+mod timeout;
+#[path = "visibility.rs"]
+pub(super) mod visibility;
 
 use std::sync::Arc;
 
-use toolgate_policy::{Hook, ReductionSettings};
+use toolgate_policy::{Hook, Policy, ReductionSettings};
 use toolgate_store::ResultStore;
 
-use super::after_hook::AfterHookLayer;
-use super::arguments::{ArgAliases, ArgumentsLayer};
-use super::before::BeforeLayer;
+use after_hook::AfterHookLayer;
+use arguments::{ArgAliases, ArgumentsLayer};
+use before::BeforeLayer;
+use group::GroupLayer;
+use reduce::ReduceLayer;
+use result_cap::ResultCapLayer;
+use rewrite::RewriteLayer;
+use rules::RulesLayer;
+use timeout::TimeoutLayer;
+use visibility::VisibilityLayer;
+
 use super::endpoint::Endpoint;
-use super::group::GroupLayer;
 use super::layer::Layer;
-use super::reduce::ReduceLayer;
-use super::result_cap::ResultCapLayer;
-use super::rewrite::RewriteLayer;
-use super::rules::RulesLayer;
 use super::run::Guard;
-use super::timeout::TimeoutLayer;
-use super::visibility::VisibilityLayer;
 use crate::events::Events;
 use crate::script::ScriptSet;
 
@@ -156,8 +209,6 @@ pub(crate) struct GuardParts {
     pub(crate) reduction: Option<Reduction>,
     /// The names of the sequential groups, when any tool is in one.
     pub(crate) groups: Vec<String>,
-    /// Every result capped by characters; `false` while reduction is on (R2).
-    pub(crate) cap_results: bool,
     pub(crate) arg_aliases: ArgAliases,
     /// `Some` while search gates catalog tools (S4).
     pub(crate) visibility: Option<VisibilityLayer>,
@@ -166,15 +217,14 @@ pub(crate) struct GuardParts {
 }
 
 impl GuardParts {
-    /// The guard: the stages of [`ORDER`] that this policy uses, in that order, then the
+    /// The guard: the stages of [`ORDER`] that `policy` uses, in that order, then the
     /// endpoint. A stage with nothing to do is left out.
-    pub(crate) fn build(self) -> Guard {
+    pub(crate) fn build(self, policy: &Policy) -> Guard {
         let GuardParts {
             scripts,
             events,
             mut reduction,
             groups,
-            cap_results,
             mut arg_aliases,
             mut visibility,
             mut custom,
@@ -203,8 +253,9 @@ impl GuardParts {
                     layers.push(Arc::new(GroupLayer::new(groups.iter().map(String::as_str))));
                 }
                 Stage::Timeout => layers.push(Arc::new(TimeoutLayer)),
+                // Every result is capped by characters, but while reduction is on (R2).
                 Stage::ResultCap => layers.push(Arc::new(ResultCapLayer {
-                    reduction: !cap_results,
+                    reduction: policy.reduction.is_some(),
                 })),
                 Stage::Arguments => layers.push(Arc::new(ArgumentsLayer {
                     aliases: std::mem::take(&mut arg_aliases),

@@ -3,9 +3,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::layer::{Layer, Next};
 use crate::call::{CallResult, Invocation};
 use crate::error::CallError;
+use crate::guard::{Layer, Next};
 use crate::tool::{BoxFuture, Hold};
 
 /// The lock of one `sequential_group`.

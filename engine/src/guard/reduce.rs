@@ -19,11 +19,11 @@ use std::time::Duration;
 use toolgate_policy::ReductionSettings;
 use toolgate_store::{NewResult, ResultStore};
 
-use super::layer::{Layer, Next};
 use super::result_cap::cap_text;
 use crate::call::{CallResult, Invocation, Reply};
 use crate::error::CallError;
 use crate::events::{Event, EventKind, Events};
+use crate::guard::{Layer, Next};
 use crate::reduction::MAX_PAGE_CHARS;
 use crate::tool::{BoxFuture, ContentPart, ToolOutput};
 

@@ -14,9 +14,9 @@ use std::panic::AssertUnwindSafe;
 
 use futures::{FutureExt, StreamExt};
 
-use super::layer::{Layer, Next};
 use crate::call::{CallResult, Invocation, TRUNCATION_MARKER, error_text, panic_message};
 use crate::error::CallError;
+use crate::guard::{Layer, Next};
 use crate::tool::{BoxFuture, ContentPart, ToolError, ToolOutput};
 
 /// Caps `text` at `cap` characters (`None` = no cap). Returns the kept characters and whether

@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use super::layer::{Layer, Next};
 use crate::call::{CallResult, Invocation};
+use crate::guard::{Layer, Next};
 use crate::script::{CallView, ScriptSet};
 use crate::tool::BoxFuture;
 

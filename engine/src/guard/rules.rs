@@ -3,9 +3,9 @@
 
 use toolgate_store::SessionId;
 
-use super::layer::{Layer, Next};
 use crate::call::{CallResult, Invocation};
 use crate::error::{CallError, DeniedBy};
+use crate::guard::{Layer, Next};
 use crate::rules::Refusal;
 use crate::tool::BoxFuture;
 

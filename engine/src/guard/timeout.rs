@@ -1,8 +1,8 @@
 //! The call's timeout (G2).
 
-use super::layer::{Layer, Next};
 use crate::call::{CallResult, Invocation};
 use crate::error::CallError;
+use crate::guard::{Layer, Next};
 use crate::tool::BoxFuture;
 
 /// The call's deadline (G2): it started with the guard and covers every layer inside. At the

@@ -4,9 +4,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::layer::{Layer, Next};
 use crate::call::{CallResult, Invocation};
 use crate::error::{CallError, DeniedBy};
+use crate::guard::{Layer, Next};
 use crate::session::Sessions;
 use crate::tool::BoxFuture;
 

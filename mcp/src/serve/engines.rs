@@ -23,7 +23,7 @@ use tokio::sync::Notify;
 use toolgate::{Engine, Policy};
 use toolgate_policy::McpServerSpec;
 
-use crate::upstream::Upstreams;
+use crate::upstream::{Downstream, Upstreams};
 
 use super::error::ServeError;
 use super::progress::ProgressRoutes;
@@ -56,9 +56,13 @@ impl UpstreamSet {
     /// Starts the servers of `specs` (blocks until each started or failed, each within its
     /// `startup_timeout`); a server that did not start is logged and costs only its own tools.
     /// Must run on a thread of the runtime's blocking pool.
-    fn start(specs: &[McpServerSpec], changed: &Arc<Notify>) -> Arc<UpstreamSet> {
+    fn start(
+        specs: &[McpServerSpec],
+        changed: &Arc<Notify>,
+        downstream: &Arc<dyn Downstream>,
+    ) -> Arc<UpstreamSet> {
         let runtime = tokio::runtime::Handle::current();
-        let upstreams = runtime.block_on(Upstreams::start(specs));
+        let upstreams = runtime.block_on(Upstreams::start_for(specs, Some(Arc::clone(downstream))));
         for problem in upstreams.problems() {
             tracing::warn!("{problem}");
         }
@@ -83,6 +87,9 @@ impl UpstreamSet {
                 && a.searchable == b.searchable
                 && a.startup_timeout == b.startup_timeout
                 && a.protocol == b.protocol
+                // Declared to the server when it starts.
+                && a.client_requests == b.client_requests
+                && a.pins == b.pins
         };
         self.specs.len() == specs.len() && self.specs.iter().zip(specs).all(|(a, b)| same(a, b))
     }
@@ -120,6 +127,8 @@ pub(crate) struct Engines {
     policy: PathBuf,
     default_store_url: Option<String>,
     progress: Arc<ProgressRoutes>,
+    /// Where upstream servers send what belongs to a client.
+    downstream: Arc<dyn Downstream>,
     generations: AtomicU64,
     upstream_changed: Arc<Notify>,
 }
@@ -131,6 +140,7 @@ impl Engines {
         policy: &Path,
         default_store_url: Option<String>,
         progress: Arc<ProgressRoutes>,
+        downstream: Arc<dyn Downstream>,
     ) -> Result<Self, ServeError> {
         let upstream_changed = Arc::new(Notify::new());
         let first = build(
@@ -138,7 +148,7 @@ impl Engines {
             default_store_url.as_deref(),
             &progress,
             None,
-            &upstream_changed,
+            (&upstream_changed, &downstream),
             1,
         )?;
         Ok(Engines {
@@ -146,6 +156,7 @@ impl Engines {
             policy: policy.to_path_buf(),
             default_store_url,
             progress,
+            downstream,
             generations: AtomicU64::new(1),
             upstream_changed,
         })
@@ -177,7 +188,7 @@ impl Engines {
             self.default_store_url.as_deref(),
             &self.progress,
             Some(&previous),
-            &self.upstream_changed,
+            (&self.upstream_changed, &self.downstream),
             generation,
         )?);
         self.current.store(Arc::clone(&next));
@@ -185,8 +196,8 @@ impl Engines {
     }
 }
 
-/// The policy's files that a change to should reload it: the policy itself, its script files
-/// and its catalogs.
+/// The policy's files that a change to should reload it: the policy itself, its script files,
+/// its catalogs and its upstream servers' pins files.
 pub(crate) fn watched_files(policy_path: &Path, policy: &Policy) -> Vec<PathBuf> {
     let mut files = vec![policy_path.to_path_buf()];
     let scripts = &policy.scripts;
@@ -204,6 +215,8 @@ pub(crate) fn watched_files(policy_path: &Path, policy: &Policy) -> Vec<PathBuf>
     if let Some(search) = &policy.search {
         files.extend(search.catalogs.iter().cloned());
     }
+    // Pinning again (`toolgate upstream pin`) offers the tools it approves at once.
+    files.extend(policy.mcp_servers.iter().filter_map(|s| s.pins.clone()));
     files.sort();
     files.dedup();
     files
@@ -214,7 +227,7 @@ fn build(
     default_store_url: Option<&str>,
     progress: &Arc<ProgressRoutes>,
     previous: Option<&Loaded>,
-    upstream_changed: &Arc<Notify>,
+    (upstream_changed, downstream): (&Arc<Notify>, &Arc<dyn Downstream>),
     generation: u64,
 ) -> Result<Loaded, ServeError> {
     let policy = toolgate_policy::load_file(path)?;
@@ -228,7 +241,7 @@ fn build(
         Some(previous) if previous.upstreams.serves(&policy.mcp_servers) => {
             Arc::clone(&previous.upstreams)
         }
-        _ => UpstreamSet::start(&policy.mcp_servers, upstream_changed),
+        _ => UpstreamSet::start(&policy.mcp_servers, upstream_changed, downstream),
     };
     let needs_store = policy.reduction.as_ref().is_some_and(|r| r.store.is_none());
     let mut builder = upstreams

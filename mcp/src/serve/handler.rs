@@ -1,23 +1,31 @@
 //! One MCP connection: `tools/list` and `tools/call` on the current engine, in this
 //! connection's toolgate session.
 
+// `logging/setLevel` is deprecated by SEP-2577 (the 2026-07-28 revision); it is how every
+// revision with sessions sets the level.
+#![allow(deprecated)]
+
 use std::borrow::Cow;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::ErrorData as McpError;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    SetLevelRequestParams, SubscriptionFilter,
 };
-use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
 use tokio_util::sync::CancellationToken;
 use toolgate::Session;
 use toolgate::history::ToolCall;
 use toolgate_store::SessionId;
 
+use super::clients::ClientLink;
 use super::content::{call_result, error_result, tool};
+use super::downstream::CallLink;
 use super::engines::Loaded;
+use super::listeners::{self, Change};
 use super::paging;
 use super::progress::forward_progress;
 use super::shared::Shared;
@@ -41,7 +49,16 @@ pub(crate) struct Gateway {
     shared: Arc<Shared>,
     source: SessionSource,
     /// This connection's entry in [`Shared::peers`], once the handshake is done.
-    peer: Mutex<Option<u64>>,
+    client: Mutex<Option<Arc<ClientLink>>>,
+}
+
+/// What `serve` offers its clients.
+pub(crate) fn capabilities() -> ServerCapabilities {
+    ServerCapabilities::builder()
+        .enable_tools()
+        .enable_tool_list_changed()
+        .enable_logging()
+        .build()
 }
 
 impl Gateway {
@@ -49,7 +66,16 @@ impl Gateway {
         Gateway {
             shared,
             source,
-            peer: Mutex::new(None),
+            client: Mutex::new(None),
+        }
+    }
+
+    /// This connection's entry in [`Shared::peers`], made on first use.
+    fn client(&self, peer: &Peer<RoleServer>) -> Arc<ClientLink> {
+        let mut slot = self.client.lock().unwrap_or_else(PoisonError::into_inner);
+        match &*slot {
+            Some(client) => Arc::clone(client),
+            None => Arc::clone(slot.insert(self.shared.peers.add(peer.clone()))),
         }
     }
 
@@ -111,8 +137,8 @@ impl Gateway {
 
 impl Drop for Gateway {
     fn drop(&mut self) {
-        if let Ok(Some(key)) = self.peer.lock().map(|mut k| k.take()) {
-            self.shared.peers.remove(key);
+        if let Ok(Some(client)) = self.client.lock().map(|mut k| k.take()) {
+            self.shared.peers.remove(client.key());
         }
     }
 }
@@ -125,11 +151,7 @@ pub(crate) fn supported_versions() -> &'static [ProtocolVersion] {
 /// What `initialize` and `server/discover` say about the server. It depends on no policy, so
 /// that `server/discover` can be answered before the policy's engine is built.
 pub(crate) fn server_config() -> ServerConfig {
-    let capabilities = ServerCapabilities::builder()
-        .enable_tools()
-        .enable_tool_list_changed()
-        .build();
-    ServerConfig::new(capabilities)
+    ServerConfig::new(capabilities())
         .with_server_info(Implementation::new("toolgate", env!("CARGO_PKG_VERSION")))
         .with_instructions(
             "The tools of a toolgate policy. Every call runs through the policy's guard; a \
@@ -157,24 +179,31 @@ impl ServerHandler for Gateway {
         &self,
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        let _ = requested;
-        Some(SubscriptionFilter::builder().tools_list_changed().build())
+        Some(listeners::accepted(requested))
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
         let id = self.session_id(context.request_context())?;
-        let _listening = self.shared.listeners.add(id, context.sink().clone())?;
+        let _listening = self
+            .shared
+            .peers
+            .listeners
+            .add(id, context.sink().clone())?;
         context.cancelled().await;
         Ok(())
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        let key = self.shared.peers.add(context.peer.clone());
-        if let Ok(mut slot) = self.peer.lock()
-            && let Some(old) = slot.replace(key)
-        {
-            self.shared.peers.remove(old);
-        }
+        self.client(&context.peer);
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.client(&context.peer).set_level(request.level);
+        Ok(())
     }
 
     async fn list_tools(
@@ -217,6 +246,13 @@ impl ServerHandler for Gateway {
         };
         let call_id = self.shared.next_call_id();
         let call = ToolCall::new(call_id.clone(), name, arguments);
+        // What an upstream server sends during the call finds its way back to this client.
+        let _entered = self.shared.links.enter(CallLink::new(
+            self.client(&context.peer),
+            context.id.clone(),
+            call_id.clone(),
+            Arc::clone(&self.shared.progress),
+        ));
 
         let forward = context.meta.get_progress_token().map(|token| {
             let updates = self.shared.progress.register(&call_id);
@@ -260,7 +296,9 @@ impl ServerHandler for Gateway {
                 );
             }
             if is_sessionless(&context) {
-                self.shared.listeners.tool_list_changed(Some(&id)).await;
+                (self.shared.peers.listeners)
+                    .list_changed(Change::Tools, Some(&id))
+                    .await;
             } else if let Err(e) = context.peer.notify_tool_list_changed().await {
                 tracing::debug!(error = %e, "cannot tell the client its tool list changed");
             }

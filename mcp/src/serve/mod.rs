@@ -9,6 +9,10 @@
 //!   error; progress from a tool becomes `notifications/progress`; a client's
 //!   `notifications/cancelled` fires the call's cancellation token; a call that makes catalog
 //!   tools visible (`tool_search`) is followed by `notifications/tools/list_changed`.
+//! - What an upstream MCP server sends during a call goes back to the client that made it
+//!   (`downstream`): its requests to the client (sampling, elicitation, roots) as the policy
+//!   allows, its progress with its own numbers, its log messages (filtered by the client's
+//!   `logging/setLevel`); its resource and prompt list changes go to every client.
 //! - Session state (the tools a session found) lives in a [`toolgate_store::SessionStore`]
 //!   beside the results, so several `serve` processes on one store share it
 //!   ([`StoredSessions`]).
@@ -21,7 +25,9 @@
 //!   `file:line:col` errors. `SIGHUP` reloads too.
 
 mod accept;
+mod clients;
 mod content;
+mod downstream;
 mod engines;
 mod error;
 mod handler;

@@ -12,6 +12,11 @@
 //! tool made). So neither serve nor the pipe or socket to the client fills with notifications.
 //! When the call ends, the newest update not yet sent goes out at once, then the result: at most
 //! two notifications stand between a call's end and its result reaching the client.
+//!
+//! Progress an upstream MCP server sends for a call comes with numbers of its own (`progress`,
+//! `total`, `message`): those go to the client as the server sent them, under the client's
+//! token ([`ProgressRoutes::exact`]), and the call's `update` events, which say the same in
+//! text, are not sent on top.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -27,10 +32,21 @@ use toolgate::events::{Event, EventKind};
 pub(crate) const PROGRESS_INTERVAL: Duration = Duration::from_millis(50);
 
 /// The newest update of a call, and how many updates it has made.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Latest {
     pub(crate) count: u64,
     pub(crate) message: String,
+    /// The newest progress of an upstream server, as it sent it; once there is one, text
+    /// updates of the call are not counted.
+    pub(crate) exact: Option<Exact>,
+}
+
+/// Progress as an upstream server sent it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Exact {
+    pub(crate) progress: f64,
+    pub(crate) total: Option<f64>,
+    pub(crate) message: Option<String>,
 }
 
 /// The calls that want progress, by call id.
@@ -48,11 +64,31 @@ impl ProgressRoutes {
                 && let Ok(map) = routes.routes.lock()
                 && let Some(tx) = map.get(&event.call_id)
             {
-                tx.send_modify(|latest| {
+                tx.send_if_modified(|latest| {
+                    if latest.exact.is_some() {
+                        return false;
+                    }
                     latest.count += 1;
                     latest.message.clone_from(message);
+                    true
                 });
             }
+        }
+    }
+
+    /// The progress of `call_id` as an upstream server sent it (its token aside), when the
+    /// call's client asked for progress.
+    pub(crate) fn exact(&self, call_id: &str, progress: &ProgressNotificationParam) {
+        if let Ok(map) = self.routes.lock()
+            && let Some(tx) = map.get(call_id)
+        {
+            tx.send_modify(|latest| {
+                latest.exact = Some(Exact {
+                    progress: progress.progress,
+                    total: progress.total,
+                    message: progress.message.clone(),
+                });
+            });
         }
     }
 
@@ -86,8 +122,16 @@ pub(crate) async fn forward_progress(
 ) {
     while updates.changed().await.is_ok() {
         let latest = updates.borrow_and_update().clone();
-        let note = ProgressNotificationParam::new(token.clone(), latest.count as f64)
-            .with_message(latest.message);
+        let note = match latest.exact {
+            Some(exact) => {
+                let mut note = ProgressNotificationParam::new(token.clone(), exact.progress);
+                note.total = exact.total;
+                note.message = exact.message;
+                note
+            }
+            None => ProgressNotificationParam::new(token.clone(), latest.count as f64)
+                .with_message(latest.message),
+        };
         if peer.notify_progress(note).await.is_err() {
             return;
         }
@@ -130,10 +174,41 @@ mod tests {
             latest,
             Latest {
                 count: 10_000,
-                message: "step 10000".to_owned()
+                message: "step 10000".to_owned(),
+                exact: None,
             }
         );
         routes.unregister("c1");
         assert!(rx.has_changed().is_err(), "the route ends with the call");
+    }
+
+    #[test]
+    fn an_upstreams_numbers_are_kept_and_its_text_updates_not_counted() {
+        let routes = Arc::new(ProgressRoutes::default());
+        let listener = routes.listener();
+        let mut rx = routes.register("c1");
+        let mut sent = ProgressNotificationParam::new(
+            ProgressToken(rmcp::model::NumberOrString::Number(7)),
+            0.25,
+        );
+        sent.total = Some(4.0);
+        sent.message = Some("a quarter".to_owned());
+        routes.exact("c1", &sent);
+        rx.borrow_and_update();
+        // The same progress in words, as the call's update event says it.
+        listener(&update("c1", "0.25/4: a quarter"));
+        assert!(
+            !rx.has_changed().unwrap(),
+            "the text update is not sent on top"
+        );
+        let latest = rx.borrow().clone();
+        assert_eq!(
+            latest.exact,
+            Some(Exact {
+                progress: 0.25,
+                total: Some(4.0),
+                message: Some("a quarter".to_owned()),
+            })
+        );
     }
 }

@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::engines::{Loaded, watched_files};
 use super::error::ServeError;
+use super::handler::capabilities;
 use super::shared::Shared;
 
 /// How long after the first change event a reload waits for the rest of a burst.
@@ -242,8 +243,7 @@ async fn reload(shared: &Arc<Shared>, trigger: Trigger, started: Instant) {
     match result {
         Ok(Ok((previous, next))) => {
             log_change(&previous, &next, trigger, started);
-            let told = shared.peers.tool_list_changed().await
-                + shared.listeners.tool_list_changed(None).await;
+            let told = shared.peers.all_lists_changed(&capabilities()).await;
             tracing::debug!(clients = told, "told the clients their tool list changed");
         }
         Ok(Err(e)) => {

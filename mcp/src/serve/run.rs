@@ -5,9 +5,13 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use toolgate_store::SessionId;
 
+use crate::upstream::Downstream;
+
+use super::downstream::Links;
 use super::engines::Engines;
 use super::error::ServeError;
 use super::options::ServeOptions;
+use super::peers::Peers;
 use super::progress::ProgressRoutes;
 use super::session::StoredSessions;
 use super::shared::Shared;
@@ -72,19 +76,24 @@ async fn start(
     started: &mut Option<(Arc<Shared>, tokio::task::JoinHandle<()>)>,
 ) -> Result<Arc<Shared>, ServeError> {
     let progress = Arc::new(ProgressRoutes::default());
+    let peers = Arc::new(Peers::default());
+    let links = Arc::new(Links::new(Arc::clone(&peers)));
     // Loading plugins and building the engine blocks: off the async threads.
-    let (policy, default_url, routes) = (
+    let (policy, default_url, routes, downstream) = (
         options.policy.clone(),
         options.default_store_url.clone(),
         Arc::clone(&progress),
+        Arc::clone(&links) as Arc<dyn Downstream>,
     );
-    let engines = tokio::task::spawn_blocking(move || Engines::load(&policy, default_url, routes))
-        .await
-        .map_err(|e| ServeError::Io {
-            what: "loading the policy stopped",
-            source: std::io::Error::other(e.to_string()),
-        })??;
-    let shared = Arc::new(Shared::new(engines, progress));
+    let engines = tokio::task::spawn_blocking(move || {
+        Engines::load(&policy, default_url, routes, downstream)
+    })
+    .await
+    .map_err(|e| ServeError::Io {
+        what: "loading the policy stopped",
+        source: std::io::Error::other(e.to_string()),
+    })??;
+    let shared = Arc::new(Shared::new(engines, peers, links, progress));
     let reloader = reload::start(Arc::clone(&shared), options.watch, shutdown.clone())?;
     tokio::spawn(sweep_expired_sessions(
         Arc::clone(&shared),

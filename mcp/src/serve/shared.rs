@@ -3,18 +3,18 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::downstream::Links;
 use super::engines::Engines;
-use super::listeners::Listeners;
 use super::peers::Peers;
 use super::progress::ProgressRoutes;
 use super::stateless::{MAX_IN_MEMORY, Recent};
 
-/// The engines, the connected clients and the progress routes of one `serve`.
+/// The engines, the connected clients, the calls running for them and the progress routes of
+/// one `serve`.
 pub(crate) struct Shared {
     pub(crate) engines: Engines,
-    pub(crate) peers: Peers,
-    /// Clients on 2026-07-28 listening for changes.
-    pub(crate) listeners: Listeners,
+    pub(crate) peers: Arc<Peers>,
+    pub(crate) links: Arc<Links>,
     /// The stateless sessions whose state the engine keeps in memory.
     pub(crate) stateless: Recent,
     pub(crate) progress: Arc<ProgressRoutes>,
@@ -22,11 +22,16 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn new(engines: Engines, progress: Arc<ProgressRoutes>) -> Self {
+    pub(crate) fn new(
+        engines: Engines,
+        peers: Arc<Peers>,
+        links: Arc<Links>,
+        progress: Arc<ProgressRoutes>,
+    ) -> Self {
         Shared {
             engines,
-            peers: Peers::default(),
-            listeners: Listeners::default(),
+            peers,
+            links,
             stateless: Recent::new(MAX_IN_MEMORY),
             progress,
             calls: AtomicU64::new(0),

@@ -28,12 +28,12 @@ pub(crate) struct UpstreamTool {
 }
 
 /// The server's tools as engine tools, and a line for each tool its list left out (see
-/// [`listing`](super::listing)).
+/// [`listing`](super::listing)) or its pins hold back (see [`pins`](super::pins)).
 pub(crate) fn tools_of(server: &Arc<Server>) -> (Vec<Arc<dyn Tool>>, Vec<String>) {
     let listed = server.tools();
-    let tools = listed
-        .tools
-        .iter()
+    let (offered, held) = super::pins::hold_back(&server.spec, &listed);
+    let tools = offered
+        .into_iter()
         .map(|tool| {
             Arc::new(UpstreamTool {
                 spec: spec_of(format!("{}.{}", server.name(), tool.name), tool),
@@ -42,7 +42,9 @@ pub(crate) fn tools_of(server: &Arc<Server>) -> (Vec<Arc<dyn Tool>>, Vec<String>
             }) as Arc<dyn Tool>
         })
         .collect();
-    (tools, listed.left_out.clone())
+    let mut left_out = listed.left_out.clone();
+    left_out.extend(held.iter().map(super::pins::held_line));
+    (tools, left_out)
 }
 
 fn spec_of(name: String, tool: &McpTool) -> ToolSpec {
@@ -80,13 +82,13 @@ impl Tool for UpstreamTool {
             let mut params = CallToolRequestParams::new(remote);
             params.arguments = Some(arguments);
             let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+            // Entered before it is sent: what the server sends about the call finds it.
+            let tracked = server.handler.track(ctx.clone()).await?;
             let handle = peer
                 .send_request_with_option(request, PeerRequestOptions::no_options())
                 .await
                 .map_err(|e| call_error(server.name(), &e))?;
-            let _progress = server
-                .handler
-                .track(handle.progress_token.clone(), ctx.clone());
+            tracked.sent(handle.id.clone(), handle.progress_token.clone());
             let mut pending = Pending {
                 server: server.clone(),
                 peer,

@@ -126,6 +126,8 @@ mod tests {
             searchable: false,
             startup_timeout: None,
             protocol: Default::default(),
+            client_requests: Default::default(),
+            pins: None,
             position: None,
         }
     }

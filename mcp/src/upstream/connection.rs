@@ -19,6 +19,7 @@ use super::error::{UpstreamError, handshake_reason};
 use super::frame;
 use super::handler::Handler;
 use super::listing::{self, Listed};
+use super::ordered::Ordered;
 use super::stdio::{self, Child};
 
 /// How long closing a connection waits for the client's own shutdown.
@@ -174,7 +175,11 @@ async fn start(
             // set just above what `Bounded` passes on.
             let transport = AsyncRwTransport::new_client(stdout, stdin)
                 .with_max_line_length(frame::MAX_MESSAGE_BYTES + 2);
-            match handler.serve_with_lifecycle(transport, lifecycle).await {
+            match handler
+                .clone()
+                .serve_with_lifecycle(Ordered::new(transport, handler), lifecycle)
+                .await
+            {
                 Ok(service) => service,
                 Err(source) => {
                     if let Some(reason) = no_handshake(&source) {
@@ -197,8 +202,12 @@ async fn start(
             }
         }
         Launch::Http(launch) => match handler
+            .clone()
             .serve_with_lifecycle(
-                StreamableHttpClientTransport::from_config(http_config(launch)),
+                Ordered::new(
+                    StreamableHttpClientTransport::from_config(http_config(launch)),
+                    handler,
+                ),
                 lifecycle,
             )
             .await

@@ -1,15 +1,33 @@
 //! What toolgate does with what an upstream server sends on its own: progress of a call goes
-//! to that call's progress (an `update` event), and `notifications/tools/list_changed` wakes
-//! the server's supervisor to fetch the new list.
+//! to that call's progress (an `update` event) and to the client that made the call, with its
+//! numbers as sent; log messages go to the client whose call they belong to (both as they are
+//! read, see [`ordered`](super::ordered)); requests to the
+//! client (sampling, elicitation, roots) are refused or passed on as the policy says (see
+//! [`client_requests`](super::client_requests)); `notifications/tools/list_changed` wakes the
+//! server's supervisor to fetch the new list, and the other lists' changes go to the clients.
+// Sampling, roots and logging are deprecated by SEP-2577 (the 2026-07-28 revision asks for
+// input in results instead), but they are how every revision with sessions works, and this
+// passes them on.
+#![allow(deprecated)]
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use rmcp::ClientHandler;
-use rmcp::model::{ClientConfig, Implementation, ProgressNotificationParam, ProgressToken};
-use rmcp::service::{NotificationContext, RoleClient};
+use rmcp::ErrorData;
+use rmcp::model::{
+    ClientConfig, ClientResult, CreateMessageRequest, CreateMessageRequestParams,
+    CreateMessageResult, ElicitRequest, ElicitRequestParams, ElicitResult, Implementation,
+    ListRootsRequest, ListRootsResult, ProgressNotificationParam, ProgressToken, RequestId,
+    ServerNotification, ServerRequest,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use tokio::sync::Notify;
-use toolgate::tool::ToolContext;
+use toolgate::tool::{ToolContext, ToolError};
+
+use super::callers::{Downstream, ListKind};
+use super::client_requests::{self, Capabilities, Permissions};
+use super::inflight::{Attribution, InFlight};
+use super::turns::{Turn, Turns};
 
 /// The client side of one server's connections (one handler serves every restart).
 #[derive(Clone)]
@@ -19,47 +37,89 @@ pub(crate) struct Handler {
 
 struct Shared {
     server: String,
-    /// Calls in flight that may get progress, by the progress token of their request.
-    calls: Mutex<HashMap<ProgressToken, ToolContext>>,
+    permissions: Permissions,
+    /// Clients take turns on the server (see [`turns`](super::turns)), when it is a `command`
+    /// server that may ask the client something.
+    turns: Option<Arc<Turns>>,
+    /// Who made the calls, when the host serves clients.
+    downstream: Option<Arc<dyn Downstream>>,
+    /// Calls in flight.
+    calls: InFlight,
     list_changed: Notify,
 }
 
-/// While alive, progress for one request goes to its call; dropping it stops that.
+/// While alive, what the server sends about one call goes to that call; dropping it stops
+/// that (and ends the call's part of its client's turn).
 pub(crate) struct Tracked {
     shared: Arc<Shared>,
-    token: ProgressToken,
+    seq: u64,
+    _turn: Option<Turn>,
+}
+
+impl Tracked {
+    /// The call went out as request `id` with progress `token`.
+    pub(crate) fn sent(&self, id: RequestId, token: ProgressToken) {
+        self.shared.calls.sent(self.seq, id, token);
+    }
 }
 
 impl Drop for Tracked {
     fn drop(&mut self) {
-        self.shared.calls().remove(&self.token);
-    }
-}
-
-impl Shared {
-    fn calls(&self) -> std::sync::MutexGuard<'_, HashMap<ProgressToken, ToolContext>> {
-        self.calls.lock().unwrap_or_else(|p| p.into_inner())
+        self.shared.calls.leave(self.seq);
     }
 }
 
 impl Handler {
-    pub(crate) fn new(server: &str) -> Handler {
+    /// The handler of the server `server`; `by_turns`: its requests to the client name no
+    /// call (a `command` server), so when it may ask anything its clients take turns.
+    pub(crate) fn new(
+        server: &str,
+        permissions: Permissions,
+        by_turns: bool,
+        downstream: Option<Arc<dyn Downstream>>,
+    ) -> Handler {
+        let asks = permissions.any();
         Handler {
             shared: Arc::new(Shared {
                 server: server.to_owned(),
-                calls: Mutex::new(HashMap::new()),
+                turns: (by_turns && asks && downstream.is_some()).then(Arc::default),
+                permissions,
+                downstream,
+                calls: InFlight::default(),
                 list_changed: Notify::new(),
             }),
         }
     }
 
-    /// Routes the progress of the request with `token` to `ctx` until the guard is dropped.
-    pub(crate) fn track(&self, token: ProgressToken, ctx: ToolContext) -> Tracked {
-        self.shared.calls().insert(token.clone(), ctx);
-        Tracked {
+    /// Enters the call of `ctx`, about to be sent, until the guard is dropped (see
+    /// [`Tracked::sent`]); first waits for its client's turn when clients take turns. Fails
+    /// when the call is cancelled while it waits.
+    pub(crate) async fn track(&self, ctx: ToolContext) -> Result<Tracked, ToolError> {
+        let caller = self
+            .shared
+            .downstream
+            .as_ref()
+            .and_then(|d| d.caller(&ctx.call_id));
+        let turn = match (&self.shared.turns, &caller) {
+            (Some(turns), Some(caller)) => match turns.take(caller.client(), &ctx.cancel).await {
+                Some(turn) => Some(turn),
+                None => {
+                    return Err(ToolError::coded(
+                        "cancelled",
+                        format!(
+                            "the call was cancelled while it waited for the calls of other clients on the MCP server {} to end",
+                            self.shared.server
+                        ),
+                    ));
+                }
+            },
+            _ => None,
+        };
+        Ok(Tracked {
+            seq: self.shared.calls.enter(ctx, caller),
             shared: self.shared.clone(),
-            token,
-        }
+            _turn: turn,
+        })
     }
 
     /// The server said its tool list changed (on 2026-07-28, on its listen stream).
@@ -72,6 +132,65 @@ impl Handler {
     pub(crate) async fn list_changed(&self) {
         self.shared.list_changed.notified().await;
     }
+
+    async fn forward(
+        &self,
+        request: ServerRequest,
+        context: &RequestContext<RoleClient>,
+    ) -> Result<ClientResult, ErrorData> {
+        let shared = &self.shared;
+        client_requests::forward(
+            &shared.server,
+            &shared.permissions,
+            &shared.calls,
+            request,
+            context,
+        )
+        .await
+    }
+
+    /// A notification of the server as it is read, in order (see [`ordered`](super::ordered)):
+    /// progress goes to its call (the client first, with the numbers as sent; then the call's
+    /// `update` event), a log message to the client whose call it belongs to. Never waits.
+    pub(crate) fn observe(&self, notification: &ServerNotification) {
+        match notification {
+            ServerNotification::ProgressNotification(progress) => {
+                let params = &progress.params;
+                if let Some((ctx, caller)) = self.shared.calls.by_progress(&params.progress_token) {
+                    if let Some(caller) = caller {
+                        caller.progress(params);
+                    }
+                    ctx.progress(&progress_text(params));
+                }
+            }
+            ServerNotification::LoggingMessageNotification(log) => {
+                // Notifications carry no stream association: who is waiting decides.
+                match self.shared.calls.attribute(None) {
+                    Attribution::Call { caller, .. } => caller.log(log.params.clone()),
+                    _ => {
+                        if let Some(downstream) = &self.shared.downstream {
+                            downstream.stray_log(&self.shared.server, log.params.clone());
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn list_changed_downstream(&self, list: ListKind) {
+        if let Some(downstream) = &self.shared.downstream {
+            downstream.list_changed(&self.shared.server, list);
+        }
+    }
+}
+
+/// An answer of the client that is not of the kind asked for.
+fn mismatched(method: &str) -> ErrorData {
+    ErrorData::internal_error(
+        format!("the client answered {method} with something else"),
+        None,
+    )
 }
 
 /// The text of a progress notification: `3/10: message`, `3: message`, `message`.
@@ -87,14 +206,38 @@ pub(crate) fn progress_text(p: &ProgressNotificationParam) -> String {
 }
 
 impl ClientHandler for Handler {
-    async fn on_progress(
+    async fn create_message(
         &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let ctx = self.shared.calls().get(&params.progress_token).cloned();
-        if let Some(ctx) = ctx {
-            ctx.progress(&progress_text(&params));
+        params: CreateMessageRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let request = ServerRequest::CreateMessageRequest(CreateMessageRequest::new(params));
+        match self.forward(request, &context).await? {
+            ClientResult::CreateMessageResult(result) => Ok(*result),
+            _ => Err(mismatched("sampling/createMessage")),
+        }
+    }
+
+    async fn create_elicitation(
+        &self,
+        params: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let request = ServerRequest::ElicitRequest(ElicitRequest::new(params));
+        match self.forward(request, &context).await? {
+            ClientResult::ElicitResult(result) => Ok(result),
+            _ => Err(mismatched("elicitation/create")),
+        }
+    }
+
+    async fn list_roots(
+        &self,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        let request = ServerRequest::ListRootsRequest(ListRootsRequest::default());
+        match self.forward(request, &context).await? {
+            ClientResult::ListRootsResult(result) => Ok(result),
+            _ => Err(mismatched("roots/list")),
         }
     }
 
@@ -103,9 +246,18 @@ impl ClientHandler for Handler {
         self.tools_changed();
     }
 
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.list_changed_downstream(ListKind::Resources);
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.list_changed_downstream(ListKind::Prompts);
+    }
+
     fn get_info(&self) -> ClientConfig {
         let mut config = ClientConfig::default();
         config.client_info = Implementation::new("toolgate", env!("CARGO_PKG_VERSION"));
+        config.capabilities = self.shared.permissions.capabilities();
         config
     }
 }

@@ -26,6 +26,19 @@
 //! the request. A server that exits or whose connection breaks is started again: at once the
 //! first time, then with pauses of 0.5 s, 1 s, 2 s, ... up to 30 s while it keeps failing.
 //!
+//! # Requests to the client
+//!
+//! A server's `sampling/createMessage`, `elicitation/create` and `roots/list` are refused unless
+//! its `client_requests` allows them; toolgate declares to it only the capabilities allowed. A
+//! host that serves clients (`toolgate serve`) passes allowed ones on to the client whose call
+//! the server is working on (see `client_requests` and `inflight`); other hosts refuse them.
+//!
+//! # Pins
+//!
+//! A server whose entry names a pins file (`pins:`, written by `toolgate upstream pin`) offers
+//! only the tools whose definitions are the ones pinned; a tool that changed, or appeared, is
+//! held back until it is pinned again (see [`PinFile`] and [`Upstreams::definitions`]).
+//!
 //! # Tool list changes
 //!
 //! When a server sends `notifications/tools/list_changed` (or comes back with other tools) its
@@ -34,15 +47,26 @@
 //! [`Upstreams::register`] and swaps it in.
 
 mod adapter;
+mod callers;
+mod client_requests;
 mod config;
 mod connection;
 mod error;
 mod frame;
 mod handler;
+mod inflight;
 mod listing;
+mod offered;
+mod ordered;
+mod pins;
 mod set;
 mod stdio;
 mod supervisor;
+mod turns;
 
+pub(crate) use callers::{Caller, Downstream, ListKind};
 pub use error::{UPSTREAM_ERROR, UPSTREAM_UNAVAILABLE, UpstreamError};
+pub use pins::{
+    Definitions, PINS_VERSION, Pin, PinFile, PinsError, ServerPins, changed_fields, pin_of,
+};
 pub use set::{Problem, Upstreams};

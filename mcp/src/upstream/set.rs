@@ -9,6 +9,7 @@ use toolgate::EngineBuilder;
 use toolgate_policy::{McpServerSpec, Position};
 
 use super::adapter::tools_of;
+use super::callers::Downstream;
 use super::supervisor::Server;
 
 /// How long [`Upstreams::shutdown`] waits for cancellation notices still being sent.
@@ -68,10 +69,20 @@ impl Upstreams {
     /// its `startup_timeout`. A server that failed keeps being retried in the background (see
     /// the module docs); [`Upstreams::problems`] says which and why.
     pub async fn start(servers: &[McpServerSpec]) -> Upstreams {
+        Self::start_for(servers, None).await
+    }
+
+    /// [`start`](Self::start) for a host that serves clients: what a server sends during a
+    /// call (requests to the client, progress, log messages) goes to the call's client as
+    /// `downstream` names it.
+    pub(crate) async fn start_for(
+        servers: &[McpServerSpec],
+        downstream: Option<Arc<dyn Downstream>>,
+    ) -> Upstreams {
         let mut started = Vec::with_capacity(servers.len());
         let mut firsts = Vec::with_capacity(servers.len());
         for spec in servers {
-            let (server, first) = Server::start(spec.clone());
+            let (server, first) = Server::start(spec.clone(), downstream.clone());
             started.push(server);
             firsts.push(first);
         }
@@ -82,6 +93,11 @@ impl Upstreams {
         Upstreams {
             servers: started.into(),
         }
+    }
+
+    /// The servers, in policy order.
+    pub(crate) fn servers(&self) -> &[Arc<Server>] {
+        &self.servers
     }
 
     /// Whether the policy has no upstream servers.
@@ -117,9 +133,12 @@ impl Upstreams {
     }
 
     /// Registers the tools every server listed last (`<server>.<tool>`, searchable as the
-    /// policy says) on `builder`. A server that never started brings none.
+    /// policy says) on `builder`. A server that never started brings none; a pinned server
+    /// brings the tools its pins let through (see `pins:` in `docs/policy.md`), and each tool
+    /// held back is logged as a warning naming what changed.
     pub fn register(&self, mut builder: EngineBuilder) -> EngineBuilder {
         for server in self.servers.iter() {
+            super::pins::warn_held(&server.spec, &server.tools());
             let (tools, _) = tools_of(server);
             builder = builder.tools_from(server.description.clone(), server.spec.searchable, tools);
         }

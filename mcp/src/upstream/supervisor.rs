@@ -18,8 +18,9 @@ use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use toolgate::tool::ToolError;
-use toolgate_policy::McpServerSpec;
+use toolgate_policy::{McpServerSpec, McpTransport};
 
+use super::callers::Downstream;
 use super::connection::{self, Connection};
 use super::error::{UpstreamError, stderr_note, unavailable};
 use super::handler::Handler;
@@ -80,10 +81,18 @@ pub(crate) fn backoff(failures: u32) -> Duration {
 impl Server {
     /// Starts supervising `spec`; the receiver resolves when its first start has succeeded or
     /// failed.
-    pub(crate) fn start(spec: McpServerSpec) -> (Arc<Server>, oneshot::Receiver<()>) {
+    pub(crate) fn start(
+        spec: McpServerSpec,
+        downstream: Option<Arc<dyn Downstream>>,
+    ) -> (Arc<Server>, oneshot::Receiver<()>) {
         let description = super::config::describe(&spec);
         let server = Arc::new(Server {
-            handler: Handler::new(&spec.name),
+            handler: Handler::new(
+                &spec.name,
+                spec.client_requests.clone(),
+                matches!(spec.transport, McpTransport::Stdio { .. }),
+                downstream,
+            ),
             spec,
             description,
             state: watch::Sender::new(State::Starting),

@@ -1,29 +1,33 @@
-//! Loading the `mcp_servers:` section: upstream MCP servers, each reached by a child process
-//! (`command`) or over Streamable HTTP (`url`).
+//! An `mcp_servers:` entry as the file writes it, read into a [`McpServerSpec`]: the file writes
+//! the transport as keys beside the others (`command` with `env` and `cwd`, or `url` with
+//! `headers`), the model holds one [`McpTransport`].
 //!
 //! The schema has checked the shape (a name of `[A-Za-z0-9_-]`, exactly one of `command` and
-//! `url`, `env` and `cwd` only with `command`, `headers` only with `url`, template syntax); this
-//! step builds the typed [`McpServerSpec`]s, parses every template once, resolves paths against
-//! the policy's directory, and reports what the schema cannot see: two servers with one name.
+//! `url`, `env` and `cwd` only with `command`, `headers` only with `url`, template syntax);
+//! reading parses every template once and resolves paths against the policy's directory.
+//! [`check_unique_names`] reports what the schema cannot see: two servers with one name.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use schemars::JsonSchema;
-use serde::Deserialize;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::{Deserialize, Deserializer};
 
-use super::build::{Build, child, item, value_pos};
-use super::values::{DurationText, EnvTemplateText, Flag, PathText, names_only};
+use super::de::resolve;
+use super::values::{self, DurationText, EnvTemplateText, Flag, PathText};
 use crate::env_template::EnvTemplate;
-use crate::error::DiagnosticKind;
-use crate::model::{McpProtocol, McpServerSpec, McpTransport};
-use crate::yaml::{Node, Pos};
+use crate::error::{Diagnostic, DiagnosticKind, Diagnostics};
+use crate::model::{McpClientRequests, McpProtocol, McpServerSpec, McpTransport, Position, here};
+use crate::yaml::{Kind, Node, Pos};
 
 /// One upstream MCP server: a name and exactly one of command (a child process speaking MCP on
 /// stdio) or url (Streamable HTTP).
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[derive(Deserialize, JsonSchema)]
 #[schemars(
     inline,
+    deny_unknown_fields,
     extend(
         "oneOf" = [
             {
@@ -40,14 +44,14 @@ use crate::yaml::{Node, Pos};
         "x-expected" = "a name and exactly one of command (a child process, with optional env and cwd) or url (Streamable HTTP, with optional headers)"
     )
 )]
-pub(crate) struct McpServer {
+struct McpServer {
     /// The first part of the server's tool names (time gives time.get_current_time): letters,
     /// digits, _ and -, at most 64 bytes, unique among the servers.
     #[schemars(
         regex(pattern = r"^[A-Za-z0-9_-]{1,64}$"),
         extend("x-expected" = "a server name of 1 to 64 letters, digits, _ and -")
     )]
-    pub name: String,
+    name: String,
     /// The program and its arguments, run as a child process that speaks MCP on its standard input
     /// and output. A relative program path containing / is resolved against the policy file's
     /// directory; a bare name is looked up in PATH.
@@ -55,185 +59,164 @@ pub(crate) struct McpServer {
         length(min = 1),
         extend("x-expected" = "a list: the program, then its arguments")
     )]
-    pub command: Option<Vec<EnvTemplateText>>,
+    #[serde(default)]
+    #[schemars(with = "Vec<EnvTemplateText>")]
+    command: Option<Vec<EnvTemplate>>,
     /// Environment variables set for the child process, on top of the environment it inherits.
     #[schemars(extend("propertyNames" = { "pattern": "^[A-Za-z_][A-Za-z0-9_]*$" }))]
-    pub env: Option<BTreeMap<String, EnvValue>>,
+    #[serde(default)]
+    #[schemars(with = "BTreeMap<String, EnvValue>")]
+    env: BTreeMap<String, EnvTemplate>,
     /// The child process's working directory, relative to the policy file's directory. Default:
     /// toolgate's own.
-    pub cwd: Option<PathText>,
+    #[serde(default, deserialize_with = "values::optional_path")]
+    #[schemars(with = "PathText")]
+    cwd: Option<PathBuf>,
     /// The server's Streamable HTTP endpoint, an http:// or https:// URL.
     #[schemars(
+        with = "String",
         regex(pattern = r"^https?://[^\s$]*(\$\$[^\s$]*|\$\{[A-Za-z_][A-Za-z0-9_]*\}[^\s$]*)*$"),
         extend(
             "x-expected" = "an http:// or https:// URL (${NAME} takes the value of an environment variable, $$ is a $)"
         )
     )]
-    pub url: Option<String>,
+    #[serde(default)]
+    url: Option<EnvTemplate>,
     /// HTTP headers sent with every request to the url.
     #[schemars(extend("propertyNames" = { "pattern": "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$" }))]
-    pub headers: Option<BTreeMap<String, HeaderValue>>,
+    #[serde(default)]
+    #[schemars(with = "BTreeMap<String, HeaderValue>")]
+    headers: BTreeMap<String, EnvTemplate>,
     /// Put this server's tools in the search catalog (needs search) instead of always showing them.
     /// Default false.
-    pub searchable: Option<Flag>,
+    #[serde(default)]
+    #[schemars(with = "Flag")]
+    searchable: bool,
     /// How long starting the server may take: spawning or connecting, the MCP handshake and the
     /// first tool list. none = no bound. Default 30s.
-    pub startup_timeout: Option<DurationText>,
+    #[serde(
+        default = "default_startup_timeout",
+        deserialize_with = "values::duration_or_none"
+    )]
+    #[schemars(with = "DurationText")]
+    startup_timeout: Option<Duration>,
+    /// What the server may ask the client that made a call (sampling, elicitation, roots) while
+    /// the call runs. Default: nothing.
+    #[serde(default)]
+    client_requests: McpClientRequests,
+    /// A pins file (relative to the policy file's directory) holding the hashes of this server's
+    /// tool definitions as they were approved; toolgate upstream pin POLICY writes it. A tool
+    /// whose definition differs from its pin, or that has none, is held back (left out, with a
+    /// warning naming what changed) until it is pinned again; the other tools keep working.
+    #[serde(default, deserialize_with = "values::optional_path")]
+    #[schemars(with = "PathText")]
+    pins: Option<PathBuf>,
     /// The protocol revision toolgate speaks to the server: auto (the initialize handshake of
     /// the 2025 revisions, at the newest one the server agrees to; server/discover and
     /// 2026-07-28 for a server that has no handshake) or 2026-07-28 (server/discover only).
     /// Default auto.
-    pub protocol: Option<ProtocolKey>,
-}
-
-// `mcp_servers[].protocol`.
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
-#[schemars(inline, transform = names_only)]
-pub(crate) enum ProtocolKey {
-    #[serde(rename = "auto")]
-    Auto,
-    #[serde(rename = "2026-07-28")]
-    V2026_07_28,
+    #[serde(default)]
+    protocol: McpProtocol,
+    #[serde(skip_deserializing, default = "here")]
+    #[schemars(skip)]
+    position: Option<Position>,
 }
 
 /// The variable's value.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(transparent)]
+#[derive(JsonSchema)]
+#[expect(dead_code, reason = "a schema only: never read")]
 #[schemars(inline, extend("x-key" = "variable"))]
-pub(crate) struct EnvValue(pub EnvTemplateText);
+struct EnvValue(EnvTemplateText);
 
 /// The header's value.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(transparent)]
+#[derive(JsonSchema)]
+#[expect(dead_code, reason = "a schema only: never read")]
 #[schemars(inline, extend("x-key" = "header"))]
-pub(crate) struct HeaderValue(pub EnvTemplateText);
+struct HeaderValue(EnvTemplateText);
 
-// ---- From the file's shape to the model -------------------------------------------------
-
-fn template(cx: &mut Build<'_>, text: &str, pos: Pos, key: &str) -> EnvTemplate {
-    EnvTemplate::parse(text).unwrap_or_else(|e| {
-        // The schema's pattern refuses these first; kept for a policy built another way.
-        cx.report(pos, format!("{key}: {e}"), DiagnosticKind::Template);
-        EnvTemplate::literal(text)
-    })
+fn default_startup_timeout() -> Option<Duration> {
+    Some(McpServerSpec::DEFAULT_STARTUP_TIMEOUT)
 }
 
-fn templates<V>(
-    cx: &mut Build<'_>,
-    values: Option<BTreeMap<String, V>>,
-    text: impl Fn(&V) -> &str,
-    node: &Node,
-    key: &str,
-) -> BTreeMap<String, EnvTemplate> {
-    values
-        .unwrap_or_default()
-        .into_iter()
-        .map(|(name, value)| {
-            let parsed = template(
-                cx,
-                text(&value),
-                value_pos(node, &name),
-                &format!("{key}.{name}"),
-            );
-            (name, parsed)
-        })
-        .collect()
-}
-
-/// The servers of an `mcp_servers:` list, in order.
-pub(crate) fn load(servers: Vec<McpServer>, node: &Node, cx: &mut Build<'_>) -> Vec<McpServerSpec> {
-    let mut out = Vec::new();
-    let mut seen: HashMap<String, Pos> = HashMap::new();
-    for (i, shape) in servers.into_iter().enumerate() {
-        let path = format!("mcp_servers[{i}]");
-        let item = item(node, i);
-        let Some(server) = server(shape, item, &path, cx) else {
-            continue;
-        };
-        if let Some(first) = seen.get(&server.name) {
-            let pos = value_pos(item, "name");
-            cx.report(
-                pos,
-                format!(
-                    "{path}.name: another server is already called {:?} (at line {}); names must be unique, they prefix the tools' names",
-                    server.name, first.line
-                ),
-                DiagnosticKind::DuplicateName,
-            );
-            continue;
-        }
-        seen.insert(server.name.clone(), item.pos);
-        out.push(server);
-    }
-    out
-}
-
-fn server(shape: McpServer, item: &Node, path: &str, cx: &mut Build<'_>) -> Option<McpServerSpec> {
-    let command = shape.command.map(|parts| {
-        let key = format!("{path}.command");
-        let command_node = child(item, "command");
-        let mut parts: Vec<EnvTemplate> = parts
-            .iter()
-            .enumerate()
-            .map(|(i, part)| {
-                template(
-                    cx,
-                    &part.0,
-                    super::build::item(command_node, i).pos,
-                    &format!("{key}[{i}]"),
-                )
-            })
-            .collect();
+impl<'de> Deserialize<'de> for McpServerSpec {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let server = McpServer::deserialize(deserializer)?;
         // A relative program path is the policy's, as plugin paths are; a bare name is looked
         // up in PATH when the server starts.
-        if let Some(program) = parts.first_mut()
-            && let Some(text) = program.as_literal()
-            && text.contains('/')
-        {
-            *program = EnvTemplate::literal(cx.resolve(&text).display().to_string());
-        }
-        parts
-    });
-    let env = templates(
-        cx,
-        shape.env,
-        |v| v.0.0.as_str(),
-        child(item, "env"),
-        &format!("{path}.env"),
-    );
-    let cwd = shape.cwd.map(|c| cx.resolve(&c.0));
-    let url = shape
-        .url
-        .map(|url| template(cx, &url, value_pos(item, "url"), &format!("{path}.url")));
-    let headers = templates(
-        cx,
-        shape.headers,
-        |v| v.0.0.as_str(),
-        child(item, "headers"),
-        &format!("{path}.headers"),
-    );
-    let mut startup_timeout = Some(McpServerSpec::DEFAULT_STARTUP_TIMEOUT);
-    if let Some(timeout) = shape.startup_timeout {
-        let pos = value_pos(item, "startup_timeout");
-        if let Some(timeout) = cx.duration(&timeout, pos, &format!("{path}.startup_timeout")) {
-            startup_timeout = timeout;
-        }
+        let command = server.command.map(|mut parts| {
+            if let Some(program) = parts.first_mut()
+                && let Some(text) = program.as_literal()
+                && text.contains('/')
+            {
+                *program = EnvTemplate::literal(resolve(&text).display().to_string());
+            }
+            parts
+        });
+        // The schema requires exactly one of command and url.
+        let transport = match (command, server.url) {
+            (Some(command), None) => McpTransport::Stdio {
+                command,
+                env: server.env,
+                cwd: server.cwd,
+            },
+            (None, Some(url)) => McpTransport::Http {
+                url,
+                headers: server.headers,
+            },
+            _ => return Err(serde::de::Error::missing_field("command")),
+        };
+        Ok(McpServerSpec {
+            name: server.name,
+            transport,
+            searchable: server.searchable,
+            startup_timeout: server.startup_timeout,
+            client_requests: server.client_requests,
+            pins: server.pins,
+            protocol: server.protocol,
+            position: server.position,
+        })
     }
-    // The schema requires a name and exactly one of command and url.
-    let transport = match (command, url) {
-        (Some(command), None) => McpTransport::Stdio { command, env, cwd },
-        (None, Some(url)) => McpTransport::Http { url, headers },
-        _ => return None,
-    };
-    Some(McpServerSpec {
-        name: shape.name,
-        transport,
-        searchable: shape.searchable.is_some_and(|f| f.0),
-        startup_timeout,
-        protocol: match shape.protocol {
-            None | Some(ProtocolKey::Auto) => McpProtocol::Auto,
-            Some(ProtocolKey::V2026_07_28) => McpProtocol::V2026_07_28,
-        },
-        position: cx.position(item.pos),
-    })
+}
+
+/// The schema of an `mcp_servers:` entry.
+impl JsonSchema for McpServerSpec {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        McpServer::schema_name()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        McpServer::json_schema(generator)
+    }
+}
+
+/// Two servers with one name: the second is reported at its name, naming the line of the
+/// first (names prefix the tools' names, so they must be unique). `node` is the schema-valid
+/// `mcp_servers:` list.
+pub(crate) fn check_unique_names(node: &Node, file: &Path, problems: &mut Diagnostics) {
+    let mut seen: HashMap<&str, Pos> = HashMap::new();
+    for (i, item) in node.items().iter().enumerate() {
+        let Some(entry) = item.get("name") else {
+            continue;
+        };
+        let Kind::Str(name, _) = &entry.value.kind else {
+            continue;
+        };
+        if let Some(first) = seen.get(name.as_str()) {
+            problems.push(Diagnostic {
+                file: file.to_path_buf(),
+                at: Some(entry.value_pos()),
+                message: format!(
+                    "mcp_servers[{i}].name: another server is already called {name:?} (at line {}); names must be unique, they prefix the tools' names",
+                    first.line
+                ),
+                kind: DiagnosticKind::DuplicateName,
+            });
+            continue;
+        }
+        seen.insert(name, item.pos);
+    }
 }

@@ -1,174 +1,81 @@
-//! The policy file's shape, defined once: one Rust type per section, one field per key, each
-//! key's doc comment being its description. From these types come both
+//! How a policy file is read into the typed [`Policy`], and the JSON Schema it is checked
+//! against, both from one definition per key.
+//!
+//! A key is a field of the policy's types (`model/`; the few sections whose typed form is
+//! not the file's, in this folder): its doc comment is its description, its `schemars`
+//! attributes its schema, its `serde` attributes how it is read. From these types come
 //! - the JSON Schema (`schemas/policy.schema.json`, embedded as [`crate::SCHEMA`]), generated
 //!   with `schemars` ([`generated_schema`]); a test fails when the committed file differs, and
-//! - the typed values: after the schema check, the tree is deserialized into [`PolicyFile`]
-//!   with `serde`, and each section's `build` turns it into the model ([`crate::Policy`]),
-//!   running the checks the schema cannot make (durations, globs, files) and taking positions
-//!   from the positioned tree by the same keys ([`build`]). Every problem is collected.
+//! - the typed values: after the schema check, `serde` reads the positioned tree into the
+//!   types ([`de`]), each value into its final form (a duration into a `Duration`, a glob
+//!   compiled, a path resolved against the policy's directory); a value that cannot be
+//!   converted is reported at its line and column, and reading goes on, so every problem is
+//!   reported in one pass.
 //!
 //! Conventions the error messages rely on (see `schema.rs`):
 //! - `x-expected` (an `extend` on a field or a type) holds the words for "expected ...";
 //! - `x-key` on a map's value type names its key in the reference (`tools.<pattern>`);
 //! - value kinds many keys share (durations, counts, names, paths, globs) are the `$defs`
-//!   types of `values.rs`, so their words are written once.
+//!   types of [`values`], so their words are written once.
 //!
-//! Adding a key: add a field with its doc comment to its section's type (and `x-expected`
-//! words if its type's are not the right ones), copy it into the model in that section's
-//! `build` (and the model's field, if the engine needs it), run `TOOLGATE_BLESS=1 cargo test -p
-//! toolgate-policy --test schema_generated`, and add its row to `docs/policy.md`. A new section
-//! is a field of [`PolicyFile`] and a line in [`PolicyFile::build`].
+//! # Adding a key
+//!
+//! 1. Add a field to its section's type in `model/` (`calls.rs`: `dispatch`, `tools`,
+//!    `aliases`, `rules`, `scripts`, `sessions`; `extensions.rs`: `reduction`, `search`), with
+//!    its doc comment (first paragraph: the description users see; later paragraphs: notes for
+//!    Rust readers) and its default in the type's `Default`. Give it its value kind when its
+//!    Rust type alone does not say it: `#[schemars(with = "Flag")]` for a boolean,
+//!    `#[schemars(with = "Size")]` for a count, `#[serde(deserialize_with =
+//!    "values::duration_or_none")]` with `#[schemars(with = "DurationText")]` for a duration,
+//!    `values::path` with `PathText` for a path; bounds and `x-expected` words go in
+//!    `#[schemars(range(...), extend(...))]`.
+//! 2. Run `TOOLGATE_BLESS=1 cargo test -p toolgate-policy --test schema_generated` to write
+//!    the schema, and add the key's row to `docs/policy.md` (a test checks both).
+//!
+//! That is all the policy crate needs: the loader, the schema and the error messages follow
+//! from the field. A new section is a field of [`Policy`] whose type derives `Deserialize`
+//! and `JsonSchema` like its neighbours. A key of `plugins`, `mcp_servers` or `scripts` is a
+//! field of the file's type in this folder, moved into the model's field in its
+//! `Deserialize`. A new kind of value is a type or a function in [`values`]; a conversion that
+//! can fail reports through [`de::checked`].
+//!
+//! A guard layer that reads the key is one file in `engine/src/guard/` and its place in
+//! `engine/src/guard/builder.rs`, which hands each layer the policy.
 
-mod build;
-mod extensions;
+pub(crate) mod de;
 mod mcp_servers;
-mod sections;
-mod serve;
-mod values;
+mod plugins;
+mod scripts;
+pub(crate) mod values;
 
-use std::collections::BTreeMap;
+use std::path::Path;
 
+use schemars::Schema;
 use schemars::generate::SchemaSettings;
 use schemars::transform::RecursiveTransform;
-use schemars::{JsonSchema, Schema};
-use serde::Deserialize;
 use serde_json::Value;
 
-use crate::model::{NameProfile, Policy};
+use crate::error::Diagnostics;
+use crate::model::Policy;
 use crate::yaml::Node;
 
-pub(crate) use build::Build;
-use build::{child, item};
-use extensions::{Plugin, Reduction, Search};
-use mcp_servers::McpServer;
-use sections::{Alias, Dispatch, Rules, Scripts, Sessions, ToolOverride};
-use serve::Serve;
-use values::{Version, names_only};
-
-/// A toolgate policy: how the tools an LLM agent calls are dispatched, guarded, limited,
-/// reduced and searched. Reference: docs/policy.md.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-#[schemars(
-    title = "toolgate policy",
-    extend(
-        "$id" = "https://example.invalid/toolgate/policy.schema.json",
-        "x-expected" = "a mapping of policy sections (version, dispatch, tools, ...)"
-    )
-)]
-pub(crate) struct PolicyFile {
-    /// Format version of the policy file. Only 1 exists.
-    pub version: Version,
-    /// How tool names (1-128 bytes of [A-Za-z0-9_.-]) map to the names the model sees and calls,
-    /// for a provider's rules: mcp (unchanged), openai ('.' becomes '_'; a name over 64 bytes is
-    /// shortened to 64 with a stable hash suffix), anthropic ('.' becomes '_'). Two tools that map
-    /// to one name fail the build. The policy itself keeps using the real names. Default mcp. Also
-    /// the provider tool messages are shaped for: under openai they have no name and only text
-    /// (images go to a user message after them).
-    pub name_profile: Option<NameProfileKey>,
-    /// Defaults for how the calls of one assistant turn run. Every key is optional.
-    pub dispatch: Option<Dispatch>,
-    /// Per-tool overrides. Each key is an exact tool name or a glob (fs.*, *_search); when several
-    /// match a tool, they merge field by field: each setting comes from the most specific key that
-    /// sets it (an exact name beats a glob, a glob with more literal characters beats one with
-    /// fewer), while the rules of every matching key apply.
-    pub tools: Option<BTreeMap<String, ToolOverride>>,
-    /// Other names the model may use for a tool and its arguments. Each key is the real tool name.
-    pub aliases: Option<BTreeMap<String, Alias>>,
-    /// Declarative allow and deny rules, checked on the final arguments (after aliases and the
-    /// rewrite script, before the before hook); built-in tools only meet rules naming them exactly,
-    /// unknown names get the unknown-tool answer. A call is denied when any deny rule matches;
-    /// otherwise, when there is at least one allow rule, it must match one of them.
-    pub rules: Option<Rules>,
-    /// Rhai scripts, at most one per hook. Each is inline (code) or in a file (file, relative to
-    /// the policy file).
-    pub scripts: Option<Scripts>,
-    /// Plugin libraries to load, in order.
-    pub plugins: Option<Vec<Plugin>>,
-    /// Large-result reduction: big results are stored whole and the model sees a preview and an id
-    /// it can page through with read_tool_result. Absent = off; reduction: {} = on with every
-    /// default.
-    pub reduction: Option<Reduction>,
-    /// Tool search: catalog tools are hidden until the model finds them with tool_search. Absent =
-    /// off; search: {} = on with every default.
-    pub search: Option<Search>,
-    /// Upstream MCP servers whose tools join the registry as <name>.<tool> and are governed like
-    /// every tool (aliases, rules, hooks, timeouts, caps, offload, search).
-    pub mcp_servers: Option<Vec<McpServer>>,
-    /// Session state (the catalog tools a session found with tool_search) as hosts that keep it in
-    /// a store see it: toolgate call/run/tools --session and toolgate serve keep it beside the
-    /// results (reduction.store, else the local results folder), so later runs and other serve
-    /// instances on the same store share it. Every key is optional.
-    pub sessions: Option<Sessions>,
-    /// How toolgate serve answers MCP clients. Every key is optional.
-    pub serve: Option<Serve>,
-}
-
-impl PolicyFile {
-    /// The typed policy, checked; `root` is the tree `self` was read from.
-    pub(crate) fn build(self, root: &Node, cx: &mut Build<'_>) -> Policy {
-        let mut policy = Policy {
-            source: Some(cx.file.to_path_buf()),
-            version: u32::try_from(self.version.0).unwrap_or(1),
-            ..Policy::default()
-        };
-        if let Some(profile) = self.name_profile {
-            policy.name_profile = match profile {
-                NameProfileKey::Mcp => NameProfile::Mcp,
-                NameProfileKey::Openai => NameProfile::Openai,
-                NameProfileKey::Anthropic => NameProfile::Anthropic,
-            };
-        }
-        if let Some(dispatch) = self.dispatch {
-            policy.dispatch = dispatch.build(child(root, "dispatch"), cx);
-        }
-        if let Some(tools) = self.tools {
-            policy.tools = sections::tools(tools, child(root, "tools"), cx);
-        }
-        if let Some(aliases) = self.aliases {
-            policy.aliases = sections::aliases(aliases, child(root, "aliases"), cx);
-        }
-        if let Some(rules) = self.rules {
-            policy.rules = rules.build(child(root, "rules"), "rules", cx);
-        }
-        if let Some(scripts) = self.scripts {
-            policy.scripts = scripts.build(child(root, "scripts"), cx);
-        }
-        if let Some(plugins) = self.plugins {
-            let node = child(root, "plugins");
-            policy.plugins = plugins
-                .into_iter()
-                .enumerate()
-                .filter_map(|(i, plugin)| plugin.build(item(node, i), cx))
-                .collect();
-        }
-        if let Some(reduction) = self.reduction {
-            policy.reduction = Some(reduction.build(cx));
-        }
-        if let Some(search) = self.search {
-            policy.search = Some(search.build(child(root, "search"), cx));
-        }
-        if let Some(servers) = self.mcp_servers {
-            policy.mcp_servers = mcp_servers::load(servers, child(root, "mcp_servers"), cx);
-        }
-        if let Some(sessions) = self.sessions {
-            policy.sessions = sessions.build(child(root, "sessions"), cx);
-        }
-        if let Some(serve) = self.serve {
-            policy.serve = serve.build();
-        }
-        policy
+/// The typed policy of the schema-valid tree `root` of the policy file `file`, or every
+/// problem found.
+pub(crate) fn read(root: &Node, file: &Path) -> Result<Policy, Diagnostics> {
+    let (read, mut problems) = match de::from_tree::<Policy>(root, file) {
+        Ok(policy) => (Some(policy), Diagnostics::default()),
+        Err(problems) => (None, problems),
+    };
+    if let Some(servers) = root.get("mcp_servers") {
+        mcp_servers::check_unique_names(&servers.value, file, &mut problems);
     }
-}
-
-// `name_profile`.
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-#[schemars(inline, transform = names_only)]
-pub(crate) enum NameProfileKey {
-    Mcp,
-    Openai,
-    Anthropic,
+    match read {
+        Some(mut policy) if problems.is_empty() => {
+            policy.source = Some(file.to_path_buf());
+            Ok(policy)
+        }
+        _ => Err(problems),
+    }
 }
 
 /// The policy JSON Schema generated from the policy's types, as pretty-printed JSON with a
@@ -178,8 +85,9 @@ pub fn generated_schema() -> String {
         .with_transform(RecursiveTransform(not_nullable))
         .with_transform(RecursiveTransform(no_number_format))
         .with_transform(RecursiveTransform(one_line_description))
+        .with_transform(RecursiveTransform(no_default))
         .into_generator()
-        .into_root_schema_for::<PolicyFile>();
+        .into_root_schema_for::<Policy>();
     let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
     text.push('\n');
     text
@@ -225,9 +133,23 @@ fn no_number_format(schema: &mut Schema) {
     }
 }
 
-/// Doc comments are wrapped at 100 columns; a description is one line of text.
+/// A description is the first paragraph of a doc comment (the rest is for Rust readers), as
+/// one line of plain text: doc comments are wrapped at 100 columns and write code in
+/// backticks.
 fn one_line_description(schema: &mut Schema) {
     if let Some(Value::String(text)) = schema.get_mut("description") {
-        *text = text.lines().map(str::trim).collect::<Vec<_>>().join(" ");
+        *text = text
+            .lines()
+            .map(str::trim)
+            .take_while(|line| !line.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ")
+            .replace('`', "");
     }
+}
+
+/// Defaults are in the descriptions ("Default 60s"), in the policy's words; `schemars` would
+/// add the Rust values of `#[serde(default)]` fields (a `Duration` as seconds and nanoseconds).
+fn no_default(schema: &mut Schema) {
+    schema.remove("default");
 }
