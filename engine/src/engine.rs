@@ -82,6 +82,11 @@ impl Engine {
         self.inner.sessions.get(id)
     }
 
+    /// The session `id`, whose id was checked when it was made (no second check).
+    pub fn session_of(&self, id: &SessionId) -> Session {
+        self.inner.sessions.of(Some(id))
+    }
+
     /// Lets go of what this engine keeps in memory for the session `id` (the tools it found);
     /// answers whether it kept anything. A host that saves session state elsewhere (`serve`
     /// keeps it in a store) calls this to bound its memory; the next handle of `id` starts

@@ -39,6 +39,11 @@ impl SessionState {
             .map(|v| v.iter().cloned().collect())
             .unwrap_or_default()
     }
+
+    /// How many catalog tools were found in this session (without copying their names).
+    pub fn revealed_count(&self) -> usize {
+        self.visible.lock().map(|v| v.len()).unwrap_or(0)
+    }
 }
 
 /// A handle to a session; cheap to clone. Get one from [`crate::Engine::session`].

@@ -119,10 +119,7 @@ impl Gateway {
         id: &SessionId,
         fresh: bool,
     ) -> Result<Session, McpError> {
-        let session = loaded
-            .engine
-            .session(Some(id.as_str()))
-            .map_err(|e| McpError::invalid_request(format!("bad session id: {e}"), None))?;
+        let session = loaded.engine.session_of(id);
         if fresh && let Err(e) = loaded.sessions.refresh(&session, id).await {
             // The session goes on with what this process knows; the next call tries again.
             tracing::warn!(
@@ -238,7 +235,7 @@ impl ServerHandler for Gateway {
         let name = request.name.as_ref();
         let fresh = !loaded.always_visible.contains(name);
         let session = self.session(&loaded, &id, fresh).await?;
-        let found_before = session.state().revealed().len();
+        let found_before = session.state().revealed_count();
 
         let arguments = match request.arguments {
             Some(map) => serde_json::Value::Object(map).to_string(),
@@ -287,7 +284,7 @@ impl ServerHandler for Gateway {
             Err(turn) => error_result(turn.error.kind(), format!("Error: {}", turn.error)),
         };
 
-        if session.state().revealed().len() > found_before {
+        if session.state().revealed_count() > found_before {
             if let Err(e) = loaded.sessions.save(&session, &id).await {
                 tracing::warn!(
                     session = id.as_str(),

@@ -46,6 +46,7 @@ mod shared;
 mod stateless;
 mod stdio;
 mod stdio_lines;
+mod stdio_pipes;
 
 pub use error::ServeError;
 pub use options::{DEFAULT_MAX_REQUEST_BYTES, HttpOptions, ServeOptions, TokenSource};

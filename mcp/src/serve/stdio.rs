@@ -17,6 +17,7 @@ use super::handler::{Gateway, SessionSource};
 use super::probe::{Replayed, answer_probes};
 use super::shared::Shared;
 use super::stdio_lines::GuardedStdio;
+use super::stdio_pipes::{Input, Output};
 
 /// Serves the one client on stdin/stdout until it closes stdin or `shutdown` fires; `start`
 /// builds what serves it, when it first asks for something besides a probe.
@@ -30,8 +31,9 @@ where
     S: Future<Output = Result<Arc<Shared>, ServeError>>,
 {
     tracing::info!(session = session.as_str(), "serving MCP on stdio");
-    let mut transport =
-        GuardedStdio::new(tokio::io::stdin(), tokio::io::stdout(), max_request_bytes);
+    let input = Input::stdin();
+    tracing::debug!(pipe = input.is_pipe(), "reading requests from stdin");
+    let mut transport = GuardedStdio::new(input, Output::stdout(), max_request_bytes);
     let first = tokio::select! {
         first = answer_probes(&mut transport) => first.map_err(|source| ServeError::Io {
             what: "cannot answer the client on stdout",

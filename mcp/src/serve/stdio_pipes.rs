@@ -33,7 +33,9 @@ impl Input {
     /// stdin; must be called within the runtime.
     pub(crate) fn stdin() -> Input {
         let stdin = io::stdin();
-        match owned_pipe(stdin.as_fd()).and_then(|fd| fd.map(pipe::Receiver::from_owned_fd).transpose()) {
+        match owned_pipe(stdin.as_fd())
+            .and_then(|fd| fd.map(pipe::Receiver::from_owned_fd).transpose())
+        {
             Ok(Some(receiver)) => Input::Pipe(receiver),
             Ok(None) => Input::Other(tokio::io::stdin()),
             Err(e) => {
@@ -56,7 +58,9 @@ impl Output {
         if same_file(stdout.as_fd(), io::stderr().as_fd()) {
             return Output::Other(tokio::io::stdout());
         }
-        match owned_pipe(stdout.as_fd()).and_then(|fd| fd.map(pipe::Sender::from_owned_fd).transpose()) {
+        match owned_pipe(stdout.as_fd())
+            .and_then(|fd| fd.map(pipe::Sender::from_owned_fd).transpose())
+        {
             Ok(Some(sender)) => Output::Pipe(sender),
             Ok(None) => Output::Other(tokio::io::stdout()),
             Err(e) => {
