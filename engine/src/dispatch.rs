@@ -108,10 +108,12 @@ impl Dispatcher {
             target,
         } = access;
         let settings = self.settings.of_kind(kind, &name);
+        // A resource or a prompt declares no output schema.
         let target = target.map(|tool| Target {
             name: name.clone(),
             tool,
             builtin: false,
+            output_check: None,
         });
         let mut inv = Invocation::new(
             call_id,
