@@ -241,7 +241,9 @@ impl EngineBuilder {
         }
         .build(&policy);
 
+        let access_aliases = crate::access::AccessAliases::of(&policy)?;
         Ok(Engine::from_parts(Parts {
+            access_aliases,
             dispatcher: Dispatcher::new(
                 guard,
                 registry.clone(),

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use toolgate_store::SessionId;
 
+use crate::access::CallKind;
 use crate::error::CallError;
 use crate::settings::ToolSettings;
 use crate::structured::OutputCheck;
@@ -33,6 +34,8 @@ pub(crate) struct Target {
 /// One call as it travels through the guard. A [`Layer`](crate::guard::Layer) reads it and may
 /// change its arguments.
 pub struct Invocation {
+    /// What the call reaches: a tool, a resource, a prompt (A1).
+    pub(crate) kind: CallKind,
     pub(crate) call_id: String,
     /// The name the model used.
     pub(crate) model_name: String,
@@ -93,6 +96,7 @@ impl Invocation {
             None => (model_name.clone(), None, false, None),
         };
         Invocation {
+            kind: CallKind::Tool,
             call_id,
             model_name,
             tool_name,
@@ -115,6 +119,12 @@ impl Invocation {
             cancel,
             progress: None,
         }
+    }
+
+    /// What the call reaches: a tool, or (through [`crate::Engine::access`]) a resource or a
+    /// prompt. A layer of your own that means tools only checks it.
+    pub fn kind(&self) -> CallKind {
+        self.kind
     }
 
     /// The model's id for this call.

@@ -35,6 +35,7 @@
 
 #![warn(missing_docs)]
 
+pub mod access;
 mod audit;
 mod builder;
 mod call;

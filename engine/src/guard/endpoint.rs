@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use futures::FutureExt;
 
+use crate::access::CallKind;
 use crate::call::{CallResult, Invocation, Reply, panic_message};
 use crate::error::{CallError, cut_name};
 use crate::script::{CallView, ScriptSet};
@@ -27,7 +28,10 @@ impl Endpoint {
     pub(crate) fn call<'b>(&'b self, inv: &'b mut Invocation) -> BoxFuture<'b, CallResult> {
         Box::pin(async move {
             let Some(tool) = inv.tool.clone() else {
-                return self.unknown(inv).await;
+                return match inv.kind {
+                    CallKind::Tool => self.unknown(inv).await,
+                    kind => Err(unknown_access(kind, &inv.tool_name)),
+                };
             };
             let ctx = ToolContext {
                 session: inv.session.clone(),
@@ -96,6 +100,7 @@ impl Endpoint {
         })
     }
 
+    /// D4 for tools: the `unknown_tool` script, or the default answer with suggestions.
     async fn unknown(&self, inv: &mut Invocation) -> CallResult {
         let suggestions = (self.suggest)(&inv.model_name);
         let view = CallView::of(inv);
@@ -119,5 +124,18 @@ impl Endpoint {
             suggestions,
             message,
         })
+    }
+}
+
+/// A read or get that the host found no target for (A1): `unknown_resource`, `unknown_prompt`.
+fn unknown_access(kind: CallKind, name: &str) -> CallError {
+    let (code, what) = match kind {
+        CallKind::Resource => ("unknown_resource", "resource"),
+        _ => ("unknown_prompt", "prompt"),
+    };
+    CallError::Store {
+        tool: cut_name(name).into_owned(),
+        kind: code,
+        message: format!("no source offers this {what}"),
     }
 }

@@ -44,7 +44,15 @@ use crate::tool::{BoxFuture, ContentPart, FullOutput, ToolOutput};
 pub(crate) const STORE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The notice that replaces an offloaded result (R1).
-pub(crate) fn notice(id: &str, text: &str, bytes: u64, chars: u64, head: u64, tail: u64) -> String {
+pub(crate) fn notice(
+    what: &str,
+    id: &str,
+    text: &str,
+    bytes: u64,
+    chars: u64,
+    head: u64,
+    tail: u64,
+) -> String {
     let head_text: String = text.chars().take(head as usize).collect();
     let tail_start = chars.saturating_sub(tail).max(head);
     let tail_text: String = if tail_start < chars {
@@ -60,7 +68,7 @@ pub(crate) fn notice(id: &str, text: &str, bytes: u64, chars: u64, head: u64, ta
         String::new()
     };
     let mut n = format!(
-        "[This tool result is too large to show here: {bytes} bytes ({chars} characters). It was saved whole as \"{id}\". \
+        "[This {what} is too large to show here: {bytes} bytes ({chars} characters). It was saved whole as \"{id}\". \
          Read it in pages with read_tool_result {{\"id\": \"{id}\", \"offset\": 0, \"limit\": {MAX_PAGE_CHARS}}}.]\n\
          --- first {} characters ---\n{head_text}",
         head_text.chars().count()
@@ -262,6 +270,7 @@ impl ReduceLayer {
             return Err(why);
         }
         let notice = notice(
+            inv.kind.result_noun(),
             &id,
             text,
             text.len() as u64,

@@ -14,6 +14,10 @@
 //!   error; progress from a tool becomes `notifications/progress`; a client's
 //!   `notifications/cancelled` fires the call's cancellation token; a call that makes catalog
 //!   tools visible (`tool_search`) is followed by `notifications/tools/list_changed`.
+//! - Resources, resource templates, prompts and completion of the policy's upstream servers
+//!   (`resources`): reads and gets run through the guard like tool calls, subscriptions are kept
+//!   per connection and their updates forwarded (`subscriptions`). The capabilities are declared
+//!   only when some upstream server declared them.
 //! - What an upstream MCP server sends during a call goes back to the client that made it
 //!   (`downstream`): its requests to the client (sampling, elicitation, roots) as the policy
 //!   allows, its progress with its own numbers, its log messages (filtered by the client's
@@ -38,16 +42,23 @@ mod error;
 mod handler;
 mod http;
 mod http_sessions;
+mod listeners;
 mod options;
+mod paging;
 mod peers;
 mod pre_init;
+mod probe;
 mod progress;
 mod reload;
+mod resources;
 mod run;
 mod session;
 mod shared;
+mod stateless;
 mod stdio;
 mod stdio_lines;
+mod stdio_pipes;
+mod subscriptions;
 
 pub use error::ServeError;
 pub use options::{DEFAULT_MAX_REQUEST_BYTES, HttpOptions, ServeOptions, TokenSource};

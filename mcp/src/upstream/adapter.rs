@@ -111,14 +111,23 @@ impl Tool for UpstreamTool {
 /// A request sent and not answered yet. Dropped before its answer came (a timeout, a
 /// cancelled turn), it sends `notifications/cancelled` for the request; the notification is
 /// tracked by the server, so shutting down waits for it to go out.
-struct Pending {
+pub(crate) struct Pending {
     server: Arc<Server>,
     peer: Peer<RoleClient>,
     id: Option<RequestId>,
 }
 
 impl Pending {
-    fn answered(&mut self) {
+    /// The request `id` sent to `server` through `peer`.
+    pub(crate) fn new(server: Arc<Server>, peer: Peer<RoleClient>, id: RequestId) -> Self {
+        Pending {
+            server,
+            peer,
+            id: Some(id),
+        }
+    }
+
+    pub(crate) fn answered(&mut self) {
         self.id = None;
     }
 }

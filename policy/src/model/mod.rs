@@ -22,17 +22,21 @@ use serde::Deserialize;
 use crate::shape::de;
 use crate::shape::values::{self, Version, names_only};
 
+mod access;
 mod audit;
 mod calls;
 mod client_requests;
 mod extensions;
 mod redact;
+mod serve;
 
+pub use access::*;
 pub use audit::*;
 pub use calls::*;
 pub use client_requests::*;
 pub use extensions::*;
 pub use redact::*;
+pub use serve::*;
 
 /// A place in a policy file, 1-based, for error messages that point at the line and column.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -140,6 +144,16 @@ pub struct Policy {
     /// rules and the before hook decided, outcome, durations, result size) to a file rotated by
     /// size, stdout or stderr. Absent = off; `audit: {}` = on, to audit.jsonl beside the policy.
     pub audit: Option<AuditSettings>,
+    /// The resources of the upstream MCP servers, as toolgate serve offers them: a read is
+    /// governed like a tool call (rules naming resources, hooks with kind = "resource", the
+    /// dispatch timeout and cap, offload). Every key is optional.
+    pub resources: AccessSettings,
+    /// The prompts of the upstream MCP servers, named `<server>.<prompt>`, as toolgate serve offers
+    /// them: a get is governed like a tool call (rules naming prompts, hooks with kind =
+    /// "prompt", the dispatch timeout and cap, offload). Every key is optional.
+    pub prompts: AccessSettings,
+    /// How `toolgate serve` answers MCP clients. Every key is optional.
+    pub serve: ServeSettings,
 }
 
 impl Default for Policy {
@@ -160,6 +174,9 @@ impl Default for Policy {
             sessions: SessionSettings::default(),
             redact: None,
             audit: None,
+            resources: AccessSettings::default(),
+            prompts: AccessSettings::default(),
+            serve: ServeSettings::default(),
         }
     }
 }
