@@ -1,9 +1,12 @@
 //! `toolgate serve`: the tools a policy lets a model see, offered to any MCP client.
 //!
-//! - Transports: stdio (one session per connection) and Streamable HTTP (one session per
-//!   `Mcp-Session-Id`), both through `rmcp`. Only the protocol revisions that have sessions (up
-//!   to 2025-11-25, the `initialize` handshake) are offered: a toolgate session is an MCP
-//!   session, and the session-less 2026-07-28 revision has none to map.
+//! - Transports: stdio (one session per connection; pipes are read and written by the event
+//!   loop) and Streamable HTTP (one session per `Mcp-Session-Id`), both through `rmcp`, on every
+//!   protocol revision up to 2026-07-28. A request of 2026-07-28, which has no session, is
+//!   keyed by its principal and `_meta["toolgate/session"]` (`stateless`); its client hears of
+//!   changes on `subscriptions/listen` (`listeners`); over stdio `server/discover` is answered
+//!   before the engine is built (`probe`). Lists come in pages (`paging`). See
+//!   `docs/protocol.md`.
 //! - `tools/list` is [`toolgate::Engine::visible_tools`] for the session; `tools/call` runs
 //!   through the whole guard; a failed call is a tool result with `isError`, never a protocol
 //!   error; progress from a tool becomes `notifications/progress`; a client's
