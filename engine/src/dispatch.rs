@@ -15,6 +15,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use toolgate_policy::{DispatchSettings, OnError};
 
+use crate::access::Access;
 use crate::call::{Invocation, Outcome, Target};
 use crate::error::{CallError, TurnError};
 use crate::guard::Guard;
@@ -68,6 +69,7 @@ impl Dispatcher {
                     name: r.name.to_string(),
                     tool: r.entry.tool().clone(),
                     builtin: r.entry.is_builtin(),
+                    output_check: r.entry.output_check().cloned(),
                 }),
                 self.settings.of(r.name),
             ),
@@ -87,6 +89,43 @@ impl Dispatcher {
     /// Runs one call through the whole guard.
     pub(crate) async fn call(&self, session: &Session, call: &ToolCall) -> Outcome {
         let inv = self.invocation(session, call, CancellationToken::new());
+        self.guard.run(inv).await
+    }
+
+    /// Runs one read of a resource or get of a prompt through the whole guard (A1).
+    pub(crate) async fn access(
+        &self,
+        session: &Session,
+        access: Access,
+        cancel: CancellationToken,
+    ) -> Outcome {
+        let Access {
+            kind,
+            call_id,
+            asked,
+            name,
+            arguments,
+            target,
+        } = access;
+        let settings = self.settings.of_kind(kind, &name);
+        // A resource or a prompt declares no output schema.
+        let target = target.map(|tool| Target {
+            name: name.clone(),
+            tool,
+            builtin: false,
+            output_check: None,
+        });
+        let mut inv = Invocation::new(
+            call_id,
+            asked,
+            target,
+            arguments,
+            session.id().cloned(),
+            settings,
+            cancel,
+        );
+        inv.kind = kind;
+        inv.tool_name = name;
         self.guard.run(inv).await
     }
 

@@ -7,9 +7,10 @@ use tokio_util::sync::CancellationToken;
 use toolgate_policy::Policy;
 use toolgate_store::{IdError, ResultStore, SessionId};
 
+use crate::access::{Access, AccessAliases, CallKind};
 use crate::call::Outcome;
 use crate::dispatch::Dispatcher;
-use crate::error::TurnError;
+use crate::error::{CallError, DeniedBy, TurnError};
 use crate::events::{Event, Events};
 use crate::history::{
     ByteEstimator, Message, Offload, OffloadReport, Prepared, TokenEstimator, ToolCall, Turn,
@@ -32,6 +33,8 @@ pub(crate) struct Parts {
     pub(crate) sessions: Arc<Sessions>,
     /// The index `tool_search` searches, if the policy has one.
     pub(crate) search_index: Option<Arc<toolgate_search::LiveIndex>>,
+    /// The aliases of resources and prompts.
+    pub(crate) access_aliases: AccessAliases,
 }
 
 /// The engine. Cheap to clone; share one across tasks.
@@ -183,6 +186,77 @@ impl Engine {
     /// Runs one call through the whole guard.
     pub async fn call(&self, session: &Session, call: &ToolCall) -> Outcome {
         self.inner.dispatcher.call(session, call).await
+    }
+
+    /// Reads a resource or gets a prompt through the whole guard (A1): the rules that judge its
+    /// kind, the before and after hooks (scripts see `kind`), the timeout, the result cap or
+    /// the offload, the events. The host resolved the target ([`Access`]); `cancel` fires the
+    /// call's cancellation, as for a turn.
+    pub async fn access(
+        &self,
+        session: &Session,
+        access: Access,
+        cancel: &CancellationToken,
+    ) -> Outcome {
+        self.inner
+            .dispatcher
+            .access(session, access, cancel.child_token())
+            .await
+    }
+
+    /// The real name of the resource or prompt a client named `name`, when `name` is one of the
+    /// policy's aliases (`resources.aliases`, `prompts.aliases`; a resource alias in any
+    /// spelling of its URI); `None` otherwise. A host resolves an alias only for a name no
+    /// source lists, and hands the engine the real name with the alias
+    /// ([`Access::asked_as`]), so events and hooks see both.
+    pub fn alias_target(&self, kind: CallKind, name: &str) -> Option<&str> {
+        self.inner.access_aliases.target(kind, name)
+    }
+
+    /// Whether the rules let `access` through, without running it (A2): for what a host does
+    /// on a resource or prompt besides reading or getting it (`resources/subscribe`,
+    /// `completion/complete`), so that what the rules refuse to read cannot be watched or
+    /// completed either. Hooks do not run and no event is emitted.
+    ///
+    /// # Errors
+    ///
+    /// `denied` with the rule's reason; `invalid_arguments` for a URI without a normal form or
+    /// arguments that are not a JSON object.
+    pub fn judge(&self, session: &Session, access: &Access) -> Result<(), CallError> {
+        let args = match access.kind {
+            CallKind::Resource => {
+                let uri = crate::access::normalize_uri(&access.name).map_err(|e| {
+                    CallError::InvalidArguments {
+                        tool: crate::error::cut_name(&access.name).into_owned(),
+                        reason: format!("the URI has no normal form to judge: {e}"),
+                    }
+                })?;
+                serde_json::json!({ "uri": uri })
+            }
+            _ => serde_json::from_str(&access.arguments).map_err(|e| {
+                CallError::InvalidArguments {
+                    tool: access.name.clone(),
+                    reason: format!("the arguments are not JSON: {e}"),
+                }
+            })?,
+        };
+        let settings = self.inner.settings.of_kind(access.kind, &access.name);
+        let session = session.id().map(|s| s.as_str());
+        for group in &settings.rules {
+            if let Err((refusal, _)) = group.decide(&access.name, &args, session, None) {
+                let reason = match refusal {
+                    crate::rules::Refusal::Denied(reason) => reason,
+                    crate::rules::Refusal::PastDeadline => {
+                        "the rules were not judged in time".into()
+                    }
+                };
+                return Err(CallError::Denied {
+                    reason,
+                    by: DeniedBy::Rule,
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Runs one assistant turn's calls (D1, D6, D7): in parallel unless the policy says

@@ -11,6 +11,7 @@ use std::sync::{Arc, RwLock};
 
 use serde::Serialize;
 
+use crate::access::CallKind;
 use crate::call::{Content, Invocation, Outcome};
 
 /// What happened.
@@ -60,6 +61,10 @@ pub struct OutcomeSummary {
     pub queued_ms: f64,
     /// The stored result's id when the output was offloaded.
     pub result_id: Option<String>,
+    /// Secrets masked in the content (`redact:`).
+    pub redactions: u64,
+    /// What the rules and the before hook decided.
+    pub decision: crate::call::Decision,
 }
 
 impl From<&Outcome> for OutcomeSummary {
@@ -74,6 +79,8 @@ impl From<&Outcome> for OutcomeSummary {
             duration_ms: o.duration.as_secs_f64() * 1000.0,
             queued_ms: o.queued.as_secs_f64() * 1000.0,
             result_id: o.result_id.clone(),
+            redactions: o.redactions,
+            decision: o.decision.clone(),
         }
     }
 }
@@ -84,13 +91,15 @@ pub struct Event {
     /// What happened.
     #[serde(flatten)]
     pub kind: EventKind,
+    /// What the call reaches: `tool`, `resource`, `prompt` (A1).
+    pub call_kind: CallKind,
     /// The model's id for the call.
     pub call_id: String,
     /// The call's session, if any.
     pub session: Option<String>,
     /// The name the model used (D8).
     pub model_name: String,
-    /// The real tool name (D8).
+    /// The real tool name (D8); a resource's URI in normal form, a prompt's name (A1).
     pub tool_name: String,
     /// The arguments as the model sent them.
     pub arguments: String,
@@ -100,6 +109,7 @@ impl Event {
     pub(crate) fn new(kind: EventKind, inv: &Invocation) -> Self {
         Event {
             kind,
+            call_kind: inv.kind,
             call_id: inv.call_id.clone(),
             session: inv.session.as_ref().map(ToString::to_string),
             model_name: inv.model_name.clone(),

@@ -24,23 +24,42 @@ use serde_json::Value;
 use toolgate_policy::glob::{Glob, PathGlob, normalize_path};
 use toolgate_policy::{Rule, Rules};
 
+use crate::access::CallKind;
 use crate::error::At;
 
-/// A rule with its globs (compiled by the policy loader) and its position.
+/// A rule with its globs (compiled by the policy loader) and its position, for one kind of call.
 #[derive(Debug, Clone)]
 struct CompiledRule {
+    /// The names of the kind the rule judges (its `tools`, `resources` or `prompts`); empty =
+    /// every name.
     tools: Vec<Glob>,
     args: Vec<(String, Glob)>,
     paths: Vec<(String, PathGlob)>,
     sessions: Vec<Glob>,
     reason: Option<String>,
     at: At,
+    /// Its place in its list (`allow` or `deny`) in the policy, for the label that says which
+    /// rule decided: the rules of one kind are some of the list.
+    index: usize,
 }
 
 impl CompiledRule {
-    fn new(rule: &Rule) -> Self {
-        CompiledRule {
-            tools: rule.tools.clone(),
+    /// `rule` as it judges calls of `kind`, or `None` when it does not judge them (A2): a rule
+    /// that names none of tools, resources and prompts judges every kind; one that names some
+    /// judges those kinds only.
+    fn for_kind(rule: &Rule, index: usize, kind: CallKind) -> Option<Self> {
+        let names = match kind {
+            CallKind::Tool => &rule.tools,
+            CallKind::Resource => &rule.resources,
+            CallKind::Prompt => &rule.prompts,
+        };
+        let names_any =
+            !(rule.tools.is_empty() && rule.resources.is_empty() && rule.prompts.is_empty());
+        if names_any && names.is_empty() {
+            return None;
+        }
+        Some(CompiledRule {
+            tools: names.clone(),
             args: rule
                 .args
                 .iter()
@@ -54,7 +73,8 @@ impl CompiledRule {
             sessions: rule.sessions.clone(),
             reason: rule.reason.clone(),
             at: At(rule.position.clone()),
-        }
+            index,
+        })
     }
 
     fn has_conditions(&self) -> bool {
@@ -147,18 +167,39 @@ pub enum Refusal {
 pub struct CompiledRules {
     allow: Vec<CompiledRule>,
     deny: Vec<CompiledRule>,
+    /// The group had allow rules before they were picked for one kind of call: a call that
+    /// none of the picked ones lets through is denied, also when none was picked (A2).
+    gated: bool,
+    /// The kind of call the rules were picked for.
+    kind: CallKind,
 }
 
 impl CompiledRules {
+    /// The rules of the group that judge tool calls.
     pub fn compile(rules: &Rules) -> Self {
+        Self::compile_for(rules, CallKind::Tool)
+    }
+
+    /// The rules of the group that judge calls of `kind` (A2; see [`CompiledRule::for_kind`]).
+    /// A group with allow rules stays a gate for every kind: if none of its allow rules judges
+    /// the kind, the kind is denied.
+    pub fn compile_for(rules: &Rules, kind: CallKind) -> Self {
+        let pick = |list: &[Rule]| -> Vec<CompiledRule> {
+            list.iter()
+                .enumerate()
+                .filter_map(|(i, r)| CompiledRule::for_kind(r, i, kind))
+                .collect()
+        };
         CompiledRules {
-            allow: rules.allow.iter().map(CompiledRule::new).collect(),
-            deny: rules.deny.iter().map(CompiledRule::new).collect(),
+            allow: pick(&rules.allow),
+            deny: pick(&rules.deny),
+            gated: !rules.allow.is_empty(),
+            kind,
         }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.allow.is_empty() && self.deny.is_empty()
+        self.allow.is_empty() && self.deny.is_empty() && !self.gated
     }
 
     /// The rules of this group that list `tool` by its exact name, for a built-in tool: globs
@@ -168,8 +209,11 @@ impl CompiledRules {
         let pick = |rules: &[CompiledRule]| -> Vec<CompiledRule> {
             rules.iter().filter(|r| r.names(tool)).cloned().collect()
         };
+        let allow = pick(&self.allow);
         let only = CompiledRules {
-            allow: pick(&self.allow),
+            kind: self.kind,
+            gated: !allow.is_empty(),
+            allow,
             deny: pick(&self.deny),
         };
         (!only.is_empty()).then_some(only)
@@ -193,6 +237,7 @@ impl CompiledRules {
 
     /// `Err` when the call is denied, or when `deadline` passes before the rules are judged
     /// (it is checked before each rule).
+    #[cfg(test)]
     pub fn check(
         &self,
         tool: &str,
@@ -200,6 +245,24 @@ impl CompiledRules {
         session: Option<&str>,
         deadline: Option<Instant>,
     ) -> Result<(), Refusal> {
+        self.decide(tool, args, session, deadline)
+            .map(|_| ())
+            .map_err(|(refusal, _)| refusal)
+    }
+
+    /// Like [`CompiledRules::check`], and says which rule decided, as
+    /// `<file>:<line>:<col>: deny[i]` or `allow[i]` (its index in its list): `Ok(Some(_))` is
+    /// the allow rule that admitted the call (`None` when the group has no allow rules), the
+    /// refusal's label the deny rule that matched (`None` when no allow rule matched, or past
+    /// the deadline).
+    pub fn decide(
+        &self,
+        tool: &str,
+        args: &Value,
+        session: Option<&str>,
+        deadline: Option<Instant>,
+    ) -> Result<Option<String>, (Refusal, Option<String>)> {
+        let label = |rule: &CompiledRule, list: &str| format!("{}{list}[{}]", rule.at, rule.index);
         let judge = |rule: &CompiledRule| {
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 return Err(Refusal::PastDeadline);
@@ -207,27 +270,53 @@ impl CompiledRules {
             rule.matches(tool, args, session).map_err(Refusal::Denied)
         };
         for rule in &self.deny {
-            if judge(rule)? {
-                return Err(Refusal::Denied(match &rule.reason {
-                    Some(r) => r.clone(),
-                    None => format!(
-                        "a deny rule of the policy matches this call ({}rule)",
-                        rule.at
-                    ),
-                }));
+            let which = || Some(label(rule, "deny"));
+            if judge(rule).map_err(|r| (r, which()))? {
+                return Err((
+                    Refusal::Denied(match &rule.reason {
+                        Some(r) => r.clone(),
+                        None => format!(
+                            "a deny rule of the policy matches this call ({}rule)",
+                            rule.at
+                        ),
+                    }),
+                    which(),
+                ));
             }
         }
         if self.allow.is_empty() {
-            return Ok(());
+            if !self.gated {
+                return Ok(None);
+            }
+            return Err((
+                Refusal::Denied(format!(
+                    "the policy has allow rules, and none of them judges a {} (name them in an \
+                 allow rule's {}, or write one that names none of tools, resources and prompts)",
+                    match self.kind {
+                        CallKind::Tool => "tool call",
+                        CallKind::Resource => "resource read",
+                        CallKind::Prompt => "prompt get",
+                    },
+                    match self.kind {
+                        CallKind::Tool => "tools",
+                        CallKind::Resource => "resources",
+                        CallKind::Prompt => "prompts",
+                    }
+                )),
+                None,
+            ));
         }
         for rule in &self.allow {
-            if judge(rule)? {
-                return Ok(());
+            if judge(rule).map_err(|r| (r, None))? {
+                return Ok(Some(label(rule, "allow")));
             }
         }
-        Err(Refusal::Denied(format!(
-            "the policy's allow rules do not allow {tool} with these arguments"
-        )))
+        Err((
+            Refusal::Denied(format!(
+                "the policy's allow rules do not allow {tool} with these arguments"
+            )),
+            None,
+        ))
     }
 }
 
@@ -281,5 +370,27 @@ mod tests {
         };
         assert!(reason.contains("at most 4096 bytes"), "{reason}");
         assert!(reason.len() < 500, "{reason}");
+    }
+
+    #[test]
+    fn a_rule_is_labelled_by_its_place_in_the_policy_when_one_kind_is_picked() {
+        let mut for_reads = Rule::default();
+        for_reads.resources = vec![Glob::new("demo://*").expect("valid")];
+        let mut for_tools = Rule::default();
+        for_tools.tools = vec![Glob::new("echo").expect("valid")];
+        let rules = Rules {
+            allow: Vec::new(),
+            deny: vec![for_reads, for_tools],
+        };
+        let tools = CompiledRules::compile_for(&rules, CallKind::Tool);
+        let Err((_, label)) = tools.decide("echo", &serde_json::json!({}), None, None) else {
+            panic!("echo is denied");
+        };
+        assert_eq!(label.as_deref(), Some("deny[1]"));
+        let reads = CompiledRules::compile_for(&rules, CallKind::Resource);
+        let Err((_, label)) = reads.decide("demo://a", &serde_json::json!({}), None, None) else {
+            panic!("the read is denied");
+        };
+        assert_eq!(label.as_deref(), Some("deny[0]"));
     }
 }

@@ -16,8 +16,11 @@
 //! (`limits`). A script past its bound ends with a `tool_policy_panic` that names the bound; a
 //! script past the call's deadline makes the call a `timeout`.
 //!
-//! Every script sees these variables: `tool` (the real tool name), `model_name` (the name the
-//! model used), `args` (the arguments, a map), `call_id` and `session` (`()` without one).
+//! Every script sees these variables: `kind` (`"tool"`, or for a read or get through
+//! [`crate::Engine::access`] `"resource"` or `"prompt"`, A1), `tool` (the real tool name; a
+//! resource's URI in normal form; a prompt's `<server>.<prompt>`), `model_name` (the name the
+//! model or client used), `args` (the arguments, a map: a resource's are `#{uri: ...}`),
+//! `call_id` and `session` (`()` without one). The rewrite script runs for tool calls only.
 //! (`call` is a Rhai keyword, so the call's fields are variables of their own.)
 //!
 //! | hook | also sees | returns |
@@ -156,6 +159,7 @@ impl Compiled {
 /// The view of a call that scripts get.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CallView<'a> {
+    pub(crate) kind: &'static str,
     pub(crate) tool: &'a str,
     pub(crate) model_name: &'a str,
     pub(crate) args: &'a serde_json::Value,
@@ -167,6 +171,7 @@ impl<'a> CallView<'a> {
     /// What the scripts see of `inv`.
     pub(crate) fn of(inv: &'a Invocation) -> Self {
         CallView {
+            kind: inv.kind.as_str(),
             tool: &inv.tool_name,
             model_name: &inv.model_name,
             args: &inv.args,
@@ -549,6 +554,7 @@ fn scope_for(call: CallView<'_>) -> Result<Scope<'static>, CallError> {
         reason: format!("arguments cannot be given to the policy scripts: {e}"),
     })?;
     let mut scope = Scope::new();
+    scope.push_constant("kind", call.kind.to_string());
     scope.push_constant("tool", call.tool.to_string());
     scope.push_constant("model_name", call.model_name.to_string());
     scope.push_constant("args", args);

@@ -18,6 +18,7 @@ use std::time::Duration;
 use serde::Serialize;
 use toolgate_policy::{CharCap, DispatchSettings, ToolOverride};
 
+use crate::access::CallKind;
 use crate::error::{At, BuildError};
 use crate::rules::CompiledRules;
 
@@ -75,6 +76,9 @@ struct CompiledOverride {
 pub struct SettingsResolver {
     defaults: DispatchSettings,
     global_rules: Option<Arc<CompiledRules>>,
+    /// The top-level rules that judge resource reads, and prompt gets (A2).
+    resource_rules: Option<Arc<CompiledRules>>,
+    prompt_rules: Option<Arc<CompiledRules>>,
     overrides: Vec<CompiledOverride>,
     /// Every `sequential_group` an override names.
     groups: BTreeSet<String>,
@@ -106,14 +110,15 @@ impl SettingsResolver {
                 rules,
             });
         }
-        let global_rules = if global_rules.is_empty() {
-            None
-        } else {
-            Some(Arc::new(CompiledRules::compile(global_rules)))
+        let for_kind = |kind| {
+            let rules = CompiledRules::compile_for(global_rules, kind);
+            (!rules.is_empty()).then(|| Arc::new(rules))
         };
         Ok(SettingsResolver {
             defaults: defaults.clone(),
-            global_rules,
+            global_rules: for_kind(CallKind::Tool),
+            resource_rules: for_kind(CallKind::Resource),
+            prompt_rules: for_kind(CallKind::Prompt),
             overrides: compiled,
             groups,
             reduction_bytes: None,
@@ -215,6 +220,40 @@ impl SettingsResolver {
         }
     }
 
+    /// The effective settings of a resource read or a prompt get (A1, A2): the `dispatch`
+    /// timeout and cap (`tools:` overrides name tools only), and the top-level rules that
+    /// judge the kind. For [`CallKind::Tool`], [`SettingsResolver::resolve`].
+    pub fn resolve_kind(&self, kind: CallKind, name: &str) -> ToolSettings {
+        let rules = match kind {
+            CallKind::Tool => return self.resolve(name),
+            CallKind::Resource => &self.resource_rules,
+            CallKind::Prompt => &self.prompt_rules,
+        };
+        let d = &self.defaults;
+        let offload_bytes = self.reduction_bytes;
+        ToolSettings {
+            timeout: d.timeout,
+            max_result_chars: d.max_result_chars,
+            sequential_group: None,
+            rules: rules.iter().cloned().collect(),
+            explanation: Explanation {
+                tool: name.to_string(),
+                matched: Vec::new(),
+                timeout: d.timeout.map(|t| toolgate_policy::format_duration(Some(t))),
+                timeout_from: "dispatch.timeout".to_string(),
+                max_result_chars: d.max_result_chars,
+                max_result_chars_from: "dispatch.max_result_chars".to_string(),
+                max_result_chars_applies: self.reduction_bytes.is_none(),
+                max_result_bytes: offload_bytes,
+                max_result_bytes_from: offload_bytes
+                    .map(|_| "reduction.max_result_bytes".to_string()),
+                sequential_group: None,
+                sequential_group_from: "none".to_string(),
+                rules_from: rules.iter().map(|_| "rules".to_string()).collect(),
+            },
+        }
+    }
+
     /// Where the rules are that can refuse calls to the built-in `tool`, for `validate` to warn
     /// about: top-level rules naming it, and overrides keyed by its exact name that have rules.
     pub fn rules_blocking_builtin(&self, tool: &str) -> Vec<String> {
@@ -241,6 +280,9 @@ pub(crate) struct SettingsTable {
     resolver: SettingsResolver,
     /// Real tool name -> its settings.
     tools: HashMap<String, Arc<ToolSettings>>,
+    /// The settings of every resource read, and of every prompt get (the same for each).
+    resources: Arc<ToolSettings>,
+    prompts: Arc<ToolSettings>,
 }
 
 impl SettingsTable {
@@ -259,7 +301,21 @@ impl SettingsTable {
                 )
             })
             .collect();
-        SettingsTable { resolver, tools }
+        SettingsTable {
+            resources: Arc::new(resolver.resolve_kind(CallKind::Resource, "*")),
+            prompts: Arc::new(resolver.resolve_kind(CallKind::Prompt, "*")),
+            resolver,
+            tools,
+        }
+    }
+
+    /// The settings of a call of `kind` to `name` (a real tool name, a URI or a prompt).
+    pub(crate) fn of_kind(&self, kind: CallKind, name: &str) -> Arc<ToolSettings> {
+        match kind {
+            CallKind::Tool => self.of(name),
+            CallKind::Resource => self.resources.clone(),
+            CallKind::Prompt => self.prompts.clone(),
+        }
     }
 
     /// The settings of the registered tool `tool` (a real name).

@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use crate::access::{CallKind, normalize_uri};
 use crate::call::{CallResult, Invocation};
 use crate::error::{CallError, cut_name};
 use crate::guard::{Layer, Next};
@@ -70,10 +71,28 @@ impl Layer for ArgumentsLayer {
         Box::pin(async move {
             // An unknown name is the model's, of any length: the message echoes it cut.
             inv.args = ArgumentsLayer::parse(&inv.raw_arguments, &cut_name(&inv.tool_name))?;
-            if inv.is_known()
-                && let Some(aliases) = self.aliases.get(&inv.tool_name)
-            {
-                ArgumentsLayer::rename(&mut inv.args, aliases);
+            match inv.kind {
+                CallKind::Tool => {
+                    if inv.is_known()
+                        && let Some(aliases) = self.aliases.get(&inv.tool_name)
+                    {
+                        ArgumentsLayer::rename(&mut inv.args, aliases);
+                    }
+                }
+                // A1: the rules and hooks judge the URI in normal form.
+                CallKind::Resource => {
+                    if let Some(uri) = inv.args.get_mut("uri")
+                        && let Some(text) = uri.as_str()
+                    {
+                        let normal =
+                            normalize_uri(text).map_err(|e| CallError::InvalidArguments {
+                                tool: cut_name(text).into_owned(),
+                                reason: format!("the URI has no normal form to judge: {e}"),
+                            })?;
+                        *uri = serde_json::Value::String(normal);
+                    }
+                }
+                CallKind::Prompt => {}
             }
             next.run(inv).await
         })

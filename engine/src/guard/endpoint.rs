@@ -1,13 +1,16 @@
-//! The end of the chain: the tool itself, or the unknown-tool answer (D4).
+//! The end of the chain: the tool itself, or the unknown-tool answer (D4). A tool's success is
+//! checked against the output schema it declares, if any (G10), before any layer sees it.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures::FutureExt;
 
+use crate::access::CallKind;
 use crate::call::{CallResult, Invocation, Reply, panic_message};
 use crate::error::{CallError, cut_name};
 use crate::script::{CallView, ScriptSet};
+use crate::structured::INVALID_STRUCTURED_CONTENT;
 use crate::tool::{BoxFuture, ToolContext, ToolErrorKind, ToolOutput};
 
 /// Names suggested for an unknown name.
@@ -25,7 +28,10 @@ impl Endpoint {
     pub(crate) fn call<'b>(&'b self, inv: &'b mut Invocation) -> BoxFuture<'b, CallResult> {
         Box::pin(async move {
             let Some(tool) = inv.tool.clone() else {
-                return self.unknown(inv).await;
+                return match inv.kind {
+                    CallKind::Tool => self.unknown(inv).await,
+                    kind => Err(unknown_access(kind, &inv.tool_name)),
+                };
             };
             let ctx = ToolContext {
                 session: inv.session.clone(),
@@ -51,7 +57,18 @@ impl Endpoint {
                 }
             };
             match AssertUnwindSafe(fut).catch_unwind().await {
-                Ok(Ok(output)) => Ok(Reply::new(output)),
+                Ok(Ok(output)) => match &inv.output_check {
+                    // G10: a tool that declares an output schema is held to it.
+                    Some(check) => match check.check(&output) {
+                        Ok(()) => Ok(Reply::new(output)),
+                        Err(message) => Err(CallError::Store {
+                            tool: inv.tool_name.clone(),
+                            kind: INVALID_STRUCTURED_CONTENT,
+                            message,
+                        }),
+                    },
+                    None => Ok(Reply::new(output)),
+                },
                 Ok(Err(e)) => Err(match e.kind {
                     ToolErrorKind::Failed => CallError::ToolFailed {
                         tool: inv.tool_name.clone(),
@@ -83,6 +100,7 @@ impl Endpoint {
         })
     }
 
+    /// D4 for tools: the `unknown_tool` script, or the default answer with suggestions.
     async fn unknown(&self, inv: &mut Invocation) -> CallResult {
         let suggestions = (self.suggest)(&inv.model_name);
         let view = CallView::of(inv);
@@ -106,5 +124,18 @@ impl Endpoint {
             suggestions,
             message,
         })
+    }
+}
+
+/// A read or get that the host found no target for (A1): `unknown_resource`, `unknown_prompt`.
+fn unknown_access(kind: CallKind, name: &str) -> CallError {
+    let (code, what) = match kind {
+        CallKind::Resource => ("unknown_resource", "resource"),
+        _ => ("unknown_prompt", "prompt"),
+    };
+    CallError::Store {
+        tool: cut_name(name).into_owned(),
+        kind: code,
+        message: format!("no source offers this {what}"),
     }
 }

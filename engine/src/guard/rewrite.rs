@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use crate::access::CallKind;
 use crate::call::{CallResult, Invocation};
 use crate::guard::{Layer, Next};
 use crate::script::{CallView, ScriptSet};
@@ -16,7 +17,9 @@ pub(crate) struct RewriteLayer {
 impl Layer for RewriteLayer {
     fn call<'a>(&'a self, inv: &'a mut Invocation, next: Next<'a>) -> BoxFuture<'a, CallResult> {
         Box::pin(async move {
+            // A1: the rewrite script rewrites tool calls only.
             if inv.is_known()
+                && inv.kind == CallKind::Tool
                 && let Some(args) = self
                     .scripts
                     .rewrite(CallView::of(inv), inv.deadline, &inv.cancel)

@@ -37,6 +37,7 @@ impl Guard {
     pub(crate) async fn run(&self, mut inv: Invocation) -> Outcome {
         let span = tracing::info_span!(
             "tool_call",
+            kind = inv.kind.as_str(),
             tool = %inv.tool_name,
             model_name = %inv.model_name,
             call_id = %inv.call_id,

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::access::CallKind;
 use crate::call::{CallResult, Invocation};
 use crate::error::{CallError, DeniedBy};
 use crate::guard::{Layer, Next};
@@ -21,7 +22,8 @@ pub(crate) struct VisibilityLayer {
 impl Layer for VisibilityLayer {
     fn call<'a>(&'a self, inv: &'a mut Invocation, next: Next<'a>) -> BoxFuture<'a, CallResult> {
         Box::pin(async move {
-            if let Some(model_name) = self.catalog.get(&inv.tool_name).filter(|_| inv.is_known()) {
+            let tool = inv.is_known() && inv.kind == CallKind::Tool;
+            if let Some(model_name) = self.catalog.get(&inv.tool_name).filter(|_| tool) {
                 let revealed = self
                     .sessions
                     .of(inv.session.as_ref())

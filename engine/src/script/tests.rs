@@ -43,6 +43,7 @@ fn args(text: &str) -> serde_json::Value {
 
 fn view(args: &serde_json::Value) -> CallView<'_> {
     CallView {
+        kind: "tool",
         tool: "echo",
         model_name: "echo",
         args,

@@ -11,9 +11,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use rmcp::ErrorData as McpError;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams, SubscriptionFilter,
+    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
+    GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
 use tokio_util::sync::CancellationToken;
@@ -28,6 +31,7 @@ use super::engines::Loaded;
 use super::listeners::{self, Change};
 use super::paging;
 use super::progress::forward_progress;
+use super::resources::{self, Caller};
 use super::shared::Shared;
 use super::stateless::{self, Principal};
 
@@ -50,10 +54,20 @@ pub(crate) struct Gateway {
     source: SessionSource,
     /// This connection's entry in [`Shared::peers`], once the handshake is done.
     client: Mutex<Option<Arc<ClientLink>>>,
+    /// Tells this connection from every other of the process (its subscriptions are kept by it).
+    connection: u64,
 }
 
-/// What `serve` offers its clients.
-pub(crate) fn capabilities() -> ServerCapabilities {
+/// What `serve` offers its clients: tools and logging, and what some upstream server offers of
+/// resources, prompts and completion (see [`resources::declare`]).
+pub(crate) fn capabilities(shared: &Shared) -> ServerCapabilities {
+    let mut capabilities = base_capabilities();
+    resources::declare(shared, &mut capabilities);
+    capabilities
+}
+
+/// What serve offers whatever its upstreams offer: tools, their list changes, logging.
+fn base_capabilities() -> ServerCapabilities {
     ServerCapabilities::builder()
         .enable_tools()
         .enable_tool_list_changed()
@@ -63,10 +77,12 @@ pub(crate) fn capabilities() -> ServerCapabilities {
 
 impl Gateway {
     pub(crate) fn new(shared: Arc<Shared>, source: SessionSource) -> Self {
+        static CONNECTIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         Gateway {
             shared,
             source,
             client: Mutex::new(None),
+            connection: CONNECTIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         }
     }
 
@@ -132,11 +148,27 @@ impl Gateway {
     }
 }
 
+impl Gateway {
+    /// Who asks a request about resources or prompts, in which session of which engine.
+    async fn caller(&self, context: &RequestContext<RoleServer>) -> Result<Caller, McpError> {
+        let id = self.session_id(context)?;
+        let loaded = self.shared.engines.current();
+        let session = self.session(&loaded, &id, false).await?;
+        Ok(Caller {
+            shared: self.shared.clone(),
+            loaded,
+            session,
+            client: self.connection,
+        })
+    }
+}
+
 impl Drop for Gateway {
     fn drop(&mut self) {
         if let Ok(Some(client)) = self.client.lock().map(|mut k| k.take()) {
             self.shared.peers.remove(client.key());
         }
+        self.shared.subscriptions.drop_client(self.connection);
     }
 }
 
@@ -145,10 +177,16 @@ pub(crate) fn supported_versions() -> &'static [ProtocolVersion] {
     ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28)
 }
 
-/// What `initialize` and `server/discover` say about the server. It depends on no policy, so
-/// that `server/discover` can be answered before the policy's engine is built.
+/// What `server/discover` says about the server before the policy's engine is built: the
+/// capabilities that depend on no policy (resources and prompts, which depend on the upstreams,
+/// are declared by `initialize` and by a discover that reaches the engine).
 pub(crate) fn server_config() -> ServerConfig {
-    ServerConfig::new(capabilities())
+    server_config_with(base_capabilities())
+}
+
+/// What `initialize` and `server/discover` say about the server, with `capabilities`.
+fn server_config_with(capabilities: ServerCapabilities) -> ServerConfig {
+    ServerConfig::new(capabilities)
         .with_server_info(Implementation::new("toolgate", env!("CARGO_PKG_VERSION")))
         .with_instructions(
             "The tools of a toolgate policy. Every call runs through the policy's guard; a \
@@ -165,7 +203,7 @@ fn is_sessionless(context: &RequestContext<RoleServer>) -> bool {
 
 impl ServerHandler for Gateway {
     fn get_info(&self) -> ServerConfig {
-        server_config()
+        server_config_with(capabilities(&self.shared))
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
@@ -218,10 +256,74 @@ impl ServerHandler for Gateway {
             loaded.page_size,
             |spec| spec.name.as_str(),
         )?
-        .map(tool);
+        .map(|spec| tool(spec, &loaded.engine));
         let mut result = ListToolsResult::with_all_items(page.items);
         result.next_cursor = page.next_cursor;
         Ok(result)
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        resources::list_resources(&self.shared, request)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        resources::list_templates(&self.shared, request)
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        resources::list_prompts(&self.shared, request)
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        resources::read(self.caller(&context).await?, request, context).await
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        resources::get(self.caller(&context).await?, request, context).await
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        resources::complete(self.caller(&context).await?, request).await
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        resources::subscribe(self.caller(&context).await?, request, context).await
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        resources::unsubscribe(self.caller(&context).await?, request).await
     }
 
     async fn call_tool(
@@ -278,7 +380,7 @@ impl ServerHandler for Gateway {
         }
         let result = match outcome {
             Ok(outcomes) => match outcomes.into_iter().next() {
-                Some(outcome) => call_result(outcome),
+                Some(outcome) => call_result(outcome, &loaded.engine),
                 None => return Err(McpError::internal_error("the call had no outcome", None)),
             },
             Err(turn) => error_result(turn.error.kind(), format!("Error: {}", turn.error)),

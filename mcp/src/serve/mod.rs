@@ -5,13 +5,22 @@
 //!   protocol revision up to 2026-07-28. A request of 2026-07-28, which has no session, is
 //!   keyed by its principal and `_meta["toolgate/session"]` (`stateless`); its client hears of
 //!   changes on `subscriptions/listen` (`listeners`); over stdio `server/discover` is answered
-//!   before the engine is built (`probe`). Lists come in pages (`paging`). See
+//!   before the engine is built (`probe`). A request of a 2025 revision before `initialize` is
+//!   told to send it first (`pre_init`). Lists come in pages (`paging`). See
 //!   `docs/protocol.md`.
+//! - A tool is listed with everything its source declares (title, annotations, icons, `_meta`,
+//!   output schema), and a result keeps its content blocks of every kind, its structured
+//!   content and its `_meta`, with toolgate's own `_meta.toolgate` beside the tool's keys
+//!   (`content`, and `crate::shape` for the MCP shapes).
 //! - `tools/list` is [`toolgate::Engine::visible_tools`] for the session; `tools/call` runs
 //!   through the whole guard; a failed call is a tool result with `isError`, never a protocol
 //!   error; progress from a tool becomes `notifications/progress`; a client's
 //!   `notifications/cancelled` fires the call's cancellation token; a call that makes catalog
 //!   tools visible (`tool_search`) is followed by `notifications/tools/list_changed`.
+//! - Resources, resource templates, prompts and completion of the policy's upstream servers
+//!   (`resources`): reads and gets run through the guard like tool calls, subscriptions are kept
+//!   per connection and their updates forwarded (`subscriptions`). The capabilities are declared
+//!   only when some upstream server declared them.
 //! - What an upstream MCP server sends during a call goes back to the client that made it
 //!   (`downstream`): its requests to the client (sampling, elicitation, roots) as the policy
 //!   allows, its progress with its own numbers, its log messages (filtered by the client's
@@ -40,15 +49,18 @@ mod listeners;
 mod options;
 mod paging;
 mod peers;
+mod pre_init;
 mod probe;
 mod progress;
 mod reload;
+mod resources;
 mod run;
 mod session;
 mod shared;
 mod stateless;
 mod stdio;
 mod stdio_lines;
+mod subscriptions;
 mod stdio_pipes;
 
 pub use error::ServeError;

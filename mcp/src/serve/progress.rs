@@ -151,6 +151,7 @@ mod tests {
             kind: EventKind::Update {
                 message: message.to_owned(),
             },
+            call_kind: toolgate::access::CallKind::Tool,
             call_id: call_id.to_owned(),
             session: None,
             model_name: "progress".to_owned(),

@@ -243,7 +243,7 @@ async fn reload(shared: &Arc<Shared>, trigger: Trigger, started: Instant) {
     match result {
         Ok(Ok((previous, next))) => {
             log_change(&previous, &next, trigger, started);
-            let told = shared.peers.all_lists_changed(&capabilities()).await;
+            let told = shared.peers.all_lists_changed(&capabilities(shared)).await;
             tracing::debug!(clients = told, "told the clients their tool list changed");
         }
         Ok(Err(e)) => {

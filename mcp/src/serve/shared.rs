@@ -7,6 +7,7 @@ use super::downstream::Links;
 use super::engines::Engines;
 use super::peers::Peers;
 use super::progress::ProgressRoutes;
+use super::subscriptions::Subscriptions;
 use super::stateless::{MAX_IN_MEMORY, Recent};
 
 /// The engines, the connected clients, the calls running for them and the progress routes of
@@ -18,6 +19,8 @@ pub(crate) struct Shared {
     /// The stateless sessions whose state the engine keeps in memory.
     pub(crate) stateless: Recent,
     pub(crate) progress: Arc<ProgressRoutes>,
+    /// Every client's `resources/subscribe`.
+    pub(crate) subscriptions: Arc<Subscriptions>,
     calls: AtomicU64,
 }
 
@@ -34,6 +37,7 @@ impl Shared {
             links,
             stateless: Recent::new(MAX_IN_MEMORY),
             progress,
+            subscriptions: Arc::default(),
             calls: AtomicU64::new(0),
         }
     }

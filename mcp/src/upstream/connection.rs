@@ -19,6 +19,7 @@ use super::error::{UpstreamError, handshake_reason};
 use super::frame;
 use super::handler::Handler;
 use super::listing::{self, Listed};
+use super::lists::{Offered, list_offered};
 use super::ordered::Ordered;
 use super::stdio::{self, Child};
 
@@ -37,6 +38,8 @@ pub(crate) struct Connection {
     child: Option<Child>,
     /// Its tools, as it listed them when it started (checked; see [`listing`]).
     pub tools: Listed,
+    /// Its resources, templates and prompts, as it listed them when it started.
+    pub offered: Offered,
 }
 
 /// Starts the server `spec` describes, within its `startup_timeout`.
@@ -248,10 +251,12 @@ async fn start(
         ended,
         child: child_slot.take(),
         tools: Listed::default(),
+        offered: Offered::default(),
     };
     match listing::list_tools(&connection.peer, server).await {
         Ok(tools) => {
             connection.tools = tools;
+            connection.offered = list_offered(&connection.peer, server).await;
             Ok(connection)
         }
         Err(source) => {

@@ -18,7 +18,7 @@ use rmcp::model::{
     ClientConfig, ClientResult, CreateMessageRequest, CreateMessageRequestParams,
     CreateMessageResult, ElicitRequest, ElicitRequestParams, ElicitResult, Implementation,
     ListRootsRequest, ListRootsResult, ProgressNotificationParam, ProgressToken, RequestId,
-    ServerNotification, ServerRequest,
+    ResourceUpdatedNotificationParam, ServerNotification, ServerRequest,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use tokio::sync::Notify;
@@ -28,6 +28,7 @@ use super::callers::{Downstream, ListKind};
 use super::client_requests::{self, Capabilities, Permissions};
 use super::inflight::{Attribution, InFlight};
 use super::turns::{Turn, Turns};
+use super::watch::Watch;
 
 /// The client side of one server's connections (one handler serves every restart).
 #[derive(Clone)]
@@ -46,6 +47,8 @@ struct Shared {
     /// Calls in flight.
     calls: InFlight,
     list_changed: Notify,
+    /// Subscriptions, resource updates and resource or prompt list changes.
+    watch: Watch,
 }
 
 /// While alive, what the server sends about one call goes to that call; dropping it stops
@@ -87,6 +90,7 @@ impl Handler {
                 downstream,
                 calls: InFlight::default(),
                 list_changed: Notify::new(),
+                watch: Watch::default(),
             }),
         }
     }
@@ -120,6 +124,11 @@ impl Handler {
             shared: self.shared.clone(),
             _turn: turn,
         })
+    }
+
+    /// What is watched on the server besides its tools.
+    pub(crate) fn watch(&self) -> &Watch {
+        &self.shared.watch
     }
 
     /// The server said its tool list changed (on 2026-07-28, on its listen stream).
@@ -175,6 +184,18 @@ impl Handler {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// The server's resources and prompts have been listed again after it said they changed:
+    /// the clients hear of the lists it said changed.
+    pub(crate) fn offered_refreshed(&self) {
+        let (resources, prompts) = self.shared.watch.take_announced();
+        if resources {
+            self.list_changed_downstream(ListKind::Resources);
+        }
+        if prompts {
+            self.list_changed_downstream(ListKind::Prompts);
         }
     }
 
@@ -246,12 +267,22 @@ impl ClientHandler for Handler {
         self.tools_changed();
     }
 
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.shared.watch.updated(&params.uri);
+    }
+
+    // The lists are fetched again first (see `offered_refreshed`): a client that lists them
+    // when it hears of the change sees the new ones.
     async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.list_changed_downstream(ListKind::Resources);
+        self.shared.watch.offered_changed(true, false);
     }
 
     async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.list_changed_downstream(ListKind::Prompts);
+        self.shared.watch.offered_changed(false, true);
     }
 
     fn get_info(&self) -> ClientConfig {

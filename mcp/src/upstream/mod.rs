@@ -7,6 +7,12 @@
 //! nothing of MCP: names are checked, and aliases, rules, hooks, timeouts, caps, offload and
 //! search apply as to any tool.
 //!
+//! Their resources, resource templates and prompts are listed too (`lists`), put in one table
+//! across servers (`catalog`: URIs kept and routed by listing or template, prompts named
+//! `<server>.<prompt>`, collisions left out), and read or got through targets the engine runs
+//! under its guard (`access`, `shape`); subscriptions are counted per URI (`watch`). `toolgate
+//! serve` offers them (see `docs/policy.md`, "Resources, prompts and completion").
+//!
 //! # Lifecycle
 //!
 //! 1. [`Upstreams::start`] starts every server at once (each within its `startup_timeout`).
@@ -46,8 +52,10 @@
 //! immutable: a long-running host (`toolgate serve`) rebuilds the engine with
 //! [`Upstreams::register`] and swaps it in.
 
+mod access;
 mod adapter;
 mod callers;
+mod catalog;
 mod client_requests;
 mod config;
 mod connection;
@@ -56,17 +64,23 @@ mod frame;
 mod handler;
 mod inflight;
 mod listing;
+mod lists;
 mod offered;
 mod ordered;
 mod pins;
 mod set;
+mod shape;
 mod stdio;
 mod supervisor;
+mod template;
 mod turns;
+mod watch;
 
+pub(crate) use access::{Slot, nowhere};
 pub(crate) use callers::{Caller, Downstream, ListKind};
 pub use error::{UPSTREAM_ERROR, UPSTREAM_UNAVAILABLE, UpstreamError};
 pub use pins::{
     Definitions, PINS_VERSION, Pin, PinFile, PinsError, ServerPins, changed_fields, pin_of,
 };
 pub use set::{Problem, Upstreams};
+pub use watch::MAX_SUBSCRIBED;

@@ -2,15 +2,22 @@
 //! on an engine builder, kept running, shut down together.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use rmcp::model::{CompleteRequestParams, CompleteResult};
 use toolgate::EngineBuilder;
+use toolgate::tool::{Tool, ToolError};
 use toolgate_policy::{McpServerSpec, Position};
 
+use super::access::{self, Slot};
 use super::adapter::tools_of;
 use super::callers::Downstream;
+use super::catalog::Catalog;
+use super::lists::{Offered, pinned};
 use super::supervisor::Server;
+use super::watch::MAX_SUBSCRIBED;
 
 /// How long [`Upstreams::shutdown`] waits for cancellation notices still being sent.
 const NOTICE_GRACE: Duration = Duration::from_secs(1);
@@ -34,7 +41,15 @@ const NOTICE_GRACE: Duration = Duration::from_secs(1);
 #[derive(Clone, Default)]
 pub struct Upstreams {
     servers: Arc<[Arc<Server>]>,
+    /// Tells sets apart (every [`Upstreams::start`] draws the next one).
+    id: u64,
+    /// The table of every server's resources, templates and prompts, and the lists it was
+    /// built from (it is built again when one of them changes).
+    catalog: Arc<Mutex<Option<Built>>>,
 }
+
+/// A built [`Catalog`] and the lists it was built from.
+type Built = (Vec<Arc<Offered>>, Arc<Catalog>);
 
 /// Something wrong with one server: it did not start, or some of its tools were left out.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,6 +98,7 @@ impl Upstreams {
         let mut firsts = Vec::with_capacity(servers.len());
         for spec in servers {
             let (server, first) = Server::start(spec.clone(), downstream.clone());
+            tokio::spawn(resubscribe_on_restart(Arc::downgrade(&server)));
             started.push(server);
             firsts.push(first);
         }
@@ -90,9 +106,18 @@ impl Upstreams {
             // An error means the supervisor is gone, which leaves the server down too.
             let _ = first.await;
         }
+        static SETS: AtomicU64 = AtomicU64::new(1);
         Upstreams {
             servers: started.into(),
+            id: SETS.fetch_add(1, Ordering::Relaxed),
+            catalog: Arc::default(),
         }
+    }
+
+    /// What tells this set of started servers from another (a reload that restarts them
+    /// makes another); `0` for the empty set of [`Default`].
+    pub(crate) fn id(&self) -> u64 {
+        self.id
     }
 
     /// The servers, in policy order.
@@ -128,8 +153,135 @@ impl Upstreams {
             }
             let (_, left_out) = tools_of(server);
             out.extend(left_out.into_iter().map(problem));
+            out.extend(server.offered().left_out.iter().cloned().map(problem));
+        }
+        for (i, line) in &self.catalog().left_out {
+            let server = &self.servers[*i];
+            out.push(Problem {
+                server: server.name().to_owned(),
+                position: server.spec.position.clone(),
+                message: line.clone(),
+            });
         }
         out
+    }
+
+    /// Every server's resources, templates and prompts in one table (see
+    /// [`catalog`](super::catalog)), built again when a list changed since the last call.
+    pub(crate) fn catalog(&self) -> Arc<Catalog> {
+        let lists: Vec<Arc<Offered>> = self.servers.iter().map(|s| s.offered()).collect();
+        let mut cached = self.catalog.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((built_from, catalog)) = cached.as_ref()
+            && built_from.len() == lists.len()
+            && built_from
+                .iter()
+                .zip(&lists)
+                .all(|(a, b)| Arc::ptr_eq(a, b))
+        {
+            return catalog.clone();
+        }
+        let mut held = Vec::new();
+        let named: Vec<(&str, Arc<Offered>)> = self
+            .servers
+            .iter()
+            .zip(&lists)
+            .enumerate()
+            .map(|(i, (s, o))| {
+                let (kept, lines) = pinned(&s.spec, o);
+                held.extend(lines.into_iter().map(|line| (i, line)));
+                (s.name(), kept)
+            })
+            .collect();
+        let mut catalog = Catalog::build(&named);
+        catalog.left_out.extend(held);
+        let catalog = Arc::new(catalog);
+        for (i, line) in &catalog.left_out {
+            tracing::warn!(
+                server = self.servers[*i].name(),
+                "MCP server {}: {line}",
+                self.servers[*i].name()
+            );
+        }
+        *cached = Some((lists, catalog.clone()));
+        catalog
+    }
+
+    /// What the server `server` (an index of the catalog) declared besides tools.
+    pub(crate) fn declared(&self, server: usize) -> super::lists::Declared {
+        self.servers[server].offered().declared
+    }
+
+    /// The target that reads `uri` (as the client sent it) from the server `server` (an index
+    /// of the catalog), and the slot the rest of its result is left in.
+    pub(crate) fn reader(&self, server: usize, uri: &str) -> (Arc<dyn Tool>, Slot) {
+        access::reader(self.servers[server].clone(), uri)
+    }
+
+    /// The target that gets the prompt `name` (`remote` on the server `server`), and its slot.
+    pub(crate) fn getter(&self, server: usize, name: &str, remote: &str) -> (Arc<dyn Tool>, Slot) {
+        access::getter(self.servers[server].clone(), name, remote)
+    }
+
+    /// `completion/complete` on the server `server`, the reference in the server's names.
+    pub(crate) async fn complete(
+        &self,
+        server: usize,
+        params: CompleteRequestParams,
+    ) -> Result<CompleteResult, ToolError> {
+        access::complete(&self.servers[server], params).await
+    }
+
+    /// One more subscription to `uri` on the server `server`: the first is sent on, and at
+    /// most [`MAX_SUBSCRIBED`] URIs are watched on one server.
+    pub(crate) async fn subscribe(&self, server: usize, uri: &str) -> Result<(), ToolError> {
+        let server = &self.servers[server];
+        let mut subscribed = server.handler.watch().subscribed().await;
+        if let Some(count) = subscribed.get_mut(uri) {
+            *count += 1;
+            return Ok(());
+        }
+        if subscribed.len() >= MAX_SUBSCRIBED {
+            return Err(ToolError::coded(
+                "overloaded",
+                format!(
+                    "toolgate already watches {MAX_SUBSCRIBED} resources of the MCP server {}, the most it watches on one server",
+                    server.name()
+                ),
+            ));
+        }
+        access::subscription(server, uri, true).await?;
+        subscribed.insert(uri.to_owned(), 1);
+        Ok(())
+    }
+
+    /// One subscription to `uri` on the server `server` fewer: the last is sent on.
+    pub(crate) async fn unsubscribe(&self, server: usize, uri: &str) {
+        let server = &self.servers[server];
+        let mut subscribed = server.handler.watch().subscribed().await;
+        let Some(count) = subscribed.get_mut(uri) else {
+            return;
+        };
+        *count -= 1;
+        if *count > 0 {
+            return;
+        }
+        subscribed.remove(uri);
+        if let Err(e) = access::subscription(server, uri, false).await {
+            tracing::debug!(server = server.name(), uri, "unsubscribe not sent: {e}");
+        }
+    }
+
+    /// Calls `f` with the server's index and the URI of every `notifications/resources/updated`
+    /// a server sends. `f` runs on the server's connection task: it must not wait.
+    pub(crate) fn on_resource_updated(&self, f: impl Fn(usize, &str) + Send + Sync + 'static) {
+        let f = Arc::new(f);
+        for (i, server) in self.servers.iter().enumerate() {
+            let f = f.clone();
+            server
+                .handler
+                .watch()
+                .on_updated(Arc::new(move |uri: &str| f(i, uri)));
+        }
     }
 
     /// Registers the tools every server listed last (`<server>.<tool>`, searchable as the
@@ -137,6 +289,9 @@ impl Upstreams {
     /// brings the tools its pins let through (see `pins:` in `docs/policy.md`), and each tool
     /// held back is logged as a warning naming what changed.
     pub fn register(&self, mut builder: EngineBuilder) -> EngineBuilder {
+        // The pins may have changed (a reload): the resources, templates and prompts they let
+        // through are checked again the next time they are asked for.
+        *self.catalog.lock().unwrap_or_else(|p| p.into_inner()) = None;
         for server in self.servers.iter() {
             super::pins::warn_held(&server.spec, &server.tools());
             let (tools, _) = tools_of(server);
@@ -166,5 +321,33 @@ impl Upstreams {
     /// `upstream_unavailable`.
     pub async fn shutdown(&self) {
         futures::future::join_all(self.servers.iter().map(|s| s.shutdown(NOTICE_GRACE))).await;
+    }
+}
+
+/// Subscribes again to everything watched on the server each time it (re)starts, until it is
+/// shut down: a restarted server has forgotten its subscriptions.
+async fn resubscribe_on_restart(server: std::sync::Weak<Server>) {
+    let Some(up) = server.upgrade().map(|s| s.handler.watch().up()) else {
+        return;
+    };
+    loop {
+        up.notified().await;
+        let Some(server) = server.upgrade() else {
+            return;
+        };
+        let watch = server.handler.watch();
+        if watch.is_stopped() {
+            return;
+        }
+        let subscribed = watch.subscribed().await;
+        for uri in subscribed.keys() {
+            if let Err(e) = access::subscription(&server, uri, true).await {
+                tracing::warn!(
+                    server = server.name(),
+                    uri,
+                    "cannot subscribe again after a restart: {e}"
+                );
+            }
+        }
     }
 }

@@ -25,6 +25,7 @@ use super::connection::{self, Connection};
 use super::error::{UpstreamError, stderr_note, unavailable};
 use super::handler::Handler;
 use super::listing::{self, Listed};
+use super::lists::{Offered, list_offered};
 
 /// A server that ran this long before it stopped counts as healthy: its next restart is
 /// immediate again.
@@ -61,6 +62,8 @@ pub(crate) struct Server {
     state: watch::Sender<State>,
     /// Its tools as last listed, checked.
     tools: Mutex<Arc<Listed>>,
+    /// Its resources, templates and prompts as last listed, checked.
+    offered: Mutex<Arc<Offered>>,
     /// Why its first start failed, while it has not started since.
     start_error: Mutex<Option<String>>,
     on_change: Mutex<Vec<OnChange>>,
@@ -97,6 +100,7 @@ impl Server {
             description,
             state: watch::Sender::new(State::Starting),
             tools: Mutex::new(Arc::new(Listed::default())),
+            offered: Mutex::new(Arc::new(Offered::default())),
             start_error: Mutex::new(None),
             on_change: Mutex::new(Vec::new()),
             shutdown: CancellationToken::new(),
@@ -115,6 +119,11 @@ impl Server {
     /// Its tools as last listed, and those left out.
     pub(crate) fn tools(&self) -> Arc<Listed> {
         lock(&self.tools).clone()
+    }
+
+    /// Its resources, templates and prompts as last listed.
+    pub(crate) fn offered(&self) -> Arc<Offered> {
+        lock(&self.offered).clone()
     }
 
     /// Why it did not start, while it has never started.
@@ -207,11 +216,14 @@ impl Server {
                 Ok(connection) => {
                     let initial = first.is_some();
                     self.set_tools(connection.tools.clone(), !initial);
+                    *lock(&self.offered) = Arc::new(connection.offered.clone());
                     *lock(&self.start_error) = None;
                     self.state.send_replace(State::Up(connection.peer()));
                     if let Some(first) = first.take() {
                         let _ = first.send(());
                     }
+                    // A restarted server has forgotten what toolgate subscribed to.
+                    self.handler.watch().came_up();
                     tracing::info!(server = %self.spec.name, tools = connection.tools.tools.len(), "MCP server started");
                     let since = Instant::now();
                     if !self.serve(&connection).await {
@@ -221,6 +233,7 @@ impl Server {
                         self.state.send_replace(State::Stopping);
                         connection.close().await;
                         self.state.send_replace(State::Stopped);
+                        self.handler.watch().stopped();
                         return;
                     }
                     self.state.send_replace(State::Starting);
@@ -274,6 +287,7 @@ impl Server {
             }
         }
         self.state.send_replace(State::Stopped);
+        self.handler.watch().stopped();
     }
 
     /// Serves a started connection until it closes (`true`) or the server is shut down
@@ -283,6 +297,26 @@ impl Server {
             tokio::select! {
                 () = connection.closed() => return true,
                 () = self.shutdown.cancelled() => return false,
+                () = self.handler.watch().offered_change() => {
+                    let peer = connection.peer();
+                    let listing = list_offered(&peer, &self.spec.name);
+                    let offered = match self.spec.startup_timeout {
+                        Some(after) => match tokio::time::timeout(after, listing).await {
+                            Ok(offered) => offered,
+                            Err(_) => {
+                                tracing::warn!(server = %self.spec.name, "listing its resources and prompts took longer than its startup_timeout; the last lists stay");
+                                self.handler.offered_refreshed();
+                                continue;
+                            }
+                        },
+                        None => listing.await,
+                    };
+                    for line in &offered.left_out {
+                        tracing::warn!(server = %self.spec.name, "MCP server {}: {line}", self.spec.name);
+                    }
+                    *lock(&self.offered) = Arc::new(offered);
+                    self.handler.offered_refreshed();
+                }
                 () = self.handler.list_changed() => {
                     let peer = connection.peer();
                     let listing = listing::list_tools(&peer, &self.spec.name);

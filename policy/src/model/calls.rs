@@ -272,7 +272,10 @@ impl JsonSchema for ToolRule {
     fn json_schema(generator: &mut SchemaGenerator) -> Schema {
         let mut schema = Rule::json_schema(generator);
         if let Some(serde_json::Value::Object(properties)) = schema.get_mut("properties") {
-            properties.remove("tools");
+            // An override's rules judge its tools' calls only.
+            for key in ["tools", "resources", "prompts"] {
+                properties.remove(key);
+            }
         }
         schema.insert(
             "x-expected".to_owned(),
@@ -296,14 +299,31 @@ impl Rules {
     rename = "rule",
     deny_unknown_fields,
     transform = values::no_description,
-    extend("x-expected" = "a rule mapping with tools, args, paths, sessions and reason")
+    extend(
+        "x-expected" = "a rule mapping with tools, resources, prompts, args, paths, sessions and reason"
+    )
 )]
 pub struct Rule {
-    /// Real tool names or globs the rule applies to; absent or empty = every tool.
+    /// Real tool names or globs the rule applies to. A rule that names none of tools, resources
+    /// and prompts judges every call (tool calls, resource reads, prompt gets); one that names
+    /// some judges those kinds only.
     ///
-    /// Under an override, its tools.
+    /// Under an override, its tools (A2).
     #[schemars(with = "GlobList")]
     pub tools: Vec<Glob>,
+    /// Resource URIs or globs (* crosses /) whose reads the rule judges, compared with the URI
+    /// in normal form (scheme and host in lower case, escapes of unreserved characters decoded,
+    /// . and .. segments removed). A read's arguments are {uri}.
+    ///
+    /// Reads of the upstream servers' resources through `toolgate serve` (A2).
+    #[schemars(with = "GlobList")]
+    pub resources: Vec<Glob>,
+    /// Prompt names (`<server>.<prompt>`) or globs whose gets the rule judges; the prompt's
+    /// arguments are its args.
+    ///
+    /// Gets of the upstream servers' prompts through `toolgate serve` (A2).
+    #[schemars(with = "GlobList")]
+    pub prompts: Vec<Glob>,
     /// Top-level argument name -> glob its value must match. Every listed argument must match.
     ///
     /// A string value is matched as is, a number or boolean by its JSON text. A missing argument
@@ -349,17 +369,19 @@ pub enum Hook {
 #[serde(default)]
 #[schemars(inline, deny_unknown_fields)]
 pub struct Scripts {
-    /// Rewrites a call's arguments. Sees the variables tool, `model_name`, args, `call_id` and
-    /// session; returns a new args map, or () to keep them.
+    /// Rewrites a tool call's arguments (not a resource read's or a prompt get's). Sees the
+    /// variables kind, tool, `model_name`, args, `call_id` and session; returns a new args map,
+    /// or () to keep them.
     ///
     /// See [`Hook::Rewrite`].
     pub rewrite: Option<ScriptSource>,
-    /// Authorises a call. Sees tool, `model_name`, args, `call_id` and session; returns () or true
-    /// to allow, false or a string (the reason told to the model) to deny.
+    /// Authorises a call. Sees kind ("tool", "resource" or "prompt"), tool (for a resource, its
+    /// URI in normal form), `model_name`, args, `call_id` and session; returns () or true to
+    /// allow, false or a string (the reason told to the model) to deny.
     ///
     /// See [`Hook::Before`].
     pub before: Option<ScriptSource>,
-    /// Audits a finished call. Sees tool, `model_name`, args, `call_id`, session and outcome =
+    /// Audits a finished call. Sees kind, tool, `model_name`, args, `call_id`, session and outcome =
     /// #{`duration_ms`, `is_error`, `error_kind`, error, chars, truncated}; its return value is
     /// ignored.
     ///
