@@ -181,7 +181,7 @@ mod tests {
     }
 
     #[test]
-    fn another_principal_with_the_same_id_gets_another_session() {
+    fn c2_another_principal_with_the_same_id_gets_another_session() {
         let id = meta(json!({SESSION_META_KEY: "chat-1"}));
         let alice = session_of(&Principal::bearer("alice-token"), &id).unwrap();
         let bob = session_of(&Principal::bearer("bob-token"), &id).unwrap();
