@@ -108,7 +108,13 @@ fn python_with(transport: &str, mode: &str, scenario: &str, more: &[&str]) -> Va
     args.push(scenario);
     facts(
         &format!("{scenario} over {transport} in {mode} mode {more:?}"),
-        run_bounded(&venv_python(), &args, &[], Duration::from_secs(300)),
+        // Upstream servers of the scenarios (server-everything) are found on PATH.
+        run_bounded(
+            &venv_python(),
+            &args,
+            &[("PATH", test_tools_path().to_string_lossy().into_owned())],
+            Duration::from_secs(300),
+        ),
     )
 }
 
@@ -440,6 +446,18 @@ fn a_bad_cursor_is_invalid_params_over_stdio() {
 fn a_bad_cursor_is_invalid_params_over_http() {
     let facts = python("http", "auto", "a_bad_cursor_is_invalid_params");
     assert_eq!(facts["code"], -32602);
+}
+
+#[test]
+fn resources_templates_and_prompts_come_in_pages_over_stdio() {
+    let facts = python("stdio", "auto", "the_other_lists_come_in_pages");
+    assert_eq!(facts["pages"]["resources"], 4, "{facts}");
+}
+
+#[test]
+fn resources_templates_and_prompts_come_in_pages_over_http() {
+    let facts = python("http", "legacy", "the_other_lists_come_in_pages");
+    assert_eq!(facts["pages"]["resources"], 4, "{facts}");
 }
 
 // --- state without a session (2026-07-28 over HTTP) ----------------------------------------------
