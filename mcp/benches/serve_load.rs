@@ -12,7 +12,9 @@
 //!
 //! Servers: `toolgate serve` (the testkit plugin's echo behind the whole guard), a bare `rmcp`
 //! server with the same echo and no guard (this program itself, `--bare-stdio`: the gateway
-//! hop is toolgate minus this), FastMCP serving an echo tool directly, and a FastMCP proxy in
+//! hop is toolgate minus this), the same bare server on stdio read and written by the event loop
+//! (`--bare-stdio-pipes`; toolgate's stdio works that way, rmcp's `stdio()` runs each read and
+//! write on a blocking thread), FastMCP serving an echo tool directly, and a FastMCP proxy in
 //! front of that FastMCP server.
 //!
 //! `--also LABEL=PATH` (any number of times) measures other toolgate builds in the same run,
@@ -250,6 +252,9 @@ enum Target {
     /// The `i`th of `Paths::others`.
     Other(usize),
     Bare,
+    /// The bare server on stdin and stdout read and written by the event loop (as toolgate's
+    /// stdio is), not tokio's stdin/stdout (a blocking thread per read and per write).
+    BarePipes,
     Fastmcp,
     FastmcpProxy,
 }
@@ -267,6 +272,7 @@ impl Target {
         match self {
             Target::Toolgate | Target::Other(_) => "toolgate serve",
             Target::Bare => "rmcp, no guard",
+            Target::BarePipes => "rmcp, no guard, event-loop stdio",
             Target::Fastmcp => "FastMCP",
             Target::FastmcpProxy => "FastMCP proxy",
         }
@@ -287,6 +293,10 @@ impl Target {
             Target::Bare => (
                 std::env::current_exe().unwrap_or_default(),
                 vec![s("--bare-stdio")],
+            ),
+            Target::BarePipes => (
+                std::env::current_exe().unwrap_or_default(),
+                vec![s("--bare-stdio-pipes")],
             ),
             Target::Fastmcp => (
                 p.python.clone(),
@@ -364,7 +374,7 @@ async fn start_http(target: Target, p: &Paths) -> Result<(Child, String), Error>
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         }
-        Target::Bare => Err("the bare server is stdio only".into()),
+        Target::Bare | Target::BarePipes => Err("the bare server is stdio only".into()),
     }
 }
 
@@ -626,6 +636,17 @@ mod bare {
         running.waiting().await?;
         Ok(())
     }
+
+    /// The same on stdin and stdout as pipes the event loop watches (they must be pipes).
+    pub async fn serve_pipes() -> Result<(), Box<dyn std::error::Error>> {
+        use std::os::fd::AsFd;
+        use tokio::net::unix::pipe;
+        let stdin = pipe::Receiver::from_owned_fd(std::io::stdin().as_fd().try_clone_to_owned()?)?;
+        let stdout = pipe::Sender::from_owned_fd(std::io::stdout().as_fd().try_clone_to_owned()?)?;
+        let running = Echo.serve((stdin, stdout)).await?;
+        running.waiting().await?;
+        Ok(())
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -634,6 +655,11 @@ fn main() -> Result<(), Error> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
+    if std::env::args().any(|a| a == "--bare-stdio-pipes") {
+        return runtime
+            .block_on(bare::serve_pipes())
+            .map_err(|e| e.to_string().into());
+    }
     if std::env::args().any(|a| a == "--bare-stdio") {
         return runtime
             .block_on(bare::serve())
@@ -696,11 +722,16 @@ async fn run() -> Result<(), Error> {
     println!("|---|---|---:|---:|---:|---:|---:|");
     let targets: Vec<Target> = std::iter::once(Target::Toolgate)
         .chain((0..paths.others.len()).map(Target::Other))
-        .chain([Target::Bare, Target::Fastmcp, Target::FastmcpProxy])
+        .chain([
+            Target::Bare,
+            Target::BarePipes,
+            Target::Fastmcp,
+            Target::FastmcpProxy,
+        ])
         .collect();
     for transport in ["stdio", "http"] {
         for &target in &targets {
-            if transport == "http" && target == Target::Bare {
+            if transport == "http" && matches!(target, Target::Bare | Target::BarePipes) {
                 continue;
             }
             if only

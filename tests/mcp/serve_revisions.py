@@ -22,7 +22,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import mcp_types as types
 from mcp import Client
@@ -273,6 +273,58 @@ async def listeners_hear_of_a_reload(opts: argparse.Namespace, tmp: Path) -> dic
     return {"protocol": protocol}
 
 
+async def the_other_lists_come_in_pages(opts: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    """Resources, resource templates and prompts (server-everything's, behind serve) come in
+    pages of serve.page_size too, each item once; a cursor of one list is refused by another
+    with -32602."""
+    policy = policy_file(
+        tmp,
+        "version: 1\nmcp_servers:\n  - name: everything\n    command: [mcp-server-everything]\n"
+        "serve: {page_size: 2}\n",
+    )
+
+    async def every_page(fetch: Callable[[str | None], Any], items: str) -> tuple[list[Any], int]:
+        got: list[Any] = []
+        cursor = None
+        pages = 0
+        while True:
+            page = await fetch(cursor)
+            chunk = getattr(page, items)
+            check(len(chunk) <= 2, f"a page of {len(chunk)} {items}")
+            got += chunk
+            pages += 1
+            cursor = page.next_cursor
+            if cursor is None:
+                return got, pages
+
+    with Server(opts, policy, tmp) as server:
+        async with server.client() as client:
+            resources, resource_pages = await every_page(
+                lambda c: client.list_resources(cursor=c, cache_mode="bypass"), "resources"
+            )
+            templates, template_pages = await every_page(
+                lambda c: client.list_resource_templates(cursor=c, cache_mode="bypass"), "resource_templates"
+            )
+            prompts, prompt_pages = await every_page(
+                lambda c: client.list_prompts(cursor=c, cache_mode="bypass"), "prompts"
+            )
+            tools = await client.list_tools(cache_mode="bypass")
+            check(tools.next_cursor is not None, "server-everything has more than 2 tools")
+            try:
+                await client.list_resources(cursor=tools.next_cursor, cache_mode="bypass")
+            except MCPError as e:
+                refused = (e.error.code, e.error.message)
+            else:
+                raise AssertionError("a cursor of tools/list listed resources")
+    uris = [r.uri for r in resources]
+    check(len(uris) == len(set(uris)) and uris == sorted(uris), f"resources over the pages: {uris}")
+    names = [p.name for p in prompts]
+    check(len(names) == len(set(names)) and "everything.simple-prompt" in names, f"prompts: {names}")
+    check(len(templates) >= 2, f"templates: {templates}")
+    check(refused[0] == -32602 and "belongs to tools/list" in refused[1], f"refused with {refused}")
+    return {"pages": {"resources": resource_pages, "templates": template_pages, "prompts": prompt_pages}}
+
+
 # --- upstream servers on each revision ---------------------------------------------------------
 
 SDK_SERVER = REPO / "tests" / "mcp" / "sdk_server.py"
@@ -368,6 +420,7 @@ SCENARIOS = {f.__name__: f for f in [
     a_named_stateless_session_keeps_what_it_found, without_an_id_requests_share_the_default_session,
     an_offloaded_result_is_read_only_in_its_session, listeners_hear_of_found_tools, listeners_hear_of_a_reload,
     an_upstream_is_spoken_to_on_its_revision, an_upstream_tool_list_change_reaches_the_client,
+    the_other_lists_come_in_pages,
 ]}
 
 

@@ -108,7 +108,13 @@ fn python_with(transport: &str, mode: &str, scenario: &str, more: &[&str]) -> Va
     args.push(scenario);
     facts(
         &format!("{scenario} over {transport} in {mode} mode {more:?}"),
-        run_bounded(&venv_python(), &args, &[], Duration::from_secs(300)),
+        // Upstream servers of the scenarios (server-everything) are found on PATH.
+        run_bounded(
+            &venv_python(),
+            &args,
+            &[("PATH", test_tools_path().to_string_lossy().into_owned())],
+            Duration::from_secs(300),
+        ),
     )
 }
 
@@ -442,6 +448,18 @@ fn a_bad_cursor_is_invalid_params_over_http() {
     assert_eq!(facts["code"], -32602);
 }
 
+#[test]
+fn resources_templates_and_prompts_come_in_pages_over_stdio() {
+    let facts = python("stdio", "auto", "the_other_lists_come_in_pages");
+    assert_eq!(facts["pages"]["resources"], 4, "{facts}");
+}
+
+#[test]
+fn resources_templates_and_prompts_come_in_pages_over_http() {
+    let facts = python("http", "legacy", "the_other_lists_come_in_pages");
+    assert_eq!(facts["pages"]["resources"], 4, "{facts}");
+}
+
 // --- state without a session (2026-07-28 over HTTP) ----------------------------------------------
 
 #[test]
@@ -564,4 +582,83 @@ fn a_tool_list_change_of_an_upstream_on_2026_07_28_reaches_the_client_over_http(
         "2026-07-28",
     );
     assert_eq!(revision, "2026-07-28");
+}
+
+// --- stdio that is not a pipe --------------------------------------------------------------------
+
+/// Three requests: initialize, initialized, and a call of echo with `text`.
+fn echo_session(text: &str) -> String {
+    [
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "e2e", "version": "1"}}}),
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": text}}}),
+    ]
+    .iter()
+    .map(|r| format!("{r}\n"))
+    .collect()
+}
+
+/// The answer with id 2 among the JSON lines of `out`.
+fn answer_2(out: &str) -> Value {
+    out.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|a| a["id"] == 2)
+        .unwrap_or_else(|| panic!("no answer to the call in:\n{out}"))
+}
+
+/// stdin a regular file (not a pipe the event loop can watch): read through tokio's stdin.
+#[test]
+fn serve_answers_requests_read_from_a_file_on_stdin() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let requests = dir.path().join("requests.jsonl");
+    std::fs::write(&requests, echo_session("from a file")).expect("write the requests");
+    let output = Command::new(toolgate_exe())
+        .args(["serve", "--policy", TESTKIT])
+        .current_dir(repo_root())
+        .env("TOOLGATE_RESULTS_DIR", dir.path().join("results"))
+        .stdin(std::fs::File::open(&requests).expect("open the requests"))
+        .output()
+        .expect("serve runs");
+    assert!(output.status.success(), "{output:?}");
+    let answer = answer_2(&String::from_utf8_lossy(&output.stdout));
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "from a file",
+        "{answer}"
+    );
+}
+
+/// stdout and stderr the same pipe (`2>&1`): stdout stays blocking, so the log's writes to
+/// stderr cannot fail on a full pipe, and answers and log lines both come through.
+#[test]
+fn serve_answers_when_stdout_and_stderr_are_one_pipe() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let (mut reader, writer) = std::io::pipe().expect("a pipe");
+    let mut child = Command::new(toolgate_exe())
+        .args(["serve", "--policy", TESTKIT, "-v"])
+        .current_dir(repo_root())
+        .env("TOOLGATE_RESULTS_DIR", dir.path().join("results"))
+        .stdin(Stdio::piped())
+        .stdout(writer.try_clone().expect("a second end"))
+        .stderr(writer)
+        .spawn()
+        .expect("serve starts");
+    let mut stdin = child.stdin.take().expect("piped");
+    std::io::Write::write_all(&mut stdin, echo_session("one pipe").as_bytes())
+        .expect("serve reads its stdin");
+    drop(stdin);
+    let mut out = String::new();
+    reader
+        .read_to_string(&mut out)
+        .expect("read what serve wrote");
+    let status = child.wait().expect("serve ends");
+    assert!(status.success(), "{out}");
+    let answer = answer_2(&out);
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "one pipe",
+        "{answer}"
+    );
+    assert!(out.contains("serving MCP on stdio"), "no log line:\n{out}");
 }

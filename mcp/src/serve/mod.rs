@@ -1,10 +1,13 @@
 //! `toolgate serve`: the tools a policy lets a model see, offered to any MCP client.
 //!
-//! - Transports: stdio (one session per connection) and Streamable HTTP (one session per
-//!   `Mcp-Session-Id`), both through `rmcp`. Only the protocol revisions that have sessions (up
-//!   to 2025-11-25, the `initialize` handshake) are offered: a toolgate session is an MCP
-//!   session, and the session-less 2026-07-28 revision has none to map. A request before
-//!   `initialize` is told to send it first (`pre_init`).
+//! - Transports: stdio (one session per connection; pipes are read and written by the event
+//!   loop) and Streamable HTTP (one session per `Mcp-Session-Id`), both through `rmcp`, on every
+//!   protocol revision up to 2026-07-28. A request of 2026-07-28, which has no session, is
+//!   keyed by its principal and `_meta["toolgate/session"]` (`stateless`); its client hears of
+//!   changes on `subscriptions/listen` (`listeners`); over stdio `server/discover` is answered
+//!   before the engine is built (`probe`). A request of a 2025 revision before `initialize` is
+//!   told to send it first (`pre_init`). Lists come in pages (`paging`). See
+//!   `docs/protocol.md`.
 //! - A tool is listed with everything its source declares (title, annotations, icons, `_meta`,
 //!   output schema), and a result keeps its content blocks of every kind, its structured
 //!   content and its `_meta`, with toolgate's own `_meta.toolgate` beside the tool's keys

@@ -105,9 +105,11 @@ impl Peers {
         Fut: Future<Output = Result<(), ServiceError>>,
     {
         // A client that reads nothing must not hold up the others: each send gets a second.
+        // A client on 2026-07-28 hears of changes on its listen requests (`listeners`) only.
         let sends = self
             .open()
             .into_iter()
+            .filter(|link| has_session(link.peer()))
             .map(|link| tokio::time::timeout(NOTIFY_WAIT, notify(link.peer().clone())));
         futures::future::join_all(sends)
             .await
@@ -115,4 +117,12 @@ impl Peers {
             .filter(|sent| matches!(sent, Ok(Ok(()))))
             .count()
     }
+}
+
+/// Whether `peer` began with `initialize` (a 2025 revision), whose connection may be told of
+/// changes at any time; a client on 2026-07-28 (no `initialize`, or a request that names that
+/// revision) is not.
+fn has_session(peer: &Peer<RoleServer>) -> bool {
+    peer.peer_info()
+        .is_some_and(|info| info.protocol_version.has_initialize())
 }
