@@ -374,10 +374,14 @@ mod tests {
 
     #[test]
     fn a_rule_is_labelled_by_its_place_in_the_policy_when_one_kind_is_picked() {
-        let mut for_reads = Rule::default();
-        for_reads.resources = vec![Glob::new("demo://*").expect("valid")];
-        let mut for_tools = Rule::default();
-        for_tools.tools = vec![Glob::new("echo").expect("valid")];
+        let for_reads = Rule {
+            resources: vec![Glob::new("demo://*").expect("valid")],
+            ..Rule::default()
+        };
+        let for_tools = Rule {
+            tools: vec![Glob::new("echo").expect("valid")],
+            ..Rule::default()
+        };
         let rules = Rules {
             allow: Vec::new(),
             deny: vec![for_reads, for_tools],
