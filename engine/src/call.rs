@@ -2,7 +2,7 @@
 //! [`Reply`] a tool's success travels back as, and the [`Outcome`] a caller gets in the end.
 //!
 //! Every other module of the engine builds on these types; this one builds only on the error,
-//! tool and settings types.
+//! tool, settings and structured-result types.
 
 use std::any::Any;
 use std::sync::Arc;
@@ -14,6 +14,7 @@ use toolgate_store::SessionId;
 use crate::access::CallKind;
 use crate::error::CallError;
 use crate::settings::ToolSettings;
+use crate::structured::OutputCheck;
 use crate::tool::{ContentPart, Hold, ProgressFn, Tool, ToolOutput, Waited};
 
 /// Appended to a result (or an error's text) cut at its character cap (G3-G5).
@@ -26,6 +27,8 @@ pub(crate) struct Target {
     pub(crate) tool: Arc<dyn Tool>,
     /// A built-in tool that a feature turned on (`read_tool_result`, `tool_search`).
     pub(crate) builtin: bool,
+    /// The tool's output schema, when it declares one (G10).
+    pub(crate) output_check: Option<Arc<OutputCheck>>,
 }
 
 /// One call as it travels through the guard. A [`Layer`](crate::guard::Layer) reads it and may
@@ -42,6 +45,8 @@ pub struct Invocation {
     pub(crate) tool: Option<Arc<dyn Tool>>,
     /// A built-in tool that a feature turned on: its output is never reduced again (R2).
     pub(crate) builtin: bool,
+    /// The tool's output schema, when it declares one: its successes are checked (G10).
+    pub(crate) output_check: Option<Arc<OutputCheck>>,
     /// The arguments exactly as the model sent them.
     pub(crate) raw_arguments: String,
     /// The parsed arguments (after the arguments layer).
@@ -86,9 +91,9 @@ impl Invocation {
         cancel: CancellationToken,
     ) -> Self {
         let started = Instant::now();
-        let (tool_name, tool, builtin) = match target {
-            Some(t) => (t.name, Some(t.tool), t.builtin),
-            None => (model_name.clone(), None, false),
+        let (tool_name, tool, builtin, output_check) = match target {
+            Some(t) => (t.name, Some(t.tool), t.builtin, t.output_check),
+            None => (model_name.clone(), None, false, None),
         };
         Invocation {
             kind: CallKind::Tool,
@@ -97,6 +102,7 @@ impl Invocation {
             tool_name,
             tool,
             builtin,
+            output_check,
             raw_arguments,
             args: serde_json::Value::Null,
             session,
@@ -212,6 +218,8 @@ impl Invocation {
             tool_name: self.tool_name.clone(),
             known_tool: self.is_known(),
             content,
+            structured_content: None,
+            meta: None,
             error,
             truncated,
             output_chars,
@@ -223,9 +231,22 @@ impl Invocation {
         };
         match result {
             Ok(reply) => {
+                let (mut structured, mut meta) = (None, None);
                 let content = match reply.output {
                     ToolOutput::Text(t) => Content::Text(t),
                     ToolOutput::Parts(p) => Content::Parts(p),
+                    ToolOutput::Full(mut full) => {
+                        structured = full.structured;
+                        meta = full.meta;
+                        // One bare text part, the usual content beside structured content,
+                        // reads as text, as it does without it.
+                        match full.content.as_mut_slice() {
+                            [ContentPart::Text { text, extra }] if extra.is_empty() => {
+                                Content::Text(std::mem::take(text))
+                            }
+                            _ => Content::Parts(full.content),
+                        }
+                    }
                     // The limit layer always collects streams; reaching here means a custom
                     // chain without it. Say so rather than lose the output silently.
                     ToolOutput::Stream(_) => {
@@ -236,7 +257,11 @@ impl Invocation {
                         return base(Content::Text(error_text(&err)), Some(err), false, 0, None);
                     }
                 };
-                base(content, None, reply.truncated, reply.chars, reply.result_id)
+                let mut outcome =
+                    base(content, None, reply.truncated, reply.chars, reply.result_id);
+                outcome.structured_content = structured;
+                outcome.meta = meta;
+                outcome
             }
             Err(err) => {
                 let text = error_text(&err);
@@ -311,6 +336,11 @@ pub struct Outcome {
     pub known_tool: bool,
     /// What the model gets: the tool's text or parts, or the error message.
     pub content: Content,
+    /// The tool's structured result (MCP `structuredContent`), when it returned one and it
+    /// passed the caps (G9, R10); never set for a failed call.
+    pub structured_content: Option<serde_json::Value>,
+    /// The tool's metadata for the client (MCP `_meta`), as it returned it.
+    pub meta: Option<serde_json::Map<String, serde_json::Value>>,
     /// Why the call failed, if it did.
     pub error: Option<CallError>,
     /// Whether the text was cut at its character cap.
@@ -358,27 +388,25 @@ impl Outcome {
     }
 }
 
-/// The content of a tool message: plain text, or parts (text and images).
+/// The content of a tool message: plain text, or parts.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(untagged)]
 pub enum Content {
     /// Plain text.
     Text(String),
-    /// Text and image parts, in order.
+    /// Parts, in order.
     Parts(Vec<ContentPart>),
 }
 
 impl Content {
-    /// All text, parts joined by newlines (images skipped).
+    /// All text, parts joined by newlines: text parts and the text of embedded resources
+    /// ([`ContentPart::text_content`]); other parts are skipped.
     pub fn text(&self) -> String {
         match self {
             Content::Text(t) => t.clone(),
             Content::Parts(p) => p
                 .iter()
-                .filter_map(|p| match p {
-                    ContentPart::Text { text } => Some(text.as_str()),
-                    ContentPart::Image { .. } => None,
-                })
+                .filter_map(ContentPart::text_content)
                 .collect::<Vec<_>>()
                 .join("\n"),
         }

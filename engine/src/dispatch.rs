@@ -69,6 +69,7 @@ impl Dispatcher {
                     name: r.name.to_string(),
                     tool: r.entry.tool().clone(),
                     builtin: r.entry.is_builtin(),
+                    output_check: r.entry.output_check().cloned(),
                 }),
                 self.settings.of(r.name),
             ),

@@ -27,8 +27,8 @@
 //! [`guard`], one turn in [`dispatch`](Engine::dispatch), scripts in [`script`], events in
 //! [`events`], sessions in [`session`], messages in [`history`].
 //!
-//! The modules depend on each other one way: `call` (the types of one call) on `error`, `tool`
-//! and `settings` only; the guard's layers on those; `dispatch` on the guard; `engine` and
+//! The modules depend on each other one way: `call` (the types of one call) on `error`, `tool`,
+//! `settings` and `structured` only; the guard's layers on those; `dispatch` on the guard; `engine` and
 //! `builder` on everything; only `builder` imports `engine` (to assemble one), and `engine`
 //! never imports `builder` back (`builder` defines [`Engine::builder`] in an `impl Engine` of its
 //! own).
@@ -55,6 +55,7 @@ pub mod script;
 pub mod search;
 pub mod session;
 mod settings;
+mod structured;
 pub mod tool;
 
 pub use builder::EngineBuilder;
@@ -64,6 +65,7 @@ pub use error::{BuildError, CallError, PLUGIN_PATH_ENV, TurnError};
 pub use plugin::hash_file as plugin_hash;
 pub use session::Session;
 pub use settings::Explanation;
+pub use structured::INVALID_STRUCTURED_CONTENT;
 
 /// The policy crate: what a [`Policy`] holds and how to load one.
 pub use toolgate_policy as policy;

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use toolgate_policy::{AliasSpec, NameProfile, Policy, Position, check_tool_name};
 
 use crate::error::{At, BuildError};
+use crate::structured::OutputCheck;
 use crate::tool::{Tool, ToolSpec};
 
 /// Where a tool came from; named in errors such as duplicate names.
@@ -120,6 +121,8 @@ pub struct Entry {
     arg_aliases: BTreeMap<String, String>,
     /// The name the model sees and calls: the real name mapped by the name profile (N6).
     model_name: String,
+    /// The tool's output schema, when it declares one, to check its results against (G10).
+    output_check: Option<Arc<OutputCheck>>,
 }
 
 impl Entry {
@@ -147,6 +150,11 @@ impl Entry {
     /// The name the model sees and calls: the real name mapped by the name profile (N6).
     pub fn model_name(&self) -> &str {
         &self.model_name
+    }
+
+    /// The check of the tool's structured results, when it declares an output schema (G10).
+    pub(crate) fn output_check(&self) -> Option<&Arc<OutputCheck>> {
+        self.output_check.as_ref()
     }
 
     /// The tool's argument aliases: alias -> real argument name (D2).
@@ -255,6 +263,11 @@ impl Registry {
             });
         }
         self.by_model_name.insert(model_name.clone(), name.clone());
+        let output_check = tool
+            .spec()
+            .output_schema
+            .clone()
+            .map(|schema| Arc::new(OutputCheck::new(schema)));
         self.entries.insert(
             name,
             Entry {
@@ -263,6 +276,7 @@ impl Registry {
                 searchable,
                 arg_aliases: BTreeMap::new(),
                 model_name,
+                output_check,
             },
         );
         Ok(())

@@ -35,7 +35,13 @@ use toolgate_store::SessionId;
 /// A boxed, sendable future: the return type of [`Tool::call`].
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// What the model is told about a tool.
+/// What the model is told about a tool, and what an MCP client is shown of it.
+///
+/// The first three fields are all a model provider gets. The others are what MCP adds to a
+/// tool's definition; toolgate does not read them (except `output_schema`, which the guard
+/// checks every success against) and passes them to MCP clients exactly as the tool's source
+/// gave them (an upstream MCP server's `tools/list`, a plugin's manifest). They are absent from
+/// the JSON of a spec when unset, so a spec without them reads and writes as before.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolSpec {
     /// The tool's name.
@@ -44,10 +50,29 @@ pub struct ToolSpec {
     pub description: String,
     /// JSON Schema of the arguments object.
     pub parameters: serde_json::Value,
+    /// A name for people (MCP `title`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// JSON Schema of the tool's structured result (MCP `outputSchema`). A tool that declares
+    /// one returns [`FullOutput::structured`] with every success, and the guard refuses a
+    /// success whose structured content is missing or does not match it
+    /// (`invalid_structured_content`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<serde_json::Value>,
+    /// Hints about the tool's behaviour (MCP `annotations`: `readOnlyHint`, `destructiveHint`,
+    /// `idempotentHint`, `openWorldHint`, `title`), as a JSON object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<serde_json::Value>,
+    /// Icons for people (MCP `icons`: a list of `{src, mimeType, sizes, theme}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icons: Option<serde_json::Value>,
+    /// Metadata for clients (MCP `_meta`), as a JSON object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl ToolSpec {
-    /// A spec from its three parts.
+    /// A spec from its three parts, with nothing else.
     pub fn new(
         name: impl Into<String>,
         description: impl Into<String>,
@@ -57,11 +82,39 @@ impl ToolSpec {
             name: name.into(),
             description: description.into(),
             parameters,
+            title: None,
+            output_schema: None,
+            annotations: None,
+            icons: None,
+            meta: None,
         }
+    }
+
+    /// The spec with a title for people.
+    pub fn with_title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// The spec with the JSON Schema of its structured result.
+    pub fn with_output_schema(mut self, schema: serde_json::Value) -> Self {
+        self.output_schema = Some(schema);
+        self
+    }
+
+    /// The spec with behaviour hints (a JSON object, MCP's `annotations`).
+    pub fn with_annotations(mut self, annotations: serde_json::Value) -> Self {
+        self.annotations = Some(annotations);
+        self
     }
 }
 
 /// One part of a multimodal result.
+///
+/// `extra` holds what a part carries besides its content, exactly as the tool's source sent
+/// it: MCP's `annotations` (`audience`, `priority`, `lastModified`) and `_meta`, and for a
+/// resource link its `title`, `description`, `mimeType`, `size` and `icons`. toolgate passes it
+/// on to MCP clients unchanged; model providers do not see it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentPart {
@@ -69,6 +122,9 @@ pub enum ContentPart {
     Text {
         /// The text.
         text: String,
+        /// What the part carries besides its text.
+        #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+        extra: serde_json::Map<String, serde_json::Value>,
     },
     /// An image, base64-encoded.
     Image {
@@ -76,22 +132,131 @@ pub enum ContentPart {
         mime_type: String,
         /// Its bytes, base64-encoded.
         data: String,
+        /// What the part carries besides its image.
+        #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+        extra: serde_json::Map<String, serde_json::Value>,
+    },
+    /// A sound, base64-encoded (MCP `audio`). Model providers get a line of text saying it is
+    /// there and not shown.
+    Audio {
+        /// Its MIME type (`audio/wav`).
+        mime_type: String,
+        /// Its bytes, base64-encoded.
+        data: String,
+        /// What the part carries besides its sound.
+        #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+        extra: serde_json::Map<String, serde_json::Value>,
+    },
+    /// A resource embedded in the result (MCP `resource`). Its text counts against the
+    /// result's caps like a text part's; model providers get the text after a line naming the
+    /// URI, or a line saying a binary resource is not shown.
+    Resource {
+        /// The resource's contents as MCP defines them: `uri`, `mimeType`, and `text` or
+        /// `blob` (base64), and `_meta`.
+        resource: serde_json::Map<String, serde_json::Value>,
+        /// What the part carries besides the resource.
+        #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+        extra: serde_json::Map<String, serde_json::Value>,
+    },
+    /// A link to a resource the client can read (MCP `resource_link`). Model providers get a
+    /// line of text with its name, URI and description.
+    ResourceLink {
+        /// The resource's URI.
+        uri: String,
+        /// The resource's name.
+        name: String,
+        /// The link's other fields (`title`, `description`, `mimeType`, `size`, `icons`,
+        /// `annotations`, `_meta`).
+        #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+        extra: serde_json::Map<String, serde_json::Value>,
     },
 }
 
 impl ContentPart {
     /// A text part.
     pub fn text(text: impl Into<String>) -> Self {
-        ContentPart::Text { text: text.into() }
+        ContentPart::Text {
+            text: text.into(),
+            extra: serde_json::Map::new(),
+        }
     }
+
+    /// An image part: its MIME type and its bytes, base64-encoded.
+    pub fn image(mime_type: impl Into<String>, data: impl Into<String>) -> Self {
+        ContentPart::Image {
+            mime_type: mime_type.into(),
+            data: data.into(),
+            extra: serde_json::Map::new(),
+        }
+    }
+
+    /// The text a model reads of this part and the caps count: a text part's text, an
+    /// embedded resource's text; `None` for the other parts, which are kept whole.
+    pub fn text_content(&self) -> Option<&str> {
+        match self {
+            ContentPart::Text { text, .. } => Some(text),
+            ContentPart::Resource { resource, .. } => {
+                resource.get("text").and_then(serde_json::Value::as_str)
+            }
+            _ => None,
+        }
+    }
+
+    /// The counted text of this part, to cut it in place (see [`ContentPart::text_content`]).
+    pub fn text_content_mut(&mut self) -> Option<&mut String> {
+        match self {
+            ContentPart::Text { text, .. } => Some(text),
+            ContentPart::Resource { resource, .. } => match resource.get_mut("text") {
+                Some(serde_json::Value::String(text)) => Some(text),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// What the part carries besides its content (see [`ContentPart`]), to change it in place.
+    pub fn extra_mut(&mut self) -> &mut serde_json::Map<String, serde_json::Value> {
+        match self {
+            ContentPart::Text { extra, .. }
+            | ContentPart::Image { extra, .. }
+            | ContentPart::Audio { extra, .. }
+            | ContentPart::Resource { extra, .. }
+            | ContentPart::ResourceLink { extra, .. } => extra,
+        }
+    }
+
+    /// Whether this is a text part with nothing besides its text.
+    pub fn is_plain_text(&self) -> bool {
+        matches!(self, ContentPart::Text { extra, .. } if extra.is_empty())
+    }
+}
+
+/// Everything a result can carry (an MCP `CallToolResult`): content parts, a structured
+/// result, and metadata for the client.
+///
+/// The guard caps and offloads it like parts, and the structured content too: see
+/// `docs/spec.md` (G9, R10) for what a client and a model get when it is over a cap.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FullOutput {
+    /// The content parts, in order.
+    pub content: Vec<ContentPart>,
+    /// The structured result (MCP `structuredContent`), which matches the tool's
+    /// [`ToolSpec::output_schema`] when it declares one.
+    pub structured: Option<serde_json::Value>,
+    /// Metadata for the client (MCP `_meta`), passed on as it is. toolgate's own key,
+    /// `toolgate`, is added when `toolgate serve` answers a call.
+    pub meta: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// What a tool returns.
 pub enum ToolOutput {
     /// Plain text.
     Text(String),
-    /// Text and image parts, in order.
+    /// Parts, in order.
     Parts(Vec<ContentPart>),
+    /// Parts with a structured result or metadata beside them (an MCP tool's result, a
+    /// plugin's structured result).
+    Full(FullOutput),
     /// Text chunks produced over time. The guard reads the stream under the call's timeout and
     /// result cap, and closes it as soon as the cap is reached (G5).
     Stream(BoxStream<'static, Result<String, ToolError>>),
@@ -109,6 +274,7 @@ impl fmt::Debug for ToolOutput {
         match self {
             ToolOutput::Text(t) => f.debug_tuple("Text").field(t).finish(),
             ToolOutput::Parts(p) => f.debug_tuple("Parts").field(p).finish(),
+            ToolOutput::Full(o) => f.debug_tuple("Full").field(o).finish(),
             ToolOutput::Stream(_) => f.write_str("Stream(..)"),
         }
     }
@@ -330,10 +496,12 @@ where
         parameters: serde_json::Value,
         f: F,
     ) -> Self {
-        FnTool {
-            spec: ToolSpec::new(name, description, parameters),
-            f,
-        }
+        FnTool::from_spec(ToolSpec::new(name, description, parameters), f)
+    }
+
+    /// A tool described by `spec` (with a title, an output schema, ...) that runs `f`.
+    pub fn from_spec(spec: ToolSpec, f: F) -> Self {
+        FnTool { spec, f }
     }
 }
 

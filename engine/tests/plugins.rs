@@ -172,6 +172,7 @@ async fn g4_plugin_multimodal_output_keeps_its_parts_in_order() {
                 .map(|p| match p {
                     toolgate::tool::ContentPart::Text { .. } => "text",
                     toolgate::tool::ContentPart::Image { .. } => "image",
+                    other => panic!("a plugin part is text or an image: {other:?}"),
                 })
                 .collect();
             assert_eq!(kinds, ["text", "image", "text"]);

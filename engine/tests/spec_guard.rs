@@ -289,10 +289,7 @@ async fn g3_minus_one_means_no_cap_and_the_default_is_100000() {
 
 #[tokio::test]
 async fn g4_multimodal_cap_counts_text_parts_and_keeps_images() {
-    let image = ContentPart::Image {
-        mime_type: "image/png".into(),
-        data: "iVBORw0KGgo=".into(),
-    };
+    let image = ContentPart::image("image/png", "iVBORw0KGgo=");
     let img = image.clone();
     let tool = FnTool::new(
         "mm",

@@ -464,10 +464,7 @@ async fn r9_a_failing_store_keeps_the_images_of_a_multimodal_result() {
         |_ctx, _args: Value| async move {
             Ok(ToolOutput::Parts(vec![
                 toolgate::tool::ContentPart::text("t".repeat(80_000)),
-                toolgate::tool::ContentPart::Image {
-                    mime_type: "image/png".into(),
-                    data: "iVBORw0KGgo=".into(),
-                },
+                toolgate::tool::ContentPart::image("image/png", "iVBORw0KGgo="),
             ]))
         },
     );

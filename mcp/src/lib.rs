@@ -10,4 +10,5 @@
 #![warn(missing_docs)]
 
 pub mod serve;
+mod shape;
 pub mod upstream;

@@ -63,6 +63,16 @@ pub type EntryFn = unsafe extern "C" fn() -> *const VTableHeader;
 /// The call succeeded. For [`PluginVTable::call`] the output buffer holds a JSON array of parts
 /// (see [`Part`](crate::Part) for the wire shape); for [`PluginVTable::manifest`] the manifest
 /// JSON; for [`PluginVTable::init`] the instance pointer was written.
+///
+/// # JSON revisions
+///
+/// The JSON that crosses has grown without a change to the table, so the ABI version is still
+/// [`ABI_VERSION`]. The second revision adds a tool's `title`, `annotations` and `output_schema`
+/// to the manifest ([`ToolManifest`](crate::ToolManifest)) and the `structured` part
+/// ([`Part::Structured`](crate::Part::Structured)) to a call's output. A host of the first
+/// revision ignores the manifest fields and refuses a call's output with a `structured` part as
+/// invalid; a plugin that uses none of them works with hosts of both revisions, and a plugin of
+/// the first revision works with every host.
 pub const STATUS_OK: u32 = 0;
 /// The operation failed; the output buffer holds a UTF-8 message for a person or a model.
 pub const STATUS_ERROR: u32 = 1;

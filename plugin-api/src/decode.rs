@@ -1,8 +1,9 @@
 //! A call's parts, decoded from the buffer the plugin wrote, with a cap on the text kept: the
 //! host decodes the plugin's JSON without copying the text past the cap. A text part's JSON
 //! string is borrowed from the plugin's buffer as it is (checked, not copied); only its first
-//! characters are unescaped into the part. Images are always kept whole; text parts after the
-//! cap is reached are dropped.
+//! characters are unescaped into the part. Images and the structured part are always kept
+//! whole (the engine's cap judges structured content on its own); text parts after the cap is
+//! reached are dropped.
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -21,6 +22,8 @@ struct RawPart<'a> {
     mime_type: Option<String>,
     #[serde(default)]
     data: Option<String>,
+    #[serde(default)]
+    value: Option<serde_json::Value>,
 }
 
 /// Decodes a JSON list of parts, keeping at most `keep` characters of text across the text
@@ -59,8 +62,15 @@ fn parts_kept(bytes: &[u8], keep: u64) -> Result<Vec<Part>, serde_json::Error> {
                 (None, _) => return Err(serde::de::Error::missing_field("mime_type")),
                 (_, None) => return Err(serde::de::Error::missing_field("data")),
             },
+            "structured" => match part.value {
+                Some(value) => parts.push(Part::Structured(value)),
+                None => return Err(serde::de::Error::missing_field("value")),
+            },
             other => {
-                return Err(serde::de::Error::unknown_variant(other, &["text", "image"]));
+                return Err(serde::de::Error::unknown_variant(
+                    other,
+                    &["text", "image", "structured"],
+                ));
             }
         }
     }
@@ -143,6 +153,22 @@ mod tests {
             parts_kept(&wire(&parts), 3).unwrap(),
             vec![Part::Text("ab".into()), image(), Part::Text("c".into())]
         );
+    }
+
+    #[test]
+    fn the_structured_part_is_kept_whole_under_a_cap_on_text() {
+        let structured = Part::Structured(serde_json::json!({"rows": ["a".repeat(50)]}));
+        let parts = vec![Part::Text("abcdef".into()), structured.clone()];
+        assert_eq!(
+            parts_kept(&wire(&parts), 2).unwrap(),
+            vec![Part::Text("ab".into()), structured]
+        );
+    }
+
+    #[test]
+    fn a_structured_part_without_its_value_is_refused() {
+        let e = parts_kept(br#"[{"type": "structured"}]"#, 10).unwrap_err();
+        assert!(e.to_string().contains("missing field `value`"), "{e}");
     }
 
     #[test]

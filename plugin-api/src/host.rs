@@ -21,8 +21,9 @@ use crate::part::Part;
 mod opening;
 use opening::{read_manifest, start};
 
-/// One tool a plugin offers, as the model will see it.
-#[derive(Debug, Clone, PartialEq)]
+/// One tool a plugin offers, as the model will see it (and, as it is, in the manifest frame of
+/// a worker process).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PluginToolSpec {
     /// The name the model calls it by.
     pub name: String,
@@ -30,6 +31,15 @@ pub struct PluginToolSpec {
     pub description: String,
     /// The JSON Schema of its arguments object.
     pub parameters: serde_json::Value,
+    /// A name for people, when the manifest gives one.
+    #[serde(default)]
+    pub title: Option<String>,
+    /// Behaviour hints (MCP `annotations`), when the manifest gives them.
+    #[serde(default)]
+    pub annotations: Option<serde_json::Value>,
+    /// The JSON Schema of its structured result, when the manifest gives one.
+    #[serde(default)]
+    pub output_schema: Option<serde_json::Value>,
 }
 
 /// The result of one [`LoadedPlugin::call`].
@@ -305,6 +315,9 @@ impl OpenedPlugin {
                     name: tool.name,
                     description: tool.description,
                     parameters: tool.parameters,
+                    title: tool.title,
+                    annotations: tool.annotations,
+                    output_schema: tool.output_schema,
                 })
                 .collect(),
             capabilities: manifest.capabilities,

@@ -288,4 +288,12 @@ pub enum ManifestProblem {
         /// The tool.
         tool: String,
     },
+    /// A tool's `output_schema` or `annotations` is there but not a JSON object.
+    #[error("the {field} of tool `{tool}` is not a JSON object")]
+    NotAnObject {
+        /// The tool.
+        tool: String,
+        /// `output_schema` or `annotations`.
+        field: &'static str,
+    },
 }

@@ -138,6 +138,21 @@ pub struct ToolManifest {
     /// The JSON Schema of its arguments object.
     #[serde(default = "empty_object_schema")]
     pub parameters: serde_json::Value,
+    /// A name for people (MCP's `title`). Added in ABI 1's second JSON revision; a host of the
+    /// first revision ignores it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Hints about the tool's behaviour, a JSON object in MCP's `annotations` shape
+    /// (`{"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true,
+    /// "openWorldHint": false}`). Second JSON revision; ignored by older hosts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<serde_json::Value>,
+    /// The JSON Schema of the tool's structured result (MCP's `outputSchema`, an object
+    /// schema). A tool that declares one returns a [`Part::Structured`](crate::Part::Structured)
+    /// matching it with every success; the host refuses a success that does not. Second JSON
+    /// revision; ignored by older hosts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<serde_json::Value>,
 }
 
 fn empty_object_schema() -> serde_json::Value {
@@ -272,5 +287,19 @@ mod tests {
         let tool: ToolManifest = serde_json::from_str(r#"{"name": "t"}"#).unwrap();
         assert_eq!(tool.parameters, serde_json::json!({"type": "object"}));
         assert_eq!(tool.description, "");
+        assert_eq!(
+            (tool.title, tool.annotations, tool.output_schema),
+            (None, None, None)
+        );
+    }
+
+    #[test]
+    fn a_first_revision_manifest_writes_no_new_fields() {
+        let tool: ToolManifest = serde_json::from_str(r#"{"name": "t"}"#).unwrap();
+        let json = serde_json::to_value(&tool).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"name": "t", "description": "", "parameters": {"type": "object"}})
+        );
     }
 }

@@ -5,8 +5,11 @@ use serde::{Deserialize, Serialize};
 /// One part of a tool's result.
 ///
 /// On the wire (inside the ABI) a list of parts is a JSON array of
-/// `{"type": "text", "text": "..."}` and
-/// `{"type": "image", "mime_type": "image/png", "data": "<base64>"}` objects.
+/// `{"type": "text", "text": "..."}`,
+/// `{"type": "image", "mime_type": "image/png", "data": "<base64>"}` and (from the second JSON
+/// revision of ABI 1 on) `{"type": "structured", "value": {...}}` objects. A host of the first
+/// revision refuses a result with a structured part as invalid; a plugin that declares no
+/// `output_schema` and returns no structured part works with every host.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Part {
     /// Text for the model.
@@ -19,6 +22,11 @@ pub enum Part {
         /// The image bytes, base64-encoded (standard alphabet, padded).
         data_base64: String,
     },
+    /// The structured result (MCP's `structuredContent`): any JSON value, usually an object
+    /// matching the tool's `output_schema`. At most one per result; it is not shown to the
+    /// model as such (MCP clients get it beside the content), so a tool usually repeats it as
+    /// text too.
+    Structured(serde_json::Value),
 }
 
 /// The wire form of a [`Part`], borrowed for writing.
@@ -27,6 +35,7 @@ pub enum Part {
 enum WirePartRef<'a> {
     Text { text: &'a str },
     Image { mime_type: &'a str, data: &'a str },
+    Structured { value: &'a serde_json::Value },
 }
 
 /// The wire form of a [`Part`], owned for reading.
@@ -35,6 +44,7 @@ enum WirePartRef<'a> {
 enum WirePart {
     Text { text: String },
     Image { mime_type: String, data: String },
+    Structured { value: serde_json::Value },
 }
 
 impl Serialize for Part {
@@ -49,6 +59,7 @@ impl Serialize for Part {
                 data: data_base64,
             }
             .serialize(serializer),
+            Part::Structured(value) => WirePartRef::Structured { value }.serialize(serializer),
         }
     }
 }
@@ -61,6 +72,7 @@ impl<'de> Deserialize<'de> for Part {
                 mime_type,
                 data_base64: data,
             },
+            WirePart::Structured { value } => Part::Structured(value),
         })
     }
 }
@@ -85,6 +97,17 @@ mod tests {
         assert_eq!(
             json,
             serde_json::json!({"type": "image", "mime_type": "image/png", "data": "AAAA"})
+        );
+        assert_eq!(serde_json::from_value::<Part>(json).unwrap(), part);
+    }
+
+    #[test]
+    fn structured_part_has_the_documented_wire_shape() {
+        let part = Part::Structured(serde_json::json!({"celsius": 21.5}));
+        let json = serde_json::to_value(&part).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"type": "structured", "value": {"celsius": 21.5}})
         );
         assert_eq!(serde_json::from_value::<Part>(json).unwrap(), part);
     }

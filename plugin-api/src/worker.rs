@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
-use crate::{CancelFlag, Capabilities, LoadedPlugin, Part, PluginOutcome};
+use crate::{CancelFlag, Capabilities, LoadedPlugin, Part, PluginOutcome, PluginToolSpec};
 
 pub mod pace;
 pub use pace::WATCH;
@@ -145,16 +145,8 @@ pub struct Confine {
     pub subprocess: bool,
 }
 
-/// A tool of the manifest frame.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct WireTool {
-    /// Its name.
-    pub name: String,
-    /// Its description.
-    pub description: String,
-    /// JSON Schema of its arguments.
-    pub parameters: serde_json::Value,
-}
+/// A tool of the manifest frame: the tool as the worker's host reads it from the plugin.
+pub type WireTool = PluginToolSpec;
 
 /// How a call ended: [`PluginOutcome`] on the wire.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -435,15 +427,7 @@ unsafe fn serve_input(
     send(&WorkerFrame::Manifest {
         name: plugin.name().to_string(),
         version: plugin.version().to_string(),
-        tools: plugin
-            .tools()
-            .iter()
-            .map(|t| WireTool {
-                name: t.name.clone(),
-                description: t.description.clone(),
-                parameters: t.parameters.clone(),
-            })
-            .collect(),
+        tools: plugin.tools().to_vec(),
         capabilities: plugin.capabilities().clone(),
     })?;
     let calls = Arc::new(Calls {

@@ -217,15 +217,16 @@ fn a_stdio_request_without_initialize_or_protocol_meta_gets_a_json_rpc_error() {
         .results_dir(results.path())
         .stdin("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n")
         .run_within(Duration::from_secs(60));
-    // The answer names what is missing; the client then closing stdin ends serve normally.
+    // The answer says to initialize first (tests/tests/serve_entry.rs has the rest); the client
+    // then closing stdin ends serve normally.
     run.assert_code(0).assert_no_panic();
     let answer: serde_json::Value = serde_json::from_str(run.stdout.trim()).expect("one JSON line");
     assert_eq!(answer["id"], 1, "{run:#?}");
-    assert_eq!(answer["error"]["code"], -32602, "{run:#?}");
+    assert_eq!(answer["error"]["code"], -32600, "{run:#?}");
     assert!(
         answer["error"]["message"]
             .as_str()
-            .is_some_and(|m| m.contains("protocolVersion")),
+            .is_some_and(|m| m.starts_with("send initialize first")),
         "{run:#?}"
     );
 }

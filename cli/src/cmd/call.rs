@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 use toolgate::Outcome;
-use toolgate::history::{ToolCall, content_json};
+use toolgate::history::{ToolCall, content_json, model_content};
 
 use crate::app::{build, load_policy};
 use crate::args::{CallArgs, Timeout};
@@ -35,7 +35,7 @@ pub async fn call(args: CallArgs, out: &mut Out<'_>) -> Result<u8, CliError> {
     if args.json {
         out.json(&outcome_json(&outcome), false)?;
     } else {
-        match content_json(&outcome.content) {
+        match content_json(&model_content(&outcome)) {
             Value::String(text) => {
                 out.text(&text)?;
                 if !text.ends_with('\n') {
@@ -60,6 +60,7 @@ fn outcome_json(o: &Outcome) -> Value {
         "tool_name": o.tool_name,
         "known_tool": o.known_tool,
         "content": content_json(&o.content),
+        "structured_content": o.structured_content,
         "is_error": o.is_error(),
         "error_kind": o.error_kind(),
         "error": o.error.as_ref().map(|e| e.to_string()),

@@ -1,4 +1,5 @@
-//! The end of the chain: the tool itself, or the unknown-tool answer (D4).
+//! The end of the chain: the tool itself, or the unknown-tool answer (D4). A tool's success is
+//! checked against the output schema it declares, if any (G10), before any layer sees it.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -9,6 +10,7 @@ use crate::access::CallKind;
 use crate::call::{CallResult, Invocation, Reply, panic_message};
 use crate::error::{CallError, cut_name};
 use crate::script::{CallView, ScriptSet};
+use crate::structured::INVALID_STRUCTURED_CONTENT;
 use crate::tool::{BoxFuture, ToolContext, ToolErrorKind, ToolOutput};
 
 /// Names suggested for an unknown name.
@@ -55,7 +57,18 @@ impl Endpoint {
                 }
             };
             match AssertUnwindSafe(fut).catch_unwind().await {
-                Ok(Ok(output)) => Ok(Reply::new(output)),
+                Ok(Ok(output)) => match &inv.output_check {
+                    // G10: a tool that declares an output schema is held to it.
+                    Some(check) => match check.check(&output) {
+                        Ok(()) => Ok(Reply::new(output)),
+                        Err(message) => Err(CallError::Store {
+                            tool: inv.tool_name.clone(),
+                            kind: INVALID_STRUCTURED_CONTENT,
+                            message,
+                        }),
+                    },
+                    None => Ok(Reply::new(output)),
+                },
                 Ok(Err(e)) => Err(match e.kind {
                     ToolErrorKind::Failed => CallError::ToolFailed {
                         tool: inv.tool_name.clone(),

@@ -10,10 +10,16 @@
 //! The patterns are the `regex` crate's (linear in the text, whatever the pattern), each
 //! bounded in size at load, so a huge result is scanned in time proportional to its length.
 //! Each call's count of masks is its outcome's `redactions`, in events and `call --json`.
+//!
+//! Everything of a result a client or a model reads is masked: text parts, the text of embedded
+//! resources, every string of the structured content and of the result's `_meta`, and every
+//! string a part carries besides its content (a link's description, annotations, `_meta`).
+//! Base64 data (images, audio, binary resources) is not text and is left alone.
 
 use std::borrow::Cow;
 
 use regex::{Captures, Regex};
+use serde_json::Value;
 use toolgate_policy::{BuiltinSecret, RedactSettings, SecretRegex};
 
 use super::result_cap::read_stream;
@@ -59,6 +65,26 @@ impl RedactLayer {
             patterns.push(Pattern::new(p.name.clone(), p.regex.0.clone()));
         }
         (!patterns.is_empty()).then_some(RedactLayer { patterns })
+    }
+
+    /// Masks a part's text and the strings it carries besides; returns the number of masks.
+    fn mask_part(&self, part: &mut ContentPart) -> u64 {
+        let mut count = part.text_content_mut().map_or(0, |t| self.mask(t));
+        for value in part.extra_mut().values_mut() {
+            count += self.mask_value(value);
+        }
+        count
+    }
+
+    /// Masks every string in `value` (object keys are names, not data, and stay); returns the
+    /// number of masks.
+    fn mask_value(&self, value: &mut Value) -> u64 {
+        match value {
+            Value::String(s) => self.mask(s),
+            Value::Array(items) => items.iter_mut().map(|v| self.mask_value(v)).sum(),
+            Value::Object(map) => map.values_mut().map(|v| self.mask_value(v)).sum(),
+            _ => 0,
+        }
     }
 
     /// Masks `text` in place; returns the number of masks.
@@ -120,11 +146,21 @@ impl Layer for RedactLayer {
                         }
                         ToolOutput::Parts(mut parts) => {
                             for part in &mut parts {
-                                if let ContentPart::Text { text } = part {
-                                    count += self.mask(text);
-                                }
+                                count += self.mask_part(part);
                             }
                             ToolOutput::Parts(parts)
+                        }
+                        ToolOutput::Full(mut full) => {
+                            for part in &mut full.content {
+                                count += self.mask_part(part);
+                            }
+                            if let Some(structured) = &mut full.structured {
+                                count += self.mask_value(structured);
+                            }
+                            for value in full.meta.iter_mut().flat_map(|m| m.values_mut()) {
+                                count += self.mask_value(value);
+                            }
+                            ToolOutput::Full(full)
                         }
                         ToolOutput::Stream(stream) => {
                             let (mut t, _, _) = read_stream(stream, keep, &inv.tool_name).await?;
@@ -209,6 +245,30 @@ mod tests {
         let (twice, n) = masked(&once);
         assert_eq!(once, twice);
         assert_eq!(n, 0, "{once}");
+    }
+
+    #[test]
+    fn structured_content_and_the_strings_beside_a_part_are_masked_too() {
+        let mut structured = serde_json::json!({"rows": ["password=hunter2"], "n": 1});
+        assert_eq!(layer().mask_value(&mut structured), 1);
+        assert_eq!(
+            structured,
+            serde_json::json!({"rows": ["password=[REDACTED:key_value]"], "n": 1})
+        );
+        let mut link = ContentPart::ResourceLink {
+            uri: "file:///a".into(),
+            name: "a".into(),
+            extra:
+                serde_json::json!({"description": "token ghp_0123456789abcdefghijABCDEFGHIJ012345"})
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default(),
+        };
+        assert_eq!(layer().mask_part(&mut link), 1);
+        assert_eq!(
+            link.extra_mut()["description"],
+            "token [REDACTED:github_token]"
+        );
     }
 
     #[test]

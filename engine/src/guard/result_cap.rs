@@ -3,8 +3,12 @@
 //! * Text: at most `max_result_chars` characters are kept; a cut result gets
 //!   [`TRUNCATION_MARKER`] appended. The outcome reports the characters kept (the marker is not
 //!   counted) and whether the result was cut.
-//! * Parts: the cap counts across text parts; image parts are always kept; the text part where
-//!   the cap is reached gets the marker and later text parts are dropped.
+//! * Parts: the cap counts across text parts and the text of embedded resources; images, audio,
+//!   binary resources and resource links are always kept; the text where the cap is reached gets
+//!   the marker and later text parts (and text resources) are dropped.
+//! * Structured content (G9): its compact JSON is held to the same cap on its own (it is not
+//!   added to the text, which usually repeats it). JSON cut short is not JSON, so structured
+//!   content over the cap is left out whole; a text part says so, and the result counts as cut.
 //! * Streams: chunks are read under the call's timeout; the cap counts across chunks; the chunk
 //!   where the cap is reached gets the marker and the stream is dropped (closed) at once.
 //! * Errors (G3): the whole text the model reads (`Error: ...`) is held to the same cap; the
@@ -17,7 +21,8 @@ use futures::{FutureExt, StreamExt};
 use crate::call::{CallResult, Invocation, TRUNCATION_MARKER, error_text, panic_message};
 use crate::error::CallError;
 use crate::guard::{Layer, Next};
-use crate::tool::{BoxFuture, ContentPart, ToolError, ToolOutput};
+use crate::structured::json_chars_over;
+use crate::tool::{BoxFuture, ContentPart, FullOutput, ToolError, ToolOutput};
 
 /// Caps `text` at `cap` characters (`None` = no cap). Returns the kept characters and whether
 /// it was cut; a cut text gets the marker.
@@ -47,22 +52,45 @@ pub(crate) fn cap_parts(
     let mut kept = 0u64;
     let mut cut = false;
     let mut out = Vec::with_capacity(parts.len());
-    for part in parts {
-        match part {
-            ContentPart::Image { .. } => out.push(part),
-            ContentPart::Text { mut text } => {
-                if cut {
-                    continue;
-                }
-                let room = cap.map(|c| c - kept);
-                let (n, was_cut) = cap_text(&mut text, room);
-                kept += n;
-                cut = was_cut;
-                out.push(ContentPart::Text { text });
-            }
+    for mut part in parts {
+        let Some(text) = part.text_content_mut() else {
+            out.push(part);
+            continue;
+        };
+        if cut {
+            continue;
         }
+        let room = cap.map(|c| c - kept);
+        let (n, was_cut) = cap_text(text, room);
+        kept += n;
+        cut = was_cut;
+        out.push(part);
     }
     (out, kept, cut)
+}
+
+/// Holds the structured content of `output` to `cap` characters of compact JSON (G9): over
+/// it, the structured content is left out and a text part says so. Returns whether it was.
+pub(crate) fn cap_structured(output: &mut FullOutput, cap: Option<u64>) -> bool {
+    let (Some(cap), Some(structured)) = (cap, &output.structured) else {
+        return false;
+    };
+    let Some(chars) = json_chars_over(structured, cap) else {
+        return false;
+    };
+    output.structured = None;
+    output
+        .content
+        .push(ContentPart::text(structured_left_out(chars, cap)));
+    true
+}
+
+/// The line that stands for structured content over the cap.
+pub(crate) fn structured_left_out(chars: u64, cap: u64) -> String {
+    format!(
+        "[The structured content of this result ({chars} characters of JSON) is over the \
+         {cap}-character cap for this tool's results and was left out.]"
+    )
 }
 
 /// The limit layer: collects streams and applies the character cap. When reduction is on, the
@@ -96,6 +124,12 @@ impl Layer for ResultCapLayer {
                 ToolOutput::Parts(p) => {
                     let (p, n, cut) = cap_parts(p, cap);
                     (ToolOutput::Parts(p), n, cut)
+                }
+                ToolOutput::Full(mut full) => {
+                    let (p, n, cut) = cap_parts(std::mem::take(&mut full.content), cap);
+                    full.content = p;
+                    let left_out = cap_structured(&mut full, cap);
+                    (ToolOutput::Full(full), n, cut || left_out)
                 }
                 ToolOutput::Stream(stream) => {
                     let (t, n, cut) = read_stream(stream, cap, &inv.tool_name).await?;

@@ -112,7 +112,8 @@ impl Message {
 }
 
 /// Tool-message content in the chat-completions shape: a string, or parts where images are
-/// `{"type":"image_url","image_url":{"url":"data:<mime>;base64,<data>"}}`.
+/// `{"type":"image_url","image_url":{"url":"data:<mime>;base64,<data>"}}`. Parts a tool message
+/// cannot carry become text parts ([`part_as_text`]): nothing is dropped unsaid.
 pub fn content_json(c: &Content) -> Value {
     match c {
         Content::Text(t) => Value::String(t.clone()),
@@ -120,12 +121,79 @@ pub fn content_json(c: &Content) -> Value {
             parts
                 .iter()
                 .map(|p| match p {
-                    ContentPart::Text { text } => text_part(text),
-                    ContentPart::Image { mime_type, data } => image_part(mime_type, data),
+                    ContentPart::Image {
+                        mime_type, data, ..
+                    } => image_part(mime_type, data),
+                    other => text_part(&part_as_text(other)),
                 })
                 .collect(),
         ),
     }
+}
+
+/// What a model provider is given for a part in a tool message, where only text and images go:
+/// a text part's text; an embedded text resource's text after a line naming it; for audio, a
+/// binary resource or a resource link, a line saying what it is and that it is not shown. An
+/// image, which only some tool messages carry, is described the same way.
+pub fn part_as_text(part: &ContentPart) -> String {
+    match part {
+        ContentPart::Text { text, .. } => text.clone(),
+        ContentPart::Image {
+            mime_type, data, ..
+        } => format!(
+            "[An image ({mime_type}, {} base64 characters) is not shown here.]",
+            data.len()
+        ),
+        ContentPart::Audio {
+            mime_type, data, ..
+        } => format!(
+            "[An audio clip ({mime_type}, {} base64 characters) is not shown: tool messages carry text and images only.]",
+            data.len()
+        ),
+        ContentPart::Resource { resource, .. } => {
+            let field = |key: &str| resource.get(key).and_then(Value::as_str);
+            let uri = field("uri").unwrap_or("(no uri)");
+            let mime = field("mimeType")
+                .map(|m| format!(" ({m})"))
+                .unwrap_or_default();
+            match (field("text"), field("blob")) {
+                (Some(text), _) => format!("[resource {uri}{mime}]\n{text}"),
+                (None, blob) => format!(
+                    "[A binary resource {uri}{mime}, {} base64 characters, is not shown: tool messages carry text and images only.]",
+                    blob.map_or(0, str::len)
+                ),
+            }
+        }
+        ContentPart::ResourceLink { uri, name, extra } => {
+            match extra.get("description").and_then(Value::as_str) {
+                Some(d) => format!("[resource link {name} <{uri}>: {d}]"),
+                None => format!("[resource link {name} <{uri}>]"),
+            }
+        }
+    }
+}
+
+/// The content a model is given for an outcome: its content, and after it the structured
+/// content as JSON text when the content has no text of its own (MCP servers usually repeat
+/// the structured content as text; one that does not still reaches the model).
+pub fn model_content(outcome: &Outcome) -> std::borrow::Cow<'_, Content> {
+    use std::borrow::Cow;
+    let Some(structured) = &outcome.structured_content else {
+        return Cow::Borrowed(&outcome.content);
+    };
+    let has_text = match &outcome.content {
+        Content::Text(t) => !t.is_empty(),
+        Content::Parts(parts) => parts.iter().any(|p| p.text_content().is_some()),
+    };
+    if has_text {
+        return Cow::Borrowed(&outcome.content);
+    }
+    let mut parts = match &outcome.content {
+        Content::Text(_) => Vec::new(),
+        Content::Parts(parts) => parts.clone(),
+    };
+    parts.push(ContentPart::text(structured.to_string()));
+    Cow::Owned(Content::Parts(parts))
 }
 
 fn text_part(text: &str) -> Value {
@@ -161,7 +229,7 @@ pub fn answer_messages(outcomes: &[Outcome], profile: NameProfile) -> Vec<Messag
                 Message::tool(
                     o.call_id.clone(),
                     Some(o.model_name.clone()),
-                    content_json(&o.content),
+                    content_json(&model_content(o)),
                 )
             })
             .collect();
@@ -169,15 +237,16 @@ pub fn answer_messages(outcomes: &[Outcome], profile: NameProfile) -> Vec<Messag
     let mut out = Vec::with_capacity(outcomes.len() + 1);
     let mut images: Vec<Value> = Vec::new();
     for o in outcomes {
-        let content = match &o.content {
+        let content = match &*model_content(o) {
             Content::Text(t) => Value::String(t.clone()),
             Content::Parts(parts) => {
                 let mut n = 0;
                 let parts = parts
                     .iter()
                     .map(|p| match p {
-                        ContentPart::Text { text } => text_part(text),
-                        ContentPart::Image { mime_type, data } => {
+                        ContentPart::Image {
+                            mime_type, data, ..
+                        } => {
                             n += 1;
                             images.push(text_part(&format!(
                                 "Image {n} of the result of tool call {} ({}):",
@@ -188,6 +257,7 @@ pub fn answer_messages(outcomes: &[Outcome], profile: NameProfile) -> Vec<Messag
                                 "[Image {n} of this result is in the user message after the tool results.]"
                             ))
                         }
+                        other => text_part(&part_as_text(other)),
                     })
                     .collect();
                 Value::Array(parts)

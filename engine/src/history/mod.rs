@@ -15,7 +15,8 @@ mod turn;
 
 pub use budget::{ByteEstimator, IMAGE_TOKENS, OffloadReport, TokenEstimator};
 pub use message::{
-    FunctionCall, Message, ToolCall, answer_messages, content_json, tool_messages_carry_images,
+    FunctionCall, Message, ToolCall, answer_messages, content_json, model_content, part_as_text,
+    tool_messages_carry_images,
 };
 pub use repair::{RepairReport, repair, repair_for};
 pub use turn::{Pending, Turn, pending, unique_call_ids};

@@ -27,6 +27,7 @@ pub(crate) mod landlock;
 mod pidfd;
 mod pinned;
 // Also the script pool's (`script::pool`).
+mod output;
 pub(crate) mod pool;
 #[cfg(target_os = "linux")]
 pub(crate) mod sandbox;
@@ -44,12 +45,13 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use toolgate_plugin_api::worker::Confine;
 use toolgate_plugin_api::{
-    CancelFlag, Capabilities, LoadedPlugin, Part, PluginOutcome, library_file_name,
+    CancelFlag, Capabilities, LoadedPlugin, PluginOutcome, library_file_name,
 };
 use toolgate_policy::{Isolation, PluginLocation, PluginSpec};
 
 use crate::error::{At, BuildError, PLUGIN_PATH_ENV, PluginError, PluginNotFound};
-use crate::tool::{BoxFuture, ContentPart, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+use crate::tool::{BoxFuture, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+use output::{output_of_reply, spec_of};
 
 /// Where a plugin named `name` may be: the directories of `TOOLGATE_PLUGIN_PATH`, then beside
 /// the running program and in its parent directory (test binaries live in `target/*/deps`).
@@ -223,7 +225,14 @@ pub(crate) fn load(spec: &PluginSpec, program: &Path) -> Result<Loaded, BuildErr
             let specs: Vec<ToolSpec> = plugin
                 .tools()
                 .iter()
-                .map(|t| ToolSpec::new(t.name.clone(), t.description.clone(), t.parameters.clone()))
+                .map(|t| {
+                    spec_of(
+                        ToolSpec::new(t.name.clone(), t.description.clone(), t.parameters.clone()),
+                        t.title.clone(),
+                        t.annotations.clone(),
+                        t.output_schema.clone(),
+                    )
+                })
                 .collect();
             let pool = Arc::new(pool::Pool::new(plugin.name(), max_threads));
             let asked = plugin.capabilities().clone();
@@ -275,7 +284,14 @@ pub(crate) fn load(spec: &PluginSpec, program: &Path) -> Result<Loaded, BuildErr
             let specs = manifest
                 .tools
                 .into_iter()
-                .map(|t| ToolSpec::new(t.name, t.description, t.parameters))
+                .map(|t| {
+                    spec_of(
+                        ToolSpec::new(t.name, t.description, t.parameters),
+                        t.title,
+                        t.annotations,
+                        t.output_schema,
+                    )
+                })
                 .collect();
             (
                 manifest.name,
@@ -545,65 +561,6 @@ async fn collect(
     Ok(ToolOutput::Stream(Box::pin(stream)))
 }
 
-/// A plugin call's end as the tool's output, after `prefix` (text already streamed).
-fn output_of_reply(
-    reply: Reply,
-    prefix: String,
-    plugin_name: &str,
-) -> Result<ToolOutput, ToolError> {
-    let outcome = reply?;
-    let parts = match outcome {
-        PluginOutcome::Ok(parts) => parts,
-        PluginOutcome::Error(message) => return Err(ToolError::new(message)),
-        PluginOutcome::InvalidArguments(message) => {
-            return Err(ToolError::invalid_arguments(message));
-        }
-        PluginOutcome::Panic(message) => {
-            tracing::error!(plugin = %plugin_name, "a plugin tool panicked: {message}");
-            return Err(ToolError::panic(message));
-        }
-    };
-    if prefix.is_empty() {
-        return Ok(output_of(parts));
-    }
-    let mut all = Vec::with_capacity(parts.len() + 1);
-    all.push(Part::Text(prefix));
-    all.extend(parts);
-    Ok(output_of(all))
-}
-
-fn output_of(mut parts: Vec<Part>) -> ToolOutput {
-    // One text part, the usual answer: its text as it is, not copied.
-    if let [Part::Text(text)] = parts.as_mut_slice() {
-        return ToolOutput::Text(std::mem::take(text));
-    }
-    let only_text = parts.iter().all(|p| matches!(p, Part::Text(_)));
-    if only_text {
-        let mut text = String::new();
-        for p in parts {
-            if let Part::Text(t) = p {
-                text.push_str(&t);
-            }
-        }
-        return ToolOutput::Text(text);
-    }
-    ToolOutput::Parts(
-        parts
-            .into_iter()
-            .map(|p| match p {
-                Part::Text(text) => ContentPart::Text { text },
-                Part::Image {
-                    mime_type,
-                    data_base64,
-                } => ContentPart::Image {
-                    mime_type,
-                    data: data_base64,
-                },
-            })
-            .collect(),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use std::cell::RefCell;
@@ -725,21 +682,6 @@ mod tests {
             .expect("the task ends")
         });
         assert_eq!(texts, ("hi".to_string(), "slept 20 ms".to_string()));
-    }
-
-    #[test]
-    fn a_result_of_one_text_part_is_that_text() {
-        let output = output_of(vec![Part::Text("one".to_string())]);
-        assert!(matches!(output, ToolOutput::Text(text) if text == "one"));
-    }
-
-    #[test]
-    fn a_result_of_several_text_parts_is_their_texts_joined() {
-        let output = output_of(vec![
-            Part::Text("one ".to_string()),
-            Part::Text("two".to_string()),
-        ]);
-        assert!(matches!(output, ToolOutput::Text(text) if text == "one two"));
     }
 
     #[test]

@@ -1,55 +1,62 @@
 //! toolgate's tool specs and outcomes in MCP's shapes.
 
-use std::sync::Arc;
-
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, MetaObject, Tool};
-use serde_json::{Value, json};
-use toolgate::tool::{ContentPart, ToolSpec};
-use toolgate::{Content, Outcome};
+use serde_json::json;
+use toolgate::tool::ToolSpec;
+use toolgate::{Content, Engine, Outcome};
+
+use crate::shape::{block_of, tool_of};
 
 /// The key under `_meta` of a call result where toolgate says what happened.
-pub(crate) const META_KEY: &str = "toolgate";
+pub(crate) const META_KEY: &str = crate::shape::META_KEY;
 
-/// A tool as `tools/list` shows it: the model-facing name, the description, the arguments'
-/// schema (an object schema; anything else is wrapped so clients can read it).
-pub(crate) fn tool(spec: ToolSpec) -> Tool {
-    let schema: JsonObject = match spec.parameters {
-        Value::Object(map) => map,
-        other => {
-            let mut map = JsonObject::new();
-            map.insert("type".to_owned(), json!("object"));
-            if !other.is_null() {
-                map.insert("x-toolgate-parameters".to_owned(), other);
-            }
-            map
-        }
-    };
-    Tool::new(spec.name, spec.description, Arc::new(schema))
+/// The `_meta.toolgate.error_kind` of a success whose structured content toolgate withheld (over
+/// the result cap, or offloaded) from a client of a tool that declares an output schema: MCP
+/// requires structured content with every success of such a tool, so the result is marked
+/// `isError` and its text (the notice) says where the whole result is.
+pub(crate) const STRUCTURED_CONTENT_WITHHELD: &str = "structured_content_withheld";
+
+/// A tool as `tools/list` shows it (see [`tool_of`]): everything its source declared, and its
+/// real name in `_meta.toolgate.tool_name` when the client sees another.
+pub(crate) fn tool(spec: ToolSpec, engine: &Engine) -> Tool {
+    let real = engine.registry().resolve(&spec.name).map(|r| r.name);
+    tool_of(spec, real)
 }
 
-/// A call's outcome as a `tools/call` result: its text or its parts (images as image content),
-/// `isError` for every failure, and in `_meta.toolgate` the stable error kind, whether the
-/// result was cut, and the id of an offloaded result.
-pub(crate) fn call_result(outcome: Outcome) -> CallToolResult {
+/// A call's outcome as a `tools/call` result: its content blocks, its structured content and
+/// its `_meta` as the tool returned them; `isError` for every failure; and in `_meta.toolgate`
+/// (beside the tool's own `_meta` keys, replacing only a key of that name) the stable error kind,
+/// whether the result was cut, the id of an offloaded result and the tool's real name.
+pub(crate) fn call_result(outcome: Outcome, engine: &Engine) -> CallToolResult {
+    // Structured content is only ever withheld from a result that was cut or offloaded, and a
+    // tool that declares an output schema always has some before (G10): the registry is asked
+    // only then.
+    let withheld = outcome.error.is_none()
+        && outcome.structured_content.is_none()
+        && (outcome.truncated || outcome.result_id.is_some())
+        && engine
+            .registry()
+            .get(&outcome.tool_name)
+            .is_some_and(|e| e.tool().spec().output_schema.is_some());
     let blocks = match outcome.content {
         Content::Text(text) => vec![ContentBlock::text(text)],
-        Content::Parts(parts) => parts
-            .into_iter()
-            .map(|part| match part {
-                ContentPart::Text { text } => ContentBlock::text(text),
-                ContentPart::Image { mime_type, data } => ContentBlock::image(data, mime_type),
-            })
-            .collect(),
+        Content::Parts(parts) => parts.into_iter().map(block_of).collect(),
     };
-    let mut result = match &outcome.error {
-        Some(_) => CallToolResult::error(blocks),
-        None => CallToolResult::success(blocks),
+    let mut result = match (&outcome.error, withheld) {
+        (None, false) => CallToolResult::success(blocks),
+        _ => CallToolResult::error(blocks),
     };
-    let mut meta = JsonObject::new();
+    result.structured_content = outcome.structured_content;
+    let error_kind = match &outcome.error {
+        Some(e) => Some(e.kind()),
+        None if withheld => Some(STRUCTURED_CONTENT_WITHHELD),
+        None => None,
+    };
+    let mut meta = outcome.meta.unwrap_or_default();
     meta.insert(
         META_KEY.to_owned(),
         json!({
-            "error_kind": outcome.error.as_ref().map(|e| e.kind()),
+            "error_kind": error_kind,
             "truncated": outcome.truncated,
             "result_id": outcome.result_id,
             "tool_name": outcome.tool_name,

@@ -191,7 +191,7 @@ impl ServerHandler for Gateway {
             .engine
             .visible_tools(&session)
             .into_iter()
-            .map(tool)
+            .map(|spec| tool(spec, &loaded.engine))
             .collect();
         Ok(ListToolsResult::with_all_items(tools))
     }
@@ -314,7 +314,7 @@ impl ServerHandler for Gateway {
         }
         let result = match outcome {
             Ok(outcomes) => match outcomes.into_iter().next() {
-                Some(outcome) => call_result(outcome),
+                Some(outcome) => call_result(outcome, &loaded.engine),
                 None => return Err(McpError::internal_error("the call had no outcome", None)),
             },
             Err(turn) => error_result(turn.error.kind(), format!("Error: {}", turn.error)),

@@ -36,6 +36,7 @@ use super::error::ServeError;
 use super::handler::{Gateway, SessionSource};
 use super::http_sessions::McpSessions;
 use super::options::{HttpOptions, TokenSource};
+use super::pre_init::before_initialize;
 use super::shared::Shared;
 
 type Body = BoxBody<Bytes, Infallible>;
@@ -266,32 +267,50 @@ impl Front {
                 ));
             }
         };
-        if let Err(e) = serde_json::from_slice::<ClientJsonRpcMessage>(&bytes) {
-            return Err(match serde_json::from_slice::<Value>(&bytes) {
-                Err(syntax) => json_rpc_error(
-                    StatusCode::BAD_REQUEST,
-                    Value::Null,
-                    -32700,
-                    &format!("parse error: the body is not JSON: {syntax}"),
-                ),
-                Ok(value) => json_rpc_error(
-                    StatusCode::BAD_REQUEST,
-                    value.get("id").cloned().unwrap_or(Value::Null),
-                    -32600,
-                    &format!("invalid request: not one JSON-RPC 2.0 message: {e}"),
-                ),
-            });
+        let message = match serde_json::from_slice::<ClientJsonRpcMessage>(&bytes) {
+            Ok(message) => message,
+            Err(e) => return Err(not_one_message(&bytes, &e)),
+        };
+        // Before `initialize` (no session yet), a request gets the error that says so.
+        if !parts.headers.contains_key("mcp-session-id")
+            && let Some((id, error)) = before_initialize(&message)
+        {
+            return Err(json_rpc_error(
+                StatusCode::BAD_REQUEST,
+                serde_json::to_value(id).unwrap_or(Value::Null),
+                i64::from(error.code.0),
+                &error.message,
+            ));
         }
         Ok(Request::from_parts(parts, Full::new(bytes)))
     }
 }
 
+/// The answer to a body that is JSON, or not, but not one JSON-RPC message.
+fn not_one_message(bytes: &[u8], e: &serde_json::Error) -> Response<Body> {
+    match serde_json::from_slice::<Value>(bytes) {
+        Err(syntax) => json_rpc_error(
+            StatusCode::BAD_REQUEST,
+            Value::Null,
+            -32700,
+            &format!("parse error: the body is not JSON: {syntax}"),
+        ),
+        Ok(value) => json_rpc_error(
+            StatusCode::BAD_REQUEST,
+            value.get("id").cloned().unwrap_or(Value::Null),
+            -32600,
+            &format!("invalid request: not one JSON-RPC 2.0 message: {e}"),
+        ),
+    }
+}
+
 /// Whether the request carries `Authorization: Bearer <token>`, compared in time that does not
-/// depend on where the first difference is.
+/// depend on where the first difference is. The scheme is matched without regard to case
+/// (`bearer`, `BEARER`: RFC 9110, section 11.1) and may be followed by more than one space.
 fn bearer_matches(headers: &http::HeaderMap, token: &str) -> bool {
     let Some(given) = headers
         .get(header::AUTHORIZATION)
-        .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "))
+        .and_then(|v| bearer_credentials(v.as_bytes()))
     else {
         return false;
     };
@@ -304,6 +323,17 @@ fn bearer_matches(headers: &http::HeaderMap, token: &str) -> bool {
         .zip(want)
         .fold(0u8, |acc, (a, b)| acc | (a ^ b))
         == 0
+}
+
+/// The credentials of a `Bearer` authorization value, whatever the case of the scheme.
+fn bearer_credentials(value: &[u8]) -> Option<&[u8]> {
+    const SCHEME: &[u8] = b"bearer";
+    let (scheme, rest) = value.split_at_checked(SCHEME.len())?;
+    if !scheme.eq_ignore_ascii_case(SCHEME) || rest.first() != Some(&b' ') {
+        return None;
+    }
+    let start = rest.iter().position(|b| *b != b' ')?;
+    Some(&rest[start..])
 }
 
 fn read_token(source: &TokenSource) -> Result<String, ServeError> {
@@ -371,6 +401,16 @@ mod tests {
         assert!(!bearer_matches(&headers("Bearer abc1234"), "abc123"));
         assert!(!bearer_matches(&headers("Basic abc123"), "abc123"));
         assert!(!bearer_matches(&http::HeaderMap::new(), "abc123"));
+    }
+
+    #[test]
+    fn the_scheme_is_read_without_regard_to_case() {
+        for value in ["bearer abc123", "BEARER abc123", "bEaReR  abc123"] {
+            assert!(bearer_matches(&headers(value), "abc123"), "{value}");
+        }
+        for value in ["bearerabc123", "bearer", "bearer ", "bear abc123"] {
+            assert!(!bearer_matches(&headers(value), "abc123"), "{value}");
+        }
     }
 
     #[test]

@@ -3,7 +3,12 @@
 //! - Transports: stdio (one session per connection) and Streamable HTTP (one session per
 //!   `Mcp-Session-Id`), both through `rmcp`. Only the protocol revisions that have sessions (up
 //!   to 2025-11-25, the `initialize` handshake) are offered: a toolgate session is an MCP
-//!   session, and the session-less 2026-07-28 revision has none to map.
+//!   session, and the session-less 2026-07-28 revision has none to map. A request before
+//!   `initialize` is told to send it first (`pre_init`).
+//! - A tool is listed with everything its source declares (title, annotations, icons, `_meta`,
+//!   output schema), and a result keeps its content blocks of every kind, its structured
+//!   content and its `_meta`, with toolgate's own `_meta.toolgate` beside the tool's keys
+//!   (`content`, and `crate::shape` for the MCP shapes).
 //! - `tools/list` is [`toolgate::Engine::visible_tools`] for the session; `tools/call` runs
 //!   through the whole guard; a failed call is a tool result with `isError`, never a protocol
 //!   error; progress from a tool becomes `notifications/progress`; a client's
@@ -39,6 +44,7 @@ mod http;
 mod http_sessions;
 mod options;
 mod peers;
+mod pre_init;
 mod progress;
 mod reload;
 mod resources;

@@ -23,6 +23,8 @@ use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::Notify;
 
+use super::pre_init::Handshake;
+
 /// How much of an over-long line is kept to find its `id`.
 const HEAD: usize = 4096;
 
@@ -231,6 +233,8 @@ pub(crate) struct GuardedStdio<R: AsyncRead + Unpin, W: AsyncWrite> {
     inner: AsyncRwTransport<RoleServer, LineGuard<R>, W>,
     refused: Arc<Refused>,
     limit: usize,
+    /// Answers the requests that come before `initialize` (see `pre_init`).
+    handshake: Handshake,
 }
 
 impl<R, W> GuardedStdio<R, W>
@@ -248,6 +252,7 @@ where
                 .with_max_line_length(limit.saturating_add(CUT_MARK.len())),
             refused,
             limit,
+            handshake: Handshake::default(),
         }
     }
 
@@ -294,6 +299,12 @@ where
                 message = self.inner.receive() => {
                     // A line cut just before the end of input is answered too.
                     let _ = self.answer_refused().await;
+                    if let Some(answer) = message.as_ref().and_then(|m| self.handshake.check(m)) {
+                        if self.inner.send(answer).await.is_err() {
+                            return None;
+                        }
+                        continue;
+                    }
                     return message;
                 }
                 () = refused.ready.notified() => {}

@@ -1,19 +1,24 @@
-//! An upstream server's tool as an engine [`Tool`]: named `<server>.<tool>`, called through the
-//! server's live connection, its answer turned into a [`ToolOutput`], and its request cancelled
+//! An upstream server's tool as an engine [`Tool`]: named `<server>.<tool>`, with everything
+//! the server declared of it (title, annotations, icons, `_meta`, output schema), called
+//! through the server's live connection, its answer turned into a [`ToolOutput`] with nothing
+//! lost (content blocks of every kind, structured content, `_meta`), and its request cancelled
 //! upstream (`notifications/cancelled`) when toolgate stops waiting for it.
 
 use std::sync::Arc;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
-    ClientRequest, ContentBlock, RequestId, ResourceContents, ServerResult, Tool as McpTool,
+    ClientRequest, RequestId, ServerResult,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient};
 use serde_json::Value;
-use toolgate::tool::{BoxFuture, ContentPart, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+use toolgate::tool::{
+    BoxFuture, ContentPart, FullOutput, Tool, ToolContext, ToolError, ToolOutput, ToolSpec,
+};
 
 use super::error::{call_error, upstream_error};
 use super::supervisor::Server;
+use crate::shape::{part_of, spec_of};
 
 /// Why toolgate tells a server it no longer waits for a request.
 const CANCEL_REASON: &str =
@@ -45,19 +50,6 @@ pub(crate) fn tools_of(server: &Arc<Server>) -> (Vec<Arc<dyn Tool>>, Vec<String>
     let mut left_out = listed.left_out.clone();
     left_out.extend(held.iter().map(super::pins::held_line));
     (tools, left_out)
-}
-
-fn spec_of(name: String, tool: &McpTool) -> ToolSpec {
-    let description = tool
-        .description
-        .as_deref()
-        .or(tool.title.as_deref())
-        .unwrap_or_default();
-    ToolSpec::new(
-        name,
-        description,
-        Value::Object((*tool.input_schema).clone()),
-    )
 }
 
 impl Tool for UpstreamTool {
@@ -159,79 +151,141 @@ impl Drop for Pending {
     }
 }
 
-/// A tool result as the engine's output: text parts joined by newlines, images kept, other
-/// content described in a line of text; `isError` makes it the tool's failure.
+/// A tool result as the engine's output: a single bare text block as text; anything more
+/// (several blocks, blocks of other kinds or with annotations, structured content, `_meta`)
+/// as a [`FullOutput`] that keeps all of it. `isError` makes it the tool's failure, with the
+/// text of its blocks as the message.
+///
+/// The result's `_meta` keeps every key but those MCP reserves for the protocol (a prefix with
+/// a label `modelcontextprotocol` or `mcp`, such as `io.modelcontextprotocol/serverInfo`): they
+/// describe the hop between toolgate and the server, not the one to toolgate's client.
 pub(crate) fn output(server: &str, result: CallToolResult) -> Result<ToolOutput, ToolError> {
-    let mut parts = Vec::with_capacity(result.content.len());
-    for block in result.content {
-        parts.push(match block {
-            ContentBlock::Text(t) => ContentPart::text(t.text),
-            ContentBlock::Image(i) => ContentPart::Image {
-                mime_type: i.mime_type,
-                data: i.data,
-            },
-            ContentBlock::Audio(a) => ContentPart::text(format!(
-                "[audio ({}), {} base64 characters, not shown]",
-                a.mime_type,
-                a.data.len()
-            )),
-            ContentBlock::Resource(r) => match r.resource {
-                ResourceContents::TextResourceContents { uri, text, .. } => {
-                    ContentPart::text(format!("[resource {uri}]\n{text}"))
-                }
-                ResourceContents::BlobResourceContents {
-                    uri,
-                    mime_type,
-                    blob,
-                    ..
-                } => ContentPart::text(format!(
-                    "[resource {uri} ({}), {} base64 characters, not shown]",
-                    mime_type.as_deref().unwrap_or("binary"),
-                    blob.len()
-                )),
-                other => ContentPart::text(format!(
-                    "[resource of a kind toolgate does not know: {}]",
-                    serde_json::to_string(&other).unwrap_or_default()
-                )),
-            },
-            ContentBlock::ResourceLink(link) => ContentPart::text(match &link.description {
-                Some(d) => format!("[resource link {} <{}>: {d}]", link.name, link.uri),
-                None => format!("[resource link {} <{}>]", link.name, link.uri),
-            }),
-            other => ContentPart::text(format!(
-                "[content of a kind toolgate does not know: {}]",
-                serde_json::to_string(&other).unwrap_or_default()
-            )),
-        });
-    }
-    if parts.is_empty()
-        && let Some(structured) = &result.structured_content
-    {
-        parts.push(ContentPart::text(structured.to_string()));
-    }
-    let all_text = parts.iter().all(|p| matches!(p, ContentPart::Text { .. }));
-    if result.is_error == Some(true) {
-        let text = text_of(&parts);
+    let CallToolResult {
+        content,
+        structured_content,
+        is_error,
+        meta,
+        ..
+    } = result;
+    if is_error == Some(true) {
+        let text = content
+            .into_iter()
+            .map(part_of)
+            .filter_map(|p| p.text_content().map(str::to_owned))
+            .collect::<Vec<_>>()
+            .join("\n");
         return Err(ToolError::new(if text.is_empty() {
             format!("the tool of the MCP server {server} reported an error without a message")
         } else {
             text
         }));
     }
-    Ok(if all_text {
-        ToolOutput::Text(text_of(&parts))
-    } else {
-        ToolOutput::Parts(parts)
+    let meta = meta
+        .map(|m| {
+            m.0.into_iter()
+                .filter(|(key, _)| !reserved_for_the_protocol(key))
+                .collect::<serde_json::Map<_, _>>()
+        })
+        .filter(|m| !m.is_empty());
+    let bare = structured_content.is_none() && meta.is_none();
+    if bare && content.is_empty() {
+        return Ok(ToolOutput::text(""));
+    }
+    let mut parts: Vec<ContentPart> = content.into_iter().map(part_of).collect();
+    if bare
+        && let [ContentPart::Text { text, extra }] = parts.as_mut_slice()
+        && extra.is_empty()
+    {
+        return Ok(ToolOutput::Text(std::mem::take(text)));
+    }
+    if bare {
+        return Ok(ToolOutput::Parts(parts));
+    }
+    Ok(ToolOutput::Full(FullOutput {
+        content: parts,
+        structured: structured_content,
+        meta,
+    }))
+}
+
+/// Whether a `_meta` key is MCP's own: its prefix (before `/`) has a label `modelcontextprotocol`
+/// or `mcp` (MCP 2025-11-25, "General fields").
+fn reserved_for_the_protocol(key: &str) -> bool {
+    key.split_once('/').is_some_and(|(prefix, _)| {
+        prefix
+            .split('.')
+            .any(|label| label == "modelcontextprotocol" || label == "mcp")
     })
 }
 
-fn text_of(parts: &[ContentPart]) -> String {
-    parts
-        .iter()
-        .filter_map(|p| match p {
-            ContentPart::Text { text } => Some(text.as_str()),
-            ContentPart::Image { .. } => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn result(value: Value) -> CallToolResult {
+        serde_json::from_value(value).expect("a CallToolResult")
+    }
+
+    #[test]
+    fn a_bare_text_block_is_text() {
+        let out = output(
+            "s",
+            result(json!({"content": [{"type": "text", "text": "hi"}]})),
+        );
+        assert!(matches!(out, Ok(ToolOutput::Text(t)) if t == "hi"));
+    }
+
+    #[test]
+    fn structured_content_and_meta_are_kept() {
+        let out = output(
+            "s",
+            result(json!({"content": [{"type": "text", "text": "{\"a\":1}"}],
+                "structuredContent": {"a": 1}, "_meta": {"example.com/k": "v"}})),
+        );
+        let Ok(ToolOutput::Full(full)) = out else {
+            panic!("a full output: {out:?}");
+        };
+        assert_eq!(full.structured, Some(json!({"a": 1})));
+        assert_eq!(
+            full.meta,
+            Some(json!({"example.com/k": "v"}).as_object().unwrap().clone())
+        );
+        assert_eq!(full.content, vec![ContentPart::text("{\"a\":1}")]);
+    }
+
+    #[test]
+    fn the_protocols_own_meta_keys_stay_on_their_hop() {
+        let out = output(
+            "s",
+            result(json!({"content": [{"type": "text", "text": "hi"}],
+                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s"}, "example.com/k": 1}})),
+        );
+        let Ok(ToolOutput::Full(full)) = out else {
+            panic!("a full output: {out:?}");
+        };
+        assert_eq!(
+            full.meta,
+            Some(json!({"example.com/k": 1}).as_object().unwrap().clone())
+        );
+        let out = output(
+            "s",
+            result(json!({"content": [{"type": "text", "text": "hi"}],
+                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s"}}})),
+        );
+        assert!(
+            matches!(&out, Ok(ToolOutput::Text(t)) if t == "hi"),
+            "{out:?}"
+        );
+    }
+
+    #[test]
+    fn an_error_result_is_the_tools_failure_with_its_text() {
+        let out = output(
+            "s",
+            result(json!({"isError": true, "content": [{"type": "text", "text": "no such city"}]})),
+        );
+        assert_eq!(out.unwrap_err().message, "no such city");
+    }
 }

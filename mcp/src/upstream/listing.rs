@@ -2,8 +2,9 @@
 //! toolgate cannot offer costs only itself. A tool is left out, with a line saying why, when
 //! its definition is not an MCP tool (an `inputSchema` that is not an object), its name is
 //! empty or makes a `<server>.<tool>` name that breaks the name rules, it is listed twice, its
-//! `inputSchema` is not a valid JSON Schema for an object, or its definition is over
-//! [`MAX_TOOL_BYTES`]. The rest of the list is kept.
+//! `inputSchema` or `outputSchema` is not a valid JSON Schema for an object (every result of a
+//! tool with an output schema is checked against it, so a broken one would fail every call), or
+//! its definition is over [`MAX_TOOL_BYTES`]. The rest of the list is kept.
 
 use std::collections::HashSet;
 
@@ -123,20 +124,29 @@ fn check(server: &str, tool: McpTool, bytes: usize) -> Result<McpTool, String> {
             MAX_TOOL_BYTES / 1024
         ));
     }
-    let schema = Value::Object((*tool.input_schema).clone());
+    check_schema("inputSchema", "arguments are", &tool.input_schema)?;
+    if let Some(output) = &tool.output_schema {
+        check_schema("outputSchema", "structured results are", output)?;
+    }
+    Ok(tool)
+}
+
+/// `Ok` when `schema` (the tool's `field`) is a valid JSON Schema for an object.
+fn check_schema(field: &str, what: &str, schema: &rmcp::model::JsonObject) -> Result<(), String> {
+    let schema = Value::Object(schema.clone());
     match schema.get("type") {
         None => {}
         Some(Value::String(t)) if t == "object" => {}
         Some(other) => {
             return Err(format!(
-                "its inputSchema has \"type\": {other}, but a tool's arguments are an object (\"type\": \"object\")"
+                "its {field} has \"type\": {other}, but a tool's {what} an object (\"type\": \"object\")"
             ));
         }
     }
     if let Err(e) = jsonschema::meta::validate(&schema) {
         let at = e.instance_path().to_string();
         return Err(format!(
-            "its inputSchema is not a valid JSON Schema{}: {e}",
+            "its {field} is not a valid JSON Schema{}: {e}",
             if at.is_empty() {
                 String::new()
             } else {
@@ -144,7 +154,7 @@ fn check(server: &str, tool: McpTool, bytes: usize) -> Result<McpTool, String> {
             }
         ));
     }
-    Ok(tool)
+    Ok(())
 }
 
 /// The length of `value` as compact JSON, without building the text.
@@ -204,6 +214,17 @@ mod tests {
             check("s", t, 10)
                 .unwrap_err()
                 .contains("\"type\": \"string\"")
+        );
+    }
+
+    #[test]
+    fn an_output_schema_that_is_not_a_schema_is_refused() {
+        let t = tool(json!({"name": "t", "inputSchema": {"type": "object"},
+            "outputSchema": {"type": "object", "properties": {"a": {"type": 5}}}}));
+        let e = check("s", t, 10).unwrap_err();
+        assert!(
+            e.contains("outputSchema is not a valid JSON Schema (at /properties/a/type)"),
+            "{e}"
         );
     }
 

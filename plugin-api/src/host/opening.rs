@@ -89,6 +89,18 @@ fn validate_manifest(manifest: &Manifest) -> Result<(), ManifestProblem> {
                 tool: tool.name.clone(),
             });
         }
+        if tool.output_schema.as_ref().is_some_and(|s| !s.is_object()) {
+            return Err(ManifestProblem::NotAnObject {
+                tool: tool.name.clone(),
+                field: "output_schema",
+            });
+        }
+        if tool.annotations.as_ref().is_some_and(|a| !a.is_object()) {
+            return Err(ManifestProblem::NotAnObject {
+                tool: tool.name.clone(),
+                field: "annotations",
+            });
+        }
     }
     Ok(())
 }
@@ -141,6 +153,9 @@ mod tests {
                     name: (*name).into(),
                     description: String::new(),
                     parameters: parameters.clone(),
+                    title: None,
+                    annotations: None,
+                    output_schema: None,
                 })
                 .collect(),
         }
@@ -161,6 +176,16 @@ mod tests {
         assert!(matches!(
             validate_manifest(&m),
             Err(ManifestProblem::ParametersNotObject { tool }) if tool == "a"
+        ));
+    }
+
+    #[test]
+    fn a_manifest_with_an_output_schema_that_is_not_an_object_is_rejected() {
+        let mut m = manifest(&[("a", serde_json::json!({}))]);
+        m.tools[0].output_schema = Some(serde_json::json!(["not", "a", "schema"]));
+        assert!(matches!(
+            validate_manifest(&m),
+            Err(ManifestProblem::NotAnObject { tool, field: "output_schema" }) if tool == "a"
         ));
     }
 }

@@ -5,7 +5,8 @@ use std::fmt;
 use super::base64::encode_base64;
 use crate::part::Part;
 
-/// What a tool returns: text and image parts, in the order the model should see them.
+/// What a tool returns: text and image parts, in the order the model should see them, and
+/// optionally a structured result ([`ToolOutput::with_structured`]) for MCP clients.
 ///
 /// ```
 /// use toolgate_plugin_api::{Part, ToolOutput};
@@ -63,6 +64,30 @@ impl ToolOutput {
             data_base64: data_base64.into(),
         });
         self
+    }
+
+    /// Sets the structured result (MCP's `structuredContent`): a JSON value, matching the
+    /// tool's `output_schema` when it declares one ([`Tool::output_schema`](crate::Tool::output_schema)).
+    /// A second call replaces the first. MCP clients get it beside the content; the model reads
+    /// the content, so say the same in text too (or build the output with
+    /// [`ToolOutput::structured`], which does).
+    ///
+    /// ```
+    /// use toolgate_plugin_api::{json, Part, ToolOutput};
+    ///
+    /// let out = ToolOutput::text("21.5 °C").with_structured(json!({"celsius": 21.5}));
+    /// assert_eq!(out.parts()[1], Part::Structured(json!({"celsius": 21.5})));
+    /// ```
+    pub fn with_structured(mut self, value: serde_json::Value) -> ToolOutput {
+        self.parts.retain(|p| !matches!(p, Part::Structured(_)));
+        self.parts.push(Part::Structured(value));
+        self
+    }
+
+    /// An output whose structured result is `value` and whose text is that value's JSON, as
+    /// MCP servers usually answer.
+    pub fn structured(value: serde_json::Value) -> ToolOutput {
+        ToolOutput::text(value.to_string()).with_structured(value)
     }
 
     /// Appends any part.

@@ -28,6 +28,9 @@ pub struct Tool<S> {
     name: String,
     description: String,
     parameters: serde_json::Value,
+    title: Option<String>,
+    annotations: Option<serde_json::Value>,
+    output_schema: Option<serde_json::Value>,
     handler: Box<Handler<S>>,
 }
 
@@ -57,6 +60,9 @@ impl<S: 'static> Tool<S> {
             name: name.into(),
             description: String::new(),
             parameters: serde_json::json!({"type": "object"}),
+            title: None,
+            annotations: None,
+            output_schema: None,
             handler: Box::new(handler),
         }
     }
@@ -72,6 +78,29 @@ impl<S> Tool<S> {
     /// Sets the JSON Schema of the arguments object.
     pub fn parameters(mut self, schema: serde_json::Value) -> Tool<S> {
         self.parameters = schema;
+        self
+    }
+
+    /// Sets a name for people (MCP clients show it in place of the tool's name).
+    pub fn title(mut self, title: impl Into<String>) -> Tool<S> {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Sets hints about the tool's behaviour, in MCP's `annotations` shape:
+    /// `json!({"readOnlyHint": true, "openWorldHint": false})`. Hints only: a host does not
+    /// rely on them.
+    pub fn annotations(mut self, annotations: serde_json::Value) -> Tool<S> {
+        self.annotations = Some(annotations);
+        self
+    }
+
+    /// Sets the JSON Schema of the tool's structured result (an object schema). Every success
+    /// must then carry a structured result that matches it
+    /// ([`ToolOutput::with_structured`](crate::ToolOutput::with_structured)); the host turns a
+    /// success that does not into an error of kind `invalid_structured_content`.
+    pub fn output_schema(mut self, schema: serde_json::Value) -> Tool<S> {
+        self.output_schema = Some(schema);
         self
     }
 }
@@ -164,6 +193,9 @@ impl<S> Plugin<S> {
                     name: tool.name.clone(),
                     description: tool.description.clone(),
                     parameters: tool.parameters.clone(),
+                    title: tool.title.clone(),
+                    annotations: tool.annotations.clone(),
+                    output_schema: tool.output_schema.clone(),
                 })
                 .collect(),
             capabilities: self.capabilities.clone(),

@@ -6,6 +6,19 @@
  * crosses as UTF-8 JSON; see the Rust module documentation for the full contract (who frees
  * what, thread safety, no unwinding across the boundary).
  *
+ * The JSON, in short (plugin-api's Manifest and Part have the whole of it):
+ *   manifest: {"name": "...", "version": "...", "capabilities": {...},
+ *              "tools": [{"name": "...", "description": "...", "parameters": {schema},
+ *                         "title": "...", "annotations": {...}, "output_schema": {schema}}]}
+ *   a call's output: [{"type": "text", "text": "..."},
+ *                     {"type": "image", "mime_type": "image/png", "data": "<base64>"},
+ *                     {"type": "structured", "value": {...}}]
+ * "title", "annotations", "output_schema" and the "structured" part are the second JSON
+ * revision of ABI 1: the table is unchanged, a first-revision host ignores the three manifest
+ * fields and refuses a "structured" part, and a plugin that uses none of them works with every
+ * host. A tool that declares "output_schema" returns one "structured" part matching it with
+ * every success; the host turns one that does not into the error invalid_structured_content.
+ *
  * The layout of every type here is checked against the Rust definitions by
  * plugins/c-abi/tests/c_abi.rs (sizes and field offsets, compiled by the C compiler).
  */
