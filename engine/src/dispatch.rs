@@ -108,10 +108,12 @@ impl Dispatcher {
             target,
         } = access;
         let settings = self.settings.of_kind(kind, &name);
+        // A read or get has no output schema: its result is the server's contents or messages.
         let target = target.map(|tool| Target {
             name: name.clone(),
             tool,
             builtin: false,
+            output_check: None,
         });
         let mut inv = Invocation::new(
             call_id,

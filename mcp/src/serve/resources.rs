@@ -238,7 +238,7 @@ fn answer(outcome: Outcome, slot: &Slot, method: &str, name: &str) -> Result<Val
         Content::Parts(parts) => parts
             .into_iter()
             .filter_map(|p| match p {
-                toolgate::tool::ContentPart::Text { text } => Some(text),
+                toolgate::tool::ContentPart::Text { text, .. } => Some(text),
                 _ => None,
             })
             .collect(),
