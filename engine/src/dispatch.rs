@@ -108,7 +108,7 @@ impl Dispatcher {
             target,
         } = access;
         let settings = self.settings.of_kind(kind, &name);
-        // A read or get has no output schema: its result is the server's contents or messages.
+        // A resource or a prompt declares no output schema.
         let target = target.map(|tool| Target {
             name: name.clone(),
             tool,

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 use toolgate_policy::Policy;
-use toolgate_store::{IdError, ResultStore};
+use toolgate_store::{IdError, ResultStore, SessionId};
 
 use crate::access::{Access, AccessAliases, CallKind};
 use crate::call::Outcome;
@@ -83,6 +83,19 @@ impl Engine {
     /// The id breaks the store's session-id rule (R7): blank, surrounding whitespace, too long.
     pub fn session(&self, id: Option<&str>) -> Result<Session, IdError> {
         self.inner.sessions.get(id)
+    }
+
+    /// The session `id`, whose id was checked when it was made (no second check).
+    pub fn session_of(&self, id: &SessionId) -> Session {
+        self.inner.sessions.of(Some(id))
+    }
+
+    /// Lets go of what this engine keeps in memory for the session `id` (the tools it found);
+    /// answers whether it kept anything. A host that saves session state elsewhere (`serve`
+    /// keeps it in a store) calls this to bound its memory; the next handle of `id` starts
+    /// empty, and a handle still held keeps what it has.
+    pub fn forget_session(&self, id: &SessionId) -> bool {
+        self.inner.sessions.forget(id)
     }
 
     /// The tools the model sees now in this session, under their model-facing names (N6): the

@@ -39,6 +39,11 @@ impl SessionState {
             .map(|v| v.iter().cloned().collect())
             .unwrap_or_default()
     }
+
+    /// How many catalog tools were found in this session (without copying their names).
+    pub fn revealed_count(&self) -> usize {
+        self.visible.lock().map(|v| v.len()).unwrap_or(0)
+    }
 }
 
 /// A handle to a session; cheap to clone. Get one from [`crate::Engine::session`].
@@ -73,6 +78,14 @@ impl Sessions {
     pub(crate) fn get(&self, id: Option<&str>) -> Result<Session, IdError> {
         let id = id.map(SessionId::parse).transpose()?;
         Ok(self.of(id.as_ref()))
+    }
+
+    /// Drops the state of `id`; answers whether there was one.
+    pub(crate) fn forget(&self, id: &SessionId) -> bool {
+        self.map
+            .lock()
+            .map(|mut m| m.remove(id).is_some())
+            .unwrap_or(false)
     }
 
     /// The session of an id already checked.
@@ -117,6 +130,8 @@ mod tests {
         let again = sessions.of(first.id());
         assert_eq!(again.id().map(SessionId::as_str), Some("chat-7"));
         assert!(again.state().is_revealed("fs.read_file"));
+        assert!(sessions.forget(first.id().unwrap()));
+        assert!(!sessions.of(first.id()).state().is_revealed("fs.read_file"));
         assert!(
             !sessions
                 .get(None)

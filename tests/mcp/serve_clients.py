@@ -102,7 +102,10 @@ class Server:
 
     def client(self, http_client: httpx2.AsyncClient | None = None, **kwargs: Any) -> Client:
         """A client on its own connection: over stdio its own serve process, over HTTP its
-        own MCP session."""
+        own MCP session. These scenarios are about sessions and the notifications of a
+        connection, so the client speaks a 2025 revision (`initialize`) unless a scenario asks
+        for `mode="auto"`; the 2026-07-28 ones are in tests/mcp/serve_revisions.py."""
+        kwargs.setdefault("mode", "legacy")
         if self.transport == "stdio":
             params = StdioServerParameters(command=self.toolgate, args=self.args(), env=self.env)
             errlog = open(self.log, "a")

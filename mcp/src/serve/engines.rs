@@ -38,6 +38,8 @@ pub(crate) struct Loaded {
     pub(crate) always_visible: HashSet<String>,
     /// Counts the policies loaded, from 1.
     pub(crate) generation: u64,
+    /// The most items a page of a list holds (`serve.page_size`).
+    pub(crate) page_size: std::num::NonZeroUsize,
     /// The upstream servers whose tools this engine has.
     pub(crate) upstreams: Arc<UpstreamSet>,
 }
@@ -84,6 +86,7 @@ impl UpstreamSet {
                 && a.transport == b.transport
                 && a.searchable == b.searchable
                 && a.startup_timeout == b.startup_timeout
+                && a.protocol == b.protocol
                 // Declared to the server when it starts.
                 && a.client_requests == b.client_requests
                 && a.pins == b.pins
@@ -250,11 +253,13 @@ fn build(
     }
     let engine = builder.build()?;
     let always_visible = Loaded::base_names(&engine)?;
+    let page_size = engine.policy().serve.page_size;
     Ok(Loaded {
         engine,
         sessions,
         always_visible,
         generation,
+        page_size,
         upstreams,
     })
 }

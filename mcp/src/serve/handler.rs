@@ -15,9 +15,10 @@ use rmcp::model::{
     GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
-    ServerConfig, SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
+    ServerConfig, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter,
+    UnsubscribeRequestParams,
 };
-use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
 use tokio_util::sync::CancellationToken;
 use toolgate::Session;
 use toolgate::history::ToolCall;
@@ -27,9 +28,12 @@ use super::clients::ClientLink;
 use super::content::{call_result, error_result, tool};
 use super::downstream::CallLink;
 use super::engines::Loaded;
+use super::listeners::{self, Change};
+use super::paging;
 use super::progress::forward_progress;
 use super::resources::{self, Caller};
 use super::shared::Shared;
+use super::stateless::{self, Principal};
 
 /// The HTTP header that carries the MCP session id.
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -39,7 +43,8 @@ const SESSION_HEADER: &str = "mcp-session-id";
 pub(crate) enum SessionSource {
     /// One id for the whole connection (stdio).
     Fixed(SessionId),
-    /// The `Mcp-Session-Id` of each HTTP request.
+    /// The `Mcp-Session-Id` of each HTTP request; for a request without one (2026-07-28), the
+    /// principal and `_meta["toolgate/session"]` (see [`stateless`]).
     HttpHeader,
 }
 
@@ -56,13 +61,18 @@ pub(crate) struct Gateway {
 /// What `serve` offers its clients: tools and logging, and what some upstream server offers of
 /// resources, prompts and completion (see [`resources::declare`]).
 pub(crate) fn capabilities(shared: &Shared) -> ServerCapabilities {
-    let mut capabilities = ServerCapabilities::builder()
+    let mut capabilities = base_capabilities();
+    resources::declare(shared, &mut capabilities);
+    capabilities
+}
+
+/// What serve offers whatever its upstreams offer: tools, their list changes, logging.
+fn base_capabilities() -> ServerCapabilities {
+    ServerCapabilities::builder()
         .enable_tools()
         .enable_tool_list_changed()
         .enable_logging()
-        .build();
-    resources::declare(shared, &mut capabilities);
-    capabilities
+        .build()
 }
 
 impl Gateway {
@@ -89,17 +99,30 @@ impl Gateway {
         match &self.source {
             SessionSource::Fixed(id) => Ok(id.clone()),
             SessionSource::HttpHeader => {
-                let header = context
-                    .extensions
-                    .get::<http::request::Parts>()
-                    .and_then(|parts| parts.headers.get(SESSION_HEADER))
-                    .and_then(|value| value.to_str().ok())
-                    .ok_or_else(|| {
-                        McpError::invalid_request("the request has no Mcp-Session-Id", None)
-                    })?;
-                SessionId::parse(header).map_err(|e| {
-                    McpError::invalid_request(format!("bad Mcp-Session-Id: {e}"), None)
-                })
+                let parts = context.extensions.get::<http::request::Parts>();
+                match parts.and_then(|parts| parts.headers.get(SESSION_HEADER)) {
+                    Some(header) => {
+                        let header = header.to_str().map_err(|_| {
+                            McpError::invalid_request("bad Mcp-Session-Id: not text", None)
+                        })?;
+                        SessionId::parse(header).map_err(|e| {
+                            McpError::invalid_request(format!("bad Mcp-Session-Id: {e}"), None)
+                        })
+                    }
+                    // A request without an MCP session (2026-07-28): keyed by who sent it.
+                    None => {
+                        let principal = parts
+                            .and_then(|parts| parts.extensions.get::<Principal>())
+                            .ok_or_else(|| {
+                                McpError::internal_error("the request has no principal", None)
+                            })?;
+                        let id = stateless::session_of(principal, &context.meta)?;
+                        if let Some(forget) = self.shared.stateless.touch(&id) {
+                            self.shared.engines.current().engine.forget_session(&forget);
+                        }
+                        Ok(id)
+                    }
+                }
             }
         }
     }
@@ -112,10 +135,7 @@ impl Gateway {
         id: &SessionId,
         fresh: bool,
     ) -> Result<Session, McpError> {
-        let session = loaded
-            .engine
-            .session(Some(id.as_str()))
-            .map_err(|e| McpError::invalid_request(format!("bad session id: {e}"), None))?;
+        let session = loaded.engine.session_of(id);
         if fresh && let Err(e) = loaded.sessions.refresh(&session, id).await {
             // The session goes on with what this process knows; the next call tries again.
             tracing::warn!(
@@ -152,18 +172,60 @@ impl Drop for Gateway {
     }
 }
 
+/// The protocol revisions `serve` speaks, oldest first: every one up to 2026-07-28.
+pub(crate) fn supported_versions() -> &'static [ProtocolVersion] {
+    ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28)
+}
+
+/// What `server/discover` says about the server before the policy's engine is built: the
+/// capabilities that depend on no policy (resources and prompts, which depend on the upstreams,
+/// are declared by `initialize` and by a discover that reaches the engine).
+pub(crate) fn server_config() -> ServerConfig {
+    server_config_with(base_capabilities())
+}
+
+/// What `initialize` and `server/discover` say about the server, with `capabilities`.
+fn server_config_with(capabilities: ServerCapabilities) -> ServerConfig {
+    ServerConfig::new(capabilities)
+        .with_server_info(Implementation::new("toolgate", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "The tools of a toolgate policy. Every call runs through the policy's guard; a \
+             refused or failed call comes back as an error result that says what to do next.",
+        )
+}
+
+/// Whether the request is on a revision without sessions (2026-07-28 and later).
+fn is_sessionless(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|version| !version.has_initialize())
+}
+
 impl ServerHandler for Gateway {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(capabilities(&self.shared))
-            .with_server_info(Implementation::new("toolgate", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "The tools of a toolgate policy. Every call runs through the policy's guard; a \
-                 refused or failed call comes back as an error result that says what to do next.",
-            )
+        server_config_with(capabilities(&self.shared))
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+        Cow::Borrowed(supported_versions())
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(listeners::accepted(requested))
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let id = self.session_id(context.request_context())?;
+        let _listening = self
+            .shared
+            .peers
+            .listeners
+            .add(id, context.sink().clone())?;
+        context.cancelled().await;
+        Ok(())
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -181,19 +243,23 @@ impl ServerHandler for Gateway {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let id = self.session_id(&context)?;
         let loaded = self.shared.engines.current();
         let session = self.session(&loaded, &id, true).await?;
-        let tools = loaded
-            .engine
-            .visible_tools(&session)
-            .into_iter()
-            .map(|spec| tool(spec, &loaded.engine))
-            .collect();
-        Ok(ListToolsResult::with_all_items(tools))
+        let page = paging::page(
+            "tools",
+            loaded.engine.visible_tools(&session),
+            request.as_ref(),
+            loaded.page_size,
+            |spec| spec.name.as_str(),
+        )?
+        .map(|spec| tool(spec, &loaded.engine));
+        let mut result = ListToolsResult::with_all_items(page.items);
+        result.next_cursor = page.next_cursor;
+        Ok(result)
     }
 
     async fn list_resources(
@@ -271,7 +337,7 @@ impl ServerHandler for Gateway {
         let name = request.name.as_ref();
         let fresh = !loaded.always_visible.contains(name);
         let session = self.session(&loaded, &id, fresh).await?;
-        let found_before = session.state().revealed().len();
+        let found_before = session.state().revealed_count();
 
         let arguments = match request.arguments {
             Some(map) => serde_json::Value::Object(map).to_string(),
@@ -320,7 +386,7 @@ impl ServerHandler for Gateway {
             Err(turn) => error_result(turn.error.kind(), format!("Error: {}", turn.error)),
         };
 
-        if session.state().revealed().len() > found_before {
+        if session.state().revealed_count() > found_before {
             if let Err(e) = loaded.sessions.save(&session, &id).await {
                 tracing::warn!(
                     session = id.as_str(),
@@ -328,7 +394,11 @@ impl ServerHandler for Gateway {
                     "cannot save the session state"
                 );
             }
-            if let Err(e) = context.peer.notify_tool_list_changed().await {
+            if is_sessionless(&context) {
+                (self.shared.peers.listeners)
+                    .list_changed(Change::Tools, Some(&id))
+                    .await;
+            } else if let Err(e) = context.peer.notify_tool_list_changed().await {
                 tracing::debug!(error = %e, "cannot tell the client its tool list changed");
             }
         }

@@ -24,7 +24,7 @@ use http::{Request, Response, StatusCode, header};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::Incoming;
-use rmcp::model::ClientJsonRpcMessage;
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::Value;
@@ -38,6 +38,7 @@ use super::http_sessions::McpSessions;
 use super::options::{HttpOptions, TokenSource};
 use super::pre_init::before_initialize;
 use super::shared::Shared;
+use super::stateless::Principal;
 
 type Body = BoxBody<Bytes, Infallible>;
 
@@ -47,6 +48,8 @@ struct Front {
     sessions: Arc<LocalSessionManager>,
     path: String,
     token: Option<String>,
+    /// Who the clients are: the token's holders, or the local principal without a token.
+    principal: Principal,
     max_sessions: usize,
     max_request_bytes: usize,
     read_timeout: Option<Duration>,
@@ -141,6 +144,9 @@ fn front(
         service,
         sessions,
         path: options.path.clone(),
+        principal: token
+            .as_deref()
+            .map_or_else(Principal::local, Principal::bearer),
         token,
         max_sessions: options.max_sessions,
         max_request_bytes: options.max_request_bytes,
@@ -171,14 +177,16 @@ impl Front {
             return response;
         }
         let is_delete = request.method() == http::Method::DELETE;
-        let request = match request.method() {
+        let (mut request, initialize) = match request.method() {
             &http::Method::POST => match self.checked_body(request).await {
-                Ok(request) => request,
+                Ok(checked) => checked,
                 Err(response) => return response,
             },
-            _ => request.map(|_| Full::new(Bytes::new())),
+            _ => (request.map(|_| Full::new(Bytes::new())), false),
         };
-        let _admitted = match self.may_add_session(&request).await {
+        // Who sent it: a request without an MCP session (2026-07-28) is keyed by it.
+        request.extensions_mut().insert(self.principal.clone());
+        let _admitted = match self.may_add_session(&request, initialize).await {
             true => {
                 let admitted = self.admission.lock().await;
                 if self.sessions.sessions.read().await.len() >= self.max_sessions {
@@ -205,12 +213,13 @@ impl Front {
         response
     }
 
-    /// Whether rmcp may open a session for `request`: a POST without a session id (an
-    /// `initialize`), or any request but a DELETE whose session this process does not hold
-    /// (rmcp brings it back from the session store when it is there).
-    async fn may_add_session<B>(&self, request: &Request<B>) -> bool {
+    /// Whether rmcp may open a session for `request`: an `initialize` without a session id
+    /// (a request of 2026-07-28 has none and opens none), or any request but a DELETE whose
+    /// session this process does not hold (rmcp brings it back from the session store when
+    /// it is there).
+    async fn may_add_session<B>(&self, request: &Request<B>, initialize: bool) -> bool {
         match request.headers().get("mcp-session-id") {
-            None => request.method() == http::Method::POST,
+            None => initialize,
             Some(_) if request.method() == http::Method::DELETE => false,
             Some(id) => match id.to_str() {
                 Ok(id) => !self.sessions.sessions.read().await.contains_key(id),
@@ -221,11 +230,12 @@ impl Front {
 
     /// Reads a POST body (at most `max_request_bytes`) and answers what is not one JSON-RPC
     /// message with a JSON-RPC error: -32700 for text that is not JSON, -32600 for JSON that is
-    /// not a request, notification or response (a batch, a missing `jsonrpc`, ...).
+    /// not a request, notification or response (a batch, a missing `jsonrpc`, ...). Answers
+    /// the request and whether it is an `initialize`.
     async fn checked_body(
         &self,
         request: Request<Incoming>,
-    ) -> Result<Request<Full<Bytes>>, Response<Body>> {
+    ) -> Result<(Request<Full<Bytes>>, bool), Response<Body>> {
         let (parts, body) = request.into_parts();
         let collect = Limited::new(body, self.max_request_bytes).collect();
         let collected = match self.read_timeout {
@@ -282,7 +292,12 @@ impl Front {
                 &error.message,
             ));
         }
-        Ok(Request::from_parts(parts, Full::new(bytes)))
+        let initialize = matches!(
+            message,
+            ClientJsonRpcMessage::Request(ref request)
+                if matches!(request.request, ClientRequest::InitializeRequest(_))
+        );
+        Ok((Request::from_parts(parts, Full::new(bytes)), initialize))
     }
 }
 

@@ -13,6 +13,7 @@ use rmcp::model::ServerCapabilities;
 use rmcp::service::{Peer, RoleServer, ServiceError};
 
 use super::clients::ClientLink;
+use super::listeners::{Change, Listeners};
 use crate::upstream::ListKind;
 
 /// How long one client may take to accept a list-changed notification.
@@ -23,6 +24,9 @@ const NOTIFY_WAIT: Duration = Duration::from_secs(1);
 pub(crate) struct Peers {
     next: AtomicU64,
     peers: Mutex<HashMap<u64, Arc<ClientLink>>>,
+    /// The clients on 2026-07-28, which hear of changes on `subscriptions/listen` requests:
+    /// told whatever the connections are told.
+    pub(crate) listeners: Listeners,
 }
 
 impl Peers {
@@ -64,20 +68,22 @@ impl Peers {
     pub(crate) async fn tool_list_changed(&self) -> usize {
         self.notify_all(|p| async move { p.notify_tool_list_changed().await })
             .await
+            + self.listeners.list_changed(Change::Tools, None).await
     }
 
     /// Sends the list-changed notification of `list` to every open connection.
     pub(crate) async fn list_changed(&self, list: ListKind) -> usize {
-        match list {
-            ListKind::Resources => {
-                self.notify_all(|p| async move { p.notify_resource_list_changed().await })
-                    .await
+        self.listeners.list_changed(Change::from(list), None).await
+            + match list {
+                ListKind::Resources => {
+                    self.notify_all(|p| async move { p.notify_resource_list_changed().await })
+                        .await
+                }
+                ListKind::Prompts => {
+                    self.notify_all(|p| async move { p.notify_prompt_list_changed().await })
+                        .await
+                }
             }
-            ListKind::Prompts => {
-                self.notify_all(|p| async move { p.notify_prompt_list_changed().await })
-                    .await
-            }
-        }
     }
 
     /// After a reload: every list `capabilities` offers may have changed. Answers how many

@@ -13,6 +13,7 @@ use super::error::ServeError;
 use super::options::ServeOptions;
 use super::peers::Peers;
 use super::progress::ProgressRoutes;
+use super::session::StoredSessions;
 use super::shared::Shared;
 use super::{http, reload, stdio};
 
@@ -29,6 +30,51 @@ pub async fn serve(options: ServeOptions) -> Result<(), ServeError> {
         Some(id) => SessionId::parse(id)?,
         None => SessionId::parse(&format!("stdio-{}", random_hex()?))?,
     };
+    let shutdown = CancellationToken::new();
+    spawn_stop_on_signals(shutdown.clone())?;
+    let mut started = None;
+    let result = match options.http.clone() {
+        Some(http_options) => {
+            let shared = start(&options, &shutdown, &mut started).await?;
+            http::serve_http(shared, http_options, shutdown.clone()).await
+        }
+        None => {
+            // A policy that does not load fails now, not at the first request; what it
+            // starts (plugins, upstream servers) waits for a request that needs it.
+            let policy = toolgate_policy::load_file(&options.policy)?;
+            tokio::spawn(prune_at_start(policy, options.default_store_url.clone()));
+            stdio::serve_stdio(
+                start(&options, &shutdown, &mut started),
+                session,
+                options.max_request_bytes,
+                shutdown.clone(),
+            )
+            .await
+        }
+    };
+    shutdown.cancel();
+    if let Some((shared, reloader)) = started {
+        let _ = reloader.await;
+        // No child process of an upstream server outlives serve.
+        shared
+            .engines
+            .current()
+            .upstreams
+            .upstreams
+            .shutdown()
+            .await;
+    }
+    result
+}
+
+/// Loads the policy, builds its engine (starting its upstream servers), and starts what runs
+/// beside the clients: the reload watch and the sweep of expired sessions. What it started is
+/// left in `started`, for the end of `serve`.
+async fn start(
+    options: &ServeOptions,
+    shutdown: &CancellationToken,
+    started: &mut Option<(Arc<Shared>, tokio::task::JoinHandle<()>)>,
+) -> Result<Arc<Shared>, ServeError> {
     let progress = Arc::new(ProgressRoutes::default());
     let peers = Arc::new(Peers::default());
     let links = Arc::new(Links::new(Arc::clone(&peers)));
@@ -48,38 +94,36 @@ pub async fn serve(options: ServeOptions) -> Result<(), ServeError> {
         source: std::io::Error::other(e.to_string()),
     })??;
     let shared = Arc::new(Shared::new(engines, peers, links, progress));
-    let shutdown = CancellationToken::new();
-    spawn_stop_on_signals(shutdown.clone())?;
     let reloader = reload::start(Arc::clone(&shared), options.watch, shutdown.clone())?;
     tokio::spawn(sweep_expired_sessions(
         Arc::clone(&shared),
         shutdown.clone(),
     ));
-    let result = match options.http {
-        Some(http_options) => {
-            http::serve_http(Arc::clone(&shared), http_options, shutdown.clone()).await
-        }
-        None => {
-            stdio::serve_stdio(
-                Arc::clone(&shared),
-                session,
-                options.max_request_bytes,
-                shutdown.clone(),
-            )
-            .await
+    *started = Some((Arc::clone(&shared), reloader));
+    Ok(shared)
+}
+
+/// Deletes expired session state once, before the engine is built (stdio builds it at the
+/// first request; the hourly sweep starts then).
+async fn prune_at_start(policy: toolgate::Policy, default_url: Option<String>) {
+    let sessions = match StoredSessions::for_policy(&policy, default_url.as_deref()) {
+        Ok(sessions) => sessions,
+        Err(e) => {
+            tracing::warn!(
+                "cannot open the session store to delete expired state: {}",
+                toolgate::error::Chain(&e)
+            );
+            return;
         }
     };
-    shutdown.cancel();
-    let _ = reloader.await;
-    // No child process of an upstream server outlives serve.
-    shared
-        .engines
-        .current()
-        .upstreams
-        .upstreams
-        .shutdown()
-        .await;
-    result
+    match sessions.prune_expired().await {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(sessions = n, "deleted expired session state"),
+        Err(e) => tracing::warn!(
+            "cannot delete expired session state: {}",
+            toolgate::error::Chain(&e)
+        ),
+    }
 }
 
 /// How often `serve` deletes the state of sessions past the policy's `sessions.ttl`.

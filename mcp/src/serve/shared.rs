@@ -8,6 +8,7 @@ use super::engines::Engines;
 use super::peers::Peers;
 use super::progress::ProgressRoutes;
 use super::subscriptions::Subscriptions;
+use super::stateless::{MAX_IN_MEMORY, Recent};
 
 /// The engines, the connected clients, the calls running for them and the progress routes of
 /// one `serve`.
@@ -15,6 +16,8 @@ pub(crate) struct Shared {
     pub(crate) engines: Engines,
     pub(crate) peers: Arc<Peers>,
     pub(crate) links: Arc<Links>,
+    /// The stateless sessions whose state the engine keeps in memory.
+    pub(crate) stateless: Recent,
     pub(crate) progress: Arc<ProgressRoutes>,
     /// Every client's `resources/subscribe`.
     pub(crate) subscriptions: Arc<Subscriptions>,
@@ -32,6 +35,7 @@ impl Shared {
             engines,
             peers,
             links,
+            stateless: Recent::new(MAX_IN_MEMORY),
             progress,
             subscriptions: Arc::default(),
             calls: AtomicU64::new(0),

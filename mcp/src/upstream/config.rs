@@ -125,6 +125,7 @@ mod tests {
             transport,
             searchable: false,
             startup_timeout: None,
+            protocol: Default::default(),
             client_requests: Default::default(),
             pins: None,
             position: None,

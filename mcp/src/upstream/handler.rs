@@ -131,6 +131,11 @@ impl Handler {
         &self.shared.watch
     }
 
+    /// The server said its tool list changed (on 2026-07-28, on its listen stream).
+    pub(crate) fn tools_changed(&self) {
+        self.shared.list_changed.notify_one();
+    }
+
     /// Resolves when the server said its tool list changed (once per notice; a notice that
     /// came while nobody waited is kept).
     pub(crate) async fn list_changed(&self) {
@@ -259,7 +264,7 @@ impl ClientHandler for Handler {
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         tracing::info!(server = %self.shared.server, "the MCP server says its tool list changed");
-        self.shared.list_changed.notify_one();
+        self.tools_changed();
     }
 
     async fn on_resource_updated(

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use super::{McpClientRequests, Position};
 use crate::env_template::EnvTemplate;
 use crate::glob::Glob;
-use crate::shape::values::{self, Count, Flag, MAX_SAFE_INTEGER, Name, PathText, Size};
+use crate::shape::values::{self, Count, Flag, MAX_SAFE_INTEGER, Name, PathText, Size, names_only};
 
 /// A plugin to load.
 #[derive(Debug, Clone, PartialEq)]
@@ -371,8 +371,24 @@ pub struct McpServerSpec {
     /// The pins file (`pins:`, resolved against the policy file's directory): the approved
     /// definitions of its tools, whose changed or new tools are held back. `None` = not pinned.
     pub pins: Option<PathBuf>,
+    /// The protocol revision toolgate speaks to it.
+    pub protocol: McpProtocol,
     /// Where the server's entry is in the policy file.
     pub position: Option<Position>,
+}
+
+/// The protocol revision toolgate speaks to an upstream MCP server (`mcp_servers[].protocol`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, JsonSchema)]
+#[schemars(inline, transform = names_only)]
+pub enum McpProtocol {
+    /// The `initialize` handshake (2025 revisions, the newest the server agrees to); a server
+    /// that has no handshake is spoken to with `server/discover` and 2026-07-28.
+    #[default]
+    #[serde(rename = "auto")]
+    Auto,
+    /// `server/discover` and 2026-07-28 only.
+    #[serde(rename = "2026-07-28")]
+    V2026_07_28,
 }
 
 impl McpServerSpec {

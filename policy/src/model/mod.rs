@@ -28,6 +28,7 @@ mod calls;
 mod client_requests;
 mod extensions;
 mod redact;
+mod serve;
 
 pub use access::*;
 pub use audit::*;
@@ -35,6 +36,7 @@ pub use calls::*;
 pub use client_requests::*;
 pub use extensions::*;
 pub use redact::*;
+pub use serve::*;
 
 /// A place in a policy file, 1-based, for error messages that point at the line and column.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -150,6 +152,8 @@ pub struct Policy {
     /// them: a get is governed like a tool call (rules naming prompts, hooks with kind =
     /// "prompt", the dispatch timeout and cap, offload). Every key is optional.
     pub prompts: AccessSettings,
+    /// How `toolgate serve` answers MCP clients. Every key is optional.
+    pub serve: ServeSettings,
 }
 
 impl Default for Policy {
@@ -172,6 +176,7 @@ impl Default for Policy {
             audit: None,
             resources: AccessSettings::default(),
             prompts: AccessSettings::default(),
+            serve: ServeSettings::default(),
         }
     }
 }

@@ -19,7 +19,7 @@ use super::de::resolve;
 use super::values::{self, DurationText, EnvTemplateText, Flag, PathText};
 use crate::env_template::EnvTemplate;
 use crate::error::{Diagnostic, DiagnosticKind, Diagnostics};
-use crate::model::{McpClientRequests, McpServerSpec, McpTransport, Position, here};
+use crate::model::{McpClientRequests, McpProtocol, McpServerSpec, McpTransport, Position, here};
 use crate::yaml::{Kind, Node, Pos};
 
 /// One upstream MCP server: a name and exactly one of command (a child process speaking MCP on
@@ -111,6 +111,12 @@ struct McpServer {
     #[serde(default, deserialize_with = "values::optional_path")]
     #[schemars(with = "PathText")]
     pins: Option<PathBuf>,
+    /// The protocol revision toolgate speaks to the server: auto (the initialize handshake of
+    /// the 2025 revisions, at the newest one the server agrees to; server/discover and
+    /// 2026-07-28 for a server that has no handshake) or 2026-07-28 (server/discover only).
+    /// Default auto.
+    #[serde(default)]
+    protocol: McpProtocol,
     #[serde(skip_deserializing, default = "here")]
     #[schemars(skip)]
     position: Option<Position>,
@@ -166,6 +172,7 @@ impl<'de> Deserialize<'de> for McpServerSpec {
             startup_timeout: server.startup_timeout,
             client_requests: server.client_requests,
             pins: server.pins,
+            protocol: server.protocol,
             position: server.position,
         })
     }
