@@ -57,8 +57,8 @@ mod shared;
 mod stateless;
 mod stdio;
 mod stdio_lines;
-mod subscriptions;
 mod stdio_pipes;
+mod subscriptions;
 
 pub use error::ServeError;
 pub use options::{DEFAULT_MAX_REQUEST_BYTES, HttpOptions, ServeOptions, TokenSource};

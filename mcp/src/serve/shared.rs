@@ -7,8 +7,8 @@ use super::downstream::Links;
 use super::engines::Engines;
 use super::peers::Peers;
 use super::progress::ProgressRoutes;
-use super::subscriptions::Subscriptions;
 use super::stateless::{MAX_IN_MEMORY, Recent};
+use super::subscriptions::Subscriptions;
 
 /// The engines, the connected clients, the calls running for them and the progress routes of
 /// one `serve`.
