@@ -73,7 +73,7 @@ fn run_bounded(
 fn facts(what: &str, (code, stdout, stderr): (i32, String, String)) -> Value {
     let lines: Vec<&str> = stdout.lines().collect();
     assert!(
-        code == 0 && lines.last() == Some(&"ok") || code == 0 && lines.len() == 1,
+        code == 0 && (lines.last() == Some(&"ok") || lines.len() == 1),
         "{what} failed (exit {code}):\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
     );
     let json = lines
