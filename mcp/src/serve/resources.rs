@@ -4,8 +4,8 @@
 //! * Capabilities: `resources` (with `subscribe` when a server has it), `prompts` and
 //!   `completions` are declared when some upstream server declared them, and only then.
 //! * Lists: every server's resources, templates and prompts (the upstream catalog); a prompt is named
-//!   `<server>.<prompt>`, a resource keeps its URI. One page; a cursor is refused, as no list
-//!   hands one out.
+//!   `<server>.<prompt>`, a resource keeps its URI. Paged like `tools/list`
+//!   ([`paging`](super::paging)), each list in the order of its keys.
 //! * `resources/read` and `prompts/get` run through the engine's guard
 //!   ([`toolgate::Engine::access`]): rules, hooks, timeout, cap or offload, events. A refused or
 //!   failed one is a JSON-RPC error whose `data.toolgate.error_kind` says why (codes below); an
@@ -39,6 +39,7 @@ use toolgate::{Content, Outcome, Session};
 
 use super::content::META_KEY;
 use super::engines::Loaded;
+use super::paging;
 use super::shared::Shared;
 use super::subscriptions::{MAX_PER_CLIENT, Refused};
 use crate::upstream::{Slot, nowhere};
@@ -76,54 +77,61 @@ pub(crate) fn declare(shared: &Shared, capabilities: &mut ServerCapabilities) {
     }
 }
 
-/// One page holding every item. No list hands out a cursor, so a request with one is refused
-/// rather than answered with the first page again.
-fn one_page<T>(items: Vec<T>, request: Option<PaginatedRequestParams>) -> Result<Vec<T>, McpError> {
-    match request.and_then(|r| r.cursor) {
-        Some(cursor) => Err(McpError::invalid_params(
-            format!(
-                "unknown cursor {:?}: this list has one page",
-                toolgate::error::cut_name(&cursor)
-            ),
-            None,
-        )),
-        None => Ok(items),
-    }
-}
-
 pub(crate) fn list_resources(
     shared: &Shared,
     request: Option<PaginatedRequestParams>,
 ) -> Result<ListResourcesResult, McpError> {
-    let catalog = shared.engines.current().upstreams.upstreams.catalog();
+    let loaded = shared.engines.current();
+    let catalog = loaded.upstreams.upstreams.catalog();
     let items = catalog.resources.iter().map(|(_, r)| r.clone()).collect();
-    Ok(ListResourcesResult::with_all_items(one_page(
-        items, request,
-    )?))
+    let page = paging::page(
+        "resources",
+        items,
+        request.as_ref(),
+        loaded.page_size,
+        |r| r.uri.as_str(),
+    )?;
+    let mut result = ListResourcesResult::with_all_items(page.items);
+    result.next_cursor = page.next_cursor;
+    Ok(result)
 }
 
 pub(crate) fn list_templates(
     shared: &Shared,
     request: Option<PaginatedRequestParams>,
 ) -> Result<ListResourceTemplatesResult, McpError> {
-    let catalog = shared.engines.current().upstreams.upstreams.catalog();
+    let loaded = shared.engines.current();
+    let catalog = loaded.upstreams.upstreams.catalog();
     let items = catalog
         .templates
         .iter()
         .map(|(_, t, _)| t.clone())
         .collect();
-    Ok(ListResourceTemplatesResult::with_all_items(one_page(
-        items, request,
-    )?))
+    let page = paging::page(
+        "resources/templates",
+        items,
+        request.as_ref(),
+        loaded.page_size,
+        |t| t.uri_template.as_str(),
+    )?;
+    let mut result = ListResourceTemplatesResult::with_all_items(page.items);
+    result.next_cursor = page.next_cursor;
+    Ok(result)
 }
 
 pub(crate) fn list_prompts(
     shared: &Shared,
     request: Option<PaginatedRequestParams>,
 ) -> Result<ListPromptsResult, McpError> {
-    let catalog = shared.engines.current().upstreams.upstreams.catalog();
+    let loaded = shared.engines.current();
+    let catalog = loaded.upstreams.upstreams.catalog();
     let items = catalog.prompts.iter().map(|(_, p, _)| p.clone()).collect();
-    Ok(ListPromptsResult::with_all_items(one_page(items, request)?))
+    let page = paging::page("prompts", items, request.as_ref(), loaded.page_size, |p| {
+        p.name.as_str()
+    })?;
+    let mut result = ListPromptsResult::with_all_items(page.items);
+    result.next_cursor = page.next_cursor;
+    Ok(result)
 }
 
 /// The real name of what a client asked for by `name`, and the alias when it used one: a name
