@@ -376,11 +376,11 @@ mod tests {
     fn a_rule_is_labelled_by_its_place_in_the_policy_when_one_kind_is_picked() {
         let for_reads = Rule {
             resources: vec![Glob::new("demo://*").expect("valid")],
-            ..Rule::default()
+            ..Default::default()
         };
         let for_tools = Rule {
             tools: vec![Glob::new("echo").expect("valid")],
-            ..Rule::default()
+            ..Default::default()
         };
         let rules = Rules {
             allow: Vec::new(),

@@ -16,7 +16,7 @@
 //! The **principal** is who the request comes from, as far as `serve` can tell: the bearer
 //! token it carried (its SHA-256, never the token itself), or `local` when `serve` asks for no
 //! token (loopback, where any local program could connect anyway). A session belongs to its
-//! principal (C2): the stored id is derived from the principal and the client's id,
+//! principal: the stored id is derived from the principal and the client's id,
 //! `mcp-` and 32 hex digits of `SHA-256("toolgate stateless session" 0 principal 0 id)`, so
 //! a client of another principal that presents the same id gets another session, and can
 //! neither list what this one found nor read what it offloaded ("access denied"). Session
