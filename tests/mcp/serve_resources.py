@@ -297,6 +297,36 @@ async def pinned_definitions_that_changed_are_held_back(opts: argparse.Namespace
     print("ok")
 
 
+async def the_lists_are_paged(opts: argparse.Namespace) -> None:
+    """With serve.page_size 2, each list comes in pages that together hold every item once."""
+    with tempfile.TemporaryDirectory() as tmp:
+        policy = Path(tmp) / "policy.yaml"
+        policy.write_text(POLICY.read_text() + "\nserve:\n  page_size: 2\n")
+        async with serving(opts, policy) as server:
+            async with server.client() as client:
+                for lister, items, key in [
+                    (client.list_resources, "resources", "uri"),
+                    (client.list_resource_templates, "resource_templates", "uri_template"),
+                    (client.list_prompts, "prompts", "name"),
+                ]:
+                    seen, cursor, pages = [], None, 0
+                    while True:
+                        page = await lister(cursor=cursor)
+                        got = [getattr(i, key) for i in getattr(page, items)]
+                        check(len(got) <= 2, f"{items}: at most 2 a page: {got}")
+                        seen.extend(got)
+                        pages += 1
+                        cursor = page.next_cursor
+                        if cursor is None:
+                            break
+                    check(len(seen) == len(set(seen)) and seen == sorted(seen), f"{items}: each once, in order: {seen}")
+                    check(pages == (len(seen) + 1) // 2, f"{items}: {pages} pages for {len(seen)}")
+                check(len(seen) >= 4, f"every prompt: {seen}")
+                e = await refused(client.list_resources(cursor="not-a-cursor"))
+                check(e.code == -32602, f"a cursor serve did not give is refused: {e.error}")
+    print("ok")
+
+
 async def an_unknown_resource_is_not_found(opts: argparse.Namespace) -> None:
     async with serving(opts, POLICY) as server:
         async with server.client() as client:
@@ -316,6 +346,7 @@ SCENARIOS = {f.__name__: f for f in [
     a_denied_resource_uri_is_refused, a_denied_prompt_is_refused, a_large_resource_is_offloaded_and_paged_back,
     a_before_and_after_hooks_see_every_read_and_get, an_unknown_resource_is_not_found,
     aliases_reach_the_real_resource_and_prompt, pinned_definitions_that_changed_are_held_back,
+    the_lists_are_paged,
 ]}
 
 

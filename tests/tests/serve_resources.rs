@@ -201,6 +201,11 @@ fn pinned_resources_and_prompts_that_changed_are_held_back_over_stdio() {
 }
 
 #[test]
+fn the_resource_template_and_prompt_lists_are_paged_over_http() {
+    python("http", "the_lists_are_paged");
+}
+
+#[test]
 fn an_unknown_resource_is_not_found_over_http() {
     python("http", "an_unknown_resource_is_not_found");
 }
