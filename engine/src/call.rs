@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use toolgate_store::SessionId;
 
 use crate::access::CallKind;
+use crate::caller::Caller;
 use crate::error::CallError;
 use crate::settings::ToolSettings;
 use crate::structured::OutputCheck;
@@ -52,6 +53,8 @@ pub struct Invocation {
     /// The parsed arguments (after the arguments layer).
     pub(crate) args: serde_json::Value,
     pub(crate) session: Option<SessionId>,
+    /// Who makes the call (the session handle's caller).
+    pub(crate) caller: Arc<Caller>,
     pub(crate) settings: Arc<ToolSettings>,
     /// When the call started running: after any wait for a concurrency slot or its group's
     /// lock (G2).
@@ -87,6 +90,7 @@ impl Invocation {
         target: Option<Target>,
         raw_arguments: String,
         session: Option<SessionId>,
+        caller: Arc<Caller>,
         settings: Arc<ToolSettings>,
         cancel: CancellationToken,
     ) -> Self {
@@ -106,6 +110,7 @@ impl Invocation {
             raw_arguments,
             args: serde_json::Value::Null,
             session,
+            caller,
             deadline: settings.timeout.map(|t| started + t),
             settings,
             started,
@@ -166,6 +171,11 @@ impl Invocation {
     /// The session the call belongs to, if any.
     pub fn session(&self) -> Option<&SessionId> {
         self.session.as_ref()
+    }
+
+    /// Who makes the call: the principal the host authenticated, or [`Caller::local`].
+    pub fn caller(&self) -> &Arc<Caller> {
+        &self.caller
     }
 
     /// When the call's timeout passes, if it has one.

@@ -81,6 +81,7 @@ impl Dispatcher {
             target,
             call.function.arguments.clone(),
             session.id().cloned(),
+            session.caller().clone(),
             settings,
             cancel,
         )
@@ -121,6 +122,7 @@ impl Dispatcher {
             target,
             arguments,
             session.id().cloned(),
+            session.caller().clone(),
             settings,
             cancel,
         );

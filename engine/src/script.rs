@@ -20,7 +20,9 @@
 //! [`crate::Engine::access`] `"resource"` or `"prompt"`, A1), `tool` (the real tool name; a
 //! resource's URI in normal form; a prompt's `<server>.<prompt>`), `model_name` (the name the
 //! model or client used), `args` (the arguments, a map: a resource's are `#{uri: ...}`),
-//! `call_id` and `session` (`()` without one). The rewrite script runs for tool calls only.
+//! `call_id`, `session` (`()` without one) and `caller` (who calls, C1: `#{name, groups,
+//! claims}`, `name` being `"local"` for the CLI and stdio). The rewrite script runs for tool
+//! calls only.
 //! (`call` is a Rhai keyword, so the call's fields are variables of their own.)
 //!
 //! | hook | also sees | returns |
@@ -165,6 +167,7 @@ pub(crate) struct CallView<'a> {
     pub(crate) args: &'a serde_json::Value,
     pub(crate) call_id: &'a str,
     pub(crate) session: Option<&'a str>,
+    pub(crate) caller: &'a crate::caller::Caller,
 }
 
 impl<'a> CallView<'a> {
@@ -177,6 +180,7 @@ impl<'a> CallView<'a> {
             args: &inv.args,
             call_id: &inv.call_id,
             session: inv.session.as_ref().map(|s| s.as_str()),
+            caller: &inv.caller,
         }
     }
 }
@@ -560,6 +564,11 @@ fn scope_for(call: CallView<'_>) -> Result<Scope<'static>, CallError> {
     scope.push_constant("args", args);
     scope.push_constant("call_id", call.call_id.to_string());
     scope.push_constant("session", call.session.map_or(Dynamic::UNIT, |s| s.into()));
+    let caller = rhai::serde::to_dynamic(call.caller).map_err(|e| CallError::InvalidArguments {
+        tool: call.tool.to_string(),
+        reason: format!("the caller cannot be given to the policy scripts: {e}"),
+    })?;
+    scope.push_constant("caller", caller);
     Ok(scope)
 }
 
