@@ -14,6 +14,7 @@ use toolgate_store::SessionId;
 use crate::access::CallKind;
 use crate::caller::Caller;
 use crate::error::CallError;
+use crate::session::Session;
 use crate::settings::ToolSettings;
 use crate::structured::OutputCheck;
 use crate::tool::{ContentPart, Hold, ProgressFn, Tool, ToolOutput, Waited};
@@ -83,14 +84,14 @@ pub struct Invocation {
 }
 
 impl Invocation {
-    /// A call that starts now: `target` is `None` for a name the registry does not know.
+    /// A call that starts now in `session` (its id and caller): `target` is `None` for a name
+    /// the registry does not know.
     pub(crate) fn new(
         call_id: String,
         model_name: String,
         target: Option<Target>,
         raw_arguments: String,
-        session: Option<SessionId>,
-        caller: Arc<Caller>,
+        session: &Session,
         settings: Arc<ToolSettings>,
         cancel: CancellationToken,
     ) -> Self {
@@ -109,8 +110,8 @@ impl Invocation {
             output_check,
             raw_arguments,
             args: serde_json::Value::Null,
-            session,
-            caller,
+            session: session.id().cloned(),
+            caller: Arc::clone(session.caller()),
             deadline: settings.timeout.map(|t| started + t),
             settings,
             started,

@@ -28,7 +28,7 @@
 //! [`events`], sessions in [`session`], messages in [`history`].
 //!
 //! The modules depend on each other one way: `call` (the types of one call) on `error`, `tool`,
-//! `settings`, `structured` and `caller` (who calls, C1) only; the guard's layers on those;
+//! `settings`, `structured`, `caller` and `session` (who calls, in which session) only; the guard's layers on those;
 //! `dispatch` on the guard; `engine` and
 //! `builder` on everything; only `builder` imports `engine` (to assemble one), and `engine`
 //! never imports `builder` back (`builder` defines [`Engine::builder`] in an `impl Engine` of its
