@@ -356,6 +356,9 @@ pub enum CliError {
     /// [`CliError::is_closed_pipe`]).
     #[error("cannot write to standard output")]
     Output(#[source] std::io::Error),
+    /// `key new`: the system's random source failed.
+    #[error("cannot make a key: the system's random source failed")]
+    Key(#[source] std::io::Error),
 
     // ---- the turn (exit 5)
     /// `run` under `on_error: fail`: a call failed.
@@ -393,6 +396,7 @@ impl CliError {
                 ServeError::TokenRequired { .. }
                 | ServeError::TokenFile { .. }
                 | ServeError::TokenEnv { .. } => Class::Usage,
+                ServeError::Auth { .. } => Class::Policy,
                 _ => Class::Input,
             },
             CliError::Store(e) => match e {
@@ -428,7 +432,8 @@ impl CliError {
             | CliError::Pins(_)
             | CliError::PinsEdit { .. }
             | CliError::Write { .. }
-            | CliError::Output(_) => Class::Input,
+            | CliError::Output(_)
+            | CliError::Key(_) => Class::Input,
         }
     }
 

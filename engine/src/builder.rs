@@ -10,6 +10,7 @@ use toolgate_policy::{Policy, ReductionSettings, SearchSettings};
 use toolgate_search::LiveIndex;
 use toolgate_store::ResultStore;
 
+use crate::clients::ClientTable;
 use crate::dispatch::Dispatcher;
 use crate::engine::{Engine, Parts};
 use crate::error::{At, BuildError};
@@ -186,10 +187,25 @@ impl EngineBuilder {
         };
         registry.add_aliases(&policy.aliases, &reserved, upstream)?;
         let sessions = Arc::new(Sessions::default());
-        let (visibility, search_index) = match &policy.search {
-            Some(search) => search_step(search, &mut registry, &sessions)?,
+        // C4: what each principal may see.
+        let clients = policy
+            .clients
+            .as_deref()
+            .map(|entries| Arc::new(ClientTable::new(entries)));
+        let (mut visibility, search_index) = match &policy.search {
+            Some(search) => search_step(search, &mut registry, &sessions, clients.as_ref())?,
             None => (None, None),
         };
+        // C4: the visibility layer also refuses what the caller may not see.
+        if let Some(table) = &clients {
+            visibility
+                .get_or_insert_with(|| VisibilityLayer {
+                    catalog: Default::default(),
+                    sessions: sessions.clone(),
+                    clients: None,
+                })
+                .clients = Some(Arc::clone(table));
+        }
         let registry = Arc::new(registry);
 
         let resolver = SettingsResolver::new(&policy.dispatch, &policy.rules, &policy.tools)?
@@ -257,6 +273,7 @@ impl EngineBuilder {
             store,
             sessions,
             search_index,
+            clients,
         }))
     }
 }
@@ -406,6 +423,7 @@ fn search_step(
     search: &SearchSettings,
     registry: &mut Registry,
     sessions: &Arc<Sessions>,
+    clients: Option<&Arc<ClientTable>>,
 ) -> Result<(Option<VisibilityLayer>, Option<Arc<LiveIndex>>), BuildError> {
     if search.use_model_native {
         return Ok((None, None));
@@ -435,6 +453,7 @@ fn search_step(
                 .map(|(real, model)| (model.clone(), real.clone()))
                 .collect(),
             search.explain,
+            clients.cloned(),
         )),
         ToolSource::Builtin,
         false,
@@ -442,6 +461,7 @@ fn search_step(
     let visibility = (!search.allow_direct_calls).then(|| VisibilityLayer {
         catalog,
         sessions: sessions.clone(),
+        clients: None,
     });
     Ok((visibility, Some(live)))
 }

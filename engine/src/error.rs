@@ -28,6 +28,8 @@ pub enum DeniedBy {
     Script,
     /// Tool search gating: the tool has not been found yet (S4).
     Search,
+    /// The policy's `clients:` do not let the caller see it (C4).
+    Client,
 }
 
 /// Why one tool call failed. Every message is written for the model: what failed and what to do.

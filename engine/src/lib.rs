@@ -41,6 +41,7 @@ mod audit;
 mod builder;
 mod call;
 mod caller;
+mod clients;
 mod dispatch;
 mod engine;
 pub mod error;

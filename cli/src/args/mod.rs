@@ -283,6 +283,10 @@ Pages are named like git's: toolgate(1), toolgate-results(1), toolgate-results-l
     #[command(subcommand)]
     Upstream(UpstreamCommand),
 
+    /// API keys for `toolgate serve --http`: `toolgate key new PRINCIPAL` makes one.
+    #[command(subcommand)]
+    Key(KeyCommand),
+
     /// The worker of a plugin under `isolation: process`: loads one plugin library and runs its
     /// calls for the engine that started it, over stdin and stdout. Not for people.
     #[command(hide = true)]
@@ -385,6 +389,16 @@ pub struct ExplainArgs {
     /// The tool name: model-facing, real, or an alias (explained as its tool).
     #[arg(value_name = "TOOL")]
     pub tool: String,
+
+    /// Explain the tool as this principal sees it: whether the policy's `clients:` let it see
+    /// the tool, and whether the rules let it call it. Its groups are those of its API keys in
+    /// the policy, unless --group is given.
+    #[arg(long = "as", value_name = "PRINCIPAL")]
+    pub principal: Option<String>,
+
+    /// With --as, a group of the principal (repeat for more); replaces its keys' groups.
+    #[arg(long = "group", value_name = "GROUP", requires = "principal")]
+    pub groups: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -686,6 +700,35 @@ pub struct PluginHashArgs {
     pub path: PathBuf,
 }
 
+/// `toolgate key ...`.
+#[derive(Debug, Subcommand)]
+pub enum KeyCommand {
+    /// Make an API key for a principal: prints the key once, and the entry to paste under
+    /// `auth.api_keys` in the policy (which keeps only the key's SHA-256).
+    #[command(after_help = format!("\
+Examples:
+  toolgate key new alice --group dev --group ops
+
+Prints the key (`tgk_` and 64 hex digits) on the first line: give it to the client, which sends
+it as `Authorization: Bearer <key>`. It is shown once; toolgate keeps only its SHA-256, in the
+entry printed after it. Paste the entry under `auth.api_keys:`; a reload of the policy (serve
+watches it) lets the key in, and deleting the entry revokes it for the next request.
+
+{EXIT_CODES}"))]
+    New(KeyNewArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct KeyNewArgs {
+    /// The principal the key proves: its name in rules, clients, hooks and the audit log.
+    #[arg(value_name = "PRINCIPAL")]
+    pub principal: String,
+
+    /// A group the principal belongs to with this key (repeat for more).
+    #[arg(long = "group", value_name = "GROUP")]
+    pub groups: Vec<String>,
+}
+
 /// A `--older-than` value.
 #[derive(Debug, Clone, Copy)]
 pub struct Age(pub Duration);
@@ -727,6 +770,7 @@ impl Command {
             Command::Serve(_) => "serve",
             Command::Plugin(_) => "plugin",
             Command::Upstream(_) => "upstream",
+            Command::Key(_) => "key",
             Command::PluginHost => "plugin-host",
         }
     }

@@ -25,6 +25,7 @@ use toolgate_policy::McpServerSpec;
 
 use crate::upstream::{Downstream, Upstreams};
 
+use super::auth::Authenticator;
 use super::error::ServeError;
 use super::progress::ProgressRoutes;
 use super::session::StoredSessions;
@@ -42,6 +43,8 @@ pub(crate) struct Loaded {
     pub(crate) page_size: std::num::NonZeroUsize,
     /// The upstream servers whose tools this engine has.
     pub(crate) upstreams: Arc<UpstreamSet>,
+    /// The credentials the policy accepts over HTTP (`auth:`).
+    pub(crate) auth: Arc<Authenticator>,
 }
 
 /// The upstream servers of one `mcp_servers:` list, shared by every engine built while the
@@ -217,6 +220,8 @@ pub(crate) fn watched_files(policy_path: &Path, policy: &Policy) -> Vec<PathBuf>
     }
     // Pinning again (`toolgate upstream pin`) offers the tools it approves at once.
     files.extend(policy.mcp_servers.iter().filter_map(|s| s.pins.clone()));
+    // A JWKS file: the issuer rotated its keys.
+    files.extend(policy.auth.jwt.as_ref().and_then(|j| j.jwks_file.clone()));
     files.sort();
     files.dedup();
     files
@@ -231,6 +236,10 @@ fn build(
     generation: u64,
 ) -> Result<Loaded, ServeError> {
     let policy = toolgate_policy::load_file(path)?;
+    let auth = Arc::new(Authenticator::for_policy(
+        &policy,
+        previous.map(|p| p.auth.as_ref()),
+    )?);
     let sessions = match previous {
         Some(previous) => {
             StoredSessions::for_reloaded_policy(&policy, default_store_url, &previous.sessions)?
@@ -261,5 +270,6 @@ fn build(
         generation,
         page_size,
         upstreams,
+        auth,
     })
 }

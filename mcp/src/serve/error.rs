@@ -19,6 +19,13 @@ pub enum ServeError {
     /// A session id that breaks the rules (`--session`).
     #[error("bad session id")]
     Session(#[from] toolgate_store::IdError),
+    /// The policy's `auth:` cannot be used (no JWKS, a bad key entry); its message says
+    /// which key.
+    #[error("{message}")]
+    Auth {
+        /// What is wrong, naming the key.
+        message: String,
+    },
     /// HTTP on a non-loopback address without a token.
     #[error(
         "{addr} is not a loopback address: give a bearer token (--token-file or --token-env) \

@@ -37,6 +37,7 @@
 //!   `file:line:col` errors. `SIGHUP` reloads too.
 
 mod accept;
+mod auth;
 mod clients;
 mod content;
 mod downstream;
@@ -44,7 +45,9 @@ mod engines;
 mod error;
 mod handler;
 mod http;
+mod http_auth;
 mod http_sessions;
+mod jwt;
 mod listeners;
 mod options;
 mod paging;
@@ -63,6 +66,7 @@ mod stdio_lines;
 mod stdio_pipes;
 mod subscriptions;
 
+pub use auth::{API_KEY_PREFIX, new_api_key};
 pub use error::ServeError;
 pub use options::{DEFAULT_MAX_REQUEST_BYTES, HttpOptions, ServeOptions, TokenSource};
 pub use run::serve;

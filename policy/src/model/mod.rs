@@ -24,6 +24,7 @@ use crate::shape::values::{self, Version, names_only};
 
 mod access;
 mod audit;
+mod auth;
 mod calls;
 mod client_requests;
 mod extensions;
@@ -32,6 +33,7 @@ mod serve;
 
 pub use access::*;
 pub use audit::*;
+pub use auth::*;
 pub use calls::*;
 pub use client_requests::*;
 pub use extensions::*;
@@ -154,6 +156,16 @@ pub struct Policy {
     pub prompts: AccessSettings,
     /// How `toolgate serve` answers MCP clients. Every key is optional.
     pub serve: ServeSettings,
+    /// How toolgate serve --http authenticates its clients: API keys (stored as their SHA-256)
+    /// and JWT bearer tokens, and the RFC 9728 metadata that points OAuth clients at their
+    /// authorization server. With any key or token configured, every HTTP request must carry
+    /// one. Guide: docs/team.md.
+    pub auth: AuthSettings,
+    /// What each principal sees: a list of entries, each naming principals or groups and the
+    /// tools, resources and prompts they may see and call. Absent = every caller sees
+    /// everything; present = an authenticated caller sees only what an entry that matches it
+    /// lists (the local caller of stdio and the CLI is not filtered).
+    pub clients: Option<Vec<ClientSpec>>,
 }
 
 impl Default for Policy {
@@ -177,6 +189,8 @@ impl Default for Policy {
             resources: AccessSettings::default(),
             prompts: AccessSettings::default(),
             serve: ServeSettings::default(),
+            auth: AuthSettings::default(),
+            clients: None,
         }
     }
 }
