@@ -199,6 +199,29 @@ pub(crate) struct OutcomeView<'a> {
     pub(crate) truncated: bool,
 }
 
+impl OutcomeView<'_> {
+    /// The outcome as the `after` script sees it: what `rhai::serde::to_dynamic` makes of it,
+    /// built directly.
+    fn to_dynamic(&self) -> Dynamic {
+        let text = |s: Option<&str>| s.map_or(Dynamic::UNIT, |s| ImmutableString::from(s).into());
+        let mut map = rhai::Map::new();
+        map.insert("duration_ms".into(), Dynamic::from_float(self.duration_ms));
+        map.insert("queued_ms".into(), Dynamic::from_float(self.queued_ms));
+        map.insert("is_error".into(), Dynamic::from_bool(self.is_error));
+        map.insert("error_kind".into(), text(self.error_kind));
+        map.insert("error".into(), text(self.error.as_deref()));
+        map.insert(
+            "chars".into(),
+            i64::try_from(self.chars).map_or_else(
+                |_| Dynamic::from_float(self.chars as f64),
+                Dynamic::from_int,
+            ),
+        );
+        map.insert("truncated".into(), Dynamic::from_bool(self.truncated));
+        Dynamic::from_map(map)
+    }
+}
+
 /// What the `before` script decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Verdict {
@@ -537,10 +560,7 @@ impl ScriptSet {
         if !self.has(Hook::After) {
             return Ok(());
         }
-        let outcome = rhai::serde::to_dynamic(outcome).map_err(|e| CallError::ToolPolicyPanic {
-            hook: Hook::After,
-            message: format!("cannot convert the outcome for the script: {e}"),
-        })?;
+        let outcome = outcome.to_dynamic();
         let scope = || {
             let mut scope = scope_for(call);
             scope.push_constant("outcome", outcome.clone());

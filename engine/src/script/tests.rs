@@ -264,7 +264,7 @@ fn a_script_past_the_inline_budget_still_ends_at_its_full_bound() {
 fn a_script_that_sleeps_runs_on_the_pool_and_sleeps_once() {
     let rt = current_thread();
     let set = before_set(
-        "sleep(0.05);\ntrue",
+        "sleep(0.3);\ntrue",
         Duration::from_secs(5),
         ScriptPool::with_bounds(1, 16),
     );
@@ -277,8 +277,8 @@ fn a_script_that_sleeps_runs_on_the_pool_and_sleeps_once() {
     ));
     let took = started.elapsed();
     assert!(
-        took >= Duration::from_millis(50) && took < Duration::from_millis(95),
-        "one sleep of 50 ms took {took:?}"
+        took >= Duration::from_millis(300) && took < Duration::from_millis(600),
+        "one sleep of 300 ms took {took:?}: two would take 600"
     );
 }
 
@@ -341,4 +341,34 @@ fn scripts_see_json_arguments_as_rhai_serde_makes_them() {
         format!("{:?}", super::json_to_dynamic(&value)),
         format!("{expected:?}")
     );
+}
+
+#[test]
+fn the_after_script_sees_the_outcome_as_rhai_serde_makes_it() {
+    for outcome in [
+        super::OutcomeView {
+            duration_ms: 1.25,
+            queued_ms: 0.0,
+            is_error: true,
+            error_kind: Some("timeout"),
+            error: Some("the call took too long".into()),
+            chars: u64::MAX,
+            truncated: true,
+        },
+        super::OutcomeView {
+            duration_ms: 3.0,
+            queued_ms: 0.5,
+            is_error: false,
+            error_kind: None,
+            error: None,
+            chars: 42,
+            truncated: false,
+        },
+    ] {
+        let expected = rhai::serde::to_dynamic(&outcome).expect("the outcome converts");
+        assert_eq!(
+            format!("{:?}", outcome.to_dynamic()),
+            format!("{expected:?}")
+        );
+    }
 }
