@@ -7,7 +7,7 @@
 //! sizes, because Rhai's defaults differ between debug and release builds.
 //!
 //! A run starts on the caller's thread (a runtime worker) under a small budget of its own
-//! ([`INLINE_OPS`] operations, [`INLINE_TIME`], [`INLINE_MEMORY`] held, no `sleep`): most
+//! (`INLINE_OPS` operations, `INLINE_TIME`, `INLINE_MEMORY` held, no `sleep`): most
 //! hooks end well within it, without a hop to another thread. A script that needs more is
 //! abandoned there and runs again from the start on a bounded pool of threads of its own
 //! (`pool`), so a slow script holds a runtime worker for no longer than the inline budget and
