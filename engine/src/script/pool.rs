@@ -11,7 +11,8 @@
 //!
 //! Measured in `engine/benches/guard.rs` (`hooks`, release, idle 2-core machine, one run):
 //! aliases + rewrite + before + after took 60.5 µs a call with a `spawn_blocking` hop per
-//! hook and 20.8 µs with this pool; one hook (aliases + rewrite) 22.0 against 8.3 µs.
+//! hook and 20.8 µs with this pool; one hook (aliases + rewrite) 22.0 against 8.3 µs. Hooks
+//! that fit the inline budget now make no hop at all (figures in `docs/benchmarks.md`).
 //!
 //! The bound of a run (`dispatch.script_timeout`) counts from when the hook asked for it: a job
 //! that waited for a thread runs for what is left, and one that waited past its bound is
