@@ -208,6 +208,16 @@ impl EngineBuilder {
         for l in listeners {
             events.add(l);
         }
+        if let Some(settings) = &policy.audit {
+            let masker = policy
+                .redact
+                .as_ref()
+                .and_then(crate::guard::RedactLayer::new)
+                .map(Arc::new);
+            let base = policy.source.as_deref().and_then(std::path::Path::parent);
+            let log = crate::audit::AuditLog::open(settings, base, masker)?;
+            events.add(Arc::new(move |e: &Event| log.record(e)));
+        }
         let guard = GuardParts {
             scripts: scripts.clone(),
             events: events.clone(),

@@ -62,6 +62,10 @@ pub struct Invocation {
     pub(crate) hold: Option<Hold>,
     /// Set when the error text was cut or offloaded (G3, R1).
     pub(crate) error_sizing: ErrorSizing,
+    /// Secrets masked in the result or the failure's text (the redact layer counts them).
+    pub(crate) redactions: u64,
+    /// What the rules and the before hook decided (set by their layers).
+    pub(crate) decision: Decision,
     /// Fires on timeout or when the turn is cancelled.
     pub(crate) cancel: CancellationToken,
     pub(crate) progress: Option<ProgressFn>,
@@ -100,6 +104,8 @@ impl Invocation {
             keep_chars: None,
             hold: None,
             error_sizing: ErrorSizing::default(),
+            redactions: 0,
+            decision: Decision::default(),
             cancel,
             progress: None,
         }
@@ -202,6 +208,8 @@ impl Invocation {
             duration,
             queued,
             result_id,
+            redactions: self.redactions,
+            decision: self.decision.clone(),
         };
         match result {
             Ok(reply) => {
@@ -306,6 +314,26 @@ pub struct Outcome {
     pub queued: Duration,
     /// The stored result's id when the output was offloaded (R1).
     pub result_id: Option<String>,
+    /// Secrets masked in what the model gets (`redact:`); 0 when redaction is off.
+    pub redactions: u64,
+    /// What the rules and the before hook decided, for the audit log.
+    pub decision: Decision,
+}
+
+/// What the policy's checks decided about a call, for the audit log and events: the rule that
+/// decided and the before hook's verdict. A call the rules never judged (an unknown name, bad
+/// arguments) has every field `None`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Decision {
+    /// The rule that decided, as `<file>:<line>:<col>: deny[i]` (the deny rule that matched)
+    /// or `allow[i]` (the allow rule that admitted the call); `None` when no single rule
+    /// decided (no rules, or no allow rule matched).
+    pub rule: Option<String>,
+    /// The rules' verdict: `allow` or `deny`; `None` when the rules did not judge the call.
+    pub rules: Option<&'static str>,
+    /// The before hook's verdict: `allow` or `deny`; `None` when there is no before hook or it
+    /// did not run.
+    pub before_hook: Option<&'static str>,
 }
 
 impl Outcome {

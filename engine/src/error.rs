@@ -292,6 +292,15 @@ pub enum BuildError {
         at: At,
     },
 
+    /// The audit file (`audit.path`) cannot be opened for appending.
+    #[error("audit: cannot open {} for appending", .path.display())]
+    Audit {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+
     /// A JSONL catalog of `search.catalogs` cannot be read.
     #[error("search: cannot read catalog")]
     CatalogFile {

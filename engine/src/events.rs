@@ -60,6 +60,10 @@ pub struct OutcomeSummary {
     pub queued_ms: f64,
     /// The stored result's id when the output was offloaded.
     pub result_id: Option<String>,
+    /// Secrets masked in the content (`redact:`).
+    pub redactions: u64,
+    /// What the rules and the before hook decided.
+    pub decision: crate::call::Decision,
 }
 
 impl From<&Outcome> for OutcomeSummary {
@@ -74,6 +78,8 @@ impl From<&Outcome> for OutcomeSummary {
             duration_ms: o.duration.as_secs_f64() * 1000.0,
             queued_ms: o.queued.as_secs_f64() * 1000.0,
             result_id: o.result_id.clone(),
+            redactions: o.redactions,
+            decision: o.decision.clone(),
         }
     }
 }

@@ -35,6 +35,7 @@
 
 #![warn(missing_docs)]
 
+mod audit;
 mod builder;
 mod call;
 mod dispatch;
@@ -56,7 +57,7 @@ mod settings;
 pub mod tool;
 
 pub use builder::EngineBuilder;
-pub use call::{Content, Outcome};
+pub use call::{Content, Decision, Outcome};
 pub use engine::Engine;
 pub use error::{BuildError, CallError, PLUGIN_PATH_ENV, TurnError};
 pub use plugin::hash_file as plugin_hash;

@@ -193,6 +193,7 @@ impl CompiledRules {
 
     /// `Err` when the call is denied, or when `deadline` passes before the rules are judged
     /// (it is checked before each rule).
+    #[cfg(test)]
     pub fn check(
         &self,
         tool: &str,
@@ -200,34 +201,59 @@ impl CompiledRules {
         session: Option<&str>,
         deadline: Option<Instant>,
     ) -> Result<(), Refusal> {
+        self.decide(tool, args, session, deadline)
+            .map(|_| ())
+            .map_err(|(refusal, _)| refusal)
+    }
+
+    /// Like [`CompiledRules::check`], and says which rule decided, as
+    /// `<file>:<line>:<col>: deny[i]` or `allow[i]` (its index in its list): `Ok(Some(_))` is
+    /// the allow rule that admitted the call (`None` when the group has no allow rules), the
+    /// refusal's label the deny rule that matched (`None` when no allow rule matched, or past
+    /// the deadline).
+    pub fn decide(
+        &self,
+        tool: &str,
+        args: &Value,
+        session: Option<&str>,
+        deadline: Option<Instant>,
+    ) -> Result<Option<String>, (Refusal, Option<String>)> {
+        let label = |rule: &CompiledRule, list: &str, i: usize| format!("{}{list}[{i}]", rule.at);
         let judge = |rule: &CompiledRule| {
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 return Err(Refusal::PastDeadline);
             }
             rule.matches(tool, args, session).map_err(Refusal::Denied)
         };
-        for rule in &self.deny {
-            if judge(rule)? {
-                return Err(Refusal::Denied(match &rule.reason {
-                    Some(r) => r.clone(),
-                    None => format!(
-                        "a deny rule of the policy matches this call ({}rule)",
-                        rule.at
-                    ),
-                }));
+        for (i, rule) in self.deny.iter().enumerate() {
+            let which = || Some(label(rule, "deny", i));
+            if judge(rule).map_err(|r| (r, which()))? {
+                return Err((
+                    Refusal::Denied(match &rule.reason {
+                        Some(r) => r.clone(),
+                        None => format!(
+                            "a deny rule of the policy matches this call ({}rule)",
+                            rule.at
+                        ),
+                    }),
+                    which(),
+                ));
             }
         }
         if self.allow.is_empty() {
-            return Ok(());
+            return Ok(None);
         }
-        for rule in &self.allow {
-            if judge(rule)? {
-                return Ok(());
+        for (i, rule) in self.allow.iter().enumerate() {
+            if judge(rule).map_err(|r| (r, None))? {
+                return Ok(Some(label(rule, "allow", i)));
             }
         }
-        Err(Refusal::Denied(format!(
-            "the policy's allow rules do not allow {tool} with these arguments"
-        )))
+        Err((
+            Refusal::Denied(format!(
+                "the policy's allow rules do not allow {tool} with these arguments"
+            )),
+            None,
+        ))
     }
 }
 

@@ -68,6 +68,9 @@ pub enum DiagnosticKind {
     /// A string that takes values from environment variables is not a valid template
     /// (`$5` instead of `$$5`).
     Template,
+    /// A `redact:` pattern that is not a valid regular expression, or that compiles to more
+    /// than the size limit.
+    Regex,
 }
 
 impl fmt::Display for Diagnostic {

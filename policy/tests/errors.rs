@@ -115,8 +115,8 @@ fn an_unknown_top_level_key_lists_the_known_ones_and_guesses_the_typo() {
     assert_eq!(
         error.to_string(),
         "bad.yaml:2:1: unknown key \"dispatchh\" (did you mean \"dispatch\"? expected one of: \
-         aliases, dispatch, mcp_servers, name_profile, plugins, reduction, rules, scripts, \
-         search, sessions, tools, version)"
+         aliases, audit, dispatch, mcp_servers, name_profile, plugins, redact, reduction, \
+         rules, scripts, search, sessions, tools, version)"
     );
     assert_eq!(
         error.diagnostics()[0].kind,

@@ -68,5 +68,6 @@ fn outcome_json(o: &Outcome) -> Value {
         "duration_ms": o.duration.as_secs_f64() * 1000.0,
         "queued_ms": o.queued.as_secs_f64() * 1000.0,
         "result_id": o.result_id,
+        "redactions": o.redactions,
     })
 }

@@ -22,11 +22,17 @@ impl Layer for BeforeLayer {
                 .await
                 .map_err(|e| inv.past_deadline(e))?;
             match verdict {
-                Verdict::Allow => next.run(inv).await,
-                Verdict::Deny(reason) => Err(CallError::Denied {
-                    reason,
-                    by: DeniedBy::Script,
-                }),
+                Verdict::Allow => {
+                    inv.decision.before_hook = Some("allow");
+                    next.run(inv).await
+                }
+                Verdict::Deny(reason) => {
+                    inv.decision.before_hook = Some("deny");
+                    Err(CallError::Denied {
+                        reason,
+                        by: DeniedBy::Script,
+                    })
+                }
             }
         })
     }

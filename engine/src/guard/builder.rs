@@ -5,7 +5,7 @@
 //! the unknown-tool answer):
 //!
 //! ```text
-//! after hook ─ reduce ─ group ─ timeout ─ result cap ─ arguments ─ visibility ─ rewrite ─ rules ─ before ─ (your layers) ─ endpoint
+//! after hook ─ reduce ─ group ─ timeout ─ result cap ─ redact ─ arguments ─ visibility ─ rewrite ─ rules ─ before ─ (your layers) ─ endpoint
 //! ```
 //!
 //! * **after hook** (G6, G7) sees the final outcome; its failure is an `error` event.
@@ -16,6 +16,9 @@
 //!   lock, reported as `queued`), covers everything inside, cancels the call's token and drops
 //!   the tool's future at the deadline.
 //! * **result cap** (G3-G5) reads streams and caps text by Unicode characters.
+//! * **redact** (`redact:`) masks secrets in the result and in a failure's text; inside the
+//!   cap and the offload, so the cut, the preview and the stored result are made from masked
+//!   text.
 //! * **arguments** (D2) parses the JSON arguments and renames argument aliases.
 //! * **visibility** (S4) refuses catalog tools that were not found yet.
 //! * **rewrite** (D2, D3) runs the rewrite script; its output is what the tool receives.
@@ -45,6 +48,8 @@ pub(super) mod arguments;
 mod before;
 #[path = "group.rs"]
 mod group;
+#[path = "redact.rs"]
+pub(super) mod redact;
 #[path = "reduce.rs"]
 mod reduce;
 #[path = "result_cap.rs"]
@@ -67,6 +72,7 @@ use after_hook::AfterHookLayer;
 use arguments::{ArgAliases, ArgumentsLayer};
 use before::BeforeLayer;
 use group::GroupLayer;
+pub(crate) use redact::RedactLayer;
 use reduce::ReduceLayer;
 use result_cap::ResultCapLayer;
 use rewrite::RewriteLayer;
@@ -100,6 +106,10 @@ pub(crate) enum Stage {
     /// Reads streams and caps text by characters (G3-G5). Needs the timeout outside: a stream is
     /// read under the call's deadline.
     ResultCap,
+    /// Masks secrets in results and failure texts (`redact:`). Needs the result cap and the
+    /// reduce stage outside: the cap's cut, the offload's preview and the stored result (paged
+    /// by `read_tool_result`) are made from masked text, so the model never sees a secret.
+    Redact,
     /// Parses the JSON arguments and renames argument aliases (D2). Needs the result cap outside: the
     /// error it returns echoes the model's text, which the cap holds.
     Arguments,
@@ -120,12 +130,13 @@ pub(crate) enum Stage {
 }
 
 /// The stages, outermost first; the endpoint (the tool, or the unknown-tool answer) follows.
-pub(crate) const ORDER: [Stage; 11] = [
+pub(crate) const ORDER: [Stage; 12] = [
     Stage::AfterHook,
     Stage::Reduce,
     Stage::Group,
     Stage::Timeout,
     Stage::ResultCap,
+    Stage::Redact,
     Stage::Arguments,
     Stage::Visibility,
     Stage::Rewrite,
@@ -143,6 +154,7 @@ impl Stage {
             Stage::Group => &[Stage::Reduce],
             Stage::Timeout => &[Stage::Group, Stage::Reduce],
             Stage::ResultCap => &[Stage::Timeout],
+            Stage::Redact => &[Stage::ResultCap, Stage::Reduce],
             Stage::Arguments => &[Stage::ResultCap],
             Stage::Visibility => &[Stage::ResultCap],
             Stage::Rewrite => &[Stage::Arguments, Stage::Timeout],
@@ -257,6 +269,11 @@ impl GuardParts {
                 Stage::ResultCap => layers.push(Arc::new(ResultCapLayer {
                     reduction: policy.reduction.is_some(),
                 })),
+                Stage::Redact => {
+                    if let Some(r) = policy.redact.as_ref().and_then(RedactLayer::new) {
+                        layers.push(Arc::new(r));
+                    }
+                }
                 Stage::Arguments => layers.push(Arc::new(ArgumentsLayer {
                     aliases: std::mem::take(&mut arg_aliases),
                 })),

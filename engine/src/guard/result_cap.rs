@@ -138,7 +138,7 @@ fn cap_error(mut err: CallError, cap: Option<u64>, inv: &mut Invocation) -> Call
     err
 }
 
-async fn read_stream(
+pub(super) async fn read_stream(
     mut stream: futures::stream::BoxStream<'static, Result<String, ToolError>>,
     cap: Option<u64>,
     tool: &str,

@@ -17,34 +17,44 @@ impl Layer for RulesLayer {
         Box::pin(async move {
             // D4: an unknown name is answered by the unknown-tool path, never "denied".
             if inv.is_known() {
+                inv.decision.rules = Some("allow");
                 for group in inv.settings.rules.iter() {
-                    let judged = group.check(
+                    let judged = group.decide(
                         &inv.tool_name,
                         &inv.args,
                         inv.session.as_ref().map(SessionId::as_str),
                         inv.deadline,
                     );
                     match judged {
-                        Ok(()) => {}
-                        Err(Refusal::Denied(reason)) => {
-                            return Err(CallError::Denied {
-                                reason,
-                                by: DeniedBy::Rule,
-                            });
+                        Ok(allowed_by) => {
+                            if allowed_by.is_some() {
+                                inv.decision.rule = allowed_by;
+                            }
                         }
-                        // The deadline passed: a timeout, like any other stage past it.
-                        Err(Refusal::PastDeadline) => {
-                            return Err(inv.past_deadline(CallError::Denied {
-                                reason: "the call's deadline passed before its rules were \
-                                         judged"
-                                    .to_owned(),
-                                by: DeniedBy::Rule,
-                            }));
+                        Err((refusal, rule)) => {
+                            inv.decision.rules = Some("deny");
+                            inv.decision.rule = rule;
+                            return Err(refused(inv, refusal));
                         }
                     }
                 }
             }
             next.run(inv).await
         })
+    }
+}
+
+/// The error for a refusal of the rules.
+fn refused(inv: &Invocation, refusal: Refusal) -> CallError {
+    match refusal {
+        Refusal::Denied(reason) => CallError::Denied {
+            reason,
+            by: DeniedBy::Rule,
+        },
+        // The deadline passed: a timeout, like any other stage past it.
+        Refusal::PastDeadline => inv.past_deadline(CallError::Denied {
+            reason: "the call's deadline passed before its rules were judged".to_owned(),
+            by: DeniedBy::Rule,
+        }),
     }
 }

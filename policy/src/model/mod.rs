@@ -22,13 +22,17 @@ use serde::Deserialize;
 use crate::shape::de;
 use crate::shape::values::{self, Version, names_only};
 
+mod audit;
 mod calls;
 mod client_requests;
 mod extensions;
+mod redact;
 
+pub use audit::*;
 pub use calls::*;
 pub use client_requests::*;
 pub use extensions::*;
+pub use redact::*;
 
 /// A place in a policy file, 1-based, for error messages that point at the line and column.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -127,6 +131,15 @@ pub struct Policy {
     /// the results (`reduction.store`, else the local results folder), so later runs and other
     /// serve instances on the same store share it. Every key is optional.
     pub sessions: SessionSettings,
+    /// Secret masking: secrets in results (built-in shapes of API keys, tokens and private
+    /// keys, plus the policy's own regular expressions) are replaced by `[REDACTED:name]` before
+    /// the model sees them, also in offloaded results and their previews; each call's count is
+    /// in its events. Absent = off; `redact: {}` = on with the built-in patterns.
+    pub redact: Option<RedactSettings>,
+    /// The audit log: one JSON line per call (its session, tool, arguments' digest, what the
+    /// rules and the before hook decided, outcome, durations, result size) to a file rotated by
+    /// size, stdout or stderr. Absent = off; `audit: {}` = on, to audit.jsonl beside the policy.
+    pub audit: Option<AuditSettings>,
 }
 
 impl Default for Policy {
@@ -145,6 +158,8 @@ impl Default for Policy {
             search: None,
             mcp_servers: Vec::new(),
             sessions: SessionSettings::default(),
+            redact: None,
+            audit: None,
         }
     }
 }

@@ -1,0 +1,80 @@
+//! The `audit:` section: one JSON line per call, for a SIEM or a reviewer.
+
+use std::path::PathBuf;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::shape::values::{self, Count, PathText, Size, names_only};
+
+/// Where audit lines go (`audit.sink`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[schemars(inline, transform = names_only)]
+pub enum AuditSink {
+    /// Standard output (not with `toolgate serve` over stdio, whose stdout is the MCP channel).
+    Stdout,
+    /// Standard error.
+    Stderr,
+    /// The file `audit.path`, rotated by size.
+    #[default]
+    File,
+}
+
+/// What a line says of the call's arguments (`audit.arguments`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[schemars(inline, transform = names_only)]
+pub enum AuditArguments {
+    /// Only their SHA-256 (arguments_sha256).
+    #[default]
+    Digest,
+    /// Their SHA-256 and the arguments, with the fields of secret_arguments and the secrets
+    /// redact: finds masked.
+    Redacted,
+}
+
+/// The audit log (`audit:`).
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(default)]
+#[schemars(inline, deny_unknown_fields)]
+pub struct AuditSettings {
+    /// Where the lines go: file (audit.path, rotated by size), stdout or stderr. Default file.
+    pub sink: AuditSink,
+    /// The audit file (sink file), relative to the policy file. It is opened when the policy is
+    /// loaded: one that cannot be opened fails the start. Default audit.jsonl.
+    ///
+    /// Resolved against the policy's folder as it is read; `None` is `audit.jsonl` in that
+    /// folder (the current one for a policy built in code).
+    #[serde(deserialize_with = "values::optional_path")]
+    #[schemars(with = "PathText")]
+    pub path: Option<PathBuf>,
+    /// Rotate the file before a line would take it over this many bytes: it becomes path.1,
+    /// path.1 becomes path.2, and so on. Default 104857600 (100 MiB).
+    #[schemars(with = "Size")]
+    pub max_file_bytes: u64,
+    /// Rotated files kept besides the current one (the oldest is deleted). Default 5.
+    #[schemars(with = "Count", range(min = 0, max = 1000))]
+    pub max_files: usize,
+    /// What a line says of the arguments: digest (only their SHA-256) or redacted (also the
+    /// arguments, with secret fields and secrets masked). Default digest.
+    pub arguments: AuditArguments,
+    /// Argument field names (at any depth, case-insensitive) whose values a redacted line masks.
+    /// Default password, secret, token, api_key, authorization.
+    pub secret_arguments: Vec<String>,
+}
+
+impl Default for AuditSettings {
+    fn default() -> Self {
+        AuditSettings {
+            sink: AuditSink::File,
+            path: None,
+            max_file_bytes: 100 * 1024 * 1024,
+            max_files: 5,
+            arguments: AuditArguments::Digest,
+            secret_arguments: ["password", "secret", "token", "api_key", "authorization"]
+                .map(String::from)
+                .to_vec(),
+        }
+    }
+}
