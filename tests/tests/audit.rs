@@ -79,8 +79,9 @@ fn check_line(line: &Value, tool: &str, args: &str, session: Option<&str>) {
     assert_eq!(line["model_name"], tool, "{line}");
     assert_eq!(line["arguments_sha256"], sha256_hex(args), "{line}");
     assert_eq!(line["session"], json!(session), "{line}");
-    // No identity yet: issue 27 item 1 fills it.
-    assert_eq!(line["principal"], Value::Null, "{line}");
+    // The CLI's calls are the local caller's (C1).
+    assert_eq!(line["principal"], "local", "{line}");
+    assert_eq!(line["groups"], json!([]), "{line}");
     assert!(line["time"].as_str().unwrap().ends_with('Z'), "{line}");
     assert!(line["run_ms"].as_f64().unwrap() >= 0.0, "{line}");
     assert!(line["queued_ms"].as_f64().unwrap() >= 0.0, "{line}");
