@@ -355,3 +355,25 @@ fn calls_through_serve_over_stdio_are_audited() {
 fn calls_through_serve_over_http_are_audited() {
     calls_through_serve_are_audited("http");
 }
+
+#[test]
+fn serve_over_stdio_refuses_an_audit_sink_on_stdout_at_start() {
+    // Over stdio, stdout is the MCP channel: audit lines there would reach the client as
+    // protocol. serve exits at once with the reason, before it reads a request.
+    let (_dir, policy) = policy_with("  sink: stdout\n");
+    let run = toolgate_with_stdin(&["serve", "--policy", policy.to_str().unwrap()], "");
+    assert_ne!(run.code, 0, "{run:#?}");
+    assert!(
+        run.stderr.contains("audit.sink is stdout")
+            && run
+                .stderr
+                .contains("send the audit lines to stderr or a file"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stdout.is_empty(),
+        "nothing reaches the channel: {}",
+        run.stdout
+    );
+}
