@@ -30,25 +30,60 @@ fn scenario(name: &str) {
     );
 }
 
-macro_rules! scenarios {
-    ($($name:ident),* $(,)?) => {
-        $(#[test] fn $name() { scenario(stringify!($name)); })*
-    };
+#[test]
+fn c3_an_api_key_proves_its_principal_to_the_tools_and_the_audit() {
+    scenario("c3_an_api_key_proves_its_principal_to_the_tools_and_the_audit");
 }
 
-scenarios!(
-    c3_an_api_key_proves_its_principal_to_the_tools_and_the_audit,
-    c3_a_request_without_credentials_gets_401_that_points_at_the_metadata,
-    c3_an_unknown_key_gets_401_invalid_token_with_the_reason,
-    c3_a_key_revoked_by_a_reload_gets_401_on_the_next_request,
-    c3_jwt_bad_tokens_get_401_with_their_reason_and_good_ones_pass,
-    c3_an_unreachable_jwks_gets_401_and_the_server_keeps_serving,
-    c3_a_jwks_url_is_fetched_cached_and_fetched_again_for_a_new_key,
-    c4_a_principal_sees_only_its_tools_and_one_with_none_is_denied,
-    c5_a_rule_naming_a_principal_judges_its_calls_only,
-    c7_another_principal_presenting_a_session_id_is_refused,
-    c6_an_mcp_client_does_its_oauth_flow_against_a_real_provider_and_calls_a_tool,
-);
+#[test]
+fn c3_a_request_without_credentials_gets_401_that_points_at_the_metadata() {
+    scenario("c3_a_request_without_credentials_gets_401_that_points_at_the_metadata");
+}
+
+#[test]
+fn c3_an_unknown_key_gets_401_invalid_token_with_the_reason() {
+    scenario("c3_an_unknown_key_gets_401_invalid_token_with_the_reason");
+}
+
+#[test]
+fn c3_a_key_revoked_by_a_reload_gets_401_on_the_next_request() {
+    scenario("c3_a_key_revoked_by_a_reload_gets_401_on_the_next_request");
+}
+
+#[test]
+fn c3_jwt_bad_tokens_get_401_with_their_reason_and_good_ones_pass() {
+    scenario("c3_jwt_bad_tokens_get_401_with_their_reason_and_good_ones_pass");
+}
+
+#[test]
+fn c3_an_unreachable_jwks_gets_401_and_the_server_keeps_serving() {
+    scenario("c3_an_unreachable_jwks_gets_401_and_the_server_keeps_serving");
+}
+
+#[test]
+fn c3_a_jwks_url_is_fetched_cached_and_fetched_again_for_a_new_key() {
+    scenario("c3_a_jwks_url_is_fetched_cached_and_fetched_again_for_a_new_key");
+}
+
+#[test]
+fn c4_a_principal_sees_only_its_tools_and_one_with_none_is_denied() {
+    scenario("c4_a_principal_sees_only_its_tools_and_one_with_none_is_denied");
+}
+
+#[test]
+fn c5_a_rule_naming_a_principal_judges_its_calls_only() {
+    scenario("c5_a_rule_naming_a_principal_judges_its_calls_only");
+}
+
+#[test]
+fn c7_another_principal_presenting_a_session_id_is_refused() {
+    scenario("c7_another_principal_presenting_a_session_id_is_refused");
+}
+
+#[test]
+fn c6_an_mcp_client_does_its_oauth_flow_against_a_real_provider_and_calls_a_tool() {
+    scenario("c6_an_mcp_client_does_its_oauth_flow_against_a_real_provider_and_calls_a_tool");
+}
 
 /// The complete example of docs/team.md loads and builds (`toolgate validate`), with its
 /// folders moved into a temporary one.

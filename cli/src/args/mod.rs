@@ -7,9 +7,11 @@ use std::time::Duration;
 
 use clap::{ArgGroup, Args, Parser, Subcommand};
 
+mod key;
 mod serve;
 mod upstream;
 
+pub use key::KeyCommand;
 pub use serve::{AFTER_HELP as SERVE_HELP, ServeArgs};
 pub use upstream::{UpstreamCommand, UpstreamPinArgs};
 
@@ -390,9 +392,8 @@ pub struct ExplainArgs {
     #[arg(value_name = "TOOL")]
     pub tool: String,
 
-    /// Explain the tool as this principal sees it: whether the policy's `clients:` let it see
-    /// the tool, and whether the rules let it call it. Its groups are those of its API keys in
-    /// the policy, unless --group is given.
+    /// Explain the tool as this principal sees it (the policy's `clients:`); its groups are
+    /// those of its API keys in the policy, unless --group is given.
     #[arg(long = "as", value_name = "PRINCIPAL")]
     pub principal: Option<String>,
 
@@ -698,35 +699,6 @@ pub struct PluginHashArgs {
     /// The plugin library file.
     #[arg(value_name = "PATH")]
     pub path: PathBuf,
-}
-
-/// `toolgate key ...`.
-#[derive(Debug, Subcommand)]
-pub enum KeyCommand {
-    /// Make an API key for a principal: prints the key once, and the entry to paste under
-    /// `auth.api_keys` in the policy (which keeps only the key's SHA-256).
-    #[command(after_help = format!("\
-Examples:
-  toolgate key new alice --group dev --group ops
-
-Prints the key (`tgk_` and 64 hex digits) on the first line: give it to the client, which sends
-it as `Authorization: Bearer <key>`. It is shown once; toolgate keeps only its SHA-256, in the
-entry printed after it. Paste the entry under `auth.api_keys:`; a reload of the policy (serve
-watches it) lets the key in, and deleting the entry revokes it for the next request.
-
-{EXIT_CODES}"))]
-    New(KeyNewArgs),
-}
-
-#[derive(Debug, Args)]
-pub struct KeyNewArgs {
-    /// The principal the key proves: its name in rules, clients, hooks and the audit log.
-    #[arg(value_name = "PRINCIPAL")]
-    pub principal: String,
-
-    /// A group the principal belongs to with this key (repeat for more).
-    #[arg(long = "group", value_name = "GROUP")]
-    pub groups: Vec<String>,
 }
 
 /// A `--older-than` value.
