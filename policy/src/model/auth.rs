@@ -25,7 +25,7 @@ pub struct AuthSettings {
     /// cached), the issuer, the audience, the expiry and the clock skew. Absent = no tokens.
     pub jwt: Option<JwtSettings>,
     /// The URL clients use for the MCP endpoint, as the RFC 9728 metadata states it (resource)
-    /// and the audience of tokens meant for it. Default: http://<listen address><path>.
+    /// and the audience of tokens meant for it. Default: `http://<listen address><path>`.
     pub resource: Option<String>,
     /// The authorization servers the RFC 9728 metadata names (their issuer URLs), where MCP
     /// clients that do OAuth get their tokens. Default: jwt.issuer.
@@ -69,7 +69,7 @@ pub struct JwtSettings {
     /// The issuer a token's iss must equal (the authorization server's issuer URL).
     pub issuer: String,
     /// The audience a token's aud must contain. Default: auth.resource, else the server's own
-    /// MCP URL (http://<listen address><path>).
+    /// MCP URL (`http://<listen address><path>`).
     pub audience: Option<String>,
     /// The URL of the JWKS that holds the signing keys (the authorization server's jwks_uri).
     /// Fetched when first needed, cached for jwks_refresh, fetched again (at most once per
@@ -144,7 +144,7 @@ pub struct ClientSpec {
     /// Resource URIs or globs (* crosses /) the callers see and may read. Default none.
     #[schemars(with = "GlobList")]
     pub resources: Vec<Glob>,
-    /// Prompt names (<server>.<prompt>) or globs the callers see and may get. Default none.
+    /// Prompt names (`<server>.<prompt>`) or globs the callers see and may get. Default none.
     #[schemars(with = "GlobList")]
     pub prompts: Vec<Glob>,
     /// Where the entry is in the policy file.
