@@ -144,7 +144,11 @@ function renderCalls() {
       [row.result_chars === null ? "" : row.result_chars, "c-chars num"],
       [row.result_id || "", "c-offload"],
     ];
-    for (const [text, cls] of cells) tr.appendChild(el("td", text, cls));
+    for (const [text, cls] of cells) {
+      const td = el("td", text, cls);
+      td.title = String(text); // the whole value, where the column cuts it
+      tr.appendChild(td);
+    }
     tr.addEventListener("click", () => showDetail(row.call_id));
     body.appendChild(tr);
   }
