@@ -43,6 +43,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), ServeError> {
             // A policy that does not load fails now, not at the first request; what it
             // starts (plugins, upstream servers) waits for a request that needs it.
             let policy = toolgate_policy::load_file(&options.policy)?;
+            super::engines::refuse_audit_on_the_channel(&policy, true)?;
             tokio::spawn(prune_at_start(policy, options.default_store_url.clone()));
             stdio::serve_stdio(
                 start(&options, &shutdown, &mut started),
@@ -81,6 +82,7 @@ async fn start(
     let peers = Arc::new(Peers::default());
     let links = Arc::new(Links::new(Arc::clone(&peers)));
     // Loading plugins and building the engine blocks: off the async threads.
+    let stdio = options.http.is_none();
     let (policy, default_url, routes, downstream, hub) = (
         options.policy.clone(),
         options.default_store_url.clone(),
@@ -89,7 +91,7 @@ async fn start(
         Arc::clone(&console),
     );
     let engines = tokio::task::spawn_blocking(move || {
-        Engines::load(&policy, default_url, routes, downstream, hub)
+        Engines::load(&policy, default_url, routes, downstream, hub, stdio)
     })
     .await
     .map_err(|e| ServeError::Io {

@@ -59,15 +59,15 @@ impl Principal {
         Principal(Arc::from("local"))
     }
 
-    /// Its name: `local`, or `bearer:` and 32 hex digits of the token's SHA-256.
-    pub(crate) fn as_str(&self) -> &str {
-        &self.0
-    }
-
     /// The clients that present `token`.
     pub(crate) fn bearer(token: &str) -> Self {
         let digest = Sha256::digest(token.as_bytes());
         Principal(Arc::from(format!("bearer:{}", hex(&digest[..16])).as_str()))
+    }
+
+    /// The principal's name, as the engine's caller carries it.
+    pub(crate) fn name(&self) -> &str {
+        &self.0
     }
 }
 

@@ -52,8 +52,6 @@ pub(crate) struct Hub {
     revision: AtomicU64,
     tx: broadcast::Sender<Arc<str>>,
     pub(crate) streams: Arc<Semaphore>,
-    /// Who the calls come from: the holders of the bearer token, or `local`.
-    principal: Mutex<String>,
 }
 
 impl Default for Hub {
@@ -64,7 +62,6 @@ impl Default for Hub {
             revision: AtomicU64::new(0),
             tx: broadcast::Sender::new(BROADCAST),
             streams: Arc::new(Semaphore::new(MAX_STREAMS)),
-            principal: Mutex::new("local".to_owned()),
         }
     }
 }
@@ -74,16 +71,6 @@ impl Hub {
     pub(crate) fn listener(self: &Arc<Self>) -> impl Fn(&Event) + Send + Sync + 'static {
         let hub = Arc::clone(self);
         move |event: &Event| hub.record(event)
-    }
-
-    /// Sets who the calls come from (`serve` has one principal per process today).
-    pub(crate) fn set_principal(&self, principal: &str) {
-        principal.clone_into(
-            &mut self
-                .principal
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner),
-        );
     }
 
     /// A receiver of the rows from now on.
@@ -121,14 +108,9 @@ impl Hub {
             let mut ring = self.ring.lock().unwrap_or_else(PoisonError::into_inner);
             match &event.kind {
                 EventKind::Start => {
-                    let principal = self
-                        .principal
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .clone();
                     let (arguments, arguments_cut) = cut_bytes(&event.arguments, ARGUMENT_BYTES);
                     let record = Record {
-                        row: started_row(event, &principal, revision),
+                        row: started_row(event, revision),
                         arguments,
                         arguments_cut,
                         preview: String::new(),
@@ -187,14 +169,14 @@ impl Hub {
 }
 
 /// The row of a call that starts now.
-fn started_row(event: &Event, principal: &str, revision: u64) -> Value {
+fn started_row(event: &Event, revision: u64) -> Value {
     json!({
         "revision": revision,
         "call_id": event.call_id,
         "kind": event.call_kind,
         "tool": event.tool_name,
         "model_name": event.model_name,
-        "principal": principal,
+        "principal": event.caller.name(),
         "session": event.session,
         "state": "running",
         "started_at_ms": now_ms(),
@@ -251,6 +233,7 @@ mod tests {
             call_kind: CallKind::Tool,
             call_id: call_id.to_owned(),
             session: Some("s1".to_owned()),
+            caller: Arc::new(toolgate::Caller::new("bearer:0123", Vec::new())),
             model_name: "echo".to_owned(),
             tool_name: "echo".to_owned(),
             arguments: r#"{"text":"hi"}"#.to_owned(),
@@ -323,7 +306,6 @@ mod tests {
     #[test]
     fn a_row_says_who_called_and_how_it_ended() {
         let hub = Arc::new(Hub::default());
-        hub.set_principal("bearer:0123");
         let listen = hub.listener();
         listen(&event("c1", EventKind::Start));
         let (rows, _) = hub.rows();
