@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use serde_json::{Value, json};
+use serde_json::json;
 use sha2::Digest;
 use toolgate_policy::{AuditArguments, AuditSettings, AuditSink};
 
@@ -214,6 +214,8 @@ fn sha256_hex(bytes: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::Value;
+
     use super::*;
     use crate::call::{Content, Decision};
     use crate::events::OutcomeSummary;
