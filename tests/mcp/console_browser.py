@@ -419,12 +419,24 @@ async def the_api_asks_for_the_token_and_bounds_streams(opts: argparse.Namespace
 
 
 async def the_console_is_off_by_default(opts: argparse.Namespace) -> None:
-    """Without serve.console: true, /ui is not there."""
+    """Without serve.console: true, /ui is not there; a reload that turns it on brings it,
+    and the calls made from then on are in it."""
     policy = POLICY.replace("serve:\n  console: true\n", "")
     async with console(opts, policy=policy, token=False, browser=False) as (serve, _):
         for path in ["/ui", "/ui/api/calls"]:
             status, _, _ = serve.get(path)
             check(status == 404, f"{path} with the console off: {status}")
+        serve.policy.write_text(POLICY.format(catalog=CATALOG))
+        deadline = time.monotonic() + 20
+        while serve.get("/ui")[0] != 200:
+            check(time.monotonic() < deadline, f"the reload did not turn the console on:\n{serve.log.read_text()}")
+            time.sleep(0.05)
+        http, client = serve.client()
+        async with http, client:
+            await client.call_tool("echo", {"text": "after the reload"})
+        status, _, body = serve.get("/ui/api/calls")
+        rows = json.loads(body)["calls"]
+        check(status == 200 and [r["tool"] for r in rows] == ["echo"] and rows[0]["principal"] == "local", f"the call after the reload: {status} {rows}")
 
 
 SCENARIOS = {f.__name__: f for f in [
