@@ -2,8 +2,10 @@
 //!
 //! In front of `rmcp`'s Streamable HTTP service sits a small gate that answers before any MCP
 //! message is read:
-//! - only the MCP path is served (404 elsewhere), and RFC 9728's metadata
-//!   (`/.well-known/oauth-protected-resource`) when the policy has `auth:`;
+//! - only the MCP path is served (404 elsewhere), RFC 9728's metadata
+//!   (`/.well-known/oauth-protected-resource`) when the policy has `auth:`, and the console
+//!   under `/ui` when the policy turns it on (`console`; it asks for the shared token, and is
+//!   refused when the policy's `auth:` is on without one: it shows every principal's calls);
 //! - off loopback, every request must carry `Authorization: Bearer <token>` (401 otherwise;
 //!   the comparison takes the same time wherever the first difference is): the shared token,
 //!   or an API key or JWT the policy's `auth:` accepts (`http_auth`); an MCP session is used
@@ -33,6 +35,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::accept::{Limits, accept_loop};
+use super::console::routes::{Console, is_console_path};
 use super::error::ServeError;
 use super::handler::{Gateway, SessionSource};
 use super::http_auth::Gate;
@@ -61,6 +64,8 @@ struct Front {
     /// `max_sessions` and handed to rmcp, so that requests at the same time cannot pass the
     /// limit together.
     admission: tokio::sync::Mutex<()>,
+    /// The console at `/ui` (answers 404 while the policy has it off).
+    console: Console,
 }
 
 /// Listens on `options.addr` and serves until `shutdown` fires.
@@ -85,6 +90,18 @@ pub(crate) async fn serve_http(
     let front = Arc::new(front(shared, &options, token, addr, &shutdown));
     // The address goes to stderr as a line a supervisor (or a test) can read.
     eprintln!("toolgate serve: listening on http://{addr}{}", options.path);
+    if front
+        .console
+        .shared
+        .engines
+        .current()
+        .engine
+        .policy()
+        .serve
+        .console
+    {
+        eprintln!("toolgate serve: console at http://{addr}/ui");
+    }
     tracing::info!(%addr, path = %options.path, "serving MCP over Streamable HTTP");
     let limits = Limits {
         max_connections: options.max_connections,
@@ -113,12 +130,20 @@ fn front(
     if !addr.ip().is_unspecified() {
         hosts.push(addr.ip().to_string());
     }
+    let any_host = !addr.ip().is_loopback() && options.allowed_hosts.is_empty();
+    let console = Console {
+        shared: Arc::clone(&shared),
+        hub: Arc::clone(&shared.console),
+        hosts: (!any_host).then(|| hosts.clone()),
+        origins: options.allowed_origins.clone(),
+        shutdown: shutdown.child_token(),
+    };
     let mut config = StreamableHttpServerConfig::default()
         .with_allowed_origins(options.allowed_origins.clone())
         .enforce_origin_validation()
         .with_max_request_body_bytes(options.max_request_bytes)
         .with_cancellation_token(shutdown.child_token());
-    config = if !addr.ip().is_loopback() && options.allowed_hosts.is_empty() {
+    config = if any_host {
         // Listening on all interfaces for clients that name it as they like; the bearer token,
         // required here, is what keeps strangers out.
         config.disable_allowed_hosts()
@@ -154,6 +179,7 @@ fn front(
         max_request_bytes: options.max_request_bytes,
         read_timeout: options.read_timeout,
         admission: tokio::sync::Mutex::new(()),
+        console,
     }
 }
 
@@ -161,6 +187,10 @@ impl Front {
     async fn handle(&self, request: Request<Incoming>) -> Response<Body> {
         // The policy of this request: a reload that drops a key refuses it from now on.
         let auth = Arc::clone(&self.shared.engines.current().auth);
+        if request.uri().path() != self.path && is_console_path(request.uri().path()) {
+            let authorized = self.gate.is_operator(request.headers(), &auth);
+            return self.console.handle(request, authorized).await;
+        }
         if request.uri().path() != self.path {
             if request.method() == http::Method::GET
                 && let Some(metadata) = self.gate.metadata(request.uri().path(), &auth)

@@ -180,6 +180,16 @@ impl Gate {
         })
     }
 
+    /// Whether a request with `headers` may see the console, which shows every principal's
+    /// calls: the shared token's holders; without a shared token, anyone while the policy asks
+    /// for no credentials (loopback), and nobody once it does.
+    pub(crate) fn is_operator(&self, headers: &HeaderMap, auth: &Authenticator) -> bool {
+        match &self.token {
+            Some((token, _)) => bearer_matches(headers, token),
+            None => !auth.is_on(),
+        }
+    }
+
     /// 401 with the reason, and with the policy's authentication the metadata's URL.
     fn unauthorized(&self, refused: &AuthError, auth: Option<&Authenticator>) -> Response<Body> {
         let mut challenge = "Bearer".to_owned();
