@@ -306,10 +306,13 @@ async def c3_a_jwks_url_is_fetched_cached_and_fetched_again_for_a_new_key(opts: 
             result = await call_as(server, new.token(), "echo", {"text": "new"})
             check(text_of(result) == "new", f"{result}")
             check(document["fetches"] == "2", f"fetches: {document['fetches']}")
-            # Made-up key ids do not make it fetch on every request.
+            # Made-up key ids do not make it fetch on every request: at most once per
+            # jwks_min_refetch (1 s) while they come.
+            started = time.monotonic()
             for i in range(5):
                 raw_post(server.url or "", INITIALIZE, {"authorization": f"Bearer {Signer(f'x{i}').token()}"})
-            check(int(document["fetches"]) <= 3, f"fetches: {document['fetches']}")
+            allowed = 2 + 1 + int(time.monotonic() - started)
+            check(int(document["fetches"]) <= allowed, f"fetches: {document['fetches']}, at most {allowed}")
 
 
 # ---- per-principal policy (C4, C5, C7) ---------------------------------------------------
