@@ -37,6 +37,7 @@
 
 pub mod access;
 mod audit;
+mod audit_batches;
 mod builder;
 mod call;
 mod dispatch;
@@ -45,6 +46,7 @@ pub mod error;
 pub mod events;
 pub mod guard;
 pub mod history;
+mod limits;
 mod plugin;
 pub mod plugin_host;
 pub mod process;
