@@ -12,7 +12,7 @@ use common::*;
 use serde_json::{Value, json};
 use toolgate::events::{Event, EventKind};
 use toolgate::tool::{FnTool, Tool, ToolError, ToolOutput};
-use toolgate::{Engine, Outcome, Policy};
+use toolgate::{Caller, Engine, Outcome, Policy};
 
 fn policy(yaml: &str) -> Policy {
     let dir = tempfile::tempdir().unwrap();
@@ -29,6 +29,16 @@ fn engine(yaml: &str) -> Engine {
 
 async fn call_in(engine: &Engine, session: &str, name: &str, args: Value) -> Outcome {
     let s = engine.session(Some(session)).unwrap();
+    engine.call(&s, &call("c", name, args)).await
+}
+
+/// A call by the principal `who` (in `groups`), in its own session.
+async fn call_by(engine: &Engine, who: &str, groups: &[&str], name: &str, args: Value) -> Outcome {
+    let caller = Caller::new(who, groups.iter().map(|g| g.to_string()).collect());
+    let s = engine
+        .session(Some(&format!("{who}-session")))
+        .unwrap()
+        .with_caller(Arc::new(caller));
     engine.call(&s, &call("c", name, args)).await
 }
 
@@ -60,7 +70,7 @@ async fn l2_the_answer_says_which_limit_and_when_to_retry() {
     let limited = one(&engine, "echo", json!({"text": "hi"})).await;
     assert_eq!(
         text(&limited),
-        "Error: rate limited: at most 10 calls by anonymous to echo per 1m (burst 1; \
+        "Error: rate limited: at most 10 calls by local to echo per 1m (burst 1; \
          limits.rates[0]); retry after 6.0 s"
     );
 }
@@ -123,6 +133,122 @@ async fn l1_a_call_refused_by_one_entry_uses_up_none_of_the_others() {
     tokio::time::advance(Duration::from_secs(1)).await;
     let quota = one(&engine, "echo", json!({})).await;
     assert!(text(&quota).contains("limits.rates[0]"), "{}", text(&quota));
+}
+
+#[tokio::test(start_paused = true)]
+async fn l1_a_limit_per_principal_counts_each_principal_apart_and_names_them() {
+    let engine = engine("limits:\n  rates:\n    - per: principal\n      rate: 1/h\n");
+    assert!(
+        !call_by(&engine, "alice", &[], "echo", json!({}))
+            .await
+            .is_error()
+    );
+    let limited = call_by(&engine, "alice", &[], "other", json!({})).await;
+    assert_eq!(
+        text(&limited),
+        "Error: rate limited: at most 1 calls by alice per 1h (burst 1; limits.rates[0]); \
+         retry after 3600 s"
+    );
+    assert!(
+        !call_by(&engine, "bob", &[], "echo", json!({}))
+            .await
+            .is_error()
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn l1_an_entry_for_some_principals_and_groups_limits_only_them() {
+    let engine = engine(
+        "limits:\n  rates:\n    - principals: [\"bot-*\"]\n      rate: 1/h\n    \
+         - groups: [interns]\n      rate: 1/h\n",
+    );
+    for (who, groups, limited) in [
+        ("bot-7", &[][..], true),
+        ("carol", &["interns"][..], true),
+        ("dave", &["staff"][..], false),
+    ] {
+        call_by(&engine, who, groups, "echo", json!({})).await;
+        let second = call_by(&engine, who, groups, "echo", json!({})).await;
+        assert_eq!(second.is_error(), limited, "{who}: {second:?}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn l3_a_flooding_principal_does_not_starve_another() {
+    let engine = Arc::new(
+        Engine::builder(policy(
+            "limits:\n  concurrency:\n    total: 2\n    max_wait: 1h\n",
+        ))
+        .tool(sleeper("nap"))
+        .build()
+        .unwrap(),
+    );
+    let start = tokio::time::Instant::now();
+    let mut flood = Vec::new();
+    for _ in 0..40 {
+        let engine = engine.clone();
+        flood.push(tokio::spawn(async move {
+            call_by(&engine, "flood", &[], "nap", json!({"ms": 100})).await;
+            start.elapsed()
+        }));
+    }
+    for _ in 0..100 {
+        tokio::task::yield_now().await;
+    }
+    // Two flood calls run and 38 wait; bob asks now and gets the next place: one nap.
+    let bob = call_by(&engine, "bob", &[], "nap", json!({"ms": 100})).await;
+    assert!(!bob.is_error(), "{bob:?}");
+    assert!(
+        start.elapsed() <= Duration::from_millis(200),
+        "bob waited {:?} behind the flood",
+        start.elapsed()
+    );
+    let mut last = Duration::ZERO;
+    for f in flood {
+        last = last.max(f.await.unwrap());
+    }
+    assert!(last >= Duration::from_millis(2000), "{last:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn l3_a_principal_at_its_cap_waits_while_another_runs_at_once() {
+    let engine = Arc::new(
+        Engine::builder(policy(
+            "limits:\n  concurrency:\n    per_principal: 1\n    max_wait: 1h\n",
+        ))
+        .tool(sleeper("nap"))
+        .build()
+        .unwrap(),
+    );
+    let start = tokio::time::Instant::now();
+    let alice: Vec<_> = (0..3)
+        .map(|_| {
+            let engine = engine.clone();
+            tokio::spawn(async move {
+                call_by(&engine, "alice", &[], "nap", json!({"ms": 100})).await;
+                start.elapsed()
+            })
+        })
+        .collect();
+    for _ in 0..100 {
+        tokio::task::yield_now().await;
+    }
+    call_by(&engine, "bob", &[], "nap", json!({"ms": 100})).await;
+    assert_eq!(
+        start.elapsed(),
+        Duration::from_millis(100),
+        "bob ran at once"
+    );
+    let mut ends = Vec::new();
+    for a in alice {
+        ends.push(a.await.unwrap());
+    }
+    ends.sort();
+    assert_eq!(
+        ends,
+        [100, 200, 300].map(Duration::from_millis),
+        "alice's calls ran one at a time"
+    );
 }
 
 #[tokio::test(start_paused = true)]

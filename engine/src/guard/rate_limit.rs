@@ -11,13 +11,14 @@ use crate::call::{CallResult, Invocation};
 use crate::error::CallError;
 use crate::events::{Event, EventKind, Events};
 use crate::guard::{Layer, Next};
-use crate::limits::{ANONYMOUS, Check, RateLimits};
+use crate::limits::{Check, RateLimits};
 use crate::tool::BoxFuture;
 use toolgate_policy::OnStoreError;
 
-/// The principal a call is counted for.
-pub(crate) fn principal(_inv: &Invocation) -> &str {
-    ANONYMOUS
+/// The principal a call is counted for: its caller's name (`local` for a caller no credential
+/// proved: the CLI, stdio, HTTP without authentication).
+pub(crate) fn principal(inv: &Invocation) -> &str {
+    inv.caller.name()
 }
 
 /// The rate-limit layer.
@@ -33,7 +34,7 @@ impl Layer for RateLimitLayer {
             if inv.kind != CallKind::Tool || !inv.is_known() {
                 return next.run(inv).await;
             }
-            match self.limits.check(principal(inv), &inv.tool_name).await {
+            match self.limits.check(&inv.caller, &inv.tool_name).await {
                 Check::Pass => {}
                 Check::Limited { message, wait } => {
                     return Err(CallError::RateLimited {

@@ -23,13 +23,11 @@ use std::time::Duration;
 
 use toolgate_policy::{LimitScope, LimitsSettings, OnStoreError, RateLimit};
 
+use crate::caller::Caller;
 use crate::error::BuildError;
 
 use gcra::{Cell, LocalGcra, StoreFailure, Verdict};
 use redis_store::RedisGcra;
-
-/// The principal of calls that carry none (stdio, a token with no name).
-pub const ANONYMOUS: &str = "anonymous";
 
 /// One entry of `limits.rates`, ready to match calls.
 #[derive(Debug)]
@@ -42,10 +40,12 @@ pub(crate) struct CompiledRate {
 }
 
 impl CompiledRate {
-    fn matches(&self, principal: &str, tool: &str) -> bool {
-        (self.spec.tools.is_empty() || self.spec.tools.iter().any(|g| g.is_match(tool)))
-            && (self.spec.principals.is_empty()
-                || self.spec.principals.iter().any(|g| g.is_match(principal)))
+    fn matches(&self, caller: &Caller, tool: &str) -> bool {
+        let spec = &self.spec;
+        (spec.tools.is_empty() || spec.tools.iter().any(|g| g.is_match(tool)))
+            && (spec.principals.is_empty()
+                || spec.principals.iter().any(|g| g.is_match(caller.name())))
+            && (spec.groups.is_empty() || spec.groups.iter().any(|g| caller.in_group(g)))
     }
 
     /// The key of what this entry counts for the call (without the store's prefix).
@@ -150,13 +150,14 @@ impl RateLimits {
         }))
     }
 
-    /// Checks (and, when every entry passes, counts) a call of `principal` to `tool`.
-    pub(crate) async fn check(&self, principal: &str, tool: &str) -> Check {
+    /// Checks (and, when every entry passes, counts) a call of `caller` to `tool`.
+    pub(crate) async fn check(&self, caller: &Caller, tool: &str) -> Check {
         let matching: Vec<&CompiledRate> = self
             .rates
             .iter()
-            .filter(|r| r.matches(principal, tool))
+            .filter(|r| r.matches(caller, tool))
             .collect();
+        let principal = caller.name();
         if matching.is_empty() {
             return Check::Pass;
         }

@@ -72,11 +72,16 @@ pub struct RateLimit {
     #[schemars(with = "GlobList")]
     pub tools: Vec<Glob>,
     /// Principal names or globs the entry applies to. Absent or empty = every principal
-    /// (calls without one, over stdio or a token without a name, are the principal
-    /// "anonymous").
+    /// (calls no credential proved, from the command line, stdio or HTTP without
+    /// authentication, are the principal local).
     #[serde(default)]
     #[schemars(with = "GlobList")]
     pub principals: Vec<Glob>,
+    /// Groups the entry applies to: a principal in any of them. Absent or empty = every
+    /// principal.
+    #[serde(default)]
+    #[schemars(with = "Vec<values::Name>")]
+    pub groups: Vec<String>,
     /// What is counted separately: all (one count for everything the entry matches), tool,
     /// principal, or principal_tool. Default principal_tool.
     #[serde(default)]
