@@ -120,7 +120,7 @@ impl Batches {
             toolgate_store::ObjectResultStore::from_url_opts(&url, settings.store_options.iter())
                 .map_err(|source| BuildError::AuditStore {
                 url: url.clone(),
-                source,
+                source: Box::new(source),
             })?;
         let store = opened.backend().clone();
         let prefix = opened.prefix().clone();

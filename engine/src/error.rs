@@ -373,8 +373,8 @@ pub enum BuildError {
     AuditStore {
         /// The store's URL as the policy gives it.
         url: String,
-        /// Why.
-        source: toolgate_store::StoreError,
+        /// Why (boxed: the URL beside it would make every build result large).
+        source: Box<toolgate_store::StoreError>,
     },
 
     /// The thread that writes the audit batches (`audit.sink: object_store`) cannot start.

@@ -91,7 +91,8 @@ impl CompiledRate {
 /// Where the TATs are kept.
 pub(crate) enum Store {
     Local(LocalGcra),
-    Redis(RedisGcra),
+    /// Boxed: its client is several times the size of the local table's handle.
+    Redis(Box<RedisGcra>),
 }
 
 /// The rate limits of a policy.
@@ -132,7 +133,7 @@ impl RateLimits {
             .collect();
         let (store, on_store_error, store_timeout) = match &settings.redis {
             Some(redis) => (
-                Store::Redis(RedisGcra::new(redis)?),
+                Store::Redis(Box::new(RedisGcra::new(redis)?)),
                 redis.on_store_error,
                 redis.timeout,
             ),
