@@ -49,6 +49,7 @@ pub mod events;
 pub mod guard;
 pub mod history;
 mod limits;
+pub mod mask;
 mod plugin;
 pub mod plugin_host;
 pub mod process;
