@@ -28,7 +28,9 @@ bash scripts/model.sh >/dev/null
 
 echo "== S3 test server" >&2
 eval "$(bash scripts/s3-server.sh start)"
-trap 'bash scripts/s3-server.sh stop >&2 || true' EXIT
+echo "== Redis test server (Debian's redis-server, installed by apt-get when missing)" >&2
+eval "$(bash scripts/redis.sh start)"
+trap 'bash scripts/s3-server.sh stop >&2 || true; bash scripts/redis.sh stop >&2 || true' EXIT
 
 echo "== tests" >&2
 cargo test --workspace --locked --no-fail-fast

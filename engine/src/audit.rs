@@ -47,6 +47,8 @@ enum Sink {
         /// Bytes in the current file.
         size: u64,
     },
+    /// `object_store`: lines go to the batch writer, which never refuses one.
+    Batches(crate::audit_batches::Batches),
 }
 
 impl AuditLog {
@@ -59,6 +61,7 @@ impl AuditLog {
         let sink = match settings.sink {
             AuditSink::Stdout => Sink::Stdout,
             AuditSink::Stderr => Sink::Stderr,
+            AuditSink::ObjectStore => Sink::Batches(crate::audit_batches::Batches::open(settings)?),
             AuditSink::File => {
                 // A path the policy gives was resolved when it was read.
                 let path = match (&settings.path, base) {
@@ -121,6 +124,16 @@ impl AuditLog {
         self.write(&text);
     }
 
+    /// Writes out what the sink buffers (`object_store`: the batches not written yet) and
+    /// waits for it; a no-op for the other sinks, which buffer nothing.
+    pub(crate) fn close(&self) {
+        if let Ok(out) = self.out.lock()
+            && let Sink::Batches(batches) = &out.sink
+        {
+            batches.close();
+        }
+    }
+
     /// Writes one line (after a `lost_lines` record when lines were lost), rotating first when
     /// the line would take the file over its size.
     fn write(&self, text: &str) {
@@ -141,6 +154,10 @@ impl AuditLog {
         let written = match &mut out.sink {
             Sink::Stdout => std::io::stdout().lock().write_all(all.as_bytes()),
             Sink::Stderr => std::io::stderr().lock().write_all(all.as_bytes()),
+            Sink::Batches(batches) => {
+                batches.push(all);
+                Ok(())
+            }
             Sink::File { path, file, size } => {
                 let len = all.len() as u64;
                 if *size > 0 && size.saturating_add(len) > max_bytes {

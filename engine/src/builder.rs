@@ -224,6 +224,7 @@ impl EngineBuilder {
         for l in listeners {
             events.add(l);
         }
+        let mut audit = None;
         if let Some(settings) = &policy.audit {
             let masker = policy
                 .redact
@@ -231,8 +232,10 @@ impl EngineBuilder {
                 .and_then(crate::guard::RedactLayer::new)
                 .map(Arc::new);
             let base = policy.source.as_deref().and_then(std::path::Path::parent);
-            let log = crate::audit::AuditLog::open(settings, base, masker)?;
-            events.add(Arc::new(move |e: &Event| log.record(e)));
+            let log = Arc::new(crate::audit::AuditLog::open(settings, base, masker)?);
+            let listener = log.clone();
+            events.add(Arc::new(move |e: &Event| listener.record(e)));
+            audit = Some(log);
         }
         let guard = GuardParts {
             scripts: scripts.clone(),
@@ -253,6 +256,15 @@ impl EngineBuilder {
             arg_aliases: arg_aliases(&registry),
             visibility,
             custom: layers,
+            rate_limits: match &policy.limits {
+                Some(limits) => crate::limits::RateLimits::new(limits)?,
+                None => None,
+            },
+            breakers: if policy.circuit_breaker.is_some() {
+                breakers_of(&registry)
+            } else {
+                HashMap::new()
+            },
             endpoint: endpoint(&registry, &policy, scripts),
         }
         .build(&policy);
@@ -274,8 +286,29 @@ impl EngineBuilder {
             sessions,
             search_index,
             clients,
+            audit,
         }))
     }
+}
+
+/// One circuit breaker per plugin and per upstream server (an external source), shared by its
+/// tools: real tool name -> breaker.
+fn breakers_of(registry: &Registry) -> HashMap<String, Arc<crate::guard::Breaker>> {
+    let mut by_source: HashMap<String, Arc<crate::guard::Breaker>> = HashMap::new();
+    let mut out = HashMap::new();
+    for (name, entry) in registry.entries() {
+        let source = match entry.source() {
+            ToolSource::Plugin { plugin, .. } => format!("plugin {plugin}"),
+            ToolSource::External { name } => name.clone(),
+            _ => continue,
+        };
+        let breaker = by_source
+            .entry(source.clone())
+            .or_insert_with(|| Arc::new(crate::guard::Breaker::new(source)))
+            .clone();
+        out.insert(name.to_string(), breaker);
+    }
+    out
 }
 
 /// The registry step: native tools, every plugin's tools, the JSONL catalogs, and the tools

@@ -39,6 +39,8 @@ pub(crate) struct Parts {
     pub(crate) access_aliases: AccessAliases,
     /// What each principal may see (`clients:`, C4); `None`: everything.
     pub(crate) clients: Option<Arc<ClientTable>>,
+    /// The audit log, while the policy has one.
+    pub(crate) audit: Option<Arc<crate::audit::AuditLog>>,
 }
 
 /// The engine. Cheap to clone; share one across tasks.
@@ -60,6 +62,15 @@ impl Engine {
     pub(crate) fn from_parts(parts: Parts) -> Self {
         Engine {
             inner: Arc::new(parts),
+        }
+    }
+
+    /// Writes out what the audit log still buffers (`audit.sink: object_store`) and waits
+    /// until it is written or given up (L7); the lines of later calls are not written. Call it
+    /// when the program stops: dropping the last clone of the engine does the same. Blocks.
+    pub fn close_audit(&self) {
+        if let Some(audit) = &self.inner.audit {
+            audit.close();
         }
     }
 

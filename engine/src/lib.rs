@@ -38,6 +38,7 @@
 
 pub mod access;
 mod audit;
+mod audit_batches;
 mod builder;
 mod call;
 mod caller;
@@ -48,6 +49,7 @@ pub mod error;
 pub mod events;
 pub mod guard;
 pub mod history;
+mod limits;
 pub mod mask;
 mod plugin;
 pub mod plugin_host;

@@ -65,6 +65,10 @@ pub async fn serve(options: ServeOptions) -> Result<(), ServeError> {
             .upstreams
             .shutdown()
             .await;
+        // Audit lines still buffered for an object store are written before serve returns
+        // (L7): the runtime is shut down without waiting for anything after that.
+        let engine = shared.engines.current().engine.clone();
+        let _ = tokio::task::spawn_blocking(move || engine.close_audit()).await;
     }
     result
 }

@@ -234,7 +234,7 @@ pub struct ReductionSettings {
         "x-expected" = "a string (quote numbers and booleans)"
     )
 )]
-struct StoreOption(String);
+pub(crate) struct StoreOption(String);
 
 impl Default for ReductionSettings {
     fn default() -> Self {

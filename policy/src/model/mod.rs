@@ -28,6 +28,7 @@ mod auth;
 mod calls;
 mod client_requests;
 mod extensions;
+mod limits;
 mod redact;
 mod serve;
 
@@ -37,6 +38,7 @@ pub use auth::*;
 pub use calls::*;
 pub use client_requests::*;
 pub use extensions::*;
+pub use limits::*;
 pub use redact::*;
 pub use serve::*;
 
@@ -146,6 +148,18 @@ pub struct Policy {
     /// rules and the before hook decided, outcome, durations, result size) to a file rotated by
     /// size, stdout or stderr. Absent = off; `audit: {}` = on, to audit.jsonl beside the policy.
     pub audit: Option<AuditSettings>,
+    /// Rate limits and quotas per principal, per tool and per principal and tool, concurrency
+    /// per principal with fair queuing across principals and sessions, shared across replicas
+    /// through Redis when configured. Absent = no limits.
+    pub limits: Option<LimitsSettings>,
+    /// Retries with backoff and jitter for idempotent tools (the policy's list, or the tool's
+    /// idempotentHint annotation), within the call's timeout. Absent = no retries; `retries: {}`
+    /// = on with every default.
+    pub retries: Option<RetrySettings>,
+    /// A circuit breaker per upstream MCP server and per plugin: opens after failures in a row,
+    /// refuses calls at once while open, half-opens after a cool-down. Absent = no breakers;
+    /// `circuit_breaker: {}` = on with every default.
+    pub circuit_breaker: Option<BreakerSettings>,
     /// The resources of the upstream MCP servers, as toolgate serve offers them: a read is
     /// governed like a tool call (rules naming resources, hooks with kind = "resource", the
     /// dispatch timeout and cap, offload). Every key is optional.
@@ -186,6 +200,9 @@ impl Default for Policy {
             sessions: SessionSettings::default(),
             redact: None,
             audit: None,
+            limits: None,
+            retries: None,
+            circuit_breaker: None,
             resources: AccessSettings::default(),
             prompts: AccessSettings::default(),
             serve: ServeSettings::default(),

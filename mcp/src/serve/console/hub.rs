@@ -157,8 +157,11 @@ impl Hub {
                         record.row.clone()
                     })
                 }
-                // Progress and side problems are not rows of their own.
-                EventKind::Update { .. } | EventKind::Error { .. } => None,
+                // Progress, side problems, retries and breaker changes are not rows of their own.
+                EventKind::Update { .. }
+                | EventKind::Error { .. }
+                | EventKind::Retry { .. }
+                | EventKind::Breaker { .. } => None,
             }
         };
         if let Some(row) = row {
