@@ -7,7 +7,7 @@
 //! part of the protocol (it carries the plugin's own logging, and the message of a crash).
 //!
 //! ```text
-//! host -> worker   hello {library, config, confine?, grants?}   first frame, once
+//! host -> worker   hello {library, config, confine?, grants?, builtin?, base_dir?}   once, first
 //! worker -> host   manifest {name, version, tools, capabilities} | load_failed {message}
 //!                  | not_granted {name, missing}   (asked for more than `grants`; not started)
 //! host -> worker   call {id, tool, args, deadline_ms, keep_chars?}
@@ -55,6 +55,16 @@ pub enum HostFrame {
         /// more is not started (its `init` never runs): the worker answers `not_granted`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         grants: Option<Capabilities>,
+        /// Serve the plugin of this name built into the worker's program
+        /// ([`crate::builtin`]) instead of loading `library` (then the program itself, for the
+        /// confinement).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        builtin: Option<String>,
+        /// The folder of the policy that configures the plugin: the relative paths of the
+        /// configuration at its manifest's `config_paths` are resolved against it before `init`
+        /// ([`crate::resolve_config_paths`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        base_dir: Option<PathBuf>,
     },
     /// Run one tool.
     Call {
@@ -381,6 +391,8 @@ unsafe fn serve_input(
         config,
         confine: wanted,
         grants,
+        builtin,
+        base_dir,
     }) = read_frame::<HostFrame>(&mut input.reader)?
     else {
         return Err(ServeError::NoHello);
@@ -393,8 +405,20 @@ unsafe fn serve_input(
         })?;
         return Ok(());
     }
-    // SAFETY: the caller's promise (`# Safety`).
-    let opened = match unsafe { LoadedPlugin::open(&library) } {
+    let opened = match builtin {
+        Some(name) => match crate::builtin::find(&name) {
+            Some(builtin) => LoadedPlugin::open_builtin(builtin),
+            None => {
+                send(&WorkerFrame::LoadFailed {
+                    message: format!("this program has no built-in plugin {name:?}"),
+                })?;
+                return Ok(());
+            }
+        },
+        // SAFETY: the caller's promise (`# Safety`).
+        None => unsafe { LoadedPlugin::open(&library) },
+    };
+    let opened = match opened {
         Ok(opened) => opened,
         Err(err) => {
             send(&WorkerFrame::LoadFailed {
@@ -414,6 +438,19 @@ unsafe fn serve_input(
             })?;
             return Ok(());
         }
+    }
+    let mut config = config;
+    if let Some(base) = &base_dir
+        && let Err(err) = crate::config_paths::resolve_config_paths(
+            &opened.manifest().config_paths,
+            &mut config,
+            base,
+        )
+    {
+        send(&WorkerFrame::LoadFailed {
+            message: format!("plugin {}: {err}", opened.manifest().name),
+        })?;
+        return Ok(());
     }
     let plugin = match opened.start(&config) {
         Ok(plugin) => Arc::new(plugin),
