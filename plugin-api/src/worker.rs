@@ -31,6 +31,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{CancelFlag, Capabilities, LoadedPlugin, Part, PluginOutcome, PluginToolSpec};
 
+mod opening;
 pub mod pace;
 pub use pace::WATCH;
 use pace::{Input, Pace, take};
@@ -405,25 +406,11 @@ unsafe fn serve_input(
         })?;
         return Ok(());
     }
-    let opened = match builtin {
-        Some(name) => match crate::builtin::find(&name) {
-            Some(builtin) => LoadedPlugin::open_builtin(builtin),
-            None => {
-                send(&WorkerFrame::LoadFailed {
-                    message: format!("this program has no built-in plugin {name:?}"),
-                })?;
-                return Ok(());
-            }
-        },
-        // SAFETY: the caller's promise (`# Safety`).
-        None => unsafe { LoadedPlugin::open(&library) },
-    };
-    let opened = match opened {
+    // SAFETY: the caller's promise (`# Safety`).
+    let opened = match unsafe { opening::open(&library, builtin.as_deref()) } {
         Ok(opened) => opened,
-        Err(err) => {
-            send(&WorkerFrame::LoadFailed {
-                message: chain(&err),
-            })?;
+        Err(message) => {
+            send(&WorkerFrame::LoadFailed { message })?;
             return Ok(());
         }
     };
@@ -439,24 +426,18 @@ unsafe fn serve_input(
             return Ok(());
         }
     }
-    let mut config = config;
-    if let Some(base) = &base_dir
-        && let Err(err) = crate::config_paths::resolve_config_paths(
-            &opened.manifest().config_paths,
-            &mut config,
-            base,
-        )
-    {
-        send(&WorkerFrame::LoadFailed {
-            message: format!("plugin {}: {err}", opened.manifest().name),
-        })?;
-        return Ok(());
-    }
+    let config = match opening::configure(&opened, config, base_dir.as_deref()) {
+        Ok(config) => config,
+        Err(message) => {
+            send(&WorkerFrame::LoadFailed { message })?;
+            return Ok(());
+        }
+    };
     let plugin = match opened.start(&config) {
         Ok(plugin) => Arc::new(plugin),
         Err(err) => {
             send(&WorkerFrame::LoadFailed {
-                message: chain(&err),
+                message: opening::chain(&err),
             })?;
             return Ok(());
         }
@@ -714,19 +695,6 @@ fn memory_limit_note() -> String {
         }
     }
     String::new()
-}
-
-/// An error and its causes, joined by `: ` (each error keeps its cause in `source()` and out
-/// of its own message).
-fn chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]
