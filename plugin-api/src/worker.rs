@@ -42,6 +42,8 @@ pub const MAX_FRAME: usize = 256 * 1024 * 1024;
 /// A frame from the host to the worker.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+// `hello` is written once per worker and no frame is kept: its size costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum HostFrame {
     /// Load this library with this configuration.
     Hello {
