@@ -236,10 +236,12 @@ impl IndexFile {
             });
         }
         // The tool offsets: a width byte (1 to 4), then that many bytes a tool.
-        let width = bytes.get(sections[format::SEC_DOC_OFFSETS].start).copied();
-        let offsets_len = (!sections[format::SEC_DOC_OFFSETS].is_empty())
-            .then(|| format::offsets_len(width?, len))
-            .flatten()
+        let offsets = &sections[format::SEC_DOC_OFFSETS];
+        let width = bytes
+            .get(offsets.clone())
+            .and_then(|table| table.first().copied());
+        let offsets_len = width
+            .and_then(|width| format::offsets_len(width, len))
             .unwrap_or(len.saturating_mul(4).saturating_add(1));
         for (section, expected) in [
             (format::SEC_DOC_OFFSETS, offsets_len),
