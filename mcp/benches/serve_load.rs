@@ -18,7 +18,9 @@
 //! front of that FastMCP server.
 //!
 //! `--also LABEL=PATH` (any number of times) measures other toolgate builds in the same run,
-//! for before/after figures on one machine under one load.
+//! for before/after figures on one machine under one load; `--also-policy LABEL=POLICY`
+//! measures this build serving another policy (`scripts/bench/echo-telemetry.yaml`: traces and
+//! metrics on).
 //!
 //! Reload: the time from writing a new policy (an alias `say_N` for echo) to the first call of
 //! `say_N` that succeeds, and the failed calls of 16 clients calling echo while the policy is
@@ -238,8 +240,9 @@ impl HttpConn {
 #[derive(Clone)]
 struct Paths {
     toolgate: PathBuf,
-    /// Other toolgate builds to measure in the same run (`--also LABEL=PATH`), for before/after.
-    others: Vec<(String, PathBuf)>,
+    /// Other toolgate builds to measure in the same run (`--also LABEL=PATH`), for before/after,
+    /// or this build under another policy (`--also-policy LABEL=POLICY`), with that policy.
+    others: Vec<(String, PathBuf, Option<PathBuf>)>,
     python: PathBuf,
     fastmcp: PathBuf,
     policy: PathBuf,
@@ -286,7 +289,7 @@ impl Target {
                 vec![
                     s("serve"),
                     s("--policy"),
-                    p.policy.display().to_string(),
+                    self.policy(p).display().to_string(),
                     s("-q"),
                 ],
             ),
@@ -318,6 +321,14 @@ impl Target {
             _ => p.toolgate.clone(),
         }
     }
+
+    /// The policy this target serves.
+    fn policy(self, p: &Paths) -> PathBuf {
+        match self {
+            Target::Other(i) => p.others[i].2.clone().unwrap_or_else(|| p.policy.clone()),
+            _ => p.policy.clone(),
+        }
+    }
 }
 
 /// Starts `target` over HTTP; answers the process and its URL.
@@ -326,7 +337,7 @@ async fn start_http(target: Target, p: &Paths) -> Result<(Child, String), Error>
         Target::Toolgate | Target::Other(_) => {
             let mut child = Command::new(target.program(p))
                 .args(["serve", "--policy"])
-                .arg(&p.policy)
+                .arg(target.policy(p))
                 .args(["--http", "127.0.0.1:0", "-q", "--max-sessions", "1024"])
                 .env("TOOLGATE_RESULTS_DIR", &p.results)
                 .stdin(Stdio::null())
@@ -670,12 +681,23 @@ fn main() -> Result<(), Error> {
 
 /// `--also LABEL=PATH`, any number of times: other toolgate binaries measured beside this
 /// tree's, each row named `toolgate serve (LABEL)`.
-fn also() -> Vec<(String, PathBuf)> {
+/// `--also-policy LABEL=POLICY`: this tree's toolgate serving POLICY (the telemetry figures:
+/// the same build with `telemetry:` on and off).
+fn also(toolgate: &Path) -> Vec<(String, PathBuf, Option<PathBuf>)> {
     let args: Vec<String> = std::env::args().collect();
     args.windows(2)
-        .filter(|w| w[0] == "--also")
-        .filter_map(|w| w[1].split_once('='))
-        .map(|(label, path)| (label.to_owned(), PathBuf::from(path)))
+        .filter_map(|w| {
+            let (label, path) = w[1].split_once('=')?;
+            match w[0].as_str() {
+                "--also" => Some((label.to_owned(), PathBuf::from(path), None)),
+                "--also-policy" => Some((
+                    label.to_owned(),
+                    toolgate.to_path_buf(),
+                    Some(PathBuf::from(path)),
+                )),
+                _ => None,
+            }
+        })
         .collect()
 }
 
@@ -692,15 +714,16 @@ async fn run() -> Result<(), Error> {
         .ok_or("no repository root")?
         .to_path_buf();
     let results = tempfile::tempdir()?;
+    let toolgate = root.join("target/release/toolgate");
     let paths = Paths {
-        toolgate: root.join("target/release/toolgate"),
-        others: also(),
+        others: also(&toolgate),
+        toolgate,
         python: root.join(".tools/venv/bin/python"),
         fastmcp: root.join("scripts/bench/fastmcp_echo.py"),
         policy: root.join("scripts/bench/echo.yaml"),
         results: results.path().to_path_buf(),
     };
-    let others = paths.others.iter().map(|(_, p)| p);
+    let others = paths.others.iter().map(|(_, p, _)| p);
     for needed in [&paths.toolgate, &paths.python].into_iter().chain(others) {
         if !needed.is_file() {
             return Err(format!(

@@ -116,7 +116,7 @@ fn an_unknown_top_level_key_lists_the_known_ones_and_guesses_the_typo() {
         error.to_string(),
         "bad.yaml:2:1: unknown key \"dispatchh\" (did you mean \"dispatch\"? expected one of: \
          aliases, audit, dispatch, mcp_servers, name_profile, plugins, prompts, redact, reduction, \
-         resources, rules, scripts, search, serve, sessions, tools, version)"
+         resources, rules, scripts, search, serve, sessions, telemetry, tools, version)"
     );
     assert_eq!(
         error.diagnostics()[0].kind,

@@ -36,6 +36,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot};
+use tracing::Instrument;
 use toolgate_plugin_api::worker::pace::Pace;
 use toolgate_plugin_api::worker::{
     Confine, FrameError, HostFrame, WireTool, WorkerFrame, read_frame, write_frame,
@@ -147,6 +148,15 @@ struct State {
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Workers started again after the first (a crash, a kill), in this process (`restarts`).
+static RESTARTS: AtomicU64 = AtomicU64::new(0);
+
+/// How many plugin workers this process has started again since it began: each start after a
+/// worker's first (it crashed, or was killed for a call that did not stop).
+pub fn restarts() -> u64 {
+    RESTARTS.load(Ordering::Relaxed)
 }
 
 /// The pause before the restart that follows `crashes` crashes in a row: none after the first,
@@ -396,6 +406,7 @@ impl Supervisor {
         .await;
         match started {
             Ok(Ok(running)) => {
+                RESTARTS.fetch_add(1, Ordering::Relaxed);
                 tracing::info!(
                     plugin = %self.label,
                     pid = running.process.pid(),
@@ -420,6 +431,29 @@ impl Supervisor {
     /// Runs `tool` on the worker. Dropping the future abandons the call: the worker is told to
     /// cancel it, and killed if it has not answered [`KILL_GRACE`] later.
     pub(crate) async fn call(
+        self: &Arc<Self>,
+        tool: &str,
+        args: String,
+        progress: Option<ProgressFn>,
+        keep: Box<dyn Send>,
+        chunks: mpsc::UnboundedSender<String>,
+        keep_chars: Option<u64>,
+    ) -> Result<PluginOutcome, ToolError> {
+        // The hop to the worker process, a child of the call's span (O2).
+        let span = tracing::info_span!(
+            target: "toolgate::call",
+            "plugin_worker",
+            otel.name = %format_args!("plugin_worker {tool}"),
+            otel.kind = "client",
+            toolgate.plugin = %self.label,
+            gen_ai.tool.name = tool,
+        );
+        self.call_on_worker(tool, args, progress, keep, chunks, keep_chars)
+            .instrument(span)
+            .await
+    }
+
+    async fn call_on_worker(
         self: &Arc<Self>,
         tool: &str,
         args: String,

@@ -244,10 +244,14 @@ fn build(
         _ => UpstreamSet::start(&policy.mcp_servers, upstream_changed, downstream),
     };
     let needs_store = policy.reduction.as_ref().is_some_and(|r| r.store.is_none());
+    let policy_metrics = policy.telemetry.metrics_on();
     let mut builder = upstreams
         .upstreams
         .register(Engine::builder(policy))
         .on_event(progress.listener());
+    if policy_metrics {
+        builder = builder.on_event(toolgate_telemetry::metrics::Metrics::global().listener());
+    }
     if needs_store && let Some(url) = default_store_url {
         builder = builder.default_store_url(url);
     }

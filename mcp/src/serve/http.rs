@@ -2,7 +2,7 @@
 //!
 //! In front of `rmcp`'s Streamable HTTP service sits a small gate that answers before any MCP
 //! message is read:
-//! - only the MCP path is served (404 elsewhere);
+//! - only the MCP path is served, and `/metrics` when the policy turns metrics on (404 elsewhere);
 //! - off loopback, every request must carry `Authorization: Bearer <token>` (401 otherwise;
 //!   the comparison takes the same time wherever the first difference is);
 //! - a new session beyond `max_sessions` gets 503 with a JSON-RPC error.
@@ -39,6 +39,7 @@ use super::options::{HttpOptions, TokenSource};
 use super::pre_init::before_initialize;
 use super::shared::Shared;
 use super::stateless::Principal;
+use super::telemetry::{METRICS_PATH, metrics_response};
 
 type Body = BoxBody<Bytes, Infallible>;
 
@@ -53,6 +54,8 @@ struct Front {
     max_sessions: usize,
     max_request_bytes: usize,
     read_timeout: Option<Duration>,
+    /// The metrics answered at `/metrics` (behind the token), when the policy turns them on.
+    metrics: Option<Arc<toolgate_telemetry::metrics::Metrics>>,
     /// Held while a request that may add a session (an `initialize`, or a session this process
     /// does not hold, which rmcp brings back from the store) is checked against
     /// `max_sessions` and handed to rmcp, so that requests at the same time cannot pass the
@@ -122,6 +125,12 @@ fn front(
         config.with_allowed_hosts(hosts)
     };
     let stored = shared.engines.current();
+    let metrics = stored
+        .engine
+        .policy()
+        .telemetry
+        .metrics_on()
+        .then(toolgate_telemetry::metrics::Metrics::global);
     config.session_store = stored
         .sessions
         .results()
@@ -151,13 +160,18 @@ fn front(
         max_sessions: options.max_sessions,
         max_request_bytes: options.max_request_bytes,
         read_timeout: options.read_timeout,
+        metrics,
         admission: tokio::sync::Mutex::new(()),
     }
 }
 
 impl Front {
     async fn handle(&self, request: Request<Incoming>) -> Response<Body> {
-        if request.uri().path() != self.path {
+        let metrics = match &self.metrics {
+            Some(metrics) if request.uri().path() == METRICS_PATH => Some(metrics),
+            _ => None,
+        };
+        if request.uri().path() != self.path && metrics.is_none() {
             return plain(
                 StatusCode::NOT_FOUND,
                 "Not Found: the MCP endpoint is elsewhere",
@@ -175,6 +189,9 @@ impl Front {
                 header::HeaderValue::from_static("Bearer"),
             );
             return response;
+        }
+        if let Some(metrics) = metrics {
+            return metrics_response(metrics);
         }
         let is_delete = request.method() == http::Method::DELETE;
         let (mut request, initialize) = match request.method() {

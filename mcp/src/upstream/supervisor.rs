@@ -131,6 +131,18 @@ impl Server {
         lock(&self.start_error).clone()
     }
 
+    /// Where the server is, for the metrics: `up`, `starting`, `down` (waiting for its next
+    /// attempt), `stopping` or `stopped`.
+    pub(crate) fn health(&self) -> &'static str {
+        match &*self.state.borrow() {
+            State::Up(peer) if !peer.is_transport_closed() => "up",
+            State::Up(_) | State::Starting => "starting",
+            State::Down { .. } => "down",
+            State::Stopping => "stopping",
+            State::Stopped => "stopped",
+        }
+    }
+
     /// Calls `f` with the server's name each time its tool list changes after its first start.
     pub(crate) fn on_change(&self, f: OnChange) {
         lock(&self.on_change).push(f);

@@ -29,6 +29,7 @@ mod client_requests;
 mod extensions;
 mod redact;
 mod serve;
+mod telemetry;
 
 pub use access::*;
 pub use audit::*;
@@ -37,6 +38,7 @@ pub use client_requests::*;
 pub use extensions::*;
 pub use redact::*;
 pub use serve::*;
+pub use telemetry::*;
 
 /// A place in a policy file, 1-based, for error messages that point at the line and column.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -154,6 +156,9 @@ pub struct Policy {
     pub prompts: AccessSettings,
     /// How `toolgate serve` answers MCP clients. Every key is optional.
     pub serve: ServeSettings,
+    /// What toolgate serve reports about the calls it runs: OpenTelemetry traces over OTLP and
+    /// Prometheus metrics at /metrics. Off by default. Every key is optional.
+    pub telemetry: TelemetrySettings,
 }
 
 impl Default for Policy {
@@ -177,6 +182,7 @@ impl Default for Policy {
             resources: AccessSettings::default(),
             prompts: AccessSettings::default(),
             serve: ServeSettings::default(),
+            telemetry: TelemetrySettings::default(),
         }
     }
 }
