@@ -91,7 +91,9 @@ fn main() -> ExitCode {
 /// policy's `telemetry:` section or the `OTEL_*` variables say so (O4); the policy is read
 /// here, before the async runtime starts, because the exporter's HTTP client owns a runtime of
 /// its own. A policy that does not load is reported by `serve` itself, as ever.
-fn init_logging(cli: &Cli) -> Result<toolgate_telemetry::Installed, toolgate_telemetry::TelemetryError> {
+fn init_logging(
+    cli: &Cli,
+) -> Result<toolgate_telemetry::Installed, toolgate_telemetry::TelemetryError> {
     use tracing_subscriber::EnvFilter;
     let filter = if cli.quiet {
         EnvFilter::new("error")

@@ -66,7 +66,10 @@ fn engine(metrics: bool) -> Engine {
     builder.build().expect("the bench engine builds")
 }
 
-fn traced() -> (SdkTracerProvider, impl tracing::Subscriber + Send + Sync + 'static) {
+fn traced() -> (
+    SdkTracerProvider,
+    impl tracing::Subscriber + Send + Sync + 'static,
+) {
     let provider = SdkTracerProvider::builder()
         .with_batch_exporter(Discard)
         .build();

@@ -53,12 +53,13 @@ fn traces_wanted_with(
     let endpoint = policy
         .and_then(|p| p.otlp_endpoint.as_deref())
         .map(|base| format!("{}/v1/traces", base.trim_end_matches('/')));
-    let service_name = policy
-        .and_then(|p| p.service_name.clone())
-        .or_else(|| match env("OTEL_SERVICE_NAME") {
-            Some(name) if !name.trim().is_empty() => None,
-            _ => Some("toolgate".to_owned()),
-        });
+    let service_name =
+        policy
+            .and_then(|p| p.service_name.clone())
+            .or_else(|| match env("OTEL_SERVICE_NAME") {
+                Some(name) if !name.trim().is_empty() => None,
+                _ => Some("toolgate".to_owned()),
+            });
     Some(TraceSettings {
         endpoint,
         service_name,
@@ -107,7 +108,10 @@ mod tests {
     fn otel_traces_exporter_turns_traces_on_and_leaves_the_rest_to_the_variables() {
         let wanted = traces_wanted_with(
             None,
-            env(&[("OTEL_TRACES_EXPORTER", "otlp"), ("OTEL_SERVICE_NAME", "svc")]),
+            env(&[
+                ("OTEL_TRACES_EXPORTER", "otlp"),
+                ("OTEL_SERVICE_NAME", "svc"),
+            ]),
         );
         assert_eq!(
             wanted,

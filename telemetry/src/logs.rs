@@ -13,11 +13,11 @@ use opentelemetry_otlp::{SpanExporter, WithExportConfig};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing::Level;
-use tracing_subscriber::{EnvFilter, Registry};
 use tracing_subscriber::Layer;
 use tracing_subscriber::filter::Targets;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Registry};
 
 use crate::TelemetryError;
 use crate::config::TraceSettings;
@@ -111,9 +111,9 @@ pub fn subscriber(
             .boxed(),
     };
     let spans = provider.map(|provider| {
-        let targets = SPAN_TARGETS
-            .iter()
-            .fold(Targets::new(), |t, target| t.with_target(*target, Level::INFO));
+        let targets = SPAN_TARGETS.iter().fold(Targets::new(), |t, target| {
+            t.with_target(*target, Level::INFO)
+        });
         tracing_opentelemetry::layer()
             .with_tracer(provider.tracer("toolgate"))
             .with_location(false)

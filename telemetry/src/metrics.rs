@@ -358,7 +358,11 @@ impl Collector for ProcessCollector {
             restarts.metric_type(),
         )?;
         restarts.encode(metric)?;
-        let states = match &*self.upstreams.lock().unwrap_or_else(PoisonError::into_inner) {
+        let states = match &*self
+            .upstreams
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+        {
             Some(probe) => probe(),
             None => return Ok(()),
         };
@@ -403,7 +407,9 @@ mod tests {
                 "Echo.",
                 json!({"type": "object"}),
                 |_ctx, args: serde_json::Value| async move {
-                    Ok(ToolOutput::text(args["text"].as_str().unwrap_or("").to_owned()))
+                    Ok(ToolOutput::text(
+                        args["text"].as_str().unwrap_or("").to_owned(),
+                    ))
                 },
             ))
             .on_event(metrics.listener())
@@ -420,7 +426,12 @@ mod tests {
             .build()
             .expect("a runtime");
         let session = engine.session(None).expect("a session");
-        for (id, name, text) in [("1", "echo", "a"), ("2", "echo", "b"), ("3", "echo", "no"), ("4", "ehco", "x")] {
+        for (id, name, text) in [
+            ("1", "echo", "a"),
+            ("2", "echo", "b"),
+            ("3", "echo", "no"),
+            ("4", "ehco", "x"),
+        ] {
             let args = json!({"text": text}).to_string();
             rt.block_on(engine.call(&session, &ToolCall::new(id, name, args)));
         }

@@ -65,7 +65,10 @@ pub fn current_trace_headers() -> Option<(String, Option<String>)> {
     let mut carrier: HashMap<String, String> = HashMap::with_capacity(2);
     TraceContextPropagator::new().inject_context(&cx, &mut carrier);
     let parent = carrier.remove("traceparent")?;
-    Some((parent, carrier.remove("tracestate").filter(|s| !s.is_empty())))
+    Some((
+        parent,
+        carrier.remove("tracestate").filter(|s| !s.is_empty()),
+    ))
 }
 
 #[cfg(test)]
@@ -81,7 +84,10 @@ mod tests {
         .expect("valid");
         let span = cx.span();
         let ids = span.span_context();
-        assert_eq!(ids.trace_id().to_string(), "0af7651916cd43dd8448eb211c80319c");
+        assert_eq!(
+            ids.trace_id().to_string(),
+            "0af7651916cd43dd8448eb211c80319c"
+        );
         assert_eq!(ids.span_id().to_string(), "b7ad6b7169203331");
         assert!(ids.is_remote());
     }

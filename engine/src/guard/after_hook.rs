@@ -50,7 +50,8 @@ impl Layer for AfterHookLayer {
                 .scripts
                 .after(CallView::of(inv), &outcome)
                 .instrument(stage_span("after"))
-                .await {
+                .await
+            {
                 tracing::warn!("after hook failed: {e}");
                 if self.events.active() {
                     let mut ev = Event::new(EventKind::Start, inv);

@@ -288,7 +288,10 @@ impl ReduceLayer {
     /// Saves a text; `Some(why)` when the store failed or did not answer in time.
     async fn save(&self, new: NewResult, text: &str) -> Option<String> {
         let span = stage_span("offload");
-        span.record("toolgate.bytes", crate::guard::span::signed(text.len() as u64));
+        span.record(
+            "toolgate.bytes",
+            crate::guard::span::signed(text.len() as u64),
+        );
         let saving = tokio::time::timeout(STORE_TIMEOUT, self.store.save(new, text));
         match saving.instrument(span).await {
             Ok(Ok(_meta)) => None,

@@ -86,10 +86,7 @@ pub(crate) fn record_outcome(span: &Span, outcome: &Outcome) {
         span.record("toolgate.result_id", id.as_str());
     }
     span.record("toolgate.redactions", signed(outcome.redactions));
-    span.record(
-        "toolgate.queued_ms",
-        outcome.queued.as_secs_f64() * 1000.0,
-    );
+    span.record("toolgate.queued_ms", outcome.queued.as_secs_f64() * 1000.0);
     match &outcome.error {
         Some(err) => {
             span.record("error.type", err.kind());

@@ -36,7 +36,6 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot};
-use tracing::Instrument;
 use toolgate_plugin_api::worker::pace::Pace;
 use toolgate_plugin_api::worker::{
     Confine, FrameError, HostFrame, WireTool, WorkerFrame, read_frame, write_frame,
@@ -431,29 +430,6 @@ impl Supervisor {
     /// Runs `tool` on the worker. Dropping the future abandons the call: the worker is told to
     /// cancel it, and killed if it has not answered [`KILL_GRACE`] later.
     pub(crate) async fn call(
-        self: &Arc<Self>,
-        tool: &str,
-        args: String,
-        progress: Option<ProgressFn>,
-        keep: Box<dyn Send>,
-        chunks: mpsc::UnboundedSender<String>,
-        keep_chars: Option<u64>,
-    ) -> Result<PluginOutcome, ToolError> {
-        // The hop to the worker process, a child of the call's span (O2).
-        let span = tracing::info_span!(
-            target: "toolgate::call",
-            "plugin_worker",
-            otel.name = %format_args!("plugin_worker {tool}"),
-            otel.kind = "client",
-            toolgate.plugin = %self.label,
-            gen_ai.tool.name = tool,
-        );
-        self.call_on_worker(tool, args, progress, keep, chunks, keep_chars)
-            .instrument(span)
-            .await
-    }
-
-    async fn call_on_worker(
         self: &Arc<Self>,
         tool: &str,
         args: String,

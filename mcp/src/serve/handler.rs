@@ -20,10 +20,10 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 use toolgate::Session;
 use toolgate::history::ToolCall;
 use toolgate_store::SessionId;
+use tracing::Instrument;
 
 use super::clients::ClientLink;
 use super::content::{call_result, error_result, tool};

@@ -99,7 +99,14 @@ async fn start(
         source: std::io::Error::other(e.to_string()),
     })??;
     let shared = Arc::new(Shared::new(engines, peers, links, progress));
-    if shared.engines.current().engine.policy().telemetry.metrics_on() {
+    if shared
+        .engines
+        .current()
+        .engine
+        .policy()
+        .telemetry
+        .metrics_on()
+    {
         let weak = Arc::downgrade(&shared);
         Metrics::global().set_upstream_probe(Box::new(move || {
             weak.upgrade()

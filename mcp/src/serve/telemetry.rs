@@ -13,10 +13,10 @@ use http::{Response, StatusCode, header};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
 use rmcp::service::{RequestContext, RoleServer};
-use tracing::Span;
-use tracing::field::Empty;
 use toolgate_telemetry::metrics::Metrics;
 use toolgate_telemetry::propagation;
+use tracing::Span;
+use tracing::field::Empty;
 
 use super::stateless::Principal;
 
@@ -73,7 +73,9 @@ pub(crate) fn request_span(
 }
 
 /// The answer to `GET /metrics`: the metrics in the Prometheus text format.
-pub(crate) fn metrics_response(metrics: &Arc<Metrics>) -> Response<BoxBody<Bytes, std::convert::Infallible>> {
+pub(crate) fn metrics_response(
+    metrics: &Arc<Metrics>,
+) -> Response<BoxBody<Bytes, std::convert::Infallible>> {
     let mut response = Response::new(Full::new(Bytes::from(metrics.encode())).boxed());
     *response.status_mut() = StatusCode::OK;
     response.headers_mut().insert(
@@ -119,6 +121,8 @@ pub(crate) async fn serve_admin(
             }
         }
     };
-    tokio::spawn(super::accept::accept_loop(listener, limits, handle, shutdown));
+    tokio::spawn(super::accept::accept_loop(
+        listener, limits, handle, shutdown,
+    ));
     Ok(())
 }

@@ -16,9 +16,9 @@ use rmcp::model::{
     ServerResult, SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use serde_json::Value;
-use tracing::Instrument;
 use tokio_util::sync::CancellationToken;
 use toolgate::tool::{BoxFuture, ContentPart, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+use tracing::Instrument;
 
 use super::adapter::Pending;
 use super::error::{call_error, upstream_error};

@@ -12,10 +12,10 @@ use rmcp::model::{
 };
 use rmcp::service::{Peer, RoleClient};
 use serde_json::Value;
-use tracing::Instrument;
 use toolgate::tool::{
     BoxFuture, ContentPart, FullOutput, Tool, ToolContext, ToolError, ToolOutput, ToolSpec,
 };
+use tracing::Instrument;
 
 use super::error::{call_error, upstream_error};
 use super::supervisor::Server;

@@ -72,9 +72,9 @@ fn socket_address<'de, D: Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Option<SocketAddr>, D::Error> {
     let text = String::deserialize(deserializer)?;
-    let parsed = text.parse::<SocketAddr>().map_err(|e| {
-        format!("{text:?} is not an address such as 127.0.0.1:9464 ({e})")
-    });
+    let parsed = text
+        .parse::<SocketAddr>()
+        .map_err(|e| format!("{text:?} is not an address such as 127.0.0.1:9464 ({e})"));
     checked(
         parsed,
         DiagnosticKind::Schema {
