@@ -98,7 +98,7 @@ fn telemetry(c: &mut Criterion) {
         let session = engine.session(None).expect("session");
         let outcome = rt.block_on(engine.call(&session, &call));
         assert_eq!(outcome.content.text(), "hi");
-        let mut measure = |g: &mut criterion::BenchmarkGroup<'_, _>| {
+        let measure = |g: &mut criterion::BenchmarkGroup<'_, _>| {
             g.bench_function(name, |b| {
                 b.iter(|| black_box(rt.block_on(engine.call(&session, black_box(&call)))))
             });

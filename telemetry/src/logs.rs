@@ -95,7 +95,7 @@ pub fn install(
 pub fn subscriber(
     log: LogOptions,
     provider: Option<&SdkTracerProvider>,
-) -> impl tracing::Subscriber + Send + Sync + 'static {
+) -> impl tracing::Subscriber + Send + Sync + use<> {
     let with_ids = provider.is_some();
     let stderr = std::io::stderr;
     let logs: Box<dyn Layer<Registry> + Send + Sync> = match log.format {

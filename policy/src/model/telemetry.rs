@@ -12,7 +12,7 @@ use crate::shape::de::checked;
 use crate::shape::values::Flag;
 
 /// What `toolgate serve` reports about the calls it runs (`telemetry:`).
-#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]
 #[serde(default)]
 #[schemars(inline, deny_unknown_fields)]
 pub struct TelemetrySettings {
@@ -46,18 +46,6 @@ pub struct TelemetrySettings {
         extend("x-expected" = "an address such as 127.0.0.1:9464")
     )]
     pub admin_address: Option<SocketAddr>,
-}
-
-impl Default for TelemetrySettings {
-    fn default() -> Self {
-        TelemetrySettings {
-            traces: false,
-            otlp_endpoint: None,
-            service_name: None,
-            metrics: false,
-            admin_address: None,
-        }
-    }
 }
 
 impl TelemetrySettings {
