@@ -26,7 +26,9 @@
 //! [`crate::Engine::access`] `"resource"` or `"prompt"`, A1), `tool` (the real tool name; a
 //! resource's URI in normal form; a prompt's `<server>.<prompt>`), `model_name` (the name the
 //! model or client used), `args` (the arguments, a map: a resource's are `#{uri: ...}`),
-//! `call_id` and `session` (`()` without one). The rewrite script runs for tool calls only.
+//! `call_id`, `session` (`()` without one) and `caller` (who calls, C1: `#{name, groups,
+//! claims}`, `name` being `"local"` for the CLI and stdio). The rewrite script runs for tool
+//! calls only.
 //! (`call` is a Rhai keyword, so the call's fields are variables of their own.)
 //!
 //! | hook | also sees | returns |
@@ -176,6 +178,7 @@ pub(crate) struct CallView<'a> {
     pub(crate) args: &'a serde_json::Value,
     pub(crate) call_id: &'a str,
     pub(crate) session: Option<&'a str>,
+    pub(crate) caller: &'a crate::caller::Caller,
 }
 
 impl<'a> CallView<'a> {
@@ -188,6 +191,7 @@ impl<'a> CallView<'a> {
             args: &inv.args,
             call_id: &inv.call_id,
             session: inv.session.as_ref().map(|s| s.as_str()),
+            caller: &inv.caller,
         }
     }
 }
@@ -630,7 +634,35 @@ fn scope_for(call: CallView<'_>) -> Scope<'static> {
         call.session
             .map_or(Dynamic::UNIT, |s| ImmutableString::from(s).into()),
     );
+    scope.push_constant("caller", caller_to_dynamic(call.caller));
     scope
+}
+
+/// The caller as scripts see it (C1): `#{name, groups, claims}`.
+fn caller_to_dynamic(caller: &crate::caller::Caller) -> Dynamic {
+    let mut map = rhai::Map::new();
+    map.insert("name".into(), ImmutableString::from(caller.name()).into());
+    map.insert(
+        "groups".into(),
+        Dynamic::from_array(
+            caller
+                .groups()
+                .iter()
+                .map(|g| ImmutableString::from(g.as_str()).into())
+                .collect(),
+        ),
+    );
+    map.insert(
+        "claims".into(),
+        Dynamic::from_map(
+            caller
+                .claims()
+                .iter()
+                .map(|(k, v)| (k.as_str().into(), json_to_dynamic(v)))
+                .collect(),
+        ),
+    );
+    Dynamic::from_map(map)
 }
 
 /// A JSON value as scripts see it: what `rhai::serde::to_dynamic` makes of it (an integer

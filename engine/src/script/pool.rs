@@ -9,7 +9,8 @@
 //! hook of back-to-back calls need not wait for a thread wake-up. At most [`MAX_QUEUED`] jobs
 //! wait for a thread; one more is refused at once.
 //!
-//! Measured in `engine/benches/guard.rs` (`hooks`, release, idle 2-core machine, one run):
+//! Measured in `engine/benches/guard.rs` (`hooks`, release, idle 2-core machine, one run; the
+//! inline-first runs of today are in docs/benchmarks.md):
 //! aliases + rewrite + before + after took 60.5 µs a call with a `spawn_blocking` hop per
 //! hook and 20.8 µs with this pool; one hook (aliases + rewrite) 22.0 against 8.3 µs. Hooks
 //! that fit the inline budget now make no hop at all (figures in `docs/benchmarks.md`).

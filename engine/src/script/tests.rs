@@ -41,6 +41,9 @@ fn args(text: &str) -> serde_json::Value {
     serde_json::json!({ "text": text })
 }
 
+static LOCAL: std::sync::LazyLock<std::sync::Arc<crate::caller::Caller>> =
+    std::sync::LazyLock::new(crate::caller::Caller::local);
+
 fn view(args: &serde_json::Value) -> CallView<'_> {
     CallView {
         kind: "tool",
@@ -49,6 +52,7 @@ fn view(args: &serde_json::Value) -> CallView<'_> {
         args,
         call_id: "c",
         session: None,
+        caller: LOCAL.as_ref(),
     }
 }
 
