@@ -37,6 +37,7 @@ pub(crate) fn call_span(inv: &Invocation) -> Span {
         toolgate.kind = inv.kind.as_str(),
         toolgate.model_name = %inv.model_name,
         toolgate.session = inv.session.as_ref().map_or("", SessionId::as_str),
+        toolgate.principal = inv.caller.name(),
         toolgate.decision = Empty,
         toolgate.rule = Empty,
         toolgate.before_hook = Empty,

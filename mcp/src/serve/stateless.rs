@@ -59,11 +59,6 @@ impl Principal {
         Principal(Arc::from("local"))
     }
 
-    /// The principal as traces name it: `local`, or `bearer:` and a digest of the token.
-    pub(crate) fn name(&self) -> &str {
-        &self.0
-    }
-
     /// The clients that present `token`.
     pub(crate) fn bearer(token: &str) -> Self {
         let digest = Sha256::digest(token.as_bytes());
