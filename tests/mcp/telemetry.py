@@ -225,6 +225,7 @@ async def call_span_attributes(opts: argparse.Namespace) -> None:
     check(attrs.get("toolgate.result.chars") == 2, f"result size: {attrs}")
     check(attrs.get("toolgate.offloaded") is False, f"offloaded: {attrs}")
     check(bool(attrs.get("toolgate.session")), f"no session: {attrs}")
+    check(attrs.get("toolgate.principal") == "local", f"principal (no token: the local one): {attrs}")
     check(call.status != 2, f"an allowed call has an error status: {call}")
 
     bad = one(calls(spans), "refused call span", trace_id=refused_trace)
