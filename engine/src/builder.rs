@@ -303,6 +303,7 @@ fn registry_of(
             });
         }
     }
+    let taken = taken_names(policy);
     if let Some(search) = &policy.search {
         for file in &search.catalogs {
             // Through the policy crate's reader: a catalog path may be a FIFO or a device.
@@ -314,15 +315,17 @@ fn registry_of(
             let source = ToolSource::Catalog {
                 file: file.display().to_string(),
             };
-            for doc in docs {
+            // A catalog is data (S7): an entry that cannot join costs only itself.
+            let tools = docs.into_iter().map(|doc| {
                 let spec = ToolSpec::new(doc.name, doc.description, doc.parameters);
-                registry.insert(Arc::new(CatalogOnly { spec }), source.clone(), true)?;
-            }
+                Arc::new(CatalogOnly { spec }) as Arc<dyn Tool>
+            });
+            registry.insert_catalog(tools, &source, &taken);
         }
     }
     // Last, so that a tool of an upstream server never takes a name from the policy's own
     // tools: one that collides is left out instead of failing the build.
-    registry.insert_external(external, &taken_names(policy));
+    registry.insert_external(external, &taken);
     if let Some(search) = &policy.search {
         let globs = &search.searchable_tools;
         registry.mark_searchable(|name| globs.iter().any(|g| g.is_match(name)));

@@ -47,6 +47,7 @@ pub mod error;
 pub mod events;
 pub mod guard;
 pub mod history;
+pub mod mask;
 mod plugin;
 pub mod plugin_host;
 pub mod process;

@@ -191,6 +191,9 @@ pub struct LeftOut {
     pub position: Option<Position>,
     /// Why, naming the other side of a collision.
     pub reason: String,
+    /// An entry of a JSONL catalog (S7): data, not a tool the policy's author runs, so
+    /// `toolgate validate` reports it as a warning rather than an error.
+    pub catalog: bool,
 }
 
 impl fmt::Display for LeftOut {
@@ -319,6 +322,42 @@ impl Registry {
                 tool: name,
                 source: source.to_string(),
                 position: None,
+                catalog: false,
+            });
+        }
+    }
+
+    /// Adds the entries of a JSONL catalog (searchable, with no implementation) without ever
+    /// failing (S7): a catalog is data, so a bad entry costs only itself. An entry is left out
+    /// (see [`Registry::left_out`]) when its name breaks N1, when its model-facing name is
+    /// already a tool's (an earlier entry's, of this catalog or another, included: the first
+    /// one stays), or when it is `taken` by a built-in or an alias.
+    pub(crate) fn insert_catalog(
+        &mut self,
+        tools: impl IntoIterator<Item = Arc<dyn Tool>>,
+        source: &ToolSource,
+        taken: &HashMap<String, String>,
+    ) {
+        let profile = profile_name(self.profile);
+        for tool in tools {
+            let name = tool.spec().name.clone();
+            let mapped = model_name(&name, self.profile);
+            let reason = match taken.get(&mapped) {
+                Some(what) if check_tool_name(&name).is_ok() => {
+                    format!("its model-facing name {mapped:?} (name_profile {profile}) is {what}")
+                }
+                _ => match self.insert(tool, source.clone(), true) {
+                    Ok(()) => continue,
+                    Err(e) => e.to_string(),
+                },
+            };
+            tracing::warn!("{source}: tool {name} is left out: {reason}");
+            self.left_out.push(LeftOut {
+                reason: format!("tool {name} is left out: {reason}"),
+                tool: name,
+                source: source.to_string(),
+                position: None,
+                catalog: true,
             });
         }
     }
@@ -394,6 +433,7 @@ impl Registry {
                         source: "aliases".to_owned(),
                         position: spec.position.clone(),
                         reason,
+                        catalog: false,
                     };
                     tracing::warn!("{note}");
                     self.left_out.push(note);

@@ -227,6 +227,8 @@ Examples:
   toolgate search --catalog catalog.jsonl --top-k 10 --json \"send +email\"
   toolgate search --catalog catalog.jsonl \"select:get_weather,send_email\"
   toolgate search --policy policies/examples/search.yaml \"repeat some text\"
+  toolgate search --policy with-embeddings.yaml --explain \"forecast for tomorrow\"
+  toolgate search --policy with-embeddings.yaml --dense-only \"forecast for tomorrow\"
   toolgate search --index catalog.idx --queries queries.jsonl > results.jsonl
 
 The catalog comes from exactly one of: --catalog (JSON Lines, one {{\"name\", \"description\",
@@ -237,6 +239,11 @@ tools, aliases and keywords, exactly as the engine's tool_search sees it).
 A query is a few words; `+word` must match, `select:a,b` picks tools by exact name. Empty
 queries, queries over 4096 bytes, queries with no searchable word, bad `select:` names and
 queries that are not UTF-8 are refused (exit 4).
+
+Under a policy whose search.embeddings names a model, a free-text query fuses the lexical
+ranking with the tools nearest it in meaning: --explain shows each hit's rank in both (among
+the best 50 of each, what the fusion sees) beside its fused score, and --dense-only ranks by
+meaning alone.
 
 --queries reads JSON Lines with `id` and `query` (`-` for standard input) and prints one line
 per query, in order: {{\"id\": ..., \"results\": [names, best first]}}. A line that cannot be
@@ -607,10 +614,16 @@ pub struct SearchArgs {
     #[arg(long)]
     pub json: bool,
 
-    /// Say why each tool matched (which query word matched which term of which field); the
-    /// JSON output always does.
+    /// Say why each tool matched (which query word matched which term of which field) and,
+    /// with the semantic stage, where it stands in the lexical and the dense ranking that were
+    /// fused into its score; the JSON output always does.
     #[arg(long, conflicts_with = "queries")]
     pub explain: bool,
+
+    /// Rank by the semantic stage alone (the tools nearest the query in meaning, scored by
+    /// cosine), to see what the model contributes; needs a --policy with search.embeddings.
+    #[arg(long, conflicts_with = "queries")]
+    pub dense_only: bool,
 
     /// Run every query of this JSON Lines file ({"id", "query"} per line; `-` for stdin).
     #[arg(long, value_name = "FILE.jsonl")]

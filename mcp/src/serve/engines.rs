@@ -25,6 +25,7 @@ use toolgate_policy::McpServerSpec;
 
 use crate::upstream::{Downstream, Upstreams};
 
+use super::console::hub::Hub;
 use super::error::ServeError;
 use super::progress::ProgressRoutes;
 use super::session::StoredSessions;
@@ -133,6 +134,8 @@ pub(crate) struct Engines {
     downstream: Arc<dyn Downstream>,
     generations: AtomicU64,
     upstream_changed: Arc<Notify>,
+    /// Fed with every call's events while the policy turns the console on.
+    console: Arc<Hub>,
 }
 
 impl Engines {
@@ -143,6 +146,7 @@ impl Engines {
         default_store_url: Option<String>,
         progress: Arc<ProgressRoutes>,
         downstream: Arc<dyn Downstream>,
+        console: Arc<Hub>,
         stdio: bool,
     ) -> Result<Self, ServeError> {
         let upstream_changed = Arc::new(Notify::new());
@@ -150,7 +154,7 @@ impl Engines {
             stdio,
             policy,
             default_store_url.as_deref(),
-            &progress,
+            (&progress, &console),
             None,
             (&upstream_changed, &downstream),
             1,
@@ -164,6 +168,7 @@ impl Engines {
             downstream,
             generations: AtomicU64::new(1),
             upstream_changed,
+            console,
         })
     }
 
@@ -192,7 +197,7 @@ impl Engines {
             self.stdio,
             &self.policy,
             self.default_store_url.as_deref(),
-            &self.progress,
+            (&self.progress, &self.console),
             Some(&previous),
             (&self.upstream_changed, &self.downstream),
             generation,
@@ -232,7 +237,7 @@ fn build(
     stdio: bool,
     path: &Path,
     default_store_url: Option<&str>,
-    progress: &Arc<ProgressRoutes>,
+    (progress, console): (&Arc<ProgressRoutes>, &Arc<Hub>),
     previous: Option<&Loaded>,
     (upstream_changed, downstream): (&Arc<Notify>, &Arc<dyn Downstream>),
     generation: u64,
@@ -253,12 +258,18 @@ fn build(
     };
     let needs_store = policy.reduction.as_ref().is_some_and(|r| r.store.is_none());
     let policy_metrics = policy.telemetry.metrics_on();
+    // Off, the console costs nothing: no listener, so no event is built for it. Over stdio
+    // there is no page to show it on.
+    let console_on = policy.serve.console && !stdio;
     let mut builder = upstreams
         .upstreams
         .register(Engine::builder(policy))
         .on_event(progress.listener());
     if policy_metrics {
         builder = builder.on_event(toolgate_telemetry::metrics::Metrics::global().listener());
+    }
+    if console_on {
+        builder = builder.on_event(console.listener());
     }
     if needs_store && let Some(url) = default_store_url {
         builder = builder.default_store_url(url);

@@ -2,7 +2,9 @@
 //!
 //! In front of `rmcp`'s Streamable HTTP service sits a small gate that answers before any MCP
 //! message is read:
-//! - only the MCP path is served, and `/metrics` when the policy turns metrics on (404 elsewhere);
+//! - only the MCP path is served (404 elsewhere), `/metrics` when the policy turns metrics on,
+//!   and the console under `/ui` when the policy turns it on (`console`; both ask for the same
+//!   token);
 //! - off loopback, every request must carry `Authorization: Bearer <token>` (401 otherwise;
 //!   the comparison takes the same time wherever the first difference is);
 //! - a new session beyond `max_sessions` gets 503 with a JSON-RPC error.
@@ -33,6 +35,7 @@ use tokio_util::sync::CancellationToken;
 use toolgate::Caller;
 
 use super::accept::{Limits, accept_loop};
+use super::console::routes::{Console, is_console_path};
 use super::error::ServeError;
 use super::handler::{Gateway, SessionSource};
 use super::http_sessions::McpSessions;
@@ -64,6 +67,8 @@ struct Front {
     /// `max_sessions` and handed to rmcp, so that requests at the same time cannot pass the
     /// limit together.
     admission: tokio::sync::Mutex<()>,
+    /// The console at `/ui` (answers 404 while the policy has it off).
+    console: Console,
 }
 
 /// Listens on `options.addr` and serves until `shutdown` fires.
@@ -87,6 +92,18 @@ pub(crate) async fn serve_http(
     let front = Arc::new(front(shared, &options, token, addr, &shutdown));
     // The address goes to stderr as a line a supervisor (or a test) can read.
     eprintln!("toolgate serve: listening on http://{addr}{}", options.path);
+    if front
+        .console
+        .shared
+        .engines
+        .current()
+        .engine
+        .policy()
+        .serve
+        .console
+    {
+        eprintln!("toolgate serve: console at http://{addr}/ui");
+    }
     tracing::info!(%addr, path = %options.path, "serving MCP over Streamable HTTP");
     let limits = Limits {
         max_connections: options.max_connections,
@@ -115,12 +132,20 @@ fn front(
     if !addr.ip().is_unspecified() {
         hosts.push(addr.ip().to_string());
     }
+    let any_host = !addr.ip().is_loopback() && options.allowed_hosts.is_empty();
+    let console = Console {
+        shared: Arc::clone(&shared),
+        hub: Arc::clone(&shared.console),
+        hosts: (!any_host).then(|| hosts.clone()),
+        origins: options.allowed_origins.clone(),
+        shutdown: shutdown.child_token(),
+    };
     let mut config = StreamableHttpServerConfig::default()
         .with_allowed_origins(options.allowed_origins.clone())
         .enforce_origin_validation()
         .with_max_request_body_bytes(options.max_request_bytes)
         .with_cancellation_token(shutdown.child_token());
-    config = if !addr.ip().is_loopback() && options.allowed_hosts.is_empty() {
+    config = if any_host {
         // Listening on all interfaces for clients that name it as they like; the bearer token,
         // required here, is what keeps strangers out.
         config.disable_allowed_hosts()
@@ -168,11 +193,19 @@ fn front(
         read_timeout: options.read_timeout,
         metrics,
         admission: tokio::sync::Mutex::new(()),
+        console,
     }
 }
 
 impl Front {
     async fn handle(&self, request: Request<Incoming>) -> Response<Body> {
+        if request.uri().path() != self.path && is_console_path(request.uri().path()) {
+            let authorized = self
+                .token
+                .as_ref()
+                .is_none_or(|token| bearer_matches(request.headers(), token));
+            return self.console.handle(request, authorized).await;
+        }
         let metrics = match &self.metrics {
             Some(metrics) if request.uri().path() == METRICS_PATH => Some(metrics),
             _ => None,

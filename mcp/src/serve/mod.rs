@@ -39,9 +39,12 @@
 //!   edit swaps in a whole new engine for new calls (calls in flight finish on the old one) and
 //!   tells every client `list_changed`; an invalid edit keeps the last good policy and logs the
 //!   `file:line:col` errors. `SIGHUP` reloads too.
+//! - A live console at `/ui` of the HTTP server when the policy turns it on
+//!   (`serve.console`; `console`, docs/console.md).
 
 mod accept;
 mod clients;
+mod console;
 mod content;
 mod downstream;
 mod engines;

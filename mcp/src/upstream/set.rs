@@ -141,7 +141,7 @@ impl Upstreams {
             .iter()
             .map(|s| toolgate_telemetry::metrics::UpstreamHealth {
                 server: s.name().to_owned(),
-                state: s.health(),
+                state: s.health().0,
             })
             .collect()
     }
