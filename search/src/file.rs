@@ -237,7 +237,7 @@ impl IndexFile {
         }
         // The tool offsets: a width byte (1 to 4), then that many bytes a tool.
         let width = bytes.get(sections[format::SEC_DOC_OFFSETS].start).copied();
-        let offsets_len = (sections[format::SEC_DOC_OFFSETS].len() > 0)
+        let offsets_len = (!sections[format::SEC_DOC_OFFSETS].is_empty())
             .then(|| format::offsets_len(width?, len))
             .flatten()
             .unwrap_or(len.saturating_mul(4).saturating_add(1));
