@@ -24,7 +24,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::args::{Cli, Command, LogFormatArg};
+use crate::args::{Cli, Command};
 use crate::output::{Out, stderr_line};
 
 /// Counts the memory each policy script run holds, so that `ScriptLimits::max_memory` holds.
@@ -106,9 +106,9 @@ fn init_logging(
     } else {
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"))
     };
-    let format = match cli.log_format {
-        LogFormatArg::Text => toolgate_telemetry::LogFormat::Text,
-        LogFormatArg::Json => toolgate_telemetry::LogFormat::Json,
+    let format = match cli.log_format.as_str() {
+        "json" => toolgate_telemetry::LogFormat::Json,
+        _ => toolgate_telemetry::LogFormat::Text,
     };
     let traces = match &cli.command {
         Command::Serve(args) => {

@@ -65,22 +65,11 @@ pub struct Cli {
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
 
-    /// How log lines on stderr look: text, or json (one object a line, with the trace and
-    /// span ids while traces are on).
-    #[arg(long, value_enum, global = true, default_value_t = LogFormatArg::Text)]
-    pub log_format: LogFormatArg,
-
+    /// Log lines on stderr: text, or json (an object a line, with trace and span ids).
+    #[arg(long, global = true, default_value = "text", value_parser = ["text", "json"])]
+    pub log_format: String,
     #[command(subcommand)]
     pub command: Command,
-}
-
-/// `--log-format`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum LogFormatArg {
-    /// Human-readable lines.
-    Text,
-    /// One JSON object a line.
-    Json,
 }
 
 #[derive(Debug, Subcommand)]
