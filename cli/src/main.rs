@@ -22,7 +22,6 @@ mod stored_session;
 mod upstream;
 mod version;
 
-use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -42,7 +41,14 @@ fn main() -> ExitCode {
         // --help and --version exit 0 on stdout; usage errors exit 2 on stderr.
         Err(e) => e.exit(),
     };
-    init_logging(cli.verbose, cli.quiet);
+    // Kept to the end: dropping it exports the spans still waiting.
+    let _telemetry = match init_logging(&cli) {
+        Ok(installed) => installed,
+        Err(e) => {
+            stderr_line(&format!("error: {}", toolgate::error::Chain(&e)));
+            return ExitCode::FAILURE;
+        }
+    };
     toolgate::process::ignore_file_size_signal();
 
     let mut out = Out::stdout();
@@ -85,13 +91,18 @@ fn main() -> ExitCode {
     }
 }
 
-/// Logs go to stderr only; stdout is for results.
-fn init_logging(verbose: u8, quiet: bool) {
+/// Logs go to stderr only; stdout is for results. `serve` also exports traces when its
+/// policy's `telemetry:` section or the `OTEL_*` variables say so (O4); the policy is read
+/// here, before the async runtime starts, because the exporter's HTTP client owns a runtime of
+/// its own. A policy that does not load is reported by `serve` itself, as ever.
+fn init_logging(
+    cli: &Cli,
+) -> Result<toolgate_telemetry::Installed, toolgate_telemetry::TelemetryError> {
     use tracing_subscriber::EnvFilter;
-    let filter = if quiet {
+    let filter = if cli.quiet {
         EnvFilter::new("error")
-    } else if verbose > 0 {
-        EnvFilter::new(match verbose {
+    } else if cli.verbose > 0 {
+        EnvFilter::new(match cli.verbose {
             1 => "info",
             2 => "debug",
             _ => "trace",
@@ -99,9 +110,19 @@ fn init_logging(verbose: u8, quiet: bool) {
     } else {
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"))
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+    let format = match cli.log_format.as_str() {
+        "json" => toolgate_telemetry::LogFormat::Json,
+        _ => toolgate_telemetry::LogFormat::Text,
+    };
+    let traces = match &cli.command {
+        Command::Serve(args) => {
+            let policy = toolgate_policy::load_file(&args.policy).ok();
+            toolgate_telemetry::traces_wanted(policy.as_ref().map(|p| &p.telemetry))
+        }
+        _ => None,
+    };
+    toolgate_telemetry::install(
+        toolgate_telemetry::LogOptions { filter, format },
+        traces.as_ref(),
+    )
 }

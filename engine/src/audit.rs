@@ -252,6 +252,7 @@ mod tests {
                     result_id: None,
                     redactions: 0,
                     decision: Decision::default(),
+                    offloaded_bytes: 0,
                 }),
             },
             call_kind: crate::access::CallKind::Tool,

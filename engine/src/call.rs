@@ -78,6 +78,8 @@ pub struct Invocation {
     pub(crate) redactions: u64,
     /// What the rules and the before hook decided (set by their layers).
     pub(crate) decision: Decision,
+    /// Bytes of text the reduce layer saved to the store (R1); 0 when nothing was offloaded.
+    pub(crate) offloaded_bytes: std::sync::atomic::AtomicU64,
     /// Fires on timeout or when the turn is cancelled.
     pub(crate) cancel: CancellationToken,
     pub(crate) progress: Option<ProgressFn>,
@@ -122,6 +124,7 @@ impl Invocation {
             error_sizing: ErrorSizing::default(),
             redactions: 0,
             decision: Decision::default(),
+            offloaded_bytes: Default::default(),
             cancel,
             progress: None,
         }
@@ -239,6 +242,9 @@ impl Invocation {
             result_id,
             redactions: self.redactions,
             decision: self.decision.clone(),
+            offloaded_bytes: self
+                .offloaded_bytes
+                .load(std::sync::atomic::Ordering::Relaxed),
         };
         match result {
             Ok(reply) => {
@@ -369,6 +375,8 @@ pub struct Outcome {
     pub redactions: u64,
     /// What the rules and the before hook decided, for the audit log.
     pub decision: Decision,
+    /// Bytes of text saved whole to the result store (R1); 0 when nothing was offloaded.
+    pub offloaded_bytes: u64,
 }
 
 /// What the policy's checks decided about a call, for the audit log and events: the rule that

@@ -87,6 +87,13 @@ pub struct OutcomeSummary {
     pub redactions: u64,
     /// What the rules and the before hook decided.
     pub decision: crate::call::Decision,
+    /// Bytes of text saved whole to the result store; 0 (and left out) when nothing was.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub offloaded_bytes: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl From<&Outcome> for OutcomeSummary {
@@ -103,6 +110,7 @@ impl From<&Outcome> for OutcomeSummary {
             result_id: o.result_id.clone(),
             redactions: o.redactions,
             decision: o.decision.clone(),
+            offloaded_bytes: o.offloaded_bytes,
         }
     }
 }

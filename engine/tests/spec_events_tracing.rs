@@ -68,7 +68,12 @@ fn e1_every_call_runs_in_a_tracing_span_with_tool_call_id_and_session() {
             .find(|(n, _)| n == k)
             .map(|(_, v)| v.clone())
     };
-    assert_eq!(get("tool").as_deref(), Some("echo"));
-    assert_eq!(get("call_id").as_deref(), Some("id-3"));
-    assert_eq!(get("session").as_deref(), Some("sess-9"));
+    // Named after the OpenTelemetry GenAI semantic conventions (O1).
+    assert_eq!(get("gen_ai.tool.name").as_deref(), Some("echo"));
+    assert_eq!(get("gen_ai.tool.call.id").as_deref(), Some("id-3"));
+    assert_eq!(
+        get("gen_ai.operation.name").as_deref(),
+        Some("execute_tool")
+    );
+    assert_eq!(get("toolgate.session").as_deref(), Some("sess-9"));
 }

@@ -18,7 +18,9 @@
 //! front of that FastMCP server.
 //!
 //! `--also LABEL=PATH` (any number of times) measures other toolgate builds in the same run,
-//! for before/after figures on one machine under one load.
+//! for before/after figures on one machine under one load; `--also-policy LABEL=POLICY`
+//! measures this build serving another policy (`scripts/bench/echo-telemetry.yaml`: traces and
+//! metrics on).
 //!
 //! Authentication (issue 27): over HTTP, `toolgate serve, API key` and `toolgate serve, JWT`
 //! run the same policy with an `auth:` section, each client sending `Authorization: Bearer` with
@@ -249,8 +251,9 @@ impl HttpConn {
 #[derive(Clone)]
 struct Paths {
     toolgate: PathBuf,
-    /// Other toolgate builds to measure in the same run (`--also LABEL=PATH`), for before/after.
-    others: Vec<(String, PathBuf)>,
+    /// Other toolgate builds to measure in the same run (`--also LABEL=PATH`), for before/after,
+    /// or this build under another policy (`--also-policy LABEL=POLICY`), with that policy.
+    others: Vec<(String, PathBuf, Option<PathBuf>)>,
     python: PathBuf,
     fastmcp: PathBuf,
     policy: PathBuf,
@@ -311,7 +314,7 @@ impl Target {
                 vec![
                     s("serve"),
                     s("--policy"),
-                    p.policy.display().to_string(),
+                    self.policy(p).0.display().to_string(),
                     s("-q"),
                 ],
             ),
@@ -349,6 +352,10 @@ impl Target {
         match self {
             Target::ToolgateKey => (p.key_policy.clone(), Some(p.key.clone())),
             Target::ToolgateJwt => (p.jwt_policy.clone(), Some(p.jwt.clone())),
+            Target::Other(i) => (
+                p.others[i].2.clone().unwrap_or_else(|| p.policy.clone()),
+                None,
+            ),
             _ => (p.policy.clone(), None),
         }
     }
@@ -705,12 +712,23 @@ fn main() -> Result<(), Error> {
 
 /// `--also LABEL=PATH`, any number of times: other toolgate binaries measured beside this
 /// tree's, each row named `toolgate serve (LABEL)`.
-fn also() -> Vec<(String, PathBuf)> {
+/// `--also-policy LABEL=POLICY`: this tree's toolgate serving POLICY (the telemetry figures:
+/// the same build with `telemetry:` on and off).
+fn also(toolgate: &Path) -> Vec<(String, PathBuf, Option<PathBuf>)> {
     let args: Vec<String> = std::env::args().collect();
     args.windows(2)
-        .filter(|w| w[0] == "--also")
-        .filter_map(|w| w[1].split_once('='))
-        .map(|(label, path)| (label.to_owned(), PathBuf::from(path)))
+        .filter_map(|w| {
+            let (label, path) = w[1].split_once('=')?;
+            match w[0].as_str() {
+                "--also" => Some((label.to_owned(), PathBuf::from(path), None)),
+                "--also-policy" => Some((
+                    label.to_owned(),
+                    toolgate.to_path_buf(),
+                    Some(PathBuf::from(path)),
+                )),
+                _ => None,
+            }
+        })
         .collect()
 }
 
@@ -774,9 +792,10 @@ async fn run() -> Result<(), Error> {
     let results = tempfile::tempdir()?;
     let policy = root.join("scripts/bench/echo.yaml");
     let (key_policy, key, jwt_policy, jwt) = auth_policies(&policy, results.path())?;
+    let toolgate = root.join("target/release/toolgate");
     let paths = Paths {
-        toolgate: root.join("target/release/toolgate"),
-        others: also(),
+        others: also(&toolgate),
+        toolgate,
         python: root.join(".tools/venv/bin/python"),
         fastmcp: root.join("scripts/bench/fastmcp_echo.py"),
         policy,
@@ -786,7 +805,7 @@ async fn run() -> Result<(), Error> {
         jwt_policy,
         jwt,
     };
-    let others = paths.others.iter().map(|(_, p)| p);
+    let others = paths.others.iter().map(|(_, p, _)| p);
     for needed in [&paths.toolgate, &paths.python].into_iter().chain(others) {
         if !needed.is_file() {
             return Err(format!(

@@ -117,7 +117,7 @@ fn an_unknown_top_level_key_lists_the_known_ones_and_guesses_the_typo() {
         "bad.yaml:2:1: unknown key \"dispatchh\" (did you mean \"dispatch\"? expected one of: \
          aliases, audit, auth, circuit_breaker, clients, dispatch, limits, mcp_servers, \
          name_profile, plugins, prompts, redact, reduction, resources, retries, rules, scripts, \
-         search, serve, sessions, tools, version)"
+         search, serve, sessions, telemetry, tools, version)"
     );
     assert_eq!(
         error.diagnostics()[0].kind,

@@ -39,6 +39,7 @@ fn crate_sources() -> Vec<PathBuf> {
         "search",
         "plugin-api",
         "mcp",
+        "telemetry",
         "cli",
     ] {
         crates.push(root.join(entry).join("src"));

@@ -5,10 +5,12 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures::FutureExt;
+use tracing::Instrument;
 
 use crate::call::{CallResult, Invocation, error_text, panic_message};
 use crate::error::CallError;
 use crate::events::{Event, EventKind, Events};
+use crate::guard::span::stage_span;
 use crate::guard::{Layer, Next};
 use crate::script::{CallView, OutcomeView, ScriptSet};
 use crate::tool::BoxFuture;
@@ -44,7 +46,12 @@ impl Layer for AfterHookLayer {
                 chars,
                 truncated,
             };
-            if let Err(e) = self.scripts.after(CallView::of(inv), &outcome).await {
+            if let Err(e) = self
+                .scripts
+                .after(CallView::of(inv), &outcome)
+                .instrument(stage_span("after"))
+                .await
+            {
                 tracing::warn!("after hook failed: {e}");
                 if self.events.active() {
                     let mut ev = Event::new(EventKind::Start, inv);

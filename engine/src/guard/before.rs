@@ -2,8 +2,11 @@
 
 use std::sync::Arc;
 
+use tracing::Instrument;
+
 use crate::call::{CallResult, Invocation};
 use crate::error::{CallError, DeniedBy};
+use crate::guard::span::stage_span;
 use crate::guard::{Layer, Next};
 use crate::script::{CallView, ScriptSet, Verdict};
 use crate::tool::BoxFuture;
@@ -19,6 +22,7 @@ impl Layer for BeforeLayer {
             let verdict = self
                 .scripts
                 .before(CallView::of(inv), inv.deadline, &inv.cancel)
+                .instrument(stage_span("before"))
                 .await
                 .map_err(|e| inv.past_deadline(e))?;
             match verdict {

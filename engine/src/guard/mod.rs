@@ -14,6 +14,7 @@ mod builder;
 mod endpoint;
 mod layer;
 mod run;
+pub(crate) mod span;
 
 pub use crate::call::{CallResult, Invocation, Reply, TRUNCATION_MARKER};
 pub use builder::CHECK_ORDER;

@@ -30,11 +30,13 @@ use std::time::Duration;
 
 use toolgate_policy::ReductionSettings;
 use toolgate_store::{NewResult, ResultStore};
+use tracing::Instrument;
 
 use super::result_cap::{cap_parts, cap_structured, cap_text};
 use crate::call::{CallResult, Invocation, Reply};
 use crate::error::CallError;
 use crate::events::{Event, EventKind, Events};
+use crate::guard::span::stage_span;
 use crate::guard::{Layer, Next};
 use crate::reduction::MAX_PAGE_CHARS;
 use crate::structured::json_bytes;
@@ -269,6 +271,8 @@ impl ReduceLayer {
         if let Some(why) = self.save(new, text).await {
             return Err(why);
         }
+        inv.offloaded_bytes
+            .fetch_add(text.len() as u64, std::sync::atomic::Ordering::Relaxed);
         let notice = notice(
             inv.kind.result_noun(),
             &id,
@@ -283,7 +287,13 @@ impl ReduceLayer {
 
     /// Saves a text; `Some(why)` when the store failed or did not answer in time.
     async fn save(&self, new: NewResult, text: &str) -> Option<String> {
-        match tokio::time::timeout(STORE_TIMEOUT, self.store.save(new, text)).await {
+        let span = stage_span("offload");
+        span.record(
+            "toolgate.bytes",
+            crate::guard::span::signed(text.len() as u64),
+        );
+        let saving = tokio::time::timeout(STORE_TIMEOUT, self.store.save(new, text));
+        match saving.instrument(span).await {
             Ok(Ok(_meta)) => None,
             Ok(Err(e)) => Some(crate::error::Chain(&e).to_string()),
             Err(_) => Some(format!(

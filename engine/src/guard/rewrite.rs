@@ -2,8 +2,11 @@
 
 use std::sync::Arc;
 
+use tracing::Instrument;
+
 use crate::access::CallKind;
 use crate::call::{CallResult, Invocation};
+use crate::guard::span::stage_span;
 use crate::guard::{Layer, Next};
 use crate::script::{CallView, ScriptSet};
 use crate::tool::BoxFuture;
@@ -23,6 +26,7 @@ impl Layer for RewriteLayer {
                 && let Some(args) = self
                     .scripts
                     .rewrite(CallView::of(inv), inv.deadline, &inv.cancel)
+                    .instrument(stage_span("rewrite"))
                     .await
                     .map_err(|e| inv.past_deadline(e))?
             {

@@ -5,6 +5,7 @@ use toolgate_store::SessionId;
 
 use crate::call::{CallResult, Invocation};
 use crate::error::{CallError, DeniedBy};
+use crate::guard::span::stage_span;
 use crate::guard::{Layer, Next};
 use crate::rules::Refusal;
 use crate::tool::BoxFuture;
@@ -18,6 +19,8 @@ impl Layer for RulesLayer {
             // D4: an unknown name is answered by the unknown-tool path, never "denied".
             if inv.is_known() {
                 inv.decision.rules = Some("allow");
+                let span = (!inv.settings.rules.is_empty()).then(|| stage_span("rules"));
+                let _in_span = span.as_ref().map(tracing::Span::enter);
                 for group in inv.settings.rules.iter() {
                     let judged = group.decide(
                         &inv.tool_name,

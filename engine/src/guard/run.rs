@@ -5,7 +5,6 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures::FutureExt;
-use toolgate_store::SessionId;
 use tracing::Instrument;
 
 use super::endpoint::Endpoint;
@@ -35,14 +34,8 @@ impl Guard {
     /// Runs one call through the whole chain. Never panics: a panic anywhere inside becomes a
     /// `tool_execution_panic` outcome (policy scripts report `tool_policy_panic` themselves).
     pub(crate) async fn run(&self, mut inv: Invocation) -> Outcome {
-        let span = tracing::info_span!(
-            "tool_call",
-            kind = inv.kind.as_str(),
-            tool = %inv.tool_name,
-            model_name = %inv.model_name,
-            call_id = %inv.call_id,
-            session = inv.session.as_ref().map_or("", SessionId::as_str),
-        );
+        let span = super::span::call_span(&inv);
+        let recorded = span.clone();
         async move {
             if self.events.active() {
                 self.events.emit(Event::new(EventKind::Start, &inv));
@@ -70,6 +63,7 @@ impl Guard {
                 }),
             };
             let outcome = inv.outcome(result);
+            super::span::record_outcome(&recorded, &outcome);
             if let Some(err) = &outcome.error {
                 tracing::debug!(kind = err.kind(), "tool call failed: {err}");
             }

@@ -47,6 +47,7 @@ use tokio_util::sync::CancellationToken;
 use toolgate_plugin_api::worker::Confine;
 use toolgate_plugin_api::{CancelFlag, Capabilities, LoadedPlugin, PluginOutcome};
 use toolgate_policy::{Isolation, PluginSpec};
+use tracing::Instrument;
 
 use crate::error::{At, BuildError, PluginError};
 use crate::tool::{BoxFuture, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
@@ -367,6 +368,15 @@ impl Tool for PluginTool {
                     // Both are held until the worker answers, or dies (or is killed for
                     // running past the deadline), not only until the timeout.
                     let keep = Box::new((thread, ctx.hold.clone()));
+                    // The hop to the worker process, a child of the call's span (O2).
+                    let span = tracing::info_span!(
+                        target: "toolgate::call",
+                        "plugin_worker",
+                        otel.name = %format_args!("plugin_worker {name}"),
+                        otel.kind = "client",
+                        toolgate.plugin = %plugin_name,
+                        gen_ai.tool.name = %name,
+                    );
                     let call = async move {
                         supervisor
                             .call(
@@ -379,7 +389,7 @@ impl Tool for PluginTool {
                             )
                             .await
                     };
-                    (Box::pin(call), Box::new(()))
+                    (Box::pin(call.instrument(span)), Box::new(()))
                 }
             };
             collect(chunks, answer, guard, cancel, plugin_name).await

@@ -154,6 +154,15 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// Workers started again after the first (a crash, a kill), in this process (`restarts`).
+static RESTARTS: AtomicU64 = AtomicU64::new(0);
+
+/// How many plugin workers this process has started again since it began: each start after a
+/// worker's first (it crashed, or was killed for a call that did not stop).
+pub fn restarts() -> u64 {
+    RESTARTS.load(Ordering::Relaxed)
+}
+
 /// The pause before the restart that follows `crashes` crashes in a row: none after the first,
 /// then 100 ms, doubling, at most [`BACKOFF_MAX`].
 pub(crate) fn backoff(crashes: u32) -> Duration {
@@ -403,6 +412,7 @@ impl Supervisor {
         .await;
         match started {
             Ok(Ok(running)) => {
+                RESTARTS.fetch_add(1, Ordering::Relaxed);
                 tracing::info!(
                     plugin = %self.label,
                     pid = running.process.pid(),

@@ -266,6 +266,7 @@ fn build(
         _ => UpstreamSet::start(&policy.mcp_servers, upstream_changed, downstream),
     };
     let needs_store = policy.reduction.as_ref().is_some_and(|r| r.store.is_none());
+    let policy_metrics = policy.telemetry.metrics_on();
     // Off, the console costs nothing: no listener, so no event is built for it. Over stdio
     // there is no page to show it on.
     let console_on = policy.serve.console && !stdio;
@@ -273,6 +274,9 @@ fn build(
         .upstreams
         .register(Engine::builder(policy))
         .on_event(progress.listener());
+    if policy_metrics {
+        builder = builder.on_event(toolgate_telemetry::metrics::Metrics::global().listener());
+    }
     if console_on {
         builder = builder.on_event(console.listener());
     }

@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use toolgate::history::ToolCall;
 use toolgate::{Caller, Session};
 use toolgate_store::SessionId;
+use tracing::Instrument;
 
 use super::clients::ClientLink;
 use super::content::{call_result, error_result, tool};
@@ -34,6 +35,7 @@ use super::progress::forward_progress;
 use super::resources::{self, Caller as ResourceCaller};
 use super::shared::Shared;
 use super::stateless::{self, Principal};
+use super::telemetry;
 
 /// The HTTP header that carries the MCP session id.
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -316,7 +318,10 @@ impl ServerHandler for Gateway {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        resources::read(self.caller(&context).await?, request, context).await
+        let span = telemetry::request_span("resources/read", &request.uri, &context);
+        async { resources::read(self.caller(&context).await?, request, context).await }
+            .instrument(span)
+            .await
     }
 
     async fn get_prompt(
@@ -324,7 +329,10 @@ impl ServerHandler for Gateway {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        resources::get(self.caller(&context).await?, request, context).await
+        let span = telemetry::request_span("prompts/get", &request.name, &context);
+        async { resources::get(self.caller(&context).await?, request, context).await }
+            .instrument(span)
+            .await
     }
 
     async fn complete(
@@ -352,6 +360,18 @@ impl ServerHandler for Gateway {
     }
 
     async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let span = telemetry::request_span("tools/call", &request.name, &context);
+        self.run_call(request, context).instrument(span).await
+    }
+}
+
+impl Gateway {
+    /// `tools/call`: the call through the whole guard of the current engine.
+    async fn run_call(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,

@@ -3,9 +3,10 @@
 //! In front of `rmcp`'s Streamable HTTP service sits a small gate that answers before any MCP
 //! message is read:
 //! - only the MCP path is served (404 elsewhere), RFC 9728's metadata
-//!   (`/.well-known/oauth-protected-resource`) when the policy has `auth:`, and the console
-//!   under `/ui` when the policy turns it on (`console`; it asks for the shared token, and is
-//!   refused when the policy's `auth:` is on without one: it shows every principal's calls);
+//!   (`/.well-known/oauth-protected-resource`) when the policy has `auth:`, `/metrics` when the
+//!   policy turns metrics on (behind the same credentials as MCP), and the console under `/ui`
+//!   when the policy turns it on (`console`; it asks for the shared token, and is refused when
+//!   the policy's `auth:` is on without one: it shows every principal's calls);
 //! - off loopback, every request must carry `Authorization: Bearer <token>` (401 otherwise;
 //!   the comparison takes the same time wherever the first difference is): the shared token,
 //!   or an API key or JWT the policy's `auth:` accepts (`http_auth`); an MCP session is used
@@ -43,6 +44,7 @@ use super::http_sessions::McpSessions;
 use super::options::{HttpOptions, TokenSource};
 use super::pre_init::before_initialize;
 use super::shared::Shared;
+use super::telemetry::{METRICS_PATH, metrics_response};
 
 use super::http_auth::Body;
 #[cfg(test)]
@@ -59,6 +61,8 @@ struct Front {
     max_sessions: usize,
     max_request_bytes: usize,
     read_timeout: Option<Duration>,
+    /// The metrics answered at `/metrics` (behind the token), when the policy turns them on.
+    metrics: Option<Arc<toolgate_telemetry::metrics::Metrics>>,
     /// Held while a request that may add a session (an `initialize`, or a session this process
     /// does not hold, which rmcp brings back from the store) is checked against
     /// `max_sessions` and handed to rmcp, so that requests at the same time cannot pass the
@@ -151,6 +155,12 @@ fn front(
         config.with_allowed_hosts(hosts)
     };
     let stored = shared.engines.current();
+    let metrics = stored
+        .engine
+        .policy()
+        .telemetry
+        .metrics_on()
+        .then(toolgate_telemetry::metrics::Metrics::global);
     config.session_store = stored
         .sessions
         .results()
@@ -178,6 +188,7 @@ fn front(
         max_sessions: options.max_sessions,
         max_request_bytes: options.max_request_bytes,
         read_timeout: options.read_timeout,
+        metrics,
         admission: tokio::sync::Mutex::new(()),
         console,
     }
@@ -191,7 +202,11 @@ impl Front {
             let authorized = self.gate.is_operator(request.headers(), &auth);
             return self.console.handle(request, authorized).await;
         }
-        if request.uri().path() != self.path {
+        let metrics = match &self.metrics {
+            Some(metrics) if request.uri().path() == METRICS_PATH => Some(metrics),
+            _ => None,
+        };
+        if request.uri().path() != self.path && metrics.is_none() {
             if request.method() == http::Method::GET
                 && let Some(metadata) = self.gate.metadata(request.uri().path(), &auth)
             {
@@ -224,6 +239,9 @@ impl Front {
                 -32001,
                 "this session belongs to another principal: open a session of your own",
             );
+        }
+        if let Some(metrics) = metrics {
+            return metrics_response(metrics);
         }
         let is_delete = request.method() == http::Method::DELETE;
         let (mut request, initialize) = match request.method() {

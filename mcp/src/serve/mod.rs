@@ -31,6 +31,10 @@
 //! - HTTP is safe by default: loopback unless told otherwise, a bearer token required off
 //!   loopback, `Origin` and `Host` checked, request size and session count bounded
 //!   ([`HttpOptions`]).
+//! - Telemetry (`telemetry`, issue 28): each request that runs a call is a server span whose
+//!   parent is the client's trace context (`_meta.traceparent`, else the HTTP `traceparent`);
+//!   `/metrics` answers the Prometheus metrics on the HTTP server and on the policy's
+//!   `telemetry.admin_address`.
 //! - Live reload: the policy file and the scripts and catalogs it names are watched; a valid
 //!   edit swaps in a whole new engine for new calls (calls in flight finish on the old one) and
 //!   tells every client `list_changed`; an invalid edit keeps the last good policy and logs the
@@ -68,6 +72,7 @@ mod stdio;
 mod stdio_lines;
 mod stdio_pipes;
 mod subscriptions;
+mod telemetry;
 
 pub use auth::{API_KEY_PREFIX, new_api_key};
 pub use error::ServeError;

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 use toolgate_store::SessionId;
+use toolgate_telemetry::metrics::Metrics;
 
 use crate::upstream::Downstream;
 
@@ -16,6 +17,7 @@ use super::peers::Peers;
 use super::progress::ProgressRoutes;
 use super::session::StoredSessions;
 use super::shared::Shared;
+use super::telemetry::serve_admin;
 use super::{http, reload, stdio};
 
 /// Serves the policy's tools until the client goes away (stdio), or until `SIGINT`/`SIGTERM`
@@ -37,6 +39,8 @@ pub async fn serve(options: ServeOptions) -> Result<(), ServeError> {
     let result = match options.http.clone() {
         Some(http_options) => {
             let shared = start(&options, &shutdown, &mut started).await?;
+            let telemetry = shared.engines.current().engine.policy().telemetry.clone();
+            start_admin(&telemetry, &shutdown).await?;
             http::serve_http(shared, http_options, shutdown.clone()).await
         }
         None => {
@@ -44,6 +48,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), ServeError> {
             // starts (plugins, upstream servers) waits for a request that needs it.
             let policy = toolgate_policy::load_file(&options.policy)?;
             super::engines::refuse_audit_on_the_channel(&policy, true)?;
+            start_admin(&policy.telemetry, &shutdown).await?;
             tokio::spawn(prune_at_start(policy, options.default_store_url.clone()));
             stdio::serve_stdio(
                 start(&options, &shutdown, &mut started),
@@ -103,6 +108,21 @@ async fn start(
         source: std::io::Error::other(e.to_string()),
     })??;
     let shared = Arc::new(Shared::new(engines, peers, links, progress, console));
+    if shared
+        .engines
+        .current()
+        .engine
+        .policy()
+        .telemetry
+        .metrics_on()
+    {
+        let weak = Arc::downgrade(&shared);
+        Metrics::global().set_upstream_probe(Box::new(move || {
+            weak.upgrade()
+                .map(|shared| shared.engines.current().upstreams.upstreams.health())
+                .unwrap_or_default()
+        }));
+    }
     let reloader = reload::start(Arc::clone(&shared), options.watch, shutdown.clone())?;
     tokio::spawn(sweep_expired_sessions(
         Arc::clone(&shared),
@@ -110,6 +130,17 @@ async fn start(
     ));
     *started = Some((Arc::clone(&shared), reloader));
     Ok(shared)
+}
+
+/// Serves `/metrics` on the policy's `telemetry.admin_address`, when it has one (O5).
+async fn start_admin(
+    telemetry: &toolgate_policy::TelemetrySettings,
+    shutdown: &CancellationToken,
+) -> Result<(), ServeError> {
+    match telemetry.admin_address {
+        Some(addr) => serve_admin(addr, Metrics::global(), shutdown.child_token()).await,
+        None => Ok(()),
+    }
 }
 
 /// Deletes expired session state once, before the engine is built (stdio builds it at the

@@ -15,10 +15,10 @@ use rmcp::model::{
     GetPromptRequest, GetPromptRequestParams, ReadResourceRequest, ReadResourceRequestParams,
     ServerResult, SubscribeRequestParams, UnsubscribeRequestParams,
 };
-use rmcp::service::PeerRequestOptions;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use toolgate::tool::{BoxFuture, ContentPart, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+use tracing::Instrument;
 
 use super::adapter::Pending;
 use super::error::{call_error, upstream_error};
@@ -149,9 +149,26 @@ async fn send(
     ctx: &ToolContext,
     request: ClientRequest,
 ) -> Result<ServerResult, ToolError> {
+    let span = match &request {
+        ClientRequest::ReadResourceRequest(r) => {
+            super::trace::client_span("resources/read", server.name(), &r.params.uri)
+        }
+        ClientRequest::GetPromptRequest(r) => {
+            super::trace::client_span("prompts/get", server.name(), &r.params.name)
+        }
+        _ => super::trace::client_span("request", server.name(), ""),
+    };
+    send_traced(server, ctx, request).instrument(span).await
+}
+
+async fn send_traced(
+    server: &Arc<Server>,
+    ctx: &ToolContext,
+    request: ClientRequest,
+) -> Result<ServerResult, ToolError> {
     let peer = server.peer(&ctx.cancel).await?;
     let handle = peer
-        .send_request_with_option(request, PeerRequestOptions::no_options())
+        .send_request_with_option(request, super::trace::request_options())
         .await
         .map_err(|e| refused(server.name(), &e))?;
     let mut pending = Pending::new(server.clone(), peer, handle.id.clone());

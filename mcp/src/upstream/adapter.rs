@@ -10,11 +10,12 @@ use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
     ClientRequest, RequestId, ServerResult,
 };
-use rmcp::service::{Peer, PeerRequestOptions, RoleClient};
+use rmcp::service::{Peer, RoleClient};
 use serde_json::Value;
 use toolgate::tool::{
     BoxFuture, ContentPart, FullOutput, Tool, ToolContext, ToolError, ToolOutput, ToolSpec,
 };
+use tracing::Instrument;
 
 use super::error::{call_error, upstream_error};
 use super::supervisor::Server;
@@ -64,7 +65,8 @@ impl Tool for UpstreamTool {
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
         let server = self.server.clone();
         let remote = self.remote.clone();
-        Box::pin(async move {
+        let span = super::trace::client_span("tools/call", server.name(), &remote);
+        let call = async move {
             let Value::Object(arguments) = args else {
                 return Err(ToolError::invalid_arguments(
                     "the arguments must be a JSON object",
@@ -77,7 +79,7 @@ impl Tool for UpstreamTool {
             // Entered before it is sent: what the server sends about the call finds it.
             let tracked = server.handler.track(ctx.clone()).await?;
             let handle = peer
-                .send_request_with_option(request, PeerRequestOptions::no_options())
+                .send_request_with_option(request, super::trace::request_options())
                 .await
                 .map_err(|e| call_error(server.name(), &e))?;
             tracked.sent(handle.id.clone(), handle.progress_token.clone());
@@ -104,7 +106,8 @@ impl Tool for UpstreamTool {
                 ))),
                 Err(e) => Err(call_error(server.name(), &e)),
             }
-        })
+        };
+        Box::pin(call.instrument(span))
     }
 }
 

@@ -73,6 +73,7 @@ mod shape;
 mod stdio;
 mod supervisor;
 mod template;
+mod trace;
 mod turns;
 mod watch;
 

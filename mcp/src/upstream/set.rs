@@ -135,6 +135,17 @@ impl Upstreams {
         self.servers.iter().map(|s| s.name().to_owned()).collect()
     }
 
+    /// Each server's state, in policy order, for the metrics (`toolgate_upstream_up`).
+    pub fn health(&self) -> Vec<toolgate_telemetry::metrics::UpstreamHealth> {
+        self.servers
+            .iter()
+            .map(|s| toolgate_telemetry::metrics::UpstreamHealth {
+                server: s.name().to_owned(),
+                state: s.health().0,
+            })
+            .collect()
+    }
+
     /// What is wrong now: servers that never started (their tools are missing), and tools
     /// its list left out (a bad name or schema, see `docs/policy.md`). Empty when every server runs with
     /// every tool.

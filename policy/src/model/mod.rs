@@ -31,6 +31,7 @@ mod extensions;
 mod limits;
 mod redact;
 mod serve;
+mod telemetry;
 
 pub use access::*;
 pub use audit::*;
@@ -41,6 +42,7 @@ pub use extensions::*;
 pub use limits::*;
 pub use redact::*;
 pub use serve::*;
+pub use telemetry::*;
 
 /// A place in a policy file, 1-based, for error messages that point at the line and column.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -180,6 +182,9 @@ pub struct Policy {
     /// everything; present = an authenticated caller sees only what an entry that matches it
     /// lists (the local caller of stdio and the CLI is not filtered).
     pub clients: Option<Vec<ClientSpec>>,
+    /// What toolgate serve reports about the calls it runs: OpenTelemetry traces over OTLP and
+    /// Prometheus metrics at /metrics. Off by default. Every key is optional.
+    pub telemetry: TelemetrySettings,
 }
 
 impl Default for Policy {
@@ -208,6 +213,7 @@ impl Default for Policy {
             serve: ServeSettings::default(),
             auth: AuthSettings::default(),
             clients: None,
+            telemetry: TelemetrySettings::default(),
         }
     }
 }

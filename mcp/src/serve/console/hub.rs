@@ -259,6 +259,7 @@ mod tests {
                     result_id: None,
                     redactions: 0,
                     decision: Decision::default(),
+                    offloaded_bytes: 0,
                 }),
             },
         )
