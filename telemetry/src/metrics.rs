@@ -15,6 +15,8 @@
 //! | `toolgate_search_duration_seconds` | histogram | none |
 //! | `toolgate_plugin_restarts_total` | counter | none |
 //! | `toolgate_upstream_up` | gauge | `server`, `state` |
+//! | `toolgate_call_retries_total` | counter | `kind`, `tool`, `error_kind` (of the attempt that failed) |
+//! | `toolgate_circuit_open` | gauge | `source` (1 while open or half-open, 0 once closed) |
 //!
 //! Label values are bounded: `tool` is the real name of a known tool or prompt, `unknown` for
 //! a name no source has, a resource's URI scheme for a resource, and `other` once
@@ -67,6 +69,11 @@ struct ErrorLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SourceLabels {
+    source: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct KindLabels {
     kind: &'static str,
 }
@@ -103,6 +110,9 @@ pub struct Metrics {
     offloaded: Family<CallLabels, Counter>,
     offloaded_bytes: Family<CallLabels, Counter>,
     rate_limited: Family<CallLabels, Counter>,
+    retries: Family<ErrorLabels, Counter>,
+    /// One series per breaker source: bounded by the policy's plugins and upstream servers.
+    circuit_open: Family<SourceLabels, Gauge>,
     search: Histogram,
     tools_seen: Mutex<HashSet<String>>,
     upstreams: Arc<Mutex<Option<UpstreamProbe>>>,
@@ -162,6 +172,18 @@ impl Metrics {
             "Calls refused by a rate limit",
             rate_limited.clone(),
         );
+        let retries = Family::default();
+        registry.register(
+            "call_retries",
+            "Attempts of idempotent calls that failed and were tried again (L5)",
+            retries.clone(),
+        );
+        let circuit_open = Family::default();
+        registry.register(
+            "circuit_open",
+            "1 while the circuit breaker of a plugin or upstream server is open or half-open (L6)",
+            circuit_open.clone(),
+        );
         let search = latency();
         registry.register(
             "search_duration_seconds",
@@ -183,6 +205,8 @@ impl Metrics {
             offloaded,
             offloaded_bytes,
             rate_limited,
+            retries,
+            circuit_open,
             search,
             tools_seen: Mutex::new(HashSet::new()),
             upstreams,
@@ -276,6 +300,24 @@ impl Metrics {
                 if event.tool_name == "tool_search" {
                     self.search.observe(seconds);
                 }
+            }
+            EventKind::Retry { error_kind, .. } => {
+                let tool = self.tool_label(event, Some(error_kind));
+                self.retries
+                    .get_or_create(&ErrorLabels {
+                        kind,
+                        tool,
+                        error_kind: (*error_kind).to_owned(),
+                    })
+                    .inc();
+            }
+            EventKind::Breaker { source, state, .. } => {
+                let open = i64::from(*state != "closed");
+                self.circuit_open
+                    .get_or_create(&SourceLabels {
+                        source: source.clone(),
+                    })
+                    .set(open);
             }
             EventKind::Update { .. } | EventKind::Error { .. } => {}
         }
