@@ -1,6 +1,6 @@
 //! Fusing the lexical (BM25F) ranking with the dense one.
 
-use crate::score::by_rank;
+use std::cmp::Ordering;
 
 /// How the lexical and the dense rankings are combined.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -28,6 +28,10 @@ pub enum Fusion {
         lexical_scale: f32,
         /// How steeply the dense weight falls with the lexical top score.
         power: f32,
+        /// The confidence gate: the dense ranking counts only when its best tool's (centred)
+        /// cosine with the query is at least this; below, the lexical order is kept as it is.
+        /// 0 keeps the dense ranking whenever the query has a vector.
+        min_cosine: f32,
     },
     /// A linear blend of scores: `lexical / best lexical + dense_weight * cosine`, a tool missing
     /// from the lexical list counting 0 there, one missing from the dense list its cosine 0.
@@ -72,6 +76,7 @@ impl Default for Fusion {
             dense_weight: 6.0,
             lexical_scale: 16.0,
             power: 16.0,
+            min_cosine: 0.0,
         }
     }
 }
@@ -80,7 +85,7 @@ impl Default for Fusion {
 /// and returns `(fused score, tool)`, best first, ties by tool number. `cosine` gives the
 /// cosine of any tool with the query (the linear blends score every candidate by it, so a tool
 /// the dense list missed is not taken for one with cosine 0).
-pub(crate) fn fuse(
+pub fn fuse(
     fusion: Fusion,
     lexical: &[(f32, u32)],
     dense: &[(f32, u32)],
@@ -94,10 +99,12 @@ pub(crate) fn fuse(
             dense_weight,
             lexical_scale,
             power,
+            min_cosine,
         } => {
             let top = lexical.first().map_or(0.0, |x| x.0.max(0.0));
             let trust = (lexical_scale / (lexical_scale + top)).powf(power);
-            let dense_weight = if trust.is_finite() {
+            let confident = dense.first().is_some_and(|d| d.0 >= min_cosine);
+            let dense_weight = if trust.is_finite() && confident {
                 dense_weight * trust
             } else {
                 0.0
@@ -134,6 +141,25 @@ pub(crate) fn fuse(
     }
     out.sort_unstable_by(by_rank);
     out
+}
+
+/// Best score first, ties by tool number.
+pub(crate) fn by_rank(a: &(f32, u32), b: &(f32, u32)) -> Ordering {
+    b.0.total_cmp(&a.0).then(a.1.cmp(&b.1))
+}
+
+/// Keeps the best `k` of `ranked` by [`by_rank`], in no particular order.
+pub(crate) fn keep_best(ranked: &mut Vec<(f32, u32)>, k: usize) {
+    if ranked.len() <= k {
+        return;
+    }
+    match k.checked_sub(1) {
+        Some(last) => {
+            ranked.select_nth_unstable_by(last, by_rank);
+            ranked.truncate(k);
+        }
+        None => ranked.clear(),
+    }
 }
 
 /// Adds each tool's reciprocal-rank scores to `out` (see [`Fusion::Rrf`]).
@@ -204,6 +230,7 @@ mod tests {
         dense_weight: 3.0,
         lexical_scale: 2.0,
         power: 2.0,
+        min_cosine: 0.0,
     };
 
     #[test]
@@ -239,6 +266,7 @@ mod tests {
             dense_weight: 3.0,
             lexical_scale: 2.0,
             power: 8.0,
+            min_cosine: 0.0,
         };
         let order = |f| -> Vec<u32> {
             fuse(f, &lexical, &dense, |_| 0.0)
@@ -248,6 +276,27 @@ mod tests {
         };
         assert_eq!(order(ADAPTIVE), vec![2, 1]);
         assert_eq!(order(steep), vec![1, 2]);
+    }
+
+    #[test]
+    fn the_confidence_gate_keeps_the_lexical_order_when_the_nearest_tool_is_far() {
+        let lexical = [(0.5, 1), (0.4, 2)];
+        let dense = [(0.2, 2), (0.1, 1)];
+        let gated = Fusion::AdaptiveRrf {
+            k: 3.0,
+            dense_weight: 3.0,
+            lexical_scale: 2.0,
+            power: 2.0,
+            min_cosine: 0.3,
+        };
+        let order = |f| -> Vec<u32> {
+            fuse(f, &lexical, &dense, |_| 0.0)
+                .iter()
+                .map(|x| x.1)
+                .collect()
+        };
+        assert_eq!(order(ADAPTIVE), vec![2, 1]);
+        assert_eq!(order(gated), vec![1, 2]);
     }
 
     #[test]
