@@ -174,35 +174,72 @@ pub struct TuneSet<'a> {
     pub labels: &'a [usize],
 }
 
-/// The fusion of `grid` that does best on `sets` by the objective fixed before any held-out
-/// query was scored: the largest worst margin over lexical (nDCG@5 x100) across the sets, then
-/// the largest mean margin. Returns it with its margin on each set.
-pub fn choose(sets: &[TuneSet<'_>], grid: &[Fusion]) -> (Fusion, Vec<f64>) {
-    let lexical: Vec<f64> = sets
-        .iter()
-        .map(|s| mean(&per_query(s.ranked, s.labels, System::Lexical)))
-        .collect();
-    let mut best: Option<(f64, f64, Fusion, Vec<f64>)> = None;
-    for &f in grid {
-        let margins: Vec<f64> = sets
-            .iter()
-            .zip(&lexical)
-            .map(|(s, l)| mean(&per_query(s.ranked, s.labels, System::Hybrid(f))) - l)
-            .collect();
-        let worst = margins.iter().copied().fold(f64::INFINITY, f64::min);
-        let avg = mean(&margins);
-        let better = match &best {
+/// What a fusion did on one tuning set against lexical (nDCG@5 x100).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Margin {
+    /// The mean difference.
+    pub mean: f64,
+    /// The lower end of its paired bootstrap 95% interval.
+    pub low: f64,
+}
+
+/// Each set's margin over lexical under each fusion of `grid`: `table[set][fusion]`. Computed
+/// once, then [`choose_from`] picks for any subset of the sets.
+pub fn margins(sets: &[TuneSet<'_>], grid: &[Fusion]) -> Vec<Vec<Margin>> {
+    sets.iter()
+        .map(|s| {
+            let lexical = per_query(s.ranked, s.labels, System::Lexical);
+            grid.iter()
+                .map(|f| {
+                    let hybrid = per_query(s.ranked, s.labels, System::Hybrid(*f));
+                    let (low, _) = paired_ci(&hybrid, &lexical, 200);
+                    Margin {
+                        mean: mean(&hybrid) - mean(&lexical),
+                        low,
+                    }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The fusion of `grid` that does best on the sets whose rows of `table` ([`margins`]) are
+/// `rows`, by the objective fixed before any held-out query was scored, amended once (see
+/// `docs/search.md`): the largest worst lower bound of the margin's interval across those sets
+/// (a fusion whose gain is reliable, not large on average), then the largest worst mean margin,
+/// then the largest mean margin. Returns it with its mean margin on each of those sets.
+pub fn choose_from(table: &[Vec<Margin>], rows: &[usize], grid: &[Fusion]) -> (Fusion, Vec<f64>) {
+    let mut best: Option<((f64, f64, f64), usize)> = None;
+    for (i, _) in grid.iter().enumerate() {
+        let m: Vec<Margin> = rows.iter().map(|&r| table[r][i]).collect();
+        let low = m.iter().map(|x| x.low).fold(f64::INFINITY, f64::min);
+        let worst = m.iter().map(|x| x.mean).fold(f64::INFINITY, f64::min);
+        let avg = m.iter().map(|x| x.mean).sum::<f64>() / m.len().max(1) as f64;
+        let key = (low, worst, avg);
+        let better = match best {
             None => true,
-            Some((w, a, _, _)) => worst > *w + 1e-9 || ((worst - *w).abs() <= 1e-9 && avg > *a),
+            Some((b, _)) => {
+                let eps = 1e-9;
+                key.0 > b.0 + eps
+                    || ((key.0 - b.0).abs() <= eps
+                        && (key.1 > b.1 + eps || ((key.1 - b.1).abs() <= eps && key.2 > b.2 + eps)))
+            }
         };
         if better {
-            best = Some((worst, avg, f, margins));
+            best = Some((key, i));
         }
     }
     match best {
-        Some((_, _, f, m)) => (f, m),
+        Some((_, i)) => (grid[i], rows.iter().map(|&r| table[r][i].mean).collect()),
         None => (Fusion::default(), Vec::new()),
     }
+}
+
+/// [`choose_from`] over all of `sets`.
+pub fn choose(sets: &[TuneSet<'_>], grid: &[Fusion]) -> (Fusion, Vec<f64>) {
+    let table = margins(sets, grid);
+    let rows: Vec<usize> = (0..sets.len()).collect();
+    choose_from(&table, &rows, grid)
 }
 
 #[cfg(test)]
