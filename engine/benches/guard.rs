@@ -4,7 +4,7 @@
 //! | group | goal |
 //! |---|---|
 //! | `overhead`: `guarded` - `direct`, no hooks, `Policy::default()` | < 2 µs median |
-//! | `hooks`: aliases + Rhai rewrite + before + after | < 10 µs median |
+//! | `hooks`: aliases + Rhai rewrite + before + after | < 10 µs median (last measured, under load 11: 23.2 µs; `docs/benchmarks.md`) |
 //! | `plugin`: `plugin_echo_1kb` - `native_echo_1kb` | < 5 µs median |
 //! | `plugin`: the same on a multi-thread runtime's worker (`*_multi_thread`) | < 5 µs median |
 //! | `process`: `echo_1kb` under `isolation: process` | < 50 µs median |

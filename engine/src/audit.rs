@@ -85,8 +85,9 @@ impl AuditLog {
         };
         let mut line = json!({
             "time": humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
-            // Filled once callers are authenticated (issue 27 item 1); no identity yet.
-            "principal": Value::Null,
+            // Who called (C1): the authenticated principal, or `local`.
+            "principal": event.caller.name(),
+            "groups": event.caller.groups(),
             "session": event.session,
             "call_id": event.call_id,
             "kind": event.call_kind,
@@ -281,6 +282,7 @@ mod tests {
             call_kind: crate::access::CallKind::Tool,
             call_id: call_id.into(),
             session: None,
+            caller: crate::caller::Caller::local(),
             model_name: "echo".into(),
             tool_name: "echo".into(),
             arguments: "{}".into(),

@@ -12,7 +12,9 @@ use tokio_util::sync::CancellationToken;
 use toolgate_store::SessionId;
 
 use crate::access::CallKind;
+use crate::caller::Caller;
 use crate::error::CallError;
+use crate::session::Session;
 use crate::settings::ToolSettings;
 use crate::structured::OutputCheck;
 use crate::tool::{ContentPart, Hold, ProgressFn, Tool, ToolOutput, Waited};
@@ -52,6 +54,8 @@ pub struct Invocation {
     /// The parsed arguments (after the arguments layer).
     pub(crate) args: serde_json::Value,
     pub(crate) session: Option<SessionId>,
+    /// Who makes the call (the session handle's caller).
+    pub(crate) caller: Arc<Caller>,
     pub(crate) settings: Arc<ToolSettings>,
     /// When the call started running: after any wait for a concurrency slot or its group's
     /// lock (G2).
@@ -80,13 +84,14 @@ pub struct Invocation {
 }
 
 impl Invocation {
-    /// A call that starts now: `target` is `None` for a name the registry does not know.
+    /// A call that starts now in `session` (its id and caller): `target` is `None` for a name
+    /// the registry does not know.
     pub(crate) fn new(
         call_id: String,
         model_name: String,
         target: Option<Target>,
         raw_arguments: String,
-        session: Option<SessionId>,
+        session: &Session,
         settings: Arc<ToolSettings>,
         cancel: CancellationToken,
     ) -> Self {
@@ -105,7 +110,8 @@ impl Invocation {
             output_check,
             raw_arguments,
             args: serde_json::Value::Null,
-            session,
+            session: session.id().cloned(),
+            caller: Arc::clone(session.caller()),
             deadline: settings.timeout.map(|t| started + t),
             settings,
             started,
@@ -166,6 +172,11 @@ impl Invocation {
     /// The session the call belongs to, if any.
     pub fn session(&self) -> Option<&SessionId> {
         self.session.as_ref()
+    }
+
+    /// Who makes the call: the principal the host authenticated, or [`Caller::local`].
+    pub fn caller(&self) -> &Arc<Caller> {
+        &self.caller
     }
 
     /// When the call's timeout passes, if it has one.

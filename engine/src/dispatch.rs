@@ -80,7 +80,7 @@ impl Dispatcher {
             model_name,
             target,
             call.function.arguments.clone(),
-            session.id().cloned(),
+            session,
             settings,
             cancel,
         )
@@ -115,15 +115,7 @@ impl Dispatcher {
             builtin: false,
             output_check: None,
         });
-        let mut inv = Invocation::new(
-            call_id,
-            asked,
-            target,
-            arguments,
-            session.id().cloned(),
-            settings,
-            cancel,
-        );
+        let mut inv = Invocation::new(call_id, asked, target, arguments, session, settings, cancel);
         inv.kind = kind;
         inv.tool_name = name;
         self.guard.run(inv).await

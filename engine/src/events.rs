@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use crate::access::CallKind;
 use crate::call::{Content, Invocation, Outcome};
+use crate::caller::Caller;
 
 /// What happened.
 #[derive(Debug, Clone, Serialize)]
@@ -97,6 +98,9 @@ pub struct Event {
     pub call_id: String,
     /// The call's session, if any.
     pub session: Option<String>,
+    /// Who made the call; serialized as its name, `principal`.
+    #[serde(rename = "principal", serialize_with = "caller_name")]
+    pub caller: Arc<Caller>,
     /// The name the model used (D8).
     pub model_name: String,
     /// The real tool name (D8); a resource's URI in normal form, a prompt's name (A1).
@@ -112,6 +116,7 @@ impl Event {
             call_kind: inv.kind,
             call_id: inv.call_id.clone(),
             session: inv.session.as_ref().map(ToString::to_string),
+            caller: Arc::clone(&inv.caller),
             model_name: inv.model_name.clone(),
             tool_name: inv.tool_name.clone(),
             arguments: inv.raw_arguments.clone(),
@@ -126,6 +131,10 @@ impl Event {
             inv,
         )
     }
+}
+
+fn caller_name<S: serde::Serializer>(caller: &Arc<Caller>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(caller.name())
 }
 
 /// A listener: called with every event, on the thread that emits it.

@@ -28,7 +28,8 @@
 //! [`events`], sessions in [`session`], messages in [`history`].
 //!
 //! The modules depend on each other one way: `call` (the types of one call) on `error`, `tool`,
-//! `settings` and `structured` only; the guard's layers on those; `dispatch` on the guard; `engine` and
+//! `settings`, `structured`, `caller` and `session` (who calls, in which session) only; the guard's layers on those;
+//! `dispatch` on the guard; `engine` and
 //! `builder` on everything; only `builder` imports `engine` (to assemble one), and `engine`
 //! never imports `builder` back (`builder` defines [`Engine::builder`] in an `impl Engine` of its
 //! own).
@@ -39,6 +40,7 @@ pub mod access;
 mod audit;
 mod builder;
 mod call;
+mod caller;
 mod dispatch;
 mod engine;
 pub mod error;
@@ -60,6 +62,7 @@ pub mod tool;
 
 pub use builder::EngineBuilder;
 pub use call::{Content, Decision, Outcome};
+pub use caller::{Caller, LOCAL_CALLER};
 pub use engine::Engine;
 pub use error::{BuildError, CallError, PLUGIN_PATH_ENV, TurnError};
 pub use plugin::hash_file as plugin_hash;

@@ -6,8 +6,14 @@
 //! and has explicit limits on operations, call depth, expression depth, string, array and map
 //! sizes, because Rhai's defaults differ between debug and release builds.
 //!
-//! Scripts run on a bounded pool of threads of their own (`pool`), never on a runtime worker,
-//! so a slow script holds up no other call. Each run has a wall-clock bound of its own
+//! A run starts on the caller's thread (a runtime worker) under a small budget of its own
+//! (`INLINE_OPS` operations, `INLINE_TIME`, `INLINE_MEMORY` held, no `sleep`): most
+//! hooks end well within it, without a hop to another thread. A script that needs more is
+//! abandoned there and runs again from the start on a bounded pool of threads of its own
+//! (`pool`), so a slow script holds a runtime worker for no longer than the inline budget and
+//! holds up no other call. Scripts have no effects to repeat (no IO, no state shared between
+//! runs; the `print`/`debug` lines of an abandoned run are dropped, not written), so the run
+//! on the pool answers as the inline run would have. Each run has a wall-clock bound of its own
 //! (`dispatch.script_timeout`, default 1 s) that counts from when the hook asked for it, also
 //! when the call has no timeout; the call's deadline and cancellation are checked too. The
 //! operation limit counts the whole run, callbacks (`sort` comparators, `map` closures)
@@ -20,7 +26,9 @@
 //! [`crate::Engine::access`] `"resource"` or `"prompt"`, A1), `tool` (the real tool name; a
 //! resource's URI in normal form; a prompt's `<server>.<prompt>`), `model_name` (the name the
 //! model or client used), `args` (the arguments, a map: a resource's are `#{uri: ...}`),
-//! `call_id` and `session` (`()` without one). The rewrite script runs for tool calls only.
+//! `call_id`, `session` (`()` without one) and `caller` (who calls, C1: `#{name, groups,
+//! claims}`, `name` being `"local"` for the CLI and stdio). The rewrite script runs for tool
+//! calls only.
 //! (`call` is a Rhai keyword, so the call's fields are variables of their own.)
 //!
 //! | hook | also sees | returns |
@@ -35,7 +43,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rhai::{AST, Dynamic, Engine, EvalAltResult, Scope};
+use rhai::{AST, Dynamic, Engine, EvalAltResult, ImmutableString, Scope};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use toolgate_policy::{Hook, ScriptSource, Scripts};
@@ -100,6 +108,19 @@ impl Default for ScriptLimits {
     }
 }
 
+/// The most operations a run on the caller's thread may take before it is abandoned and
+/// run again on a script thread. A hook of a few dozen lines takes a few hundred.
+pub(crate) const INLINE_OPS: u64 = 5_000;
+
+/// How long a run on the caller's thread may take before it is abandoned (checked every few
+/// operations) and run again on a script thread: about what a hop to the script thread costs
+/// on a loaded machine.
+pub(crate) const INLINE_TIME: Duration = Duration::from_micros(100);
+
+/// The most bytes a run on the caller's thread may hold before it is abandoned and run again
+/// on a script thread: a single operation on values this large is quick.
+pub(crate) const INLINE_MEMORY: usize = 256 << 10;
+
 /// The default wall-clock bound of one script run.
 pub(crate) const DEFAULT_SCRIPT_TIMEOUT: Duration = Duration::from_secs(1);
 
@@ -121,16 +142,8 @@ fn sandbox(limits: &ScriptLimits) -> Engine {
         .set_max_modules(0);
     engine.disable_symbol("eval");
     limits::register_checked_natives(&mut engine);
-    engine.on_print(|s| {
-        if let Some(line) = limits::log_line(s) {
-            tracing::info!(target: "toolgate::script", "{line}");
-        }
-    });
-    engine.on_debug(|s, src, pos| {
-        if let Some(line) = limits::log_line(s) {
-            tracing::debug!(target: "toolgate::script", ?src, %pos, "{line}");
-        }
-    });
+    engine.on_print(limits::print);
+    engine.on_debug(limits::debug);
     engine.on_progress(limits::on_progress);
     engine
 }
@@ -165,6 +178,7 @@ pub(crate) struct CallView<'a> {
     pub(crate) args: &'a serde_json::Value,
     pub(crate) call_id: &'a str,
     pub(crate) session: Option<&'a str>,
+    pub(crate) caller: &'a crate::caller::Caller,
 }
 
 impl<'a> CallView<'a> {
@@ -177,6 +191,7 @@ impl<'a> CallView<'a> {
             args: &inv.args,
             call_id: &inv.call_id,
             session: inv.session.as_ref().map(|s| s.as_str()),
+            caller: &inv.caller,
         }
     }
 }
@@ -191,6 +206,29 @@ pub(crate) struct OutcomeView<'a> {
     pub(crate) error: Option<String>,
     pub(crate) chars: u64,
     pub(crate) truncated: bool,
+}
+
+impl OutcomeView<'_> {
+    /// The outcome as the `after` script sees it: what `rhai::serde::to_dynamic` makes of it,
+    /// built directly.
+    fn to_dynamic(&self) -> Dynamic {
+        let text = |s: Option<&str>| s.map_or(Dynamic::UNIT, |s| ImmutableString::from(s).into());
+        let mut map = rhai::Map::new();
+        map.insert("duration_ms".into(), Dynamic::from_float(self.duration_ms));
+        map.insert("queued_ms".into(), Dynamic::from_float(self.queued_ms));
+        map.insert("is_error".into(), Dynamic::from_bool(self.is_error));
+        map.insert("error_kind".into(), text(self.error_kind));
+        map.insert("error".into(), text(self.error.as_deref()));
+        map.insert(
+            "chars".into(),
+            i64::try_from(self.chars).map_or_else(
+                |_| Dynamic::from_float(self.chars as f64),
+                Dynamic::from_int,
+            ),
+        );
+        map.insert("truncated".into(), Dynamic::from_bool(self.truncated));
+        Dynamic::from_map(map)
+    }
 }
 
 /// What the `before` script decided.
@@ -301,27 +339,53 @@ impl ScriptSet {
         }
     }
 
-    /// Runs a hook's script on the script pool. `None` when there is no such script. The
-    /// run's bound counts from now; the caller has its answer by then (plus `pool::GRACE`).
-    /// If the caller stops waiting, the script still stops at its bound or at the call's
-    /// cancellation.
+    /// Runs a hook's script with the variables `scope` gives: first on this thread under the
+    /// inline budget, and if it needs more, again from the start on the script pool. `None`
+    /// when there is no such script. The run's bound counts from now; the caller has its
+    /// answer by then (plus `pool::GRACE`). If the caller stops waiting, the script still
+    /// stops at its bound or at the call's cancellation.
     async fn run(
         self: &Arc<Self>,
         hook: Hook,
-        scope: Scope<'static>,
+        scope: impl Fn() -> Scope<'static>,
         deadline: Option<Instant>,
         cancel: &CancellationToken,
     ) -> Option<Result<Dynamic, CallError>> {
         self.get(hook)?;
+        let now = Instant::now();
+        let until = now + self.timeout;
+        let inline = limits::Inline {
+            until: now + INLINE_TIME,
+            max_ops: INLINE_OPS,
+            max_memory: INLINE_MEMORY,
+        };
+        if let Some(done) = self.run_here(hook, scope(), until, deadline, cancel, Some(inline)) {
+            return Some(done);
+        }
+        tracing::trace!(target: "toolgate::script", ?hook, "the script needs more than an inline run");
+        Some(
+            self.run_on_pool(hook, scope(), until, deadline, cancel)
+                .await,
+        )
+    }
+
+    /// Runs a hook's script on the script pool, bounded by `until`.
+    async fn run_on_pool(
+        self: &Arc<Self>,
+        hook: Hook,
+        scope: Scope<'static>,
+        until: Instant,
+        deadline: Option<Instant>,
+        cancel: &CancellationToken,
+    ) -> Result<Dynamic, CallError> {
         let policy_panic = |message: String| CallError::ToolPolicyPanic { hook, message };
-        let until = Instant::now() + self.timeout;
         let Some(slot) = self.pool.slot() else {
-            return Some(Err(policy_panic(format!(
+            return Err(policy_panic(format!(
                 "the script did not run: {} scripts already wait for one of the {} script \
                  threads",
                 self.pool.max_queued(),
                 self.pool.threads()
-            ))));
+            )));
         };
         let (done, answer) = oneshot::channel();
         let set = self.clone();
@@ -335,26 +399,26 @@ impl ScriptSet {
             let result = if Instant::now() >= until {
                 Err(set.waited_past_bound(hook))
             } else {
-                set.run_here(hook, scope, until, deadline, &cancel)
+                // Not inline, so never abandoned.
+                set.run_here(hook, scope, until, deadline, &cancel, None)
+                    .unwrap_or(Ok(Dynamic::UNIT))
             };
             finishing.now();
             let _ = done.send(result);
         });
         if let Err(e) = self.pool.submit(job) {
-            return Some(Err(policy_panic(format!(
+            return Err(policy_panic(format!(
                 "could not start a thread for the script: {e}"
-            ))));
+            )));
         }
         let answer = wait::answer(answer, self.pool.caller_spin());
-        Some(
-            match tokio::time::timeout_at((until + pool::GRACE).into(), answer).await {
-                Ok(Some(result)) => result,
-                Ok(None) => Err(policy_panic(
-                    "the script's thread ended without an answer".into(),
-                )),
-                Err(_) => Err(self.waited_past_bound(hook)),
-            },
-        )
+        match tokio::time::timeout_at((until + pool::GRACE).into(), answer).await {
+            Ok(Some(result)) => result,
+            Ok(None) => Err(policy_panic(
+                "the script's thread ended without an answer".into(),
+            )),
+            Err(_) => Err(self.waited_past_bound(hook)),
+        }
     }
 
     /// The answer for a run that did not start or end within its bound.
@@ -370,7 +434,8 @@ impl ScriptSet {
         }
     }
 
-    /// Runs a hook's script on this thread, bounded by `until`.
+    /// Runs a hook's script on this thread, bounded by `until`, and by `inline` when given:
+    /// `None` when the run went past that and was abandoned.
     fn run_here(
         &self,
         hook: Hook,
@@ -378,10 +443,11 @@ impl ScriptSet {
         until: Instant,
         deadline: Option<Instant>,
         cancel: &CancellationToken,
-    ) -> Result<Dynamic, CallError> {
+        inline: Option<limits::Inline>,
+    ) -> Option<Result<Dynamic, CallError>> {
         let policy_panic = |message: String| CallError::ToolPolicyPanic { hook, message };
         let Some(compiled) = self.get(hook) else {
-            return Ok(Dynamic::UNIT);
+            return Some(Ok(Dynamic::UNIT));
         };
         let budget = Budget::enter_until(
             until,
@@ -389,12 +455,17 @@ impl ScriptSet {
             deadline,
             cancel,
             (self.max_operations, self.max_memory),
+            inline,
         );
         let result = catch_unwind(AssertUnwindSafe(|| {
             self.engine
                 .eval_ast_with_scope::<Dynamic>(&mut scope, &compiled.ast)
         }));
-        match result {
+        if budget.abandoned() {
+            return None;
+        }
+        budget.write_lines();
+        Some(match result {
             // A limit hit inside a native function that swallowed the error (a `sort`
             // comparator) fails the run all the same.
             Ok(Ok(_)) if let Some(reason) = budget.tripped() => Err(policy_panic(format!(
@@ -412,7 +483,7 @@ impl ScriptSet {
                 "the script engine panicked: {}",
                 panic_message(&*panic)
             ))),
-        }
+        })
     }
 
     /// Runs the `rewrite` script. `Ok(None)`: no script, or the script kept the arguments.
@@ -425,7 +496,7 @@ impl ScriptSet {
         if !self.has(Hook::Rewrite) {
             return Ok(None);
         }
-        let scope = scope_for(call)?;
+        let scope = || scope_for(call);
         let Some(r) = self.run(Hook::Rewrite, scope, deadline, cancel).await else {
             return Ok(None);
         };
@@ -460,7 +531,7 @@ impl ScriptSet {
         if !self.has(Hook::Before) {
             return Ok(Verdict::Allow);
         }
-        let scope = scope_for(call)?;
+        let scope = || scope_for(call);
         let Some(r) = self.run(Hook::Before, scope, deadline, cancel).await else {
             return Ok(Verdict::Allow);
         };
@@ -498,12 +569,12 @@ impl ScriptSet {
         if !self.has(Hook::After) {
             return Ok(());
         }
-        let mut scope = scope_for(call)?;
-        let outcome = rhai::serde::to_dynamic(outcome).map_err(|e| CallError::ToolPolicyPanic {
-            hook: Hook::After,
-            message: format!("cannot convert the outcome for the script: {e}"),
-        })?;
-        scope.push_constant("outcome", outcome);
+        let outcome = outcome.to_dynamic();
+        let scope = || {
+            let mut scope = scope_for(call);
+            scope.push_constant("outcome", outcome.clone());
+            scope
+        };
         let never = CancellationToken::new();
         match self.run(Hook::After, scope, None, &never).await {
             Some(r) => r.map(|_| ()),
@@ -522,12 +593,15 @@ impl ScriptSet {
         if !self.has(Hook::UnknownTool) {
             return Ok(None);
         }
-        let mut scope = scope_for(call)?;
-        let s: rhai::Array = suggestions
+        let suggestions: rhai::Array = suggestions
             .iter()
             .map(|s| Dynamic::from(s.clone()))
             .collect();
-        scope.push_constant("suggestions", s);
+        let scope = || {
+            let mut scope = scope_for(call);
+            scope.push_constant("suggestions", suggestions.clone());
+            scope
+        };
         let Some(r) = self.run(Hook::UnknownTool, scope, deadline, cancel).await else {
             return Ok(None);
         };
@@ -548,19 +622,71 @@ impl ScriptSet {
     }
 }
 
-fn scope_for(call: CallView<'_>) -> Result<Scope<'static>, CallError> {
-    let args = rhai::serde::to_dynamic(call.args).map_err(|e| CallError::InvalidArguments {
-        tool: call.tool.to_string(),
-        reason: format!("arguments cannot be given to the policy scripts: {e}"),
-    })?;
-    let mut scope = Scope::new();
-    scope.push_constant("kind", call.kind.to_string());
-    scope.push_constant("tool", call.tool.to_string());
-    scope.push_constant("model_name", call.model_name.to_string());
-    scope.push_constant("args", args);
-    scope.push_constant("call_id", call.call_id.to_string());
-    scope.push_constant("session", call.session.map_or(Dynamic::UNIT, |s| s.into()));
-    Ok(scope)
+fn scope_for(call: CallView<'_>) -> Scope<'static> {
+    let mut scope = Scope::with_capacity(8);
+    scope.push_constant("kind", ImmutableString::from(call.kind.to_string()));
+    scope.push_constant("tool", ImmutableString::from(call.tool));
+    scope.push_constant("model_name", ImmutableString::from(call.model_name));
+    scope.push_constant("args", json_to_dynamic(call.args));
+    scope.push_constant("call_id", ImmutableString::from(call.call_id));
+    scope.push_constant(
+        "session",
+        call.session
+            .map_or(Dynamic::UNIT, |s| ImmutableString::from(s).into()),
+    );
+    scope.push_constant("caller", caller_to_dynamic(call.caller));
+    scope
+}
+
+/// The caller as scripts see it (C1): `#{name, groups, claims}`.
+fn caller_to_dynamic(caller: &crate::caller::Caller) -> Dynamic {
+    let mut map = rhai::Map::new();
+    map.insert("name".into(), ImmutableString::from(caller.name()).into());
+    map.insert(
+        "groups".into(),
+        Dynamic::from_array(
+            caller
+                .groups()
+                .iter()
+                .map(|g| ImmutableString::from(g.as_str()).into())
+                .collect(),
+        ),
+    );
+    map.insert(
+        "claims".into(),
+        Dynamic::from_map(
+            caller
+                .claims()
+                .iter()
+                .map(|(k, v)| (k.as_str().into(), json_to_dynamic(v)))
+                .collect(),
+        ),
+    );
+    Dynamic::from_map(map)
+}
+
+/// A JSON value as scripts see it: what `rhai::serde::to_dynamic` makes of it (an integer
+/// past `INT` becomes a float), built directly rather than through serde's visitor.
+fn json_to_dynamic(value: &serde_json::Value) -> Dynamic {
+    use serde_json::Value;
+    match value {
+        Value::Null => Dynamic::UNIT,
+        Value::Bool(b) => Dynamic::from_bool(*b),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => Dynamic::from_int(i),
+            None => Dynamic::from_float(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        Value::String(s) => ImmutableString::from(s.as_str()).into(),
+        Value::Array(items) => {
+            Dynamic::from_array(items.iter().map(json_to_dynamic).collect::<rhai::Array>())
+        }
+        Value::Object(entries) => Dynamic::from_map(
+            entries
+                .iter()
+                .map(|(k, v)| (k.as_str().into(), json_to_dynamic(v)))
+                .collect::<rhai::Map>(),
+        ),
+    }
 }
 
 fn describe(e: &EvalAltResult, compiled: &Compiled) -> String {

@@ -10,6 +10,8 @@ use std::sync::{Arc, Mutex};
 
 use toolgate_store::{IdError, SessionId};
 
+use crate::caller::Caller;
+
 /// What a session remembers.
 #[derive(Debug, Default)]
 pub struct SessionState {
@@ -47,16 +49,33 @@ impl SessionState {
 }
 
 /// A handle to a session; cheap to clone. Get one from [`crate::Engine::session`].
+///
+/// The handle also says who calls through it ([`Session::caller`]): the local caller unless
+/// the host says otherwise with [`Session::with_caller`]. The state is the session's, shared
+/// by every handle of its id; the caller is the handle's.
 #[derive(Debug, Clone)]
 pub struct Session {
     id: Option<SessionId>,
     state: Arc<SessionState>,
+    caller: Arc<Caller>,
 }
 
 impl Session {
     /// The session's id; `None` for calls without a session.
     pub fn id(&self) -> Option<&SessionId> {
         self.id.as_ref()
+    }
+
+    /// This handle with `caller` as the caller of every call made through it: a host that
+    /// authenticated the caller (`toolgate serve --http`) says so here.
+    pub fn with_caller(mut self, caller: Arc<Caller>) -> Self {
+        self.caller = caller;
+        self
+    }
+
+    /// Who calls through this handle: [`Caller::local`] unless the host set another.
+    pub fn caller(&self) -> &Arc<Caller> {
+        &self.caller
     }
 
     /// What the session remembers.
@@ -94,6 +113,7 @@ impl Sessions {
             return Session {
                 id: None,
                 state: self.anonymous.clone(),
+                caller: Caller::local(),
             };
         };
         let state = match self.map.lock() {
@@ -103,6 +123,7 @@ impl Sessions {
         Session {
             id: Some(id.clone()),
             state,
+            caller: Caller::local(),
         }
     }
 }

@@ -363,6 +363,8 @@ pub type ProgressFn = Arc<dyn Fn(&str) + Send + Sync>;
 pub struct ToolContext {
     /// The session the call belongs to, if any.
     pub session: Option<SessionId>,
+    /// Who makes the call (the local caller outside `serve --http`'s authentication).
+    pub caller: Arc<crate::caller::Caller>,
     /// The model's id for this call.
     pub call_id: String,
     /// The name the model used (an alias, perhaps); the tool's own name is in its spec.
@@ -432,6 +434,7 @@ impl ToolContext {
     pub fn detached(call_id: impl Into<String>) -> Self {
         ToolContext {
             session: None,
+            caller: crate::caller::Caller::local(),
             call_id: call_id.into(),
             model_name: String::new(),
             cancel: CancellationToken::new(),
@@ -459,6 +462,7 @@ impl fmt::Debug for ToolContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolContext")
             .field("session", &self.session)
+            .field("caller", &self.caller.name())
             .field("call_id", &self.call_id)
             .field("model_name", &self.model_name)
             .field("cancelled", &self.cancel.is_cancelled())

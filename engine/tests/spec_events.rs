@@ -84,3 +84,34 @@ async fn e1_events_serialise_to_json_with_a_kind_tag() {
     assert_eq!(first["event"], "start");
     assert_eq!(first["tool_name"], "echo");
 }
+
+#[tokio::test]
+async fn e1_progress_messages_are_masked_by_redact_before_anyone_sees_them() {
+    // A tool that reports a secret in its progress: the update event (and so the client's
+    // notification, made from the same callback) carries the mask, and the call counts it.
+    let tool = FnTool::new(
+        "work",
+        "Work with progress.",
+        obj(json!({})),
+        |ctx, _args: Value| async move {
+            ctx.progress("using key AKIAIOSFODNN7EXAMPLE");
+            Ok(ToolOutput::text("done"))
+        },
+    );
+    let policy = toolgate::Policy {
+        redact: Some(Default::default()),
+        ..Default::default()
+    };
+    let engine = Engine::builder(policy).tool(tool).build().unwrap();
+    let mut rx = engine.subscribe();
+    let s = engine.session(Some("s-1")).unwrap();
+    let outcome = engine.call(&s, &call("call-1", "work", json!({}))).await;
+    let updates: Vec<String> = std::iter::from_fn(|| rx.try_recv().ok())
+        .filter_map(|e| match e.kind {
+            EventKind::Update { message } => Some(message),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(updates, ["using key [REDACTED:aws_access_key_id]"]);
+    assert_eq!(outcome.redactions, 1);
+}

@@ -79,8 +79,9 @@ fn check_line(line: &Value, tool: &str, args: &str, session: Option<&str>) {
     assert_eq!(line["model_name"], tool, "{line}");
     assert_eq!(line["arguments_sha256"], sha256_hex(args), "{line}");
     assert_eq!(line["session"], json!(session), "{line}");
-    // No identity yet: issue 27 item 1 fills it.
-    assert_eq!(line["principal"], Value::Null, "{line}");
+    // The CLI's calls are the local caller's (C1).
+    assert_eq!(line["principal"], "local", "{line}");
+    assert_eq!(line["groups"], json!([]), "{line}");
     assert!(line["time"].as_str().unwrap().ends_with('Z'), "{line}");
     assert!(line["run_ms"].as_f64().unwrap() >= 0.0, "{line}");
     assert!(line["queued_ms"].as_f64().unwrap() >= 0.0, "{line}");
@@ -353,4 +354,26 @@ fn calls_through_serve_over_stdio_are_audited() {
 #[test]
 fn calls_through_serve_over_http_are_audited() {
     calls_through_serve_are_audited("http");
+}
+
+#[test]
+fn serve_over_stdio_refuses_an_audit_sink_on_stdout_at_start() {
+    // Over stdio, stdout is the MCP channel: audit lines there would reach the client as
+    // protocol. serve exits at once with the reason, before it reads a request.
+    let (_dir, policy) = policy_with("  sink: stdout\n");
+    let run = toolgate_with_stdin(&["serve", "--policy", policy.to_str().unwrap()], "");
+    assert_ne!(run.code, 0, "{run:#?}");
+    assert!(
+        run.stderr.contains("audit.sink is stdout")
+            && run
+                .stderr
+                .contains("send the audit lines to stderr or a file"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stdout.is_empty(),
+        "nothing reaches the channel: {}",
+        run.stdout
+    );
 }

@@ -35,6 +35,7 @@ impl Endpoint {
             };
             let ctx = ToolContext {
                 session: inv.session.clone(),
+                caller: inv.caller.clone(),
                 call_id: inv.call_id.clone(),
                 model_name: inv.model_name.clone(),
                 cancel: inv.cancel.clone(),

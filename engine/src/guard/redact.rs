@@ -17,6 +17,8 @@
 //! Base64 data (images, audio, binary resources) is not text and is left alone.
 
 use std::borrow::Cow;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use regex::{Captures, Regex};
 use serde_json::Value;
@@ -25,7 +27,7 @@ use toolgate_policy::{BuiltinSecret, RedactSettings, SecretRegex};
 use super::result_cap::read_stream;
 use crate::call::{CallResult, Invocation};
 use crate::guard::{Layer, Next};
-use crate::tool::{BoxFuture, ContentPart, ToolOutput};
+use crate::tool::{BoxFuture, ContentPart, ProgressFn, ToolOutput};
 
 /// Characters read beyond the cap, so that a secret cut by the cap is still seen (and masked)
 /// whole: more than any built-in shape but an unusually long private key block.
@@ -41,7 +43,8 @@ struct Pattern {
 
 /// The masking layer: the built-in patterns left on, then the policy's.
 pub(crate) struct RedactLayer {
-    patterns: Vec<Pattern>,
+    /// Shared with the progress callbacks of calls in flight, which mask each message.
+    patterns: Arc<[Pattern]>,
 }
 
 impl RedactLayer {
@@ -64,7 +67,9 @@ impl RedactLayer {
         for p in &settings.patterns {
             patterns.push(Pattern::new(p.name.clone(), p.regex.0.clone()));
         }
-        (!patterns.is_empty()).then_some(RedactLayer { patterns })
+        (!patterns.is_empty()).then(|| RedactLayer {
+            patterns: patterns.into(),
+        })
     }
 
     /// Masks a part's text and the strings it carries besides; returns the number of masks.
@@ -89,18 +94,37 @@ impl RedactLayer {
 
     /// Masks `text` in place; returns the number of masks.
     pub(crate) fn mask(&self, text: &mut String) -> u64 {
-        let mut count = 0u64;
-        for p in &self.patterns {
-            let replaced = p.regex.replace_all(text, |caps: &Captures<'_>| {
-                count += 1;
-                p.replacement(caps)
-            });
-            if let Cow::Owned(new) = replaced {
-                *text = new;
-            }
-        }
-        count
+        mask_with(&self.patterns, text)
     }
+
+    /// The call's progress callback, masking each message before it reaches the client; the
+    /// masks are added to `counted`.
+    fn masked_progress(&self, inner: ProgressFn, counted: Arc<AtomicU64>) -> ProgressFn {
+        let patterns = Arc::clone(&self.patterns);
+        Arc::new(move |message: &str| {
+            let mut text = message.to_owned();
+            let n = mask_with(&patterns, &mut text);
+            if n > 0 {
+                counted.fetch_add(n, Ordering::Relaxed);
+            }
+            inner(&text)
+        })
+    }
+}
+
+/// Masks `text` in place with `patterns`, in order; returns the number of masks.
+fn mask_with(patterns: &[Pattern], text: &mut String) -> u64 {
+    let mut count = 0u64;
+    for p in patterns {
+        let replaced = p.regex.replace_all(text, |caps: &Captures<'_>| {
+            count += 1;
+            p.replacement(caps)
+        });
+        if let Cow::Owned(new) = replaced {
+            *text = new;
+        }
+    }
+    count
 }
 
 impl Pattern {
@@ -133,8 +157,13 @@ impl Layer for RedactLayer {
         Box::pin(async move {
             let keep = inv.keep_chars.map(|k| k.saturating_add(STRADDLE_CHARS));
             inv.keep_chars = keep;
+            // Progress messages reach the client as the tool sends them: masked one by one.
+            let in_progress = Arc::new(AtomicU64::new(0));
+            if let Some(inner) = inv.progress.take() {
+                inv.progress = Some(self.masked_progress(inner, Arc::clone(&in_progress)));
+            }
             let result = next.run(inv).await;
-            let mut count = 0;
+            let mut count = in_progress.load(Ordering::Relaxed);
             let result = match result {
                 Ok(mut reply) => {
                     let output =

@@ -13,7 +13,12 @@
 //! - the native functions whose result can be far larger than their inputs or that block
 //!   ([`register_checked_natives`]: `replace`, `sleep`) are replaced by versions that check the
 //!   size or the time before they allocate or wait;
-//! - `print` and `debug` lines are cut and counted ([`log_line`]).
+//! - `print` and `debug` lines are cut and counted ([`log_line`]);
+//! - a run on the caller's thread (an inline run, [`Inline`]) also has a small budget of its
+//!   own: past it the run is abandoned ([`Budget::abandoned`]), not failed, so that it can run
+//!   again from the start on a script thread under the full bound. Its `print`/`debug` lines
+//!   wait until the run ends: they go to the log when it is not abandoned, so a run that starts
+//!   again does not write them twice.
 
 use std::cell::RefCell;
 use std::time::{Duration, Instant};
@@ -32,6 +37,40 @@ pub(crate) const MAX_LOG_LINE: usize = 1024;
 
 /// How many `print`/`debug` lines one run writes to the log; later ones are dropped.
 pub(crate) const MAX_LOG_LINES: u32 = 100;
+
+/// The small budget of a run on the caller's thread (a runtime worker): past any of these the
+/// run is abandoned, to be run again from the start on a script thread.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Inline {
+    /// When the inline run must give up (checked with the clock, every [`CLOCK_EVERY_OPS`]
+    /// operations).
+    pub(crate) until: Instant,
+    /// The most operations it may take.
+    pub(crate) max_ops: u64,
+    /// The most bytes it may hold.
+    pub(crate) max_memory: usize,
+}
+
+/// A `print` or `debug` line of an inline run, held until the run ends.
+enum Line {
+    Print(String),
+    Debug(String, Option<String>, rhai::Position),
+}
+
+impl Line {
+    fn emit(self) {
+        match self {
+            Line::Print(line) => tracing::info!(target: "toolgate::script", "{line}"),
+            Line::Debug(line, src, pos) => {
+                tracing::debug!(target: "toolgate::script", ?src, %pos, "{line}")
+            }
+        }
+    }
+}
+
+/// The most `print`/`debug` lines an inline run holds: [`MAX_LOG_LINES`] and the one that says
+/// the rest are dropped.
+const MAX_HELD_LINES: usize = MAX_LOG_LINES as usize + 1;
 
 /// What bounds the script that runs on a thread.
 struct Bounds {
@@ -53,6 +92,13 @@ struct Bounds {
     tripped: Option<String>,
     /// `print`/`debug` lines written so far.
     lines: u32,
+    /// The inline budget, when the run is on the caller's thread.
+    inline: Option<Inline>,
+    /// Whether the run went past its inline budget (then `tripped` holds [`ABANDONED`]).
+    abandoned: bool,
+    /// The `print`/`debug` lines of an inline run, written when it ends (at most
+    /// [`MAX_HELD_LINES`]).
+    held_lines: Vec<Line>,
 }
 
 thread_local! {
@@ -63,6 +109,9 @@ thread_local! {
 /// The message of a run past the operation limit.
 pub(crate) const TOO_MANY_OPERATIONS: &str =
     "the script ran too many operations (is there an endless loop?)";
+
+/// What ends an inline run past its budget (never an answer: the run starts again).
+const ABANDONED: &str = "the script needs more than an inline run";
 
 /// The message of a run past the call's deadline or cancelled with its call.
 const PAST_DEADLINE: &str = "the call's deadline passed while the script ran";
@@ -87,6 +136,7 @@ impl Budget {
         deadline: Option<Instant>,
         cancel: &CancellationToken,
         (max_ops, max_memory): (u64, usize),
+        inline: Option<Inline>,
     ) -> Budget {
         let bounds = Bounds {
             bound: until,
@@ -98,6 +148,9 @@ impl Budget {
             max_memory,
             tripped: None,
             lines: 0,
+            inline,
+            abandoned: false,
+            held_lines: Vec::new(),
         };
         BUDGET.with(|b| *b.borrow_mut() = Some(bounds));
         memory::start();
@@ -107,6 +160,24 @@ impl Budget {
     /// The limit the run hit, if it hit one (also when the script went on after it).
     pub(crate) fn tripped(&self) -> Option<String> {
         BUDGET.with(|b| b.borrow().as_ref().and_then(|b| b.tripped.clone()))
+    }
+
+    /// Whether the inline run went past its inline budget: its result means nothing, and
+    /// its `print`/`debug` lines are dropped.
+    pub(crate) fn abandoned(&self) -> bool {
+        BUDGET.with(|b| b.borrow().as_ref().is_some_and(|b| b.abandoned))
+    }
+
+    /// Writes the lines an inline run held to the log (nothing for a run not inline, whose
+    /// lines went out as they came, or for an abandoned one).
+    pub(crate) fn write_lines(&self) {
+        let lines = BUDGET.with(|b| {
+            b.borrow_mut()
+                .as_mut()
+                .filter(|b| !b.abandoned)
+                .map(|b| std::mem::take(&mut b.held_lines))
+        });
+        lines.into_iter().flatten().for_each(Line::emit);
     }
 }
 
@@ -134,8 +205,16 @@ pub(crate) fn on_progress(_rhai_ops: u64) -> Option<Dynamic> {
                 "the script held more than {} MiB of memory (is it building ever larger values?)",
                 b.max_memory >> 20
             ))
+        } else if let Some(inline) = b.inline
+            && (b.ops > inline.max_ops || memory::held() > inline.max_memory)
+        {
+            return Some(b.abandon());
         } else if b.ops % CLOCK_EVERY_OPS == 0 {
-            b.past_time()
+            let reason = b.past_time();
+            if reason.is_none() && b.inline.is_some_and(|i| Instant::now() >= i.until) {
+                return Some(b.abandon());
+            }
+            reason
         } else {
             None
         }?;
@@ -145,6 +224,14 @@ pub(crate) fn on_progress(_rhai_ops: u64) -> Option<Dynamic> {
 }
 
 impl Bounds {
+    /// Gives the inline run up: every later operation fails, and the run's result is dropped.
+    fn abandon(&mut self) -> Dynamic {
+        self.abandoned = true;
+        self.held_lines.clear();
+        self.tripped = Some(ABANDONED.to_string());
+        Dynamic::from(ABANDONED)
+    }
+
     /// Why the run must end now, if its time is up.
     fn past_time(&self) -> Option<String> {
         let now = Instant::now();
@@ -173,6 +260,35 @@ fn trip(reason: String) -> Box<EvalAltResult> {
         }
     });
     EvalAltResult::ErrorTerminated(Dynamic::from(reason), rhai::Position::NONE).into()
+}
+
+/// Rhai's `print`: the line goes to the log (at `info`), or is held until an inline run ends.
+pub(crate) fn print(text: &str) {
+    if let Some(line) = log_line(text) {
+        write(Line::Print(line));
+    }
+}
+
+/// Rhai's `debug`: the line goes to the log (at `debug`), or is held until an inline run ends.
+pub(crate) fn debug(text: &str, src: Option<&str>, pos: rhai::Position) {
+    if let Some(line) = log_line(text) {
+        write(Line::Debug(line, src.map(str::to_string), pos));
+    }
+}
+
+fn write(line: Line) {
+    let line = BUDGET.with(|b| match b.borrow_mut().as_mut() {
+        Some(b) if b.inline.is_some() => {
+            if b.held_lines.len() < MAX_HELD_LINES {
+                b.held_lines.push(line);
+            }
+            None
+        }
+        _ => Some(line),
+    });
+    if let Some(line) = line {
+        line.emit();
+    }
 }
 
 /// A `print`/`debug` line as it goes to the log: cut at [`MAX_LOG_LINE`] bytes; `None` past
@@ -293,8 +409,8 @@ fn sleep_checked(wanted: Duration) -> Result<(), Box<EvalAltResult>> {
         return Ok(());
     }
     let checked = BUDGET.with(|b| {
-        let b = b.borrow();
-        let b = b.as_ref()?;
+        let mut b = b.borrow_mut();
+        let b = b.as_mut()?;
         Some(if wanted >= b.remaining() {
             Err(b.past_time().unwrap_or_else(|| {
                 format!(
@@ -304,6 +420,9 @@ fn sleep_checked(wanted: Duration) -> Result<(), Box<EvalAltResult>> {
                     toolgate_policy::format_duration(Some(b.bound_len))
                 )
             }))
+        } else if b.inline.is_some() {
+            // Never on the caller's thread: the run starts again on a script thread.
+            Err(b.abandon().to_string())
         } else {
             Ok(())
         })

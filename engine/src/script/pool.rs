@@ -1,16 +1,19 @@
 //! The threads policy scripts run on: a bounded pool of their own, with the hand-off of the
 //! plugin pool (`plugin::pool`), instead of a `spawn_blocking` hop per hook.
 //!
-//! Scripts never run on a runtime worker. Each hook's run is a job for one of at most
+//! A run that needs more than the inline budget of its caller's thread (`script::INLINE_OPS`
+//! and its kin) runs again here, never on a runtime worker. Each such run is a job for one of at most
 //! [`ScriptPool::threads`] threads, started lazily and kept (a thread idle for 30 s ends); a
 //! thread that finished a job of a back-to-back run spins briefly for the next, and the caller
 //! watches briefly for a quick script's answer (`plugin::wait`), so that with a free core a
 //! hook of back-to-back calls need not wait for a thread wake-up. At most [`MAX_QUEUED`] jobs
 //! wait for a thread; one more is refused at once.
 //!
-//! Measured in `engine/benches/guard.rs` (`hooks`, release, idle 2-core machine, one run):
+//! Measured in `engine/benches/guard.rs` (`hooks`, release, idle 2-core machine, one run; the
+//! inline-first runs of today are in docs/benchmarks.md):
 //! aliases + rewrite + before + after took 60.5 µs a call with a `spawn_blocking` hop per
-//! hook and 20.8 µs with this pool; one hook (aliases + rewrite) 22.0 against 8.3 µs.
+//! hook and 20.8 µs with this pool; one hook (aliases + rewrite) 22.0 against 8.3 µs. Hooks
+//! that fit the inline budget now make no hop at all (figures in `docs/benchmarks.md`).
 //!
 //! The bound of a run (`dispatch.script_timeout`) counts from when the hook asked for it: a job
 //! that waited for a thread runs for what is left, and one that waited past its bound is

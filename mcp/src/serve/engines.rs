@@ -123,6 +123,8 @@ impl Loaded {
 
 /// The current engine, and how to make the next one.
 pub(crate) struct Engines {
+    /// Served over stdio: standard output is the MCP channel.
+    stdio: bool,
     current: ArcSwap<Loaded>,
     policy: PathBuf,
     default_store_url: Option<String>,
@@ -141,9 +143,11 @@ impl Engines {
         default_store_url: Option<String>,
         progress: Arc<ProgressRoutes>,
         downstream: Arc<dyn Downstream>,
+        stdio: bool,
     ) -> Result<Self, ServeError> {
         let upstream_changed = Arc::new(Notify::new());
         let first = build(
+            stdio,
             policy,
             default_store_url.as_deref(),
             &progress,
@@ -152,6 +156,7 @@ impl Engines {
             1,
         )?;
         Ok(Engines {
+            stdio,
             current: ArcSwap::from_pointee(first),
             policy: policy.to_path_buf(),
             default_store_url,
@@ -184,6 +189,7 @@ impl Engines {
         let previous = self.current();
         let generation = self.generations.fetch_add(1, Ordering::Relaxed) + 1;
         let next = Arc::new(build(
+            self.stdio,
             &self.policy,
             self.default_store_url.as_deref(),
             &self.progress,
@@ -223,6 +229,7 @@ pub(crate) fn watched_files(policy_path: &Path, policy: &Policy) -> Vec<PathBuf>
 }
 
 fn build(
+    stdio: bool,
     path: &Path,
     default_store_url: Option<&str>,
     progress: &Arc<ProgressRoutes>,
@@ -231,6 +238,7 @@ fn build(
     generation: u64,
 ) -> Result<Loaded, ServeError> {
     let policy = toolgate_policy::load_file(path)?;
+    refuse_audit_on_the_channel(&policy, stdio)?;
     let sessions = match previous {
         Some(previous) => {
             StoredSessions::for_reloaded_policy(&policy, default_store_url, &previous.sessions)?
@@ -262,4 +270,16 @@ fn build(
         page_size,
         upstreams,
     })
+}
+
+/// Over stdio, standard output carries the MCP messages: audit lines written there would be
+/// read by the client as protocol, so a policy whose audit goes to stdout is refused (at start,
+/// and on a reload, which keeps the last good policy).
+pub(crate) fn refuse_audit_on_the_channel(policy: &Policy, stdio: bool) -> Result<(), ServeError> {
+    match &policy.audit {
+        Some(audit) if stdio && audit.sink == toolgate_policy::AuditSink::Stdout => {
+            Err(ServeError::AuditOnStdout)
+        }
+        _ => Ok(()),
+    }
 }

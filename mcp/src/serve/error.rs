@@ -19,6 +19,12 @@ pub enum ServeError {
     /// A session id that breaks the rules (`--session`).
     #[error("bad session id")]
     Session(#[from] toolgate_store::IdError),
+    /// `audit.sink: stdout` while serving over stdio, where stdout is the MCP channel.
+    #[error(
+        "audit.sink is stdout, but toolgate serve over stdio writes the MCP messages to stdout: \
+         send the audit lines to stderr or a file (audit.sink: stderr | file)"
+    )]
+    AuditOnStdout,
     /// HTTP on a non-loopback address without a token.
     #[error(
         "{addr} is not a loopback address: give a bearer token (--token-file or --token-env) \

@@ -20,8 +20,8 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
 use tokio_util::sync::CancellationToken;
-use toolgate::Session;
 use toolgate::history::ToolCall;
+use toolgate::{Caller, Session};
 use toolgate_store::SessionId;
 
 use super::clients::ClientLink;
@@ -31,7 +31,7 @@ use super::engines::Loaded;
 use super::listeners::{self, Change};
 use super::paging;
 use super::progress::forward_progress;
-use super::resources::{self, Caller};
+use super::resources::{self, Caller as ResourceCaller};
 use super::shared::Shared;
 use super::stateless::{self, Principal};
 
@@ -127,15 +127,37 @@ impl Gateway {
         }
     }
 
-    /// The session `id` of `loaded`'s engine, with what the session store knows it found when
-    /// `fresh` is asked for (a list, or a call to a name not every session sees).
+    /// Who sends the request: over HTTP, the caller the front authenticated (C1); over stdio,
+    /// the local caller.
+    fn request_caller(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Arc<Caller>, McpError> {
+        match &self.source {
+            SessionSource::Fixed(_) => Ok(Caller::local()),
+            SessionSource::HttpHeader => context
+                .extensions
+                .get::<http::request::Parts>()
+                .and_then(|parts| parts.extensions.get::<Arc<Caller>>())
+                .cloned()
+                .ok_or_else(|| McpError::internal_error("the request has no caller", None)),
+        }
+    }
+
+    /// The session `id` of `loaded`'s engine as `context`'s caller uses it, with what the
+    /// session store knows it found when `fresh` is asked for (a list, or a call to a name not
+    /// every session sees).
     async fn session(
         &self,
         loaded: &Loaded,
         id: &SessionId,
         fresh: bool,
+        context: &RequestContext<RoleServer>,
     ) -> Result<Session, McpError> {
-        let session = loaded.engine.session_of(id);
+        let session = loaded
+            .engine
+            .session_of(id)
+            .with_caller(self.request_caller(context)?);
         if fresh && let Err(e) = loaded.sessions.refresh(&session, id).await {
             // The session goes on with what this process knows; the next call tries again.
             tracing::warn!(
@@ -150,11 +172,14 @@ impl Gateway {
 
 impl Gateway {
     /// Who asks a request about resources or prompts, in which session of which engine.
-    async fn caller(&self, context: &RequestContext<RoleServer>) -> Result<Caller, McpError> {
+    async fn caller(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<ResourceCaller, McpError> {
         let id = self.session_id(context)?;
         let loaded = self.shared.engines.current();
-        let session = self.session(&loaded, &id, false).await?;
-        Ok(Caller {
+        let session = self.session(&loaded, &id, false, context).await?;
+        Ok(ResourceCaller {
             shared: self.shared.clone(),
             loaded,
             session,
@@ -248,7 +273,7 @@ impl ServerHandler for Gateway {
     ) -> Result<ListToolsResult, McpError> {
         let id = self.session_id(&context)?;
         let loaded = self.shared.engines.current();
-        let session = self.session(&loaded, &id, true).await?;
+        let session = self.session(&loaded, &id, true, &context).await?;
         let page = paging::page(
             "tools",
             loaded.engine.visible_tools(&session),
@@ -336,7 +361,7 @@ impl ServerHandler for Gateway {
         let loaded = self.shared.engines.current();
         let name = request.name.as_ref();
         let fresh = !loaded.always_visible.contains(name);
-        let session = self.session(&loaded, &id, fresh).await?;
+        let session = self.session(&loaded, &id, fresh, &context).await?;
         let found_before = session.state().revealed_count();
 
         let arguments = match request.arguments {

@@ -30,6 +30,7 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
+use toolgate::Caller;
 
 use super::accept::{Limits, accept_loop};
 use super::error::ServeError;
@@ -50,6 +51,8 @@ struct Front {
     token: Option<String>,
     /// Who the clients are: the token's holders, or the local principal without a token.
     principal: Principal,
+    /// The same, as the engine's caller (C1).
+    caller: Arc<Caller>,
     max_sessions: usize,
     max_request_bytes: usize,
     read_timeout: Option<Duration>,
@@ -147,6 +150,9 @@ fn front(
         principal: token
             .as_deref()
             .map_or_else(Principal::local, Principal::bearer),
+        caller: token.as_deref().map_or_else(Caller::local, |token| {
+            Arc::new(Caller::new(Principal::bearer(token).name(), Vec::new()))
+        }),
         token,
         max_sessions: options.max_sessions,
         max_request_bytes: options.max_request_bytes,
@@ -186,6 +192,7 @@ impl Front {
         };
         // Who sent it: a request without an MCP session (2026-07-28) is keyed by it.
         request.extensions_mut().insert(self.principal.clone());
+        request.extensions_mut().insert(Arc::clone(&self.caller));
         let _admitted = match self.may_add_session(&request, initialize).await {
             true => {
                 let admitted = self.admission.lock().await;

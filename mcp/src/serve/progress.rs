@@ -154,6 +154,7 @@ mod tests {
             call_kind: toolgate::access::CallKind::Tool,
             call_id: call_id.to_owned(),
             session: None,
+            caller: toolgate::Caller::local(),
             model_name: "progress".to_owned(),
             tool_name: "progress".to_owned(),
             arguments: "{}".to_owned(),

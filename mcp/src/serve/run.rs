@@ -42,6 +42,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), ServeError> {
             // A policy that does not load fails now, not at the first request; what it
             // starts (plugins, upstream servers) waits for a request that needs it.
             let policy = toolgate_policy::load_file(&options.policy)?;
+            super::engines::refuse_audit_on_the_channel(&policy, true)?;
             tokio::spawn(prune_at_start(policy, options.default_store_url.clone()));
             stdio::serve_stdio(
                 start(&options, &shutdown, &mut started),
@@ -79,6 +80,7 @@ async fn start(
     let peers = Arc::new(Peers::default());
     let links = Arc::new(Links::new(Arc::clone(&peers)));
     // Loading plugins and building the engine blocks: off the async threads.
+    let stdio = options.http.is_none();
     let (policy, default_url, routes, downstream) = (
         options.policy.clone(),
         options.default_store_url.clone(),
@@ -86,7 +88,7 @@ async fn start(
         Arc::clone(&links) as Arc<dyn Downstream>,
     );
     let engines = tokio::task::spawn_blocking(move || {
-        Engines::load(&policy, default_url, routes, downstream)
+        Engines::load(&policy, default_url, routes, downstream, stdio)
     })
     .await
     .map_err(|e| ServeError::Io {

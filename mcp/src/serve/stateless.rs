@@ -64,6 +64,11 @@ impl Principal {
         let digest = Sha256::digest(token.as_bytes());
         Principal(Arc::from(format!("bearer:{}", hex(&digest[..16])).as_str()))
     }
+
+    /// The principal's name, as the engine's caller carries it.
+    pub(crate) fn name(&self) -> &str {
+        &self.0
+    }
 }
 
 /// The toolgate session of a request without an MCP session, from `principal` and the id in
