@@ -71,6 +71,35 @@ impl Default for Fusion {
     }
 }
 
+impl Fusion {
+    /// False when the dense ranking cannot change the order of `lexical` (`(score, tool)`,
+    /// best first, `len` long) whatever it holds: under [`Fusion::AdaptiveRrf`], when the most a
+    /// dense rank can add (`dense_weight * trust / (k + 1)`) is less than the smallest gap
+    /// between two consecutive lexical reciprocal ranks (`1 / (k + len - 1) - 1 / (k + len)`):
+    /// no lexical tool can pass the one above it, and a tool only the dense ranking found
+    /// stays below the last lexical one. The search then skips embedding the query.
+    pub fn dense_can_matter(&self, lexical: &[(f32, u32)]) -> bool {
+        match *self {
+            Fusion::AdaptiveRrf {
+                k,
+                dense_weight,
+                lexical_scale,
+                power,
+                ..
+            } => {
+                let Some(&(top, _)) = lexical.first() else {
+                    return true;
+                };
+                let trust = (lexical_scale / (lexical_scale + top.max(0.0))).powf(power);
+                let n = lexical.len() as f32;
+                let gap = 1.0 / (k + n - 1.0) - 1.0 / (k + n);
+                !(trust.is_finite() && dense_weight * trust / (k + 1.0) < gap)
+            }
+            _ => true,
+        }
+    }
+}
+
 /// Fuses `lexical` (`(score, tool)`, best first) and `dense` (`(cosine, tool)`, best first)
 /// and returns `(fused score, tool)`, best first, ties by tool number. `cosine` gives the
 /// cosine of any tool with the query (the linear blends score every candidate by it, so a tool
@@ -287,6 +316,24 @@ mod tests {
         };
         assert_eq!(order(ADAPTIVE), vec![2, 1]);
         assert_eq!(order(gated), vec![1, 2]);
+    }
+
+    #[test]
+    fn a_query_whose_lexical_top_score_silences_the_dense_ranking_keeps_the_lexical_order_unembedded()
+     {
+        let fusion = Fusion::default();
+        let strong: Vec<(f32, u32)> = (0..50).map(|i| (30.0 - i as f32 * 0.1, i)).collect();
+        assert!(!fusion.dense_can_matter(&strong));
+        // Whatever the dense ranking says, the order is the lexical one.
+        let dense: Vec<(f32, u32)> = (0..50).rev().map(|i| (0.9, i + 25)).collect();
+        let order: Vec<u32> = fuse(fusion, &strong, &dense, |_| 0.0)
+            .iter()
+            .map(|x| x.1)
+            .take(50)
+            .collect();
+        assert_eq!(order, (0..50).collect::<Vec<u32>>());
+        let weak: Vec<(f32, u32)> = (0..50).map(|i| (1.0 - i as f32 * 0.01, i)).collect();
+        assert!(fusion.dense_can_matter(&weak));
     }
 
     #[test]

@@ -197,6 +197,11 @@ impl Semantic {
         depth: usize,
         lexical_only: bool,
     ) -> Vec<(f32, u32)> {
+        // A full lexical list whose top score silences the dense ranking keeps its order
+        // exactly (`Fusion::dense_can_matter`): the query is not embedded at all.
+        if lexical.len() >= depth && !fusion.dense_can_matter(lexical) {
+            return fuse(fusion, lexical, &[], |_| 0.0);
+        }
         let q = self
             .model
             .embed(query)
