@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Tool search side by side (issue 14): toolgate, bm25s (numba backend) and tantivy on the same
-# 100,000-tool catalog and the same 19,514 labelled queries, in one run, printed as a table and as
-# ratios (toolgate's figure over the other's: below 1 is toolgate ahead for time and size).
+# Tool search side by side (issues 14, 29): toolgate, bm25s (numba backend) and tantivy on the same
+# catalogs and the same 19,514 labelled queries, in one run, printed as a table per catalog size and
+# as ratios (below 1 is toolgate ahead for time and size). Toolgate runs twice: on one thread a
+# query (1t) and with the split-search helper thread (2t, the library's default on 2+ cores).
 #
 #   bash scripts/bench-search.sh [OUT_DIR]
+#
+# BENCH_SIZES lists the catalog sizes (default "100000 2723": 100,000 tools, and BFCL's 2,723,
+# the first tools of the corpus).
 #
 # Needs TOOLGATE_DATASETS (the data set directory, as the benches and tests read it) unless the
 # data sets are at ../shared/datasets/toolsearch. Installs bm25s, numba and tantivy from PyPI into
@@ -12,7 +16,8 @@
 # the figures into OUT_DIR (default: a temporary directory, removed at the end).
 #
 # Figures: build + write is the time from reading the catalog JSON Lines to the index written
-# (toolgate: `toolgate index build`, whole process); peak RSS that of the building process; index
+# (toolgate: the whole process of `bench_build`, which does what `toolgate index build --catalog`
+# does, so that only the search crate is built); peak RSS that of the building process; index
 # size the bytes written; query p50/p99 over each query's least time of three runs, top 5, in
 # process (toolgate: mapped index, no explanations, as tool_search runs; the others through their
 # Python API, which adds the interpreter's cost to each query).
@@ -45,16 +50,10 @@ if ! [[ -x "$VENV/bin/python" && -f "$STAMP" && "$(cat "$STAMP")" == "$want" ]];
 fi
 PY="$VENV/bin/python"
 
-echo "bench: building toolgate (release)" >&2
-cargo build --release --locked -p toolgate-cli >&2
-cargo build --release --locked -p toolgate-search --example bench_corpus --example bench_queries >&2
-TOOLGATE="$ROOT/target/release/toolgate"
+echo "bench: building the search crate's bench examples (release)" >&2
+cargo build --release --locked -p toolgate-search --example bench_corpus --example bench_build \
+    --example bench_queries >&2
 EXAMPLES="$ROOT/target/release/examples"
-
-echo "bench: writing the catalog and queries" >&2
-"$EXAMPLES/bench_corpus" "$OUT/corpus" >&2
-CATALOG="$OUT/corpus/catalog.jsonl"
-QUERIES="$OUT/corpus/queries.jsonl"
 
 # Runs a command under /usr/bin/time; prints "SECONDS PEAK_KIB" of it on stdout.
 timed() {
@@ -63,46 +62,78 @@ timed() {
     cat "$t"
 }
 
-echo "bench: toolgate" >&2
-rm -f "$OUT/toolgate.idx"
-read -r tg_build tg_rss < <(timed "$TOOLGATE" -q index build --catalog "$CATALOG" -o "$OUT/toolgate.idx")
-tg_size=$(stat -c %s "$OUT/toolgate.idx")
-tg_query=$("$EXAMPLES/bench_queries" "$OUT/toolgate.idx" "$QUERIES")
+# One size: the catalog's first TOOLS tools (BFCL's catalog comes first, so 2723 is BFCL's),
+# every engine built and queried, and the table.
+bench_size() {
+    local tools="$1" dir="$OUT/$1"
+    echo "bench: $tools tools: writing the catalog and queries" >&2
+    "$EXAMPLES/bench_corpus" "$dir/corpus" "$tools" >&2
+    local catalog="$dir/corpus/catalog.jsonl" queries="$dir/corpus/queries.jsonl"
 
-declare -A build rss size query
-for engine in bm25s tantivy; do
-    echo "bench: $engine" >&2
-    rm -rf "${OUT:?}/$engine"
-    mkdir -p "$OUT/$engine"
-    read -r _ rss[$engine] < <(timed "$PY" scripts/bench_search.py build "$engine" "$CATALOG" "$OUT/$engine")
-    build[$engine]=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["build_write_s"])' "$OUT/last.out")
-    size[$engine]=$(du -sb "$OUT/$engine" | cut -f1)
-    query[$engine]=$("$PY" scripts/bench_search.py query "$engine" "$OUT/$engine" "$QUERIES")
-done
+    echo "bench: $tools tools: toolgate" >&2
+    local tg_build tg_rss tg_size tg_query1 tg_query2
+    read -r tg_build tg_rss < <(timed "$EXAMPLES/bench_build" "$catalog" "$dir/toolgate.idx")
+    tg_size=$(stat -c %s "$dir/toolgate.idx")
+    tg_query1=$("$EXAMPLES/bench_queries" "$dir/toolgate.idx" "$queries" 1)
+    tg_query2=$("$EXAMPLES/bench_queries" "$dir/toolgate.idx" "$queries" 2)
 
-"$PY" - "$tg_build" "$tg_rss" "$tg_size" "$tg_query" \
-    "${build[bm25s]}" "${rss[bm25s]}" "${size[bm25s]}" "${query[bm25s]}" \
-    "${build[tantivy]}" "${rss[tantivy]}" "${size[tantivy]}" "${query[tantivy]}" <<'PYEOF'
+    declare -A build rss size query
+    for engine in bm25s tantivy; do
+        echo "bench: $tools tools: $engine" >&2
+        rm -rf "${dir:?}/$engine"
+        mkdir -p "$dir/$engine"
+        read -r _ rss[$engine] < <(timed "$PY" scripts/bench_search.py build "$engine" "$catalog" "$dir/$engine")
+        build[$engine]=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["build_write_s"])' "$OUT/last.out")
+        size[$engine]=$(du -sb "$dir/$engine" | cut -f1)
+        query[$engine]=$("$PY" scripts/bench_search.py query "$engine" "$dir/$engine" "$queries")
+    done
+
+    "$PY" - "$tools" "$tg_build" "$tg_rss" "$tg_size" "$tg_query1" "$tg_query2" \
+        "${build[bm25s]}" "${rss[bm25s]}" "${size[bm25s]}" "${query[bm25s]}" \
+        "${build[tantivy]}" "${rss[tantivy]}" "${size[tantivy]}" "${query[tantivy]}" <<'PYEOF'
 import json, sys
 
 a = sys.argv[1:]
-names = ["toolgate", "bm25s", "tantivy"]
-rows = {}
-for i, name in enumerate(names):
-    build, rss, size, q = a[4 * i : 4 * i + 4]
-    q = json.loads(q)
-    rows[name] = {
+tools = int(a[0])
+tg = {"build": a[1], "rss": a[2], "size": a[3], "q1": json.loads(a[4]), "q2": json.loads(a[5])}
+others = {}
+for i, name in enumerate(["bm25s", "tantivy"]):
+    build, rss, size, q = a[6 + 4 * i : 10 + 4 * i]
+    others[name] = {"build": build, "rss": rss, "size": size, "q": json.loads(q)}
+
+
+def row(build, rss, size, q):
+    return {
         "query p50 (us)": q["p50_us"],
         "query p99 (us)": q["p99_us"],
         "index size (MiB)": int(size) / 2**20,
         "build + write (s)": float(build),
         "build peak RSS (MiB)": int(rss) / 1024,
     }
-print(f"100,000 tools, {json.loads(a[3])['queries']} queries")
-print(f"{'':22}" + "".join(f"{n:>12}" for n in names) + "".join(f"{'tg/' + n:>12}" for n in names[1:]))
-for key in rows["toolgate"]:
+
+
+rows = {
+    "toolgate 1t": row(tg["build"], tg["rss"], tg["size"], tg["q1"]),
+    "toolgate 2t": row(tg["build"], tg["rss"], tg["size"], tg["q2"]),
+}
+for name, o in others.items():
+    rows[name] = row(o["build"], o["rss"], o["size"], o["q"])
+names = list(rows)
+print(f"{tools:,} tools, {tg['q1']['queries']} queries")
+ratios = [("1t", "bm25s"), ("1t", "tantivy"), ("2t", "bm25s"), ("2t", "1t")]
+print(f"{'':22}" + "".join(f"{n:>13}" for n in names) + "".join(f"{a + '/' + b:>13}" for a, b in ratios))
+for key in rows["toolgate 1t"]:
     vals = [rows[n][key] for n in names]
-    line = f"{key:22}" + "".join(f"{v:12.1f}" if v >= 10 else f"{v:12.2f}" for v in vals)
-    line += "".join(f"{vals[0] / v:12.2f}" if v else f"{'-':>12}" for v in vals[1:])
+    line = f"{key:22}" + "".join(f"{v:13.1f}" if v >= 10 else f"{v:13.2f}" for v in vals)
+    for x, y in ratios:
+        top = rows["toolgate " + x][key]
+        bottom = rows["toolgate " + y][key] if y in ("1t", "2t") else rows[y][key]
+        line += f"{top / bottom:13.2f}" if bottom else f"{'-':>13}"
     print(line)
+print()
 PYEOF
+}
+
+for tools in ${BENCH_SIZES:-100000 2723}; do
+    bench_size "$tools"
+done

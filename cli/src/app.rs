@@ -9,7 +9,7 @@ use toolgate_mcp::upstream::Problem;
 use crate::error::{CliError, Input};
 
 /// The policy used when `--policy` is not given.
-pub const DEFAULT_POLICY: &str = include_str!("../../policies/default.yaml");
+pub const DEFAULT_POLICY: &str = include_str!("../default-policy.yaml");
 /// How errors and the summary name the built-in policy.
 pub const DEFAULT_POLICY_NAME: &str = "<embedded default policy>";
 

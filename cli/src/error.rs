@@ -137,6 +137,11 @@ pub enum CliError {
         server: String,
     },
     /// `index build --policy` for a policy without `search.index_file`, and no `-o`.
+    #[error(
+        "--dense-only needs the semantic stage: give a --policy whose search.embeddings names a model"
+    )]
+    NoSemanticStage,
+
     #[error("{policy} has no search.index_file: give the index file to write with -o INDEX")]
     NoIndexFile {
         /// The policy's name.
@@ -356,6 +361,9 @@ pub enum CliError {
     /// [`CliError::is_closed_pipe`]).
     #[error("cannot write to standard output")]
     Output(#[source] std::io::Error),
+    /// `key new`: the system's random source failed.
+    #[error("cannot make a key: the system's random source failed")]
+    Key(#[source] std::io::Error),
 
     // ---- the turn (exit 5)
     /// `run` under `on_error: fail`: a call failed.
@@ -381,6 +389,7 @@ impl CliError {
             | CliError::Missing(_)
             | CliError::UnknownCommand(_)
             | CliError::NoIndexFile { .. }
+            | CliError::NoSemanticStage
             | CliError::UnknownServer { .. } => Class::Usage,
             CliError::Policy(_)
             | CliError::Build { .. }
@@ -393,6 +402,7 @@ impl CliError {
                 ServeError::TokenRequired { .. }
                 | ServeError::TokenFile { .. }
                 | ServeError::TokenEnv { .. } => Class::Usage,
+                ServeError::Auth { .. } => Class::Policy,
                 _ => Class::Input,
             },
             CliError::Store(e) => match e {
@@ -428,7 +438,8 @@ impl CliError {
             | CliError::Pins(_)
             | CliError::PinsEdit { .. }
             | CliError::Write { .. }
-            | CliError::Output(_) => Class::Input,
+            | CliError::Output(_)
+            | CliError::Key(_) => Class::Input,
         }
     }
 

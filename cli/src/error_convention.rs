@@ -7,7 +7,7 @@
 //! de-duplication. An error that keeps its cause in `source()` must not also say it in its own
 //! message; one that says it (a plugin's message to the model, which crosses the ABI as text)
 //! must return no source. The plugins' errors (http, sqlite) are checked the same way in their
-//! own crates: two plugins cannot be linked into one test binary (each exports the entry symbol).
+//! own crates.
 
 use std::error::Error;
 use std::path::PathBuf;

@@ -10,6 +10,7 @@
 
 mod app;
 mod args;
+mod builtins;
 mod catalog;
 mod cmd;
 mod conversation;
@@ -19,6 +20,7 @@ mod error_convention;
 mod output;
 mod stored_session;
 mod upstream;
+mod version;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -33,6 +35,8 @@ use crate::output::{Out, stderr_line};
 static ALLOCATOR: toolgate::script::ScriptMemory = toolgate::script::ScriptMemory;
 
 fn main() -> ExitCode {
+    // Before anything builds an engine or serves a plugin worker.
+    builtins::install();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         // --help and --version exit 0 on stdout; usage errors exit 2 on stderr.

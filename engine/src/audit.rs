@@ -14,18 +14,20 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use serde_json::{Map, Value, json};
+use serde_json::json;
 use sha2::Digest;
 use toolgate_policy::{AuditArguments, AuditSettings, AuditSink};
 
 use crate::error::BuildError;
 use crate::events::{Event, EventKind};
 use crate::guard::RedactLayer;
+use crate::mask::ArgumentMasker;
 
 /// What the audit listener needs.
 pub(crate) struct AuditLog {
     settings: AuditSettings,
-    masker: Option<Arc<RedactLayer>>,
+    /// The fields of `secret_arguments` and the `redact:` patterns (`arguments: redacted`).
+    masker: ArgumentMasker,
     out: Mutex<Out>,
 }
 
@@ -45,6 +47,8 @@ enum Sink {
         /// Bytes in the current file.
         size: u64,
     },
+    /// `object_store`: lines go to the batch writer, which never refuses one.
+    Batches(crate::audit_batches::Batches),
 }
 
 impl AuditLog {
@@ -57,6 +61,7 @@ impl AuditLog {
         let sink = match settings.sink {
             AuditSink::Stdout => Sink::Stdout,
             AuditSink::Stderr => Sink::Stderr,
+            AuditSink::ObjectStore => Sink::Batches(crate::audit_batches::Batches::open(settings)?),
             AuditSink::File => {
                 // A path the policy gives was resolved when it was read.
                 let path = match (&settings.path, base) {
@@ -73,7 +78,7 @@ impl AuditLog {
         };
         Ok(AuditLog {
             settings: settings.clone(),
-            masker,
+            masker: ArgumentMasker::new(settings.secret_arguments.clone(), masker),
             out: Mutex::new(Out { sink, lost: 0 }),
         })
     }
@@ -112,56 +117,20 @@ impl AuditLog {
             line["reason"] = json!(outcome.error);
         }
         if self.settings.arguments == AuditArguments::Redacted {
-            line["arguments"] = self.redacted_arguments(&event.arguments);
+            line["arguments"] = self.masker.arguments(&event.arguments);
         }
         let mut text = line.to_string();
         text.push('\n');
         self.write(&text);
     }
 
-    /// The arguments with secret fields masked and secrets in string values masked; the raw
-    /// text, masked, when it is not JSON.
-    fn redacted_arguments(&self, raw: &str) -> Value {
-        match serde_json::from_str::<Value>(raw) {
-            Ok(mut v) => {
-                self.mask_value(&mut v);
-                v
-            }
-            Err(_) => {
-                let mut t = raw.to_owned();
-                if let Some(m) = &self.masker {
-                    m.mask(&mut t);
-                }
-                Value::String(t)
-            }
-        }
-    }
-
-    fn mask_value(&self, v: &mut Value) {
-        match v {
-            Value::Object(map) => self.mask_object(map),
-            Value::Array(items) => items.iter_mut().for_each(|i| self.mask_value(i)),
-            Value::String(s) => {
-                if let Some(m) = &self.masker {
-                    m.mask(s);
-                }
-            }
-            _ => {}
-        }
-    }
-
-    fn mask_object(&self, map: &mut Map<String, Value>) {
-        for (key, value) in map.iter_mut() {
-            let secret = self
-                .settings
-                .secret_arguments
-                .iter()
-                .any(|s| s.eq_ignore_ascii_case(key));
-            if secret {
-                *value = Value::String("[REDACTED]".to_owned());
-            } else {
-                self.mask_value(value);
-            }
+    /// Writes out what the sink buffers (`object_store`: the batches not written yet) and
+    /// waits for it; a no-op for the other sinks, which buffer nothing.
+    pub(crate) fn close(&self) {
+        if let Ok(out) = self.out.lock()
+            && let Sink::Batches(batches) = &out.sink
+        {
+            batches.close();
         }
     }
 
@@ -185,6 +154,10 @@ impl AuditLog {
         let written = match &mut out.sink {
             Sink::Stdout => std::io::stdout().lock().write_all(all.as_bytes()),
             Sink::Stderr => std::io::stderr().lock().write_all(all.as_bytes()),
+            Sink::Batches(batches) => {
+                batches.push(all);
+                Ok(())
+            }
             Sink::File { path, file, size } => {
                 let len = all.len() as u64;
                 if *size > 0 && size.saturating_add(len) > max_bytes {
@@ -258,6 +231,8 @@ fn sha256_hex(bytes: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::Value;
+
     use super::*;
     use crate::call::{Content, Decision};
     use crate::events::OutcomeSummary;

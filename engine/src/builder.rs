@@ -10,6 +10,7 @@ use toolgate_policy::{Policy, ReductionSettings, SearchSettings};
 use toolgate_search::LiveIndex;
 use toolgate_store::ResultStore;
 
+use crate::clients::ClientTable;
 use crate::dispatch::Dispatcher;
 use crate::engine::{Engine, Parts};
 use crate::error::{At, BuildError};
@@ -186,10 +187,25 @@ impl EngineBuilder {
         };
         registry.add_aliases(&policy.aliases, &reserved, upstream)?;
         let sessions = Arc::new(Sessions::default());
-        let (visibility, search_index) = match &policy.search {
-            Some(search) => search_step(search, &mut registry, &sessions)?,
+        // C4: what each principal may see.
+        let clients = policy
+            .clients
+            .as_deref()
+            .map(|entries| Arc::new(ClientTable::new(entries)));
+        let (mut visibility, search_index) = match &policy.search {
+            Some(search) => search_step(search, &mut registry, &sessions, clients.as_ref())?,
             None => (None, None),
         };
+        // C4: the visibility layer also refuses what the caller may not see.
+        if let Some(table) = &clients {
+            visibility
+                .get_or_insert_with(|| VisibilityLayer {
+                    catalog: Default::default(),
+                    sessions: sessions.clone(),
+                    clients: None,
+                })
+                .clients = Some(Arc::clone(table));
+        }
         let registry = Arc::new(registry);
 
         let resolver = SettingsResolver::new(&policy.dispatch, &policy.rules, &policy.tools)?
@@ -208,6 +224,7 @@ impl EngineBuilder {
         for l in listeners {
             events.add(l);
         }
+        let mut audit = None;
         if let Some(settings) = &policy.audit {
             let masker = policy
                 .redact
@@ -215,8 +232,10 @@ impl EngineBuilder {
                 .and_then(crate::guard::RedactLayer::new)
                 .map(Arc::new);
             let base = policy.source.as_deref().and_then(std::path::Path::parent);
-            let log = crate::audit::AuditLog::open(settings, base, masker)?;
-            events.add(Arc::new(move |e: &Event| log.record(e)));
+            let log = Arc::new(crate::audit::AuditLog::open(settings, base, masker)?);
+            let listener = log.clone();
+            events.add(Arc::new(move |e: &Event| listener.record(e)));
+            audit = Some(log);
         }
         let guard = GuardParts {
             scripts: scripts.clone(),
@@ -237,6 +256,15 @@ impl EngineBuilder {
             arg_aliases: arg_aliases(&registry),
             visibility,
             custom: layers,
+            rate_limits: match &policy.limits {
+                Some(limits) => crate::limits::RateLimits::new(limits)?,
+                None => None,
+            },
+            breakers: if policy.circuit_breaker.is_some() {
+                breakers_of(&registry)
+            } else {
+                HashMap::new()
+            },
             endpoint: endpoint(&registry, &policy, scripts),
         }
         .build(&policy);
@@ -257,8 +285,30 @@ impl EngineBuilder {
             store,
             sessions,
             search_index,
+            clients,
+            audit,
         }))
     }
+}
+
+/// One circuit breaker per plugin and per upstream server (an external source), shared by its
+/// tools: real tool name -> breaker.
+fn breakers_of(registry: &Registry) -> HashMap<String, Arc<crate::guard::Breaker>> {
+    let mut by_source: HashMap<String, Arc<crate::guard::Breaker>> = HashMap::new();
+    let mut out = HashMap::new();
+    for (name, entry) in registry.entries() {
+        let source = match entry.source() {
+            ToolSource::Plugin { plugin, .. } => format!("plugin {plugin}"),
+            ToolSource::External { name } => name.clone(),
+            _ => continue,
+        };
+        let breaker = by_source
+            .entry(source.clone())
+            .or_insert_with(|| Arc::new(crate::guard::Breaker::new(source)))
+            .clone();
+        out.insert(name.to_string(), breaker);
+    }
+    out
 }
 
 /// The registry step: native tools, every plugin's tools, the JSONL catalogs, and the tools
@@ -303,6 +353,7 @@ fn registry_of(
             });
         }
     }
+    let taken = taken_names(policy);
     if let Some(search) = &policy.search {
         for file in &search.catalogs {
             // Through the policy crate's reader: a catalog path may be a FIFO or a device.
@@ -314,15 +365,17 @@ fn registry_of(
             let source = ToolSource::Catalog {
                 file: file.display().to_string(),
             };
-            for doc in docs {
+            // A catalog is data (S7): an entry that cannot join costs only itself.
+            let tools = docs.into_iter().map(|doc| {
                 let spec = ToolSpec::new(doc.name, doc.description, doc.parameters);
-                registry.insert(Arc::new(CatalogOnly { spec }), source.clone(), true)?;
-            }
+                Arc::new(CatalogOnly { spec }) as Arc<dyn Tool>
+            });
+            registry.insert_catalog(tools, &source, &taken);
         }
     }
     // Last, so that a tool of an upstream server never takes a name from the policy's own
     // tools: one that collides is left out instead of failing the build.
-    registry.insert_external(external, &taken_names(policy));
+    registry.insert_external(external, &taken);
     if let Some(search) = &policy.search {
         let globs = &search.searchable_tools;
         registry.mark_searchable(|name| globs.iter().any(|g| g.is_match(name)));
@@ -406,6 +459,7 @@ fn search_step(
     search: &SearchSettings,
     registry: &mut Registry,
     sessions: &Arc<Sessions>,
+    clients: Option<&Arc<ClientTable>>,
 ) -> Result<(Option<VisibilityLayer>, Option<Arc<LiveIndex>>), BuildError> {
     if search.use_model_native {
         return Ok((None, None));
@@ -435,6 +489,7 @@ fn search_step(
                 .map(|(real, model)| (model.clone(), real.clone()))
                 .collect(),
             search.explain,
+            clients.cloned(),
         )),
         ToolSource::Builtin,
         false,
@@ -442,6 +497,7 @@ fn search_step(
     let visibility = (!search.allow_direct_calls).then(|| VisibilityLayer {
         catalog,
         sessions: sessions.clone(),
+        clients: None,
     });
     Ok((visibility, Some(live)))
 }

@@ -9,6 +9,8 @@ use toolgate_store::{IdError, ResultStore, SessionId};
 
 use crate::access::{Access, AccessAliases, CallKind};
 use crate::call::Outcome;
+use crate::caller::Caller;
+use crate::clients::ClientTable;
 use crate::dispatch::Dispatcher;
 use crate::error::{CallError, DeniedBy, TurnError};
 use crate::events::{Event, Events};
@@ -35,6 +37,10 @@ pub(crate) struct Parts {
     pub(crate) search_index: Option<Arc<toolgate_search::LiveIndex>>,
     /// The aliases of resources and prompts.
     pub(crate) access_aliases: AccessAliases,
+    /// What each principal may see (`clients:`, C4); `None`: everything.
+    pub(crate) clients: Option<Arc<ClientTable>>,
+    /// The audit log, while the policy has one.
+    pub(crate) audit: Option<Arc<crate::audit::AuditLog>>,
 }
 
 /// The engine. Cheap to clone; share one across tasks.
@@ -56,6 +62,15 @@ impl Engine {
     pub(crate) fn from_parts(parts: Parts) -> Self {
         Engine {
             inner: Arc::new(parts),
+        }
+    }
+
+    /// Writes out what the audit log still buffers (`audit.sink: object_store`) and waits
+    /// until it is written or given up (L7); the lines of later calls are not written. Call it
+    /// when the program stops: dropping the last clone of the engine does the same. Blocks.
+    pub fn close_audit(&self) {
+        if let Some(audit) = &self.inner.audit {
+            audit.close();
         }
     }
 
@@ -101,13 +116,39 @@ impl Engine {
     /// The tools the model sees now in this session, under their model-facing names (N6): the
     /// ordinary tools (and `tool_search` while search is on) plus the catalog tools the session
     /// has found (S1, S3, S5).
+    ///
+    /// Under the policy's `clients:`, only the tools the session's caller may see (C4); the
+    /// built-in tools, which reach only the session's own state, always.
     pub fn visible_tools(&self, session: &Session) -> Vec<ToolSpec> {
+        let caller = session.caller();
         self.inner
             .registry
             .entries()
             .filter(|(name, e)| !e.is_searchable() || session.state().is_revealed(name))
+            .filter(|(name, e)| e.is_builtin() || self.sees(caller, CallKind::Tool, name))
             .map(|(_, e)| e.model_spec())
             .collect()
+    }
+
+    /// Whether `caller` may see the `kind` named `name` (a real tool name, a resource's URI, a
+    /// prompt's `<server>.<prompt>`) under the policy's `clients:` (C4): always without that
+    /// section, and always for the local caller. A host asks before it lists resources and
+    /// prompts; calls to what the caller may not see are denied by the engine itself.
+    pub fn sees(&self, caller: &Caller, kind: CallKind, name: &str) -> bool {
+        self.inner
+            .clients
+            .as_ref()
+            .is_none_or(|clients| clients.sees(caller, kind, name))
+    }
+
+    /// The `clients:` entries that apply to `caller`, as `<file>:<line>:<col>: clients[i]`
+    /// (`explain --as`); empty without that section.
+    pub fn client_entries(&self, caller: &Caller) -> Vec<String> {
+        self.inner
+            .clients
+            .as_ref()
+            .map(|clients| clients.entries_for(caller))
+            .unwrap_or_default()
     }
 
     /// The documents `tool_search` indexes under this policy (`None` when search is off), for
@@ -241,9 +282,9 @@ impl Engine {
             })?,
         };
         let settings = self.inner.settings.of_kind(access.kind, &access.name);
-        let session = session.id().map(|s| s.as_str());
+        let (id, caller) = (session.id().map(|s| s.as_str()), session.caller());
         for group in &settings.rules {
-            if let Err((refusal, _)) = group.decide(&access.name, &args, session, None) {
+            if let Err((refusal, _)) = group.decide(&access.name, &args, id, caller, None) {
                 let reason = match refusal {
                     crate::rules::Refusal::Denied(reason) => reason,
                     crate::rules::Refusal::PastDeadline => {

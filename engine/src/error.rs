@@ -28,6 +28,8 @@ pub enum DeniedBy {
     Script,
     /// Tool search gating: the tool has not been found yet (S4).
     Search,
+    /// The policy's `clients:` do not let the caller see it (C4).
+    Client,
 }
 
 /// Why one tool call failed. Every message is written for the model: what failed and what to do.
@@ -120,6 +122,42 @@ pub enum CallError {
         failed_call_id: String,
     },
 
+    /// A rate limit, quota or concurrency limit of the policy (`limits:`) refused the call; it
+    /// would pass after `retry_after` (L1, L2).
+    #[error("rate limited: {message}; retry after {}", seconds(*.retry_after))]
+    RateLimited {
+        /// Which limit, for the model.
+        message: String,
+        /// When the call would pass.
+        retry_after: Duration,
+    },
+
+    /// The store the rate limits are kept in (`limits.redis`) did not answer in time and the
+    /// policy says `on_store_error: closed` (L4).
+    #[error("limits unavailable: {message}; retry after {}", seconds(*.retry_after))]
+    LimitsUnavailable {
+        /// What failed.
+        message: String,
+        /// A hint for when to try again (the store's timeout, at least a second).
+        retry_after: Duration,
+    },
+
+    /// The circuit breaker of the tool's source (an upstream MCP server, a plugin) is open
+    /// after failures in a row (L6).
+    #[error(
+        "{source_name} is failing ({failures} failures in a row), so its calls are refused \
+         for now; retry after {}",
+        seconds(*.retry_after)
+    )]
+    CircuitOpen {
+        /// The source whose breaker is open.
+        source_name: String,
+        /// The failures that opened it.
+        failures: u32,
+        /// When the breaker lets a trial call through.
+        retry_after: Duration,
+    },
+
     /// A failure with a stable kind of its own, such as the result store's `not_found`,
     /// `access_denied` or `store_error`.
     #[error("{tool}: {message}")]
@@ -136,7 +174,7 @@ pub enum CallError {
 impl CallError {
     /// The stable snake_case kind: `timeout`, `denied`, `unknown_tool`, `invalid_arguments`,
     /// `tool_error`, `tool_execution_panic`, `tool_policy_panic`, `cancelled`, `overloaded`,
-    /// `skipped`, and
+    /// `skipped`, `rate_limited`, `limits_unavailable`, `circuit_open`, and
     /// the result store's kinds (`not_found`, `access_denied`, `store_error`, ...).
     pub fn kind(&self) -> &'static str {
         match self {
@@ -150,7 +188,21 @@ impl CallError {
             CallError::Cancelled => "cancelled",
             CallError::Overloaded { .. } => "overloaded",
             CallError::Skipped { .. } => "skipped",
+            CallError::RateLimited { .. } => "rate_limited",
+            CallError::LimitsUnavailable { .. } => "limits_unavailable",
+            CallError::CircuitOpen { .. } => "circuit_open",
             CallError::Store { kind, .. } => kind,
+        }
+    }
+
+    /// When a refused call would pass (`rate_limited`, `limits_unavailable`, `circuit_open`):
+    /// what `_meta.toolgate.retry_after_ms` and HTTP's `Retry-After` carry.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            CallError::RateLimited { retry_after, .. }
+            | CallError::LimitsUnavailable { retry_after, .. }
+            | CallError::CircuitOpen { retry_after, .. } => Some(*retry_after),
+            _ => None,
         }
     }
 
@@ -167,8 +219,25 @@ impl CallError {
             | CallError::ToolPolicyPanic { message, .. }
             | CallError::Overloaded { message, .. }
             | CallError::Store { message, .. } => Some(message),
-            CallError::Timeout { .. } | CallError::Cancelled | CallError::Skipped { .. } => None,
+            CallError::Timeout { .. }
+            | CallError::Cancelled
+            | CallError::Skipped { .. }
+            | CallError::RateLimited { .. }
+            | CallError::LimitsUnavailable { .. }
+            | CallError::CircuitOpen { .. } => None,
         }
+    }
+}
+
+/// A wait as the model reads it: `2.3 s`, `0.05 s`, `1 s`.
+fn seconds(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s >= 10.0 {
+        format!("{} s", s.ceil() as u64)
+    } else if s >= 0.1 {
+        format!("{:.1} s", (s * 10.0).ceil() / 10.0)
+    } else {
+        format!("{:.2} s", ((s * 100.0).ceil() / 100.0).max(0.01))
     }
 }
 
@@ -297,6 +366,22 @@ pub enum BuildError {
     Audit {
         /// The file.
         path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+
+    /// The store of `audit.sink: object_store` cannot be opened (or `audit.store` is missing).
+    #[error("audit: cannot open the store {url:?}")]
+    AuditStore {
+        /// The store's URL as the policy gives it.
+        url: String,
+        /// Why (boxed: the URL beside it would make every build result large).
+        source: Box<toolgate_store::StoreError>,
+    },
+
+    /// The thread that writes the audit batches (`audit.sink: object_store`) cannot start.
+    #[error("audit: cannot start the batch writer")]
+    AuditWriter {
         /// Why.
         source: std::io::Error,
     },
@@ -439,6 +524,20 @@ pub enum PluginError {
         /// What is missing, one item each (`fs_read /etc`, `env HOME`, `subprocess`).
         missing: Vec<String>,
     },
+    /// `sha256:` on a plugin that is built into the program: a pin is a library file's hash.
+    #[error(
+        "plugin {plugin} is built into this toolgate program, and a built-in plugin cannot be \
+         pinned: sha256: pins a library file. Install the plugin's library in a folder of \
+         {PLUGIN_PATH_ENV} (or give it with path:) to pin it, or remove sha256:"
+    )]
+    BuiltinPinned {
+        /// The plugin's name.
+        plugin: String,
+    },
+    /// A relative path of the plugin's configuration (at a key its manifest lists in
+    /// `config_paths`) would give it the whole filesystem.
+    #[error(transparent)]
+    ConfigPath(#[from] toolgate_plugin_api::ConfigPathError),
     /// The library could not be read to check its `sha256:`.
     #[error("cannot read {} to check its sha256", .path.display())]
     Unreadable {

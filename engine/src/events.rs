@@ -32,12 +32,33 @@ pub enum EventKind {
         outcome: Arc<OutcomeSummary>,
     },
     /// A problem that does not fail the call (a failing after hook, a store that could not
-    /// keep a large result).
+    /// keep a large result, a limits store that did not answer under `on_store_error: open`).
     Error {
         /// What went wrong.
         message: String,
         /// Its stable snake_case kind.
         kind: &'static str,
+    },
+    /// An attempt of an idempotent tool failed and the call runs it again after `backoff_ms`
+    /// (`retries:`, L5).
+    Retry {
+        /// The attempt that failed (1 for the first).
+        attempt: u32,
+        /// Its error kind.
+        error_kind: &'static str,
+        /// The wait before the next attempt.
+        backoff_ms: f64,
+    },
+    /// The circuit breaker of a tool's source changed state (`circuit_breaker:`, L6): `open`
+    /// (calls are refused), `half_open` (one trial call goes through) or `closed` (calls go
+    /// through again). The call is the one that made the change.
+    Breaker {
+        /// The source: `plugin NAME`, or the upstream MCP server's description.
+        source: String,
+        /// `open`, `half_open` or `closed`.
+        state: &'static str,
+        /// Failures in a row when it changed.
+        failures: u32,
     },
 }
 

@@ -38,15 +38,19 @@
 
 pub mod access;
 mod audit;
+mod audit_batches;
 mod builder;
 mod call;
 mod caller;
+mod clients;
 mod dispatch;
 mod engine;
 pub mod error;
 pub mod events;
 pub mod guard;
 pub mod history;
+mod limits;
+pub mod mask;
 mod plugin;
 pub mod plugin_host;
 pub mod process;

@@ -25,6 +25,7 @@ use toolgate_policy::glob::{Glob, PathGlob, normalize_path};
 use toolgate_policy::{Rule, Rules};
 
 use crate::access::CallKind;
+use crate::caller::Caller;
 use crate::error::At;
 
 /// A rule with its globs (compiled by the policy loader) and its position, for one kind of call.
@@ -36,6 +37,9 @@ struct CompiledRule {
     args: Vec<(String, Glob)>,
     paths: Vec<(String, PathGlob)>,
     sessions: Vec<Glob>,
+    /// The callers the rule judges (C5); empty = any.
+    principals: Vec<Glob>,
+    groups: Vec<String>,
     reason: Option<String>,
     at: At,
     /// Its place in its list (`allow` or `deny`) in the policy, for the label that says which
@@ -71,6 +75,8 @@ impl CompiledRule {
                 .map(|(k, g)| (k.clone(), g.clone()))
                 .collect(),
             sessions: rule.sessions.clone(),
+            principals: rule.principals.clone(),
+            groups: rule.groups.clone(),
             reason: rule.reason.clone(),
             at: At(rule.position.clone()),
             index,
@@ -78,7 +84,11 @@ impl CompiledRule {
     }
 
     fn has_conditions(&self) -> bool {
-        !(self.args.is_empty() && self.paths.is_empty() && self.sessions.is_empty())
+        !(self.args.is_empty()
+            && self.paths.is_empty()
+            && self.sessions.is_empty()
+            && self.principals.is_empty()
+            && self.groups.is_empty())
     }
 
     /// Whether the rule lists `tool` by its exact name.
@@ -90,8 +100,22 @@ impl CompiledRule {
 
     /// Whether the rule matches the call. `Err(reason)` when the rule applies to the call but
     /// one of its path arguments cannot be normalised: the call is then denied.
-    fn matches(&self, tool: &str, args: &Value, session: Option<&str>) -> Result<bool, String> {
+    fn matches(
+        &self,
+        tool: &str,
+        args: &Value,
+        session: Option<&str>,
+        caller: &Caller,
+    ) -> Result<bool, String> {
         if !self.tools.is_empty() && !self.tools.iter().any(|g| g.is_match(tool)) {
+            return Ok(false);
+        }
+        // C5: a rule naming principals or groups judges their calls only.
+        if !self.principals.is_empty() && !self.principals.iter().any(|g| g.is_match(caller.name()))
+        {
+            return Ok(false);
+        }
+        if !self.groups.is_empty() && !self.groups.iter().any(|g| caller.in_group(g)) {
             return Ok(false);
         }
         if !self.sessions.is_empty() {
@@ -245,7 +269,7 @@ impl CompiledRules {
         session: Option<&str>,
         deadline: Option<Instant>,
     ) -> Result<(), Refusal> {
-        self.decide(tool, args, session, deadline)
+        self.decide(tool, args, session, &Caller::local(), deadline)
             .map(|_| ())
             .map_err(|(refusal, _)| refusal)
     }
@@ -260,6 +284,7 @@ impl CompiledRules {
         tool: &str,
         args: &Value,
         session: Option<&str>,
+        caller: &Caller,
         deadline: Option<Instant>,
     ) -> Result<Option<String>, (Refusal, Option<String>)> {
         let label = |rule: &CompiledRule, list: &str| format!("{}{list}[{}]", rule.at, rule.index);
@@ -267,7 +292,8 @@ impl CompiledRules {
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 return Err(Refusal::PastDeadline);
             }
-            rule.matches(tool, args, session).map_err(Refusal::Denied)
+            rule.matches(tool, args, session, caller)
+                .map_err(Refusal::Denied)
         };
         for rule in &self.deny {
             let which = || Some(label(rule, "deny"));
@@ -387,12 +413,20 @@ mod tests {
             deny: vec![for_reads, for_tools],
         };
         let tools = CompiledRules::compile_for(&rules, CallKind::Tool);
-        let Err((_, label)) = tools.decide("echo", &serde_json::json!({}), None, None) else {
+        let Err((_, label)) =
+            tools.decide("echo", &serde_json::json!({}), None, &Caller::local(), None)
+        else {
             panic!("echo is denied");
         };
         assert_eq!(label.as_deref(), Some("deny[1]"));
         let reads = CompiledRules::compile_for(&rules, CallKind::Resource);
-        let Err((_, label)) = reads.decide("demo://a", &serde_json::json!({}), None, None) else {
+        let Err((_, label)) = reads.decide(
+            "demo://a",
+            &serde_json::json!({}),
+            None,
+            &Caller::local(),
+            None,
+        ) else {
             panic!("the read is denied");
         };
         assert_eq!(label.as_deref(), Some("deny[0]"));

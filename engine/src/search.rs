@@ -19,6 +19,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use toolgate_search::{IndexError, LiveIndex, Query, SearchIndex, ToolDoc};
 
+use crate::access::CallKind;
+use crate::clients::ClientTable;
 use crate::registry::{BuiltinTool, Registry};
 use crate::session::Sessions;
 use crate::tool::{BoxFuture, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
@@ -64,6 +66,8 @@ pub(crate) struct ToolSearch {
     real_names: Arc<HashMap<String, String>>,
     /// Each found tool says why it matched (`search.explain`).
     explain: bool,
+    /// What each principal may see (C4): a caller finds only those tools.
+    clients: Option<Arc<ClientTable>>,
 }
 
 impl ToolSearch {
@@ -73,6 +77,7 @@ impl ToolSearch {
         default_max: usize,
         real_names: HashMap<String, String>,
         explain: bool,
+        clients: Option<Arc<ClientTable>>,
     ) -> Self {
         let current = index.current();
         let mut names: Vec<&str> = current.names().collect();
@@ -111,6 +116,7 @@ impl ToolSearch {
             default_max,
             real_names: Arc::new(real_names),
             explain,
+            clients,
         }
     }
 }
@@ -130,6 +136,7 @@ impl Tool for ToolSearch {
         let default_max = self.default_max;
         let real_names = self.real_names.clone();
         let explain = self.explain;
+        let clients = self.clients.clone();
         Box::pin(async move {
             let query = match args.get("query") {
                 Some(Value::String(q)) => q.clone(),
@@ -153,11 +160,25 @@ impl Tool for ToolSearch {
             };
             let parsed =
                 Query::parse(&query).map_err(|e| ToolError::invalid_arguments(e.to_string()))?;
-            let results = if explain {
-                index.search_explained(&parsed, max)
+            // C4: a caller finds only what it may see; search deeper so that `max` of those
+            // can come back.
+            let deeper = if clients.is_some() {
+                max.saturating_mul(4)
             } else {
-                index.search(&parsed, max)
+                max
             };
+            let mut results = if explain {
+                index.search_explained(&parsed, deeper)
+            } else {
+                index.search(&parsed, deeper)
+            };
+            if let Some(clients) = &clients {
+                results.hits.retain(|h| {
+                    let real = real_names.get(&h.name).unwrap_or(&h.name);
+                    clients.sees(&ctx.caller, CallKind::Tool, real)
+                });
+            }
+            results.hits.truncate(max);
             let found: Vec<String> = results.hits.iter().map(|h| h.name.clone()).collect();
             sessions.of(ctx.session.as_ref()).state().reveal(
                 found

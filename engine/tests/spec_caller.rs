@@ -76,3 +76,34 @@ async fn c1_the_caller_belongs_to_the_handle_not_to_the_session_state() {
         .await;
     assert_eq!(outcome.content.text(), "local []");
 }
+
+#[tokio::test]
+async fn c1_hooks_see_the_caller() {
+    let policy = toolgate_policy::load_str(
+        r#"version: 1
+scripts:
+  before:
+    code: |
+      if caller.name == "mallory" || caller.groups.contains("banned") {
+        return "not for " + caller.name;
+      }
+"#,
+        std::path::Path::new("p.yaml"),
+    )
+    .unwrap();
+    let engine = Engine::builder(policy).tool(whoami()).build().unwrap();
+    let call = ToolCall::new("c-1", "whoami", "{}");
+    for (name, groups, denied) in [
+        ("mallory", vec![], true),
+        ("alice", vec!["banned".to_owned()], true),
+        ("alice", vec!["dev".to_owned()], false),
+    ] {
+        let caller = Arc::new(Caller::new(name, groups));
+        let session = engine.session(None).unwrap().with_caller(caller);
+        let outcome = engine.call(&session, &call).await;
+        assert_eq!(outcome.is_error(), denied, "{name}: {outcome:?}");
+        if denied {
+            assert!(outcome.content.text().contains(&format!("not for {name}")));
+        }
+    }
+}

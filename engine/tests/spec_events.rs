@@ -39,6 +39,8 @@ async fn e1_each_call_emits_start_updates_and_end_with_names_arguments_id_and_ou
             EventKind::Update { message } => format!("update {message}"),
             EventKind::End { .. } => "end".to_string(),
             EventKind::Error { .. } => "error".to_string(),
+            EventKind::Retry { .. } => "retry".to_string(),
+            EventKind::Breaker { .. } => "breaker".to_string(),
         })
         .collect();
     assert_eq!(kinds, ["start", "update step 1", "update step 2", "end"]);

@@ -469,3 +469,106 @@ fn search_index_is_none_under_use_model_native_and_without_a_search_section() {
         .unwrap();
     assert!(engine.search_index().is_none());
 }
+
+/// A policy searching the catalog of `lines` (JSON objects, one per line), with the native
+/// tool `echo` and the alias `mail` of it.
+fn catalog_engine(dir: &std::path::Path, lines: &[Value]) -> Engine {
+    let path = dir.join("data.jsonl");
+    let text: Vec<String> = lines.iter().map(Value::to_string).collect();
+    std::fs::write(&path, text.join("\n")).unwrap();
+    let mut policy = Policy {
+        search: Some(SearchSettings {
+            catalogs: vec![path],
+            default_max_results: 5,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    policy.aliases.insert(
+        "echo".into(),
+        toolgate_policy::AliasSpec {
+            names: vec!["mail".into()],
+            ..Default::default()
+        },
+    );
+    Engine::builder(policy).tool(echo("echo")).build().unwrap()
+}
+
+/// The catalog entries the build left out, each as (tool, reason).
+fn left_out(engine: &Engine) -> Vec<(String, String)> {
+    engine
+        .registry()
+        .left_out()
+        .iter()
+        .map(|n| {
+            assert!(n.catalog, "{n}");
+            assert!(n.source.starts_with("catalog "), "{n}");
+            (n.tool.clone(), n.reason.clone())
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn s7_a_catalog_entry_named_like_a_built_in_is_left_out_and_the_rest_searched() {
+    let dir = tempfile::tempdir().unwrap();
+    // BFCL's catalog has a tool called tool_search.
+    let engine = catalog_engine(
+        dir.path(),
+        &[
+            json!({"name": "tool_search", "description": "Search a tool registry for tools."}),
+            json!({"name": "get_weather", "description": "Get the current weather for a city."}),
+        ],
+    );
+    let out = left_out(&engine);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0].0, "tool_search");
+    assert!(
+        out[0]
+            .1
+            .contains("reserved for the built-in tool while search is on"),
+        "{out:?}"
+    );
+    let index = engine.search_index().unwrap();
+    let names: Vec<&str> = index.names().collect();
+    assert_eq!(names, ["get_weather"]);
+    // `tool_search` is the built-in, and finds the rest of the catalog.
+    let s = engine.session(None).unwrap();
+    let o = engine
+        .call(&s, &call("1", "tool_search", json!({"query": "weather"})))
+        .await;
+    assert_eq!(found(&o), ["get_weather"]);
+}
+
+#[test]
+fn s7_a_catalog_entry_with_a_bad_or_repeated_name_costs_only_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = catalog_engine(
+        dir.path(),
+        &[
+            json!({"name": "get weather", "description": "A space is not allowed (N1)."}),
+            json!({"name": "echo", "description": "The native tool's name (N2)."}),
+            json!({"name": "mail", "description": "An alias of the policy (N4)."}),
+            json!({"name": "send_email", "description": "Send an email."}),
+            json!({"name": "send_email", "description": "The same name again: the first stays."}),
+            json!({"name": "read_file", "description": "Read a file."}),
+        ],
+    );
+    let out = left_out(&engine);
+    let tools: Vec<&str> = out.iter().map(|(t, _)| t.as_str()).collect();
+    assert_eq!(
+        tools,
+        ["get weather", "echo", "mail", "send_email"],
+        "{out:?}"
+    );
+    assert!(out[0].1.contains("not allowed"), "{out:?}");
+    assert!(out[1].1.contains("a native tool"), "{out:?}");
+    assert!(out[2].1.contains("alias"), "{out:?}");
+    assert!(out[3].1.contains("data.jsonl"), "{out:?}");
+    let index = engine.search_index().unwrap();
+    let names: Vec<&str> = index.names().collect();
+    assert_eq!(names, ["read_file", "send_email"]);
+    assert_eq!(
+        index.get("send_email").unwrap().description,
+        "Send an email."
+    );
+}

@@ -20,6 +20,11 @@
 //! `--also LABEL=PATH` (any number of times) measures other toolgate builds in the same run,
 //! for before/after figures on one machine under one load.
 //!
+//! Authentication (issue 27): over HTTP, `toolgate serve, API key` and `toolgate serve, JWT`
+//! run the same policy with an `auth:` section, each client sending `Authorization: Bearer` with
+//! an API key or an EdDSA-signed JWT (checked against a JWKS file), beside `toolgate serve`
+//! without authentication: the cost of authentication on the hop is the difference.
+//!
 //! Reload: the time from writing a new policy (an alias `say_N` for echo) to the first call of
 //! `say_N` that succeeds, and the failed calls of 16 clients calling echo while the policy is
 //! reloaded 1,000 times.
@@ -156,10 +161,12 @@ struct HttpConn {
     url: http::Uri,
     session: Option<String>,
     ids: u64,
+    /// `Authorization: Bearer <this>` on every request, when the server asks for it.
+    bearer: Option<String>,
 }
 
 impl HttpConn {
-    async fn start(url: &str) -> Result<Self, Error> {
+    async fn start(url: &str, bearer: Option<String>) -> Result<Self, Error> {
         let url: http::Uri = url.parse()?;
         let authority = url.authority().ok_or("no host")?.to_string();
         let stream = tokio::net::TcpStream::connect(&authority).await?;
@@ -172,6 +179,7 @@ impl HttpConn {
             url,
             session: None,
             ids: 1,
+            bearer,
         };
         let (init, session) = this.post(initialize(0)).await?;
         if init.as_ref().and_then(|v| v.get("result")).is_none() {
@@ -199,6 +207,9 @@ impl HttpConn {
             .header("mcp-protocol-version", "2025-06-18");
         if let Some(session) = &self.session {
             request = request.header("mcp-session-id", session);
+        }
+        if let Some(bearer) = &self.bearer {
+            request = request.header("authorization", format!("Bearer {bearer}"));
         }
         self.sender.ready().await?;
         let response = self
@@ -244,11 +255,21 @@ struct Paths {
     fastmcp: PathBuf,
     policy: PathBuf,
     results: PathBuf,
+    /// The policy with an API key, and the key.
+    key_policy: PathBuf,
+    key: String,
+    /// The policy with a JWT issuer (a JWKS file), and a token of it.
+    jwt_policy: PathBuf,
+    jwt: String,
 }
 
 #[derive(Clone, Copy, PartialEq)]
 enum Target {
     Toolgate,
+    /// `toolgate serve` whose policy asks for an API key (HTTP only).
+    ToolgateKey,
+    /// `toolgate serve` whose policy asks for a JWT (HTTP only).
+    ToolgateJwt,
     /// The `i`th of `Paths::others`.
     Other(usize),
     Bare,
@@ -263,6 +284,8 @@ impl Target {
     fn name(self, p: &Paths) -> String {
         match self {
             Target::Toolgate => "toolgate serve".to_owned(),
+            Target::ToolgateKey => "toolgate serve, API key".to_owned(),
+            Target::ToolgateJwt => "toolgate serve, JWT".to_owned(),
             Target::Other(i) => format!("toolgate serve ({})", p.others[i].0),
             _ => self.static_name().to_owned(),
         }
@@ -271,6 +294,8 @@ impl Target {
     fn static_name(self) -> &'static str {
         match self {
             Target::Toolgate | Target::Other(_) => "toolgate serve",
+            Target::ToolgateKey => "toolgate serve, API key",
+            Target::ToolgateJwt => "toolgate serve, JWT",
             Target::Bare => "rmcp, no guard",
             Target::BarePipes => "rmcp, no guard, event-loop stdio",
             Target::Fastmcp => "FastMCP",
@@ -281,7 +306,7 @@ impl Target {
     fn stdio_command(self, p: &Paths) -> (PathBuf, Vec<String>) {
         let s = |x: &str| x.to_owned();
         match self {
-            Target::Toolgate | Target::Other(_) => (
+            Target::Toolgate | Target::Other(_) | Target::ToolgateKey | Target::ToolgateJwt => (
                 self.program(p),
                 vec![
                     s("serve"),
@@ -318,15 +343,24 @@ impl Target {
             _ => p.toolgate.clone(),
         }
     }
+
+    /// The policy this toolgate target serves, and the credential its clients send.
+    fn policy(self, p: &Paths) -> (PathBuf, Option<String>) {
+        match self {
+            Target::ToolgateKey => (p.key_policy.clone(), Some(p.key.clone())),
+            Target::ToolgateJwt => (p.jwt_policy.clone(), Some(p.jwt.clone())),
+            _ => (p.policy.clone(), None),
+        }
+    }
 }
 
 /// Starts `target` over HTTP; answers the process and its URL.
 async fn start_http(target: Target, p: &Paths) -> Result<(Child, String), Error> {
     match target {
-        Target::Toolgate | Target::Other(_) => {
+        Target::Toolgate | Target::Other(_) | Target::ToolgateKey | Target::ToolgateJwt => {
             let mut child = Command::new(target.program(p))
                 .args(["serve", "--policy"])
-                .arg(&p.policy)
+                .arg(target.policy(p).0)
                 .args(["--http", "127.0.0.1:0", "-q", "--max-sessions", "1024"])
                 .env("TOOLGATE_RESULTS_DIR", &p.results)
                 .stdin(Stdio::null())
@@ -458,13 +492,14 @@ async fn load_stdio(
 
 async fn load_http(
     url: &str,
+    bearer: Option<String>,
     clients: usize,
     warmup: Duration,
     measure: Duration,
 ) -> Result<Figures, Error> {
     let mut conns = Vec::new();
     for _ in 0..clients {
-        conns.push(HttpConn::start(url).await?);
+        conns.push(HttpConn::start(url, bearer.clone()).await?);
     }
     let start = Instant::now() + warmup;
     let end = start + measure;
@@ -679,6 +714,51 @@ fn also() -> Vec<(String, PathBuf)> {
         .collect()
 }
 
+/// The benchmark's policy with an API key, and with a JWT issuer (a JWKS file), written into
+/// `dir`; with the key and a token (valid for an hour) the clients send.
+fn auth_policies(policy: &Path, dir: &Path) -> Result<(PathBuf, String, PathBuf, String), Error> {
+    use jsonwebtoken::jwk::{Jwk, JwkSet};
+    use jsonwebtoken::{Algorithm, EncodingKey, Header};
+
+    let base = std::fs::read_to_string(policy)?;
+    let (key, sha256) = toolgate_mcp::serve::new_api_key()?;
+    let key_policy = dir.join("echo-key.yaml");
+    std::fs::write(
+        &key_policy,
+        format!("{base}\nauth:\n  api_keys:\n    - {{principal: bench, sha256: {sha256}}}\n"),
+    )?;
+    // An Ed25519 key as PKCS#8 v1: the fixed prefix, then a random 32-byte seed.
+    let mut der = vec![
+        0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04,
+        0x20,
+    ];
+    let mut seed = [0u8; 32];
+    getrandom::fill(&mut seed)?;
+    der.extend_from_slice(&seed);
+    let signing = EncodingKey::from_ed_der(&der);
+    let mut jwk = Jwk::from_encoding_key(&signing, Algorithm::EdDSA)?;
+    jwk.common.key_id = Some("bench".to_owned());
+    let jwks = dir.join("jwks.json");
+    std::fs::write(&jwks, serde_json::to_string(&JwkSet { keys: vec![jwk] })?)?;
+    let jwt_policy = dir.join("echo-jwt.yaml");
+    std::fs::write(
+        &jwt_policy,
+        format!(
+            "{base}\nauth:\n  jwt:\n    issuer: https://issuer.bench\n    audience: bench\n    jwks_file: {}\n",
+            jwks.display()
+        ),
+    )?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_secs();
+    let mut header = Header::new(Algorithm::EdDSA);
+    header.kid = Some("bench".to_owned());
+    let claims = json!({"iss": "https://issuer.bench", "aud": "bench", "sub": "bench",
+        "exp": now + 3600, "iat": now, "groups": ["bench"]});
+    let jwt = jsonwebtoken::encode(&header, &claims, &signing)?;
+    Ok((key_policy, key, jwt_policy, jwt))
+}
+
 fn arg(name: &str) -> Option<String> {
     let args: Vec<String> = std::env::args().collect();
     args.iter()
@@ -692,13 +772,19 @@ async fn run() -> Result<(), Error> {
         .ok_or("no repository root")?
         .to_path_buf();
     let results = tempfile::tempdir()?;
+    let policy = root.join("scripts/bench/echo.yaml");
+    let (key_policy, key, jwt_policy, jwt) = auth_policies(&policy, results.path())?;
     let paths = Paths {
         toolgate: root.join("target/release/toolgate"),
         others: also(),
         python: root.join(".tools/venv/bin/python"),
         fastmcp: root.join("scripts/bench/fastmcp_echo.py"),
-        policy: root.join("scripts/bench/echo.yaml"),
+        policy,
         results: results.path().to_path_buf(),
+        key_policy,
+        key,
+        jwt_policy,
+        jwt,
     };
     let others = paths.others.iter().map(|(_, p)| p);
     for needed in [&paths.toolgate, &paths.python].into_iter().chain(others) {
@@ -720,7 +806,8 @@ async fn run() -> Result<(), Error> {
     let mut rows: Vec<Value> = Vec::new();
     println!("| server | transport | clients | calls/s | p50 µs | p99 µs | failed |");
     println!("|---|---|---:|---:|---:|---:|---:|");
-    let targets: Vec<Target> = std::iter::once(Target::Toolgate)
+    let targets: Vec<Target> = [Target::Toolgate, Target::ToolgateKey, Target::ToolgateJwt]
+        .into_iter()
         .chain((0..paths.others.len()).map(Target::Other))
         .chain([
             Target::Bare,
@@ -732,6 +819,9 @@ async fn run() -> Result<(), Error> {
     for transport in ["stdio", "http"] {
         for &target in &targets {
             if transport == "http" && matches!(target, Target::Bare | Target::BarePipes) {
+                continue;
+            }
+            if transport == "stdio" && matches!(target, Target::ToolgateKey | Target::ToolgateJwt) {
                 continue;
             }
             if only
@@ -756,7 +846,10 @@ async fn run() -> Result<(), Error> {
                         }
                     }
                     _ => match start_http(target, &paths).await {
-                        Ok((_child, url)) => load_http(&url, clients, warmup, measure).await,
+                        Ok((_child, url)) => {
+                            let bearer = target.policy(&paths).1;
+                            load_http(&url, bearer, clients, warmup, measure).await
+                        }
                         Err(e) => Err(e),
                     },
                 };

@@ -72,7 +72,9 @@ pub type EntryFn = unsafe extern "C" fn() -> *const VTableHeader;
 /// ([`Part::Structured`](crate::Part::Structured)) to a call's output. A host of the first
 /// revision ignores the manifest fields and refuses a call's output with a `structured` part as
 /// invalid; a plugin that uses none of them works with hosts of both revisions, and a plugin of
-/// the first revision works with every host.
+/// the first revision works with every host. The third adds the manifest's `config_paths`
+/// ([`Manifest::config_paths`](crate::Manifest::config_paths)), which an older host ignores
+/// (it then passes the paths on as written).
 pub const STATUS_OK: u32 = 0;
 /// The operation failed; the output buffer holds a UTF-8 message for a person or a model.
 pub const STATUS_ERROR: u32 = 1;

@@ -14,6 +14,7 @@ use crate::abi::{
     VTableHeader,
 };
 use crate::bounds::{self, MAX_OUTPUT_BYTES, MAX_PROGRESS_BYTES, TooLong};
+use crate::builtin::Builtin;
 use crate::load_error::{LoadError, OpenError, TableProblem};
 use crate::manifest::{Capabilities, Manifest};
 use crate::part::Part;
@@ -236,40 +237,65 @@ impl LoadedPlugin {
         // SAFETY: the entry function takes nothing and returns null or a pointer to a header
         // valid for the life of the process (the caller's promise).
         let header_ptr = unsafe { entry() };
-        if header_ptr.is_null() {
-            return Err(LoadError::BadTable {
-                path,
-                problem: TableProblem::NullEntry,
-            });
-        }
-        // SAFETY: every version of the table starts with this header; we read nothing else
-        // before checking the version.
-        let header: VTableHeader = unsafe { header_ptr.read() };
-        if header.abi_version != ABI_VERSION {
-            return Err(LoadError::AbiMismatch {
-                path,
-                expected: ABI_VERSION,
-                found: header.abi_version,
-            });
-        }
-        if header.struct_size < VTABLE_V1_SIZE {
-            return Err(LoadError::BadTable {
-                path,
-                problem: TableProblem::TooSmall {
-                    size: header.struct_size,
-                },
-            });
-        }
-        // SAFETY: the version and size were checked; the table is static data of a library
-        // that is never unloaded.
-        let table = unsafe { read_table(header_ptr, header.struct_size) };
-        let manifest = read_manifest(table, &path)?;
-        Ok(OpenedPlugin {
-            path,
-            manifest,
-            table,
-        })
+        // SAFETY: as above.
+        unsafe { open_table(path, header_ptr) }
     }
+
+    /// [`LoadedPlugin::open`] for a plugin linked into this program ([`Builtin`]): the same
+    /// checks of its table (ABI version, size) and its manifest, without a library file. Its
+    /// path, in messages, is `built-in:NAME`.
+    pub fn open_builtin(builtin: &Builtin) -> Result<OpenedPlugin, LoadError> {
+        let path = PathBuf::from(format!("built-in:{}", builtin.name()));
+        let header_ptr = std::ptr::from_ref(builtin.table()).cast::<VTableHeader>();
+        // SAFETY: a `Builtin` is made only by `export_plugin!`, from the SDK's static table,
+        // which keeps the whole contract of `crate::abi`.
+        unsafe { open_table(path, header_ptr) }
+    }
+}
+
+/// Checks the table behind `header_ptr` (null, ABI version, size) and reads the manifest.
+///
+/// # Safety
+///
+/// `header_ptr` is null or points to a [`VTableHeader`] valid for the life of the process, at
+/// the start of a table that keeps the contract of [`crate::abi`] when it declares this ABI.
+unsafe fn open_table(
+    path: PathBuf,
+    header_ptr: *const VTableHeader,
+) -> Result<OpenedPlugin, LoadError> {
+    if header_ptr.is_null() {
+        return Err(LoadError::BadTable {
+            path,
+            problem: TableProblem::NullEntry,
+        });
+    }
+    // SAFETY: every version of the table starts with this header; we read nothing else
+    // before checking the version.
+    let header: VTableHeader = unsafe { header_ptr.read() };
+    if header.abi_version != ABI_VERSION {
+        return Err(LoadError::AbiMismatch {
+            path,
+            expected: ABI_VERSION,
+            found: header.abi_version,
+        });
+    }
+    if header.struct_size < VTABLE_V1_SIZE {
+        return Err(LoadError::BadTable {
+            path,
+            problem: TableProblem::TooSmall {
+                size: header.struct_size,
+            },
+        });
+    }
+    // SAFETY: the version and size were checked; the table is static data that lives as long
+    // as the process (a library that is never unloaded, or this program's own).
+    let table = unsafe { read_table(header_ptr, header.struct_size) };
+    let manifest = read_manifest(table, &path)?;
+    Ok(OpenedPlugin {
+        path,
+        manifest,
+        table,
+    })
 }
 
 /// A plugin library loaded and checked, its manifest read, its instance not started (what

@@ -227,12 +227,14 @@
 
 pub mod abi;
 
+pub mod builtin;
 mod filekind;
 mod manifest;
 #[cfg(feature = "sdk")]
 mod panic;
 mod part;
 
+pub use builtin::Builtin;
 pub use filekind::non_regular_kind;
 pub use manifest::{ANY_GRANTED, Capabilities, Manifest, ToolManifest};
 pub use part::Part;
@@ -255,6 +257,8 @@ pub use serde_json::json;
 #[cfg(feature = "host")]
 pub mod bounds;
 #[cfg(feature = "host")]
+mod config_paths;
+#[cfg(feature = "host")]
 mod decode;
 #[cfg(feature = "host")]
 mod host;
@@ -266,6 +270,8 @@ mod load_error;
 pub mod worker;
 
 #[cfg(feature = "host")]
+pub use config_paths::{ConfigPathError, resolve_config_paths};
+#[cfg(feature = "host")]
 pub use host::{CancelFlag, LoadedPlugin, OpenedPlugin, PluginOutcome, PluginToolSpec};
 #[cfg(feature = "host")]
 pub use load_error::{LibraryProblem, LoadError, ManifestProblem, OpenError, TableProblem};
@@ -274,6 +280,7 @@ pub use load_error::{LibraryProblem, LoadError, ManifestProblem, OpenError, Tabl
 #[cfg(feature = "sdk")]
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::builtin::builtin;
     pub use crate::sdk::{ErasedPlugin, PluginProvider, vtable};
 }
 

@@ -20,6 +20,13 @@ pub struct Manifest {
     /// it. Absent = nothing.
     #[serde(default, skip_serializing_if = "Capabilities::is_empty")]
     pub capabilities: Capabilities,
+    /// The keys of its configuration whose values are file paths (`["root"]` for the fs
+    /// plugin). A host resolves a relative one against the folder of the policy that gives the
+    /// configuration, as it does every other relative path of a policy, before `init`; see
+    /// [`resolve_config_paths`](crate::resolve_config_paths). Added in ABI 1's third JSON
+    /// revision; an older host ignores it. Absent = none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub config_paths: Vec<String>,
 }
 
 /// What a plugin needs (in its [`Manifest`]), or what a policy grants it (`grants:`, which the

@@ -7,7 +7,7 @@
 //! part of the protocol (it carries the plugin's own logging, and the message of a crash).
 //!
 //! ```text
-//! host -> worker   hello {library, config, confine?, grants?}   first frame, once
+//! host -> worker   hello {library, config, confine?, grants?, builtin?, base_dir?}   once, first
 //! worker -> host   manifest {name, version, tools, capabilities} | load_failed {message}
 //!                  | not_granted {name, missing}   (asked for more than `grants`; not started)
 //! host -> worker   call {id, tool, args, deadline_ms, keep_chars?}
@@ -31,6 +31,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{CancelFlag, Capabilities, LoadedPlugin, Part, PluginOutcome, PluginToolSpec};
 
+mod opening;
 pub mod pace;
 pub use pace::WATCH;
 use pace::{Input, Pace, take};
@@ -41,6 +42,8 @@ pub const MAX_FRAME: usize = 256 * 1024 * 1024;
 /// A frame from the host to the worker.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+// `hello` is written once per worker and no frame is kept: its size costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum HostFrame {
     /// Load this library with this configuration.
     Hello {
@@ -55,6 +58,16 @@ pub enum HostFrame {
         /// more is not started (its `init` never runs): the worker answers `not_granted`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         grants: Option<Capabilities>,
+        /// Serve the plugin of this name built into the worker's program
+        /// ([`crate::builtin`]) instead of loading `library` (then the program itself, for the
+        /// confinement).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        builtin: Option<String>,
+        /// The folder of the policy that configures the plugin: the relative paths of the
+        /// configuration at its manifest's `config_paths` are resolved against it before `init`
+        /// ([`crate::resolve_config_paths`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        base_dir: Option<PathBuf>,
     },
     /// Run one tool.
     Call {
@@ -381,6 +394,8 @@ unsafe fn serve_input(
         config,
         confine: wanted,
         grants,
+        builtin,
+        base_dir,
     }) = read_frame::<HostFrame>(&mut input.reader)?
     else {
         return Err(ServeError::NoHello);
@@ -394,12 +409,10 @@ unsafe fn serve_input(
         return Ok(());
     }
     // SAFETY: the caller's promise (`# Safety`).
-    let opened = match unsafe { LoadedPlugin::open(&library) } {
+    let opened = match unsafe { opening::open(&library, builtin.as_deref()) } {
         Ok(opened) => opened,
-        Err(err) => {
-            send(&WorkerFrame::LoadFailed {
-                message: chain(&err),
-            })?;
+        Err(message) => {
+            send(&WorkerFrame::LoadFailed { message })?;
             return Ok(());
         }
     };
@@ -415,11 +428,18 @@ unsafe fn serve_input(
             return Ok(());
         }
     }
+    let config = match opening::configure(&opened, config, base_dir.as_deref()) {
+        Ok(config) => config,
+        Err(message) => {
+            send(&WorkerFrame::LoadFailed { message })?;
+            return Ok(());
+        }
+    };
     let plugin = match opened.start(&config) {
         Ok(plugin) => Arc::new(plugin),
         Err(err) => {
             send(&WorkerFrame::LoadFailed {
-                message: chain(&err),
+                message: opening::chain(&err),
             })?;
             return Ok(());
         }
@@ -677,19 +697,6 @@ fn memory_limit_note() -> String {
         }
     }
     String::new()
-}
-
-/// An error and its causes, joined by `: ` (each error keeps its cause in `source()` and out
-/// of its own message).
-fn chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

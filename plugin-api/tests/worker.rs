@@ -57,6 +57,8 @@ impl Worker {
                 config: serde_json::Value::Null,
                 confine: None,
                 grants: None,
+                builtin: None,
+                base_dir: None,
             },
         )
         .expect("hello sent");

@@ -71,6 +71,9 @@ pub enum DiagnosticKind {
     /// A `redact:` pattern that is not a valid regular expression, or that compiles to more
     /// than the size limit.
     Regex,
+    /// A relative path that resolves to the filesystem root (`.` in a policy kept in `/`):
+    /// the whole filesystem must be written as `/`.
+    FilesystemRoot,
 }
 
 impl fmt::Display for Diagnostic {

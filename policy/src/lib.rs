@@ -91,4 +91,4 @@ pub use shape::generated_schema;
 ///
 /// Editors that speak the YAML language server protocol use it when a policy starts with
 /// `# yaml-language-server: $schema=../schemas/policy.schema.json`.
-pub const SCHEMA: &str = include_str!("../../schemas/policy.schema.json");
+pub const SCHEMA: &str = include_str!("../policy.schema.json");

@@ -115,8 +115,9 @@ fn an_unknown_top_level_key_lists_the_known_ones_and_guesses_the_typo() {
     assert_eq!(
         error.to_string(),
         "bad.yaml:2:1: unknown key \"dispatchh\" (did you mean \"dispatch\"? expected one of: \
-         aliases, audit, dispatch, mcp_servers, name_profile, plugins, prompts, redact, reduction, \
-         resources, rules, scripts, search, serve, sessions, tools, version)"
+         aliases, audit, auth, circuit_breaker, clients, dispatch, limits, mcp_servers, \
+         name_profile, plugins, prompts, redact, reduction, resources, retries, rules, scripts, \
+         search, serve, sessions, tools, version)"
     );
     assert_eq!(
         error.diagnostics()[0].kind,
@@ -141,7 +142,7 @@ fn an_unknown_key_in_a_rule_points_at_the_key() {
     assert_eq!(
         line_of("version: 1\nrules:\n  deny:\n    - tools: [a]\n      reasn: no\n"),
         "bad.yaml:5:7: rules.deny[0]: unknown key \"reasn\" (did you mean \"reason\"? expected \
-         one of: args, paths, prompts, reason, resources, sessions, tools)"
+         one of: args, groups, paths, principals, prompts, reason, resources, sessions, tools)"
     );
 }
 

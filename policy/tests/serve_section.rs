@@ -38,3 +38,14 @@ fn an_unknown_key_under_serve_is_refused() {
     assert!(error.contains("unknown key \"page_sise\""), "{error}");
     assert!(error.contains("did you mean \"page_size\""), "{error}");
 }
+
+#[test]
+fn the_console_is_off_unless_the_policy_turns_it_on() {
+    assert!(!load("version: 1\n").expect("loads").serve.console);
+    let on = load("version: 1\nserve: {console: true}\n").expect("loads");
+    assert!(on.serve.console);
+    let error = load("version: 1\nserve:\n  console: yes please\n")
+        .expect_err("not a boolean")
+        .to_string();
+    assert!(error.starts_with("bad.yaml:3:3: serve.console:"), "{error}");
+}

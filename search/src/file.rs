@@ -235,8 +235,18 @@ impl IndexFile {
                 computed: sum,
             });
         }
-        for (section, per_tool) in [(format::SEC_DOC_OFFSETS, 4), (format::SEC_NAME_LENS, 1)] {
-            let expected = len.saturating_mul(per_tool);
+        // The tool offsets: a width byte (1 to 4), then that many bytes a tool.
+        let offsets = &sections[format::SEC_DOC_OFFSETS];
+        let width = bytes
+            .get(offsets.clone())
+            .and_then(|table| table.first().copied());
+        let offsets_len = width
+            .and_then(|width| format::offsets_len(width, len))
+            .unwrap_or(len.saturating_mul(4).saturating_add(1));
+        for (section, expected) in [
+            (format::SEC_DOC_OFFSETS, offsets_len),
+            (format::SEC_NAME_LENS, len),
+        ] {
             if sections[section].len() != expected {
                 return Err(IndexError::TableSize {
                     path: path.to_path_buf(),
@@ -353,9 +363,11 @@ impl IndexFile {
 
     /// A reader at the record of tool `id`.
     pub(crate) fn record(&self, id: usize) -> Option<Reader<'_>> {
-        let mut r = Reader::new(self.section(&self.doc_offsets), id.checked_mul(4)?);
-        let offset = usize::try_from(r.u32()?).ok()?;
-        Some(Reader::new(self.section(&self.docs), offset))
+        let offset = format::offset_at(self.section(&self.doc_offsets), id)?;
+        Some(Reader::new(
+            self.section(&self.docs),
+            usize::try_from(offset).ok()?,
+        ))
     }
 
     /// The name of tool `id`.
@@ -494,7 +506,6 @@ fn streamed_checksum(file: &File) -> std::io::Result<u64> {
         }
     }
     state.update(&header[..format::CHECKSUM_AT]);
-    state.finish_part();
     let mut buf = vec![0u8; 1 << 20];
     loop {
         let k = reader.read(&mut buf)?;
@@ -503,7 +514,6 @@ fn streamed_checksum(file: &File) -> std::io::Result<u64> {
         }
         state.update(&buf[..k]);
     }
-    state.finish_part();
     Ok(state.value())
 }
 

@@ -5,7 +5,7 @@
 //! ```text
 //! offset  size  field
 //!      0     8  magic  b"TGSEARCH"
-//!      8     4  format version (u32, currently 6)
+//!      8     4  format version (u32, currently 7)
 //!     12     4  number of tools (u32)
 //!     16    24  average length of each of the 6 fields, in terms (6 x f32)
 //!     40    52  the ranking parameters the impacts were computed with:
@@ -13,7 +13,7 @@
 //!     92    96  6 sections, each (offset u64, length u64), offsets from file start:
 //!               term fst, postings, tool offsets, tool records, name lengths,
 //!               re-ranking vocabulary
-//!    188     8  checksum (u64) of bytes 0..188 and of everything after the header
+//!    188     8  checksum (u64, XXH3) of bytes 0..188 followed by everything after the header
 //!    196     8  total file length (u64)
 //!    204        the sections
 //! ```
@@ -35,8 +35,10 @@
 //!   three decimals, lexical (0.644, 0.935, 0.538) and hybrid (0.644 -> 0.645, 0.935, 0.606);
 //!   of the 9,805 held-out queries' lexical top 50s, 162 changed a member (164 of 490,250
 //!   places), mostly near-ties trading places, 210 their top 5 and 9 their first tool.
-//! * Tool offsets are one `u32` per tool into the tool records (a build whose records pass
-//!   4 GiB is an error), at the tool's hot record: its name, prefixed with its length as a
+//! * Tool offsets are a width byte `w` (1 to 4: the fewest bytes that hold the largest
+//!   offset), then one `w`-byte little-endian offset per tool into the tool records (a build
+//!   whose records pass 4 GiB is an error): 3 bytes a tool at 100,000 tools instead of the 4
+//!   of a `u32` in format 6 (-0.1 MB). Each is where the tool's hot record starts: its name, prefixed with its length as a
 //!   varint (one byte for a name under 128 bytes), then its re-ranking
 //!   words: three lists (the stems of the name's words and of the
 //!   description's terms in text order, the stems of the `enum` values' terms
@@ -102,9 +104,9 @@
 //!   its few query stems there once instead of splitting and stemming the
 //!   name and description of every tool it re-ranks.
 //!
-//! The checksum is a 64-bit FNV-1a over 8-byte little-endian words (the tail
-//! zero-padded): cheap enough to verify on every open, strong enough to tell
-//! a truncated, corrupted or foreign file from an index. Opening a mapped file
+//! The checksum is XXH3 (64 bits) of the header's bytes before it followed by everything after
+//! the header ([`checksum`]): cheap enough to verify on every open, strong enough to tell a
+//! truncated, corrupted or foreign file from an index. Opening a mapped file
 //! computes it by streaming the file through a small buffer ([`Checksum`]),
 //! so verifying does not make the whole map resident.
 //!
@@ -123,14 +125,16 @@
 //! levels (packed with a per-block shift), keeps one name length per tool instead of six field
 //! lengths, `u32` tool offsets and varint name lengths instead of `u64` and `u32`, writes a list
 //! of one tool without a block, and compresses the texts in blocks of 32 against a stored
-//! dictionary (100,000 tools: 18.03 MB = 17.2 MiB -> 12.53 MB = 11.95 MiB). None reads
-//! another's files.
+//! dictionary (100,000 tools: 18.03 MB = 17.2 MiB -> 12.53 MB = 11.95 MiB); 7 checksums with
+//! XXH3 instead of FNV-1a over 8-byte words (which missed two flipped top bits and a trailing
+//! zero) and stores tool offsets in the fewest bytes that hold them (12.43 MB = 11.85 MiB). None
+//! reads another's files.
 
 use crate::error::Section;
 use crate::field::FIELDS;
 
 pub(crate) const MAGIC: &[u8; 8] = b"TGSEARCH";
-pub(crate) const VERSION: u32 = 6;
+pub(crate) const VERSION: u32 = 7;
 pub(crate) const SECTIONS: usize = 6;
 /// The ranking parameters stored in the header: `k1`, `weight`, `b`.
 pub(crate) const RANKING_PARAMS: usize = 1 + 2 * FIELDS;
@@ -154,83 +158,39 @@ pub(crate) const SECTION_ORDER: [Section; SECTIONS] = [
     Section::RerankTerms,
 ];
 
-/// FNV-1a over 64-bit words.
+/// The checksum of an index file: XXH3 (64 bits) of `parts` one after the other, as if they
+/// were one byte string.
+///
+/// Each byte feeds the hash once, in order, so no two files differ only in ways the checksum
+/// cannot see: the FNV-1a over 8-byte words that versions up to 6 used missed a flip of the
+/// top bit of any two words (the multiplier is odd, so bit 63 of a word only ever reaches bit
+/// 63 of the state, and two flips cancel) and padded a short tail with zeros (`"ab"` and
+/// `"ab\0"` had the same sum). XXH3 rather than CRC32C (which `fst` uses for its own
+/// checksum): 64 bits fill the header's checksum field, and the hash runs at memory speed in
+/// pure Rust on every target.
 pub(crate) fn checksum(parts: &[&[u8]]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut sum = Checksum::new();
     for part in parts {
-        let mut chunks = part.chunks_exact(8);
-        for c in &mut chunks {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(c);
-            h = (h ^ u64::from_le_bytes(w)).wrapping_mul(0x0000_0100_0000_01b3);
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut w = [0u8; 8];
-            w[..rest.len()].copy_from_slice(rest);
-            h = (h ^ u64::from_le_bytes(w)).wrapping_mul(0x0000_0100_0000_01b3);
-        }
+        sum.update(part);
     }
-    h
+    sum.value()
 }
 
-/// The same checksum as [`checksum`], fed incrementally: bytes of one part
-/// with [`Checksum::update`] (in pieces of any size), then
-/// [`Checksum::finish_part`] before the next part.
-pub(crate) struct Checksum {
-    h: u64,
-    pending: [u8; 8],
-    n: usize,
-}
+/// The same checksum as [`checksum`], fed incrementally: the parts' bytes in order, in pieces
+/// of any size.
+pub(crate) struct Checksum(xxhash_rust::xxh3::Xxh3);
 
 impl Checksum {
     pub(crate) fn new() -> Checksum {
-        Checksum {
-            h: 0xcbf2_9ce4_8422_2325,
-            pending: [0; 8],
-            n: 0,
-        }
+        Checksum(xxhash_rust::xxh3::Xxh3::new())
     }
 
-    #[inline]
-    fn word(&mut self, w: [u8; 8]) {
-        self.h = (self.h ^ u64::from_le_bytes(w)).wrapping_mul(0x0000_0100_0000_01b3);
-    }
-
-    pub(crate) fn update(&mut self, mut bytes: &[u8]) {
-        if self.n > 0 {
-            let k = (8 - self.n).min(bytes.len());
-            self.pending[self.n..self.n + k].copy_from_slice(&bytes[..k]);
-            self.n += k;
-            bytes = &bytes[k..];
-            if self.n < 8 {
-                return;
-            }
-            self.word(self.pending);
-            self.n = 0;
-        }
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(c);
-            self.word(w);
-        }
-        let rest = chunks.remainder();
-        self.pending[..rest.len()].copy_from_slice(rest);
-        self.n = rest.len();
-    }
-
-    pub(crate) fn finish_part(&mut self) {
-        if self.n > 0 {
-            let mut w = [0u8; 8];
-            w[..self.n].copy_from_slice(&self.pending[..self.n]);
-            self.word(w);
-            self.n = 0;
-        }
+    pub(crate) fn update(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
     }
 
     pub(crate) fn value(&self) -> u64 {
-        self.h
+        self.0.digest()
     }
 }
 
@@ -324,6 +284,44 @@ pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u32) {
     out.push(v as u8);
 }
 
+/// The tool offsets section for `offsets` (ascending): a width byte `w`, the fewest bytes
+/// that hold the last offset (1 to 4), then each offset as `w` little-endian bytes.
+pub(crate) fn put_offsets(offsets: &[u32]) -> Vec<u8> {
+    let last = offsets.last().copied().unwrap_or(0);
+    let width = offset_width(last);
+    let mut out = Vec::with_capacity(1 + offsets.len() * width);
+    out.push(width as u8);
+    for o in offsets {
+        out.extend_from_slice(&o.to_le_bytes()[..width]);
+    }
+    out
+}
+
+/// The bytes an offset up to `last` takes in the tool offsets section: 1 to 4.
+fn offset_width(last: u32) -> usize {
+    (4 - last.leading_zeros() as usize / 8).max(1)
+}
+
+/// The length of a tool offsets section of `tools` tools whose width byte is `width`; `None`
+/// for a width other than 1 to 4.
+pub(crate) fn offsets_len(width: u8, tools: usize) -> Option<usize> {
+    (1..=4)
+        .contains(&width)
+        .then(|| tools.checked_mul(usize::from(width))?.checked_add(1))
+        .flatten()
+}
+
+/// Tool `id`'s offset in a tool offsets section (see [`put_offsets`]).
+#[inline]
+pub(crate) fn offset_at(section: &[u8], id: usize) -> Option<u32> {
+    let width = usize::from(*section.first()?);
+    let at = id.checked_mul(width)?.checked_add(1)?;
+    let bytes = section.get(at..at.checked_add(width)?)?;
+    let mut word = [0u8; 4];
+    word.get_mut(..width)?.copy_from_slice(bytes);
+    Some(u32::from_le_bytes(word))
+}
+
 /// A tool's stored name length: the terms of its name field, saturating at 255.
 pub(crate) fn name_len_byte(len: u16) -> u8 {
     u8::try_from(len).unwrap_or(u8::MAX)
@@ -362,12 +360,11 @@ mod tests {
             for piece in a.chunks(3) {
                 c.update(piece);
             }
-            c.finish_part();
             for piece in b.chunks(13) {
                 c.update(piece);
             }
-            c.finish_part();
             assert_eq!(c.value(), checksum(&[a, b]), "split {split}");
+            assert_eq!(c.value(), checksum(&[&data]), "split {split}");
         }
     }
 
@@ -376,5 +373,58 @@ mod tests {
         let a = checksum(&[b"hello world"]);
         let b = checksum(&[b"hello worle"]);
         assert_ne!(a, b);
+    }
+
+    #[test]
+    fn tool_offsets_take_the_fewest_bytes_that_hold_the_last() {
+        for (offsets, width) in [
+            (vec![], 1),
+            (vec![0, 255], 1),
+            (vec![0, 256], 2),
+            (vec![7, 70_000, 16_777_215], 3),
+            (vec![1, 16_777_216], 4),
+            (vec![0, u32::MAX], 4),
+        ] {
+            let section = put_offsets(&offsets);
+            assert_eq!(section[0], width, "{offsets:?}");
+            assert_eq!(Some(section.len()), offsets_len(width, offsets.len()));
+            for (id, &o) in offsets.iter().enumerate() {
+                assert_eq!(offset_at(&section, id), Some(o));
+            }
+            assert_eq!(offset_at(&section, offsets.len()), None);
+        }
+        assert_eq!(offsets_len(0, 3), None);
+        assert_eq!(offsets_len(5, 3), None);
+    }
+
+    /// The checksum of format 6 and before: FNV-1a over 8-byte little-endian words, the tail
+    /// zero-padded.
+    fn fnv_words(bytes: &[u8]) -> u64 {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for chunk in bytes.chunks(8) {
+            let mut w = [0u8; 8];
+            w[..chunk.len()].copy_from_slice(chunk);
+            h = (h ^ u64::from_le_bytes(w)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        h
+    }
+
+    /// The old checksum gave these two the same sum: flipping the top bit of a word adds 2^63,
+    /// which the odd multiplier carries to the top bit of the state only, so two flips cancel.
+    #[test]
+    fn flipping_the_top_bit_of_two_words_changes_the_checksum() {
+        let data: Vec<u8> = (0..64u8).collect();
+        let mut flipped = data.clone();
+        flipped[7] ^= 0x80;
+        flipped[23] ^= 0x80;
+        assert_eq!(fnv_words(&data), fnv_words(&flipped), "the old collision");
+        assert_ne!(checksum(&[&data]), checksum(&[&flipped]));
+    }
+
+    /// ... and these: a short tail was padded with zeros.
+    #[test]
+    fn a_trailing_zero_byte_changes_the_checksum() {
+        assert_eq!(fnv_words(b"ab"), fnv_words(b"ab\0"), "the old collision");
+        assert_ne!(checksum(&[b"ab"]), checksum(&[b"ab\0"]));
     }
 }

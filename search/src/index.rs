@@ -338,6 +338,25 @@ impl SearchIndex {
         self.run(query, max_results, true)
     }
 
+    /// [`SearchIndex::search`] by the lexical ranking alone, semantic stage or not: what the
+    /// fusion takes from the lexical side (`toolgate search --explain` shows where each hit
+    /// stands in it).
+    pub fn search_lexical(&self, query: &Query, max_results: usize) -> SearchResults {
+        match query {
+            Query::Select(names) => self.select(names, false),
+            Query::Terms { text, required } => SearchResults {
+                hits: self.search_terms(text, required, max_results, false),
+                not_found: Vec::new(),
+            },
+        }
+    }
+
+    /// The name of tool number `tool`: tools are numbered from 0 in name order, as the
+    /// semantic stage's rankings name them.
+    pub fn tool_name(&self, tool: u32) -> Option<&str> {
+        self.file.name_of(usize::try_from(tool).ok()?)
+    }
+
     fn run(&self, query: &Query, max_results: usize, explains: bool) -> SearchResults {
         if self.split.may_split(self.file.len()) && matches!(query, Query::Terms { .. }) {
             // Its wake-up overlaps the lookup of the query's words.

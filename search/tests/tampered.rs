@@ -1,9 +1,8 @@
 //! Index files whose bytes were changed and whose checksum was then recomputed, as a crafted
 //! file would be: opening one and searching it gives a result or a typed error, never a panic.
 //!
-//! The checksum is recomputed here the way the format describes it (`format.rs`): a 64-bit
-//! FNV-1a over 8-byte little-endian words of the header's first 188 bytes and of everything
-//! after the 204-byte header, each part zero-padded to a whole word.
+//! The checksum is recomputed here the way the format describes it (`format.rs`): XXH3 (64 bits)
+//! of the header's first 188 bytes followed by everything after the 204-byte header.
 
 use std::path::Path;
 
@@ -19,19 +18,12 @@ const SEC_POSTINGS: usize = 1;
 const SEC_RECORDS: usize = 3;
 const SEC_RERANK_TERMS: usize = 5;
 
-fn fnv_words(mut h: u64, part: &[u8]) -> u64 {
-    for chunk in part.chunks(8) {
-        let mut w = [0u8; 8];
-        w[..chunk.len()].copy_from_slice(chunk);
-        h = (h ^ u64::from_le_bytes(w)).wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
-
 /// Writes the checksum the bytes now have into their header.
 fn reseal(bytes: &mut [u8]) {
-    let h = fnv_words(0xcbf2_9ce4_8422_2325, &bytes[..CHECKSUM_AT]);
-    let h = fnv_words(h, &bytes[HEADER_LEN..]);
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    h.update(&bytes[..CHECKSUM_AT]);
+    h.update(&bytes[HEADER_LEN..]);
+    let h = h.digest();
     bytes[CHECKSUM_AT..CHECKSUM_AT + 8].copy_from_slice(&h.to_le_bytes());
 }
 
@@ -420,4 +412,20 @@ fn a_name_lengths_table_of_another_size_is_an_invalid_index() {
     reseal(&mut bytes);
     let err = expect_invalid(&bytes, "a name length short");
     assert!(matches!(err, IndexError::TableSize { .. }), "{err}");
+}
+
+#[test]
+fn a_tool_offsets_table_whose_width_byte_does_not_fit_it_is_an_invalid_index() {
+    let bytes = index_bytes();
+    // The tool offsets (section 2): a width byte, then that many bytes a tool.
+    let offsets = section(&bytes, 2);
+    let width = bytes[offsets.start];
+    assert!((1..=4).contains(&width), "{width}");
+    for other in (0..=5).filter(|&w| w != width) {
+        let mut bad = bytes.clone();
+        bad[offsets.start] = other;
+        reseal(&mut bad);
+        let err = expect_invalid(&bad, "a tool offsets table of another width");
+        assert!(matches!(err, IndexError::TableSize { .. }), "{err}");
+    }
 }

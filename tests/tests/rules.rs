@@ -26,8 +26,15 @@ fn project() -> tempfile::TempDir {
     dir
 }
 
+/// The shipped read-only example, copied into `root`: its `root: .` is the policy's folder.
+fn example_in(root: &Path) -> std::path::PathBuf {
+    let policy = root.join("fs-readonly.yaml");
+    std::fs::copy(repo_path("policies/examples/fs-readonly.yaml"), &policy).unwrap();
+    policy
+}
+
 fn read_with_example(root: &Path, path: &str) -> toolgate_e2e::serde_json::Value {
-    let policy = repo_path("policies/examples/fs-readonly.yaml");
+    let policy = example_in(root);
     let args = toolgate_e2e::serde_json::json!({ "path": path }).to_string();
     let run = toolgate_in(
         root,
@@ -105,7 +112,7 @@ fn the_fs_readonly_example_still_reads_ordinary_files() {
 /// `fs.read_file` on `path` under the shipped read-only example, in `root`; the run must end
 /// within a minute.
 fn read_within_a_minute(root: &Path, path: &str) -> toolgate_e2e::serde_json::Value {
-    let policy = repo_path("policies/examples/fs-readonly.yaml");
+    let policy = example_in(root);
     let args = toolgate_e2e::serde_json::json!({ "path": path }).to_string();
     Toolgate::new(&[
         "call",

@@ -331,6 +331,56 @@ fn search_a_policy_searches_the_engines_catalog_with_its_keywords() {
     assert_eq!(hit_names(&run)[0], "echo");
 }
 
+/// BFCL's catalog has a tool called `tool_search`, the name of the built-in that searches it.
+#[test]
+fn s7_search_a_policy_whose_catalog_has_a_tool_named_tool_search() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = write(
+        dir.path(),
+        "bfcl.yaml",
+        format!(
+            "version: 1\nsearch:\n  catalogs: [\"{}\"]\n",
+            bfcl_catalog()
+        )
+        .as_bytes(),
+    );
+    let policy = policy.to_str().unwrap();
+    let run = toolgate(&[
+        "search",
+        "--policy",
+        policy,
+        "--json",
+        "select:calculate_triangle_area,tool_search",
+    ]);
+    run.assert_code(0);
+    assert!(
+        run.stderr.contains("tool tool_search is left out")
+            && run
+                .stderr
+                .contains("reserved for the built-in tool while search is on"),
+        "{}",
+        run.stderr
+    );
+    // The rest of the catalog is there; the entry is not.
+    assert_eq!(hit_names(&run), ["calculate_triangle_area"]);
+    assert_eq!(run.json()["not_found"], serde_json::json!(["tool_search"]));
+    let run = toolgate(&["search", "--policy", policy, "area of a triangle"]);
+    run.assert_code(0);
+    assert!(run.stdout.starts_with("1. "), "{}", run.stdout);
+    // `toolgate validate` warns of it; the policy is fine.
+    let run = toolgate(&["validate", policy]);
+    run.assert_code(0);
+    assert!(
+        run.stderr.contains("tool tool_search is left out"),
+        "{}",
+        run.stderr
+    );
+    // Without a policy there is no built-in: the catalog keeps it.
+    let run = search_catalog(&["--json", "select:tool_search"]);
+    run.assert_code(0);
+    assert_eq!(hit_names(&run), ["tool_search"]);
+}
+
 #[test]
 fn search_a_policy_without_a_search_section_is_a_policy_error() {
     let policy = testkit_policy();
@@ -518,9 +568,9 @@ fn search_an_index_file_that_is_not_an_index_is_an_input_error() {
 }
 
 /// Builds a small index file with `toolgate index build`, lets `tamper` change its bytes, then
-/// writes them back with the checksum recomputed as the format describes (FNV-1a over 8-byte
-/// little-endian words of header bytes 0..188 and of everything from byte 204 (format v4)), as someone
-/// crafting a file would.
+/// writes them back with the checksum recomputed as the format describes (XXH3, 64 bits, of
+/// header bytes 0..188 followed by everything from byte 204 (format v7)), as someone crafting a
+/// file would.
 fn tampered_index(dir: &Path, tamper: impl FnOnce(&mut Vec<u8>)) -> PathBuf {
     let catalog = dir.join("small.jsonl");
     std::fs::write(
@@ -545,15 +595,10 @@ fn tampered_index(dir: &Path, tamper: impl FnOnce(&mut Vec<u8>)) -> PathBuf {
     .assert_code(0);
     let mut bytes = std::fs::read(&index).unwrap();
     tamper(&mut bytes);
-    let fnv = |mut h: u64, part: &[u8]| {
-        for chunk in part.chunks(8) {
-            let mut w = [0u8; 8];
-            w[..chunk.len()].copy_from_slice(chunk);
-            h = (h ^ u64::from_le_bytes(w)).wrapping_mul(0x0000_0100_0000_01b3);
-        }
-        h
-    };
-    let sum = fnv(fnv(0xcbf2_9ce4_8422_2325, &bytes[..188]), &bytes[204..]);
+    let mut sum = xxhash_rust::xxh3::Xxh3::new();
+    sum.update(&bytes[..188]);
+    sum.update(&bytes[204..]);
+    let sum = sum.digest();
     bytes[188..196].copy_from_slice(&sum.to_le_bytes());
     std::fs::write(&index, &bytes).unwrap();
     index
@@ -595,4 +640,148 @@ fn a_crafted_index_with_a_valid_checksum_is_an_input_error_not_a_panic() {
     let run = toolgate(&["search", "--index", postings.to_str().unwrap(), "email"]);
     run.assert_code(4).assert_no_panic();
     assert!(run.stderr.contains("past the 3 tools"), "{}", run.stderr);
+}
+
+/// A tiny static model (model2vec's layout: `model.safetensors` and a WordPiece
+/// `tokenizer.json`) in which "forecast" and "weather" have the same vector and "email",
+/// "send" and "message" others; and a policy searching two tools with it.
+fn semantic_policy(dir: &Path) -> PathBuf {
+    let model = dir.join("model");
+    std::fs::create_dir(&model).unwrap();
+    let words = [
+        "[UNK]", "weather", "forecast", "email", "city", "send", "message", "current",
+    ];
+    let rows: [[f32; 4]; 8] = [
+        [0.0, 0.0, 0.0, 0.0],
+        [1.0, 0.0, 0.0, 0.0],
+        [1.0, 0.0, 0.0, 0.0],
+        [0.0, 1.0, 0.0, 0.0],
+        [0.0, 0.0, 1.0, 0.0],
+        [0.0, 0.2, 0.0, 1.0],
+        [0.0, 0.2, 0.0, 1.0],
+        [0.0, 0.0, 0.5, 0.5],
+    ];
+    let vocab: serde_json::Map<String, Value> = words
+        .iter()
+        .enumerate()
+        .map(|(i, w)| (w.to_string(), Value::from(i)))
+        .collect();
+    let tokenizer = serde_json::json!({
+        "normalizer": {"type": "BertNormalizer", "lowercase": true},
+        "model": {"type": "WordPiece", "vocab": vocab}
+    });
+    write(&model, "tokenizer.json", tokenizer.to_string().as_bytes());
+    let data: Vec<u8> = rows
+        .iter()
+        .flatten()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
+    let header = serde_json::json!({"embeddings": {"dtype": "F32", "shape": [8, 4],
+        "data_offsets": [0, data.len()]}})
+    .to_string();
+    let mut file = (header.len() as u64).to_le_bytes().to_vec();
+    file.extend_from_slice(header.as_bytes());
+    file.extend_from_slice(&data);
+    write(&model, "model.safetensors", &file);
+    write(
+        dir,
+        "catalog.jsonl",
+        concat!(
+            r#"{"name": "get_weather", "description": "Current weather for a city."}"#,
+            "\n",
+            r#"{"name": "send_email", "description": "Send an email message."}"#,
+        )
+        .as_bytes(),
+    );
+    write(
+        dir,
+        "policy.yaml",
+        b"version: 1\nsearch:\n  catalogs: [catalog.jsonl]\n  embeddings:\n    model: model\n",
+    )
+}
+
+#[test]
+fn search_explain_shows_each_hits_lexical_and_dense_rank_and_fused_score() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = semantic_policy(dir.path());
+    let policy = policy.to_str().unwrap();
+    let run = toolgate(&[
+        "search",
+        "--policy",
+        policy,
+        "--explain",
+        "weather forecast",
+    ]);
+    run.assert_code(0);
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert!(
+        lines[0].starts_with("1. get_weather  (score "),
+        "{}",
+        run.stdout
+    );
+    assert!(lines[2].starts_with("   why: "), "{}", run.stdout);
+    assert!(
+        lines[3].starts_with("   ranks: lexical #1 (")
+            && lines[3].contains(", dense #1 (cosine ")
+            && lines[3].contains(") -> fused "),
+        "{}",
+        run.stdout
+    );
+
+    let run = toolgate(&["search", "--policy", policy, "--json", "weather forecast"]);
+    run.assert_code(0);
+    let first = &run.json()["results"][0];
+    assert_eq!(first["name"], "get_weather");
+    assert_eq!(first["ranks"]["lexical"]["rank"], 1, "{first}");
+    assert_eq!(first["ranks"]["dense"]["rank"], 1, "{first}");
+    assert!(
+        first["ranks"]["dense"]["score"].as_f64().unwrap() > 0.0,
+        "{first}"
+    );
+
+    // A word only the model knows: no lexical rank, a dense one.
+    let run = toolgate(&["search", "--policy", policy, "--json", "forecast"]);
+    run.assert_code(0);
+    let first = &run.json()["results"][0];
+    assert_eq!(first["name"], "get_weather");
+    assert_eq!(first["ranks"]["lexical"], Value::Null, "{first}");
+    assert_eq!(first["ranks"]["dense"]["rank"], 1, "{first}");
+}
+
+#[test]
+fn search_dense_only_ranks_by_meaning_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = semantic_policy(dir.path());
+    let policy = policy.to_str().unwrap();
+    for (query, first) in [
+        ("forecast", "get_weather"),
+        ("send a message", "send_email"),
+    ] {
+        let run = toolgate(&[
+            "search",
+            "--policy",
+            policy,
+            "--dense-only",
+            "--json",
+            query,
+        ]);
+        run.assert_code(0);
+        let out = run.json();
+        assert_eq!(out["results"][0]["name"], first, "{out}");
+        // Scored by cosine, and not explained by words.
+        let cosine = out["results"][0]["score"].as_f64().unwrap();
+        assert!(cosine > 0.0 && cosine <= 1.0001, "{out}");
+        assert_eq!(out["results"][0]["why"], serde_json::json!([]), "{out}");
+    }
+}
+
+#[test]
+fn search_dense_only_without_a_semantic_stage_is_a_usage_error() {
+    let run = search_catalog(&["--dense-only", "weather"]);
+    run.assert_code(2);
+    assert!(
+        run.stderr.contains("--dense-only needs the semantic stage"),
+        "{}",
+        run.stderr
+    );
 }

@@ -59,6 +59,34 @@ fn an_index_file_that_is_a_device_is_reported_and_the_index_built_in_memory() {
     );
 }
 
+/// An index file written by an older build (format 6: the FNV checksum) is not misread: the
+/// log says which version it has and which this build reads, and the index is built in memory.
+#[test]
+fn an_index_file_of_an_older_format_is_reported_and_the_index_built_in_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = search_policy(dir.path(), "tools.idx");
+    let policy = policy.to_str().unwrap();
+    toolgate(&["index", "build", "--policy", policy]).assert_code(0);
+    let index = dir.path().join("tools.idx");
+    let mut bytes = std::fs::read(&index).unwrap();
+    // The format version, right after the magic.
+    assert_eq!(&bytes[..8], b"TGSEARCH");
+    bytes[8..12].copy_from_slice(&6u32.to_le_bytes());
+    std::fs::write(&index, &bytes).unwrap();
+    let run = toolgate(&["search", "--policy", policy, "--json", "weather"]);
+    run.assert_code(0);
+    assert!(
+        run.stderr.contains(&format!(
+            "index file {} is not a usable toolgate search index: format version 6, this build reads version 7: rebuild the index",
+            index.display()
+        )) && run.stderr.contains("building the index in memory"),
+        "{}",
+        run.stderr
+    );
+    let found = run.json()["results"][0]["name"].clone();
+    assert_eq!(found, "weather_lookup", "{}", run.stdout);
+}
+
 /// `toolgate serve` over stdio, spoken to line by line.
 struct Serve {
     child: Child,

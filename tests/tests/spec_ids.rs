@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use toolgate_e2e::repo_root;
 
 /// The letters that start a statement id: the specification's groups.
-const GROUPS: &[char] = &['A', 'C', 'D', 'E', 'G', 'N', 'P', 'R', 'S', 'W'];
+const GROUPS: &[char] = &['A', 'C', 'D', 'E', 'G', 'L', 'N', 'P', 'R', 'S', 'V', 'W'];
 
 /// Crate folders whose sources are searched for citations.
 const CRATES: &[&str] = &[

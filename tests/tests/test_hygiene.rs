@@ -116,6 +116,11 @@ const ALLOWED: &[(&str, usize, &str)] = &[
          to remove its session files",
     ),
     (
+        "tests/tests/console.rs",
+        1,
+        "waits for the browser scenario's process to end, killing it past its limit",
+    ),
+    (
         "tests/tests/serve_abuse.rs",
         1,
         "waits for a child process to end, killing it past its limit",

@@ -7,9 +7,13 @@ use std::time::Duration;
 
 use clap::{ArgGroup, Args, Parser, Subcommand};
 
+mod explain;
+mod key;
 mod serve;
 mod upstream;
 
+pub use explain::ExplainArgs;
+pub use key::KeyCommand;
 pub use serve::{AFTER_HELP as SERVE_HELP, ServeArgs};
 pub use upstream::{UpstreamCommand, UpstreamPinArgs};
 
@@ -50,7 +54,8 @@ Logs go to stderr; set their level with -v/-q or RUST_LOG (e.g. RUST_LOG=toolgat
 #[derive(Debug, Parser)]
 #[command(
     name = "toolgate",
-    version,
+    version = crate::version::short(),
+    long_version = crate::version::long(),
     about,
     after_help = format!("{MAIN_EXAMPLES}\n\n{EXIT_CODES}"),
     propagate_version = true,
@@ -213,6 +218,8 @@ Examples:
   toolgate search --catalog catalog.jsonl --top-k 10 --json \"send +email\"
   toolgate search --catalog catalog.jsonl \"select:get_weather,send_email\"
   toolgate search --policy policies/examples/search.yaml \"repeat some text\"
+  toolgate search --policy with-embeddings.yaml --explain \"forecast for tomorrow\"
+  toolgate search --policy with-embeddings.yaml --dense-only \"forecast for tomorrow\"
   toolgate search --index catalog.idx --queries queries.jsonl > results.jsonl
 
 The catalog comes from exactly one of: --catalog (JSON Lines, one {{\"name\", \"description\",
@@ -223,6 +230,11 @@ tools, aliases and keywords, exactly as the engine's tool_search sees it).
 A query is a few words; `+word` must match, `select:a,b` picks tools by exact name. Empty
 queries, queries over 4096 bytes, queries with no searchable word, bad `select:` names and
 queries that are not UTF-8 are refused (exit 4).
+
+Under a policy whose search.embeddings names a model, a free-text query fuses the lexical
+ranking with the tools nearest it in meaning: --explain shows each hit's rank in both (among
+the best 50 of each, what the fusion sees) beside its fused score, and --dense-only ranks by
+meaning alone.
 
 --queries reads JSON Lines with `id` and `query` (`-` for standard input) and prints one line
 per query, in order: {{\"id\": ..., \"results\": [names, best first]}}. A line that cannot be
@@ -282,6 +294,10 @@ Pages are named like git's: toolgate(1), toolgate-results(1), toolgate-results-l
     /// Upstream MCP servers: `toolgate upstream pin POLICY` approves their definitions.
     #[command(subcommand)]
     Upstream(UpstreamCommand),
+
+    /// API keys for `toolgate serve --http`: `toolgate key new PRINCIPAL` makes one.
+    #[command(subcommand)]
+    Key(KeyCommand),
 
     /// The worker of a plugin under `isolation: process`: loads one plugin library and runs its
     /// calls for the engine that started it, over stdin and stdout. Not for people.
@@ -371,20 +387,6 @@ pub struct RunArgs {
     /// The conversation (JSON); `-` or nothing reads standard input.
     #[arg(value_name = "FILE")]
     pub file: Option<PathBuf>,
-}
-
-#[derive(Debug, Args)]
-pub struct ExplainArgs {
-    #[command(flatten)]
-    pub policy: PolicyOpt,
-
-    /// Print a JSON object instead of text.
-    #[arg(long)]
-    pub json: bool,
-
-    /// The tool name: model-facing, real, or an alias (explained as its tool).
-    #[arg(value_name = "TOOL")]
-    pub tool: String,
 }
 
 #[derive(Debug, Args)]
@@ -593,10 +595,16 @@ pub struct SearchArgs {
     #[arg(long)]
     pub json: bool,
 
-    /// Say why each tool matched (which query word matched which term of which field); the
-    /// JSON output always does.
+    /// Say why each tool matched (which query word matched which term of which field) and,
+    /// with the semantic stage, where it stands in the lexical and the dense ranking that were
+    /// fused into its score; the JSON output always does.
     #[arg(long, conflicts_with = "queries")]
     pub explain: bool,
+
+    /// Rank by the semantic stage alone (the tools nearest the query in meaning, scored by
+    /// cosine), to see what the model contributes; needs a --policy with search.embeddings.
+    #[arg(long, conflicts_with = "queries")]
+    pub dense_only: bool,
 
     /// Run every query of this JSON Lines file ({"id", "query"} per line; `-` for stdin).
     #[arg(long, value_name = "FILE.jsonl")]
@@ -727,6 +735,7 @@ impl Command {
             Command::Serve(_) => "serve",
             Command::Plugin(_) => "plugin",
             Command::Upstream(_) => "upstream",
+            Command::Key(_) => "key",
             Command::PluginHost => "plugin-host",
         }
     }

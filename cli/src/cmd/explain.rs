@@ -2,6 +2,11 @@
 
 use serde_json::{Value, json};
 
+use std::sync::Arc;
+
+use toolgate::access::CallKind;
+use toolgate::{Caller, Policy};
+
 use crate::app::load_engine;
 use crate::args::ExplainArgs;
 use crate::error::{CliError, EXIT_OK};
@@ -30,6 +35,21 @@ pub fn explain(args: ExplainArgs, out: &mut Out<'_>) -> Result<u8, CliError> {
              (the unknown-tool path)"
         );
     }
+    // `--as`: the tool as that principal sees it (C4).
+    let seen_as = args.principal.as_deref().map(|name| {
+        let caller = caller_as(engine.policy(), name, &args.groups);
+        let builtin = resolved.as_ref().is_some_and(|r| r.entry.is_builtin());
+        let tool = real.as_deref().unwrap_or(&args.tool);
+        let sees = builtin || engine.sees(&caller, CallKind::Tool, tool);
+        let entries = engine.client_entries(&caller);
+        json!({
+            "principal": caller.name(),
+            "groups": caller.groups(),
+            "sees": sees,
+            "clients": entries,
+            "restricted": engine.policy().clients.is_some(),
+        })
+    });
     if args.json {
         let mut value = serde_json::to_value(&e).unwrap_or(Value::Null);
         if let Value::Object(map) = &mut value {
@@ -41,6 +61,9 @@ pub fn explain(args: ExplainArgs, out: &mut Out<'_>) -> Result<u8, CliError> {
             );
             map.insert("source".into(), json!(source));
             map.insert("order".into(), json!(toolgate::guard::CHECK_ORDER));
+            if let Some(seen) = &seen_as {
+                map.insert("as".into(), seen.clone());
+            }
         }
         out.json(&value, true)?;
         return Ok(EXIT_OK);
@@ -70,6 +93,30 @@ pub fn explain(args: ExplainArgs, out: &mut Out<'_>) -> Result<u8, CliError> {
                 args.tool
             )?;
         }
+    }
+    if let Some(seen) = &seen_as {
+        let entries: Vec<&str> = seen["clients"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let verdict = match (seen["sees"].as_bool(), seen["restricted"].as_bool()) {
+            (Some(true), Some(false)) => "sees it (the policy has no clients: section)".to_owned(),
+            (Some(true), _) => format!("sees it (listed by {})", entries.join(", ")),
+            _ if entries.is_empty() => {
+                "does not see it: no clients: entry names this principal or its groups".to_owned()
+            }
+            _ => format!(
+                "does not see it: the clients: entries for it ({}) do not list it",
+                entries.join(", ")
+            ),
+        };
+        writeln!(
+            out,
+            "  {:<17} {} {}: {verdict}",
+            "as",
+            seen["principal"].as_str().unwrap_or(""),
+            seen["groups"]
+        )?;
     }
     row(
         out,
@@ -141,4 +188,24 @@ pub fn explain(args: ExplainArgs, out: &mut Out<'_>) -> Result<u8, CliError> {
 /// `  timeout           30s          from dispatch.timeout`
 fn row(out: &mut Out<'_>, key: &str, value: String, from: &str) -> Result<(), CliError> {
     writeln!(out, "  {key:<17} {value:<12} from {from}")
+}
+
+/// The caller `--as NAME` stands for: with `groups` when given, else the groups of the
+/// policy's API keys for `name`.
+fn caller_as(policy: &Policy, name: &str, groups: &[String]) -> Arc<Caller> {
+    let groups = if groups.is_empty() {
+        let mut from_keys: Vec<String> = policy
+            .auth
+            .api_keys
+            .iter()
+            .filter(|k| k.principal == name)
+            .flat_map(|k| k.groups.iter().cloned())
+            .collect();
+        from_keys.sort();
+        from_keys.dedup();
+        from_keys
+    } else {
+        groups.to_vec()
+    };
+    Arc::new(Caller::new(name, groups))
 }

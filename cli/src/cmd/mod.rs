@@ -5,6 +5,7 @@ mod call;
 mod completions;
 mod explain;
 mod index;
+mod key;
 mod man;
 mod plugin;
 mod plugin_host;
@@ -48,6 +49,7 @@ async fn run_command(command: Command, out: &mut Out<'_>) -> Result<u8, CliError
         Command::Serve(args) => serve::serve(args).await,
         Command::Plugin(command) => plugin::plugin(command, out),
         Command::Upstream(command) => upstream_pin::upstream(command, out).await,
+        Command::Key(command) => key::key(command, out),
         // `main` runs it before any runtime exists; here for a caller that already has one.
         Command::PluginHost => plugin_host::plugin_host(),
     }

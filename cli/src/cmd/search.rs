@@ -1,5 +1,6 @@
 //! `toolgate search`: rank a catalog as `tool_search` does, for one query or a file of them.
 
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
@@ -8,7 +9,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use toolgate_search::{Hit, MatchKind, Query, SearchIndex};
+use toolgate_search::{Hit, MatchKind, Query, SearchIndex, SearchResults};
+use toolgate_search_semantic::SemanticIndex;
 
 use crate::app::load_engine;
 use crate::args::SearchArgs;
@@ -39,6 +41,7 @@ pub fn search(args: SearchArgs, out: &mut Out<'_>) -> Result<u8, CliError> {
             let shown = Shown {
                 json: args.json,
                 explain: args.explain || args.json,
+                dense_only: args.dense_only,
             };
             single(&index, &text, &query, top_k, shown, out)?
         }
@@ -87,6 +90,97 @@ struct Shown {
     json: bool,
     /// With why each hit matched: asked for, since explaining costs more than the search.
     explain: bool,
+    /// Ranked by the semantic stage alone.
+    dense_only: bool,
+}
+
+/// How deep `--explain` looks into each ranking the semantic stage fuses: as deep as the fusion.
+const FUSED_DEPTH: usize = toolgate_search_semantic::FUSION_DEPTH;
+
+/// Where each tool stands in the two rankings the semantic stage fuses, among the best
+/// [`FUSED_DEPTH`] of each: its 1-based rank and that ranking's score.
+struct Ranks {
+    lexical: HashMap<String, (usize, f32)>,
+    dense: HashMap<String, (usize, f32)>,
+}
+
+impl Ranks {
+    /// The two rankings of a free-text query; `None` without a semantic stage (the hits are
+    /// then the lexical ranking itself) or for a `select:` (not ranked).
+    fn of(index: &SearchIndex, query: &Query) -> Option<Ranks> {
+        let sem = index.semantic()?;
+        let Query::Terms { text, .. } = query else {
+            return None;
+        };
+        let ranked = |list: Vec<(String, f32)>| -> HashMap<String, (usize, f32)> {
+            list.into_iter()
+                .enumerate()
+                .map(|(i, (name, score))| (name, (i + 1, score)))
+                .collect()
+        };
+        let lexical = index.search_lexical(query, FUSED_DEPTH).hits;
+        let dense = sem
+            .nearest(text, FUSED_DEPTH)
+            .into_iter()
+            .filter_map(|(cosine, tool)| Some((index.tool_name(tool)?.to_string(), cosine)));
+        Some(Ranks {
+            lexical: ranked(lexical.into_iter().map(|h| (h.name, h.score)).collect()),
+            dense: ranked(dense.collect()),
+        })
+    }
+
+    /// `hit`'s ranks as JSON: `{"lexical": {"rank", "score"}, "dense": {"rank", "score"}}`,
+    /// `null` for a ranking it is not in the best [`FUSED_DEPTH`] of.
+    fn json(&self, hit: &str) -> Value {
+        let one = |r: Option<&(usize, f32)>| match r {
+            Some((rank, score)) => json!({"rank": rank, "score": score}),
+            None => Value::Null,
+        };
+        json!({
+            "lexical": one(self.lexical.get(hit)),
+            "dense": one(self.dense.get(hit)),
+        })
+    }
+
+    /// `lexical #2 (12.300), dense #7 (cosine 0.410) -> fused 0.0320`; a ranking the hit is
+    /// not in the best [`FUSED_DEPTH`] of says so.
+    fn text(&self, hit: &Hit) -> String {
+        let lexical = match self.lexical.get(&hit.name) {
+            Some((rank, score)) => format!("lexical #{rank} ({score:.3})"),
+            None => format!("lexical: not in the best {FUSED_DEPTH}"),
+        };
+        let dense = match self.dense.get(&hit.name) {
+            Some((rank, cosine)) => format!("dense #{rank} (cosine {cosine:.3})"),
+            None => format!("dense: not in the best {FUSED_DEPTH}"),
+        };
+        format!("{lexical}, {dense} -> fused {:.4}", hit.score)
+    }
+}
+
+/// The `top_k` tools nearest `query` in meaning, by the semantic stage alone (scored by
+/// cosine); a `select:` query picks tools by name as always.
+fn dense_only(index: &SearchIndex, query: &Query, top_k: usize) -> Result<SearchResults, CliError> {
+    let Some(sem) = index.semantic() else {
+        return Err(CliError::NoSemanticStage);
+    };
+    let Query::Terms { text, .. } = query else {
+        return Ok(index.search(query, top_k));
+    };
+    let hits = sem
+        .nearest(text, top_k)
+        .into_iter()
+        .filter_map(|(cosine, tool)| {
+            Some(Hit {
+                name: index.tool_name(tool)?.to_string(),
+                score: cosine,
+                why: Vec::new(),
+            })
+        })
+        .collect();
+    Ok(SearchResults {
+        hits,
+        not_found: Vec::new(),
+    })
 }
 
 fn single(
@@ -97,10 +191,17 @@ fn single(
     shown: Shown,
     out: &mut Out<'_>,
 ) -> Result<(), CliError> {
-    let results = if shown.explain {
+    let results = if shown.dense_only {
+        dense_only(index, query, top_k)?
+    } else if shown.explain {
         index.search_explained(query, top_k)
     } else {
         index.search(query, top_k)
+    };
+    let ranks = if shown.explain && !shown.dense_only {
+        Ranks::of(index, query)
+    } else {
+        None
     };
     let description = |name: &str| {
         index
@@ -113,7 +214,7 @@ fn single(
             .hits
             .iter()
             .map(|h| {
-                json!({
+                let mut hit = json!({
                     "name": h.name,
                     "score": h.score,
                     "description": description(&h.name),
@@ -123,7 +224,11 @@ fn single(
                         "field": m.field.as_str(),
                         "kind": kind(m.kind),
                     })).collect::<Vec<_>>(),
-                })
+                });
+                if let Some(ranks) = &ranks {
+                    hit["ranks"] = ranks.json(&h.name);
+                }
+                hit
             })
             .collect();
         return out.json(
@@ -138,11 +243,16 @@ fn single(
         if !d.is_empty() {
             writeln!(out, "   {}", shorten(d, DESCRIPTION_CHARS))?;
         }
-        if shown.explain && hit.why.is_empty() {
+        if shown.dense_only {
+            // Scored by cosine alone: the words were not looked at.
+        } else if shown.explain && hit.why.is_empty() {
             // Found by the semantic stage alone: no query word is in the tool's text.
             writeln!(out, "   why: close in meaning (no word in common)")?;
         } else if shown.explain {
             writeln!(out, "   why: {}", why(hit))?;
+        }
+        if let Some(ranks) = &ranks {
+            writeln!(out, "   ranks: {}", ranks.text(hit))?;
         }
     }
     if !results.not_found.is_empty() {

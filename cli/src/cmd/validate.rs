@@ -52,13 +52,15 @@ pub fn validate(args: ValidateArgs, out: &mut Out<'_>) -> Result<u8, CliError> {
 }
 
 /// Upstream tools the build left out (a model-facing name another tool has) and aliases of
-/// upstream tools that are not there, as problems of their server's entry.
+/// upstream tools that are not there, as problems of their server's entry. Catalog entries left
+/// out are not problems (S7): the build warned of them.
 fn left_out(engine: &Engine) -> Vec<toolgate_mcp::upstream::Problem> {
     let servers = &engine.policy().mcp_servers;
     engine
         .registry()
         .left_out()
         .iter()
+        .filter(|note| !note.catalog)
         .map(|note| {
             let server = note.tool.split('.').next().unwrap_or_default();
             let entry = servers.iter().find(|s| s.name == server);

@@ -5,11 +5,14 @@
 //! the unknown-tool answer):
 //!
 //! ```text
-//! after hook ─ reduce ─ group ─ timeout ─ result cap ─ redact ─ arguments ─ visibility ─ rewrite ─ rules ─ before ─ (your layers) ─ endpoint
+//! after hook ─ reduce ─ concurrency ─ group ─ timeout ─ result cap ─ redact ─ arguments ─ visibility ─ rewrite ─ rules ─ before ─ rate limit ─ retry ─ breaker ─ (your layers) ─ endpoint
 //! ```
 //!
 //! * **after hook** (G6, G7) sees the final outcome; its failure is an `error` event.
 //! * **reduce** (R1, R2, R9; when reduction is on) offloads large results to the store.
+//! * **concurrency** (L3; with `limits.concurrency`) holds the call until its principal and
+//!   the gateway have a place for it, served fairly across principals and sessions; its wait
+//!   is queue time, so it sits outside the timeout.
 //! * **group** serialises calls that share a `sequential_group`; its wait is queue time, so it
 //!   sits outside the timeout, and a member holds the lock until it really returns.
 //! * **timeout** (G2) starts once the call runs (after any wait for a concurrency slot or group
@@ -26,6 +29,13 @@
 //!   arguments in normalised form), so a rewrite cannot turn a denied call into an allowed one.
 //!   Unknown names pass on to the unknown-tool answer; built-ins meet only rules naming them.
 //! * **before** (G1) runs the before script, also on the final arguments.
+//! * **rate limit** (L1, L2, L4; with `limits.rates`) counts the call against the rate limits
+//!   and quotas that match it. After the rules and the before hook, so a denied call uses up
+//!   no quota; outside the retries, so one call of the model counts once.
+//! * **retry** (L5; with `retries:`) runs an idempotent tool's failed attempt again, with
+//!   backoff and jitter, within the call's deadline.
+//! * **breaker** (L6; with `circuit_breaker:`) refuses calls to a plugin or upstream server
+//!   whose breaker is open, and counts each attempt's failure.
 //! * **your layers** ([`crate::EngineBuilder::layer`]) run last, just before the tool.
 //!
 //! [`ORDER`] lists the stages outermost first (each [`Stage`] variant's docs say what it does);
@@ -46,14 +56,22 @@ mod after_hook;
 pub(super) mod arguments;
 #[path = "before.rs"]
 mod before;
+#[path = "breaker.rs"]
+mod breaker;
+#[path = "concurrency.rs"]
+mod concurrency;
 #[path = "group.rs"]
 mod group;
+#[path = "rate_limit.rs"]
+mod rate_limit;
 #[path = "redact.rs"]
 pub(super) mod redact;
 #[path = "reduce.rs"]
 mod reduce;
 #[path = "result_cap.rs"]
 mod result_cap;
+#[path = "retry.rs"]
+mod retry;
 #[path = "rewrite.rs"]
 mod rewrite;
 #[path = "rules.rs"]
@@ -63,6 +81,7 @@ mod timeout;
 #[path = "visibility.rs"]
 pub(super) mod visibility;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use toolgate_policy::{Hook, Policy, ReductionSettings};
@@ -71,10 +90,15 @@ use toolgate_store::ResultStore;
 use after_hook::AfterHookLayer;
 use arguments::{ArgAliases, ArgumentsLayer};
 use before::BeforeLayer;
+pub(crate) use breaker::Breaker;
+use breaker::BreakerLayer;
+use concurrency::ConcurrencyLayer;
 use group::GroupLayer;
+use rate_limit::RateLimitLayer;
 pub(crate) use redact::RedactLayer;
 use reduce::ReduceLayer;
 use result_cap::ResultCapLayer;
+use retry::RetryLayer;
 use rewrite::RewriteLayer;
 use rules::RulesLayer;
 use timeout::TimeoutLayer;
@@ -84,6 +108,8 @@ use super::endpoint::Endpoint;
 use super::layer::Layer;
 use super::run::Guard;
 use crate::events::Events;
+use crate::limits::RateLimits;
+use crate::limits::fair::FairGate;
 use crate::script::ScriptSet;
 
 /// One stage of the guard. Each variant's docs say what it does and what it needs from the
@@ -96,6 +122,10 @@ pub(crate) enum Stage {
     /// Offloads large results and error texts to the store (R1, R2, R9; when reduction is on).
     /// Needs the after hook outside, so that the hook sees what the model gets.
     Reduce,
+    /// Holds the call until its principal and the gateway have a place to run it
+    /// (`limits.concurrency`, L3). Needs the reduce stage outside, so that a slow store never
+    /// holds a place.
+    Concurrency,
     /// Serialises the calls of a `sequential_group`. Needs the reduce stage outside, so that a
     /// slow store never holds the group's lock.
     Group,
@@ -124,15 +154,26 @@ pub(crate) enum Stage {
     /// The before script (G1). Needs the rules outside (a call the rules deny never reaches the
     /// script) and the final arguments.
     Before,
+    /// The rate limits and quotas (`limits.rates`, L1, L2, L4). Needs the rules and the before
+    /// hook outside: a call they deny uses up no quota.
+    RateLimit,
+    /// Retries of idempotent tools (`retries:`, L5). Needs the rate limit outside (one call of
+    /// the model counts once, however many attempts it takes) and the timeout outside (the
+    /// attempts share the call's deadline).
+    Retry,
+    /// The circuit breakers of plugins and upstream servers (`circuit_breaker:`, L6). Needs the
+    /// retry outside: each attempt meets the breaker and counts in it.
+    Breaker,
     /// The layers the program added ([`crate::EngineBuilder::layer`]): last, just before the
     /// tool, on the final, judged arguments.
     Custom,
 }
 
 /// The stages, outermost first; the endpoint (the tool, or the unknown-tool answer) follows.
-pub(crate) const ORDER: [Stage; 12] = [
+pub(crate) const ORDER: [Stage; 16] = [
     Stage::AfterHook,
     Stage::Reduce,
+    Stage::Concurrency,
     Stage::Group,
     Stage::Timeout,
     Stage::ResultCap,
@@ -142,6 +183,9 @@ pub(crate) const ORDER: [Stage; 12] = [
     Stage::Rewrite,
     Stage::Rules,
     Stage::Before,
+    Stage::RateLimit,
+    Stage::Retry,
+    Stage::Breaker,
     Stage::Custom,
 ];
 
@@ -151,8 +195,9 @@ impl Stage {
         match self {
             Stage::AfterHook => &[],
             Stage::Reduce => &[Stage::AfterHook],
+            Stage::Concurrency => &[Stage::Reduce],
             Stage::Group => &[Stage::Reduce],
-            Stage::Timeout => &[Stage::Group, Stage::Reduce],
+            Stage::Timeout => &[Stage::Group, Stage::Reduce, Stage::Concurrency],
             Stage::ResultCap => &[Stage::Timeout],
             Stage::Redact => &[Stage::ResultCap, Stage::Reduce],
             Stage::Arguments => &[Stage::ResultCap],
@@ -160,6 +205,9 @@ impl Stage {
             Stage::Rewrite => &[Stage::Arguments, Stage::Timeout],
             Stage::Rules => &[Stage::Rewrite, Stage::Arguments],
             Stage::Before => &[Stage::Rules, Stage::Rewrite],
+            Stage::RateLimit => &[Stage::Rules, Stage::Before],
+            Stage::Retry => &[Stage::RateLimit, Stage::Timeout],
+            Stage::Breaker => &[Stage::Retry],
             Stage::Custom => &[Stage::Before],
         }
     }
@@ -225,6 +273,11 @@ pub(crate) struct GuardParts {
     /// `Some` while search gates catalog tools (S4).
     pub(crate) visibility: Option<VisibilityLayer>,
     pub(crate) custom: Vec<Arc<dyn Layer>>,
+    /// `Some` while `limits.rates` has entries.
+    pub(crate) rate_limits: Option<RateLimits>,
+    /// Real tool name -> its source's breaker (tools of plugins and upstream servers), while
+    /// `circuit_breaker:` is on.
+    pub(crate) breakers: HashMap<String, Arc<Breaker>>,
     pub(crate) endpoint: Endpoint,
 }
 
@@ -240,6 +293,8 @@ impl GuardParts {
             mut arg_aliases,
             mut visibility,
             mut custom,
+            mut rate_limits,
+            mut breakers,
             endpoint,
         } = self;
         let mut layers: Vec<Arc<dyn Layer>> = Vec::new();
@@ -258,6 +313,15 @@ impl GuardParts {
                             settings: r.settings,
                             fallback_chars: r.fallback_chars,
                             events: events.clone(),
+                        }));
+                    }
+                }
+                Stage::Concurrency => {
+                    let c = policy.limits.as_ref().map(|l| &l.concurrency);
+                    if let Some(c) = c.filter(|c| c.per_principal.is_some() || c.total.is_some()) {
+                        layers.push(Arc::new(ConcurrencyLayer {
+                            gate: FairGate::new(c.per_principal, c.total, c.max_queued),
+                            max_wait: c.max_wait,
                         }));
                     }
                 }
@@ -292,6 +356,33 @@ impl GuardParts {
                     layers.push(Arc::new(BeforeLayer {
                         scripts: scripts.clone(),
                     }));
+                }
+                Stage::RateLimit => {
+                    if let Some(limits) = rate_limits.take() {
+                        layers.push(Arc::new(RateLimitLayer {
+                            limits,
+                            events: events.clone(),
+                        }));
+                    }
+                }
+                Stage::Retry => {
+                    if let Some(settings) = &policy.retries {
+                        layers.push(Arc::new(RetryLayer {
+                            settings: settings.clone(),
+                            events: events.clone(),
+                        }));
+                    }
+                }
+                Stage::Breaker => {
+                    if let Some(settings) = &policy.circuit_breaker
+                        && !breakers.is_empty()
+                    {
+                        layers.push(Arc::new(BreakerLayer {
+                            settings: settings.clone(),
+                            breakers: std::mem::take(&mut breakers),
+                            events: events.clone(),
+                        }));
+                    }
                 }
                 Stage::Custom => layers.append(&mut custom),
                 Stage::AfterHook | Stage::Group | Stage::Rewrite | Stage::Before => {}

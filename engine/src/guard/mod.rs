@@ -21,6 +21,6 @@ pub use layer::{Layer, Next};
 
 pub(crate) use builder::arguments::ArgAliases;
 pub(crate) use builder::visibility::VisibilityLayer;
-pub(crate) use builder::{GuardParts, RedactLayer, Reduction};
+pub(crate) use builder::{Breaker, GuardParts, RedactLayer, Reduction};
 pub(crate) use endpoint::Endpoint;
 pub(crate) use run::Guard;

@@ -23,6 +23,7 @@ impl Layer for RulesLayer {
                         &inv.tool_name,
                         &inv.args,
                         inv.session.as_ref().map(SessionId::as_str),
+                        &inv.caller,
                         inv.deadline,
                     );
                     match judged {

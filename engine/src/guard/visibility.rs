@@ -1,11 +1,13 @@
 //! Tool-search gating (S4): a catalog tool cannot be called before the session has found it,
-//! unless the policy allows direct calls.
+//! unless the policy allows direct calls. And per-principal visibility (C4): a tool, resource
+//! or prompt the caller may not see cannot be called, read or got either.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::access::CallKind;
 use crate::call::{CallResult, Invocation};
+use crate::clients::ClientTable;
 use crate::error::{CallError, DeniedBy};
 use crate::guard::{Layer, Next};
 use crate::session::Sessions;
@@ -17,11 +19,28 @@ pub(crate) struct VisibilityLayer {
     pub(crate) catalog: HashMap<String, String>,
     /// Where each session keeps the tools it has found.
     pub(crate) sessions: Arc<Sessions>,
+    /// What each principal may see (`clients:`), when the policy says.
+    pub(crate) clients: Option<Arc<ClientTable>>,
 }
 
 impl Layer for VisibilityLayer {
     fn call<'a>(&'a self, inv: &'a mut Invocation, next: Next<'a>) -> BoxFuture<'a, CallResult> {
         Box::pin(async move {
+            if let Some(clients) = &self.clients
+                && inv.is_known()
+                && !inv.builtin
+                && !clients.sees(&inv.caller, inv.kind, &inv.tool_name)
+            {
+                return Err(CallError::Denied {
+                    reason: format!(
+                        "{} is not available to {}: the policy's clients section does not list \
+                         it for this principal or its groups",
+                        inv.model_name,
+                        inv.caller.name()
+                    ),
+                    by: DeniedBy::Client,
+                });
+            }
             let tool = inv.is_known() && inv.kind == CallKind::Tool;
             if let Some(model_name) = self.catalog.get(&inv.tool_name).filter(|_| tool) {
                 let revealed = self

@@ -24,6 +24,7 @@
 mod admission;
 #[cfg(target_os = "linux")]
 pub(crate) mod landlock;
+mod locate;
 mod pidfd;
 mod pinned;
 // Also the script pool's (`script::pool`).
@@ -44,99 +45,12 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use toolgate_plugin_api::worker::Confine;
-use toolgate_plugin_api::{
-    CancelFlag, Capabilities, LoadedPlugin, PluginOutcome, library_file_name,
-};
-use toolgate_policy::{Isolation, PluginLocation, PluginSpec};
+use toolgate_plugin_api::{CancelFlag, Capabilities, LoadedPlugin, PluginOutcome};
+use toolgate_policy::{Isolation, PluginSpec};
 
-use crate::error::{At, BuildError, PLUGIN_PATH_ENV, PluginError, PluginNotFound};
+use crate::error::{At, BuildError, PluginError};
 use crate::tool::{BoxFuture, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 use output::{output_of_reply, spec_of};
-
-/// Where a plugin named `name` may be: the directories of `TOOLGATE_PLUGIN_PATH`, then beside
-/// the running program and in its parent directory (test binaries live in `target/*/deps`).
-fn search_dirs() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::env::var_os(PLUGIN_PATH_ENV)
-        .map(|v| std::env::split_paths(&v).collect())
-        .unwrap_or_default();
-    if let Ok(exe) = std::env::current_exe()
-        && let Some(dir) = exe.parent()
-    {
-        dirs.push(dir.to_path_buf());
-        if let Some(parent) = dir.parent() {
-            dirs.push(parent.to_path_buf());
-        }
-    }
-    dirs
-}
-
-/// The library file of a plugin spec.
-fn resolve(spec: &PluginSpec) -> Result<PathBuf, BuildError> {
-    match &spec.location {
-        PluginLocation::Path(p) => Ok(p.clone()),
-        PluginLocation::Name(name) => {
-            let lib_name = format!("toolgate_plugin_{}", name.replace('-', "_"));
-            let file = library_file_name(&lib_name);
-            let dirs = search_dirs();
-            dirs.iter()
-                .map(|d| d.join(&file))
-                .find(|p| p.is_file())
-                .ok_or_else(|| BuildError::Plugin {
-                    path: file.clone(),
-                    source: Box::new(not_found(name, &file, dirs).into()),
-                    at: At(spec.position.clone()),
-                })
-        }
-    }
-}
-
-/// Why `name:` found no library: the file looked for, where, and the plugins that are there,
-/// the ones named most like it first.
-fn not_found(name: &str, file: &str, dirs: Vec<PathBuf>) -> PluginNotFound {
-    let installed = installed_plugins(&dirs);
-    let nearest = crate::registry::closest(name, installed.iter().map(|(p, _)| p.as_str()), 3)
-        .iter()
-        .filter_map(|near| installed.iter().find(|(plugin, _)| plugin == near))
-        .cloned()
-        .collect();
-    PluginNotFound {
-        name: name.to_string(),
-        file: file.to_string(),
-        dirs,
-        nearest,
-        installed: installed.into_iter().map(|(plugin, _)| plugin).collect(),
-    }
-}
-
-/// The plugin libraries in `dirs`: each as the `name:` that loads it and its path, by name.
-/// A plugin in several directories is listed once, from the first (the one `name:` loads).
-fn installed_plugins(dirs: &[PathBuf]) -> Vec<(String, PathBuf)> {
-    let prefix = format!("{}toolgate_plugin_", std::env::consts::DLL_PREFIX);
-    let suffix = std::env::consts::DLL_SUFFIX;
-    let mut found: Vec<(String, PathBuf)> = Vec::new();
-    for dir in dirs {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let file_name = entry.file_name();
-            let Some(plugin) = file_name
-                .to_str()
-                .and_then(|f| f.strip_prefix(&prefix))
-                .and_then(|f| f.strip_suffix(suffix))
-                .filter(|p| !p.is_empty())
-            else {
-                continue;
-            };
-            let path = entry.path();
-            if path.is_file() && !found.iter().any(|(known, _)| known == plugin) {
-                found.push((plugin.to_string(), path));
-            }
-        }
-    }
-    found.sort();
-    found
-}
 
 /// The configuration a plugin receives: the policy's `config`, with the grants under
 /// `"grants"` when the policy has `grants:` (into a mapping, or a missing configuration;
@@ -183,30 +97,50 @@ pub(crate) struct Loaded {
 /// (`isolation: process`), and adapts its tools; together they hold at most `max_threads`
 /// threads (or calls on the worker) at once.
 pub(crate) fn load(spec: &PluginSpec, program: &Path) -> Result<Loaded, BuildError> {
-    let path = resolve(spec)?;
+    let located = locate::locate(spec)?;
+    let path = located.path.clone();
     let fail = |source: PluginError| BuildError::Plugin {
         path: path.display().to_string(),
         source: Box::new(source),
         at: At(spec.position.clone()),
     };
     // A pinned library is read once; what loads is the bytes that were hashed (`pinned`).
-    let pinned = match &spec.sha256 {
-        Some(expected) => Some(Arc::new(pinned::pin(&path, expected).map_err(fail)?)),
-        None => None,
+    let pinned = match (&spec.sha256, located.builtin) {
+        (Some(_), Some(builtin)) => {
+            return Err(fail(PluginError::BuiltinPinned {
+                plugin: builtin.name().to_string(),
+            }));
+        }
+        (Some(expected), None) => Some(Arc::new(pinned::pin(&path, expected).map_err(fail)?)),
+        (None, _) => None,
     };
     #[cfg(test)]
     tests::after_pin(&path);
     let config = config_with_grants(&spec.config, spec.grants.as_ref());
+    // The policy's folder, absolute: the worker may run elsewhere (its own mount namespace),
+    // and a policy not read from a file has none (its paths are the working directory's).
+    let base_dir = std::path::absolute(if spec.base_dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        spec.base_dir.as_path()
+    })
+    .unwrap_or_else(|_| spec.base_dir.clone());
     let grants = granted(spec.grants.as_ref());
     let max_threads = spec.max_threads.max(1);
     let (name, backend, specs, asked) = match spec.isolation {
         Isolation::InProcess => {
-            let load_path = pinned.as_ref().map_or(path.as_path(), |p| p.load_path());
-            // SAFETY: a policy is trusted configuration, like a program's command line: the
-            // libraries it names are ones its author chose to run in this process
-            // (docs/policy.md, `plugins`). That promise is the `# Safety` contract of
-            // `LoadedPlugin::open`; `open` checks the rest.
-            let opened = unsafe { LoadedPlugin::open(load_path) }.map_err(|e| fail(e.into()))?;
+            let opened = match located.builtin {
+                Some(builtin) => LoadedPlugin::open_builtin(builtin),
+                None => {
+                    let load_path = pinned.as_ref().map_or(path.as_path(), |p| p.load_path());
+                    // SAFETY: a policy is trusted configuration, like a program's command
+                    // line: the libraries it names are ones its author chose to run in this
+                    // process (docs/policy.md, `plugins`). That promise is the `# Safety`
+                    // contract of `LoadedPlugin::open`; `open` checks the rest.
+                    unsafe { LoadedPlugin::open(load_path) }
+                }
+            }
+            .map_err(|e| fail(e.into()))?;
             // Before `init`: a plugin asking for more than granted is never started.
             let missing = opened.manifest().capabilities.missing_from(&grants);
             if !missing.is_empty() {
@@ -218,10 +152,27 @@ pub(crate) fn load(spec: &PluginSpec, program: &Path) -> Result<Loaded, BuildErr
             if let Some(pinned) = pinned {
                 pinned.keep_forever();
             }
+            let mut config = config;
+            toolgate_plugin_api::resolve_config_paths(
+                &opened.manifest().config_paths,
+                &mut config,
+                &base_dir,
+            )
+            .map_err(|e| fail(e.into()))?;
             let plugin = opened
                 .start(&config)
                 .map(Arc::new)
                 .map_err(|e| fail(e.into()))?;
+            if !plugin.can_stream() {
+                tracing::warn!(
+                    "plugin {} ({}) was built for an older plugin ABI: the first table of ABI \
+                     {}, without streamed results. It works, but its results arrive whole; \
+                     rebuild it against the current toolgate-plugin-api",
+                    plugin.name(),
+                    path.display(),
+                    toolgate_plugin_api::abi::ABI_VERSION
+                );
+            }
             let specs: Vec<ToolSpec> = plugin
                 .tools()
                 .iter()
@@ -246,7 +197,13 @@ pub(crate) fn load(spec: &PluginSpec, program: &Path) -> Result<Loaded, BuildErr
         Isolation::Process => {
             let (supervisor, manifest) = worker::Supervisor::start(worker::WorkerSpec {
                 program: program.to_path_buf(),
-                library: path.clone(),
+                // A built-in is served by the program itself, which the worker may read.
+                library: match located.builtin {
+                    Some(_) => program.to_path_buf(),
+                    None => path.clone(),
+                },
+                builtin: located.builtin.map(|b| b.name().to_string()),
+                base_dir,
                 pinned: pinned.clone(),
                 deny_net: grants.net.is_empty(),
                 grants: grants.clone(),
@@ -566,6 +523,7 @@ mod tests {
     use std::cell::RefCell;
     use std::path::{Path, PathBuf};
 
+    use toolgate_plugin_api::library_file_name;
     use toolgate_policy::{Isolation, PluginLocation, PluginSpec};
 
     use super::*;

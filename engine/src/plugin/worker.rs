@@ -67,8 +67,13 @@ pub(crate) const PLUGIN_CRASHED: &str = "plugin_crashed";
 pub(crate) struct WorkerSpec {
     /// The `toolgate` program (`plugin-host` is one of its commands).
     pub program: PathBuf,
-    /// The plugin library.
+    /// The plugin library (for a built-in, the program itself).
     pub library: PathBuf,
+    /// The name of the plugin built into the program that the worker serves, instead of
+    /// loading `library`.
+    pub builtin: Option<String>,
+    /// The policy's folder, against which the worker resolves the configuration's paths.
+    pub base_dir: PathBuf,
     /// Its sealed copy when the policy pins it: the worker loads that, not the file.
     pub pinned: Option<Arc<super::pinned::PinnedLibrary>>,
     /// What the policy grants: a worker does not start a plugin that asks for more.
@@ -226,6 +231,8 @@ impl Supervisor {
             config: self.spec.config.clone(),
             confine: self.spec.confine.clone(),
             grants: Some(self.spec.grants.clone()),
+            builtin: self.spec.builtin.clone(),
+            base_dir: Some(self.spec.base_dir.clone()),
         };
         // A library whose loading or `init` never returns must not hang the build.
         let process = Arc::new(Process::of(&child));

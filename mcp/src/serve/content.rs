@@ -53,15 +53,18 @@ pub(crate) fn call_result(outcome: Outcome, engine: &Engine) -> CallToolResult {
         None => None,
     };
     let mut meta = outcome.meta.unwrap_or_default();
-    meta.insert(
-        META_KEY.to_owned(),
-        json!({
-            "error_kind": error_kind,
-            "truncated": outcome.truncated,
-            "result_id": outcome.result_id,
-            "tool_name": outcome.tool_name,
-        }),
-    );
+    let mut toolgate = json!({
+        "error_kind": error_kind,
+        "truncated": outcome.truncated,
+        "result_id": outcome.result_id,
+        "tool_name": outcome.tool_name,
+    });
+    // A call refused by a limit or an open breaker (L2): when it would pass, for clients that
+    // back off by themselves; the text says it to the model.
+    if let Some(after) = outcome.error.as_ref().and_then(|e| e.retry_after()) {
+        toolgate["retry_after_ms"] = json!(after.as_millis() as u64);
+    }
+    meta.insert(META_KEY.to_owned(), toolgate);
     result.meta = Some(MetaObject(meta));
     result
 }

@@ -25,6 +25,8 @@ use toolgate_policy::McpServerSpec;
 
 use crate::upstream::{Downstream, Upstreams};
 
+use super::auth::Authenticator;
+use super::console::hub::Hub;
 use super::error::ServeError;
 use super::progress::ProgressRoutes;
 use super::session::StoredSessions;
@@ -42,6 +44,8 @@ pub(crate) struct Loaded {
     pub(crate) page_size: std::num::NonZeroUsize,
     /// The upstream servers whose tools this engine has.
     pub(crate) upstreams: Arc<UpstreamSet>,
+    /// The credentials the policy accepts over HTTP (`auth:`).
+    pub(crate) auth: Arc<Authenticator>,
 }
 
 /// The upstream servers of one `mcp_servers:` list, shared by every engine built while the
@@ -133,6 +137,8 @@ pub(crate) struct Engines {
     downstream: Arc<dyn Downstream>,
     generations: AtomicU64,
     upstream_changed: Arc<Notify>,
+    /// Fed with every call's events while the policy turns the console on.
+    console: Arc<Hub>,
 }
 
 impl Engines {
@@ -143,6 +149,7 @@ impl Engines {
         default_store_url: Option<String>,
         progress: Arc<ProgressRoutes>,
         downstream: Arc<dyn Downstream>,
+        console: Arc<Hub>,
         stdio: bool,
     ) -> Result<Self, ServeError> {
         let upstream_changed = Arc::new(Notify::new());
@@ -150,7 +157,7 @@ impl Engines {
             stdio,
             policy,
             default_store_url.as_deref(),
-            &progress,
+            (&progress, &console),
             None,
             (&upstream_changed, &downstream),
             1,
@@ -164,6 +171,7 @@ impl Engines {
             downstream,
             generations: AtomicU64::new(1),
             upstream_changed,
+            console,
         })
     }
 
@@ -192,7 +200,7 @@ impl Engines {
             self.stdio,
             &self.policy,
             self.default_store_url.as_deref(),
-            &self.progress,
+            (&self.progress, &self.console),
             Some(&previous),
             (&self.upstream_changed, &self.downstream),
             generation,
@@ -223,6 +231,8 @@ pub(crate) fn watched_files(policy_path: &Path, policy: &Policy) -> Vec<PathBuf>
     }
     // Pinning again (`toolgate upstream pin`) offers the tools it approves at once.
     files.extend(policy.mcp_servers.iter().filter_map(|s| s.pins.clone()));
+    // A JWKS file: the issuer rotated its keys.
+    files.extend(policy.auth.jwt.as_ref().and_then(|j| j.jwks_file.clone()));
     files.sort();
     files.dedup();
     files
@@ -232,12 +242,16 @@ fn build(
     stdio: bool,
     path: &Path,
     default_store_url: Option<&str>,
-    progress: &Arc<ProgressRoutes>,
+    (progress, console): (&Arc<ProgressRoutes>, &Arc<Hub>),
     previous: Option<&Loaded>,
     (upstream_changed, downstream): (&Arc<Notify>, &Arc<dyn Downstream>),
     generation: u64,
 ) -> Result<Loaded, ServeError> {
     let policy = toolgate_policy::load_file(path)?;
+    let auth = Arc::new(Authenticator::for_policy(
+        &policy,
+        previous.map(|p| p.auth.as_ref()),
+    )?);
     refuse_audit_on_the_channel(&policy, stdio)?;
     let sessions = match previous {
         Some(previous) => {
@@ -252,10 +266,16 @@ fn build(
         _ => UpstreamSet::start(&policy.mcp_servers, upstream_changed, downstream),
     };
     let needs_store = policy.reduction.as_ref().is_some_and(|r| r.store.is_none());
+    // Off, the console costs nothing: no listener, so no event is built for it. Over stdio
+    // there is no page to show it on.
+    let console_on = policy.serve.console && !stdio;
     let mut builder = upstreams
         .upstreams
         .register(Engine::builder(policy))
         .on_event(progress.listener());
+    if console_on {
+        builder = builder.on_event(console.listener());
+    }
     if needs_store && let Some(url) = default_store_url {
         builder = builder.default_store_url(url);
     }
@@ -269,6 +289,7 @@ fn build(
         generation,
         page_size,
         upstreams,
+        auth,
     })
 }
 

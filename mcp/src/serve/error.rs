@@ -19,6 +19,13 @@ pub enum ServeError {
     /// A session id that breaks the rules (`--session`).
     #[error("bad session id")]
     Session(#[from] toolgate_store::IdError),
+    /// The policy's `auth:` cannot be used (no JWKS, a bad key entry); its message says
+    /// which key.
+    #[error("{message}")]
+    Auth {
+        /// What is wrong, naming the key.
+        message: String,
+    },
     /// `audit.sink: stdout` while serving over stdio, where stdout is the MCP channel.
     #[error(
         "audit.sink is stdout, but toolgate serve over stdio writes the MCP messages to stdout: \

@@ -132,7 +132,7 @@ impl Gateway {
     fn request_caller(
         &self,
         context: &RequestContext<RoleServer>,
-    ) -> Result<Arc<Caller>, McpError> {
+    ) -> Result<std::sync::Arc<Caller>, McpError> {
         match &self.source {
             SessionSource::Fixed(_) => Ok(Caller::local()),
             SessionSource::HttpHeader => context
@@ -290,9 +290,9 @@ impl ServerHandler for Gateway {
     async fn list_resources(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        resources::list_resources(&self.shared, request)
+        resources::list_resources(&self.shared, request, &*self.request_caller(&context)?)
     }
 
     async fn list_resource_templates(
@@ -306,9 +306,9 @@ impl ServerHandler for Gateway {
     async fn list_prompts(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        resources::list_prompts(&self.shared, request)
+        resources::list_prompts(&self.shared, request, &*self.request_caller(&context)?)
     }
 
     async fn read_resource(

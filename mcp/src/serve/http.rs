@@ -2,9 +2,14 @@
 //!
 //! In front of `rmcp`'s Streamable HTTP service sits a small gate that answers before any MCP
 //! message is read:
-//! - only the MCP path is served (404 elsewhere);
+//! - only the MCP path is served (404 elsewhere), RFC 9728's metadata
+//!   (`/.well-known/oauth-protected-resource`) when the policy has `auth:`, and the console
+//!   under `/ui` when the policy turns it on (`console`; it asks for the shared token, and is
+//!   refused when the policy's `auth:` is on without one: it shows every principal's calls);
 //! - off loopback, every request must carry `Authorization: Bearer <token>` (401 otherwise;
-//!   the comparison takes the same time wherever the first difference is);
+//!   the comparison takes the same time wherever the first difference is): the shared token,
+//!   or an API key or JWT the policy's `auth:` accepts (`http_auth`); an MCP session is used
+//!   by the principal that opened it only (403 otherwise);
 //! - a new session beyond `max_sessions` gets 503 with a JSON-RPC error.
 //!
 //! - a POST body larger than `max_request_bytes` gets 413, a body that is not JSON a JSON-RPC
@@ -14,14 +19,12 @@
 //! `rmcp` then checks `Host` (DNS rebinding: only the loopback names and the configured hosts)
 //! and `Origin` (a browser page of any origin not configured gets 403).
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Request, Response, StatusCode, header};
-use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::Incoming;
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
@@ -30,29 +33,29 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
-use toolgate::Caller;
 
 use super::accept::{Limits, accept_loop};
+use super::console::routes::{Console, is_console_path};
 use super::error::ServeError;
 use super::handler::{Gateway, SessionSource};
+use super::http_auth::Gate;
 use super::http_sessions::McpSessions;
 use super::options::{HttpOptions, TokenSource};
 use super::pre_init::before_initialize;
 use super::shared::Shared;
-use super::stateless::Principal;
 
-type Body = BoxBody<Bytes, Infallible>;
+use super::http_auth::Body;
+#[cfg(test)]
+use super::http_auth::bearer_matches;
 
 /// The gate in front of the MCP service.
 struct Front {
     service: StreamableHttpService<Gateway, LocalSessionManager>,
     sessions: Arc<LocalSessionManager>,
     path: String,
-    token: Option<String>,
-    /// Who the clients are: the token's holders, or the local principal without a token.
-    principal: Principal,
-    /// The same, as the engine's caller (C1).
-    caller: Arc<Caller>,
+    /// Who a request comes from (C3), and who owns each session (C7).
+    gate: Gate,
+    shared: Arc<Shared>,
     max_sessions: usize,
     max_request_bytes: usize,
     read_timeout: Option<Duration>,
@@ -61,6 +64,8 @@ struct Front {
     /// `max_sessions` and handed to rmcp, so that requests at the same time cannot pass the
     /// limit together.
     admission: tokio::sync::Mutex<()>,
+    /// The console at `/ui` (answers 404 while the policy has it off).
+    console: Console,
 }
 
 /// Listens on `options.addr` and serves until `shutdown` fires.
@@ -71,7 +76,8 @@ pub(crate) async fn serve_http(
 ) -> Result<(), ServeError> {
     let token = options.token.as_ref().map(read_token).transpose()?;
     let loopback = options.addr.ip().is_loopback();
-    if !loopback && token.is_none() {
+    let authenticated = shared.engines.current().auth.is_on();
+    if !loopback && token.is_none() && !authenticated {
         return Err(ServeError::TokenRequired { addr: options.addr });
     }
     let listener = TcpListener::bind(options.addr)
@@ -84,6 +90,18 @@ pub(crate) async fn serve_http(
     let front = Arc::new(front(shared, &options, token, addr, &shutdown));
     // The address goes to stderr as a line a supervisor (or a test) can read.
     eprintln!("toolgate serve: listening on http://{addr}{}", options.path);
+    if front
+        .console
+        .shared
+        .engines
+        .current()
+        .engine
+        .policy()
+        .serve
+        .console
+    {
+        eprintln!("toolgate serve: console at http://{addr}/ui");
+    }
     tracing::info!(%addr, path = %options.path, "serving MCP over Streamable HTTP");
     let limits = Limits {
         max_connections: options.max_connections,
@@ -112,12 +130,20 @@ fn front(
     if !addr.ip().is_unspecified() {
         hosts.push(addr.ip().to_string());
     }
+    let any_host = !addr.ip().is_loopback() && options.allowed_hosts.is_empty();
+    let console = Console {
+        shared: Arc::clone(&shared),
+        hub: Arc::clone(&shared.console),
+        hosts: (!any_host).then(|| hosts.clone()),
+        origins: options.allowed_origins.clone(),
+        shutdown: shutdown.child_token(),
+    };
     let mut config = StreamableHttpServerConfig::default()
         .with_allowed_origins(options.allowed_origins.clone())
         .enforce_origin_validation()
         .with_max_request_body_bytes(options.max_request_bytes)
         .with_cancellation_token(shutdown.child_token());
-    config = if !addr.ip().is_loopback() && options.allowed_hosts.is_empty() {
+    config = if any_host {
         // Listening on all interfaces for clients that name it as they like; the bearer token,
         // required here, is what keeps strangers out.
         config.disable_allowed_hosts()
@@ -147,40 +173,57 @@ fn front(
         service,
         sessions,
         path: options.path.clone(),
-        principal: token
-            .as_deref()
-            .map_or_else(Principal::local, Principal::bearer),
-        caller: token.as_deref().map_or_else(Caller::local, |token| {
-            Arc::new(Caller::new(Principal::bearer(token).name(), Vec::new()))
-        }),
-        token,
+        gate: Gate::new(token, addr, &options.path, options.max_sessions),
+        shared,
         max_sessions: options.max_sessions,
         max_request_bytes: options.max_request_bytes,
         read_timeout: options.read_timeout,
         admission: tokio::sync::Mutex::new(()),
+        console,
     }
 }
 
 impl Front {
     async fn handle(&self, request: Request<Incoming>) -> Response<Body> {
+        // The policy of this request: a reload that drops a key refuses it from now on.
+        let auth = Arc::clone(&self.shared.engines.current().auth);
+        if request.uri().path() != self.path && is_console_path(request.uri().path()) {
+            let authorized = self.gate.is_operator(request.headers(), &auth);
+            return self.console.handle(request, authorized).await;
+        }
         if request.uri().path() != self.path {
+            if request.method() == http::Method::GET
+                && let Some(metadata) = self.gate.metadata(request.uri().path(), &auth)
+            {
+                return metadata;
+            }
             return plain(
                 StatusCode::NOT_FOUND,
                 "Not Found: the MCP endpoint is elsewhere",
             );
         }
-        if let Some(token) = &self.token
-            && !bearer_matches(request.headers(), token)
+        let admitted = match self.gate.admit(request.headers(), &auth).await {
+            Ok(admitted) => admitted,
+            Err(response) => return response,
+        };
+        let session_id = request
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        if let Some(id) = &session_id
+            && !self.gate.may_use(id, &admitted.principal)
         {
-            let mut response = plain(
-                StatusCode::UNAUTHORIZED,
-                "Unauthorized: send Authorization: Bearer <token>",
+            tracing::info!(
+                principal = admitted.principal.name(),
+                "a request for another principal's session was refused"
             );
-            response.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                header::HeaderValue::from_static("Bearer"),
+            return json_rpc_error(
+                StatusCode::FORBIDDEN,
+                Value::Null,
+                -32001,
+                "this session belongs to another principal: open a session of your own",
             );
-            return response;
         }
         let is_delete = request.method() == http::Method::DELETE;
         let (mut request, initialize) = match request.method() {
@@ -191,8 +234,10 @@ impl Front {
             _ => (request.map(|_| Full::new(Bytes::new())), false),
         };
         // Who sent it: a request without an MCP session (2026-07-28) is keyed by it.
-        request.extensions_mut().insert(self.principal.clone());
-        request.extensions_mut().insert(Arc::clone(&self.caller));
+        request.extensions_mut().insert(admitted.principal.clone());
+        request
+            .extensions_mut()
+            .insert(Arc::clone(&admitted.caller));
         let _admitted = match self.may_add_session(&request, initialize).await {
             true => {
                 let admitted = self.admission.lock().await;
@@ -216,6 +261,21 @@ impl Front {
             // The session is closed; say so the way clients expect (the official Python client
             // reports a 202 as a failed termination).
             *response.status_mut() = StatusCode::NO_CONTENT;
+            if let Some(id) = &session_id {
+                self.gate.closed(id);
+            }
+        }
+        if initialize
+            && session_id.is_none()
+            && let Some(id) = response
+                .headers()
+                .get("mcp-session-id")
+                .and_then(|v| v.to_str().ok())
+        {
+            // C7: the session belongs to the principal that opened it.
+            let open = self.sessions.sessions.read().await;
+            self.gate
+                .opened(id, &admitted.principal, |id| open.contains_key(id));
         }
         response
     }
@@ -324,38 +384,6 @@ fn not_one_message(bytes: &[u8], e: &serde_json::Error) -> Response<Body> {
             &format!("invalid request: not one JSON-RPC 2.0 message: {e}"),
         ),
     }
-}
-
-/// Whether the request carries `Authorization: Bearer <token>`, compared in time that does not
-/// depend on where the first difference is. The scheme is matched without regard to case
-/// (`bearer`, `BEARER`: RFC 9110, section 11.1) and may be followed by more than one space.
-fn bearer_matches(headers: &http::HeaderMap, token: &str) -> bool {
-    let Some(given) = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| bearer_credentials(v.as_bytes()))
-    else {
-        return false;
-    };
-    let want = token.as_bytes();
-    if given.len() != want.len() {
-        return false;
-    }
-    given
-        .iter()
-        .zip(want)
-        .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-        == 0
-}
-
-/// The credentials of a `Bearer` authorization value, whatever the case of the scheme.
-fn bearer_credentials(value: &[u8]) -> Option<&[u8]> {
-    const SCHEME: &[u8] = b"bearer";
-    let (scheme, rest) = value.split_at_checked(SCHEME.len())?;
-    if !scheme.eq_ignore_ascii_case(SCHEME) || rest.first() != Some(&b' ') {
-        return None;
-    }
-    let start = rest.iter().position(|b| *b != b' ')?;
-    Some(&rest[start..])
 }
 
 fn read_token(source: &TokenSource) -> Result<String, ServeError> {

@@ -35,16 +35,22 @@
 //!   edit swaps in a whole new engine for new calls (calls in flight finish on the old one) and
 //!   tells every client `list_changed`; an invalid edit keeps the last good policy and logs the
 //!   `file:line:col` errors. `SIGHUP` reloads too.
+//! - A live console at `/ui` of the HTTP server when the policy turns it on
+//!   (`serve.console`; `console`, docs/console.md).
 
 mod accept;
+mod auth;
 mod clients;
+mod console;
 mod content;
 mod downstream;
 mod engines;
 mod error;
 mod handler;
 mod http;
+mod http_auth;
 mod http_sessions;
+mod jwt;
 mod listeners;
 mod options;
 mod paging;
@@ -63,6 +69,7 @@ mod stdio_lines;
 mod stdio_pipes;
 mod subscriptions;
 
+pub use auth::{API_KEY_PREFIX, new_api_key};
 pub use error::ServeError;
 pub use options::{DEFAULT_MAX_REQUEST_BYTES, HttpOptions, ServeOptions, TokenSource};
 pub use run::serve;

@@ -81,10 +81,17 @@ pub(crate) fn declare(shared: &Shared, capabilities: &mut ServerCapabilities) {
 pub(crate) fn list_resources(
     shared: &Shared,
     request: Option<PaginatedRequestParams>,
+    caller: &toolgate::Caller,
 ) -> Result<ListResourcesResult, McpError> {
     let loaded = shared.engines.current();
     let catalog = loaded.upstreams.upstreams.catalog();
-    let items = catalog.resources.iter().map(|(_, r)| r.clone()).collect();
+    // C4: what the caller may see.
+    let items = catalog
+        .resources
+        .iter()
+        .filter(|(_, r)| loaded.engine.sees(caller, CallKind::Resource, &r.uri))
+        .map(|(_, r)| r.clone())
+        .collect();
     let page = paging::page(
         "resources",
         items,
@@ -123,10 +130,17 @@ pub(crate) fn list_templates(
 pub(crate) fn list_prompts(
     shared: &Shared,
     request: Option<PaginatedRequestParams>,
+    caller: &toolgate::Caller,
 ) -> Result<ListPromptsResult, McpError> {
     let loaded = shared.engines.current();
     let catalog = loaded.upstreams.upstreams.catalog();
-    let items = catalog.prompts.iter().map(|(_, p, _)| p.clone()).collect();
+    // C4: what the caller may see.
+    let items = catalog
+        .prompts
+        .iter()
+        .filter(|(_, p, _)| loaded.engine.sees(caller, CallKind::Prompt, &p.name))
+        .map(|(_, p, _)| p.clone())
+        .collect();
     let page = paging::page(
         "prompts",
         items,

@@ -7,6 +7,7 @@ use toolgate_store::SessionId;
 
 use crate::upstream::Downstream;
 
+use super::console::hub::Hub;
 use super::downstream::Links;
 use super::engines::Engines;
 use super::error::ServeError;
@@ -64,6 +65,10 @@ pub async fn serve(options: ServeOptions) -> Result<(), ServeError> {
             .upstreams
             .shutdown()
             .await;
+        // Audit lines still buffered for an object store are written before serve returns
+        // (L7): the runtime is shut down without waiting for anything after that.
+        let engine = shared.engines.current().engine.clone();
+        let _ = tokio::task::spawn_blocking(move || engine.close_audit()).await;
     }
     result
 }
@@ -77,25 +82,27 @@ async fn start(
     started: &mut Option<(Arc<Shared>, tokio::task::JoinHandle<()>)>,
 ) -> Result<Arc<Shared>, ServeError> {
     let progress = Arc::new(ProgressRoutes::default());
+    let console = Arc::new(Hub::default());
     let peers = Arc::new(Peers::default());
     let links = Arc::new(Links::new(Arc::clone(&peers)));
     // Loading plugins and building the engine blocks: off the async threads.
     let stdio = options.http.is_none();
-    let (policy, default_url, routes, downstream) = (
+    let (policy, default_url, routes, downstream, hub) = (
         options.policy.clone(),
         options.default_store_url.clone(),
         Arc::clone(&progress),
         Arc::clone(&links) as Arc<dyn Downstream>,
+        Arc::clone(&console),
     );
     let engines = tokio::task::spawn_blocking(move || {
-        Engines::load(&policy, default_url, routes, downstream, stdio)
+        Engines::load(&policy, default_url, routes, downstream, hub, stdio)
     })
     .await
     .map_err(|e| ServeError::Io {
         what: "loading the policy stopped",
         source: std::io::Error::other(e.to_string()),
     })??;
-    let shared = Arc::new(Shared::new(engines, peers, links, progress));
+    let shared = Arc::new(Shared::new(engines, peers, links, progress, console));
     let reloader = reload::start(Arc::clone(&shared), options.watch, shutdown.clone())?;
     tokio::spawn(sweep_expired_sessions(
         Arc::clone(&shared),

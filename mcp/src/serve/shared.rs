@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::console::hub::Hub;
 use super::downstream::Links;
 use super::engines::Engines;
 use super::peers::Peers;
@@ -21,6 +22,8 @@ pub(crate) struct Shared {
     pub(crate) progress: Arc<ProgressRoutes>,
     /// Every client's `resources/subscribe`.
     pub(crate) subscriptions: Arc<Subscriptions>,
+    /// The console's ring and broadcast of recent calls (fed while `serve.console` is on).
+    pub(crate) console: Arc<Hub>,
     calls: AtomicU64,
 }
 
@@ -30,6 +33,7 @@ impl Shared {
         peers: Arc<Peers>,
         links: Arc<Links>,
         progress: Arc<ProgressRoutes>,
+        console: Arc<Hub>,
     ) -> Self {
         Shared {
             engines,
@@ -38,6 +42,7 @@ impl Shared {
             stateless: Recent::new(MAX_IN_MEMORY),
             progress,
             subscriptions: Arc::default(),
+            console,
             calls: AtomicU64::new(0),
         }
     }

@@ -65,6 +65,11 @@ impl Principal {
         Principal(Arc::from(format!("bearer:{}", hex(&digest[..16])).as_str()))
     }
 
+    /// The principal an authenticated caller named `name` is (C3).
+    pub(crate) fn named(name: &str) -> Self {
+        Principal(Arc::from(name))
+    }
+
     /// The principal's name, as the engine's caller carries it.
     pub(crate) fn name(&self) -> &str {
         &self.0

@@ -131,6 +131,27 @@ impl Server {
         lock(&self.start_error).clone()
     }
 
+    /// Where the server is now: `starting`, `up`, `down` (with why, and when it is tried
+    /// again), `stopping` or `stopped`; for the console of `serve`.
+    pub(crate) fn health(&self) -> (&'static str, Option<String>) {
+        match &*self.state.borrow() {
+            State::Starting => ("starting", None),
+            State::Up(peer) if peer.is_transport_closed() => ("starting", None),
+            State::Up(_) => ("up", None),
+            State::Down { reason, retry_at } => (
+                "down",
+                Some(format!(
+                    "{reason}; the next attempt to start it is in {}",
+                    toolgate_policy::format_duration(Some(round_up(
+                        retry_at.saturating_duration_since(Instant::now())
+                    )))
+                )),
+            ),
+            State::Stopping => ("stopping", None),
+            State::Stopped => ("stopped", None),
+        }
+    }
+
     /// Calls `f` with the server's name each time its tool list changes after its first start.
     pub(crate) fn on_change(&self, f: OnChange) {
         lock(&self.on_change).push(f);

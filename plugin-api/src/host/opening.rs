@@ -145,6 +145,7 @@ mod tests {
     fn manifest(tools: &[(&str, serde_json::Value)]) -> Manifest {
         Manifest {
             capabilities: Capabilities::default(),
+            config_paths: Vec::new(),
             name: "p".into(),
             version: "1".into(),
             tools: tools

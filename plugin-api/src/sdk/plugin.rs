@@ -121,6 +121,7 @@ pub struct Plugin<S> {
     init: Box<InitFn<S>>,
     tools: Vec<Tool<S>>,
     capabilities: crate::manifest::Capabilities,
+    config_paths: Vec<String>,
 }
 
 impl Plugin<()> {
@@ -132,6 +133,7 @@ impl Plugin<()> {
             init: Box::new(|_| Ok(())),
             tools: Vec::new(),
             capabilities: crate::manifest::Capabilities::default(),
+            config_paths: Vec::new(),
         }
     }
 
@@ -164,6 +166,7 @@ impl Plugin<()> {
             init: Box::new(init),
             tools: Vec::new(),
             capabilities: self.capabilities,
+            config_paths: self.config_paths,
         }
     }
 }
@@ -173,6 +176,19 @@ impl<S> Plugin<S> {
     /// (`grants:`), and passes the grants in the configuration under `"grants"`.
     pub fn capabilities(mut self, capabilities: crate::manifest::Capabilities) -> Plugin<S> {
         self.capabilities = capabilities;
+        self
+    }
+
+    /// Declares the top-level keys of the configuration that hold file paths: the host
+    /// resolves a relative one against the policy file's folder before `init` (so `root: .`
+    /// means the policy's folder wherever the host runs), and refuses one that would reach the
+    /// filesystem root without saying `/`.
+    pub fn config_paths<I, K>(mut self, keys: I) -> Plugin<S>
+    where
+        I: IntoIterator<Item = K>,
+        K: Into<String>,
+    {
+        self.config_paths = keys.into_iter().map(Into::into).collect();
         self
     }
 
@@ -199,6 +215,7 @@ impl<S> Plugin<S> {
                 })
                 .collect(),
             capabilities: self.capabilities.clone(),
+            config_paths: self.config_paths.clone(),
         }
     }
 }

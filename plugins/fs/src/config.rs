@@ -15,6 +15,12 @@ pub(crate) struct FsConfig {
     /// Globs of paths under the root that no tool may touch (see `DenyList`).
     #[serde(default)]
     pub(crate) deny: Vec<String>,
+    /// The policy's `grants:`, which the host adds when the policy has them: read by no tool
+    /// (the root is the plugin's confinement), accepted so that an entry with grants, as
+    /// `isolation: process` wants for its sandbox, loads.
+    #[serde(default)]
+    #[allow(dead_code)]
+    pub(crate) grants: Option<serde::de::IgnoredAny>,
 }
 
 pub(crate) fn init(config: Option<FsConfig>) -> Result<FsState, String> {

@@ -9,6 +9,9 @@
 //! ```
 //!
 //! `root` is required and must be an existing directory; the plugin refuses to start otherwise.
+//! Its manifest lists `root` in `config_paths`, so a host resolves a relative root against the
+//! policy file's folder (not the folder the host runs in), and refuses a relative root that
+//! would reach `/`: the whole filesystem is given only to a policy that writes `root: /`.
 //!
 //! `deny` (optional) lists globs of paths no tool may touch. They are matched against the path
 //! relative to the root after resolution (`.`, `..`, a trailing slash and symbolic links
@@ -68,6 +71,8 @@ pub use read::{DEFAULT_READ_LINES, MAX_READ_BYTES, MAX_READ_LINES};
 toolgate_plugin_api::export_plugin! {
     name: "fs",
     version: env!("CARGO_PKG_VERSION"),
+    // A relative root is the policy file's folder, wherever the host runs.
+    config_paths: ["root"],
     init: config::init,
     tools: [
         Tool::new("fs.read_file", read::read_file)

@@ -1,11 +1,13 @@
 //! The `audit:` section: one JSON line per call, for a SIEM or a reviewer.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::shape::values::{self, Count, PathText, Size, names_only};
+use crate::shape::values::{self, Count, DurationText, PathText, Size, names_only};
 
 /// Where audit lines go (`audit.sink`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, JsonSchema)]
@@ -19,6 +21,8 @@ pub enum AuditSink {
     /// The file `audit.path`, rotated by size.
     #[default]
     File,
+    /// Objects under the `audit.store` URL, one JSON-lines object per batch.
+    ObjectStore,
 }
 
 /// What a line says of the call's arguments (`audit.arguments`).
@@ -39,7 +43,8 @@ pub enum AuditArguments {
 #[serde(default)]
 #[schemars(inline, deny_unknown_fields)]
 pub struct AuditSettings {
-    /// Where the lines go: file (audit.path, rotated by size), stdout or stderr. Default file.
+    /// Where the lines go: file (audit.path, rotated by size), stdout, stderr, or object_store
+    /// (batches of lines as objects under audit.store). Default file.
     pub sink: AuditSink,
     /// The audit file (sink file), relative to the policy file. It is opened when the policy is
     /// loaded: one that cannot be opened fails the start. Default audit.jsonl.
@@ -62,6 +67,40 @@ pub struct AuditSettings {
     /// Argument field names (at any depth, case-insensitive) whose values a redacted line masks.
     /// Default password, secret, token, api_key, authorization.
     pub secret_arguments: Vec<String>,
+    /// Sink object_store: where the batches go, as a URL: `memory://`, `file:///absolute/dir`,
+    /// `file://relative/dir` (resolved against the policy file's directory) or
+    /// `s3://bucket/prefix`. Each batch is one object, `<prefix>/YYYY/MM/DD/<time>-<host
+    /// id>-<sequence>.jsonl`.
+    #[serde(deserialize_with = "values::store_url")]
+    #[schemars(
+        with = "String",
+        regex(pattern = "^(memory|file|s3|s3a)://"),
+        extend(
+            "x-expected" = "a store URL starting with memory://, file:// or s3:// (such as s3://bucket/audit)"
+        )
+    )]
+    pub store: Option<String>,
+    /// Sink object_store: options for the store builder, as for reduction.store_options
+    /// (endpoint, region, access_key_id, secret_access_key, allow_http for s3).
+    #[schemars(with = "BTreeMap<String, super::extensions::StoreOption>")]
+    pub store_options: BTreeMap<String, String>,
+    /// Sink object_store: a batch is written once it holds this many lines. Default 1000.
+    #[schemars(with = "Count", range(min = 1, max = 1000000))]
+    pub batch_lines: usize,
+    /// Sink object_store: a batch is written once it holds this many bytes. Default 1048576
+    /// (1 MiB).
+    #[schemars(with = "Size")]
+    pub batch_bytes: u64,
+    /// Sink object_store: a batch that is not full is written this long after its first line.
+    /// Default 5s.
+    #[serde(deserialize_with = "values::positive_duration")]
+    #[schemars(with = "DurationText")]
+    pub batch_interval: Duration,
+    /// Sink object_store: while the store cannot take a batch, at most this many lines wait
+    /// (the oldest are dropped beyond, and a lost_lines record in the next batch says how
+    /// many). Default 100000.
+    #[schemars(with = "Count", range(min = 1, max = 100000000))]
+    pub max_buffered_lines: usize,
 }
 
 impl Default for AuditSettings {
@@ -75,6 +114,12 @@ impl Default for AuditSettings {
             secret_arguments: ["password", "secret", "token", "api_key", "authorization"]
                 .map(String::from)
                 .to_vec(),
+            store: None,
+            store_options: BTreeMap::new(),
+            batch_lines: 1000,
+            batch_bytes: 1024 * 1024,
+            batch_interval: Duration::from_secs(5),
+            max_buffered_lines: 100_000,
         }
     }
 }

@@ -279,7 +279,7 @@ impl JsonSchema for ToolRule {
         }
         schema.insert(
             "x-expected".to_owned(),
-            "a rule mapping with args, paths, sessions and reason".into(),
+            "a rule mapping with args, paths, sessions, principals, groups and reason".into(),
         );
         schema
     }
@@ -300,7 +300,7 @@ impl Rules {
     deny_unknown_fields,
     transform = values::no_description,
     extend(
-        "x-expected" = "a rule mapping with tools, resources, prompts, args, paths, sessions and reason"
+        "x-expected" = "a rule mapping with tools, resources, prompts, args, paths, sessions, principals, groups and reason"
     )
 )]
 pub struct Rule {
@@ -342,6 +342,16 @@ pub struct Rule {
     /// empty list).
     #[schemars(with = "GlobList")]
     pub sessions: Vec<Glob>,
+    /// Principal names or globs (the caller toolgate serve --http authenticated; local for the
+    /// CLI and stdio); absent or empty = any caller.
+    ///
+    /// C5.
+    #[schemars(with = "GlobList")]
+    pub principals: Vec<Glob>,
+    /// Groups: the caller must belong to one of them; absent or empty = any caller.
+    ///
+    /// C5.
+    pub groups: Vec<String>,
     /// For a deny rule, the reason told to the model.
     #[schemars(extend("x-expected" = "a string"))]
     pub reason: Option<String>,

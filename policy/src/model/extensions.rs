@@ -45,6 +45,11 @@ pub struct PluginSpec {
     pub grants: Option<Grants>,
     /// Where the plugin's entry is in the policy file.
     pub position: Option<Position>,
+    /// The folder the policy's relative paths are resolved against: the policy file's (`.`,
+    /// the working directory, for a policy that is not read from a file). The relative paths
+    /// of the configuration at the keys the plugin's manifest names (`config_paths`, the fs
+    /// plugin's `root`) are resolved against it when the plugin is loaded.
+    pub base_dir: PathBuf,
 }
 
 impl PluginSpec {
@@ -69,6 +74,7 @@ impl PluginSpec {
             sha256: None,
             grants: None,
             position: None,
+            base_dir: PathBuf::from("."),
         }
     }
 }
@@ -101,7 +107,7 @@ pub enum Isolation {
 )]
 pub struct Grants {
     /// Files and directories the plugin may read; relative paths are resolved against the policy
-    /// file's directory.
+    /// file's directory (one that would reach / is refused: write / to mean it).
     #[serde(deserialize_with = "values::paths")]
     #[schemars(with = "Vec<PathText>", extend("x-expected" = "a list of paths"))]
     pub fs_read: Vec<PathBuf>,
@@ -234,7 +240,7 @@ pub struct ReductionSettings {
         "x-expected" = "a string (quote numbers and booleans)"
     )
 )]
-struct StoreOption(String);
+pub(crate) struct StoreOption(String);
 
 impl Default for ReductionSettings {
     fn default() -> Self {

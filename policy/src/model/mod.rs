@@ -24,17 +24,21 @@ use crate::shape::values::{self, Version, names_only};
 
 mod access;
 mod audit;
+mod auth;
 mod calls;
 mod client_requests;
 mod extensions;
+mod limits;
 mod redact;
 mod serve;
 
 pub use access::*;
 pub use audit::*;
+pub use auth::*;
 pub use calls::*;
 pub use client_requests::*;
 pub use extensions::*;
+pub use limits::*;
 pub use redact::*;
 pub use serve::*;
 
@@ -144,6 +148,18 @@ pub struct Policy {
     /// rules and the before hook decided, outcome, durations, result size) to a file rotated by
     /// size, stdout or stderr. Absent = off; `audit: {}` = on, to audit.jsonl beside the policy.
     pub audit: Option<AuditSettings>,
+    /// Rate limits and quotas per principal, per tool and per principal and tool, concurrency
+    /// per principal with fair queuing across principals and sessions, shared across replicas
+    /// through Redis when configured. Absent = no limits.
+    pub limits: Option<LimitsSettings>,
+    /// Retries with backoff and jitter for idempotent tools (the policy's list, or the tool's
+    /// idempotentHint annotation), within the call's timeout. Absent = no retries; `retries: {}`
+    /// = on with every default.
+    pub retries: Option<RetrySettings>,
+    /// A circuit breaker per upstream MCP server and per plugin: opens after failures in a row,
+    /// refuses calls at once while open, half-opens after a cool-down. Absent = no breakers;
+    /// `circuit_breaker: {}` = on with every default.
+    pub circuit_breaker: Option<BreakerSettings>,
     /// The resources of the upstream MCP servers, as toolgate serve offers them: a read is
     /// governed like a tool call (rules naming resources, hooks with kind = "resource", the
     /// dispatch timeout and cap, offload). Every key is optional.
@@ -154,6 +170,16 @@ pub struct Policy {
     pub prompts: AccessSettings,
     /// How `toolgate serve` answers MCP clients. Every key is optional.
     pub serve: ServeSettings,
+    /// How toolgate serve --http authenticates its clients: API keys (stored as their SHA-256)
+    /// and JWT bearer tokens, and the RFC 9728 metadata that points OAuth clients at their
+    /// authorization server. With any key or token configured, every HTTP request must carry
+    /// one. Guide: docs/team.md.
+    pub auth: AuthSettings,
+    /// What each principal sees: a list of entries, each naming principals or groups and the
+    /// tools, resources and prompts they may see and call. Absent = every caller sees
+    /// everything; present = an authenticated caller sees only what an entry that matches it
+    /// lists (the local caller of stdio and the CLI is not filtered).
+    pub clients: Option<Vec<ClientSpec>>,
 }
 
 impl Default for Policy {
@@ -174,9 +200,14 @@ impl Default for Policy {
             sessions: SessionSettings::default(),
             redact: None,
             audit: None,
+            limits: None,
+            retries: None,
+            circuit_breaker: None,
             resources: AccessSettings::default(),
             prompts: AccessSettings::default(),
             serve: ServeSettings::default(),
+            auth: AuthSettings::default(),
+            clients: None,
         }
     }
 }

@@ -21,6 +21,10 @@ pub struct ServeSettings {
         extend("x-expected" = "a whole number from 1 to 9007199254740991")
     )]
     pub page_size: NonZeroUsize,
+    /// Serve the live console at /ui of the HTTP server (toolgate serve --http): the calls as
+    /// they happen, a call's detail, the policy with explain, the tools and upstream servers,
+    /// and search. Behind the same bearer token as MCP. Ignored over stdio. Default false.
+    pub console: bool,
 }
 
 impl ServeSettings {
@@ -35,6 +39,7 @@ impl Default for ServeSettings {
     fn default() -> Self {
         ServeSettings {
             page_size: Self::DEFAULT_PAGE_SIZE,
+            console: false,
         }
     }
 }

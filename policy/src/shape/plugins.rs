@@ -27,7 +27,8 @@ use crate::model::{
 struct Plugin {
     /// An installed plugin, found as libtoolgate_plugin_<name>.so (platform file name) in the
     /// directories of TOOLGATE_PLUGIN_PATH, then beside the toolgate program and in its parent
-    /// directory.
+    /// directory; without such a library, the plugin of that name built into the program (fs,
+    /// http and sqlite are).
     #[serde(default)]
     #[schemars(
         regex(pattern = r"^[A-Za-z0-9_-]+$"),
@@ -42,8 +43,10 @@ struct Plugin {
         extend("x-expected" = "a non-empty file path")
     )]
     path: Option<PathBuf>,
-    /// Any value (mapping, list, scalar), handed to the plugin as JSON when it is loaded. Default
-    /// {}.
+    /// Any value (mapping, list, scalar), handed to the plugin as JSON when it is loaded; a
+    /// relative path at a key the plugin's manifest lists as a path (config_paths: the fs
+    /// plugin's root) is resolved against the policy file's directory, and one that would reach
+    /// / is refused (write / to mean it). Default {}.
     #[serde(default = "empty_object")]
     config: serde_json::Value,
     /// Put this plugin's tools in the search catalog (needs search) instead of always showing them.
@@ -89,7 +92,8 @@ struct Plugin {
     )]
     memory_limit: Option<u64>,
     /// The SHA-256 of the library file, 64 hex digits; a library whose hash differs is refused at
-    /// load. toolgate plugin hash PATH prints the line to paste.
+    /// load. toolgate plugin hash PATH prints the line to paste. A plugin built into the program
+    /// has no library file and cannot be pinned: install its library to pin it.
     #[serde(default, deserialize_with = "lower_case")]
     #[schemars(
         with = "String",
@@ -150,6 +154,7 @@ impl<'de> Deserialize<'de> for PluginSpec {
             sha256: plugin.sha256,
             grants: plugin.grants,
             position: plugin.position,
+            base_dir: super::de::policy_dir(),
         })
     }
 }

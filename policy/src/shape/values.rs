@@ -273,9 +273,48 @@ pub(crate) fn optional_path<'de, D: Deserializer<'de>>(
 }
 
 /// A list of paths, each resolved against the policy file's directory.
+///
+/// A relative path that resolves to the filesystem root (`.` in a policy kept in `/`, `../..`)
+/// is refused: a grant of the whole filesystem must say `/`.
 pub(crate) fn paths<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<PathBuf>, D::Error> {
     let written = Vec::<String>::deserialize(deserializer)?;
-    Ok(written.iter().map(|p| resolve(p)).collect())
+    let mut resolved = Vec::with_capacity(written.len());
+    for path in &written {
+        let full = resolve(path);
+        let root_by_accident = !std::path::Path::new(path).is_absolute()
+            && lexically_absolute(&full).parent().is_none();
+        let checked = checked::<_, _, D::Error>(
+            if root_by_accident {
+                Err(format!(
+                    "{path:?} resolves to / (the whole filesystem) from the policy's folder; \
+                     write \"/\" if that is what you mean"
+                ))
+            } else {
+                Ok(full)
+            },
+            DiagnosticKind::FilesystemRoot,
+        )?;
+        resolved.extend(checked);
+    }
+    Ok(resolved)
+}
+
+/// `path` made absolute against the working directory, `.` and `..` taken by their meaning in
+/// the text.
+fn lexically_absolute(path: &std::path::Path) -> PathBuf {
+    use std::path::Component;
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut out = PathBuf::new();
+    for component in absolute.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// A file read when the policy is loaded: resolved, and reported at its item when it cannot

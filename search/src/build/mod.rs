@@ -271,8 +271,8 @@ fn for_each_rerank_list(words: &[u32], mut f: impl FnMut(&[u32])) {
 
 /// Appends to `out` each tool's hot record: its name (from `names`, at `doc_offsets`) and its
 /// re-ranking words (as vocabulary numbers, see [`record::put_rerank`]); returns where each
-/// starts in `out`, as the tool offsets section holds them (`u32`: a records section of 4 GiB
-/// or more is an error).
+/// starts in `out`, as the tool offsets section holds them ([`format::put_offsets`]: a records
+/// section of 4 GiB or more is an error).
 fn with_rerank_words(
     out: &mut Vec<u8>,
     names: &[u8],
@@ -295,13 +295,13 @@ fn with_rerank_words(
             rest = tail;
         }
     };
-    let mut new_offsets = Vec::with_capacity(doc_offsets.len());
+    let mut new_offsets = Vec::with_capacity(offsets.len());
     for (i, &start) in offsets.iter().enumerate() {
         let end = offsets.get(i + 1).copied().unwrap_or(names.len());
         let at = u32::try_from(out.len()).map_err(|_| IndexError::RecordsTooLarge {
             bytes: out.len() as u64,
         })?;
-        new_offsets.extend_from_slice(&at.to_le_bytes());
+        new_offsets.push(at);
         out.extend_from_slice(&names[start..end]);
         let [name, description, enums] = &mut lists;
         next_list(name);
@@ -310,7 +310,7 @@ fn with_rerank_words(
         enums.sort_unstable();
         record::put_rerank(out, name, description, enums);
     }
-    Ok(new_offsets)
+    Ok(format::put_offsets(&new_offsets))
 }
 
 #[cfg(test)]

@@ -32,11 +32,9 @@ impl Parts {
     pub(super) fn checksum(&self) -> u64 {
         let mut sum = format::Checksum::new();
         sum.update(&self.head[..format::CHECKSUM_AT]);
-        sum.finish_part();
         for s in &self.sections {
             sum.update(s);
         }
-        sum.finish_part();
         sum.value()
     }
 

@@ -1,0 +1,352 @@
+//! `audit.sink: object_store` (L7): audit lines written in batches, each batch one JSON-lines
+//! object under the store's prefix, `YYYY/MM/DD/<time>-<writer>-<sequence>.jsonl`.
+//!
+//! A call only appends its line to a bounded buffer in memory; a thread of the audit log writes
+//! the buffer out when it holds `batch_lines` lines or `batch_bytes` bytes, or `batch_interval`
+//! after its oldest line. While the store fails, the lines stay in the buffer and the batch is
+//! tried again (backing off up to `batch_interval`); past `max_buffered_lines` the oldest lines
+//! are dropped, each drop is counted and warned about, and the next batch written starts with a
+//! `{"lost_lines": N}` record. When the audit log closes (its engine is dropped: `serve`
+//! stopping, a reload replacing the engine), the buffer is written out before the thread ends;
+//! a batch that still cannot be written then is reported as lost in the log.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime};
+
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt};
+use toolgate_policy::AuditSettings;
+
+use crate::error::BuildError;
+
+/// The longest one batch's write may take before it counts as failed.
+const PUT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The batches of one audit log.
+pub(crate) struct Batches {
+    shared: Arc<Shared>,
+    worker: Mutex<Option<JoinHandle<()>>>,
+}
+
+struct Shared {
+    state: Mutex<Buffer>,
+    wake: Condvar,
+    max_lines: usize,
+}
+
+#[derive(Default)]
+struct Buffer {
+    /// Lines not written yet, oldest first, each with its newline.
+    lines: VecDeque<String>,
+    bytes: u64,
+    /// When the oldest line not written yet arrived.
+    since: Option<Instant>,
+    /// Lines dropped (buffer full) since the last batch written.
+    dropped: u64,
+    closing: bool,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Buffer> {
+        // Plain lines and counters: valid after any panic.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Buffer {
+    /// Appends `line`, dropping the oldest lines beyond `max`.
+    fn push(&mut self, line: String, max: usize) {
+        self.bytes += line.len() as u64;
+        self.lines.push_back(line);
+        self.since.get_or_insert_with(Instant::now);
+        self.trim(max);
+    }
+
+    fn trim(&mut self, max: usize) {
+        while self.lines.len() > max {
+            if let Some(old) = self.lines.pop_front() {
+                self.bytes -= old.len() as u64;
+                self.dropped += 1;
+                if self.dropped == 1 || self.dropped.is_multiple_of(1000) {
+                    tracing::warn!(
+                        dropped = self.dropped,
+                        "audit: the store is behind and the buffer is full \
+                         (audit.max_buffered_lines); the oldest lines are dropped"
+                    );
+                }
+            }
+        }
+    }
+
+    /// Takes the lines of the next batch.
+    fn take(&mut self, max_lines: usize, max_bytes: u64) -> Vec<String> {
+        let mut batch = Vec::new();
+        let mut bytes = 0;
+        while let Some(line) = self.lines.front() {
+            if !batch.is_empty()
+                && (batch.len() >= max_lines || bytes + line.len() as u64 > max_bytes)
+            {
+                break;
+            }
+            bytes += line.len() as u64;
+            if let Some(line) = self.lines.pop_front() {
+                batch.push(line);
+            }
+        }
+        self.bytes -= bytes;
+        self.since = (!self.lines.is_empty()).then(Instant::now);
+        batch
+    }
+
+    /// Puts a batch that could not be written back in front.
+    fn put_back(&mut self, batch: Vec<String>, dropped: u64, max: usize) {
+        for line in batch.into_iter().rev() {
+            self.bytes += line.len() as u64;
+            self.lines.push_front(line);
+        }
+        self.dropped += dropped;
+        self.since.get_or_insert_with(Instant::now);
+        self.trim(max);
+    }
+}
+
+impl Batches {
+    /// Opens the store of `settings` and starts the thread that writes to it.
+    pub(crate) fn open(settings: &AuditSettings) -> Result<Self, BuildError> {
+        let url = settings.store.clone().unwrap_or_default();
+        let opened =
+            toolgate_store::ObjectResultStore::from_url_opts(&url, settings.store_options.iter())
+                .map_err(|source| BuildError::AuditStore {
+                url: url.clone(),
+                source: Box::new(source),
+            })?;
+        let store = opened.backend().clone();
+        let prefix = opened.prefix().clone();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|source| BuildError::AuditWriter { source })?;
+        let shared = Arc::new(Shared {
+            state: Mutex::new(Buffer::default()),
+            wake: Condvar::new(),
+            max_lines: settings.max_buffered_lines.max(1),
+        });
+        let writer = Writer {
+            shared: shared.clone(),
+            store,
+            prefix,
+            runtime,
+            batch_lines: settings.batch_lines.max(1),
+            batch_bytes: settings.batch_bytes.max(1),
+            interval: settings.batch_interval,
+            name: writer_name(),
+            sequence: 0,
+        };
+        let worker = std::thread::Builder::new()
+            .name("toolgate-audit".into())
+            .spawn(move || writer.run())
+            .map_err(|source| BuildError::AuditWriter { source })?;
+        Ok(Batches {
+            shared,
+            worker: Mutex::new(Some(worker)),
+        })
+    }
+
+    /// Appends one line (with its newline) to the next batch.
+    pub(crate) fn push(&self, line: String) {
+        let mut buffer = self.shared.lock();
+        buffer.push(line, self.shared.max_lines);
+        drop(buffer);
+        self.shared.wake.notify_one();
+    }
+}
+
+impl Batches {
+    /// Writes out what is buffered, then stops the thread and waits for it. Lines pushed
+    /// later are not written.
+    pub(crate) fn close(&self) {
+        self.shared.lock().closing = true;
+        self.shared.wake.notify_one();
+        let worker = self
+            .worker
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(worker) = worker
+            && worker.join().is_err()
+        {
+            tracing::error!("audit: the batch writer panicked; buffered lines are lost");
+        }
+    }
+}
+
+impl Drop for Batches {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// The thread that writes batches.
+struct Writer {
+    shared: Arc<Shared>,
+    store: Arc<dyn ObjectStore>,
+    prefix: Path,
+    runtime: tokio::runtime::Runtime,
+    batch_lines: usize,
+    batch_bytes: u64,
+    interval: Duration,
+    /// Tells this writer's objects from another replica's.
+    name: String,
+    sequence: u64,
+}
+
+impl Writer {
+    fn run(mut self) {
+        let mut failures: u32 = 0;
+        loop {
+            let (batch, dropped, closing) = {
+                let mut buffer = self.shared.lock();
+                loop {
+                    let due = buffer.since.map(|t| t.elapsed() >= self.wait(failures));
+                    let full =
+                        buffer.lines.len() >= self.batch_lines || buffer.bytes >= self.batch_bytes;
+                    if buffer.closing && buffer.lines.is_empty() && buffer.dropped == 0 {
+                        return;
+                    }
+                    if buffer.closing || due == Some(true) || (full && failures == 0) {
+                        break;
+                    }
+                    let left = match buffer.since {
+                        Some(t) => self.wait(failures).saturating_sub(t.elapsed()),
+                        None => self.interval,
+                    };
+                    buffer = self
+                        .shared
+                        .wake
+                        .wait_timeout(buffer, left.max(Duration::from_millis(1)))
+                        .map(|(b, _)| b)
+                        .unwrap_or_else(|e| e.into_inner().0);
+                }
+                let batch = buffer.take(self.batch_lines, self.batch_bytes);
+                (batch, std::mem::take(&mut buffer.dropped), buffer.closing)
+            };
+            match self.write(&batch, dropped) {
+                Ok(()) => failures = 0,
+                Err(e) => {
+                    failures = failures.saturating_add(1);
+                    tracing::warn!(
+                        lines = batch.len(),
+                        "audit: a batch could not be written, kept to try again: {e}"
+                    );
+                    if closing {
+                        tracing::error!(
+                            lost = batch.len() as u64 + dropped,
+                            "audit: closing, and the store does not take the batch: lines lost"
+                        );
+                        let mut buffer = self.shared.lock();
+                        // Nothing more will be written: the rest is lost too.
+                        tracing::error!(
+                            lost = buffer.lines.len() as u64 + buffer.dropped,
+                            "audit: lines left unwritten at close"
+                        );
+                        buffer.lines.clear();
+                        buffer.dropped = 0;
+                        return;
+                    }
+                    self.shared
+                        .lock()
+                        .put_back(batch, dropped, self.shared.max_lines);
+                }
+            }
+        }
+    }
+
+    /// How long the oldest line waits: the interval, or a backoff after failures (100 ms
+    /// doubled per failure, at most the interval).
+    fn wait(&self, failures: u32) -> Duration {
+        if failures == 0 {
+            return self.interval;
+        }
+        Duration::from_millis(100)
+            .saturating_mul(1 << failures.min(16))
+            .min(self.interval)
+    }
+
+    fn write(&mut self, batch: &[String], dropped: u64) -> Result<(), String> {
+        let now = SystemTime::now();
+        let mut body = String::with_capacity(batch.iter().map(String::len).sum::<usize>() + 64);
+        if dropped > 0 {
+            body.push_str(
+                &serde_json::json!({
+                    "time": humantime::format_rfc3339_millis(now).to_string(),
+                    "lost_lines": dropped,
+                })
+                .to_string(),
+            );
+            body.push('\n');
+        }
+        for line in batch {
+            body.push_str(line);
+        }
+        let stamp = humantime::format_rfc3339_millis(now).to_string();
+        let day = stamp.get(..10).unwrap_or("0000-00-00").replace('-', "/");
+        let compact: String = stamp.chars().filter(|c| !matches!(c, '-' | ':')).collect();
+        let name = format!("{compact}-{}-{:08}.jsonl", self.name, self.sequence);
+        let mut path = self.prefix.clone();
+        for part in day.split('/').chain([name.as_str()]) {
+            path = path.join(part);
+        }
+        let store = self.store.clone();
+        let payload = object_store::PutPayload::from(bytes::Bytes::from(body));
+        let put = self.runtime.block_on(async move {
+            tokio::time::timeout(PUT_TIMEOUT, store.put(&path, payload)).await
+        });
+        match put {
+            Ok(Ok(_)) => {
+                self.sequence += 1;
+                Ok(())
+            }
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err(format!("no answer within {}s", PUT_TIMEOUT.as_secs())),
+        }
+    }
+}
+
+/// A name for this writer: the process id and the time it started, hashed (FNV-1a).
+fn writer_name() -> String {
+    let nanos = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in std::process::id()
+        .to_le_bytes()
+        .iter()
+        .chain(nanos.to_le_bytes().iter())
+    {
+        hash ^= u64::from(*b);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{hash:016x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_buffer_drops_its_oldest_lines_and_counts_them() {
+        let mut b = Buffer::default();
+        for i in 0..5 {
+            b.push(format!("{i}\n"), 3);
+        }
+        assert_eq!(b.dropped, 2);
+        assert_eq!(b.lines, ["2\n", "3\n", "4\n"]);
+        let batch = b.take(2, 1000);
+        assert_eq!(batch, ["2\n", "3\n"]);
+        b.put_back(batch, 2, 3);
+        assert_eq!(b.lines, ["2\n", "3\n", "4\n"]);
+        assert_eq!(b.dropped, 4);
+    }
+}
