@@ -72,12 +72,22 @@ pub fn with_embeddings(
     name: &str,
     index_file: Option<&Path>,
 ) -> Result<SearchIndex, CliError> {
+    with_embeddings_counted(index, engine, name, index_file).map(|(index, _)| index)
+}
+
+/// [`with_embeddings`], and how many tool vectors were embedded and how many reused.
+pub fn with_embeddings_counted(
+    index: SearchIndex,
+    engine: &Engine,
+    name: &str,
+    index_file: Option<&Path>,
+) -> Result<(SearchIndex, Option<toolgate::search::VectorCounts>), CliError> {
     let embeddings = engine
         .policy()
         .search
         .as_ref()
         .and_then(|s| s.embeddings.as_ref());
-    toolgate::search::attach_embeddings(index, embeddings, index_file).map_err(|e| {
+    toolgate::search::attach_embeddings_counted(index, embeddings, index_file).map_err(|e| {
         CliError::IndexPolicyCatalog {
             policy: name.to_string(),
             source: e.into(),

@@ -307,7 +307,7 @@ pub enum CliError {
     WriteIndex(#[source] IndexError),
     /// The semantic stage's tool vectors cannot be written beside the index.
     #[error("cannot write the tool vectors")]
-    WriteVectors(#[source] toolgate_search::semantic::SemanticError),
+    WriteVectors(#[source] toolgate_search_semantic::SemanticError),
     /// The manual pages cannot be written into a folder.
     #[error("cannot write the manual pages into {}", .dir.display())]
     WriteMan {

@@ -18,8 +18,8 @@ use toolgate::{BuildError, CallError, TurnError};
 use toolgate_plugin_api::worker::{FrameError, ServeError as WorkerServeError};
 use toolgate_plugin_api::{LoadError, ManifestProblem, OpenError};
 use toolgate_policy::{FileError, FileProblem, MissingVar};
-use toolgate_search::semantic::SemanticError;
 use toolgate_search::{CatalogError, IndexError, QueryError};
+use toolgate_search_semantic::SemanticError;
 
 use crate::error::{CliError, Input};
 

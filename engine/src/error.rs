@@ -414,7 +414,7 @@ pub enum BuildError {
         /// The model directory.
         path: std::path::PathBuf,
         /// Why.
-        source: toolgate_search::semantic::SemanticError,
+        source: toolgate_search_semantic::SemanticError,
     },
 
     /// `search.embeddings` is set, but this build has no semantic search.

@@ -250,10 +250,21 @@ pub fn vectors_path(index_file: &std::path::Path) -> std::path::PathBuf {
     std::path::PathBuf::from(name)
 }
 
+/// How the tool vectors of an index were had: computed with the model, or taken from the vectors
+/// file of an earlier build (same model, same tool text).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VectorCounts {
+    /// Tools embedded with the model.
+    pub embedded: usize,
+    /// Tools whose vector was taken from the earlier vectors file.
+    pub reused: usize,
+}
+
 /// Attaches the semantic stage of `search.embeddings` to `index` (none: `index` as it is). The
-/// model is loaded from its directory (never downloaded). The tool vectors are read from the file
-/// beside `index_file` ([`vectors_path`]) when it matches the index and the model, else computed
-/// (a file that does not is logged).
+/// model is loaded from its directory (never downloaded). The tool vectors are computed, except
+/// that a tool whose text did not change since the vectors file beside `index_file`
+/// ([`vectors_path`]) was written (with the same model) takes its vector from there: a rebuild
+/// embeds only the tools that changed. A vectors file that cannot be read is logged and ignored.
 ///
 /// # Errors
 ///
@@ -263,8 +274,22 @@ pub fn attach_embeddings(
     embeddings: Option<&toolgate_policy::EmbeddingsSettings>,
     index_file: Option<&std::path::Path>,
 ) -> Result<SearchIndex, crate::error::BuildError> {
+    attach_embeddings_counted(index, embeddings, index_file).map(|(index, _)| index)
+}
+
+/// [`attach_embeddings`], and how many tool vectors were embedded and reused (none without
+/// `search.embeddings`).
+///
+/// # Errors
+///
+/// As [`attach_embeddings`].
+pub fn attach_embeddings_counted(
+    index: SearchIndex,
+    embeddings: Option<&toolgate_policy::EmbeddingsSettings>,
+    index_file: Option<&std::path::Path>,
+) -> Result<(SearchIndex, Option<VectorCounts>), crate::error::BuildError> {
     let Some(settings) = embeddings else {
-        return Ok(index);
+        return Ok((index, None));
     };
     #[cfg(not(feature = "semantic"))]
     {
@@ -275,25 +300,38 @@ pub fn attach_embeddings(
     }
     #[cfg(feature = "semantic")]
     {
-        let model =
-            toolgate_search::semantic::StaticModel::load(&settings.model).map_err(|source| {
-                crate::error::BuildError::EmbeddingModel {
-                    path: settings.model.clone(),
-                    source,
-                }
-            })?;
-        let model = Arc::new(model);
-        if let Some(vectors) = index_file.map(vectors_path).filter(|p| p.is_file()) {
-            match index.read_semantic(model.clone(), &vectors) {
-                Ok(stage) => return Ok(index.with_semantic_stage(stage)),
-                Err(e) => tracing::warn!(
-                    "cannot use tool vectors {}: {}; computing them (run `toolgate index build` again)",
-                    vectors.display(),
-                    crate::error::Chain(&e)
-                ),
+        use toolgate_search_semantic::{Semantic, StaticModel, ToolVectors};
+        let model = StaticModel::load(&settings.model).map_err(|source| {
+            crate::error::BuildError::EmbeddingModel {
+                path: settings.model.clone(),
+                source,
             }
-        }
-        Ok(index.with_semantic(model))
+        })?;
+        let previous = index_file
+            .map(vectors_path)
+            .filter(|p| p.is_file())
+            .and_then(|path| match ToolVectors::open(&path) {
+                Ok(v) => Some(v),
+                Err(e) => {
+                    tracing::warn!(
+                        "cannot use tool vectors {}: {}; computing them (run `toolgate index build` again)",
+                        path.display(),
+                        crate::error::Chain(&e)
+                    );
+                    None
+                }
+            });
+        let (stage, computed) = Semantic::compute(Arc::new(model), &index, previous.as_ref());
+        let counts = VectorCounts {
+            embedded: computed.embedded,
+            reused: computed.reused,
+        };
+        tracing::debug!(
+            embedded = counts.embedded,
+            reused = counts.reused,
+            "tool vectors"
+        );
+        Ok((index.with_stage(Arc::new(stage)), Some(counts)))
     }
 }
 

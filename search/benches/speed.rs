@@ -18,8 +18,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use toolgate_search::eval::{self};
 use toolgate_search::{Catalog, Query, SearchIndex, Section, ToolDoc};
+use toolgate_search_eval as eval;
 
 #[path = "common/corpus.rs"]
 mod corpus;

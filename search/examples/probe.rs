@@ -19,8 +19,8 @@ use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use toolgate_search::eval;
 use toolgate_search::{Query, SearchIndex};
+use toolgate_search_eval as eval;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 

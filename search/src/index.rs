@@ -46,9 +46,8 @@ pub struct SearchIndex {
     /// The ranking in use; its `k1`, `weight` and `b` are those the stored
     /// impacts were computed with.
     ranking: Ranking,
-    /// The semantic stage, fused with the lexical ranking when present.
-    #[cfg(feature = "semantic")]
-    semantic: Option<std::sync::Arc<crate::semantic::Semantic>>,
+    /// A second ranking (the semantic stage), fused with the lexical one when present.
+    stage: Option<std::sync::Arc<dyn crate::stage::FusedStage>>,
     /// When a search splits its first stage over two threads.
     split: Split,
 }
@@ -87,8 +86,7 @@ impl SearchIndex {
         Ok(SearchIndex {
             file,
             ranking,
-            #[cfg(feature = "semantic")]
-            semantic: None,
+            stage: None,
             split: Split::default(),
         })
     }
@@ -104,8 +102,7 @@ impl SearchIndex {
         Ok(SearchIndex {
             file,
             ranking,
-            #[cfg(feature = "semantic")]
-            semantic: None,
+            stage: None,
             split: Split::default(),
         })
     }
@@ -204,8 +201,7 @@ impl SearchIndex {
                 b: impacts.b,
                 ..Ranking::default()
             },
-            #[cfg(feature = "semantic")]
-            semantic: None,
+            stage: None,
             split: Split::default(),
         }
     }
@@ -222,10 +218,9 @@ impl SearchIndex {
         }
         let docs: Vec<ToolDoc> = self.file.docs().map(|d| d.to_tool_doc_lossy()).collect();
         match SearchIndex::build_with(docs, ranking) {
-            // Tools keep their numbers (name order), so the semantic stage still fits.
+            // Tools keep their numbers (name order), so the fused stage still fits.
             Ok(index) => SearchIndex {
-                #[cfg(feature = "semantic")]
-                semantic: self.semantic,
+                stage: self.stage,
                 split: self.split,
                 ..index
             },
@@ -369,8 +364,7 @@ impl SearchIndex {
         }
         match query {
             Query::Select(names) => self.select(names, explains),
-            #[cfg(feature = "semantic")]
-            Query::Terms { text, required } if self.semantic.is_some() => SearchResults {
+            Query::Terms { text, required } if self.stage.is_some() => SearchResults {
                 hits: self.search_hybrid(text, required, max_results, explains),
                 not_found: Vec::new(),
             },
@@ -472,67 +466,43 @@ impl SearchIndex {
     }
 }
 
-/// The semantic stage ([`crate::semantic`]): attaching it, and the hybrid search.
-#[cfg(feature = "semantic")]
+/// A fused stage ([`crate::FusedStage`]): attaching it, and the hybrid search.
 impl SearchIndex {
-    /// The same index with a semantic stage: every tool's vector is computed with `model` (its
-    /// name's words, description and keywords). Free-text searches then fuse the lexical ranking
-    /// with the tools nearest the query.
-    pub fn with_semantic(self, model: std::sync::Arc<crate::semantic::StaticModel>) -> SearchIndex {
-        let tools = self.file.docs();
-        let semantic = crate::semantic::Semantic::compute(model, tools);
+    /// The same index with `stage` fused with the lexical ranking of every free-text query.
+    /// The stage must have been computed for this index's tools, in tool-number order (the
+    /// semantic stage's crate checks that when it attaches one).
+    pub fn with_stage(self, stage: std::sync::Arc<dyn crate::stage::FusedStage>) -> SearchIndex {
         SearchIndex {
-            semantic: Some(std::sync::Arc::new(semantic)),
+            stage: Some(stage),
             ..self
         }
     }
 
-    /// The semantic stage whose tool vectors are read from `path` (written by
-    /// [`crate::semantic::ToolVectors::write`]), checked to be this index's tools' vectors
-    /// computed with `model`. Attach it with [`SearchIndex::with_semantic_stage`].
-    pub fn read_semantic(
-        &self,
-        model: std::sync::Arc<crate::semantic::StaticModel>,
-        path: &Path,
-    ) -> Result<crate::semantic::Semantic, crate::semantic::SemanticError> {
-        let vectors = crate::semantic::ToolVectors::open(path)?;
-        if vectors.tools_id() != crate::semantic::tools_id(self.names()) {
-            return Err(crate::semantic::SemanticError::OtherTools {
-                path: path.to_path_buf(),
-            });
-        }
-        crate::semantic::Semantic::with_vectors(model, vectors, path)
-    }
-
-    /// The same index with the semantic stage `semantic` (from [`SearchIndex::read_semantic`],
-    /// or another index's [`SearchIndex::semantic`]). Vectors of other tools are not used: they
-    /// are computed again with the stage's model, as [`SearchIndex::with_semantic`] does.
-    pub fn with_semantic_stage(self, semantic: crate::semantic::Semantic) -> SearchIndex {
-        if semantic.vectors().tools_id() != crate::semantic::tools_id(self.names()) {
-            let fusion = semantic.fusion();
-            return self.with_semantic(semantic.model_arc()).with_fusion(fusion);
-        }
+    /// The same index without a fused stage: lexical search only.
+    pub fn without_stage(self) -> SearchIndex {
         SearchIndex {
-            semantic: Some(std::sync::Arc::new(semantic)),
+            stage: None,
             ..self
         }
     }
 
-    /// The same index with the semantic stage's fusion replaced (no effect without one).
-    pub fn with_fusion(self, fusion: crate::semantic::Fusion) -> SearchIndex {
-        let semantic = self
-            .semantic
-            .map(|s| std::sync::Arc::new((*s).clone().with_fusion(fusion)));
-        SearchIndex { semantic, ..self }
+    /// The fused stage, if one is attached.
+    pub fn stage(&self) -> Option<&std::sync::Arc<dyn crate::stage::FusedStage>> {
+        self.stage.as_ref()
     }
 
-    /// The semantic stage, if one is attached.
-    pub fn semantic(&self) -> Option<&crate::semantic::Semantic> {
-        self.semantic.as_deref()
+    /// The name of tool number `tool` (tools are numbered in name order).
+    pub fn name_of(&self, tool: u32) -> Option<&str> {
+        self.file.name_of(tool as usize)
     }
 
-    /// The lexical search's best [`crate::semantic::FUSION_DEPTH`] fused with the as many tools
-    /// nearest the query. With `+required` words, only tools the lexical stage admitted (they
+    /// The tool numbered `tool`.
+    pub fn doc(&self, tool: u32) -> Option<ToolDocRef<'_>> {
+        self.file.doc(tool as usize)
+    }
+
+    /// The lexical search's best [`crate::FusedStage::depth`] fused with the stage's
+    /// ranking. With `+required` words, only tools the lexical stage admitted (they
     /// have every required word) can be found. Tools found only by meaning have no `why`.
     fn search_hybrid(
         &self,
@@ -541,13 +511,13 @@ impl SearchIndex {
         max_results: usize,
         explains: bool,
     ) -> Vec<Hit> {
-        let Some(sem) = self.semantic.as_deref() else {
+        let Some(sem) = self.stage.as_deref() else {
             return self.search_terms(free, required, max_results, explains);
         };
         if max_results == 0 || self.file.len() == 0 {
             return Vec::new();
         }
-        let depth = max_results.max(crate::semantic::FUSION_DEPTH);
+        let depth = max_results.max(sem.depth());
         let (mut lexical, lex): (Vec<Option<Hit>>, Vec<(f32, u32)>) = self
             .search_terms(free, required, depth, explains)
             .into_iter()

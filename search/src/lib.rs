@@ -28,12 +28,11 @@
 //!   ([`SearchIndex::with_threads`]: 2 by default on two or more cores, 1 never splits).
 //! * [`LiveIndex`] holds the current index for concurrent readers and swaps
 //!   in a rebuilt one atomically.
-//! * [`eval`] has the retrieval metrics and the baselines used by the
-//!   quality benchmark.
-//! * With the `semantic` feature, the `semantic` module adds an optional stage: a
-//!   static embedding model gives every tool a vector, and
-//!   `SearchIndex::with_semantic` fuses the tools nearest the query with
-//!   the lexical ranking. Without it (the default), search is lexical only.
+//! * [`FusedStage`] is the hook of an optional second ranking fused with the lexical one
+//!   ([`SearchIndex::with_stage`]): the semantic stage, in the `toolgate-search-semantic`
+//!   crate, gives every tool a vector with an embedding model and fuses the tools nearest the
+//!   query. Without a stage, search is lexical only. The retrieval metrics, baselines and
+//!   quality benchmarks are in the development crate `toolgate-search-eval`.
 //!
 //! # Matching
 //!
@@ -67,7 +66,6 @@
 // The modules in layers, from the public face down: a module uses only
 // modules of the layers below its own, never one of its layer or above
 // (data flows one way; nothing uses this root).
-pub mod eval;
 mod live;
 
 mod index;
@@ -78,8 +76,6 @@ mod explain;
 mod rerank;
 mod score;
 mod select_avx2;
-#[cfg(feature = "semantic")]
-pub mod semantic;
 
 mod file;
 
@@ -104,6 +100,7 @@ mod field;
 mod hash;
 mod quotes;
 mod simd;
+mod stage;
 mod text;
 mod threads;
 mod worker;
@@ -118,3 +115,7 @@ pub use query::is_valid_name;
 pub use query::{Query, QueryError};
 pub use ranking::Ranking;
 pub use record::ToolDocRef;
+pub use stage::FusedStage;
+/// How the index splits text into words and which it drops: the semantic stage embeds and
+/// tokenizes a tool's text the same way, and the quality baselines split with them.
+pub use text::{is_stop_word, words};

@@ -55,7 +55,7 @@ use crate::format;
 /// new order.
 ///
 /// The defaults were tuned on the *tune* half of the labelled data sets only
-/// (see [`crate::eval::half_of`]).
+/// (see `toolgate_search_eval::half_of`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Ranking {
     /// Term frequency saturation.

@@ -217,7 +217,7 @@ const STOP_TABLE: [u128; 256] = {
 /// Splits `text` into lowercased words: first at every non-alphanumeric
 /// character, then at camelCase humps and letter/digit boundaries.
 ///
-/// Stop words are *not* removed here; see [`for_each_term`].
+/// Stop words are *not* removed here; see `for_each_term`.
 ///
 /// `getWeather_v2` gives `get`, `weather`, `v`, `2`; `HTTPServer` gives `http`, `server`.
 pub fn words(text: &str) -> Vec<String> {

@@ -4,7 +4,7 @@
 //! workspace, as the quality test does; fails, saying so, if they are missing.
 
 use toolgate_search::SearchIndex;
-use toolgate_search::eval::{self, DATASETS};
+use toolgate_search_eval::{self as eval, DATASETS};
 
 #[test]
 fn every_tool_of_every_dataset_reads_back_from_a_written_index_as_given() {

@@ -37,6 +37,8 @@ fn crate_sources() -> Vec<PathBuf> {
         "policy",
         "store",
         "search",
+        "search-semantic",
+        "search-eval",
         "plugin-api",
         "mcp",
         "telemetry",

@@ -22,6 +22,8 @@ const CRATES: &[&str] = &[
     "policy",
     "store",
     "search",
+    "search-semantic",
+    "search-eval",
     "plugin-api",
     "plugins",
     "mcp",

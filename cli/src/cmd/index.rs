@@ -4,10 +4,11 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use toolgate_search::SearchIndex;
+use toolgate_search_semantic::SemanticIndex;
 
 use crate::app::load_engine;
 use crate::args::{IndexArgs, IndexBuildArgs, IndexCommand};
-use crate::catalog::{policy_catalog, with_embeddings, write_from_catalogs};
+use crate::catalog::{policy_catalog, with_embeddings_counted, write_from_catalogs};
 use crate::error::{CliError, EXIT_OK};
 use crate::output::Out;
 
@@ -38,8 +39,9 @@ fn index_build(args: IndexBuildArgs, out: &mut Out<'_>) -> Result<u8, CliError> 
         policy: name.clone(),
         source: e.into(),
     })?;
-    // With `search.embeddings`, the tool vectors are computed now and written beside.
-    let index = with_embeddings(index, &engine, &name, None)?;
+    // With `search.embeddings`, the tool vectors are computed now and written beside: those of
+    // the tools whose text did not change are taken from the vectors written last time.
+    let (index, counts) = with_embeddings_counted(index, &engine, &name, Some(&output))?;
     let build_time = building.elapsed();
     index.write(&output).map_err(CliError::WriteIndex)?;
     if let Some(semantic) = index.semantic() {
@@ -48,12 +50,15 @@ fn index_build(args: IndexBuildArgs, out: &mut Out<'_>) -> Result<u8, CliError> 
             .vectors()
             .write(&vectors)
             .map_err(CliError::WriteVectors)?;
+        let counts = counts.unwrap_or_default();
         writeln!(
             out,
-            "wrote {}: {} tool vectors of {} dimensions",
+            "wrote {}: {} tool vectors of {} dimensions ({} embedded, {} reused from the previous vectors)",
             vectors.display(),
             semantic.vectors().len(),
-            semantic.vectors().dims()
+            semantic.vectors().dims(),
+            counts.embedded,
+            counts.reused
         )?;
     }
     let size = std::fs::metadata(&output)

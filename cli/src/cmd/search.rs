@@ -10,6 +10,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use toolgate_search::{Hit, MatchKind, Query, SearchIndex, SearchResults};
+use toolgate_search_semantic::SemanticIndex;
 
 use crate::app::load_engine;
 use crate::args::SearchArgs;
@@ -94,7 +95,7 @@ struct Shown {
 }
 
 /// How deep `--explain` looks into each ranking the semantic stage fuses: as deep as the fusion.
-const FUSED_DEPTH: usize = toolgate_search::semantic::FUSION_DEPTH;
+const FUSED_DEPTH: usize = toolgate_search_semantic::FUSION_DEPTH;
 
 /// Where each tool stands in the two rankings the semantic stage fuses, among the best
 /// [`FUSED_DEPTH`] of each: its 1-based rank and that ranking's score.

@@ -333,9 +333,10 @@ struct Keyword(String);
     extend("x-expected" = "a mapping with model (a model directory)")
 )]
 pub struct EmbeddingsSettings {
-    /// A static embedding model directory (model2vec layout: `model.safetensors`, `tokenizer.json`
-    /// of a BERT WordPiece tokenizer); relative to the policy file's directory. Read from disk,
-    /// never downloaded.
+    /// A static embedding model directory, in model2vec's layout (`model.safetensors` with an
+    /// `embeddings` tensor, `tokenizer.json`, `config.json`) or sentence-transformers' static
+    /// embedding layout (`modules.json` naming a `StaticEmbedding` module); its tokenizer a BERT
+    /// WordPiece one. Relative to the policy file's directory. Read from disk, never downloaded.
     #[serde(deserialize_with = "values::path")]
     #[schemars(with = "PathText")]
     pub model: PathBuf,

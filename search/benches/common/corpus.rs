@@ -4,8 +4,8 @@
 //! The catalog is the three real catalogs repeated with renamed tools (`name_r17`) up to the
 //! size asked for; queries are the real labelled queries that parse.
 
-use toolgate_search::eval::{self, DATASETS};
 use toolgate_search::{Query, ToolDoc};
+use toolgate_search_eval::{self as eval, DATASETS};
 
 /// The real catalogs (the first tool of each name kept) and the text of every labelled query
 /// that parses.

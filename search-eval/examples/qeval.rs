@@ -1,8 +1,8 @@
 //! Quick nDCG@5 table (x100): ours vs BM25 on both halves of each data set.
 //! `cargo run --release --example qeval`.
 
-use toolgate_search::eval::{self, Bm25Baseline, DATASETS, EvalQuery, Half};
 use toolgate_search::{Ranking, SearchIndex};
+use toolgate_search_eval::{self as eval, Bm25Baseline, DATASETS, EvalQuery, Half};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = eval::datasets_dir();

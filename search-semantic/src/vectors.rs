@@ -7,23 +7,26 @@
 //! is kept quantised to 8 bits (each component times `127 / its largest magnitude`), with that
 //! row's scale: a quarter of the floats' size, and cosines within about 0.01 of the exact ones.
 //!
-//! # File format (version 3, little-endian)
+//! # File format (version 4, little-endian)
 //!
-//! Version 3 has version 2's layout; its vectors embed the tools' parameters too (see
-//! `tool_text`), so a version 2 file is refused and the vectors computed again.
+//! Version 4 adds each tool's content hash and centred length, so that a rebuild reuses the
+//! vector of every tool whose text did not change ([`ToolVectors::raw`]) and embeds only the
+//! others; a version 3 file is refused and the vectors computed again.
 //!
 //! | bytes | field |
 //! |---|---|
 //! | 8 | magic `TGVECS\0\x01` |
-//! | 4 | format version (3) |
+//! | 4 | format version (4) |
 //! | 4 | dimensions `d` |
 //! | 4 | tools `n` |
 //! | 4 | zero |
-//! | 8 | model id ([`super::StaticModel::id`]) |
-//! | 8 | tools id: a checksum of the tool names in tool-number order |
-//! | 8 | checksum of every other byte (FNV-1a over 64-bit words) |
+//! | 8 | model id ([`crate::StaticModel::id`]) |
+//! | 8 | tools id: the xxh3 hash of the tool names in tool-number order |
+//! | 8 | checksum of every other byte (xxh3) |
 //! | `4 d` | the mean tool vector, float32 |
 //! | `4 n` | each tool's scale, float32 (0 for a tool with no known word) |
+//! | `4 n` | each tool's length after centring, before it was scaled to unit length, float32 |
+//! | `8 n` | each tool's content hash: the xxh3 hash of the text embedded for it |
 //! | `n d` | each tool's centred unit vector divided by its scale, int8 |
 //!
 //! # Search
@@ -37,13 +40,12 @@ use std::fs;
 use std::io::Write;
 use std::path::Path;
 
-use super::error::SemanticError;
-use super::model::normalize;
-use crate::format;
-use crate::score::{by_rank, keep_best};
+use crate::error::SemanticError;
+use crate::fuse::{by_rank, keep_best};
+use crate::model::normalize;
 
 const MAGIC: &[u8; 8] = b"TGVECS\0\x01";
-const VERSION: u32 = 3;
+const VERSION: u32 = 4;
 const HEADER: usize = 48;
 const CHECKSUM_AT: usize = 40;
 
@@ -62,6 +64,10 @@ pub struct ToolVectors {
     mean: Vec<f32>,
     /// Per tool: its row's scale (0 for a tool with no vector).
     scales: Vec<f32>,
+    /// Per tool: the length of its vector minus `mean`, before scaling to unit length.
+    norms: Vec<f32>,
+    /// Per tool: the hash of the text its vector was computed from.
+    hashes: Vec<u64>,
     /// `n * dims`: each tool's vector minus `mean`, scaled to unit length, divided by its scale
     /// and rounded.
     rows: Vec<i8>,
@@ -85,13 +91,29 @@ pub(crate) fn tools_id<'a>(names: impl Iterator<Item = &'a str>) -> u64 {
         joined.extend_from_slice(n.as_bytes());
         joined.push(0);
     }
-    format::checksum(&[&joined])
+    xxhash_rust::xxh3::xxh3_64(&joined)
+}
+
+/// The checksum of a vectors file's parts.
+fn checksum(parts: &[&[u8]]) -> u64 {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    for p in parts {
+        h.update(p);
+    }
+    h.digest()
 }
 
 impl ToolVectors {
-    /// Vectors from `data` (`n * dims` floats, each row unit length or zero).
-    pub(crate) fn new(dims: usize, model_id: u64, tools_id: u64, data: Vec<f32>) -> ToolVectors {
-        let n = data.len().checked_div(dims).unwrap_or(0);
+    /// Vectors from `data` (`n * dims` floats, each row unit length or zero) computed from
+    /// texts of hashes `hashes` (one a tool).
+    pub fn new(
+        dims: usize,
+        model_id: u64,
+        tools_id: u64,
+        data: Vec<f32>,
+        hashes: Vec<u64>,
+    ) -> ToolVectors {
+        let n = data.len() / dims.max(1);
         let mut mean = vec![0.0f32; dims];
         for row in data.chunks_exact(dims.max(1)) {
             for (m, x) in mean.iter_mut().zip(row) {
@@ -102,6 +124,7 @@ impl ToolVectors {
             *m /= n.max(1) as f32;
         }
         let mut scales = Vec::with_capacity(n);
+        let mut norms = Vec::with_capacity(n);
         let mut rows = vec![0i8; n * dims];
         let mut centred = vec![0.0f32; dims];
         for (orig, out) in data
@@ -111,8 +134,10 @@ impl ToolVectors {
             for ((c, x), m) in centred.iter_mut().zip(orig).zip(&mean) {
                 *c = x - m;
             }
+            let norm = centred.iter().map(|x| x * x).sum::<f32>().sqrt();
             if orig.iter().all(|x| *x == 0.0) || !normalize(&mut centred) {
                 scales.push(0.0);
+                norms.push(0.0);
                 continue;
             }
             let largest = centred.iter().fold(0.0f32, |a, x| a.max(x.abs()));
@@ -121,18 +146,65 @@ impl ToolVectors {
                 *q = (c / scale).round().clamp(-127.0, 127.0) as i8;
             }
             scales.push(scale);
+            norms.push(norm);
         }
-        ToolVectors::from_parts(dims, model_id, tools_id, mean, scales, rows)
+        let mut hashes = hashes;
+        hashes.resize(n, 0);
+        ToolVectors::from_parts(
+            Header {
+                dims,
+                model_id,
+                tools_id,
+            },
+            mean,
+            scales,
+            norms,
+            hashes,
+            rows,
+        )
+    }
+
+    /// Tool `tool`'s vector as the model gave it (unit length), rebuilt from the stored mean,
+    /// length and quantised centred vector (each component within about 0.5% of the centred
+    /// length of the original); `None` for a tool without a vector, or out of range.
+    pub fn raw(&self, tool: usize) -> Option<Vec<f32>> {
+        let scale = *self.scales.get(tool)?;
+        let norm = *self.norms.get(tool)?;
+        if scale == 0.0 {
+            return None;
+        }
+        let row = self.rows.get(tool * self.dims..(tool + 1) * self.dims)?;
+        let mut v: Vec<f32> = row
+            .iter()
+            .zip(&self.mean)
+            .map(|(q, m)| m + norm * scale * f32::from(*q))
+            .collect();
+        normalize(&mut v).then_some(v)
+    }
+
+    /// True if tool `tool` has no vector (none of its words is in the model's vocabulary).
+    pub(crate) fn scales_is_zero(&self, tool: usize) -> bool {
+        self.scales.get(tool).is_some_and(|s| *s == 0.0)
+    }
+
+    /// The content hash of each tool's text, in tool-number order.
+    pub fn hashes(&self) -> &[u64] {
+        &self.hashes
     }
 
     fn from_parts(
-        dims: usize,
-        model_id: u64,
-        tools_id: u64,
+        header: Header,
         mean: Vec<f32>,
         scales: Vec<f32>,
+        norms: Vec<f32>,
+        hashes: Vec<u64>,
         rows: Vec<i8>,
     ) -> ToolVectors {
+        let Header {
+            dims,
+            model_id,
+            tools_id,
+        } = header;
         let n = scales.len();
         let mut sketches = Vec::new();
         if n > EXACT_UP_TO {
@@ -151,6 +223,8 @@ impl ToolVectors {
             tools_id,
             mean,
             scales,
+            norms,
+            hashes,
             rows,
             sketches,
         }
@@ -176,7 +250,8 @@ impl ToolVectors {
         self.model_id
     }
 
-    pub(crate) fn tools_id(&self) -> u64 {
+    /// The checksum of the tool names the vectors were computed for, in tool-number order.
+    pub fn tools_id(&self) -> u64 {
         self.tools_id
     }
 
@@ -265,9 +340,13 @@ impl ToolVectors {
 
     /// The file's bytes after the header.
     fn body(&self) -> Vec<u8> {
-        let mut body = Vec::with_capacity(4 * (self.dims + self.len()) + self.rows.len());
-        for x in self.mean.iter().chain(&self.scales) {
+        let n = self.len();
+        let mut body = Vec::with_capacity(4 * self.dims + 16 * n + self.rows.len());
+        for x in self.mean.iter().chain(&self.scales).chain(&self.norms) {
             body.extend_from_slice(&x.to_le_bytes());
+        }
+        for h in &self.hashes {
+            body.extend_from_slice(&h.to_le_bytes());
         }
         body.extend(self.rows.iter().map(|x| x.to_le_bytes()[0]));
         body
@@ -283,7 +362,7 @@ impl ToolVectors {
         header[24..32].copy_from_slice(&self.model_id.to_le_bytes());
         header[32..40].copy_from_slice(&self.tools_id.to_le_bytes());
         let body = self.body();
-        let sum = format::checksum(&[&header[..CHECKSUM_AT], &body]);
+        let sum = checksum(&[&header[..CHECKSUM_AT], &body]);
         header[CHECKSUM_AT..HEADER].copy_from_slice(&sum.to_le_bytes());
 
         let io = |source| SemanticError::Io {
@@ -332,7 +411,7 @@ impl ToolVectors {
         let count = u32_at(16) as usize;
         // In 128 bits: two 32-bit counts multiplied and added to cannot overflow it.
         let (d, n) = (dims as u128, count as u128);
-        let stated = HEADER as u128 + 4 * d + 4 * n + n * d;
+        let stated = HEADER as u128 + 4 * d + 16 * n + n * d;
         if stated != bytes.len() as u128 || dims == 0 {
             return Err(SemanticError::LengthMismatch {
                 path: p(),
@@ -340,7 +419,7 @@ impl ToolVectors {
                 actual: bytes.len() as u64,
             });
         }
-        let sum = format::checksum(&[&bytes[..CHECKSUM_AT], &bytes[HEADER..]]);
+        let sum = checksum(&[&bytes[..CHECKSUM_AT], &bytes[HEADER..]]);
         if sum != u64_at(CHECKSUM_AT) {
             return Err(SemanticError::Checksum { path: p() });
         }
@@ -350,9 +429,20 @@ impl ToolVectors {
                 .collect()
         };
         let scales_at = HEADER + 4 * dims;
-        let rows_at = scales_at + 4 * count;
+        let norms_at = scales_at + 4 * count;
+        let hashes_at = norms_at + 4 * count;
+        let rows_at = hashes_at + 8 * count;
         let mean = floats(&bytes[HEADER..scales_at]);
-        let scales = floats(&bytes[scales_at..rows_at]);
+        let scales = floats(&bytes[scales_at..norms_at]);
+        let norms = floats(&bytes[norms_at..hashes_at]);
+        let hashes = bytes[hashes_at..rows_at]
+            .chunks_exact(8)
+            .map(|c| {
+                let mut w = [0u8; 8];
+                w.copy_from_slice(c);
+                u64::from_le_bytes(w)
+            })
+            .collect();
         let bad = |reason: &str| SemanticError::BadVectors {
             path: p(),
             reason: reason.to_string(),
@@ -367,19 +457,34 @@ impl ToolVectors {
         {
             return Err(bad("a tool's scale is negative, too large or not finite"));
         }
+        // A unit vector minus the mean of unit vectors is at most 2 long.
+        if norms.iter().any(|x| !(0.0..=2.0 + 1e-6).contains(x)) {
+            return Err(bad("a tool's length is negative, too large or not finite"));
+        }
         let rows = bytes[rows_at..]
             .iter()
             .map(|b| i8::from_le_bytes([*b]))
             .collect();
         Ok(ToolVectors::from_parts(
-            dims,
-            u64_at(24),
-            u64_at(32),
+            Header {
+                dims,
+                model_id: u64_at(24),
+                tools_id: u64_at(32),
+            },
             mean,
             scales,
+            norms,
+            hashes,
             rows,
         ))
     }
+}
+
+/// What a vectors file's header says besides its counts.
+struct Header {
+    dims: usize,
+    model_id: u64,
+    tools_id: u64,
 }
 
 /// The Hamming distance of each sketch to `q` into `dist`, counted in `histogram`. With the
@@ -473,7 +578,7 @@ mod tests {
     fn open_altered(alter: impl FnOnce(&mut Vec<u8>)) -> Result<ToolVectors, SemanticError> {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("t.vectors");
-        ToolVectors::new(8, 7, 9, unit_rows(4, 8))
+        ToolVectors::new(8, 7, 9, unit_rows(4, 8), vec![1, 2, 3, 4])
             .write(&path)
             .expect("writes");
         let mut bytes = fs::read(&path).expect("reads");
@@ -486,12 +591,18 @@ mod tests {
     fn written_vectors_read_back_the_same() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("t.vectors");
-        let v = ToolVectors::new(8, 7, 9, unit_rows(20, 8));
+        let v = ToolVectors::new(8, 7, 9, unit_rows(20, 8), (0..20).collect());
         v.write(&path).expect("writes");
         let back = ToolVectors::open(&path).expect("reads");
         assert_eq!(
-            (&back.mean, &back.scales, &back.rows),
-            (&v.mean, &v.scales, &v.rows)
+            (
+                &back.mean,
+                &back.scales,
+                &back.norms,
+                &back.hashes,
+                &back.rows
+            ),
+            (&v.mean, &v.scales, &v.norms, &v.hashes, &v.rows)
         );
         assert_eq!((back.model_id(), back.tools_id(), back.dims()), (7, 9, 8));
     }
@@ -499,7 +610,7 @@ mod tests {
     #[test]
     fn quantised_cosines_are_within_a_hundredth_of_the_exact_ones() {
         let data = unit_rows(50, 32);
-        let v = ToolVectors::new(32, 0, 0, data.clone());
+        let v = ToolVectors::new(32, 0, 0, data.clone(), Vec::new());
         let q = v.centre_query(&data[..32]).expect("a vector");
         for (i, row) in data.chunks_exact(32).enumerate() {
             let mut c: Vec<f32> = row.iter().zip(&v.mean).map(|(x, m)| x - m).collect();
@@ -518,7 +629,7 @@ mod tests {
         let opened = open_altered(|bytes| {
             let scale_at = HEADER + 4 * 8;
             bytes[scale_at..scale_at + 4].copy_from_slice(&f32::NAN.to_le_bytes());
-            let sum = format::checksum(&[&bytes[..CHECKSUM_AT], &bytes[HEADER..]]);
+            let sum = checksum(&[&bytes[..CHECKSUM_AT], &bytes[HEADER..]]);
             bytes[CHECKSUM_AT..HEADER].copy_from_slice(&sum.to_le_bytes());
         });
         assert!(matches!(opened, Err(SemanticError::BadVectors { .. })));
@@ -544,11 +655,11 @@ mod tests {
     #[test]
     fn another_version_is_refused_as_such() {
         let opened = open_altered(|bytes| {
-            bytes[8] = 4;
+            bytes[8] = 3;
         });
         assert!(matches!(
             opened,
-            Err(SemanticError::UnsupportedVersion { found: 4, .. })
+            Err(SemanticError::UnsupportedVersion { found: 3, .. })
         ));
     }
 
@@ -558,6 +669,17 @@ mod tests {
             bytes.truncate(bytes.len() - 4);
         });
         assert!(matches!(opened, Err(SemanticError::LengthMismatch { .. })));
+    }
+
+    #[test]
+    fn a_tools_vector_is_rebuilt_from_the_stored_one_within_a_hundredth() {
+        let data = unit_rows(30, 64);
+        let v = ToolVectors::new(64, 0, 0, data.clone(), Vec::new());
+        for (i, row) in data.chunks_exact(64).enumerate() {
+            let back = v.raw(i).expect("a vector");
+            let cos: f32 = back.iter().zip(row).map(|(a, b)| a * b).sum();
+            assert!(cos > 0.99, "tool {i}: cosine {cos} with its original");
+        }
     }
 
     #[test]
@@ -575,7 +697,7 @@ mod tests {
     fn sketch_search_finds_the_exact_nearest_tool_in_a_large_catalog() {
         let n = EXACT_UP_TO + 100;
         let data = unit_rows(n, 16);
-        let v = ToolVectors::new(16, 0, 0, data.clone());
+        let v = ToolVectors::new(16, 0, 0, data.clone(), Vec::new());
         assert!(!v.sketches.is_empty());
         let start = 4321 * 16;
         let q = data[start..start + 16].to_vec();

@@ -3,7 +3,7 @@
 //! `cargo run --release --example inspect -- bfcl 40`.
 
 use toolgate_search::SearchIndex;
-use toolgate_search::eval::{self, Half, Ranker};
+use toolgate_search_eval::{self as eval, Half, Ranker};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();

@@ -2,8 +2,8 @@
 //! every data set, maximising the smallest nDCG@5 gain over plain BM25.
 //! The holdout half is never looked at. `cargo run --release --example tune`.
 
-use toolgate_search::eval::{self, Bm25Baseline, DATASETS, EvalQuery, Half};
 use toolgate_search::{Ranking, SearchIndex};
+use toolgate_search_eval::{self as eval, Bm25Baseline, DATASETS, EvalQuery, Half};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = eval::datasets_dir();

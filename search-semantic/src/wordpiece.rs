@@ -3,6 +3,14 @@
 //! punctuation, then cut each word into the longest vocabulary pieces from the left
 //! (`##`-prefixed after the first). For a static model's mean, punctuation and stop words are
 //! left out.
+//!
+//! Why written here rather than taken from the `tokenizers` crate: a static model needs only
+//! the pre-tokenizer and WordPiece's greedy longest match (about 150 lines with tests), while
+//! `tokenizers` (0.21) brings its whole pipeline (BPE, Unigram, byte-level, templates,
+//! padding), `rayon`, `regex`, `onig` (a C library, compiled with `cc`) and `esaxx-rs` (C++) by
+//! default: several dozen crates and a C/C++ toolchain in every toolgate build, for a tokenizer
+//! of which one function is used. What is not WordPiece with a BERT normalizer is refused at
+//! load, saying so, rather than tokenized differently from the model's training.
 
 use std::collections::HashMap;
 
@@ -84,7 +92,7 @@ impl WordPiece {
     fn word_ids(&self, word: &str, out: &mut Vec<u32>) {
         // Stop words say little about what a text means, and in a static model (no context to
         // discount them) they pull every sentence towards the same vector.
-        if word.is_empty() || (word.is_ascii() && crate::text::is_stop_word(word)) {
+        if word.is_empty() || (word.is_ascii() && toolgate_search::is_stop_word(word)) {
             return;
         }
         if word.chars().count() > self.max_chars {

@@ -31,11 +31,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::catalog::{ToolDoc, read_catalog_jsonl};
-use crate::index::SearchIndex;
-use crate::query::Query;
+use toolgate_search::{Query, SearchIndex, ToolDoc, read_catalog_jsonl};
 
 mod baselines;
+pub mod loo;
 mod training;
 
 pub use baselines::{Bm25Baseline, KeywordBaseline};
@@ -43,6 +42,29 @@ pub use training::{TrainingError, check_training, semantic_mirror_model_dir};
 
 /// The data sets shipped under the data set directory.
 pub const DATASETS: [&str; 3] = ["bfcl", "sealtools", "metatool"];
+
+/// Every data set of the quality benchmarks: the three shared ones ([`DATASETS`]) and those
+/// kept in this crate's `data/` folder ([`LOCAL_DATASETS`]).
+pub const ALL_DATASETS: [&str; 4] = ["bfcl", "sealtools", "metatool", "apibench"];
+
+/// The data sets kept in this crate's `data/` folder, each with its `SOURCE.txt`: built from
+/// public tool-retrieval data no ranking or model of toolgate was tuned on.
+pub const LOCAL_DATASETS: [&str; 1] = ["apibench"];
+
+/// The folder that holds data set `name`: this crate's `data/` for [`LOCAL_DATASETS`], else
+/// [`datasets_dir`].
+pub fn dataset_dir_of(name: &str) -> PathBuf {
+    if LOCAL_DATASETS.contains(&name) {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("data")
+    } else {
+        datasets_dir()
+    }
+}
+
+/// Reads data set `name` from its folder ([`dataset_dir_of`]).
+pub fn load_named(name: &str) -> Result<Dataset, DatasetError> {
+    load_dataset(&dataset_dir_of(name), name)
+}
 
 /// The environment variable that overrides the data set directory.
 pub const DATASETS_ENV: &str = "TOOLGATE_DATASETS";
@@ -74,7 +96,7 @@ pub struct Dataset {
 pub enum DatasetError {
     /// The catalog could not be read.
     #[error(transparent)]
-    Catalog(#[from] crate::catalog::CatalogError),
+    Catalog(#[from] toolgate_search::CatalogError),
     /// The queries file could not be read.
     #[error("cannot read queries {path}")]
     Io {
@@ -112,23 +134,21 @@ pub fn datasets_dir() -> PathBuf {
 pub const SEMANTIC_MODEL_ENV: &str = "TOOLGATE_SEMANTIC_MODEL";
 
 /// The static embedding model for the semantic quality checks: `$TOOLGATE_SEMANTIC_MODEL` if
-/// set, else `.tools/models/minilm-l6-static` in the workspace, where `scripts/model.sh`
-/// distils it.
+/// set, else `.tools/models/minilm-l6-general` in the workspace, where `scripts/model.sh`
+/// distils it (the general model: it saw no text of any data set).
 pub fn semantic_model_dir() -> PathBuf {
     match std::env::var_os(SEMANTIC_MODEL_ENV) {
         Some(dir) => PathBuf::from(dir),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../.tools/models/minilm-l6-static"),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../.tools/models/minilm-l6-general"),
     }
 }
 
 /// Ranks by the semantic stage alone: the tools nearest the query (the dense baseline).
-#[cfg(feature = "semantic")]
 pub struct DenseRanker<'a> {
     index: &'a SearchIndex,
     names: Vec<String>,
 }
 
-#[cfg(feature = "semantic")]
 impl<'a> DenseRanker<'a> {
     /// The dense ranking of `index`'s semantic stage (none if it has none).
     pub fn new(index: &'a SearchIndex) -> DenseRanker<'a> {
@@ -139,10 +159,9 @@ impl<'a> DenseRanker<'a> {
     }
 }
 
-#[cfg(feature = "semantic")]
 impl Ranker for DenseRanker<'_> {
     fn rank(&self, query: &str, k: usize) -> Vec<String> {
-        let Some(sem) = self.index.semantic() else {
+        let Some(sem) = toolgate_search_semantic::SemanticIndex::semantic(self.index) else {
             return Vec::new();
         };
         sem.nearest(query, k)

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Dataset, TunePart, semantic_model_dir, tune_part_of};
+use crate::{Dataset, TunePart, semantic_model_dir, tune_part_of};
 
 /// The mirror model: [`semantic_model_dir`] with `-mirror` appended to its name, where
 /// `scripts/model.sh --mirror` distils the same model fitted to the tune half's *fuse* part
@@ -127,8 +127,8 @@ pub fn check_training(
 
 #[cfg(test)]
 mod tests {
-    use super::super::EvalQuery;
     use super::*;
+    use crate::EvalQuery;
 
     fn dataset_of(ids: &[&str]) -> Dataset {
         Dataset {

@@ -3,8 +3,9 @@
 
 use std::collections::HashMap;
 
-use super::Ranker;
-use crate::catalog::ToolDoc;
+use toolgate_search::ToolDoc;
+
+use crate::Ranker;
 
 /// Sorts `(score, index)` pairs best first, ties by name, and returns the
 /// first `k` names.
@@ -202,7 +203,7 @@ impl KeywordBaseline {
             lower_names: catalog.iter().map(|d| d.name.to_lowercase()).collect(),
             name_parts: catalog
                 .iter()
-                .map(|d| crate::text::words(&d.name))
+                .map(|d| toolgate_search::words(&d.name))
                 .collect(),
             descriptions: catalog
                 .iter()
@@ -267,7 +268,7 @@ impl Bm25Baseline {
             let params = doc.parameters.to_string();
             let mut tf: HashMap<String, u32> = HashMap::new();
             let mut len = 0;
-            for w in crate::text::words(&doc.name)
+            for w in toolgate_search::words(&doc.name)
                 .into_iter()
                 .chain(plain_words(&doc.description))
                 .chain(plain_words(&params))

@@ -1,5 +1,5 @@
-//! Cost of the semantic stage at 100,000 tools: `cargo bench -p toolgate-search --features
-//! semantic --bench semantic` (the model from `scripts/model.sh`, or `$TOOLGATE_SEMANTIC_MODEL`).
+//! Cost of the semantic stage at 100,000 tools: `cargo bench -p toolgate-search-eval --bench
+//! semantic` (the model from `scripts/model.sh`, or `$TOOLGATE_SEMANTIC_MODEL`).
 //!
 //! The catalog is built as in the speed bench (the three real catalogs repeated with renamed
 //! tools up to 100,000); queries are the real labelled queries. Before criterion runs, prints
@@ -8,28 +8,21 @@
 //! query and finding the nearest tools) and of a whole hybrid search (lexical, semantic, fusion)
 //! against the lexical search alone.
 
-#[cfg(not(feature = "semantic"))]
-fn main() {
-    println!(
-        "semantic bench skipped: built without the semantic feature (cargo bench -p toolgate-search --features semantic --bench semantic)"
-    );
-}
-
-#[cfg(feature = "semantic")]
 fn main() {
     bench::main();
 }
 
-#[cfg(feature = "semantic")]
 mod bench {
     use std::hint::black_box;
     use std::sync::Arc;
     use std::time::{Duration, Instant};
 
     use criterion::Criterion;
-    use toolgate_search::eval::{self, DATASETS};
-    use toolgate_search::semantic::{FUSION_DEPTH, StaticModel, ToolVectors};
     use toolgate_search::{Query, SearchIndex, ToolDoc};
+    use toolgate_search_eval::{self as eval, DATASETS};
+    use toolgate_search_semantic::{
+        FUSION_DEPTH, Semantic, SemanticIndex, StaticModel, ToolVectors,
+    };
 
     const TOOLS: usize = 100_000;
 
@@ -61,6 +54,17 @@ mod bench {
         (docs, queries)
     }
 
+    /// This process's resident set size, from /proc (0 where there is none).
+    fn rss_mib() -> f64 {
+        std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
+                line.split_whitespace().nth(1)?.parse::<f64>().ok()
+            })
+            .map_or(0.0, |kib| kib / 1024.0)
+    }
+
     fn percentiles(mut times: Vec<Duration>) -> (Duration, Duration) {
         times.sort_unstable();
         let at = |p: f64| times[((times.len() as f64 - 1.0) * p).round() as usize];
@@ -84,6 +88,10 @@ mod bench {
             started.elapsed().as_millis()
         );
         let (docs, texts) = load();
+        println!(
+            "resident memory with the catalog loaded: {:.0} MiB",
+            rss_mib()
+        );
         let queries: Vec<Query> = texts.iter().filter_map(|q| Query::parse(q).ok()).collect();
         let lexical = SearchIndex::build(&docs).expect("builds");
         let started = Instant::now();
@@ -112,6 +120,18 @@ mod bench {
             read.len()
         );
         let _ = std::fs::remove_file(&file);
+        let started = Instant::now();
+        let (_, computed) = Semantic::compute(model.clone(), &lexical, Some(&read));
+        println!(
+            "rebuild from the previous vectors: {} ms ({} tools embedded, {} reused)",
+            started.elapsed().as_millis(),
+            computed.embedded,
+            computed.reused
+        );
+        println!(
+            "resident memory: {:.0} MiB (lexical index, hybrid index with vectors, model, catalog)",
+            rss_mib()
+        );
 
         let time = |f: &dyn Fn(usize)| {
             let times: Vec<Duration> = (0..texts.len())

@@ -1,0 +1,331 @@
+//! The search quality benchmark: `cargo bench -p toolgate-search-eval --bench quality`.
+//!
+//! For each labelled data set (see `toolgate_search_eval`), prints recall@1,
+//! recall@5, nDCG@5 and MRR@10 (x100) for the reference keyword scoring,
+//! plain BM25 and the index, on all queries and on each half of the
+//! id-hash split (ranking was tuned on the "tune" half only); with the model of
+//! `scripts/model.sh` installed, "dense" (nearest tools alone) and "hybrid" (fused with the
+//! default fusion) too.
+//!
+//! `--leave-one-out` prints instead the leave-one-data-set-out table (see `loo.rs`): for each
+//! set X, the fusion chosen on the other sets' tune halves, and X's held-out half scored
+//! lexical / dense / hybrid with paired bootstrap 95% intervals against lexical. The model is
+//! `$TOOLGATE_SEMANTIC_MODEL` (default: the general model, which saw no data set); with
+//! `--fitted`, each X is ranked with `.tools/models/minilm-l6-without-X` instead
+//! (`scripts/model.sh --leave-out X`), fitted to the other sets' texts only.
+
+use std::process::ExitCode;
+
+use std::sync::Arc;
+
+use toolgate_search::SearchIndex;
+use toolgate_search_eval::loo::{self, Ranked, System, TuneSet};
+use toolgate_search_eval::{
+    self as eval, ALL_DATASETS, Bm25Baseline, EvalQuery, Half, KeywordBaseline, Metrics, Ranker,
+    TunePart,
+};
+use toolgate_search_semantic::{Semantic, SemanticIndex, StaticModel};
+
+fn main() -> ExitCode {
+    // `cargo bench` passes `--bench`; a filter argument selects data sets.
+    let filters: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let dir = eval::datasets_dir();
+    println!("data sets: {}", dir.display());
+    if std::env::args().any(|a| a == "--leave-one-out") {
+        let fitted = std::env::args().any(|a| a == "--fitted");
+        return leave_one_out(fitted);
+    }
+    println!(
+        "{:<10} {:<8} {:<8} {:>6} {:>6} {:>6} {:>7} {:>7}",
+        "dataset", "split", "system", "R@1", "R@5", "nDCG@5", "MRR@10", "queries"
+    );
+    let model = StaticModel::load(&eval::semantic_model_dir())
+        .map(Arc::new)
+        .map_err(|e| eprintln!("no semantic rows: {e} (run scripts/model.sh)"))
+        .ok();
+    for name in ALL_DATASETS {
+        if !filters.is_empty() && !filters.iter().any(|f| name.contains(f.as_str())) {
+            continue;
+        }
+        let data = match eval::load_named(name) {
+            Ok(d) => d,
+            Err(e) => {
+                eprintln!(
+                    "error: {e} (set {} to the data set directory)",
+                    eval::DATASETS_ENV
+                );
+                return ExitCode::FAILURE;
+            }
+        };
+        let ours = match SearchIndex::build(data.catalog.clone()) {
+            Ok(i) => i,
+            Err(e) => {
+                eprintln!("error: {name}: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let keyword = KeywordBaseline::new(&data.catalog);
+        let bm25 = Bm25Baseline::new(&data.catalog);
+        let mut systems: Vec<(&str, &dyn Ranker)> =
+            vec![("keyword", &keyword), ("bm25", &bm25), ("ours", &ours)];
+        let hybrid = model.as_ref().and_then(|m| {
+            Some(
+                SearchIndex::build(data.catalog.clone())
+                    .ok()?
+                    .with_semantic(m.clone()),
+            )
+        });
+        let dense = hybrid.as_ref().map(eval::DenseRanker::new);
+        if let (Some(hybrid), Some(dense)) = (&hybrid, &dense) {
+            systems.push(("dense", dense));
+            systems.push(("hybrid", hybrid));
+        }
+        let splits: [(&str, Split); 5] = [
+            ("all", Split::All),
+            ("tune", Split::Half(Half::Tune)),
+            ("fit", Split::Part(TunePart::Fit)),
+            ("fuse", Split::Part(TunePart::Fuse)),
+            ("holdout", Split::Half(Half::Holdout)),
+        ];
+        for (split, which) in splits {
+            // The tune half's parts matter only to the semantic stage's model and fusion.
+            if matches!(which, Split::Part(_)) && !systems.iter().any(|(n, _)| *n == "hybrid") {
+                continue;
+            }
+            let queries: Vec<&EvalQuery> =
+                data.queries.iter().filter(|q| which.holds(&q.id)).collect();
+            for &(system, ranker) in &systems {
+                print_row(
+                    name,
+                    split,
+                    system,
+                    &eval::evaluate(ranker, queries.iter().copied()),
+                );
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// A subset of a data set's queries.
+#[derive(Clone, Copy)]
+enum Split {
+    All,
+    Half(Half),
+    Part(TunePart),
+}
+
+impl Split {
+    fn holds(self, id: &str) -> bool {
+        match self {
+            Split::All => true,
+            Split::Half(h) => eval::half_of(id) == h,
+            Split::Part(p) => eval::tune_part_of(id) == Some(p),
+        }
+    }
+}
+
+fn print_row(dataset: &str, split: &str, system: &str, m: &Metrics) {
+    println!(
+        "{dataset:<10} {split:<8} {system:<8} {:>6.1} {:>6.1} {:>6.2} {:>7.1} {:>7}",
+        100.0 * m.recall_at_1,
+        100.0 * m.recall_at_5,
+        100.0 * m.ndcg_at_5,
+        100.0 * m.mrr_at_10,
+        m.queries
+    );
+}
+
+/// One set's rankings, split into its tune and held-out halves.
+struct SetRankings {
+    name: &'static str,
+    tune: Vec<Ranked>,
+    tune_labels: Vec<usize>,
+    holdout: Vec<Ranked>,
+    holdout_labels: Vec<usize>,
+}
+
+fn rankings(name: &'static str, model: Arc<StaticModel>) -> Result<SetRankings, String> {
+    let data = eval::load_named(name).map_err(|e| e.to_string())?;
+    let index = SearchIndex::build(data.catalog).map_err(|e| e.to_string())?;
+    let (semantic, _) = Semantic::compute(model, &index, None);
+    let half = |h: Half| -> Vec<&EvalQuery> {
+        data.queries
+            .iter()
+            .filter(|q| eval::half_of(&q.id) == h)
+            .collect()
+    };
+    let (tune, holdout) = (half(Half::Tune), half(Half::Holdout));
+    Ok(SetRankings {
+        name,
+        tune: loo::rank_all(&index, &semantic, tune.iter().copied()),
+        tune_labels: tune.iter().map(|q| q.relevant.len()).collect(),
+        holdout: loo::rank_all(&index, &semantic, holdout.iter().copied()),
+        holdout_labels: holdout.iter().map(|q| q.relevant.len()).collect(),
+    })
+}
+
+fn model_dir(fitted: bool, left_out: &str) -> std::path::PathBuf {
+    if fitted {
+        let general = eval::semantic_model_dir();
+        general.with_file_name(format!("minilm-l6-without-{left_out}"))
+    } else {
+        eval::semantic_model_dir()
+    }
+}
+
+/// The leave-one-data-set-out table (see the crate documentation).
+fn leave_one_out(fitted: bool) -> ExitCode {
+    let grid = loo::grid();
+    println!(
+        "leave-one-data-set-out, nDCG@5 x100 on each set's held-out half; fusion chosen on the \
+         other sets' tune halves ({} fusions); paired bootstrap 95% CI against lexical",
+        grid.len()
+    );
+    // With one model for all (the general one), each set is ranked once.
+    let mut shared: Vec<SetRankings> = Vec::new();
+    if !fitted {
+        let dir = model_dir(false, "");
+        let model = match StaticModel::load(&dir) {
+            Ok(m) => Arc::new(m),
+            Err(e) => {
+                eprintln!("error: {e} (run scripts/model.sh)");
+                return ExitCode::FAILURE;
+            }
+        };
+        println!("model: {}", dir.display());
+        for name in ALL_DATASETS {
+            match rankings(name, model.clone()) {
+                Ok(r) => shared.push(r),
+                Err(e) => {
+                    eprintln!("error: {name}: {e}");
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
+    }
+    println!(
+        "{:<10} {:>6} {:>7} {:>7} {:>17} {:>7} {:>17}  fusion (k, weight, scale, power, min cosine)",
+        "held out", "n", "lexical", "dense", "dense-lex CI", "hybrid", "hybrid-lex CI"
+    );
+    let mut rows = Vec::new();
+    // With one model for all, the margin of every fusion on every set's tune half is computed
+    // once; each held-out set's choice reads the other sets' rows.
+    let shared_table = (!fitted).then(|| {
+        let tune: Vec<TuneSet<'_>> = shared
+            .iter()
+            .map(|s| TuneSet {
+                name: s.name,
+                ranked: &s.tune,
+                labels: &s.tune_labels,
+            })
+            .collect();
+        loo::margins(&tune, &grid)
+    });
+    for held_out in ALL_DATASETS {
+        let own: Vec<SetRankings>;
+        let sets: &[SetRankings] = if fitted {
+            let dir = model_dir(true, held_out);
+            let model = match StaticModel::load(&dir) {
+                Ok(m) => Arc::new(m),
+                Err(e) => {
+                    eprintln!("error: {e} (run scripts/model.sh --leave-out {held_out})");
+                    return ExitCode::FAILURE;
+                }
+            };
+            let mut v = Vec::new();
+            for name in ALL_DATASETS {
+                match rankings(name, model.clone()) {
+                    Ok(r) => v.push(r),
+                    Err(e) => {
+                        eprintln!("error: {name}: {e}");
+                        return ExitCode::FAILURE;
+                    }
+                }
+            }
+            own = v;
+            &own
+        } else {
+            &shared
+        };
+        let others: Vec<usize> = (0..sets.len())
+            .filter(|&i| sets[i].name != held_out)
+            .collect();
+        let (fusion, margins) = match &shared_table {
+            Some(table) => loo::choose_from(table, &others, &grid),
+            None => {
+                let tune: Vec<TuneSet<'_>> = others
+                    .iter()
+                    .map(|&i| TuneSet {
+                        name: sets[i].name,
+                        ranked: &sets[i].tune,
+                        labels: &sets[i].tune_labels,
+                    })
+                    .collect();
+                loo::choose(&tune, &grid)
+            }
+        };
+        let Some(x) = sets.iter().find(|s| s.name == held_out) else {
+            continue;
+        };
+        let lex = loo::per_query(&x.holdout, &x.holdout_labels, System::Lexical);
+        let dense = loo::per_query(&x.holdout, &x.holdout_labels, System::Dense);
+        let hybrid = loo::per_query(&x.holdout, &x.holdout_labels, System::Hybrid(fusion));
+        let (dl, dh) = loo::paired_ci(&dense, &lex, 2000);
+        let (hl, hh) = loo::paired_ci(&hybrid, &lex, 2000);
+        let better = hybrid.iter().zip(&lex).filter(|(h, l)| h > l).count();
+        let worse = hybrid.iter().zip(&lex).filter(|(h, l)| h < l).count();
+        let f = match fusion {
+            toolgate_search_semantic::Fusion::AdaptiveRrf {
+                k,
+                dense_weight,
+                lexical_scale,
+                power,
+                min_cosine,
+            } => format!("{k}, {dense_weight}, {lexical_scale}, {power}, {min_cosine}"),
+            other => format!("{other:?}"),
+        };
+        println!(
+            "{:<10} {:>6} {:>7.2} {:>7.2} {:>+7.2}..{:>+7.2} {:>7.2} {:>+7.2}..{:>+7.2}  {f}; tune margins {:?}; hybrid better on {better}, worse on {worse}",
+            held_out,
+            lex.len(),
+            loo::mean(&lex),
+            loo::mean(&dense),
+            dl,
+            dh,
+            loo::mean(&hybrid),
+            hl,
+            hh,
+            margins
+                .iter()
+                .map(|m| (m * 100.0).round() / 100.0)
+                .collect::<Vec<_>>()
+        );
+        rows.push((held_out, loo::mean(&hybrid) - loo::mean(&lex), hh));
+    }
+    if let Some(table) = &shared_table {
+        let all: Vec<usize> = (0..shared.len()).collect();
+        let (f, m) = loo::choose_from(table, &all, &grid);
+        println!(
+            "chosen on all {} sets' tune halves (the default to ship): {f:?}; margins {:?}",
+            all.len(),
+            m.iter()
+                .map(|x| (x * 100.0).round() / 100.0)
+                .collect::<Vec<_>>()
+        );
+    }
+    for (name, diff, high) in rows {
+        let verdict = if high < 0.0 {
+            "SIGNIFICANTLY BELOW lexical"
+        } else if diff < -0.2 {
+            "mean more than 0.2 below lexical"
+        } else {
+            "never worse: holds"
+        };
+        println!("{name}: {verdict}");
+    }
+    ExitCode::SUCCESS
+}
