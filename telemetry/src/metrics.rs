@@ -515,4 +515,56 @@ mod tests {
         }
         assert!(text.ends_with("# EOF\n"), "{text}");
     }
+
+    fn event(kind: toolgate::events::EventKind, tool: &str) -> Event {
+        Event {
+            kind,
+            call_kind: toolgate::access::CallKind::Tool,
+            call_id: "1".to_owned(),
+            session: None,
+            caller: toolgate::Caller::local(),
+            model_name: tool.to_owned(),
+            tool_name: tool.to_owned(),
+            arguments: "{}".to_owned(),
+        }
+    }
+
+    #[test]
+    fn retries_are_counted_and_a_breaker_shows_open_until_it_closes() {
+        use toolgate::events::EventKind;
+        let metrics = Metrics::new();
+        metrics.observe(&event(
+            EventKind::Retry {
+                attempt: 1,
+                error_kind: "upstream_unavailable",
+                backoff_ms: 100.0,
+            },
+            "gh.get_issue",
+        ));
+        let breaker = |state| EventKind::Breaker {
+            source: "plugin fs".to_owned(),
+            state,
+            failures: 5,
+        };
+        metrics.observe(&event(breaker("open"), "gh.get_issue"));
+        let text = metrics.encode();
+        for line in [
+            r#"toolgate_call_retries_total{kind="tool",tool="gh.get_issue",error_kind="upstream_unavailable"} 1"#,
+            r#"toolgate_circuit_open{source="plugin fs"} 1"#,
+        ] {
+            assert!(text.contains(line), "{line} missing from:\n{text}");
+        }
+        metrics.observe(&event(breaker("half_open"), "gh.get_issue"));
+        assert!(
+            metrics
+                .encode()
+                .contains(r#"toolgate_circuit_open{source="plugin fs"} 1"#)
+        );
+        metrics.observe(&event(breaker("closed"), "gh.get_issue"));
+        assert!(
+            metrics
+                .encode()
+                .contains(r#"toolgate_circuit_open{source="plugin fs"} 0"#)
+        );
+    }
 }
