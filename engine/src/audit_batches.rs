@@ -5,7 +5,8 @@
 //! the buffer out when it holds `batch_lines` lines or `batch_bytes` bytes, or `batch_interval`
 //! after its oldest line. While the store fails, the lines stay in the buffer and the batch is
 //! tried again (backing off up to `batch_interval`); past `max_buffered_lines` the oldest lines
-//! are dropped, each drop is counted and warned about, and the next batch written starts with a
+//! are dropped (the batch being written is out of the buffer: at most `max_buffered_lines` +
+//! `batch_lines` lines are held), each drop is counted and warned about, and the next batch written starts with a
 //! `{"lost_lines": N}` record. When the audit log closes (its engine is dropped: `serve`
 //! stopping, a reload replacing the engine), the buffer is written out before the thread ends;
 //! a batch that still cannot be written then is reported as lost in the log.

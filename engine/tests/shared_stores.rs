@@ -430,14 +430,20 @@ async fn l7_a_store_that_is_down_keeps_a_bounded_buffer_and_the_next_batch_says_
         .collect();
     let kept = call_ids(&all);
     let lost: u64 = all.iter().filter_map(|l| l["lost_lines"].as_u64()).sum();
-    assert!(kept.len() <= 3, "the buffer holds 3 lines: {all:?}");
+    // The buffer holds 3 lines; the one batch the writer had taken out to write (batch_lines
+    // 1) when the others arrived is not in it, and is written once the bucket exists.
+    assert!(kept.len() <= 3 + 1, "the buffer holds 3 lines: {all:?}");
     assert_eq!(
         kept.len() as u64 + lost,
         5,
         "every line is written or counted: {all:?}"
     );
-    // The newest lines are the ones kept.
-    let newest: Vec<String> = (5 - kept.len()..5).map(|i| format!("call-{i}")).collect();
-    assert_eq!(kept, newest);
-    assert!(lost >= 2, "{all:?}");
+    // Apart from a first batch in flight, the newest lines are the ones kept.
+    let buffered: Vec<String> = kept.iter().filter(|c| *c != "call-0").cloned().collect();
+    assert!(buffered.len() <= 3, "the buffer holds 3 lines: {all:?}");
+    let newest: Vec<String> = (5 - buffered.len()..5)
+        .map(|i| format!("call-{i}"))
+        .collect();
+    assert_eq!(buffered, newest);
+    assert!(lost >= 1, "{all:?}");
 }

@@ -293,8 +293,11 @@ async def trace_from_header(opts: argparse.Namespace) -> None:
         check(text_of(result) == "by header", f"echo said {text_of(result)!r}")
         spans = wait_for_spans(
             receiver,
-            lambda s: any(x.trace_id == HEADER_TRACE and x.service == "upstream" for x in s),
-            "the header's trace to reach the upstream server",
+            # Each process exports on its own schedule: wait for toolgate's server span too,
+            # not only for the upstream's.
+            lambda s: any(x.trace_id == HEADER_TRACE and x.service == "upstream" for x in s)
+            and any(x.trace_id == HEADER_TRACE and x.service == "toolgate" and x.kind == "server" for x in s),
+            "the header's trace to reach toolgate's server span and the upstream server",
         )
     in_header_trace = [s for s in spans if s.trace_id == HEADER_TRACE and s.service == "toolgate"]
     gateway = one(in_header_trace, "toolgate server span in the header's trace", kind="server", name="tools/call up.echo")
