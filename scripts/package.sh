@@ -5,20 +5,21 @@
 #   toolgate-policy, toolgate-store, toolgate-search, toolgate-plugin-api,
 #   toolgate-plugin-grants                           depend on crates.io only: packaged AND
 #                                                    verified (built from the package alone)
-#   toolgate, toolgate-mcp, toolgate-plugin-fs, toolgate-plugin-http, toolgate-plugin-sqlite,
+#   toolgate-search-semantic, toolgate, toolgate-telemetry,
+#   toolgate-mcp, toolgate-plugin-fs, toolgate-plugin-http, toolgate-plugin-sqlite,
 #   toolgate-plugin-testkit, toolgate-cli            depend on the crates above, which are not
 #                                                    on crates.io yet: packaged with --no-verify
 #                                                    (manifest, metadata, files, lockfile)
 #
 # cargo packages the crates of one invocation in dependency order and resolves their
 # dependencies on each other from the packages it just made. Publish in the order above.
-# The test crates (toolgate-e2e, the fixtures, the C plugin) and the plugin template are not
-# published. Prints the packages' paths (target/package/*.crate).
+# The test crates (toolgate-e2e, the fixtures, the C plugin), the plugin template and the search
+# evaluation crate (toolgate-search-eval) are not published. Prints the packages' paths (target/package/*.crate).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 leaves=(toolgate-policy toolgate-store toolgate-search toolgate-plugin-api toolgate-plugin-grants)
-dependents=(toolgate toolgate-mcp toolgate-plugin-fs toolgate-plugin-http toolgate-plugin-sqlite
+dependents=(toolgate-search-semantic toolgate toolgate-telemetry toolgate-mcp toolgate-plugin-fs toolgate-plugin-http toolgate-plugin-sqlite
     toolgate-plugin-testkit toolgate-cli)
 
 args=()
