@@ -241,17 +241,8 @@ impl Toolgate {
         };
         let stdout = drain(Box::new(child.stdout.take().expect("stdout is piped")));
         let stderr = drain(Box::new(child.stderr.take().expect("stderr is piped")));
-        let status = loop {
-            if let Some(status) = child.try_wait().expect("toolgate can be waited for") {
-                break status;
-            }
-            if started.elapsed() > limit {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("toolgate {:?} did not end within {limit:?}", self.args);
-            }
-            std::thread::sleep(Duration::from_millis(2));
-        };
+        let status = wait_within(child, limit.saturating_sub(started.elapsed()))
+            .unwrap_or_else(|| panic!("toolgate {:?} did not end within {limit:?}", self.args));
         let _ = feeder.join();
         Run {
             code: status.code().unwrap_or_else(|| {
@@ -268,6 +259,35 @@ impl Toolgate {
     /// stalling the suite.
     pub fn run(self) -> Run {
         self.run_within(Duration::from_secs(600))
+    }
+}
+
+/// Waits for `child` to end, at most `limit`: its exit status, or `None` when it ran past the
+/// limit (it is then killed and reaped). Waits on the exit itself (a thread blocked in
+/// `wait`), not by polling.
+pub fn wait_within(
+    mut child: std::process::Child,
+    limit: Duration,
+) -> Option<std::process::ExitStatus> {
+    let pid = child.id();
+    let (sent, exited) = std::sync::mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let _ = sent.send(child.wait().expect("a child can be waited for"));
+    });
+    match exited.recv_timeout(limit) {
+        Ok(status) => {
+            let _ = waiter.join();
+            Some(status)
+        }
+        Err(_) => {
+            // SAFETY: kill(2) on the pid of our own child, which the waiter has not reaped
+            // (it is still blocked in wait); no memory is touched.
+            unsafe {
+                libc::kill(pid as libc::pid_t, libc::SIGKILL);
+            }
+            let _ = waiter.join();
+            None
+        }
     }
 }
 

@@ -9,7 +9,7 @@
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use toolgate_e2e::{repo_path, repo_root, test_tools_path, toolgate_exe, venv_python};
 
@@ -70,18 +70,8 @@ fn scenario(name: &str) -> String {
     let stdout = drain(Box::new(child.stdout.take().expect("piped")));
     let stderr = drain(Box::new(child.stderr.take().expect("piped")));
     let limit = Duration::from_secs(240);
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("python can be waited for") {
-            break status;
-        }
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("scenario {name} did not end within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = toolgate_e2e::wait_within(child, limit)
+        .unwrap_or_else(|| panic!("scenario {name} did not end within {limit:?}"));
     let (stdout, stderr) = (
         stdout.join().expect("stdout drained"),
         stderr.join().expect("stderr drained"),

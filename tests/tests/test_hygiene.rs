@@ -105,20 +105,10 @@ const ALLOWED: &[(&str, usize, &str)] = &[
     ),
     // end to end: the binary and its children run on the wall clock
     (
-        "tests/lib.rs",
-        1,
-        "the harness waits for a child process to end, killing it past its limit",
-    ),
-    (
         "tests/tests/serve.rs",
         2,
         "waits for a child process to end, killing it past its limit; polls for the server \
          to remove its session files",
-    ),
-    (
-        "tests/tests/console.rs",
-        1,
-        "waits for the browser scenario's process to end, killing it past its limit",
     ),
     (
         "tests/tests/serve_abuse.rs",
