@@ -1,38 +1,66 @@
-//! Prometheus metrics of the calls an engine runs (O5), fed by its events (E1) and read in
-//! the Prometheus text format at `/metrics`.
+//! The metrics of the calls an engine runs (O5, O7), fed by its events (E1): read in the
+//! Prometheus text format at `/metrics`, and exported over OTLP when the policy or the
+//! environment asks for it.
 //!
-//! | metric | type | labels |
+//! | metric (Prometheus; OpenTelemetry) | type | labels |
 //! | --- | --- | --- |
-//! | `toolgate_calls_total` | counter | `kind`, `tool`, `outcome` (`ok`, `denied`, `error`) |
-//! | `toolgate_call_denials_total` | counter | `kind`, `tool`, `by` (`rule`, `hook`) |
-//! | `toolgate_call_errors_total` | counter | `kind`, `tool`, `error_kind` |
-//! | `toolgate_call_duration_seconds` | histogram | `kind`, `tool` |
-//! | `toolgate_call_queue_seconds` | histogram | `kind`, `tool` |
-//! | `toolgate_calls_in_flight` | gauge | `kind` |
-//! | `toolgate_offloaded_results_total` | counter | `kind`, `tool` |
-//! | `toolgate_offloaded_bytes_total` | counter | `kind`, `tool` |
-//! | `toolgate_rate_limit_rejections_total` | counter | `kind`, `tool` |
-//! | `toolgate_search_duration_seconds` | histogram | none |
-//! | `toolgate_plugin_restarts_total` | counter | none |
-//! | `toolgate_upstream_up` | gauge | `server`, `state` |
-//! | `toolgate_call_retries_total` | counter | `kind`, `tool`, `error_kind` (of the attempt that failed) |
-//! | `toolgate_circuit_open` | gauge | `source` (1 while open or half-open, 0 once closed) |
+//! | `toolgate_calls_total`; `toolgate.calls` | counter | `kind`, `tool`, `outcome` (`ok`, `denied`, `error`) |
+//! | `toolgate_call_denials_total`; `toolgate.call.denials` | counter | `kind`, `tool`, `by` (`rule`, `hook`) |
+//! | `toolgate_call_errors_total`; `toolgate.call.errors` | counter | `kind`, `tool`, `error_kind` |
+//! | `toolgate_call_duration_seconds`; `toolgate.call.duration` (s) | histogram | `kind`, `tool` |
+//! | `toolgate_call_queue_seconds`; `toolgate.call.queue` (s) | histogram | `kind`, `tool` |
+//! | `toolgate_calls_in_flight`; `toolgate.calls.in_flight` | gauge (up-down counter) | `kind` |
+//! | `toolgate_offloaded_results_total`; `toolgate.offloaded.results` | counter | `kind`, `tool` |
+//! | `toolgate_offloaded_bytes_total`; `toolgate.offloaded.bytes` (By) | counter | `kind`, `tool` |
+//! | `toolgate_rate_limit_rejections_total`; `toolgate.rate_limit.rejections` | counter | `kind`, `tool` |
+//! | `toolgate_call_retries_total`; `toolgate.call.retries` | counter | `kind`, `tool`, `error_kind` (of the attempt that failed) |
+//! | `toolgate_circuit_open`; `toolgate.circuit.open` | gauge | `source` (1 while open or half-open, 0 once closed) |
+//! | `toolgate_search_duration_seconds`; `toolgate.search.duration` (s) | histogram | none |
+//! | `toolgate_plugin_restarts_total`; `toolgate.plugin.restarts` | counter | none |
+//! | `toolgate_upstream_up`; `toolgate.upstream.up` | gauge | `server`, `state` |
 //!
 //! Label values are bounded: `tool` is the real name of a known tool or prompt, `unknown` for
 //! a name no source has, a resource's URI scheme for a resource, and `other` once
 //! [`MAX_TOOL_LABELS`] names have been seen; `error_kind` is a stable kind of the engine.
+//!
+//! # One set of instruments for both
+//!
+//! The instruments are those of the OpenTelemetry metrics SDK, made once from the definitions
+//! in `set.rs` (name, unit, description, kind, labels): that table is the only place a metric
+//! is defined. An event updates each instrument once. The meter provider has one reader per
+//! way out: a [`ManualReader`](opentelemetry_sdk::metrics::ManualReader) that `/metrics`
+//! collects at each scrape, written in the OpenMetrics text format by `prometheus-client`'s
+//! encoder (`text.rs`), and, when OTLP export is on, the SDK's periodic reader with
+//! `opentelemetry-otlp`'s exporter ([`crate::install`]). The Prometheus names are derived
+//! from the OpenTelemetry ones by the rules Prometheus's OTLP receiver applies, so a series has
+//! one name however it reaches Prometheus.
+//!
+//! Why not the other way round? `prometheus-client` keeps its values behind its text encoder
+//! (a family's series cannot be listed, a histogram's buckets cannot be read), so an OTLP
+//! export from it would mean parsing our own text or a second set of instruments updated beside
+//! the first; and the SDK's Prometheus exporter crate (`opentelemetry-prometheus`) is not kept
+//! up with the SDK any more. The SDK as the source costs a hash look-up of the attributes per
+//! instrument and event (a few hundred nanoseconds a call; `benches/overhead.rs`).
+//!
+//! Each instrument keeps at most [`MAX_SERIES`] label sets; past that the SDK counts into one
+//! series labelled `otel_metric_overflow="true"`.
+
+mod set;
+mod text;
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
-use prometheus_client::metrics::counter::{ConstCounter, Counter};
-use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
-use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use opentelemetry::metrics::MeterProvider as _;
+use opentelemetry::{KeyValue, StringValue, Value};
+use opentelemetry_sdk::metrics::{MeterProviderBuilder, SdkMeterProvider, Stream};
 use prometheus_client::registry::Registry;
 use toolgate::events::{Event, EventKind};
+
+use self::set::Instruments;
+pub use self::set::{UpstreamHealth, UpstreamProbe};
+use self::text::{Pull, Scrape};
 
 /// The `Content-Type` of [`Metrics::encode`]'s text (OpenMetrics, which Prometheus reads).
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -40,81 +68,18 @@ pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; cha
 /// The most distinct `tool` label values; later names are counted as `other`.
 pub const MAX_TOOL_LABELS: usize = 1000;
 
-/// Labels of a call.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct CallLabels {
-    kind: &'static str,
-    tool: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct OutcomeLabels {
-    kind: &'static str,
-    tool: String,
-    outcome: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct DenialLabels {
-    kind: &'static str,
-    tool: String,
-    by: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ErrorLabels {
-    kind: &'static str,
-    tool: String,
-    error_kind: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct SourceLabels {
-    source: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct KindLabels {
-    kind: &'static str,
-}
-
-type Histograms = Family<CallLabels, Histogram, fn() -> Histogram>;
-
-/// Latency buckets: 0.5 ms to about 16 s, doubling.
-fn latency() -> Histogram {
-    Histogram::new(exponential_buckets(0.0005, 2.0, 16))
-}
-
-/// One upstream server's state, as the metrics show it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UpstreamHealth {
-    /// The server's name in the policy.
-    pub server: String,
-    /// `up`, `starting`, `down` (waiting to be tried again: the circuit is open), `stopping`
-    /// or `stopped`.
-    pub state: &'static str,
-}
-
-/// What a scrape asks for the upstream servers' states.
-pub type UpstreamProbe = Box<dyn Fn() -> Vec<UpstreamHealth> + Send + Sync>;
+/// The most label sets one instrument keeps (the SDK's cardinality limit): room for every
+/// `tool` value in each `kind` and `outcome`.
+pub const MAX_SERIES: usize = 10_000;
 
 /// The metrics of one process.
 pub struct Metrics {
+    /// Owns the readers; shut down by [`crate::Installed`] when it exports.
+    provider: SdkMeterProvider,
+    /// The Prometheus text's registry: one collector, [`Scrape`].
     registry: Registry,
-    calls: Family<OutcomeLabels, Counter>,
-    denials: Family<DenialLabels, Counter>,
-    errors: Family<ErrorLabels, Counter>,
-    duration: Histograms,
-    queue: Histograms,
-    in_flight: Family<KindLabels, Gauge>,
-    offloaded: Family<CallLabels, Counter>,
-    offloaded_bytes: Family<CallLabels, Counter>,
-    rate_limited: Family<CallLabels, Counter>,
-    retries: Family<ErrorLabels, Counter>,
-    /// One series per breaker source: bounded by the policy's plugins and upstream servers.
-    circuit_open: Family<SourceLabels, Gauge>,
-    search: Histogram,
-    tools_seen: Mutex<HashSet<String>>,
+    instruments: Instruments,
+    tools_seen: Mutex<HashSet<Arc<str>>>,
     upstreams: Arc<Mutex<Option<UpstreamProbe>>>,
 }
 
@@ -126,88 +91,36 @@ impl std::fmt::Debug for Metrics {
 
 static GLOBAL: OnceLock<Arc<Metrics>> = OnceLock::new();
 
+/// Whether [`crate::install`] set up an OTLP export of the global metrics.
+static EXPORTED: AtomicBool = AtomicBool::new(false);
+
 impl Metrics {
-    /// New metrics, every one at zero.
+    /// New metrics, every one at zero, read at `/metrics` only.
     pub fn new() -> Arc<Self> {
-        let mut registry = Registry::with_prefix("toolgate");
-        let calls = Family::default();
-        registry.register("calls", "Calls that ended, by outcome", calls.clone());
-        let denials = Family::default();
-        registry.register(
-            "call_denials",
-            "Calls the rules or the before hook refused",
-            denials.clone(),
-        );
-        let errors = Family::default();
-        registry.register("call_errors", "Failed calls, by error kind", errors.clone());
-        let duration = Histograms::new_with_constructor(latency);
-        registry.register(
-            "call_duration_seconds",
-            "How long calls ran, queue time excluded",
-            duration.clone(),
-        );
-        let queue = Histograms::new_with_constructor(latency);
-        registry.register(
-            "call_queue_seconds",
-            "How long calls waited for a slot, a group lock or a plugin thread",
-            queue.clone(),
-        );
-        let in_flight = Family::default();
-        registry.register("calls_in_flight", "Calls running now", in_flight.clone());
-        let offloaded = Family::default();
-        registry.register(
-            "offloaded_results",
-            "Results saved whole to the result store",
-            offloaded.clone(),
-        );
-        let offloaded_bytes = Family::default();
-        registry.register(
-            "offloaded_bytes",
-            "Bytes of results saved whole to the result store",
-            offloaded_bytes.clone(),
-        );
-        let rate_limited = Family::default();
-        registry.register(
-            "rate_limit_rejections",
-            "Calls refused by a rate limit",
-            rate_limited.clone(),
-        );
-        let retries = Family::default();
-        registry.register(
-            "call_retries",
-            "Attempts of idempotent calls that failed and were tried again (L5)",
-            retries.clone(),
-        );
-        let circuit_open = Family::default();
-        registry.register(
-            "circuit_open",
-            "1 while the circuit breaker of a plugin or upstream server is open or half-open (L6)",
-            circuit_open.clone(),
-        );
-        let search = latency();
-        registry.register(
-            "search_duration_seconds",
-            "How long tool_search calls ran",
-            search.clone(),
-        );
+        Self::build(SdkMeterProvider::builder())
+    }
+
+    /// The metrics on a meter provider made of `builder` (which may hold other readers: an
+    /// OTLP export) and the reader of `/metrics`.
+    fn build(builder: MeterProviderBuilder) -> Arc<Self> {
+        let pull = Pull::default();
+        let provider = builder
+            .with_reader(pull.clone())
+            .with_view(|_: &opentelemetry_sdk::metrics::Instrument| {
+                Stream::builder()
+                    .with_cardinality_limit(MAX_SERIES)
+                    .build()
+                    .ok()
+            })
+            .build();
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(Scrape(pull)));
         let upstreams = Arc::new(Mutex::new(None));
-        registry.register_collector(Box::new(ProcessCollector {
-            upstreams: Arc::clone(&upstreams),
-        }));
+        let instruments = Instruments::new(&provider.meter("toolgate"), Arc::clone(&upstreams));
         Arc::new(Metrics {
+            provider,
             registry,
-            calls,
-            denials,
-            errors,
-            duration,
-            queue,
-            in_flight,
-            offloaded,
-            offloaded_bytes,
-            rate_limited,
-            retries,
-            circuit_open,
-            search,
+            instruments,
             tools_seen: Mutex::new(HashSet::new()),
             upstreams,
         })
@@ -218,13 +131,47 @@ impl Metrics {
         Arc::clone(GLOBAL.get_or_init(Metrics::new))
     }
 
+    /// Makes the process's metrics on `builder` (with its OTLP reader) and returns their
+    /// provider, for [`crate::install`]; when they were made already (nothing should have asked
+    /// before `install`), those stay, without the export, and a warning says so.
+    pub(crate) fn install_global(builder: MeterProviderBuilder) -> SdkMeterProvider {
+        let mut made = None;
+        let global = GLOBAL.get_or_init(|| {
+            let metrics = Metrics::build(builder);
+            made = Some(metrics.provider.clone());
+            metrics
+        });
+        match made {
+            Some(provider) => {
+                EXPORTED.store(true, Ordering::Relaxed);
+                provider
+            }
+            None => {
+                eprintln!("toolgate: the metrics were made before their OTLP export was set up");
+                global.provider.clone()
+            }
+        }
+    }
+
+    /// Whether the process's metrics are exported over OTLP ([`crate::metrics_wanted`]):
+    /// then they are counted even when the policy does not serve `/metrics`.
+    pub fn exported() -> bool {
+        EXPORTED.load(Ordering::Relaxed)
+    }
+
+    /// Whether an engine built from a policy with `settings` counts its calls: `/metrics` is
+    /// served, or the metrics are exported over OTLP.
+    pub fn counting(settings: &toolgate_policy::TelemetrySettings) -> bool {
+        settings.metrics_on() || Self::exported()
+    }
+
     /// A listener for [`toolgate::EngineBuilder::on_event`] that counts every call.
     pub fn listener(self: &Arc<Self>) -> impl Fn(&Event) + Send + Sync + 'static {
         let metrics = Arc::clone(self);
         move |event| metrics.observe(event)
     }
 
-    /// Asks `probe` for the upstream servers' states at each scrape.
+    /// Asks `probe` for the upstream servers' states at each collection.
     pub fn set_upstream_probe(&self, probe: UpstreamProbe) {
         *self
             .upstreams
@@ -234,19 +181,21 @@ impl Metrics {
 
     /// Counts what `event` says.
     pub fn observe(&self, event: &Event) {
+        let m = &self.instruments;
         let kind = event.call_kind.as_str();
+        let kind_label = KeyValue::new("kind", kind);
         match &event.kind {
             EventKind::Start => {
-                self.in_flight.get_or_create(&KindLabels { kind }).inc();
+                m.in_flight.add(1, std::slice::from_ref(&kind_label));
             }
             EventKind::End { outcome } => {
                 let error_kind = outcome.error_kind;
                 // A skipped call (D7) never started.
                 if error_kind != Some("skipped") {
-                    self.in_flight.get_or_create(&KindLabels { kind }).dec();
+                    m.in_flight.add(-1, std::slice::from_ref(&kind_label));
                 }
-                let tool = self.tool_label(event, error_kind);
-                let labels = CallLabels { kind, tool };
+                let tool = tool_value(self.tool_label(event, error_kind));
+                let labels = [kind_label, KeyValue::new("tool", tool)];
                 let denied_by = match (outcome.decision.rules, outcome.decision.before_hook) {
                     (Some("deny"), _) => Some("rule"),
                     (_, Some("deny")) => Some("hook"),
@@ -258,66 +207,49 @@ impl Metrics {
                     (None, Some(_)) => "error",
                     (None, None) => "ok",
                 };
-                self.calls
-                    .get_or_create(&OutcomeLabels {
-                        kind,
-                        tool: labels.tool.clone(),
-                        outcome: result,
-                    })
-                    .inc();
+                let with = |key: &'static str, value: &'static str| {
+                    [
+                        labels[0].clone(),
+                        labels[1].clone(),
+                        KeyValue::new(key, value),
+                    ]
+                };
+                m.calls.add(1, &with("outcome", result));
                 if let Some(by) = denied_by {
-                    self.denials
-                        .get_or_create(&DenialLabels {
-                            kind,
-                            tool: labels.tool.clone(),
-                            by,
-                        })
-                        .inc();
+                    m.denials.add(1, &with("by", by));
                 }
                 if let Some(error_kind) = error_kind {
-                    self.errors
-                        .get_or_create(&ErrorLabels {
-                            kind,
-                            tool: labels.tool.clone(),
-                            error_kind: error_kind.to_owned(),
-                        })
-                        .inc();
+                    m.errors.add(1, &with("error_kind", error_kind));
                     if error_kind == "rate_limited" {
-                        self.rate_limited.get_or_create(&labels).inc();
+                        m.rate_limited.add(1, &labels);
                     }
                 }
                 let seconds = outcome.duration_ms / 1000.0;
-                self.duration.get_or_create(&labels).observe(seconds);
-                self.queue
-                    .get_or_create(&labels)
-                    .observe(outcome.queued_ms / 1000.0);
+                m.duration.record(seconds, &labels);
+                m.queue.record(outcome.queued_ms / 1000.0, &labels);
                 if outcome.result_id.is_some() {
-                    self.offloaded.get_or_create(&labels).inc();
-                    self.offloaded_bytes
-                        .get_or_create(&labels)
-                        .inc_by(outcome.offloaded_bytes);
+                    m.offloaded.add(1, &labels);
+                    m.offloaded_bytes.add(outcome.offloaded_bytes, &labels);
                 }
                 if event.tool_name == "tool_search" {
-                    self.search.observe(seconds);
+                    m.search.record(seconds, &[]);
                 }
             }
             EventKind::Retry { error_kind, .. } => {
-                let tool = self.tool_label(event, Some(error_kind));
-                self.retries
-                    .get_or_create(&ErrorLabels {
-                        kind,
-                        tool,
-                        error_kind: (*error_kind).to_owned(),
-                    })
-                    .inc();
+                let tool = tool_value(self.tool_label(event, Some(error_kind)));
+                m.retries.add(
+                    1,
+                    &[
+                        kind_label,
+                        KeyValue::new("tool", tool),
+                        KeyValue::new("error_kind", *error_kind),
+                    ],
+                );
             }
             EventKind::Breaker { source, state, .. } => {
                 let open = i64::from(*state != "closed");
-                self.circuit_open
-                    .get_or_create(&SourceLabels {
-                        source: source.clone(),
-                    })
-                    .set(open);
+                m.circuit_open
+                    .record(open, &[KeyValue::new("source", source.clone())]);
             }
             EventKind::Update { .. } | EventKind::Error { .. } => {}
         }
@@ -326,10 +258,11 @@ impl Metrics {
     /// Counts a call a rate limit refused (for a limiter that refuses before the engine runs
     /// the call; a `rate_limited` outcome is counted already).
     pub fn rate_limited(&self, kind: &'static str, tool: &str) {
-        let tool = self.bounded(tool);
-        self.rate_limited
-            .get_or_create(&CallLabels { kind, tool })
-            .inc();
+        let tool = tool_value(self.bounded(tool));
+        self.instruments.rate_limited.add(
+            1,
+            &[KeyValue::new("kind", kind), KeyValue::new("tool", tool)],
+        );
     }
 
     /// The metrics in the OpenMetrics text format ([`CONTENT_TYPE`]).
@@ -342,12 +275,12 @@ impl Metrics {
     }
 
     /// The `tool` label of an event (see the module docs).
-    fn tool_label(&self, event: &Event, error_kind: Option<&str>) -> String {
+    fn tool_label(&self, event: &Event, error_kind: Option<&str>) -> Arc<str> {
         if matches!(
             error_kind,
             Some("unknown_tool" | "unknown_resource" | "unknown_prompt")
         ) {
-            return "unknown".to_owned();
+            return Arc::from("unknown");
         }
         if event.call_kind == toolgate::access::CallKind::Resource {
             let scheme = event.tool_name.split(':').next().unwrap_or("");
@@ -356,76 +289,28 @@ impl Metrics {
         self.bounded(&event.tool_name)
     }
 
-    /// `name`, or `other` once [`MAX_TOOL_LABELS`] other names have been seen.
-    fn bounded(&self, name: &str) -> String {
+    /// `name`, or `other` once [`MAX_TOOL_LABELS`] other names have been seen; a name seen
+    /// before is the same shared string (no allocation per call).
+    fn bounded(&self, name: &str) -> Arc<str> {
         let mut seen = self
             .tools_seen
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        if seen.contains(name) {
-            return name.to_owned();
+        if let Some(known) = seen.get(name) {
+            return Arc::clone(known);
         }
         if seen.len() >= MAX_TOOL_LABELS {
-            return "other".to_owned();
+            return Arc::from("other");
         }
-        seen.insert(name.to_owned());
-        name.to_owned()
+        let name: Arc<str> = Arc::from(name);
+        seen.insert(Arc::clone(&name));
+        name
     }
 }
 
-/// What is read at each scrape: plugin worker restarts and the upstream servers' states.
-struct ProcessCollector {
-    upstreams: Arc<Mutex<Option<UpstreamProbe>>>,
-}
-
-impl std::fmt::Debug for ProcessCollector {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ProcessCollector").finish_non_exhaustive()
-    }
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct UpstreamLabels {
-    server: String,
-    state: &'static str,
-}
-
-impl Collector for ProcessCollector {
-    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let restarts = ConstCounter::new(toolgate::plugin_worker_restarts());
-        let metric = encoder.encode_descriptor(
-            "plugin_restarts",
-            "Plugin workers started again after a crash or a kill",
-            None,
-            restarts.metric_type(),
-        )?;
-        restarts.encode(metric)?;
-        let states = match &*self
-            .upstreams
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-        {
-            Some(probe) => probe(),
-            None => return Ok(()),
-        };
-        let gauge = ConstGauge::new(0i64);
-        let mut family = encoder.encode_descriptor(
-            "upstream_up",
-            "1 for each upstream MCP server in the state named (up: serving; down: waiting \
-             to be tried again, the circuit open)",
-            None,
-            gauge.metric_type(),
-        )?;
-        for health in states {
-            let labels = UpstreamLabels {
-                server: health.server,
-                state: health.state,
-            };
-            let value = ConstGauge::new(1i64);
-            value.encode(family.encode_family(&labels)?)?;
-        }
-        Ok(())
-    }
+/// A label value that shares `name` instead of copying it.
+fn tool_value(name: Arc<str>) -> Value {
+    Value::String(StringValue::from(name))
 }
 
 #[cfg(test)]
@@ -495,17 +380,21 @@ mod tests {
     fn tool_labels_stop_growing_at_the_bound() {
         let metrics = Metrics::new();
         for i in 0..MAX_TOOL_LABELS {
-            assert_eq!(metrics.bounded(&format!("t{i}")), format!("t{i}"));
+            assert_eq!(&*metrics.bounded(&format!("t{i}")), format!("t{i}"));
         }
-        assert_eq!(metrics.bounded("one-more"), "other");
-        assert_eq!(metrics.bounded("t7"), "t7");
+        assert_eq!(&*metrics.bounded("one-more"), "other");
+        assert_eq!(&*metrics.bounded("t7"), "t7");
     }
 
     #[test]
-    fn a_fresh_registry_shows_the_process_metrics_with_the_toolgate_prefix() {
-        // Families show once they have a sample; the histogram and the collector's counter at
-        // once.
+    fn a_fresh_registry_describes_every_metric_of_the_set_with_the_toolgate_prefix() {
+        // Every metric shows its HELP and TYPE lines from the start; the observed counter its
+        // value at once.
         let text = Metrics::new().encode();
+        for def in set::ALL {
+            let line = format!("# TYPE {} ", def.prometheus_name());
+            assert!(text.contains(&line), "{line} missing from:\n{text}");
+        }
         for line in [
             "# TYPE toolgate_search_duration_seconds histogram",
             "# TYPE toolgate_plugin_restarts counter",
@@ -514,6 +403,35 @@ mod tests {
             assert!(text.contains(line), "{line} missing from:\n{text}");
         }
         assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+
+    #[test]
+    fn histograms_have_the_latency_buckets_cumulative_up_to_inf() {
+        let metrics = Metrics::new();
+        let engine = engine(&metrics);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let session = engine.session(None).expect("a session");
+        let args = json!({"text": "a"}).to_string();
+        rt.block_on(engine.call(&session, &ToolCall::new("1", "echo", args)));
+        let text = metrics.encode();
+        let buckets: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("toolgate_call_duration_seconds_bucket{"))
+            .collect();
+        assert_eq!(buckets.len(), 17, "{text}");
+        assert!(
+            buckets[0].starts_with(
+                r#"toolgate_call_duration_seconds_bucket{le="0.0005",kind="tool",tool="echo"}"#
+            ),
+            "{text}"
+        );
+        assert_eq!(
+            buckets[16],
+            r#"toolgate_call_duration_seconds_bucket{le="+Inf",kind="tool",tool="echo"} 1"#
+        );
     }
 
     fn event(kind: toolgate::events::EventKind, tool: &str) -> Event {
