@@ -514,7 +514,7 @@ async def a_slow_stream_loses_rows_and_is_told(opts: argparse.Namespace) -> None
                                 fast_rows.append(data)
                             elif name == "dropped":
                                 fast_dropped.append(data["dropped"])
-                            if len(fast_rows) >= 2 * calls:
+                            if len(fast_rows) + sum(fast_dropped) >= 2 * calls:
                                 return
 
         fast = asyncio.create_task(read_fast())

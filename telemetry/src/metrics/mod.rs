@@ -68,9 +68,11 @@ pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; cha
 /// The most distinct `tool` label values; later names are counted as `other`.
 pub const MAX_TOOL_LABELS: usize = 1000;
 
-/// The most label sets one instrument keeps (the SDK's cardinality limit): room for every
-/// `tool` value in each `kind` and `outcome`.
-pub const MAX_SERIES: usize = 10_000;
+/// The most label sets one instrument keeps (the SDK's cardinality limit, its default made
+/// explicit). The SDK sets the room aside up front, per instrument and reader, so it is not
+/// raised to the product of every label's values: a gateway with 1,000 tools in use rarely
+/// sees every outcome and error kind of each.
+pub const MAX_SERIES: usize = 2_000;
 
 /// The metrics of one process.
 pub struct Metrics {
