@@ -449,6 +449,8 @@ async def the_console_is_off_by_default(opts: argparse.Namespace) -> None:
 
 # The server's bound on how far a stream may fall behind (BROADCAST in mcp/src/serve/console/hub.rs).
 BACKLOG = 256
+# A tool name no one has, long enough to make a large row.
+BIG_NAME = "no_such_tool_" + "n" * 4000
 
 
 def sse_events(text: str) -> list[tuple[str, str]]:
@@ -472,7 +474,7 @@ async def a_slow_stream_loses_rows_and_is_told(opts: argparse.Namespace) -> None
     reads again, finds a `dropped` event saying how many rows it lost (what it got and what it
     lost add up to every row sent), then at most the server's backlog of rows: the server kept
     no more than that for it."""
-    calls = 800
+    calls = 1200
     async with console(opts, browser=False) as (serve, _):
         host, port = serve.base.split("//", 1)[1].split(":")
         # The slow reader: a small receive buffer, HTTP/1.0 so the body is the bare event text.
@@ -523,9 +525,17 @@ async def a_slow_stream_loses_rows_and_is_told(opts: argparse.Namespace) -> None
         started = time.monotonic()
         async with http, client:
             for first in range(0, calls, 20):
-                batch = [client.call_tool("echo", {"text": f"call {i} " + "x" * 200}) for i in range(first, first + 20)]
+                # Half the calls name a tool no one has, with a long name: their rows are large
+                # (the name twice and the error, ~13 kB a call), so the slow stream's socket buffers
+                # (megabytes on loopback) fill with a few hundred calls. The others are echoes.
+                batch = [
+                    client.call_tool(BIG_NAME if i % 2 else "echo", {"text": f"call {i}"})
+                    for i in range(first, first + 20)
+                ]
                 results = await asyncio.gather(*batch)
-                check(all(not r.is_error for r in results), f"a call failed: {[r for r in results if r.is_error][:1]}")
+                echoes = results[0::2]
+                check(all(not r.is_error and "call" in str(r.content) for r in echoes), f"an echo failed: {[r for r in echoes if r.is_error][:1]}")
+                check(all(r.is_error for r in results[1::2]), "a call of an unknown tool did not fail")
         took = time.monotonic() - started
         await asyncio.wait_for(fast, 60)
         check(fast_dropped == [], f"the stream that reads lost rows: {fast_dropped}")
