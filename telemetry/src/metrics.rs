@@ -11,7 +11,7 @@
 //! | `toolgate_calls_in_flight` | gauge | `kind` |
 //! | `toolgate_offloaded_results_total` | counter | `kind`, `tool` |
 //! | `toolgate_offloaded_bytes_total` | counter | `kind`, `tool` |
-//! | `toolgate_rate_limit_rejections_total` | counter | `kind`, `tool` |
+//! | `toolgate_rate_limit_rejections_total` | counter | `kind`, `tool` (`http_request` and empty for the HTTP requests `limits.requests` refuses) |
 //! | `toolgate_search_duration_seconds` | histogram | none |
 //! | `toolgate_plugin_restarts_total` | counter | none |
 //! | `toolgate_upstream_up` | gauge | `server`, `state` |
@@ -324,7 +324,8 @@ impl Metrics {
     }
 
     /// Counts a call a rate limit refused (for a limiter that refuses before the engine runs
-    /// the call; a `rate_limited` outcome is counted already).
+    /// the call; a `rate_limited` outcome is counted already): `serve --http` counts the
+    /// requests `limits.requests` refuses as `kind` `http_request` with an empty `tool` (L8).
     pub fn rate_limited(&self, kind: &'static str, tool: &str) {
         let tool = self.bounded(tool);
         self.rate_limited
