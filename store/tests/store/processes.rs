@@ -48,6 +48,12 @@ fn probe_command(url: &str, args: &[&str]) -> Command {
         .args(&args[1..])
         .stdin(Stdio::null())
         .kill_on_drop(true);
+    // The probe reads the S3 server's settings from the environment: the test may have started
+    // the server itself (`s3_server`), so it passes them on.
+    #[cfg(feature = "s3")]
+    if url.starts_with("s3://") {
+        cmd.envs(crate::common::s3_server());
+    }
     cmd
 }
 
