@@ -47,6 +47,7 @@ cargo build --workspace --locked "${TEST_FEATURES[@]}" --quiet
 
 echo "== S3 test server" >&2
 eval "$(bash scripts/s3-server.sh start)"
+trap 'bash scripts/s3-server.sh stop >&2 || true' EXIT
 echo "== Redis test server (Debian's redis-server, installed by apt-get when missing)" >&2
 eval "$(bash scripts/redis.sh start)"
 trap 'bash scripts/s3-server.sh stop >&2 || true; bash scripts/redis.sh stop >&2 || true' EXIT
@@ -54,6 +55,10 @@ trap 'bash scripts/s3-server.sh stop >&2 || true; bash scripts/redis.sh stop >&2
 echo "== Prometheus (Debian's package, installed with apt-get if missing) for the metrics tests" >&2
 eval "$(bash scripts/prometheus.sh start)"
 trap 'bash scripts/s3-server.sh stop >&2 || true; bash scripts/redis.sh stop >&2 || true; bash scripts/prometheus.sh stop >&2 || true' EXIT
+
+# The servers above are this run's: a test that finds one missing fails and names its script
+# (toolgate_e2e::test_server), where a test run alone starts it through the script.
+export TOOLGATE_TEST_SUITE=1
 
 echo "== tests" >&2
 cargo test --workspace --locked --no-fail-fast "${TEST_FEATURES[@]}"

@@ -379,6 +379,15 @@ pub enum BuildError {
         source: Box<toolgate_store::StoreError>,
     },
 
+    /// The spool folder of `audit.sink: object_store` (`audit.spool`) cannot be made or used.
+    #[error("audit: cannot use the spool folder {}", .path.display())]
+    AuditSpool {
+        /// The folder.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+
     /// The thread that writes the audit batches (`audit.sink: object_store`) cannot start.
     #[error("audit: cannot start the batch writer")]
     AuditWriter {

@@ -39,6 +39,7 @@
 pub mod access;
 mod audit;
 mod audit_batches;
+mod audit_spool;
 mod builder;
 mod call;
 mod caller;
