@@ -177,17 +177,31 @@ impl Batches {
         let name = writer_name();
         let max_lines = settings.max_buffered_lines.max(1);
         let mut buffer = Buffer::default();
-        let spool_dir = settings
-            .spool
-            .clone()
-            .or_else(|| base.map(|dir| dir.join("audit-spool")));
+        // A spool the policy names must work; the default one beside the policy is given up
+        // (with a warning) where that folder cannot be written, as a policy mounted read-only.
+        let (spool_dir, named) = match &settings.spool {
+            Some(dir) => (Some(dir.clone()), true),
+            None => (base.map(|dir| dir.join("audit-spool")), false),
+        };
         let mut orphans = None;
-        if let Some(dir) = spool_dir {
-            let (spool, found) =
-                Spool::open(&dir, &name).map_err(|source| BuildError::AuditSpool {
-                    path: dir.clone(),
-                    source,
-                })?;
+        let spool_opened = match spool_dir {
+            Some(dir) => match Spool::open(&dir, &name) {
+                Ok(opened) => Some(opened),
+                Err(source) if named => {
+                    return Err(BuildError::AuditSpool { path: dir, source });
+                }
+                Err(e) => {
+                    tracing::warn!(
+                        "audit spool: cannot use {}: {e}; lines wait in memory only, and a \
+                         process that is killed loses them (set audit.spool to a writable folder)",
+                        dir.display()
+                    );
+                    None
+                }
+            },
+            None => None,
+        };
+        if let Some((spool, found)) = spool_opened {
             buffer.spool = Some(spool);
             if found.torn > 0 {
                 tracing::warn!(
@@ -432,6 +446,26 @@ fn writer_name() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_default_spool_that_cannot_be_made_is_given_up_but_a_named_one_fails_the_start() {
+        let dir = tempfile::tempdir().unwrap();
+        // A file where the folder should be: no spool folder can be made under it.
+        let file = dir.path().join("policy.yaml");
+        std::fs::write(&file, "").unwrap();
+        let mut settings = AuditSettings {
+            sink: toolgate_policy::AuditSink::ObjectStore,
+            store: Some("memory://".into()),
+            ..AuditSettings::default()
+        };
+        let batches = Batches::open(&settings, Some(&file)).unwrap();
+        assert!(batches.shared.lock().spool.is_none());
+        settings.spool = Some(file.join("audit-spool"));
+        let Err(err) = Batches::open(&settings, Some(dir.path())) else {
+            panic!("a named spool that cannot be made was accepted");
+        };
+        assert!(matches!(err, BuildError::AuditSpool { .. }), "{err}");
+    }
 
     #[test]
     fn a_full_buffer_drops_its_oldest_lines_and_counts_them() {

@@ -157,25 +157,33 @@ async def cluster(opts: argparse.Namespace, count: int = 2, **policy: Any) -> As
 
 class RoundRobin(httpx2.AsyncBaseTransport):
     """A plain load balancer: each request goes to the instance `target` names (the test moves
-    it); a request whose instance refuses the connection goes to the next one, as a balancer
-    whose health check saw it go."""
+    it); an instance that refuses a connection is taken out, and the request goes to the next
+    one, as a balancer whose health check saw it go."""
 
     def __init__(self, servers: list[Server]) -> None:
         self.ports = [httpx2.URL(s.url or "").port for s in servers]
         self.target = 0
+        self.down: set[int] = set()
         self.inner = httpx2.AsyncHTTPTransport()
 
     def next(self) -> None:
-        self.target = (self.target + 1) % len(self.ports)
+        for _ in self.ports:
+            self.target = (self.target + 1) % len(self.ports)
+            if self.target not in self.down:
+                return
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        for _ in self.ports:
-            request.url = request.url.copy_with(port=self.ports[self.target])
+        while True:
+            chosen = self.target
+            request.url = request.url.copy_with(port=self.ports[chosen])
             try:
                 return await self.inner.handle_async_request(request)
             except httpx2.ConnectError:
-                self.next()
-        raise httpx2.ConnectError("no instance takes the connection", request=request)
+                self.down.add(chosen)
+                if len(self.down) == len(self.ports):
+                    raise
+                if self.target == chosen:
+                    self.next()
 
     async def aclose(self) -> None:
         await self.inner.aclose()

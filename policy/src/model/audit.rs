@@ -104,7 +104,8 @@ pub struct AuditSettings {
     /// Sink object_store: a local folder where each line is also written as its call ends,
     /// and kept until its batch is in the store, so that the lines of a process that is
     /// killed are shipped by the next one that starts with the same folder. Relative to the
-    /// policy file. Default audit-spool beside the policy.
+    /// policy file. Default audit-spool beside the policy (given up, with a warning, where that
+    /// folder cannot be made).
     ///
     /// Resolved against the policy's folder as it is read; `None` is `audit-spool` in that
     /// folder, and no spool for a policy built in code.
