@@ -365,7 +365,9 @@ pub fn conversation(calls: &[(&str, &str, &str)]) -> String {
 pub fn test_server(script: &str, variable: &str) -> Vec<(String, String)> {
     use std::collections::BTreeMap;
     use std::sync::{Mutex, OnceLock};
-    static STARTED: OnceLock<Mutex<BTreeMap<String, Vec<(String, String)>>>> = OnceLock::new();
+    /// A script's name -> the settings its server printed.
+    type Started = Mutex<BTreeMap<String, Vec<(String, String)>>>;
+    static STARTED: OnceLock<Started> = OnceLock::new();
     if std::env::var_os(variable).is_some() {
         let family = &variable[..variable.rfind('_').unwrap_or(variable.len())];
         return std::env::vars()
