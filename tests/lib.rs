@@ -2,7 +2,9 @@
 //! built `toolgate` program and the repository, and running the program as a user would.
 //!
 //! The tests drive `target/<profile>/toolgate`, next to the plugin libraries of the same build,
-//! so build the workspace first: `cargo build --workspace && cargo test -p toolgate-e2e`.
+//! so build the workspace first: `cargo build --workspace && cargo test -p toolgate-e2e`. The
+//! test build of `scripts/test.sh` adds `--features toolgate-cli/builtin-testkit` (the test
+//! plugin built into the program, which tests/tests/builtin_testkit.rs needs).
 
 use std::ffi::{OsStr, OsString};
 use std::io::Write;

@@ -230,7 +230,7 @@ impl CallError {
 }
 
 /// A wait as the model reads it: `2.3 s`, `0.05 s`, `1 s`.
-fn seconds(d: Duration) -> String {
+pub(crate) fn seconds(d: Duration) -> String {
     let s = d.as_secs_f64();
     if s >= 10.0 {
         format!("{} s", s.ceil() as u64)

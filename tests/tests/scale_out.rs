@@ -1,5 +1,5 @@
 //! Two `toolgate serve --http` instances behind a plain round-robin (issue 27, item 7; spec
-//! C7, L4, L8, L9), through the official MCP Python SDK and raw HTTP (scenarios in
+//! C7, L4, L9, L10), through the official MCP Python SDK and raw HTTP (scenarios in
 //! tests/mcp/scale_out.py), on real servers: moto's S3 of `scripts/s3-server.sh` (results,
 //! sessions, their owners, the audit prefix) and Debian's redis-server of `scripts/redis.sh`
 //! (limits). A session opened on one instance goes on on the other, a limit counts both
@@ -46,12 +46,12 @@ fn scenario(name: &str) {
 }
 
 #[test]
-fn l9_a_session_opened_on_one_instance_keeps_its_found_tools_on_the_other() {
+fn l10_a_session_opened_on_one_instance_keeps_its_found_tools_on_the_other() {
     scenario("a_session_opened_on_one_instance_keeps_its_found_tools_on_the_other");
 }
 
 #[test]
-fn l9_a_result_offloaded_on_one_instance_is_read_back_on_the_other() {
+fn l10_a_result_offloaded_on_one_instance_is_read_back_on_the_other() {
     scenario("a_result_offloaded_on_one_instance_is_read_back_on_the_other");
 }
 
@@ -61,7 +61,7 @@ fn c7_another_principal_presenting_a_session_id_is_refused_on_every_instance() {
 }
 
 #[test]
-fn l9_a_rate_limit_counts_the_calls_of_both_instances_together() {
+fn l10_a_rate_limit_counts_the_calls_of_both_instances_together() {
     scenario("a_rate_limit_counts_the_calls_of_both_instances_together");
 }
 
@@ -76,23 +76,23 @@ fn l4_with_redis_down_a_closed_policy_refuses_calls_on_both_instances() {
 }
 
 #[test]
-fn l9_the_audit_prefix_holds_one_line_per_call_of_both_instances() {
+fn l10_the_audit_prefix_holds_one_line_per_call_of_both_instances() {
     scenario("the_audit_prefix_holds_one_line_per_call_of_both_instances");
 }
 
 #[test]
-fn l8_a_graceful_stop_writes_every_buffered_line_and_empties_the_spool() {
+fn l9_a_graceful_stop_writes_every_buffered_line_and_empties_the_spool() {
     scenario("a_graceful_stop_writes_every_buffered_line_and_empties_the_spool");
 }
 
 #[test]
-fn l9_a_client_whose_instance_is_killed_mid_call_retries_on_the_other_and_keeps_its_session() {
+fn l10_a_client_whose_instance_is_killed_mid_call_retries_on_the_other_and_keeps_its_session() {
     scenario(
         "a_client_whose_instance_is_killed_mid_call_retries_on_the_other_and_keeps_its_session",
     );
 }
 
 #[test]
-fn l8_the_audit_lines_of_a_killed_instance_are_shipped_by_the_next_start() {
+fn l9_the_audit_lines_of_a_killed_instance_are_shipped_by_the_next_start() {
     scenario("the_audit_lines_of_a_killed_instance_are_shipped_by_the_next_start");
 }

@@ -11,7 +11,9 @@
 //!   the comparison takes the same time wherever the first difference is): the shared token,
 //!   or an API key or JWT the policy's `auth:` accepts (`http_auth`); an MCP session is used
 //!   by the principal that opened it only (403 otherwise);
-//! - a new session beyond `max_sessions` gets 503 with a JSON-RPC error.
+//! - a new session beyond `max_sessions` gets 503 with a JSON-RPC error;
+//! - a POST of a principal over the policy's `limits.requests` gets 429 with `Retry-After`
+//!   (`http_limits`).
 //!
 //! - a POST body larger than `max_request_bytes` gets 413, a body that is not JSON a JSON-RPC
 //!   parse error (-32700), and JSON that is not one JSON-RPC message an invalid-request error
@@ -253,6 +255,13 @@ impl Front {
         }
         if let Some(metrics) = metrics {
             return metrics_response(metrics);
+        }
+        // L8: a principal over its request limit is answered before any MCP message is read.
+        if request.method() == http::Method::POST {
+            let current = self.shared.engines.current();
+            if let Err(refusal) = current.engine.admit_request(&admitted.caller).await {
+                return super::http_limits::refused(&refusal, self.metrics.as_deref());
+            }
         }
         let is_delete = request.method() == http::Method::DELETE;
         let (mut request, initialize) = match request.method() {
