@@ -12,7 +12,7 @@
 //! | `toolgate_calls_in_flight`; `toolgate.calls.in_flight` | gauge (up-down counter) | `kind` |
 //! | `toolgate_offloaded_results_total`; `toolgate.offloaded.results` | counter | `kind`, `tool` |
 //! | `toolgate_offloaded_bytes_total`; `toolgate.offloaded.bytes` (By) | counter | `kind`, `tool` |
-//! | `toolgate_rate_limit_rejections_total`; `toolgate.rate_limit.rejections` | counter | `kind`, `tool` |
+//! | `toolgate_rate_limit_rejections_total`; `toolgate.rate_limit.rejections` | counter | `kind`, `tool` (`http_request` and empty for the HTTP requests `limits.requests` refuses) |
 //! | `toolgate_call_retries_total`; `toolgate.call.retries` | counter | `kind`, `tool`, `error_kind` (of the attempt that failed) |
 //! | `toolgate_circuit_open`; `toolgate.circuit.open` | gauge | `source` (1 while open or half-open, 0 once closed) |
 //! | `toolgate_search_duration_seconds`; `toolgate.search.duration` (s) | histogram | none |
@@ -258,7 +258,8 @@ impl Metrics {
     }
 
     /// Counts a call a rate limit refused (for a limiter that refuses before the engine runs
-    /// the call; a `rate_limited` outcome is counted already).
+    /// the call; a `rate_limited` outcome is counted already): `serve --http` counts the
+    /// requests `limits.requests` refuses as `kind` `http_request` with an empty `tool` (L8).
     pub fn rate_limited(&self, kind: &'static str, tool: &str) {
         let tool = tool_value(self.bounded(tool));
         self.instruments.rate_limited.add(
