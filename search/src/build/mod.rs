@@ -296,6 +296,7 @@ fn with_rerank_words(
         }
     };
     let mut new_offsets = Vec::with_capacity(offsets.len());
+    let mut shared = record::SharedLists::default();
     for (i, &start) in offsets.iter().enumerate() {
         let end = offsets.get(i + 1).copied().unwrap_or(names.len());
         let at = u32::try_from(out.len()).map_err(|_| IndexError::RecordsTooLarge {
@@ -308,7 +309,7 @@ fn with_rerank_words(
         next_list(description);
         next_list(enums);
         enums.sort_unstable();
-        record::put_rerank(out, name, description, enums);
+        record::put_rerank(out, name, description, enums, &mut shared);
     }
     Ok(format::put_offsets(&new_offsets))
 }
