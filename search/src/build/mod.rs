@@ -200,7 +200,6 @@ fn assemble(
         |p| params.impact(&p.tf, &norms[p.doc as usize]),
         workers,
         &uses,
-        n as usize,
     )?;
     drop(uses);
     // The records section: its head, the blocks of texts, then the hot records.
@@ -254,7 +253,6 @@ fn assemble(
         n,
         head,
         sections,
-        cuts: finished.cuts,
     })
 }
 
@@ -401,23 +399,6 @@ mod tests {
         for workers in [2, 3, 7] {
             let many = serialize_on(&docs, params, workers).unwrap();
             assert!(one.bytes == many.bytes, "{workers} workers");
-        }
-    }
-
-    #[test]
-    fn the_middle_table_recorded_while_writing_is_the_one_a_check_of_the_file_finds() {
-        // Every tool has "files" and "quickly" (lists of 8 blocks), a third each "get", "set"
-        // and "list" (3 blocks); with more workers those lists fall in later runs.
-        let docs = catalog(1000);
-        let params = ImpactParams::of(&Ranking::default());
-        let dir = tempfile::tempdir().unwrap();
-        for workers in [1, 2, 3, 7] {
-            let built = serialize_on(&docs, params, workers).unwrap();
-            assert!(built.cuts.len() >= 5, "{} entries", built.cuts.len());
-            let path = dir.path().join(format!("w{workers}.idx"));
-            std::fs::write(&path, &built.bytes).unwrap();
-            let checked = crate::file::IndexFile::read(&path).unwrap();
-            assert_eq!(checked.cuts(), &built.cuts, "{workers} workers");
         }
     }
 }
