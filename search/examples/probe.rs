@@ -9,7 +9,6 @@
 //! * `probe run INDEX QUERIES [FIRST [COUNT]]`: parses and runs the queries once (for callgrind).
 //! * `probe slow INDEX QUERIES RUNS N`: the N slowest queries by least time, as numbers.
 
-
 #[path = "../benches/common/corpus.rs"]
 mod corpus;
 

@@ -391,11 +391,7 @@ mod tests {
         let mut bytes = Vec::new();
         let name = format::NAME_BIT;
         put_postings(&mut bytes, &[(1, 7 | name), (5, 3), (9, 2 | name)]);
-        let group = Group::new(
-            vec![Cursor::new(PostingList::new(&bytes, 0), 1.0)],
-            0,
-            true,
-        );
+        let group = Group::new(vec![Cursor::new(PostingList::new(&bytes, 0), 1.0)], 0, true);
         let mut sc = Scratch::default();
         sc.prepare(12);
         if listed {

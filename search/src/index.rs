@@ -486,4 +486,3 @@ impl SearchIndex {
         out
     }
 }
-

@@ -595,9 +595,21 @@ mod tests {
         }
         // "c" and "e" refer back to "a"'s pair: a few bytes each instead of the 40 numbers.
         let inline = starts[2] - starts[1];
-        assert!(starts[3] - starts[2] < 10, "{} bytes", starts[3] - starts[2]);
-        assert!(out.len() - starts[4] < 10, "{} bytes", out.len() - starts[4]);
-        assert!(starts[4] - starts[3] > 40, "{inline} {}", starts[4] - starts[3]);
+        assert!(
+            starts[3] - starts[2] < 10,
+            "{} bytes",
+            starts[3] - starts[2]
+        );
+        assert!(
+            out.len() - starts[4] < 10,
+            "{} bytes",
+            out.len() - starts[4]
+        );
+        assert!(
+            starts[4] - starts[3] > 40,
+            "{inline} {}",
+            starts[4] - starts[3]
+        );
     }
 
     #[test]

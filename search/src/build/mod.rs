@@ -249,11 +249,7 @@ fn assemble(
     }
     head.extend_from_slice(&[0; 8]); // checksum, filled in by whoever puts the parts together
     head.extend_from_slice(&offset.to_le_bytes());
-    Ok(Parts {
-        n,
-        head,
-        sections,
-    })
+    Ok(Parts { n, head, sections })
 }
 
 /// Calls `f` with each list of the shards' flat re-ranking words (three per tool, each its
