@@ -556,7 +556,10 @@ mod tests {
 
     /// Hot records of `tools` (name, name list, description list, enum list), back to back, and
     /// where each starts.
-    fn hot_records(tools: &[(&str, Vec<u32>, Vec<u32>, Vec<u32>)]) -> (Vec<u8>, Vec<usize>) {
+    /// A tool's name and its name, description and `enum` words.
+    type Hot<'a> = (&'a str, Vec<u32>, Vec<u32>, Vec<u32>);
+
+    fn hot_records(tools: &[Hot<'_>]) -> (Vec<u8>, Vec<usize>) {
         let (mut out, mut starts) = (vec![0xee; 3], Vec::new());
         let mut seen = SharedLists::default();
         for (name, words, description, enums) in tools {
