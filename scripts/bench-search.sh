@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Tool search side by side (issues 14, 29): toolgate, bm25s (numba backend) and tantivy on the same
 # catalogs and the same 19,514 labelled queries, in one run, printed as a table per catalog size and
-# as ratios (below 1 is toolgate ahead for time and size). Toolgate runs twice: on one thread a
-# query (1t) and with the split-search helper thread (2t, the library's default on 2+ cores).
+# as ratios (below 1 is toolgate ahead for time and size). Every engine searches on one thread.
 #
 #   bash scripts/bench-search.sh [OUT_DIR]
 #
@@ -71,11 +70,10 @@ bench_size() {
     local catalog="$dir/corpus/catalog.jsonl" queries="$dir/corpus/queries.jsonl"
 
     echo "bench: $tools tools: toolgate" >&2
-    local tg_build tg_rss tg_size tg_query1 tg_query2
+    local tg_build tg_rss tg_size tg_query
     read -r tg_build tg_rss < <(timed "$EXAMPLES/bench_build" "$catalog" "$dir/toolgate.idx")
     tg_size=$(stat -c %s "$dir/toolgate.idx")
-    tg_query1=$("$EXAMPLES/bench_queries" "$dir/toolgate.idx" "$queries" 1)
-    tg_query2=$("$EXAMPLES/bench_queries" "$dir/toolgate.idx" "$queries" 2)
+    tg_query=$("$EXAMPLES/bench_queries" "$dir/toolgate.idx" "$queries")
 
     declare -A build rss size query
     for engine in bm25s tantivy; do
@@ -88,17 +86,17 @@ bench_size() {
         query[$engine]=$("$PY" scripts/bench_search.py query "$engine" "$dir/$engine" "$queries")
     done
 
-    "$PY" - "$tools" "$tg_build" "$tg_rss" "$tg_size" "$tg_query1" "$tg_query2" \
+    "$PY" - "$tools" "$tg_build" "$tg_rss" "$tg_size" "$tg_query" \
         "${build[bm25s]}" "${rss[bm25s]}" "${size[bm25s]}" "${query[bm25s]}" \
         "${build[tantivy]}" "${rss[tantivy]}" "${size[tantivy]}" "${query[tantivy]}" <<'PYEOF'
 import json, sys
 
 a = sys.argv[1:]
 tools = int(a[0])
-tg = {"build": a[1], "rss": a[2], "size": a[3], "q1": json.loads(a[4]), "q2": json.loads(a[5])}
+tg = {"build": a[1], "rss": a[2], "size": a[3], "q": json.loads(a[4])}
 others = {}
 for i, name in enumerate(["bm25s", "tantivy"]):
-    build, rss, size, q = a[6 + 4 * i : 10 + 4 * i]
+    build, rss, size, q = a[5 + 4 * i : 9 + 4 * i]
     others[name] = {"build": build, "rss": rss, "size": size, "q": json.loads(q)}
 
 
@@ -112,23 +110,19 @@ def row(build, rss, size, q):
     }
 
 
-rows = {
-    "toolgate 1t": row(tg["build"], tg["rss"], tg["size"], tg["q1"]),
-    "toolgate 2t": row(tg["build"], tg["rss"], tg["size"], tg["q2"]),
-}
+rows = {"toolgate": row(tg["build"], tg["rss"], tg["size"], tg["q"])}
 for name, o in others.items():
     rows[name] = row(o["build"], o["rss"], o["size"], o["q"])
 names = list(rows)
-print(f"{tools:,} tools, {tg['q1']['queries']} queries")
-ratios = [("1t", "bm25s"), ("1t", "tantivy"), ("2t", "bm25s"), ("2t", "1t")]
-print(f"{'':22}" + "".join(f"{n:>13}" for n in names) + "".join(f"{a + '/' + b:>13}" for a, b in ratios))
-for key in rows["toolgate 1t"]:
+print(f"{tools:,} tools, {tg['q']['queries']} queries")
+ratios = [("toolgate", "bm25s"), ("toolgate", "tantivy")]
+print(f"{'':22}" + "".join(f"{n:>13}" for n in names) + "".join(f"{'toolgate/' + b:>17}" for _, b in ratios))
+for key in rows["toolgate"]:
     vals = [rows[n][key] for n in names]
     line = f"{key:22}" + "".join(f"{v:13.1f}" if v >= 10 else f"{v:13.2f}" for v in vals)
     for x, y in ratios:
-        top = rows["toolgate " + x][key]
-        bottom = rows["toolgate " + y][key] if y in ("1t", "2t") else rows[y][key]
-        line += f"{top / bottom:13.2f}" if bottom else f"{'-':>13}"
+        top, bottom = rows[x][key], rows[y][key]
+        line += f"{top / bottom:17.2f}" if bottom else f"{'-':>17}"
     print(line)
 print()
 PYEOF

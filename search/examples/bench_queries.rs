@@ -1,7 +1,5 @@
 //! Query latencies of a written index, for `scripts/bench-search.sh`:
-//! `cargo run --release --example bench_queries -- INDEX QUERIES.jsonl [THREADS]` maps the index
-//! (searching with up to THREADS threads a query, see `SearchIndex::with_threads`; default: the
-//! library's), runs
+//! `cargo run --release --example bench_queries -- INDEX QUERIES.jsonl` maps the index, runs
 //! every query (`{"id", "query"}` per line) three times for the top 5 without explanations, as
 //! `tool_search` does (from the query's text: parsing, as the others' tokenizing, is timed),
 //! and prints one JSON object: the query count, the index size (in all, the
@@ -17,18 +15,11 @@ const RUNS: usize = 3;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args_os().skip(1);
-    let usage = "usage: bench_queries INDEX QUERIES.jsonl [THREADS]";
+    let usage = "usage: bench_queries INDEX QUERIES.jsonl";
     let index_path = std::path::PathBuf::from(args.next().ok_or(usage)?);
     let queries_path = std::path::PathBuf::from(args.next().ok_or(usage)?);
-    let threads: Option<usize> = match args.next() {
-        Some(n) => Some(n.to_str().ok_or(usage)?.parse()?),
-        None => None,
-    };
     // SAFETY: the bench script writes the index before this runs and does not touch it after.
-    let mut index = unsafe { SearchIndex::open_mapped(&index_path) }?;
-    if let Some(threads) = threads {
-        index = index.with_threads(threads);
-    }
+    let index = unsafe { SearchIndex::open_mapped(&index_path) }?;
     let mut queries = Vec::new();
     for line in std::io::BufReader::new(std::fs::File::open(&queries_path)?).lines() {
         let line = line?;
@@ -72,7 +63,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "{}",
         serde_json::json!({
             "queries": queries.len(),
-            "threads": index.threads(),
             "index_bytes": index.size_bytes(),
             "search_bytes": index.size_bytes() - records,
             "record_bytes": records,

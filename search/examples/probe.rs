@@ -8,9 +8,6 @@
 //!   (from the query's text, as `tool_search` gets it: parsing is timed).
 //! * `probe run INDEX QUERIES [FIRST [COUNT]]`: parses and runs the queries once (for callgrind).
 //! * `probe slow INDEX QUERIES RUNS N`: the N slowest queries by least time, as numbers.
-//!
-//! `PROBE_THREADS=N` in the environment searches with N threads (`SearchIndex::with_threads`;
-//! the default otherwise).
 
 #[path = "../benches/common/corpus.rs"]
 mod corpus;
@@ -35,10 +32,7 @@ fn write_set(dir: &Path, name: &str, index: &SearchIndex, queries: &[String]) ->
 
 /// The index and the queries that parse (numbered from 0 in that order by `slow`).
 fn open(index: &str, queries: &str) -> Res<(SearchIndex, Vec<String>)> {
-    let mut index = SearchIndex::open(Path::new(index))?;
-    if let Ok(threads) = std::env::var("PROBE_THREADS") {
-        index = index.with_threads(threads.parse()?);
-    }
+    let index = SearchIndex::open(Path::new(index))?;
     let queries = std::fs::read_to_string(queries)?
         .lines()
         .filter(|q| Query::parse(q).is_ok())

@@ -8,35 +8,19 @@
 //! of it as constant parameters, and the contributions multiplied out beforehand in a loop the
 //! compiler makes vector code of. A term expanded by prefix or typo keeps each tool's best
 //! expansion first, then adds those through the same [`add`].
-//!
-//! A scratch adds the tools of a range `lo..n` only (see [`Scratch::prepare`]): all of them
-//! in a search on one thread, one half of them on each thread of a split one (`score.rs`,
-//! `worker.rs`). The lower half stops a list at its first block past the range; the upper
-//! half starts it at the block where the list reaches the middle tool ([`crate::cuts`]).
-//! Either way each tool gets exactly the additions, in the same order, as on one thread.
 
-use crate::postings::{BLOCK, Block, BlockStart, Blocks, PostingList};
+use crate::postings::{BLOCK, Block, PostingList};
 
 /// One postings list of a query term.
 pub(crate) struct Cursor<'a> {
     pub(crate) list: PostingList<'a>,
-    /// The list's offset in the postings section.
-    pub(crate) offset: u64,
-    /// Where the list's upper half starts (see [`crate::cuts`]), if it was looked up: a
-    /// scratch of the upper half starts there; else it decodes the list from its start.
-    pub(crate) upper: Option<BlockStart>,
     /// Contribution per unit of impact: the (penalised) IDF over the scale.
     weight: f32,
 }
 
 impl<'a> Cursor<'a> {
-    pub(crate) fn new(list: PostingList<'a>, offset: u64, weight: f32) -> Cursor<'a> {
-        Cursor {
-            list,
-            offset,
-            upper: None,
-            weight,
-        }
+    pub(crate) fn new(list: PostingList<'a>, weight: f32) -> Cursor<'a> {
+        Cursor { list, weight }
     }
 }
 
@@ -87,12 +71,8 @@ pub(crate) struct Scratch {
     block: Box<Block>,
     /// Each entry's contribution to the score, for the block being added.
     contrib: [f32; BLOCK],
-    /// The first tool of the range this scratch adds (0 but in the upper half of a split
-    /// search): entries below are not used, and tool numbers below are passed over.
-    lo: usize,
-    /// The end of the range this scratch adds (the number of tools of the current search but
-    /// in the lower half of a split one): entries from here on are not used, and a tool number
-    /// at or past it (which only a damaged file holds, or the other half's) is passed over.
+    /// The number of tools of the current search: entries from here on are not used, and a
+    /// tool number at or past it (which only a damaged file holds) is passed over.
     n: usize,
     /// Whether `name` may have a non-zero entry (an exact term was added).
     name_set: bool,
@@ -111,7 +91,6 @@ impl Default for Scratch {
             best_touched: Vec::new(),
             block: Box::new(Block::new()),
             contrib: [0.0; BLOCK],
-            lo: 0,
             n: 0,
             name_set: false,
             required_set: false,
@@ -120,9 +99,8 @@ impl Default for Scratch {
 }
 
 impl Scratch {
-    /// Readies the scratch to add the tools `lo..n` of a search.
-    pub(crate) fn prepare(&mut self, lo: usize, n: usize) {
-        self.lo = lo.min(n);
+    /// Readies the scratch to add the `n` tools of a search.
+    pub(crate) fn prepare(&mut self, n: usize) {
         self.n = n;
         if self.acc.len() < n {
             self.acc.resize(n, Acc::default());
@@ -138,13 +116,12 @@ impl Scratch {
     /// and `required` whole. `name` and `required` only if a term was added to them.
     pub(crate) fn reset(&mut self, dense: bool) {
         let n = self.n.min(self.acc.len());
-        let lo = self.lo.min(n);
         if dense {
             if self.name_set {
-                self.name[lo..n].fill(0);
+                self.name[..n].fill(0);
             }
             if self.required_set {
-                self.required[lo..n].fill(0);
+                self.required[..n].fill(0);
             }
         } else {
             // One pass over the touched tools, the arrays to clear chosen outside it: three
@@ -207,7 +184,6 @@ impl Scratch {
             }
             return;
         }
-        let lo = self.lo;
         let Scratch {
             acc,
             best,
@@ -220,11 +196,11 @@ impl Scratch {
         let (acc, best) = (&mut acc[..], &mut best[..]);
         best_touched.clear();
         for c in &group.cursors {
-            let mut blocks = blocks_of(c, lo);
+            let mut blocks = c.list.blocks();
             while let Ok(true) = blocks.next_into(block) {
                 let block = &**block;
-                let (from, to) = in_range(block, lo, *n);
-                for (&d, &q) in block.docs[from..to].iter().zip(&block.impacts[from..]) {
+                let to = in_range(block, *n);
+                for (&d, &q) in block.docs[..to].iter().zip(&block.impacts) {
                     let d = d as usize;
                     let s = c.weight * f32::from(q);
                     let Some(b) = best.get_mut(d) else {
@@ -236,7 +212,7 @@ impl Scratch {
                     // The best of 0 and the expansions' contributions, as if `best` started at 0.
                     *b = b.max(0.0).max(s);
                 }
-                // The rest of the list is past the range.
+                // The rest of the list is past the tools (a damaged file).
                 if to < block.len {
                     break;
                 }
@@ -264,8 +240,7 @@ impl Scratch {
         c: &Cursor<'_>,
         share: f32,
     ) {
-        let mut blocks = blocks_of(c, self.lo);
-        let lo = self.lo;
+        let mut blocks = c.list.blocks();
         // The arrays as local slices, borrowed apart: written through in the loop, they could
         // otherwise be the vectors' own fields, which would be read again for every posting.
         let Scratch {
@@ -283,7 +258,7 @@ impl Scratch {
         // A block that does not decode ends the list (only a damaged file has one).
         while let Ok(true) = blocks.next_into(block) {
             let block = &**block;
-            let (from, len) = in_range(block, lo, *n);
+            let len = in_range(block, *n);
             // Apart, in a loop the compiler makes vector code of: the same products.
             for (w, &q) in contrib.iter_mut().zip(&block.impacts) {
                 *w = c.weight * f32::from(q);
@@ -292,7 +267,7 @@ impl Scratch {
             // test is as likely one way as the other, and a push keeps the vector's length in
             // memory), then listed in one go: in the same order as pushed one by one.
             let mut k = 0;
-            for (&d, &s) in block.docs[from..len].iter().zip(&contrib[from..]) {
+            for (&d, &s) in block.docs[..len].iter().zip(contrib.iter()) {
                 let i = d as usize;
                 if let Some(a) = acc.get_mut(i) {
                     if LIST {
@@ -316,14 +291,10 @@ impl Scratch {
                     let mut word = [0u8; 8];
                     word.copy_from_slice(half);
                     let mut bits = u64::from_le_bytes(word);
-                    // Entries outside the range are not counted.
+                    // Entries past the tools are not counted.
                     let keep = len.saturating_sub(h * 64);
                     if keep < 64 {
                         bits &= (1u64 << keep) - 1;
-                    }
-                    let skip = from.saturating_sub(h * 64);
-                    if skip > 0 {
-                        bits &= u64::MAX.checked_shl(skip as u32).unwrap_or(0);
                     }
                     while bits != 0 {
                         let i = h * 64 + bits.trailing_zeros() as usize;
@@ -334,21 +305,11 @@ impl Scratch {
                     }
                 }
             }
-            // The rest of the list is past the range.
+            // The rest of the list is past the tools (a damaged file).
             if len < block.len {
                 break;
             }
         }
-    }
-}
-
-/// The blocks of `c`'s list a scratch of the range from `lo` decodes: from the list's start,
-/// or for the upper half of a split search (`lo` above 0), from the block where the list
-/// reaches `lo`, if it was looked up.
-fn blocks_of<'a>(c: &Cursor<'a>, lo: usize) -> Blocks<'a> {
-    match c.upper {
-        Some(start) if lo > 0 => c.list.blocks_from(start),
-        _ => c.list.blocks(),
     }
 }
 
@@ -363,21 +324,15 @@ fn add<const LIST: bool>(a: &mut Acc, touched: &mut Vec<u32>, d: usize, s: f32, 
     a.coverage += share;
 }
 
-/// The entries `from..to` of `block` that name a tool in `lo..n`: tool numbers ascend in a
-/// block, so they are a run of it (all of it on one thread but in a damaged file; on a thread
-/// of a split search, all of it but in the block that crosses the middle).
+/// How many entries of `block` name a tool below `n`: tool numbers ascend in a block, so they
+/// are its first ones (all of them but in a damaged file).
 #[inline(always)]
-fn in_range(block: &Block, lo: usize, n: usize) -> (usize, usize) {
+fn in_range(block: &Block, n: usize) -> usize {
     let docs = &block.docs[..block.len.min(block.docs.len())];
-    let to = match docs.last() {
+    match docs.last() {
         Some(&last) if (last as usize) >= n => docs.partition_point(|&d| (d as usize) < n),
         _ => docs.len(),
-    };
-    let from = match docs.first() {
-        Some(&first) if (first as usize) < lo => docs[..to].partition_point(|&d| (d as usize) < lo),
-        _ => 0,
-    };
-    (from, to)
+    }
 }
 
 /// What one tool has gathered in the first stage: 8 bytes, so that the
@@ -436,13 +391,9 @@ mod tests {
         let mut bytes = Vec::new();
         let name = format::NAME_BIT;
         put_postings(&mut bytes, &[(1, 7 | name), (5, 3), (9, 2 | name)]);
-        let group = Group::new(
-            vec![Cursor::new(PostingList::new(&bytes, 0), 0, 1.0)],
-            0,
-            true,
-        );
+        let group = Group::new(vec![Cursor::new(PostingList::new(&bytes, 0), 1.0)], 0, true);
         let mut sc = Scratch::default();
-        sc.prepare(0, 12);
+        sc.prepare(12);
         if listed {
             sc.accumulate::<true>(&group, 0.5, true);
         } else {

@@ -32,9 +32,8 @@ use std::sync::Once;
 
 use fst::{Map, Streamer};
 
-use crate::cuts::{Cuts, CutsBuilder};
 use crate::error::Damage;
-use crate::postings::{Block, BlockError, BlockSink, PostingList};
+use crate::postings::{Block, BlockError, PostingList};
 
 thread_local! {
     /// Set while this thread runs [`catch_quietly`]: its panics are expected and reported as errors.
@@ -106,17 +105,12 @@ pub(crate) fn fst_structure<D: AsRef<[u8]>>(map: &Map<D>) -> Result<(), Damage> 
 /// docs), that every list's tool numbers ascend strictly and stay below `tools`, and that the
 /// map holds as many terms as it says. `key_budget` bounds the total bytes of the terms, so
 /// that a crafted map with a huge number of long keys is refused instead of walked.
-///
-/// The same pass finds where each list reaches the middle tool ([`Cuts`]), which is what it
-/// returns (an index built in memory has the table from its builder, which records it as it
-/// writes the lists, through the same [`CutsBuilder`]).
 pub(crate) fn postings<D: AsRef<[u8]>>(
     map: &Map<D>,
     postings: &[u8],
     tools: usize,
     key_budget: usize,
-) -> Result<Cuts, Damage> {
-    let mut cuts = CutsBuilder::new(tools);
+) -> Result<(), Damage> {
     let mut stream = map.stream();
     let mut expected = 0usize;
     let (mut terms, mut key_bytes) = (0usize, 0usize);
@@ -139,18 +133,12 @@ pub(crate) fn postings<D: AsRef<[u8]>>(
         if list.len() == 0 && postings.get(expected) != Some(&0) {
             return Err(Damage::Overrun { term: term() });
         }
-        cuts.list(expected, list.len());
         let mut blocks = list.blocks();
         let mut block = Block::new();
         let mut index = 0usize;
-        let mut next_doc = 0u64;
         loop {
-            let pos = blocks.consumed();
             match blocks.next_into(&mut block) {
-                Ok(false) => {
-                    cuts.end(index, pos, next_doc);
-                    break;
-                }
+                Ok(false) => break,
                 Ok(true) => {}
                 Err(BlockError::Overrun) => return Err(Damage::Overrun { term: term() }),
                 Err(BlockError::DocOverflow) => {
@@ -180,8 +168,6 @@ pub(crate) fn postings<D: AsRef<[u8]>>(
                     tools,
                 });
             }
-            cuts.block(index, pos, next_doc, last);
-            next_doc = u64::from(last) + 1;
             index += 1;
         }
         expected += count_len + blocks.consumed();
@@ -198,7 +184,7 @@ pub(crate) fn postings<D: AsRef<[u8]>>(
             stated: map.len(),
         });
     }
-    Ok(cuts.finish())
+    Ok(())
 }
 
 /// The bytes of the shortest LEB128 varint of `v` (as the builder writes counts).

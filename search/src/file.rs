@@ -12,7 +12,6 @@ use std::sync::Arc;
 use fst::Map;
 
 use crate::check;
-use crate::cuts::Cuts;
 use crate::error::{Damage, IndexError};
 use crate::field::FIELDS;
 use crate::format::{self, Reader};
@@ -38,9 +37,8 @@ impl AsRef<[u8]> for Storage {
 
 /// Where the bytes of an index come from, which decides how far they are checked.
 enum Content {
-    /// Serialised by this process a moment ago: only the header is read back, and the table of
-    /// where each list reaches the middle tool is the one the builder recorded.
-    Built(Cuts),
+    /// Serialised by this process a moment ago: only the header is read back.
+    Built,
     /// Read from a file: besides the header and checksum, the term dictionary and postings are
     /// checked in full (see [`check`]), since a checksum can be recomputed by whoever crafts a
     /// file.
@@ -77,23 +75,17 @@ pub(crate) struct IndexFile {
     len: usize,
     /// The ranking parameters the stored impacts were computed with.
     impacts: ImpactParams,
-    /// Where each postings list reaches the middle tool (see [`crate::cuts`]).
-    cuts: Cuts,
 }
 
 impl IndexFile {
     /// The index the builder serialised into `bytes`, whose checksum it computed as
-    /// `checksum`, and the table it recorded of where each list reaches the middle tool.
-    pub(crate) fn built(
-        bytes: Vec<u8>,
-        checksum: u64,
-        cuts: Cuts,
-    ) -> Result<IndexFile, IndexError> {
+    /// `checksum`.
+    pub(crate) fn built(bytes: Vec<u8>, checksum: u64) -> Result<IndexFile, IndexError> {
         IndexFile::from_storage(
             Storage::Owned(bytes),
             Path::new("<memory>"),
             Some(checksum),
-            Content::Built(cuts),
+            Content::Built,
         )
     }
 
@@ -279,32 +271,29 @@ impl IndexFile {
         let postings = AsRef::<[u8]>::as_ref(&*storage)
             .get(sections[format::SEC_POSTINGS].clone())
             .unwrap_or(&[]);
-        let cuts = match content {
-            // The builder's own lists: it recorded the table as it wrote them.
-            Content::Built(cuts) => cuts,
-            Content::Untrusted => {
-                // Every distinct term comes from some tool's text, so all the terms together
-                // are not much longer than the stored tools.
-                let key_budget = sections[format::SEC_DOCS]
-                    .len()
-                    .saturating_mul(4)
-                    .saturating_add(1 << 20);
-                let records = AsRef::<[u8]>::as_ref(&*storage)
-                    .get(sections[format::SEC_DOCS].clone())
-                    .unwrap_or(&[]);
-                let checked = check::catch_quietly(|| {
-                    check::fst_structure(&stems)?;
-                    check::fst_structure(&rerank_terms)?;
-                    check::records_head(records, len)?;
-                    check::postings(&stems, postings, len, key_budget)
-                });
-                match checked {
-                    Ok(Ok(cuts)) => cuts,
-                    Ok(Err(damage)) => return Err(damaged(damage)),
-                    Err(panic) => return Err(damaged(Damage::Panic(panic))),
-                }
+        // The builder's own lists are not checked again.
+        if let Content::Untrusted = content {
+            // Every distinct term comes from some tool's text, so all the terms together
+            // are not much longer than the stored tools.
+            let key_budget = sections[format::SEC_DOCS]
+                .len()
+                .saturating_mul(4)
+                .saturating_add(1 << 20);
+            let records = AsRef::<[u8]>::as_ref(&*storage)
+                .get(sections[format::SEC_DOCS].clone())
+                .unwrap_or(&[]);
+            let checked = check::catch_quietly(|| {
+                check::fst_structure(&stems)?;
+                check::fst_structure(&rerank_terms)?;
+                check::records_head(records, len)?;
+                check::postings(&stems, postings, len, key_budget)
+            });
+            match checked {
+                Ok(Ok(())) => {}
+                Ok(Err(damage)) => return Err(damaged(damage)),
+                Err(panic) => return Err(damaged(Damage::Panic(panic))),
             }
-        };
+        }
         let [_, postings, doc_offsets, docs, name_lens, _] = sections;
         Ok(IndexFile {
             storage,
@@ -316,7 +305,6 @@ impl IndexFile {
             name_lens,
             len,
             impacts,
-            cuts,
         })
     }
 
@@ -419,11 +407,6 @@ impl IndexFile {
     /// The length in terms of tool `id`'s name field, at most 255 (0 past the table).
     pub(crate) fn name_len(&self, id: usize) -> f32 {
         f32::from(self.section(&self.name_lens).get(id).copied().unwrap_or(0))
-    }
-
-    /// Where each postings list reaches the middle tool.
-    pub(crate) fn cuts(&self) -> &Cuts {
-        &self.cuts
     }
 
     /// The postings list at `offset` of the postings section (empty if it does not fit).

@@ -5,7 +5,7 @@
 //! ```text
 //! offset  size  field
 //!      0     8  magic  b"TGSEARCH"
-//!      8     4  format version (u32, currently 7)
+//!      8     4  format version (u32, currently 8)
 //!     12     4  number of tools (u32)
 //!     16    24  average length of each of the 6 fields, in terms (6 x f32)
 //!     40    52  the ranking parameters the impacts were computed with:
@@ -43,7 +43,12 @@
 //!   words: three lists (the stems of the name's words and of the
 //!   description's terms in text order, the stems of the `enum` values' terms
 //!   ascending and each once), each a varint count and then varint numbers of
-//!   the re-ranking vocabulary.
+//!   the re-ranking vocabulary. The description's and the `enum` values' lists are a pair
+//!   written once per distinct pair: the pair starts with a varint `v`, even for a pair
+//!   written here (the description's count is `v / 2`), odd for a reference to the same pair
+//!   written by an earlier tool, `(v >> 1) + 1` bytes back (always to one written in place),
+//!   when the reference is the shorter (`record::put_rerank`). Tools that share a description
+//!   (a catalog's copies of one tool, the same tool on two servers) share its words.
 //! * Name lengths are one byte per tool: the number of terms of its name field (saturating
 //!   at 255), the only field length a search reads (for the share of the name a query
 //!   explains); the others only go into the impacts, at build time. Version 5 kept six `u16`
@@ -127,14 +132,17 @@
 //! of one tool without a block, and compresses the texts in blocks of 32 against a stored
 //! dictionary (100,000 tools: 18.03 MB = 17.2 MiB -> 12.53 MB = 11.95 MiB); 7 checksums with
 //! XXH3 instead of FNV-1a over 8-byte words (which missed two flipped top bits and a trailing
-//! zero) and stores tool offsets in the fewest bytes that hold them (12.43 MB = 11.85 MiB). None
-//! reads another's files.
+//! zero) and stores tool offsets in the fewest bytes that hold them (12.43 MB = 11.85 MiB); 8
+//! stores a description's and its `enum` values' re-ranking words once for the tools that share
+//! them (the speed bench's 100,000 tools, 14 copies of 6,996: 11.24 MB = 10.72 MiB; BFCL's
+//! 2,723 tools, whose descriptions differ: 986,943 -> 986,311 bytes). None reads another's
+//! files.
 
 use crate::error::Section;
 use crate::field::FIELDS;
 
 pub(crate) const MAGIC: &[u8; 8] = b"TGSEARCH";
-pub(crate) const VERSION: u32 = 7;
+pub(crate) const VERSION: u32 = 8;
 pub(crate) const SECTIONS: usize = 6;
 /// The ranking parameters stored in the header: `k1`, `weight`, `b`.
 pub(crate) const RANKING_PARAMS: usize = 1 + 2 * FIELDS;

@@ -19,7 +19,7 @@ use crate::ranking::Ranking;
 use crate::ranking::{ImpactParams, RERANK_DEPTH};
 use crate::record::ToolDocRef;
 use crate::rerank::rerank;
-use crate::score::{Split, by_rank, first_stage, keep_best};
+use crate::score::{by_rank, first_stage, keep_best};
 use crate::terms::query_terms;
 
 /// What [`SearchIndex::write_catalog`] wrote.
@@ -48,8 +48,6 @@ pub struct SearchIndex {
     ranking: Ranking,
     /// A second ranking (the semantic stage), fused with the lexical one when present.
     stage: Option<std::sync::Arc<dyn crate::stage::FusedStage>>,
-    /// When a search splits its first stage over two threads.
-    split: Split,
 }
 
 impl std::fmt::Debug for SearchIndex {
@@ -58,8 +56,6 @@ impl std::fmt::Debug for SearchIndex {
             .field("len", &self.file.len())
             .field("terms", &self.file.stems().len())
             .field("bytes", &self.file.bytes().len())
-            .field("cuts_bytes", &self.file.cuts().heap_bytes())
-            .field("threads", &self.threads())
             .finish()
     }
 }
@@ -82,12 +78,11 @@ impl SearchIndex {
     ) -> Result<SearchIndex, IndexError> {
         let built = build::serialize(docs.as_ref(), ImpactParams::of(&ranking))?;
         // Freshly serialised: the checksum was just computed from these bytes.
-        let file = IndexFile::built(built.bytes, built.checksum, built.cuts)?;
+        let file = IndexFile::built(built.bytes, built.checksum)?;
         Ok(SearchIndex {
             file,
             ranking,
             stage: None,
-            split: Split::default(),
         })
     }
 
@@ -98,12 +93,11 @@ impl SearchIndex {
     pub fn build_catalog(catalog: Catalog) -> Result<SearchIndex, IndexError> {
         let ranking = Ranking::default();
         let built = build::serialize_owned(catalog.tools, ImpactParams::of(&ranking))?;
-        let file = IndexFile::built(built.bytes, built.checksum, built.cuts)?;
+        let file = IndexFile::built(built.bytes, built.checksum)?;
         Ok(SearchIndex {
             file,
             ranking,
             stage: None,
-            split: Split::default(),
         })
     }
 
@@ -202,7 +196,6 @@ impl SearchIndex {
                 ..Ranking::default()
             },
             stage: None,
-            split: Split::default(),
         }
     }
 
@@ -221,7 +214,6 @@ impl SearchIndex {
             // Tools keep their numbers (name order), so the fused stage still fits.
             Ok(index) => SearchIndex {
                 stage: self.stage,
-                split: self.split,
                 ..index
             },
             // Names were unique and non-empty when this index was built.
@@ -232,54 +224,6 @@ impl SearchIndex {
     /// The ranking parameters in use.
     pub fn ranking(&self) -> &Ranking {
         &self.ranking
-    }
-
-    /// The same index searching with up to `threads` threads a query (0 is taken as 1).
-    ///
-    /// The default is 2 where the machine has two or more cores
-    /// ([`std::thread::available_parallelism`]), else 1; more than 2 is the same as 2. With
-    /// 2, a query whose postings lists hold at least 5,000 postings, over a catalog of at
-    /// least 20,000 tools, has the first stage of its search (scoring every tool that shares a
-    /// word with it) split by tool range: this thread scores the lower half of the tools and
-    /// one helper thread, started once for the whole process, the upper half; a query of 16
-    /// terms or more also has its words looked up on both threads. The results are those of
-    /// one thread, to the bit. The helper spins up to 50 µs after a search, watching for the
-    /// next one, before it sleeps; a search that finds it busy with another thread's search
-    /// runs alone, and after three searches in a row whose helper was late (it started more
-    /// than 20 µs after the hand-off, and after this thread was half-way through its own half:
-    /// it had no free core), the next 64 that could split run alone. With 1, searches never use
-    /// the helper.
-    ///
-    /// The split costs work: both halves together take 7% more instructions than one thread
-    /// over 100,000 tools, 20% over 20,000; it pays where a second core is free. Measured
-    /// figures are in `docs/policy.md` (section `search`).
-    pub fn with_threads(self, threads: usize) -> SearchIndex {
-        SearchIndex {
-            split: Split::threads(threads.max(1)),
-            ..self
-        }
-    }
-
-    /// The threads a search may use (see [`SearchIndex::with_threads`]).
-    pub fn threads(&self) -> usize {
-        self.split.threads.min(2)
-    }
-
-    /// The same index splitting every search of at least `postings` postings over two
-    /// threads, whatever the catalog's size, and the lookups of every query of two or more
-    /// terms (tests: a split of every query).
-    #[cfg(test)]
-    pub(crate) fn with_split_from(self, postings: usize) -> SearchIndex {
-        SearchIndex {
-            split: Split {
-                threads: 2,
-                postings,
-                tools: 0,
-                when_ready: false,
-                lookup_terms: 2,
-            },
-            ..self
-        }
     }
 
     /// The number of tools.
@@ -358,10 +302,6 @@ impl SearchIndex {
     }
 
     fn run(&self, query: &Query, max_results: usize, explains: bool) -> SearchResults {
-        if self.split.may_split(self.file.len()) && matches!(query, Query::Terms { .. }) {
-            // Its wake-up overlaps the lookup of the query's words.
-            crate::worker::worker().wake();
-        }
         match query {
             Query::Select(names) => self.select(names, explains),
             Query::Terms { text, required } if self.stage.is_some() => SearchResults {
@@ -417,8 +357,7 @@ impl SearchIndex {
         }
         let r = &self.ranking;
         let (terms, words) = query_terms(free, required);
-        let split = self.split.splits_lookups(self.file.len(), terms.len());
-        let lookups = lookup_all(self.file.stems(), &terms, split);
+        let lookups = lookup_all(self.file.stems(), &terms);
         // A required word must match exactly or by stem.
         if (terms.iter().zip(&lookups)).any(|(t, l)| t.required && matches!(l, Lookup::Missing)) {
             return Vec::new();
@@ -434,7 +373,7 @@ impl SearchIndex {
         } else {
             max_results
         };
-        let (mut ranked, term_w) = first_stage(&self.file, r, &terms, &lookups, depth, self.split);
+        let (mut ranked, term_w) = first_stage(&self.file, r, &terms, &lookups, depth);
         if reranks {
             // Leaves `ranked` in its final order.
             rerank(
@@ -547,7 +486,3 @@ impl SearchIndex {
         out
     }
 }
-
-#[cfg(test)]
-#[path = "split_tests.rs"]
-mod split_tests;

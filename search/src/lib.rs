@@ -23,9 +23,6 @@
 //!   re-read text). [`SearchIndex::search_explained`] also explains each hit
 //!   ([`Hit::why`]); `search` leaves that out, as it costs more than the
 //!   search.
-//! * A large query's first stage is split by tool range over the calling thread and one
-//!   helper thread kept for the process, with results identical to one thread's
-//!   ([`SearchIndex::with_threads`]: 2 by default on two or more cores, 1 never splits).
 //! * [`LiveIndex`] holds the current index for concurrent readers and swaps
 //!   in a rebuilt one atomically.
 //! * [`FusedStage`] is the hook of an optional second ranking fused with the lexical one
@@ -84,8 +81,6 @@ mod lookup;
 mod ranking;
 mod record;
 
-mod cuts;
-
 mod fields;
 mod format;
 mod hits;
@@ -103,7 +98,6 @@ mod simd;
 mod stage;
 mod text;
 mod threads;
-mod worker;
 
 pub use catalog::{Catalog, CatalogError, ToolDoc, read_catalog_jsonl, read_catalog_jsonl_from};
 pub use error::{Damage, IndexError, Section};

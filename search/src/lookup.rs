@@ -82,36 +82,9 @@ pub(crate) fn lookup<D: AsRef<[u8]>>(stems: &Map<D>, term: &QueryTerm) -> Lookup
     }
 }
 
-/// Each of `terms` found as [`lookup`] finds it, in order. With `split` (a long query: see
-/// `score::SPLIT_LOOKUP_TERMS`), every other term is looked up on the search worker
-/// (`worker.rs`) while this thread looks up the rest: alternate terms rather than halves, so
-/// that the costly ones (words expanded by prefix and typo) fall to both threads alike. A
-/// worker that has not started its share by the time this thread is done with its own has it
-/// taken back and run here.
-pub(crate) fn lookup_all<D: AsRef<[u8]> + Sync>(
-    stems: &Map<D>,
-    terms: &[QueryTerm],
-    split: bool,
-) -> Vec<Lookup> {
-    if !split {
-        return terms.iter().map(|t| lookup(stems, t)).collect();
-    }
-    let some = |first: usize| -> Vec<Lookup> {
-        terms
-            .iter()
-            .skip(first)
-            .step_by(2)
-            .map(|t| lookup(stems, t))
-            .collect()
-    };
-    let (even, odd) = crate::worker::worker().join_quiet(|| some(0), || some(1));
-    let mut out = Vec::with_capacity(terms.len());
-    let mut odd = odd.into_iter();
-    for e in even {
-        out.push(e);
-        out.extend(odd.next());
-    }
-    out
+/// Each of `terms` found as [`lookup`] finds it, in order.
+pub(crate) fn lookup_all<D: AsRef<[u8]>>(stems: &Map<D>, terms: &[QueryTerm]) -> Vec<Lookup> {
+    terms.iter().map(|t| lookup(stems, t)).collect()
 }
 
 /// The node `prefix` leads to from the root, and the output gathered on the way.

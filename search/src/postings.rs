@@ -45,49 +45,16 @@ const SHIFT_MAX: u8 = 7;
 /// The bits of `impact_bits` that are the width.
 const WIDTH_MASK: u8 = 0x0f;
 
-/// Told where each block of a list starts as [`put_postings_into`] writes it, in the terms a
-/// decoder sees (`crate::cuts` records from these where a list reaches the middle tool, at
-/// build time as at a file's check).
-pub(crate) trait BlockSink {
-    /// Block `index` starts `pos` bytes after the list's count, after tool `next_doc - 1` (0
-    /// for the first block); its last tool is `last`.
-    fn block(&mut self, index: usize, pos: usize, next_doc: u64, last: u32);
-    /// The list ends `end` bytes after its count, after `blocks` blocks and tool
-    /// `next_doc - 1`.
-    fn end(&mut self, blocks: usize, end: usize, next_doc: u64);
-}
-
-/// Listens to nothing.
-impl BlockSink for () {
-    fn block(&mut self, _: usize, _: usize, _: u64, _: u32) {}
-    fn end(&mut self, _: usize, _: usize, _: u64) {}
-}
-
 /// Appends a postings list: `(tool number, impact)` pairs in strictly ascending tool order.
-#[cfg(test)]
 pub(crate) fn put_postings(out: &mut Vec<u8>, postings: &[(u32, u16)]) {
-    put_postings_into(out, postings, &mut ());
-}
-
-/// [`put_postings`], telling `sink` where each block starts (a list of one tool has no block:
-/// `sink` hears nothing of it).
-pub(crate) fn put_postings_into(
-    out: &mut Vec<u8>,
-    postings: &[(u32, u16)],
-    sink: &mut impl BlockSink,
-) {
     put_varint(out, postings.len() as u32);
     if let [(doc, impact)] = postings {
         put_varint(out, *doc);
         out.extend_from_slice(&impact.to_le_bytes());
         return;
     }
-    let after_count = out.len();
-    let next_doc = |previous: Option<u32>| previous.map_or(0, |p| u64::from(p) + 1);
     let mut previous: Option<u32> = None;
-    for (index, block) in postings.chunks(BLOCK).enumerate() {
-        let last = block[block.len() - 1].0;
-        sink.block(index, out.len() - after_count, next_doc(previous), last);
+    for block in postings.chunks(BLOCK) {
         let gap = |i: usize| match (i, previous) {
             (0, None) => block[0].0,
             (0, Some(p)) => block[0].0 - p - 1,
@@ -121,11 +88,6 @@ pub(crate) fn put_postings_into(
         }
         previous = block.last().map(|p| p.0);
     }
-    sink.end(
-        postings.len().div_ceil(BLOCK),
-        out.len() - after_count,
-        next_doc(previous),
-    );
 }
 
 /// The number of bits `v` needs (0 for 0).
@@ -248,39 +210,14 @@ impl<'a> PostingList<'a> {
 
     /// A decoder of the list's blocks, first to last.
     pub(crate) fn blocks(&self) -> Blocks<'a> {
-        self.blocks_from(BlockStart {
-            pos: 0,
-            block: 0,
-            next_doc: 0,
-        })
-    }
-
-    /// A decoder of the list's blocks from block `from.block` on, which starts `from.pos` bytes
-    /// after the list's count and follows tool number `from.next_doc - 1` (see
-    /// [`crate::cuts`], which finds these while checking the list). Past the list's last
-    /// block it decodes nothing.
-    pub(crate) fn blocks_from(&self, from: BlockStart) -> Blocks<'a> {
-        let done = (from.block as usize).saturating_mul(BLOCK);
         Blocks {
             bytes: self.bytes,
-            pos: from.pos as usize,
-            left: self.count.saturating_sub(done),
-            next_doc: u64::from(from.next_doc),
+            pos: 0,
+            left: self.count,
+            next_doc: 0,
             simd: Avx2::detect(),
         }
     }
-}
-
-/// Where a block of a list of two or more blocks starts: what [`PostingList::blocks_from`]
-/// needs to decode from it on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct BlockStart {
-    /// Its byte position after the list's count.
-    pub(crate) pos: u32,
-    /// Its number in the list (0 for the first).
-    pub(crate) block: u32,
-    /// One past the tool number of the entry before it (0 for the first block).
-    pub(crate) next_doc: u32,
 }
 
 /// Decodes a list's blocks in order (see [`PostingList::blocks`]); a list of one tool decodes

@@ -170,14 +170,89 @@ pub(crate) fn put_text_with(
 
 /// Appends a record's re-ranking words: the vocabulary numbers of the stems
 /// of the name's words and of the description's terms, in text order, and
-/// of the schema's `enum` value terms (ascending, each once); each list a
-/// varint count, then varints.
-pub(crate) fn put_rerank(out: &mut Vec<u8>, name: &[u32], description: &[u32], enums: &[u32]) {
-    for list in [name, description, enums] {
-        format::put_varint(out, list.len() as u32);
-        for &v in list {
-            format::put_varint(out, v);
+/// of the schema's `enum` value terms (ascending, each once).
+///
+/// The name's list is a varint count, then varints. The description's and the `enum` values'
+/// lists follow as a pair, written once per distinct pair: `seen` remembers where each pair
+/// was written (keyed by the description's numbers, [`u32::MAX`], then the `enum` values'),
+/// and a later tool with the same pair refers back to it when that takes fewer bytes. The
+/// pair starts with a varint `v`: even, the description's count is `v / 2` and its numbers
+/// follow, then the `enum` values' count and numbers; odd, the pair is the one whose `v`
+/// starts `(v >> 1) + 1` bytes before this `v` (always an even one: a reference never
+/// leads to another).
+pub(crate) fn put_rerank(
+    out: &mut Vec<u8>,
+    name: &[u32],
+    description: &[u32],
+    enums: &[u32],
+    seen: &mut SharedLists,
+) {
+    put_list(out, name);
+    let here = out.len();
+    let key = seen.key(description, enums);
+    if let Some(&at) = seen.at.get(&key.0) {
+        let back = (here - at - 1) as u64;
+        if let Ok(v) = u32::try_from((back << 1) | 1) {
+            let inline = varint_len(description.len() as u32 * 2)
+                + list_len(description)
+                + list_len(enums)
+                + varint_len(enums.len() as u32);
+            if varint_len(v) < inline {
+                format::put_varint(out, v);
+                seen.give_back(key);
+                return;
+            }
         }
+    }
+    format::put_varint(out, (description.len() as u32) << 1);
+    for &v in description {
+        format::put_varint(out, v);
+    }
+    put_list(out, enums);
+    seen.at.insert(key.0, here);
+}
+
+/// A list of [`put_rerank`]: a varint count, then varints.
+fn put_list(out: &mut Vec<u8>, list: &[u32]) {
+    format::put_varint(out, list.len() as u32);
+    for &v in list {
+        format::put_varint(out, v);
+    }
+}
+
+/// The bytes of `v` as a varint.
+fn varint_len(v: u32) -> usize {
+    (32 - v.leading_zeros() as usize).div_ceil(7).max(1)
+}
+
+/// The bytes of `list`'s numbers as varints (without the count).
+fn list_len(list: &[u32]) -> usize {
+    list.iter().map(|&v| varint_len(v)).sum()
+}
+
+/// Where each distinct pair of description and `enum` lists was written (see [`put_rerank`]).
+#[derive(Default)]
+pub(crate) struct SharedLists {
+    at: std::collections::HashMap<Vec<u32>, usize, crate::hash::FxBuild>,
+    /// A key's buffer to reuse, when the last pair was a repeat.
+    spare: Vec<u32>,
+}
+
+/// A key of [`SharedLists`].
+struct Key(Vec<u32>);
+
+impl SharedLists {
+    fn key(&mut self, description: &[u32], enums: &[u32]) -> Key {
+        let mut key = std::mem::take(&mut self.spare);
+        key.clear();
+        key.extend_from_slice(description);
+        key.push(u32::MAX);
+        key.extend_from_slice(enums);
+        Key(key)
+    }
+
+    fn give_back(&mut self, key: Key) {
+        self.spare = key.0;
     }
 }
 
@@ -185,13 +260,15 @@ pub(crate) fn put_rerank(out: &mut Vec<u8>, name: &[u32], description: &[u32], e
 /// re-ranking words. `None` if the record does not fit.
 pub(crate) fn rerank_of(mut r: Reader<'_>) -> Option<(&str, RerankWords<'_>)> {
     let name = r.short_str()?;
-    Some((name, RerankWords { r }))
+    Some((name, RerankWords { r, read: 0 }))
 }
 
 /// The re-ranking words of a record, read in order: [`RerankWords::list`]
 /// three times gives the name's, the description's and the `enum` values'.
 pub(crate) struct RerankWords<'a> {
     r: Reader<'a>,
+    /// How many lists were read.
+    read: u8,
 }
 
 impl RerankWords<'_> {
@@ -199,7 +276,13 @@ impl RerankWords<'_> {
     /// there were; stops early (returning what was read) at a list that
     /// does not fit.
     pub(crate) fn list(&mut self, mut f: impl FnMut(u32)) -> usize {
-        let Some(n) = self.r.varint() else {
+        let count = if self.read == 1 {
+            self.shared_count()
+        } else {
+            self.r.varint()
+        };
+        self.read = self.read.saturating_add(1);
+        let Some(n) = count else {
             return 0;
         };
         for k in 0..n as usize {
@@ -209,6 +292,29 @@ impl RerankWords<'_> {
             }
         }
         n as usize
+    }
+
+    /// The description's count, following a reference to an earlier pair (see
+    /// [`put_rerank`]); `None` for a reference out of the section or to another reference.
+    fn shared_count(&mut self) -> Option<u32> {
+        let count = self.follow();
+        if count.is_none() {
+            // Nothing more of this record reads as a list.
+            self.r.pos = self.r.bytes.len();
+        }
+        count
+    }
+
+    /// The count of [`RerankWords::shared_count`], the reader left at the first number.
+    fn follow(&mut self) -> Option<u32> {
+        let at = self.r.pos;
+        let v = self.r.varint()?;
+        if v & 1 == 0 {
+            return Some(v >> 1);
+        }
+        self.r.pos = at.checked_sub((v >> 1) as usize + 1)?;
+        let v = self.r.varint()?;
+        (v & 1 == 0).then_some(v >> 1)
     }
 }
 
@@ -446,6 +552,81 @@ mod tests {
         put_head(&mut out, DICT, &ends).unwrap();
         out.extend_from_slice(&blocks);
         out
+    }
+
+    /// A tool's name and its name, description and `enum` words.
+    type Hot<'a> = (&'a str, Vec<u32>, Vec<u32>, Vec<u32>);
+
+    /// Hot records of `tools`, back to back, and where each starts.
+    fn hot_records(tools: &[Hot<'_>]) -> (Vec<u8>, Vec<usize>) {
+        let (mut out, mut starts) = (vec![0xee; 3], Vec::new());
+        let mut seen = SharedLists::default();
+        for (name, words, description, enums) in tools {
+            starts.push(out.len());
+            put_name(&mut out, name);
+            put_rerank(&mut out, words, description, enums, &mut seen);
+        }
+        (out, starts)
+    }
+
+    fn read_back(out: &[u8], start: usize) -> (String, [Vec<u32>; 3]) {
+        let (name, mut words) = rerank_of(Reader::new(out, start)).unwrap();
+        let mut lists: [Vec<u32>; 3] = Default::default();
+        for list in &mut lists {
+            let n = words.list(|v| list.push(v));
+            assert_eq!(n, list.len());
+        }
+        (name.to_string(), lists)
+    }
+
+    #[test]
+    fn a_repeated_description_and_enum_pair_is_stored_once_and_read_back_whole() {
+        let description: Vec<u32> = (0..40).map(|i| i * 37 % 300).collect();
+        let tools = vec![
+            ("a", vec![1, 2], description.clone(), vec![5, 900]),
+            ("b", vec![3], vec![7, 8, 9], vec![]),
+            ("c", vec![1, 2, 4], description.clone(), vec![5, 900]),
+            ("d", vec![], description.clone(), vec![5]),
+            ("e", vec![6], description.clone(), vec![5, 900]),
+        ];
+        let (out, starts) = hot_records(&tools);
+        for ((name, words, description, enums), &start) in tools.iter().zip(&starts) {
+            let (got, lists) = read_back(&out, start);
+            assert_eq!(got, *name);
+            assert_eq!(lists, [words.clone(), description.clone(), enums.clone()]);
+        }
+        // "c" and "e" refer back to "a"'s pair: a few bytes each instead of "d"'s 40 numbers.
+        let lens = [
+            starts[3] - starts[2],
+            starts[4] - starts[3],
+            out.len() - starts[4],
+        ];
+        assert!(lens[0] < 10 && lens[1] > 40 && lens[2] < 10, "{lens:?}");
+    }
+
+    #[test]
+    fn a_reference_to_another_reference_or_out_of_the_section_reads_as_no_list() {
+        let (mut out, starts) = hot_records(&[
+            ("a", vec![1], vec![2; 30], vec![3]),
+            ("b", vec![1], vec![2; 30], vec![3]),
+        ]);
+        // A third record whose pair refers to "b"'s, itself a reference.
+        let third = out.len();
+        put_name(&mut out, "c");
+        format::put_varint(&mut out, 0);
+        let at_b = starts[1] + 2 + 2;
+        let back = out.len() - at_b - 1;
+        format::put_varint(&mut out, ((back as u32) << 1) | 1);
+        let (_, lists) = read_back(&out, third);
+        assert!(lists.iter().all(Vec::is_empty), "{lists:?}");
+        // One that reaches back before the section's start.
+        let fourth = out.len();
+        put_name(&mut out, "d");
+        format::put_varint(&mut out, 0);
+        let back = out.len() as u32 + 5;
+        format::put_varint(&mut out, (back << 1) | 1);
+        let (_, lists) = read_back(&out, fourth);
+        assert!(lists.iter().all(Vec::is_empty), "{lists:?}");
     }
 
     #[test]

@@ -1,105 +1,15 @@
 //! The first stage of a search: every tool sharing a word with the query gets the BM25F score
 //! described on [`Ranking`] (the stored impacts times each term's IDF, then the coverage factor
 //! and the name bonus), and the best few are kept.
-//!
-//! A large query is split by tool range over two threads ([`Split`]): this thread scores the
-//! tools below the middle one, the process's worker (`worker.rs`) those from it on, each in
-//! its own per-thread scratch with the same per-tool arithmetic, each keeping its best
-//! `depth`; the best `depth` of the two lists by (score, tool) are those of one thread, the
-//! same tools with the same score bits.
 
 use crate::accumulate::{Acc, Cursor, Group, SCRATCH};
 use crate::file::IndexFile;
 use crate::format;
 use crate::hits::MatchKind;
 use crate::lookup::Lookup;
-use crate::postings::BLOCK;
 use crate::ranking::Ranking;
 use crate::simd::Avx2;
 use crate::terms::{MAX_QUERY_TERMS, QueryTerm};
-use crate::worker;
-
-/// When a search splits its first stage over two threads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Split {
-    /// Threads for one search: 1 never splits; 2 (or more) splits over this thread and the
-    /// worker.
-    pub(crate) threads: usize,
-    /// A search splits only if its query's lists hold at least this many postings ...
-    pub(crate) postings: usize,
-    /// ... and the catalog at least this many tools.
-    pub(crate) tools: usize,
-    /// Whether a split waits for the worker to be ready ([`worker::Worker::ready`]); a test that
-    /// needs a split of every search says no.
-    pub(crate) when_ready: bool,
-    /// A search's word lookups split (see `lookup::lookup_all`) if the query has at least
-    /// this many terms (and the catalog at least `tools` tools).
-    pub(crate) lookup_terms: usize,
-}
-
-/// A search splits only if its query's postings lists hold at least this many postings.
-///
-/// Over 100,000 tools, with every query split and the worker hot (load 2.1 on 2 cores, each
-/// query's least time of 2 runs, 19,514 queries by postings), the split took 0.91 of one
-/// thread's time below 1,000 postings (20.7 µs against 22.6), 0.83 at 2,000-5,000 (34 µs
-/// against 41), 0.78 at 5,000-10,000 and 0.66-0.70 above 15,000. The hand-off itself is
-/// cheap when the worker spins; what a small query risks is a worker that must be woken or has
-/// no core (then it is taken back: the caller has done both halves, at a cost of 7-20% more
-/// work than unsplit, see [`SPLIT_TOOLS`]). Below 5,000 postings the most a split saves is
-/// about 7 µs, so such queries (a quarter of the set) stay on one thread.
-pub(crate) const SPLIT_POSTINGS: usize = 5_000;
-
-/// A query of fewer terms looks its words up on one thread.
-///
-/// A word found by its stem costs one walk down the term dictionary; one that is not (a
-/// misspelling, an identifier) is expanded by prefix and by edit distance, which walks much
-/// of it. Over 100,000 tools the 200 slowest queries (about 50 terms each) spent 45 µs in
-/// lookups on one thread, as much as a fifth of the search once its first stage is split.
-/// The lookups run on the worker spinning since [`worker::Worker::wake`], so a hand-off costs
-/// about a microsecond; below 16 terms (about 15 µs of lookups) there is little to gain.
-pub(crate) const SPLIT_LOOKUP_TERMS: usize = 16;
-
-/// A catalog of fewer tools never splits a search.
-///
-/// The smaller the catalog, the more of a query's postings are in lists of one block, which
-/// both halves decode: split, the first stage took 6.9% more instructions than unsplit (both
-/// halves together) over 100,000 tools and 19.7% over 20,000 (callgrind, the first 1,000
-/// queries); over BFCL's 2,723 tools every query split took 42 µs p50 against 36 alone.
-pub(crate) const SPLIT_TOOLS: usize = 20_000;
-
-impl Default for Split {
-    /// The default threads ([`worker::default_threads`]) at the measured thresholds.
-    fn default() -> Split {
-        Split::threads(worker::default_threads())
-    }
-}
-
-impl Split {
-    /// Splits with `threads` threads at the measured thresholds.
-    pub(crate) fn threads(threads: usize) -> Split {
-        Split {
-            threads,
-            postings: SPLIT_POSTINGS,
-            tools: SPLIT_TOOLS,
-            when_ready: true,
-            lookup_terms: SPLIT_LOOKUP_TERMS,
-        }
-    }
-
-    /// Whether a catalog of `tools` tools may split at all.
-    pub(crate) fn may_split(&self, tools: usize) -> bool {
-        self.threads >= 2 && tools >= self.tools
-    }
-
-    /// Whether the lookups of a query's `terms` terms in a catalog of `tools` tools split over
-    /// the worker: a long query, and the worker free and not turned off (asking does not count
-    /// as one of [`worker::Worker::ready`]'s asks).
-    pub(crate) fn splits_lookups(&self, tools: usize, terms: usize) -> bool {
-        self.may_split(tools)
-            && terms >= self.lookup_terms
-            && (!self.when_ready || worker::worker().available())
-    }
-}
 
 /// The first-stage order: the higher score first, then the lower tool number.
 pub(crate) fn by_rank(a: &(f32, u32), b: &(f32, u32)) -> std::cmp::Ordering {
@@ -130,7 +40,6 @@ pub(crate) fn first_stage(
     terms: &[QueryTerm],
     lookups: &[Lookup],
     depth: usize,
-    split: Split,
 ) -> (Vec<(f32, u32)>, [f32; MAX_QUERY_TERMS]) {
     let mut groups: Vec<Group<'_>> = Vec::with_capacity(terms.len());
     // Each term's weight in the coverage factor: its IDF, times the
@@ -148,7 +57,7 @@ pub(crate) fn first_stage(
                 if term.required {
                     required_mask |= bit;
                 }
-                let cursor = Cursor::new(list, *offset, idf * scale);
+                let cursor = Cursor::new(list, idf * scale);
                 groups.push(Group::new(vec![cursor], i, true));
             }
             Lookup::Expanded(expansions) => {
@@ -162,7 +71,7 @@ pub(crate) fn first_stage(
                             _ => r.typo_factor,
                         };
                         term_w[i] = term_w[i].max(factor * idf);
-                        Cursor::new(list, e.offset, factor * idf * scale)
+                        Cursor::new(list, factor * idf * scale)
                     })
                     .collect();
                 groups.push(Group::new(cursors, i, false));
@@ -171,7 +80,7 @@ pub(crate) fn first_stage(
         }
     }
     let coverage = Coverage::new(r, terms.len(), &term_w);
-    let ranked = best(file, r, &mut groups, &coverage, required_mask, depth, split);
+    let ranked = best(file, r, &groups, &coverage, required_mask, depth);
     (ranked, term_w)
 }
 
@@ -193,16 +102,13 @@ fn idf(n: usize, df: u64) -> f32 {
 /// factor makes a bound on many terms loose, and long queries are the
 /// slow ones.
 ///
-/// With `split` allowing it, the tools below and from the middle one are scored on two threads
-/// (see the module docs).
 fn best(
     file: &IndexFile,
     r: &Ranking,
-    groups: &mut [Group<'_>],
+    groups: &[Group<'_>],
     coverage: &Coverage,
     required_mask: u64,
     depth: usize,
-    split: Split,
 ) -> Vec<(f32, u32)> {
     let n = file.len();
     let postings: usize = groups
@@ -210,67 +116,15 @@ fn best(
         .flat_map(|g| &g.cursors)
         .map(|c| c.list.len())
         .sum();
-    let halves = split.may_split(n)
-        && postings >= split.postings
-        && (!split.when_ready || worker::worker().ready());
-    if halves {
-        // Where each list of two or more blocks reaches the middle tool.
-        let cuts = file.cuts();
-        for c in groups.iter_mut().flat_map(|g| &mut g.cursors) {
-            if c.list.len() > BLOCK {
-                c.upper = cuts.upper(c.offset);
-            }
-        }
-    }
-    let range = |lo: usize, hi: usize| {
-        best_in(
-            file,
-            r,
-            groups,
-            coverage,
-            required_mask,
-            depth,
-            postings,
-            lo..hi,
-        )
-    };
-    if !halves {
-        return range(0, n);
-    }
-    let mid = file.cuts().mid().min(n);
-    let (mut lower, upper) = worker::worker().join(|| range(0, mid), || range(mid, n));
-    lower.extend(upper);
-    keep_best(&mut lower, depth);
-    lower
-}
-
-/// [`best`] of the tools in `tools` only, on this thread; `postings` is the query's total.
-#[allow(clippy::too_many_arguments)]
-fn best_in(
-    file: &IndexFile,
-    r: &Ranking,
-    groups: &[Group<'_>],
-    coverage: &Coverage,
-    required_mask: u64,
-    depth: usize,
-    postings: usize,
-    tools: std::ops::Range<usize>,
-) -> Vec<(f32, u32)> {
-    let n = file.len();
     // The most the coverage factor and the name bonus can multiply a
     // score by, with a little slack so that rounding can never make this
     // bound smaller than the score it bounds.
     let boost_max = 1.0001 * (1.0 + r.name_coverage.max(0.0));
     let bound = 1.0001 * boost_max * coverage.max_factor();
-    let (lo, hi) = (tools.start.min(n), tools.end.min(n));
-    #[cfg(test)]
-    if lo > 0 && n == tests::PANIC_IN_UPPER_HALF_OF.load(std::sync::atomic::Ordering::Relaxed) {
-        panic!("the upper half of {n} tools");
-    }
     SCRATCH.with(|cell| {
         let mut guard = cell.borrow_mut();
         let sc = &mut *guard;
-        sc.prepare(lo, hi);
+        sc.prepare(n);
         // With more postings than half the catalog, most tools will be
         // touched: the candidates are then found by one pass in tool
         // order, and the touched ones need not be listed.
@@ -287,10 +141,9 @@ fn best_in(
         let mut select = Select {
             file,
             name_coverage: r.name_coverage,
-            from: lo,
-            acc: &mut sc.acc[..hi],
-            name: &sc.name[..hi],
-            required: &sc.required[..hi],
+            acc: &mut sc.acc[..n],
+            name: &sc.name[..n],
+            required: &sc.required[..n],
             required_count: required_mask.count_ones() as u8,
             coverage,
             depth,
@@ -299,7 +152,7 @@ fn best_in(
         };
         // With most tools touched, one pass in tool order beats jumping
         // around the accumulator in the order they were touched.
-        let dense = !listed || cands.len() > (hi - lo) / DENSE_FRACTION;
+        let dense = !listed || cands.len() > n / DENSE_FRACTION;
         let best = if dense {
             select.dense()
         } else {
@@ -412,9 +265,7 @@ struct Select<'a> {
     file: &'a IndexFile,
     /// [`Ranking::name_coverage`].
     name_coverage: f32,
-    /// The first tool of the range scored (the dense selection scans from it).
-    from: usize,
-    /// The accumulator up to the end of the range scored (the dense selection clears it).
+    /// The accumulator of the tools scored (the dense selection clears it).
     acc: &'a mut [Acc],
     name: &'a [u8],
     /// Per tool, how many required terms it matched.
@@ -480,7 +331,7 @@ impl Select<'_> {
         // can be `consider`'s second one, exact per tool: far fewer tools get through.
         let exact = self.coverage.exponent == 1.0;
         let simd = Avx2::detect();
-        let mut from = self.from;
+        let mut from = 0;
         while from < self.acc.len() {
             let to = (from + CHUNK).min(self.acc.len());
             let chunk = &self.acc[from..to];
@@ -626,12 +477,8 @@ fn listed_survivors_exact(acc: &[Acc], tools: &[u32], boost_max: f32, cut: f32) 
 const DENSE_FRACTION: usize = 4;
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
-
-    /// A first stage over this many tools panics in its upper half (a test hook; 0: never).
-    pub(crate) static PANIC_IN_UPPER_HALF_OF: std::sync::atomic::AtomicUsize =
-        std::sync::atomic::AtomicUsize::new(0);
 
     fn acc(scores: &[f32]) -> Vec<Acc> {
         scores

@@ -200,7 +200,6 @@ fn assemble(
         |p| params.impact(&p.tf, &norms[p.doc as usize]),
         workers,
         &uses,
-        n as usize,
     )?;
     drop(uses);
     // The records section: its head, the blocks of texts, then the hot records.
@@ -250,12 +249,7 @@ fn assemble(
     }
     head.extend_from_slice(&[0; 8]); // checksum, filled in by whoever puts the parts together
     head.extend_from_slice(&offset.to_le_bytes());
-    Ok(Parts {
-        n,
-        head,
-        sections,
-        cuts: finished.cuts,
-    })
+    Ok(Parts { n, head, sections })
 }
 
 /// Calls `f` with each list of the shards' flat re-ranking words (three per tool, each its
@@ -296,6 +290,7 @@ fn with_rerank_words(
         }
     };
     let mut new_offsets = Vec::with_capacity(offsets.len());
+    let mut shared = record::SharedLists::default();
     for (i, &start) in offsets.iter().enumerate() {
         let end = offsets.get(i + 1).copied().unwrap_or(names.len());
         let at = u32::try_from(out.len()).map_err(|_| IndexError::RecordsTooLarge {
@@ -308,7 +303,7 @@ fn with_rerank_words(
         next_list(description);
         next_list(enums);
         enums.sort_unstable();
-        record::put_rerank(out, name, description, enums);
+        record::put_rerank(out, name, description, enums, &mut shared);
     }
     Ok(format::put_offsets(&new_offsets))
 }
@@ -400,23 +395,6 @@ mod tests {
         for workers in [2, 3, 7] {
             let many = serialize_on(&docs, params, workers).unwrap();
             assert!(one.bytes == many.bytes, "{workers} workers");
-        }
-    }
-
-    #[test]
-    fn the_middle_table_recorded_while_writing_is_the_one_a_check_of_the_file_finds() {
-        // Every tool has "files" and "quickly" (lists of 8 blocks), a third each "get", "set"
-        // and "list" (3 blocks); with more workers those lists fall in later runs.
-        let docs = catalog(1000);
-        let params = ImpactParams::of(&Ranking::default());
-        let dir = tempfile::tempdir().unwrap();
-        for workers in [1, 2, 3, 7] {
-            let built = serialize_on(&docs, params, workers).unwrap();
-            assert!(built.cuts.len() >= 5, "{} entries", built.cuts.len());
-            let path = dir.path().join(format!("w{workers}.idx"));
-            std::fs::write(&path, &built.bytes).unwrap();
-            let checked = crate::file::IndexFile::read(&path).unwrap();
-            assert_eq!(checked.cuts(), &built.cuts, "{workers} workers");
         }
     }
 }

@@ -1,7 +1,6 @@
 //! An index file as the builder makes it: a header and sections, put together in memory
 //! ([`Parts::into_built`]) or written straight to a file (`write.rs`).
 
-use crate::cuts::Cuts;
 use crate::format;
 
 /// A serialised index and the checksum written into it.
@@ -10,8 +9,6 @@ pub(crate) struct Built {
     pub(crate) bytes: Vec<u8>,
     /// Their checksum (see [`format::checksum`]).
     pub(crate) checksum: u64,
-    /// Where each postings list reaches the middle tool, recorded as the lists were written.
-    pub(crate) cuts: Cuts,
 }
 
 /// An index file in parts: its header, whose checksum is still zero, and its sections.
@@ -21,9 +18,6 @@ pub(crate) struct Parts {
     /// The header ([`format::HEADER_LEN`] bytes).
     pub(super) head: Vec<u8>,
     pub(super) sections: [Vec<u8>; format::SECTIONS],
-    /// Where each postings list reaches the middle tool (an index built in memory keeps it; a
-    /// file written to disk is checked, and the table made, when it is opened).
-    pub(super) cuts: Cuts,
 }
 
 impl Parts {
@@ -56,7 +50,6 @@ impl Parts {
         Built {
             bytes: out,
             checksum,
-            cuts: self.cuts,
         }
     }
 }

@@ -6,7 +6,6 @@ use std::collections::HashMap;
 use fst::MapBuilder;
 
 use super::runs::in_runs;
-use crate::cuts::{Cuts, CutsBuilder};
 use crate::error::IndexError;
 use crate::field::FIELDS;
 use crate::hash::FxBuild;
@@ -144,8 +143,7 @@ impl SortedTerms {
     /// frequencies turned into an impact by `impact`, and returns the fst
     /// mapping each term with postings to its list's offset, and the
     /// re-ranking vocabulary: `uses[i]` is how often term `i` occurs in the
-    /// tools' re-ranking words, and where each list reaches the middle of the `tools` tools
-    /// ([`Cuts`], recorded as the lists are written). The lists are written by up to `workers`
+    /// tools' re-ranking words. The lists are written by up to `workers`
     /// threads, each a contiguous run of terms, and joined in order, while another numbers the
     /// re-ranking vocabulary: the bytes do not depend on the number of workers.
     pub(super) fn finish(
@@ -154,7 +152,6 @@ impl SortedTerms {
         impact: impl Fn(&Posting) -> u16 + Sync,
         workers: usize,
         uses: &[u32],
-        tools: usize,
     ) -> Result<Finished, IndexError> {
         let terms = &self.terms;
         let postings = &self.postings;
@@ -163,48 +160,41 @@ impl SortedTerms {
             .filter(|&i| !postings[i as usize].is_empty())
             .collect();
         let impact = &impact;
-        // One run's lists, back to back, where each starts in them, and where each reaches the
-        // middle tool (offsets from the run's start).
-        let write = |run: &[u32]| -> (Vec<u8>, Vec<u64>, Cuts) {
+        // One run's lists, back to back, and where each starts in them.
+        let write = |run: &[u32]| -> (Vec<u8>, Vec<u64>) {
             let (mut bytes, mut starts) = (Vec::new(), Vec::with_capacity(run.len()));
-            let mut cuts = CutsBuilder::new(tools);
             let mut list = Vec::new();
             for &i in run {
                 starts.push(bytes.len() as u64);
                 list.clear();
                 list.extend(postings[i as usize].iter().map(|p| (p.doc, impact(p))));
-                cuts.list(bytes.len(), list.len());
-                postings::put_postings_into(&mut bytes, &list, &mut cuts);
+                postings::put_postings(&mut bytes, &list);
             }
-            (bytes, starts, cuts.finish())
+            (bytes, starts)
         };
         let (rerank, stems) = std::thread::scope(|scope| {
             let rerank = scope.spawn(|| RerankVocab::new(terms, uses));
             let stems = (|| {
                 let runs = in_runs(&indexed, workers, |_, run| write(run));
                 let mut builder = MapBuilder::memory();
-                let mut cuts = CutsBuilder::new(tools);
                 let mut keys = indexed.iter();
-                for (bytes, starts, run_cuts) in runs {
+                for (bytes, starts) in runs {
                     let base = out.len();
                     for (start, &i) in starts.into_iter().zip(&mut keys) {
                         builder.insert(&terms[i as usize], base as u64 + start)?;
                     }
-                    cuts.append(run_cuts, base);
                     out.extend_from_slice(&bytes);
                 }
-                Ok::<_, IndexError>((builder.into_inner()?, cuts.finish()))
+                Ok::<_, IndexError>(builder.into_inner()?)
             })();
             let rerank = rerank
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
             (rerank, stems)
         });
-        let (stems, cuts) = stems?;
         Ok(Finished {
-            stems,
+            stems: stems?,
             rerank: rerank?,
-            cuts,
         })
     }
 }
@@ -214,8 +204,6 @@ pub(super) struct Finished {
     /// The term fst: each stem with postings to its list's offset.
     pub(super) stems: Vec<u8>,
     pub(super) rerank: RerankVocab,
-    /// Where each postings list reaches the middle tool.
-    pub(super) cuts: Cuts,
 }
 
 /// The re-ranking vocabulary: every stem of the tools' re-ranking words,

@@ -117,7 +117,6 @@ mod tests {
             n: 300,
             head,
             sections,
-            cuts: crate::cuts::Cuts::default(),
         }
     }
 
