@@ -115,6 +115,29 @@ impl From<&Outcome> for OutcomeSummary {
     }
 }
 
+impl OutcomeSummary {
+    /// The outcome of a call whose future was dropped before it ended (its client cancelled,
+    /// its connection closed): `cancelled`, after `duration`.
+    pub(crate) fn abandoned(duration: std::time::Duration) -> Self {
+        let err = crate::error::CallError::Cancelled;
+        let text = crate::call::error_text(&err);
+        OutcomeSummary {
+            output_chars: text.chars().count() as u64,
+            content: crate::call::Content::Text(text),
+            is_error: true,
+            error_kind: Some(err.kind()),
+            error: Some(err.to_string()),
+            truncated: false,
+            duration_ms: duration.as_secs_f64() * 1000.0,
+            queued_ms: 0.0,
+            result_id: None,
+            redactions: 0,
+            decision: crate::call::Decision::default(),
+            offloaded_bytes: 0,
+        }
+    }
+}
+
 /// One event.
 #[derive(Debug, Clone, Serialize)]
 pub struct Event {

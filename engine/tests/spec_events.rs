@@ -117,3 +117,41 @@ async fn e1_progress_messages_are_masked_by_redact_before_anyone_sees_them() {
     assert_eq!(updates, ["using key [REDACTED:aws_access_key_id]"]);
     assert_eq!(outcome.redactions, 1);
 }
+
+#[tokio::test]
+async fn e1_a_call_whose_future_is_dropped_still_ends_as_cancelled() {
+    // A tool that never answers; the caller gives up on it once it has started (a client that
+    // cancelled, a connection that closed): the listeners still see the call end.
+    let tool = FnTool::new(
+        "hang",
+        "Never answers.",
+        obj(json!({})),
+        |_ctx, _args: Value| async move {
+            std::future::pending::<()>().await;
+            Ok(ToolOutput::text("never"))
+        },
+    );
+    let engine = Engine::builder(Default::default())
+        .tool(tool)
+        .build()
+        .unwrap();
+    let mut rx = engine.subscribe();
+    let s = engine.session(Some("s-1")).unwrap();
+    let c = call("call-9", "hang", json!({}));
+    tokio::select! {
+        _ = engine.call(&s, &c) => panic!("the hanging tool answered"),
+        started = rx.recv() => assert!(matches!(started.map(|e| e.kind), Some(EventKind::Start))),
+    }
+    let end = rx
+        .try_recv()
+        .expect("an end event once the call was dropped");
+    assert_eq!(end.call_id, "call-9");
+    match &end.kind {
+        EventKind::End { outcome } => {
+            assert!(outcome.is_error);
+            assert_eq!(outcome.error_kind, Some("cancelled"));
+        }
+        other => panic!("expected the end event, got {other:?}"),
+    }
+    assert!(rx.try_recv().is_err(), "one end event, no more");
+}

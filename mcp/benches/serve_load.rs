@@ -264,6 +264,9 @@ struct Paths {
     /// The policy with a JWT issuer (a JWKS file), and a token of it.
     jwt_policy: PathBuf,
     jwt: String,
+    /// The API key policy with local rate limits, a concurrency gate and an audit file: the
+    /// team gateway's whole hop (issue 27's goal: < 150 µs p50 over HTTP). Same key.
+    team_policy: PathBuf,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -273,6 +276,8 @@ enum Target {
     ToolgateKey,
     /// `toolgate serve` whose policy asks for a JWT (HTTP only).
     ToolgateJwt,
+    /// `toolgate serve` with an API key, local limits and an audit file (HTTP only).
+    ToolgateTeam,
     /// The `i`th of `Paths::others`.
     Other(usize),
     Bare,
@@ -289,6 +294,7 @@ impl Target {
             Target::Toolgate => "toolgate serve".to_owned(),
             Target::ToolgateKey => "toolgate serve, API key".to_owned(),
             Target::ToolgateJwt => "toolgate serve, JWT".to_owned(),
+            Target::ToolgateTeam => "toolgate serve, API key + limits + audit".to_owned(),
             Target::Other(i) => format!("toolgate serve ({})", p.others[i].0),
             _ => self.static_name().to_owned(),
         }
@@ -299,6 +305,7 @@ impl Target {
             Target::Toolgate | Target::Other(_) => "toolgate serve",
             Target::ToolgateKey => "toolgate serve, API key",
             Target::ToolgateJwt => "toolgate serve, JWT",
+            Target::ToolgateTeam => "toolgate serve, API key + limits + audit",
             Target::Bare => "rmcp, no guard",
             Target::BarePipes => "rmcp, no guard, event-loop stdio",
             Target::Fastmcp => "FastMCP",
@@ -309,7 +316,11 @@ impl Target {
     fn stdio_command(self, p: &Paths) -> (PathBuf, Vec<String>) {
         let s = |x: &str| x.to_owned();
         match self {
-            Target::Toolgate | Target::Other(_) | Target::ToolgateKey | Target::ToolgateJwt => (
+            Target::Toolgate
+            | Target::Other(_)
+            | Target::ToolgateKey
+            | Target::ToolgateJwt
+            | Target::ToolgateTeam => (
                 self.program(p),
                 vec![
                     s("serve"),
@@ -352,6 +363,7 @@ impl Target {
         match self {
             Target::ToolgateKey => (p.key_policy.clone(), Some(p.key.clone())),
             Target::ToolgateJwt => (p.jwt_policy.clone(), Some(p.jwt.clone())),
+            Target::ToolgateTeam => (p.team_policy.clone(), Some(p.key.clone())),
             Target::Other(i) => (
                 p.others[i].2.clone().unwrap_or_else(|| p.policy.clone()),
                 None,
@@ -364,7 +376,11 @@ impl Target {
 /// Starts `target` over HTTP; answers the process and its URL.
 async fn start_http(target: Target, p: &Paths) -> Result<(Child, String), Error> {
     match target {
-        Target::Toolgate | Target::Other(_) | Target::ToolgateKey | Target::ToolgateJwt => {
+        Target::Toolgate
+        | Target::Other(_)
+        | Target::ToolgateKey
+        | Target::ToolgateJwt
+        | Target::ToolgateTeam => {
             let mut child = Command::new(target.program(p))
                 .args(["serve", "--policy"])
                 .arg(target.policy(p).0)
@@ -732,9 +748,22 @@ fn also(toolgate: &Path) -> Vec<(String, PathBuf, Option<PathBuf>)> {
         .collect()
 }
 
-/// The benchmark's policy with an API key, and with a JWT issuer (a JWKS file), written into
-/// `dir`; with the key and a token (valid for an hour) the clients send.
-fn auth_policies(policy: &Path, dir: &Path) -> Result<(PathBuf, String, PathBuf, String), Error> {
+/// What [`auth_policies`] writes: the API key policy and its key, the JWT policy and a token,
+/// and the team policy (the API key's, with limits and audit).
+struct AuthPolicies {
+    key_policy: PathBuf,
+    key: String,
+    jwt_policy: PathBuf,
+    jwt: String,
+    team_policy: PathBuf,
+}
+
+/// The benchmark's policy with an API key, with a JWT issuer (a JWKS file), and with the API
+/// key plus local limits and an audit file, written into `dir`; with the key and a token
+/// (valid for an hour) the clients send. The team policy's limits never refuse a call of the
+/// benchmark (a rate far above what one machine serves, a concurrency gate as wide as the
+/// most clients): what is measured is their checks, not their refusals.
+fn auth_policies(policy: &Path, dir: &Path) -> Result<AuthPolicies, Error> {
     use jsonwebtoken::jwk::{Jwk, JwkSet};
     use jsonwebtoken::{Algorithm, EncodingKey, Header};
 
@@ -774,7 +803,24 @@ fn auth_policies(policy: &Path, dir: &Path) -> Result<(PathBuf, String, PathBuf,
     let claims = json!({"iss": "https://issuer.bench", "aud": "bench", "sub": "bench",
         "exp": now + 3600, "iat": now, "groups": ["bench"]});
     let jwt = jsonwebtoken::encode(&header, &claims, &signing)?;
-    Ok((key_policy, key, jwt_policy, jwt))
+    let team_policy = dir.join("echo-team.yaml");
+    std::fs::write(
+        &team_policy,
+        format!(
+            "{base}\nauth:\n  api_keys:\n    - {{principal: bench, sha256: {sha256}}}\n\
+             limits:\n  rates:\n    - {{tools: [echo], rate: 10000000/s}}\n\
+             \x20 concurrency:\n    per_principal: 256\n    total: 256\n\
+             audit:\n  path: {}\n",
+            dir.join("audit.jsonl").display()
+        ),
+    )?;
+    Ok(AuthPolicies {
+        key_policy,
+        key,
+        jwt_policy,
+        jwt,
+        team_policy,
+    })
 }
 
 fn arg(name: &str) -> Option<String> {
@@ -791,7 +837,13 @@ async fn run() -> Result<(), Error> {
         .to_path_buf();
     let results = tempfile::tempdir()?;
     let policy = root.join("scripts/bench/echo.yaml");
-    let (key_policy, key, jwt_policy, jwt) = auth_policies(&policy, results.path())?;
+    let AuthPolicies {
+        key_policy,
+        key,
+        jwt_policy,
+        jwt,
+        team_policy,
+    } = auth_policies(&policy, results.path())?;
     let toolgate = root.join("target/release/toolgate");
     let paths = Paths {
         others: also(&toolgate),
@@ -804,6 +856,7 @@ async fn run() -> Result<(), Error> {
         key,
         jwt_policy,
         jwt,
+        team_policy,
     };
     let others = paths.others.iter().map(|(_, p, _)| p);
     for needed in [&paths.toolgate, &paths.python].into_iter().chain(others) {
@@ -825,22 +878,32 @@ async fn run() -> Result<(), Error> {
     let mut rows: Vec<Value> = Vec::new();
     println!("| server | transport | clients | calls/s | p50 µs | p99 µs | failed |");
     println!("|---|---|---:|---:|---:|---:|---:|");
-    let targets: Vec<Target> = [Target::Toolgate, Target::ToolgateKey, Target::ToolgateJwt]
-        .into_iter()
-        .chain((0..paths.others.len()).map(Target::Other))
-        .chain([
-            Target::Bare,
-            Target::BarePipes,
-            Target::Fastmcp,
-            Target::FastmcpProxy,
-        ])
-        .collect();
+    let targets: Vec<Target> = [
+        Target::Toolgate,
+        Target::ToolgateKey,
+        Target::ToolgateJwt,
+        Target::ToolgateTeam,
+    ]
+    .into_iter()
+    .chain((0..paths.others.len()).map(Target::Other))
+    .chain([
+        Target::Bare,
+        Target::BarePipes,
+        Target::Fastmcp,
+        Target::FastmcpProxy,
+    ])
+    .collect();
     for transport in ["stdio", "http"] {
         for &target in &targets {
             if transport == "http" && matches!(target, Target::Bare | Target::BarePipes) {
                 continue;
             }
-            if transport == "stdio" && matches!(target, Target::ToolgateKey | Target::ToolgateJwt) {
+            if transport == "stdio"
+                && matches!(
+                    target,
+                    Target::ToolgateKey | Target::ToolgateJwt | Target::ToolgateTeam
+                )
+            {
                 continue;
             }
             if only

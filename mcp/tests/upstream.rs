@@ -282,6 +282,64 @@ async fn shutdown_returns_only_after_the_server_has_exited() {
     );
 }
 
+/// The `_event` lines the fake server logged, and its pid.
+fn events_of(log: &Path) -> (Vec<String>, u64) {
+    let received = std::fs::read_to_string(log).unwrap_or_default();
+    let messages: Vec<Value> = received
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .collect();
+    let pid = messages
+        .iter()
+        .find(|m| m["_event"] == "started")
+        .and_then(|m| m["pid"].as_u64())
+        .expect("the server logged its pid");
+    let events = messages
+        .iter()
+        .filter_map(|m| m["_event"].as_str().map(str::to_owned))
+        .collect();
+    (events, pid)
+}
+
+// MCP's stdio shutdown: close the input, wait, SIGTERM, wait, SIGKILL.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_stays_after_its_stdin_closes_is_sent_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("received.jsonl");
+    let g = fake("", &["--log", log.to_str().unwrap(), "--linger"]).await;
+    g.shutdown().await;
+    let (events, pid) = events_of(&log);
+    assert_eq!(events, ["started", "stdin closed", "sigterm"], "{events:?}");
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "the server (pid {pid}) still runs after shutdown returned"
+    );
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_ignores_sigterm_is_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("received.jsonl");
+    let g = fake(
+        "",
+        &["--log", log.to_str().unwrap(), "--linger", "ignore-term"],
+    )
+    .await;
+    g.shutdown().await;
+    let (events, pid) = events_of(&log);
+    assert_eq!(
+        events,
+        ["started", "stdin closed", "sigterm ignored"],
+        "{events:?}"
+    );
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "the server (pid {pid}) still runs after shutdown returned"
+    );
+}
+
 #[tokio::test]
 async fn a_crash_during_a_call_is_upstream_unavailable_and_the_server_comes_back() {
     let g = fake("", &[]).await;

@@ -3,6 +3,7 @@
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::time::Instant;
 
 use futures::FutureExt;
 use tracing::Instrument;
@@ -11,7 +12,29 @@ use super::endpoint::Endpoint;
 use super::layer::{Layer, Next};
 use crate::call::{Invocation, Outcome, panic_message};
 use crate::error::CallError;
-use crate::events::{Event, EventKind, Events};
+use crate::events::{Event, EventKind, Events, OutcomeSummary};
+
+/// Emits the `end` event of a call whose future is dropped before it ends (its client
+/// cancelled, its connection closed, a `select!` took another branch), as `cancelled`: every
+/// `start` has its `end`, so a listener that counts calls in flight (the metrics) or writes
+/// one line a call (the audit log) loses none.
+struct EndIfDropped<'a> {
+    events: &'a Events,
+    /// The call's `start` event; `None` once its `end` was emitted the usual way.
+    start: Option<Event>,
+    started: Instant,
+}
+
+impl Drop for EndIfDropped<'_> {
+    fn drop(&mut self) {
+        if let Some(mut event) = self.start.take() {
+            event.kind = EventKind::End {
+                outcome: Arc::new(OutcomeSummary::abandoned(self.started.elapsed())),
+            };
+            self.events.emit(event);
+        }
+    }
+}
 
 /// The assembled pipeline; built by [`super::builder::GuardParts::build`], which owns the
 /// order of the layers.
@@ -37,8 +60,14 @@ impl Guard {
         let span = super::span::call_span(&inv);
         let recorded = span.clone();
         async move {
+            let mut unended = None;
             if self.events.active() {
                 self.events.emit(Event::new(EventKind::Start, &inv));
+                unended = Some(EndIfDropped {
+                    events: &self.events,
+                    start: Some(Event::new(EventKind::Start, &inv)),
+                    started: Instant::now(),
+                });
                 let events = self.events.clone();
                 let base = Event::new(EventKind::Start, &inv);
                 let inner = inv.progress.take();
@@ -67,7 +96,8 @@ impl Guard {
             if let Some(err) = &outcome.error {
                 tracing::debug!(kind = err.kind(), "tool call failed: {err}");
             }
-            if self.events.active() {
+            if let Some(mut unended) = unended {
+                unended.start = None;
                 self.events.emit(Event::end(&inv, &outcome));
             }
             outcome

@@ -21,7 +21,7 @@ use super::handler::Handler;
 use super::listing::{self, Listed};
 use super::lists::{Offered, list_offered};
 use super::ordered::Ordered;
-use super::stdio::{self, Child};
+use super::stdio::{self, Child, FAILED_START_GRACE};
 
 /// How long closing a connection waits for the client's own shutdown.
 const CLOSE_WAIT: Duration = Duration::from_millis(500);
@@ -66,7 +66,7 @@ pub(crate) async fn open(
         Ok(connection) => Ok(connection),
         Err(error) => {
             if let Some(child) = &child {
-                child.stop().await;
+                child.stop_within(FAILED_START_GRACE).await;
             }
             Err(error)
         }
@@ -95,7 +95,7 @@ async fn start_speaking(
                 "the MCP server has no initialize handshake; speaking 2026-07-28 to it"
             );
             if let Some(child) = child_slot.take() {
-                child.stop().await;
+                child.stop_within(FAILED_START_GRACE).await;
             }
             start(server, launch, handler, child_slot, discover())
                 .await
@@ -344,7 +344,8 @@ impl Connection {
     }
 
     /// Closes it: the client stops (closing the child's stdin, or ending the HTTP session),
-    /// then the child gets a short while to exit before its process group is killed.
+    /// then the child gets a while to exit, then SIGTERM, then its process group is killed
+    /// (MCP's stdio shutdown, [`Child::stop`]).
     pub(crate) async fn close(mut self) {
         if let Some(stop) = self.stop.take() {
             stop.cancel();

@@ -20,8 +20,13 @@ use super::frame::Bounded;
 const TAIL_LINES: usize = 8;
 /// Characters kept of each such line.
 const TAIL_LINE_CHARS: usize = 300;
-/// How long a child may take to exit once its stdin is closed before it is killed.
-const EXIT_GRACE: Duration = Duration::from_millis(500);
+/// How long a child may take to exit once its stdin is closed before it is sent SIGTERM, and
+/// once sent SIGTERM before it is killed: MCP's stdio shutdown (close the input, wait, SIGTERM,
+/// wait, SIGKILL). Two seconds leave a Python or Node server on a loaded machine time to see
+/// its input end and exit by itself.
+const EXIT_GRACE: Duration = Duration::from_secs(2);
+/// [`EXIT_GRACE`] for a server that failed to start.
+pub(crate) const FAILED_START_GRACE: Duration = Duration::from_millis(500);
 
 /// The variables of toolgate's own environment a server gets without its entry naming them:
 /// what a program needs to run at all, and nothing that is usually a secret. `PATH` finds the
@@ -173,27 +178,58 @@ impl Child {
         }
     }
 
-    /// Stops it: the caller has closed its stdin already; it gets a short while to exit, then
-    /// its whole process group is killed.
+    /// Stops it as MCP's stdio transport says: the caller has closed its stdin already; it
+    /// gets [`EXIT_GRACE`] to exit, then SIGTERM and as long again, then its whole process
+    /// group is killed. A server that exits at once costs no wait.
     pub(crate) async fn stop(&self) {
-        if self.status_within(EXIT_GRACE).await.is_none() {
-            self.kill_group();
-            let _ = self.status_within(EXIT_GRACE).await;
+        self.stop_within(EXIT_GRACE).await;
+    }
+
+    /// [`Child::stop`] with `grace` for each wait: a server that failed to start (it did not
+    /// answer in time, or broke the protocol) is not waited for as long as one that served.
+    pub(crate) async fn stop_within(&self, grace: Duration) {
+        if self.status_within(grace).await.is_none() {
+            self.signal(Signal::Terminate);
+            if self.status_within(grace).await.is_none() {
+                self.kill_group();
+                let _ = self.status_within(grace).await;
+            }
         }
         // Whatever it started and left behind goes with it.
         self.kill_group();
     }
 
     fn kill_group(&self) {
+        self.signal(Signal::KillGroup);
+    }
+
+    /// Sends `signal` to the child (`Terminate`: the child alone, which may stop what it
+    /// started in its own way) or to its whole process group (`KillGroup`).
+    fn signal(&self, how: Signal) {
         #[cfg(unix)]
         if let Some(pid) = self.pid.and_then(|p| libc::pid_t::try_from(p).ok()) {
-            // SAFETY: kill(2) with a negative pid signals the process group the child leads
-            // (it was spawned with process_group(0)); no memory is touched.
+            let (target, signal) = match how {
+                Signal::Terminate => (pid, libc::SIGTERM),
+                Signal::KillGroup => (-pid, libc::SIGKILL),
+            };
+            // SAFETY: kill(2) on the child's pid, or with a negative pid on the process group
+            // the child leads (it was spawned with process_group(0)); no memory is touched.
             unsafe {
-                libc::kill(-pid, libc::SIGKILL);
+                libc::kill(target, signal);
             }
         }
+        #[cfg(not(unix))]
+        let _ = how;
     }
+}
+
+/// What [`Child::signal`] sends.
+#[derive(Clone, Copy)]
+enum Signal {
+    /// SIGTERM to the child.
+    Terminate,
+    /// SIGKILL to the child's process group.
+    KillGroup,
 }
 
 impl Drop for Child {

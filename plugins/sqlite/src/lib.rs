@@ -30,8 +30,9 @@
 //! |---|---|---|
 //! | `sqlite.query` | `{database, sql, params?, max_rows?}` | a JSON object `{"columns": [names], "rows": [[values]], "truncated": bool}` |
 //!
-//! `database` is a path to the file (a relative path is taken from the host program's working
-//! directory). `params` binds `?` placeholders in order (strings, numbers, booleans as 0/1,
+//! `database` is a path to the file: absolute, or relative to a granted folder (the first
+//! `fs_read` folder that holds it, in the policy's order; never the host program's working
+//! directory, which an MCP host may set to `/`). `params` binds `?` placeholders in order (strings, numbers, booleans as 0/1,
 //! null). Integers and reals come back as JSON numbers, text as strings, NULL as null, and a
 //! BLOB as `{"blob_base64": "..."}`; an infinite real comes back as the string `"inf"` or `"-inf"`.
 //!
@@ -185,7 +186,7 @@ toolgate_plugin_api::export_plugin! {
             .parameters(json!({
                 "type": "object",
                 "properties": {
-                    "database": {"type": "string", "description": "The database file's path."},
+                    "database": {"type": "string", "description": "The database file's path: absolute, or relative to a granted folder."},
                     "sql": {"type": "string", "description": "One SELECT statement; `?` marks a parameter."},
                     "params": {"type": "array", "description": "Values for the `?` placeholders, in order.",
                                "items": {"type": ["string", "number", "boolean", "null"]}},

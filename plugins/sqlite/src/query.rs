@@ -114,6 +114,33 @@ pub(crate) struct Databases {
 }
 
 impl Databases {
+    /// The canonical path of the database `path` names. An absolute path is itself; a
+    /// relative one is looked up under each granted folder in turn (`grants.fs_read`, in the
+    /// policy's order) and the first that holds it is used: never the working directory,
+    /// which is wherever the host was started (an MCP host may start it in `/`).
+    fn resolve(&self, path: &Path) -> Result<PathBuf, SqliteError> {
+        if path.is_absolute() {
+            return std::fs::canonicalize(path).map_err(|error| SqliteError::NotFound {
+                path: path.to_path_buf(),
+                error,
+            });
+        }
+        let mut folders = self.grants.fs_read.iter().filter(|root| root.is_dir());
+        match folders.find_map(|root| std::fs::canonicalize(root.join(path)).ok()) {
+            Some(found) => Ok(found),
+            None => Err(SqliteError::NotFound {
+                path: path.to_path_buf(),
+                error: std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    format!(
+                        "a relative path is looked up in the granted folders, and none holds it (granted for reading: {})",
+                        granted_list(&self.grants)
+                    ),
+                ),
+            }),
+        }
+    }
+
     /// Runs `sql` on the granted database at `path`, read-only, within the row, time and byte
     /// bounds, and returns the result as JSON text. `cancelled` is polled between rows.
     pub(crate) fn query(
@@ -129,10 +156,7 @@ impl Databases {
             .enumerate()
             .map(|(i, value)| bind_value(i + 1, value))
             .collect::<Result<Vec<_>, _>>()?;
-        let canonical = std::fs::canonicalize(path).map_err(|error| SqliteError::NotFound {
-            path: path.to_path_buf(),
-            error,
-        })?;
+        let canonical = self.resolve(path)?;
         self.grants.check_read(&canonical)?;
         let max_rows = max_rows.map_or(self.max_rows, |asked| asked.min(self.max_rows));
 
@@ -345,4 +369,17 @@ mod tests {
             assert_eq!(chain(&error).matches(&cause).count(), 1, "{error}");
         }
     }
+}
+
+/// The `fs_read` entries, comma-separated, or `nothing`.
+fn granted_list(grants: &Grants) -> String {
+    if grants.fs_read.is_empty() {
+        return "nothing".to_owned();
+    }
+    grants
+        .fs_read
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }

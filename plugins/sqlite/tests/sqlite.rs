@@ -288,3 +288,44 @@ fn a_parameter_that_is_an_object_is_a_bad_param() {
         "bad_param: parameter 1 is {\"a\":1}; only strings, numbers, booleans and null can be bound"
     );
 }
+
+#[test]
+fn a_relative_database_is_found_in_a_granted_folder_whatever_the_working_directory() {
+    let (_dir, _db, plugin) = shop();
+    // The test's working directory holds no shop.db: the granted folder does.
+    assert!(!std::path::Path::new("shop.db").exists());
+    let out = json(call(
+        &plugin,
+        json!({"database": "shop.db", "sql": "SELECT count(*) FROM items"}),
+    ));
+    assert_eq!(out["rows"], json!([[5]]));
+}
+
+#[test]
+fn a_relative_database_no_granted_folder_holds_is_not_found_naming_the_folders() {
+    let (dir, _db, plugin) = shop();
+    let message = error(call(
+        &plugin,
+        json!({"database": "other.db", "sql": "SELECT 1"}),
+    ));
+    assert!(message.starts_with("not_found: other.db:"), "{message}");
+    assert!(
+        message.contains("looked up in the granted folders")
+            && message.contains(&dir.path().display().to_string()),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_relative_database_cannot_climb_out_of_its_granted_folder() {
+    let outer = tempfile::tempdir().expect("tempdir");
+    database(outer.path(), "secret.db", 1);
+    let granted = outer.path().join("granted");
+    std::fs::create_dir(&granted).expect("mkdir");
+    let plugin = plugin(json!({"grants": {"fs_read": [granted]}}));
+    let message = error(call(
+        &plugin,
+        json!({"database": "../secret.db", "sql": "SELECT 1"}),
+    ));
+    assert!(message.starts_with("not_granted:"), "{message}");
+}

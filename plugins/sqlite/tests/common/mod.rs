@@ -20,9 +20,13 @@ fn profile_dir() -> PathBuf {
 pub fn library() -> PathBuf {
     let file = toolgate_plugin_api::library_file_name("toolgate_plugin_sqlite");
     let dir = profile_dir();
+    // The newer of the two: `cargo test` refreshes the one in deps/, and only `cargo build`
+    // the copy beside it, which a test must not load stale.
     [dir.join(&file), dir.join("deps").join(&file)]
         .into_iter()
-        .find(|p| p.is_file())
+        .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
+        .max()
+        .map(|(_, p)| p)
         .unwrap_or_else(|| panic!("{file} is not built in {}", dir.display()))
 }
 
