@@ -17,7 +17,8 @@ MOTO_VERSION="5.2.5"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLS="$ROOT/.tools"
 VENV="$TOOLS/venv"
-STATE="$TOOLS/s3-server"
+# Beside the worktree (not in .tools, which worktrees may share): each checkout has its own server.
+STATE="$ROOT/target/s3-server"
 BUCKET="toolgate-test"
 # moto accepts any credentials; real-looking ones make the client sign every request as against AWS.
 ACCESS_KEY="toolgate-test-key"

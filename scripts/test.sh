@@ -12,8 +12,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The test build of the program carries the test plugin too (`name: testkit` with the bare
+# program, tests/tests/builtin_testkit.rs); a release never does (the feature is off by default).
+TEST_FEATURES=(--features toolgate-cli/builtin-testkit)
+
 echo "== build (plugins and the toolgate binary are test inputs)" >&2
-cargo build --workspace --locked
+cargo build --workspace --locked "${TEST_FEATURES[@]}"
 
 echo "== style gates: fmt, clippy, doc (scripts/lint.sh)" >&2
 bash scripts/lint.sh
@@ -37,18 +41,27 @@ cargo install --path cli --debug --locked --offline --force --quiet \
 echo "== the pip wheel (maturin, binary bindings, dev profile) into $target_dir/wheels" >&2
 bash scripts/wheel.sh --profile dev >/dev/null
 
+# `cargo install --target-dir target` leaves its own build of the program (default features) at
+# target/debug/toolgate: put the test build back (nothing to compile, the files are linked again).
+cargo build --workspace --locked "${TEST_FEATURES[@]}" --quiet
+
 echo "== S3 test server" >&2
 eval "$(bash scripts/s3-server.sh start)"
+trap 'bash scripts/s3-server.sh stop >&2 || true' EXIT
 echo "== Redis test server (Debian's redis-server, installed by apt-get when missing)" >&2
 eval "$(bash scripts/redis.sh start)"
 trap 'bash scripts/s3-server.sh stop >&2 || true; bash scripts/redis.sh stop >&2 || true' EXIT
 
 echo "== Prometheus (Debian's package, installed with apt-get if missing) for the metrics tests" >&2
 eval "$(bash scripts/prometheus.sh start)"
-trap 'bash scripts/s3-server.sh stop >&2 || true; bash scripts/prometheus.sh stop >&2 || true' EXIT
+trap 'bash scripts/s3-server.sh stop >&2 || true; bash scripts/redis.sh stop >&2 || true; bash scripts/prometheus.sh stop >&2 || true' EXIT
+
+# The servers above are this run's: a test that finds one missing fails and names its script
+# (toolgate_e2e::test_server), where a test run alone starts it through the script.
+export TOOLGATE_TEST_SUITE=1
 
 echo "== tests" >&2
-cargo test --workspace --locked --no-fail-fast
+cargo test --workspace --locked --no-fail-fast "${TEST_FEATURES[@]}"
 
 # The workspace build above has S3 on (the CLI turns on the engine's and the store's `s3`
 # feature, and cargo unifies features across the workspace). An embedder's default build has it

@@ -2,7 +2,9 @@
 //! built `toolgate` program and the repository, and running the program as a user would.
 //!
 //! The tests drive `target/<profile>/toolgate`, next to the plugin libraries of the same build,
-//! so build the workspace first: `cargo build --workspace && cargo test -p toolgate-e2e`.
+//! so build the workspace first: `cargo build --workspace && cargo test -p toolgate-e2e`. The
+//! test build of `scripts/test.sh` adds `--features toolgate-cli/builtin-testkit` (the test
+//! plugin built into the program, which tests/tests/builtin_testkit.rs needs).
 
 use std::ffi::{OsStr, OsString};
 use std::io::Write;
@@ -347,4 +349,69 @@ pub fn conversation(calls: &[(&str, &str, &str)]) -> String {
         {"role": "assistant", "content": null, "tool_calls": tool_calls}
     ])
     .to_string()
+}
+
+/// The settings of a test server that one of the project's scripts runs
+/// (`scripts/s3-server.sh`, `scripts/redis.sh`): the `export NAME=value` lines it prints, as
+/// `(NAME, value)` pairs, for the programs a test starts.
+///
+/// When `variable` (`TOOLGATE_TEST_S3_ENDPOINT`, `TOOLGATE_TEST_REDIS_URL`) is set, the
+/// server is the one `scripts/test.sh` started, and the settings are the environment's
+/// variables that start like `variable` up to its last `_`. Otherwise, under `scripts/test.sh`
+/// (`TOOLGATE_TEST_SUITE` set) or on CI, the test fails with the script to run: a green suite
+/// must not hide a test that did not run. Run alone (`cargo test -p toolgate-e2e --test
+/// scale_out`), the test starts the server with `bash scripts/<script> start`, which leaves it
+/// running for the next tests (`bash scripts/<script> stop` stops it).
+pub fn test_server(script: &str, variable: &str) -> Vec<(String, String)> {
+    use std::collections::BTreeMap;
+    use std::sync::{Mutex, OnceLock};
+    /// Each script's settings, once it was started by this process.
+    type Started = BTreeMap<String, Vec<(String, String)>>;
+    static STARTED: OnceLock<Mutex<Started>> = OnceLock::new();
+    if std::env::var_os(variable).is_some() {
+        let family = &variable[..variable.rfind('_').unwrap_or(variable.len())];
+        return std::env::vars()
+            .filter(|(name, _)| name.starts_with(family))
+            .collect();
+    }
+    assert!(
+        std::env::var_os("TOOLGATE_TEST_SUITE").is_none() && std::env::var_os("CI").is_none(),
+        "{variable} is unset: the test server is not running. Start it with \
+         `eval \"$(bash scripts/{script} start)\"` (scripts/test.sh does) and run the tests again"
+    );
+    let mut started = STARTED
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(settings) = started.get(script) {
+        return settings.clone();
+    }
+    let out = Command::new("bash")
+        .arg(repo_path(&format!("scripts/{script}")))
+        .arg("start")
+        .current_dir(repo_root())
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run scripts/{script}: {e}"));
+    assert!(
+        out.status.success(),
+        "`bash scripts/{script} start` failed ({}): see its messages above",
+        out.status
+    );
+    let settings: Vec<(String, String)> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|line| {
+            let (name, value) = line.strip_prefix("export ")?.split_once('=')?;
+            Some((name.to_owned(), value.to_owned()))
+        })
+        .collect();
+    assert!(
+        settings.iter().any(|(name, _)| name == variable),
+        "`bash scripts/{script} start` printed no {variable}: {settings:?}"
+    );
+    eprintln!(
+        "started the test server of scripts/{script}; it keeps running (`bash scripts/{script} stop`)"
+    );
+    started.insert(script.to_owned(), settings.clone());
+    settings
 }

@@ -91,8 +91,8 @@ fn main() -> ExitCode {
     }
 }
 
-/// Logs go to stderr only; stdout is for results. `serve` also exports traces when its
-/// policy's `telemetry:` section or the `OTEL_*` variables say so (O4); the policy is read
+/// Logs go to stderr only; stdout is for results. `serve` also exports traces and metrics when
+/// its policy's `telemetry:` section or the `OTEL_*` variables say so (O4, O7); the policy is read
 /// here, before the async runtime starts, because the exporter's HTTP client owns a runtime of
 /// its own. A policy that does not load is reported by `serve` itself, as ever.
 fn init_logging(
@@ -114,15 +114,20 @@ fn init_logging(
         "json" => toolgate_telemetry::LogFormat::Json,
         _ => toolgate_telemetry::LogFormat::Text,
     };
-    let traces = match &cli.command {
+    let (traces, metrics) = match &cli.command {
         Command::Serve(args) => {
             let policy = toolgate_policy::load_file(&args.policy).ok();
-            toolgate_telemetry::traces_wanted(policy.as_ref().map(|p| &p.telemetry))
+            let section = policy.as_ref().map(|p| &p.telemetry);
+            (
+                toolgate_telemetry::traces_wanted(section)?,
+                toolgate_telemetry::metrics_wanted(section)?,
+            )
         }
-        _ => None,
+        _ => (None, None),
     };
     toolgate_telemetry::install(
         toolgate_telemetry::LogOptions { filter, format },
         traces.as_ref(),
+        metrics.as_ref(),
     )
 }

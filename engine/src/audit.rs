@@ -61,7 +61,9 @@ impl AuditLog {
         let sink = match settings.sink {
             AuditSink::Stdout => Sink::Stdout,
             AuditSink::Stderr => Sink::Stderr,
-            AuditSink::ObjectStore => Sink::Batches(crate::audit_batches::Batches::open(settings)?),
+            AuditSink::ObjectStore => {
+                Sink::Batches(crate::audit_batches::Batches::open(settings, base)?)
+            }
             AuditSink::File => {
                 // A path the policy gives was resolved when it was read.
                 let path = match (&settings.path, base) {

@@ -9,9 +9,15 @@
 //! `batch_lines` lines are held), each drop is counted and warned about, and the next batch written starts with a
 //! `{"lost_lines": N}` record. When the audit log closes (its engine is dropped: `serve`
 //! stopping, a reload replacing the engine), the buffer is written out before the thread ends;
-//! a batch that still cannot be written then is reported as lost in the log.
+//! a batch that still cannot be written then stays in the spool, if there is one (else it is
+//! reported as lost in the log).
+//!
+//! With a spool (`audit.spool`, the `audit_spool` module) each line is also appended to a local
+//! file as it is pushed, before its call is answered, and let go once its batch is written:
+//! the lines of a process that is killed are shipped by the next one that opens the folder.
 
 use std::collections::VecDeque;
+use std::path::Path as FsPath;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
@@ -20,6 +26,7 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 use toolgate_policy::AuditSettings;
 
+use crate::audit_spool::Spool;
 use crate::error::BuildError;
 
 /// The longest one batch's write may take before it counts as failed.
@@ -39,8 +46,14 @@ struct Shared {
 
 #[derive(Default)]
 struct Buffer {
-    /// Lines not written yet, oldest first, each with its newline.
-    lines: VecDeque<String>,
+    /// Lines not written yet, oldest first, each with its sequence number and its newline.
+    lines: VecDeque<(u64, String)>,
+    /// The sequence number of the next line pushed.
+    next_seq: u64,
+    /// The sequence number of the first line of the batch being written.
+    in_flight: Option<u64>,
+    /// Where each line is kept until it is written (`audit.spool`).
+    spool: Option<Spool>,
     bytes: u64,
     /// When the oldest line not written yet arrived.
     since: Option<Instant>,
@@ -59,15 +72,20 @@ impl Shared {
 impl Buffer {
     /// Appends `line`, dropping the oldest lines beyond `max`.
     fn push(&mut self, line: String, max: usize) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        if let Some(spool) = &mut self.spool {
+            spool.append(seq, &line);
+        }
         self.bytes += line.len() as u64;
-        self.lines.push_back(line);
+        self.lines.push_back((seq, line));
         self.since.get_or_insert_with(Instant::now);
         self.trim(max);
     }
 
     fn trim(&mut self, max: usize) {
         while self.lines.len() > max {
-            if let Some(old) = self.lines.pop_front() {
+            if let Some((_, old)) = self.lines.pop_front() {
                 self.bytes -= old.len() as u64;
                 self.dropped += 1;
                 if self.dropped == 1 || self.dropped.is_multiple_of(1000) {
@@ -82,10 +100,11 @@ impl Buffer {
     }
 
     /// Takes the lines of the next batch.
-    fn take(&mut self, max_lines: usize, max_bytes: u64) -> Vec<String> {
+    fn take(&mut self, max_lines: usize, max_bytes: u64) -> Vec<(u64, String)> {
         let mut batch = Vec::new();
         let mut bytes = 0;
-        while let Some(line) = self.lines.front() {
+        self.in_flight = self.lines.front().map(|(seq, _)| *seq);
+        while let Some((_, line)) = self.lines.front() {
             if !batch.is_empty()
                 && (batch.len() >= max_lines || bytes + line.len() as u64 > max_bytes)
             {
@@ -102,20 +121,46 @@ impl Buffer {
     }
 
     /// Puts a batch that could not be written back in front.
-    fn put_back(&mut self, batch: Vec<String>, dropped: u64, max: usize) {
-        for line in batch.into_iter().rev() {
+    fn put_back(&mut self, batch: Vec<(u64, String)>, dropped: u64, max: usize) {
+        self.in_flight = None;
+        for (seq, line) in batch.into_iter().rev() {
             self.bytes += line.len() as u64;
-            self.lines.push_front(line);
+            self.lines.push_front((seq, line));
         }
         self.dropped += dropped;
         self.since.get_or_insert_with(Instant::now);
         self.trim(max);
+        self.release();
+    }
+
+    /// The batch in flight was written: lets the spool go of every line no longer waiting.
+    fn written(&mut self) {
+        self.in_flight = None;
+        self.release();
+    }
+
+    /// Lets the spool go of the lines before the oldest one still waiting (in flight or in
+    /// the buffer): they were written, or dropped and counted.
+    fn release(&mut self) {
+        let oldest = match (self.in_flight, self.lines.front()) {
+            (Some(seq), _) => Some(seq),
+            (None, Some((seq, _))) => Some(*seq),
+            (None, None) => None,
+        };
+        if let Some(spool) = &mut self.spool {
+            spool.release(oldest);
+        }
     }
 }
 
 impl Batches {
-    /// Opens the store of `settings` and starts the thread that writes to it.
-    pub(crate) fn open(settings: &AuditSettings) -> Result<Self, BuildError> {
+    /// Opens the store of `settings` and its spool (`audit.spool`, by default `audit-spool`
+    /// in `base`, the policy's folder; none for a policy built in code), ships what writers
+    /// that are gone left in the spool, and starts the thread that writes to the store.
+    pub(crate) fn open(
+        settings: &AuditSettings,
+        base: Option<&FsPath>,
+    ) -> Result<Self, BuildError> {
         let url = settings.store.clone().unwrap_or_default();
         let opened =
             toolgate_store::ObjectResultStore::from_url_opts(&url, settings.store_options.iter())
@@ -129,10 +174,55 @@ impl Batches {
             .enable_all()
             .build()
             .map_err(|source| BuildError::AuditWriter { source })?;
+        let name = writer_name();
+        let max_lines = settings.max_buffered_lines.max(1);
+        let mut buffer = Buffer::default();
+        // A spool the policy names must work; the default one beside the policy is given up
+        // (with a warning) where that folder cannot be written, as a policy mounted read-only.
+        let (spool_dir, named) = match &settings.spool {
+            Some(dir) => (Some(dir.clone()), true),
+            None => (base.map(|dir| dir.join("audit-spool")), false),
+        };
+        let mut orphans = None;
+        let spool_opened = match spool_dir {
+            Some(dir) => match Spool::open(&dir, &name) {
+                Ok(opened) => Some(opened),
+                Err(source) if named => {
+                    return Err(BuildError::AuditSpool { path: dir, source });
+                }
+                Err(e) => {
+                    tracing::warn!(
+                        "audit spool: cannot use {}: {e}; lines wait in memory only, and a \
+                         process that is killed loses them (set audit.spool to a writable folder)",
+                        dir.display()
+                    );
+                    None
+                }
+            },
+            None => None,
+        };
+        if let Some((spool, found)) = spool_opened {
+            buffer.spool = Some(spool);
+            if found.torn > 0 {
+                tracing::warn!(
+                    torn = found.torn,
+                    "audit spool: lines cut short by a kill were not adopted"
+                );
+                buffer.dropped += found.torn;
+            }
+            orphans = Some(found);
+        }
+        if let Some(mut found) = orphans {
+            // Into this writer's spool first, then the dead writers' files go.
+            for line in std::mem::take(&mut found.lines) {
+                buffer.push(line, max_lines);
+            }
+            found.forget();
+        }
         let shared = Arc::new(Shared {
-            state: Mutex::new(Buffer::default()),
+            state: Mutex::new(buffer),
             wake: Condvar::new(),
-            max_lines: settings.max_buffered_lines.max(1),
+            max_lines,
         });
         let writer = Writer {
             shared: shared.clone(),
@@ -142,7 +232,7 @@ impl Batches {
             batch_lines: settings.batch_lines.max(1),
             batch_bytes: settings.batch_bytes.max(1),
             interval: settings.batch_interval,
-            name: writer_name(),
+            name,
             sequence: 0,
         };
         let worker = std::thread::Builder::new()
@@ -214,6 +304,10 @@ impl Writer {
                     let full =
                         buffer.lines.len() >= self.batch_lines || buffer.bytes >= self.batch_bytes;
                     if buffer.closing && buffer.lines.is_empty() && buffer.dropped == 0 {
+                        if let Some(spool) = buffer.spool.take() {
+                            // Everything is in the store: the spool has nothing left to keep.
+                            spool.remove();
+                        }
                         return;
                     }
                     if buffer.closing || due == Some(true) || (full && failures == 0) {
@@ -234,7 +328,10 @@ impl Writer {
                 (batch, std::mem::take(&mut buffer.dropped), buffer.closing)
             };
             match self.write(&batch, dropped) {
-                Ok(()) => failures = 0,
+                Ok(()) => {
+                    failures = 0;
+                    self.shared.lock().written();
+                }
                 Err(e) => {
                     failures = failures.saturating_add(1);
                     tracing::warn!(
@@ -242,11 +339,24 @@ impl Writer {
                         "audit: a batch could not be written, kept to try again: {e}"
                     );
                     if closing {
+                        let mut buffer = self.shared.lock();
+                        let spool = buffer.spool.as_ref().map(|s| s.dir().display().to_string());
+                        if let Some(spool) = spool {
+                            // The spool keeps them: the next writer that opens it ships them.
+                            tracing::error!(
+                                kept = batch.len() + buffer.lines.len(),
+                                spool = %spool,
+                                "audit: closing, and the store does not take the batch: the \
+                                 lines stay in the spool for the next start"
+                            );
+                            buffer.lines.clear();
+                            buffer.dropped = 0;
+                            return;
+                        }
                         tracing::error!(
                             lost = batch.len() as u64 + dropped,
                             "audit: closing, and the store does not take the batch: lines lost"
                         );
-                        let mut buffer = self.shared.lock();
                         // Nothing more will be written: the rest is lost too.
                         tracing::error!(
                             lost = buffer.lines.len() as u64 + buffer.dropped,
@@ -275,9 +385,10 @@ impl Writer {
             .min(self.interval)
     }
 
-    fn write(&mut self, batch: &[String], dropped: u64) -> Result<(), String> {
+    fn write(&mut self, batch: &[(u64, String)], dropped: u64) -> Result<(), String> {
         let now = SystemTime::now();
-        let mut body = String::with_capacity(batch.iter().map(String::len).sum::<usize>() + 64);
+        let mut body =
+            String::with_capacity(batch.iter().map(|(_, l)| l.len()).sum::<usize>() + 64);
         if dropped > 0 {
             body.push_str(
                 &serde_json::json!({
@@ -288,7 +399,7 @@ impl Writer {
             );
             body.push('\n');
         }
-        for line in batch {
+        for (_, line) in batch {
             body.push_str(line);
         }
         let stamp = humantime::format_rfc3339_millis(now).to_string();
@@ -337,17 +448,38 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_default_spool_that_cannot_be_made_is_given_up_but_a_named_one_fails_the_start() {
+        let dir = tempfile::tempdir().unwrap();
+        // A file where the folder should be: no spool folder can be made under it.
+        let file = dir.path().join("policy.yaml");
+        std::fs::write(&file, "").unwrap();
+        let mut settings = AuditSettings {
+            sink: toolgate_policy::AuditSink::ObjectStore,
+            store: Some("memory://".into()),
+            ..AuditSettings::default()
+        };
+        let batches = Batches::open(&settings, Some(&file)).unwrap();
+        assert!(batches.shared.lock().spool.is_none());
+        settings.spool = Some(file.join("audit-spool"));
+        let Err(err) = Batches::open(&settings, Some(dir.path())) else {
+            panic!("a named spool that cannot be made was accepted");
+        };
+        assert!(matches!(err, BuildError::AuditSpool { .. }), "{err}");
+    }
+
+    #[test]
     fn a_full_buffer_drops_its_oldest_lines_and_counts_them() {
         let mut b = Buffer::default();
         for i in 0..5 {
             b.push(format!("{i}\n"), 3);
         }
+        let texts = |b: &Buffer| b.lines.iter().map(|(_, l)| l.clone()).collect::<Vec<_>>();
         assert_eq!(b.dropped, 2);
-        assert_eq!(b.lines, ["2\n", "3\n", "4\n"]);
+        assert_eq!(texts(&b), ["2\n", "3\n", "4\n"]);
         let batch = b.take(2, 1000);
-        assert_eq!(batch, ["2\n", "3\n"]);
+        assert_eq!(batch, [(2, "2\n".to_owned()), (3, "3\n".to_owned())]);
         b.put_back(batch, 2, 3);
-        assert_eq!(b.lines, ["2\n", "3\n", "4\n"]);
+        assert_eq!(texts(&b), ["2\n", "3\n", "4\n"]);
         assert_eq!(b.dropped, 4);
     }
 }

@@ -237,6 +237,10 @@ impl EngineBuilder {
             events.add(Arc::new(move |e: &Event| listener.record(e)));
             audit = Some(log);
         }
+        let requests = match &policy.limits {
+            Some(limits) => crate::limits::RequestLimits::new(limits)?,
+            None => None,
+        };
         let guard = GuardParts {
             scripts: scripts.clone(),
             events: events.clone(),
@@ -287,6 +291,7 @@ impl EngineBuilder {
             search_index,
             clients,
             audit,
+            requests,
         }))
     }
 }

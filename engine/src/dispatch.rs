@@ -71,7 +71,8 @@ impl Dispatcher {
                     builtin: r.entry.is_builtin(),
                     output_check: r.entry.output_check().cloned(),
                 }),
-                self.settings.of(r.name),
+                self.settings
+                    .of_as(r.name, r.entry.is_builtin(), session.caller()),
             ),
             None => (None, self.settings.of_unknown(&model_name)),
         };

@@ -41,6 +41,8 @@ pub(crate) struct Parts {
     pub(crate) clients: Option<Arc<ClientTable>>,
     /// The audit log, while the policy has one.
     pub(crate) audit: Option<Arc<crate::audit::AuditLog>>,
+    /// `limits.requests` (L8), while the policy has any.
+    pub(crate) requests: Option<crate::limits::RequestLimits>,
 }
 
 /// The engine. Cheap to clone; share one across tasks.
@@ -71,6 +73,25 @@ impl Engine {
     pub fn close_audit(&self) {
         if let Some(audit) = &self.inner.audit {
             audit.close();
+        }
+    }
+
+    /// Whether `caller` may send one more HTTP request under the policy's `limits.requests`
+    /// (L8), counting it when it may. A host that serves HTTP asks before it handles a request
+    /// and answers a refusal itself (`toolgate serve --http`: 429 Too Many Requests with
+    /// `Retry-After`, or 503 for [`crate::RequestRefused::Unavailable`]). Always `Ok` without
+    /// that key.
+    ///
+    /// # Errors
+    ///
+    /// The request is over a limit, or the limits' store failed under `on_store_error: closed`.
+    pub async fn admit_request(
+        &self,
+        caller: &Caller,
+    ) -> Result<(), crate::limits::RequestRefused> {
+        match &self.inner.requests {
+            Some(requests) => requests.admit(caller).await,
+            None => Ok(()),
         }
     }
 
@@ -186,11 +207,26 @@ impl Engine {
     }
 
     /// Which settings apply to a tool, and where each came from (G8): exactly the settings a
-    /// call to it runs under. `tool` may be a model-facing name, an alias or a real name.
+    /// call to it runs under, for a caller no override naming principals or groups applies to.
+    /// `tool` may be a model-facing name, an alias or a real name.
     pub fn explain(&self, tool: &str) -> Explanation {
         match self.inner.registry.lookup(tool) {
             Some(r) => self.inner.settings.of(r.name).explanation.clone(),
             // D4: an unknown name takes the unknown-tool path, which no rule judges.
+            None => self.inner.settings.explain_unknown(tool),
+        }
+    }
+
+    /// [`Engine::explain`] for the calls of `caller`: with the overrides that name it or its
+    /// groups (C8).
+    pub fn explain_as(&self, tool: &str, caller: &Caller) -> Explanation {
+        match self.inner.registry.lookup(tool) {
+            Some(r) => self
+                .inner
+                .settings
+                .of_as(r.name, r.entry.is_builtin(), caller)
+                .explanation
+                .clone(),
             None => self.inner.settings.explain_unknown(tool),
         }
     }

@@ -230,7 +230,7 @@ impl CallError {
 }
 
 /// A wait as the model reads it: `2.3 s`, `0.05 s`, `1 s`.
-fn seconds(d: Duration) -> String {
+pub(crate) fn seconds(d: Duration) -> String {
     let s = d.as_secs_f64();
     if s >= 10.0 {
         format!("{} s", s.ceil() as u64)
@@ -377,6 +377,15 @@ pub enum BuildError {
         url: String,
         /// Why (boxed: the URL beside it would make every build result large).
         source: Box<toolgate_store::StoreError>,
+    },
+
+    /// The spool folder of `audit.sink: object_store` (`audit.spool`) cannot be made or used.
+    #[error("audit: cannot use the spool folder {}", .path.display())]
+    AuditSpool {
+        /// The folder.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
     },
 
     /// The thread that writes the audit batches (`audit.sink: object_store`) cannot start.

@@ -39,6 +39,7 @@
 pub mod access;
 mod audit;
 mod audit_batches;
+mod audit_spool;
 mod builder;
 mod call;
 mod caller;
@@ -69,6 +70,7 @@ pub use call::{Content, Decision, Outcome};
 pub use caller::{Caller, LOCAL_CALLER};
 pub use engine::Engine;
 pub use error::{BuildError, CallError, PLUGIN_PATH_ENV, TurnError};
+pub use limits::RequestRefused;
 pub use plugin::hash_file as plugin_hash;
 pub use plugin::worker::restarts as plugin_worker_restarts;
 pub use session::Session;

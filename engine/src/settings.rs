@@ -7,6 +7,11 @@
 //! of every matching override all apply, each group a gate of its own, so a more specific
 //! override can add rules but never drop a deny rule of a less specific one.
 //!
+//! An override that names `principals` or `groups` applies to the calls of those callers only
+//! (C8), and for them it is more specific than every override that names neither: its settings
+//! win, its rules apply. The settings of a tool are resolved once for the callers no such
+//! override names, and per call for the others.
+//!
 //! Built-in tools that a feature turns on (`read_tool_result`, `tool_search`) are judged only by
 //! rules that name them exactly: a top-level rule whose `tools` lists the name, or the rules of
 //! an override whose key is the name.
@@ -19,6 +24,7 @@ use serde::Serialize;
 use toolgate_policy::{CharCap, DispatchSettings, ToolOverride};
 
 use crate::access::CallKind;
+use crate::caller::Caller;
 use crate::error::{At, BuildError};
 use crate::rules::CompiledRules;
 
@@ -84,6 +90,34 @@ pub struct SettingsResolver {
     groups: BTreeSet<String>,
     /// `reduction.max_result_bytes` while reduction is on.
     reduction_bytes: Option<u64>,
+    /// Whether some override names principals or groups (C8).
+    any_scoped: bool,
+}
+
+/// Whether the override `o` applies to the calls of `caller` (`None`: a caller no override
+/// naming principals or groups applies to).
+fn applies(o: &ToolOverride, caller: Option<&Caller>) -> bool {
+    if !o.is_scoped() {
+        return true;
+    }
+    caller.is_some_and(|caller| {
+        (o.principals.is_empty() || o.principals.iter().any(|g| g.is_match(caller.name())))
+            && (o.groups.is_empty() || o.groups.iter().any(|g| caller.in_group(g)))
+    })
+}
+
+/// How the key of an override is written in `explain`: `tools."fs.*"`, and for one naming
+/// principals or groups, which (`tools."fs.*"[principals alice]`).
+fn key_of(o: &ToolOverride) -> String {
+    let mut key = format!("tools.{:?}", o.pattern.as_str());
+    if !o.principals.is_empty() {
+        let names: Vec<&str> = o.principals.iter().map(|g| g.as_str()).collect();
+        key.push_str(&format!("[principals {}]", names.join(", ")));
+    }
+    if !o.groups.is_empty() {
+        key.push_str(&format!("[groups {}]", o.groups.join(", ")));
+    }
+    key
 }
 
 impl SettingsResolver {
@@ -119,6 +153,7 @@ impl SettingsResolver {
             global_rules: for_kind(CallKind::Tool),
             resource_rules: for_kind(CallKind::Resource),
             prompt_rules: for_kind(CallKind::Prompt),
+            any_scoped: overrides.iter().any(ToolOverride::is_scoped),
             overrides: compiled,
             groups,
             reduction_bytes: None,
@@ -145,12 +180,19 @@ impl SettingsResolver {
     /// The effective settings of `tool`; `builtin` for a built-in tool that a feature turned on,
     /// which only rules naming it exactly reach.
     pub fn resolve_for(&self, tool: &str, builtin: bool) -> ToolSettings {
+        self.resolve_as(tool, builtin, None)
+    }
+
+    /// [`SettingsResolver::resolve_for`] for the calls of `caller` (`None`: a caller no
+    /// override naming principals or groups applies to), C8.
+    pub fn resolve_as(&self, tool: &str, builtin: bool, caller: Option<&Caller>) -> ToolSettings {
         let mut matching: Vec<&CompiledOverride> = self
             .overrides
             .iter()
-            .filter(|o| o.spec.pattern.is_match(tool))
+            .filter(|o| o.spec.pattern.is_match(tool) && applies(&o.spec, caller))
             .collect();
-        matching.sort_by_key(|o| (o.spec.pattern.specificity(), o.index));
+        // An override for some callers is more specific than every override for all.
+        matching.sort_by_key(|o| (o.spec.is_scoped(), o.spec.pattern.specificity(), o.index));
 
         let d = &self.defaults;
         let mut timeout = d.timeout;
@@ -173,7 +215,7 @@ impl SettingsResolver {
             }
         }
         for o in &matching {
-            let key = format!("tools.{:?}", o.spec.pattern.as_str());
+            let key = key_of(&o.spec);
             if let Some(t) = o.spec.timeout {
                 timeout = t;
                 timeout_from = format!("{key}.timeout");
@@ -254,6 +296,24 @@ impl SettingsResolver {
         }
     }
 
+    /// Whether an override naming principals or groups applies to the calls of `caller` to
+    /// `tool` (then its settings are resolved for the call, C8).
+    fn scoped_for(&self, tool: &str, caller: &Caller) -> bool {
+        self.any_scoped
+            && self.overrides.iter().any(|o| {
+                o.spec.is_scoped()
+                    && o.spec.pattern.is_match(tool)
+                    && applies(&o.spec, Some(caller))
+            })
+    }
+
+    /// Whether an override naming principals or groups sets a `sequential_group`.
+    fn scoped_group(&self) -> bool {
+        self.overrides
+            .iter()
+            .any(|o| o.spec.is_scoped() && o.spec.sequential_group.is_some())
+    }
+
     /// Where the rules are that can refuse calls to the built-in `tool`, for `validate` to warn
     /// about: top-level rules naming it, and overrides keyed by its exact name that have rules.
     pub fn rules_blocking_builtin(&self, tool: &str) -> Vec<String> {
@@ -326,6 +386,16 @@ impl SettingsTable {
             .unwrap_or_else(|| Arc::new(self.resolver.resolve(tool)))
     }
 
+    /// The settings of the registered tool `tool` (a real name; `builtin` for a built-in tool
+    /// a feature turned on) for a call of `caller`: with the overrides that name it or its
+    /// groups (C8).
+    pub(crate) fn of_as(&self, tool: &str, builtin: bool, caller: &Caller) -> Arc<ToolSettings> {
+        if self.resolver.scoped_for(tool, caller) {
+            return Arc::new(self.resolver.resolve_as(tool, builtin, Some(caller)));
+        }
+        self.of(tool)
+    }
+
     /// The settings a call to `name`, which no tool has, runs under.
     pub(crate) fn of_unknown(&self, name: &str) -> Arc<ToolSettings> {
         Arc::new(self.resolver.resolve(name))
@@ -341,7 +411,7 @@ impl SettingsTable {
 
     /// Whether some registered tool is in a `sequential_group`.
     pub(crate) fn any_group(&self) -> bool {
-        self.tools.values().any(|s| s.sequential_group.is_some())
+        self.tools.values().any(|s| s.sequential_group.is_some()) || self.resolver.scoped_group()
     }
 
     /// The resolver behind the table.
@@ -359,4 +429,69 @@ fn check_limits(d: &DispatchSettings) -> Result<(), BuildError> {
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolgate_policy::glob::Glob;
+
+    fn over(pattern: &str) -> ToolOverride {
+        ToolOverride {
+            pattern: Glob::new(pattern).unwrap(),
+            timeout: None,
+            max_result_chars: None,
+            sequential_group: None,
+            rules: toolgate_policy::Rules::default(),
+            principals: Vec::new(),
+            groups: Vec::new(),
+            position: None,
+        }
+    }
+
+    #[test]
+    fn c8_an_override_for_some_principals_wins_for_them_and_leaves_the_others_alone() {
+        let mut everyone = over("fs.read_file");
+        everyone.timeout = Some(Some(Duration::from_secs(5)));
+        let mut alice = over("fs.*");
+        alice.principals = vec![Glob::new("alice").unwrap()];
+        alice.timeout = Some(Some(Duration::from_millis(100)));
+        let mut ops = over("fs.*");
+        ops.groups = vec!["ops".into()];
+        ops.principals = vec![Glob::new("a*").unwrap()];
+        ops.max_result_chars = Some(CharCap::Chars(10));
+        let resolver = SettingsResolver::new(
+            &DispatchSettings::default(),
+            &toolgate_policy::Rules::default(),
+            &[everyone, alice, ops],
+        )
+        .unwrap();
+        let table = SettingsTable::new(resolver, [("fs.read_file", false)]);
+        let as_alice = table.of_as("fs.read_file", false, &Caller::new("alice", vec![]));
+        // A glob for alice beats the exact name for everyone, for alice.
+        assert_eq!(as_alice.timeout, Some(Duration::from_millis(100)));
+        // Every condition must hold: alice is not in ops.
+        assert_eq!(as_alice.max_result_chars, CharCap::Chars(100_000));
+        let as_anna = table.of_as(
+            "fs.read_file",
+            false,
+            &Caller::new("anna", vec!["ops".into()]),
+        );
+        assert_eq!(as_anna.max_result_chars, CharCap::Chars(10));
+        assert_eq!(as_anna.timeout, Some(Duration::from_secs(5)));
+        let as_bob = table.of_as(
+            "fs.read_file",
+            false,
+            &Caller::new("bob", vec!["ops".into()]),
+        );
+        assert_eq!(as_bob.timeout, Some(Duration::from_secs(5)));
+        assert_eq!(
+            as_bob.explanation.timeout_from,
+            "tools.\"fs.read_file\".timeout"
+        );
+        assert_eq!(
+            as_alice.explanation.timeout_from,
+            "tools.\"fs.*\"[principals alice].timeout"
+        );
+    }
 }

@@ -243,23 +243,15 @@ async fn l4_a_redis_that_does_not_answer_costs_at_most_the_timeout_and_is_used_a
 // ---- audit batches on object storage ----------------------------------------------------
 
 #[cfg(feature = "s3")]
-/// The S3 options of the moto server of `scripts/s3-server.sh`, or `None` outside CI when it
-/// is not running.
+/// The bucket and S3 options of the moto server of `scripts/s3-server.sh` ([`s3_server`]);
+/// always `Some`: a missing server fails the test or is started, never skipped.
 fn s3() -> Option<(String, BTreeMap<String, String>)> {
-    let Ok(endpoint) = std::env::var("TOOLGATE_TEST_S3_ENDPOINT") else {
-        if std::env::var_os("CI").is_some() {
-            panic!(
-                "S3 test server not configured: run `eval \"$(scripts/s3-server.sh start)\"` first"
-            );
-        }
-        eprintln!("SKIPPED: S3 test server not configured (scripts/s3-server.sh start)");
-        return None;
-    };
-    let var = |n: &str| std::env::var(n).unwrap_or_else(|_| panic!("{n} is unset"));
+    let server = s3_server();
+    let var = |n: &str| server[n].clone();
     Some((
         var("TOOLGATE_TEST_S3_BUCKET"),
         BTreeMap::from([
-            ("endpoint".into(), endpoint),
+            ("endpoint".into(), var("TOOLGATE_TEST_S3_ENDPOINT")),
             (
                 "access_key_id".into(),
                 var("TOOLGATE_TEST_S3_ACCESS_KEY_ID"),

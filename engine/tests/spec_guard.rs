@@ -527,6 +527,8 @@ fn over(pattern: &str, cap: u64) -> ToolOverride {
         max_result_chars: Some(CharCap::Chars(cap)),
         sequential_group: None,
         rules: Rules::default(),
+        principals: Vec::new(),
+        groups: Vec::new(),
         position: None,
     }
 }

@@ -52,16 +52,10 @@ fn backend(kind: &str) -> Option<Backend> {
             })
         }
         "s3" => {
-            let Ok(endpoint) = std::env::var("TOOLGATE_TEST_S3_ENDPOINT") else {
-                if std::env::var_os("CI").is_some() {
-                    panic!(
-                        "S3 test server not configured: run `eval \"$(scripts/s3-server.sh start)\"` first"
-                    );
-                }
-                eprintln!("SKIPPED: S3 test server not configured (scripts/s3-server.sh start)");
-                return None;
-            };
-            let var = |n: &str| std::env::var(n).unwrap_or_else(|_| panic!("{n} is unset"));
+            // A missing server fails the test or is started, never skipped.
+            let server = s3_server();
+            let var = |n: &str| server[n].clone();
+            let endpoint = var("TOOLGATE_TEST_S3_ENDPOINT");
             let prefix = toolgate::store::ResultId::generate();
             Some(Backend {
                 url: format!("s3://{}/engine-{prefix}", var("TOOLGATE_TEST_S3_BUCKET")),

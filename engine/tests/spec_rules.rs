@@ -240,6 +240,8 @@ fn over(pattern: &str) -> ToolOverride {
         max_result_chars: None,
         sequential_group: None,
         rules: Rules::default(),
+        principals: Vec::new(),
+        groups: Vec::new(),
         position: None,
     }
 }

@@ -27,6 +27,8 @@
 //! an API key or an EdDSA-signed JWT (checked against a JWKS file), beside `toolgate serve`
 //! without authentication: the cost of authentication on the hop is the difference.
 //!
+//! `--clients 1,16` measures only those numbers of concurrent clients (default 1, 16, 256).
+//!
 //! Reload: the time from writing a new policy (an alias `say_N` for echo) to the first call of
 //! `say_N` that succeeds, and the failed calls of 16 clients calling echo while the policy is
 //! reloaded 1,000 times.
@@ -875,6 +877,15 @@ async fn run() -> Result<(), Error> {
         .and_then(|s| s.parse().ok())
         .unwrap_or(1000);
     let only = arg("--only");
+    // `--clients 1,16`: only these numbers of concurrent clients (default 1, 16 and 256).
+    let client_counts: Vec<usize> = arg("--clients")
+        .map(|list| {
+            list.split(',')
+                .filter_map(|n| n.trim().parse().ok())
+                .collect()
+        })
+        .filter(|counts: &Vec<usize>| !counts.is_empty())
+        .unwrap_or_else(|| vec![1, 16, 256]);
     let mut rows: Vec<Value> = Vec::new();
     println!("| server | transport | clients | calls/s | p50 µs | p99 µs | failed |");
     println!("|---|---|---:|---:|---:|---:|---:|");
@@ -912,7 +923,7 @@ async fn run() -> Result<(), Error> {
             {
                 continue;
             }
-            for clients in [1usize, 16, 256] {
+            for &clients in &client_counts {
                 let result = match transport {
                     "stdio" => {
                         let (program, args) = target.stdio_command(&paths);

@@ -3,7 +3,7 @@
 //! | bench | what is on | goal |
 //! |---|---|---|
 //! | `telemetry/off` | nothing (no subscriber, no listener): the engine as `guard`'s `overhead/guarded` | the baseline |
-//! | `telemetry/metrics` | the Prometheus listener on the engine's events | < 10 µs over `off` |
+//! | `telemetry/metrics` | the metrics listener on the engine's events (OpenTelemetry SDK instruments, read by `/metrics`) | < 10 µs over `off` |
 //! | `telemetry/traces` | the OpenTelemetry layer, spans batched to an exporter | < 10 µs over `off` |
 //! | `telemetry/traces_and_metrics` | both | < 10 µs over `off` |
 //!

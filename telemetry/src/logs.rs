@@ -9,8 +9,7 @@
 use std::io::IsTerminal;
 
 use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_otlp::{SpanExporter, WithExportConfig};
-use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing::Level;
 use tracing_subscriber::Layer;
@@ -20,8 +19,10 @@ use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Registry};
 
 use crate::TelemetryError;
-use crate::config::TraceSettings;
+use crate::config::{MetricSettings, TraceSettings};
+use crate::export::{self, Transport};
 use crate::json::JsonLines;
+use crate::metrics::Metrics;
 
 /// The targets of the spans that become OpenTelemetry spans (T1).
 pub const SPAN_TARGETS: [&str; 3] = ["toolgate::call", "toolgate::serve", "toolgate::upstream"];
@@ -46,16 +47,24 @@ pub struct LogOptions {
 }
 
 /// The installed telemetry: dropping it (at the end of the process) sends the spans still
-/// waiting in the batch and stops the exporter.
+/// waiting in the batch and the metrics' last values, and stops the exporters.
 #[derive(Debug)]
 pub struct Installed {
     provider: Option<SdkTracerProvider>,
+    meters: Option<SdkMeterProvider>,
+    /// Dropped last: the gRPC exporters' runtime, if any.
+    _transport: Transport,
 }
 
 impl Installed {
     /// Whether spans are exported.
     pub fn traces_on(&self) -> bool {
         self.provider.is_some()
+    }
+
+    /// Whether metrics are exported over OTLP.
+    pub fn metrics_exported(&self) -> bool {
+        self.meters.is_some()
     }
 }
 
@@ -66,28 +75,64 @@ impl Drop for Installed {
         {
             eprintln!("toolgate: the last spans may not have been exported: {e}");
         }
+        if let Some(meters) = self.meters.take()
+            && let Err(e) = meters.shutdown()
+        {
+            eprintln!("toolgate: the last metrics may not have been exported: {e}");
+        }
     }
 }
 
-/// Installs the process's subscriber: logs to stderr as `log` says, and the OTLP trace
-/// exporter when `traces` is `Some`.
+/// Installs the process's subscriber: logs to stderr as `log` says, the OTLP trace exporter
+/// when `traces` is `Some`, and the OTLP metric exporter of [`Metrics::global`] when
+/// `metrics` is `Some`.
 ///
-/// Call it outside any async runtime (the exporter's blocking HTTP client owns one of its own,
-/// which cannot be made or dropped inside another).
+/// Call it outside any async runtime (the exporters' blocking HTTP client owns one of its
+/// own, which cannot be made or dropped inside another), and before anything asks for
+/// [`Metrics::global`].
 ///
 /// # Errors
 ///
-/// The exporter cannot be built (a bad endpoint), or a subscriber is installed already.
+/// An exporter cannot be built (a bad endpoint, gRPC in a build without it), or a subscriber
+/// is installed already.
 pub fn install(
     log: LogOptions,
     traces: Option<&TraceSettings>,
+    metrics: Option<&MetricSettings>,
 ) -> Result<Installed, TelemetryError> {
-    let provider = traces.map(provider).transpose()?;
+    let mut transport = Transport::default();
+    let provider = traces
+        .map(|settings| provider(settings, &mut transport))
+        .transpose()?;
+    let meters = metrics
+        .map(|settings| meter_provider(settings, &mut transport))
+        .transpose()?;
     subscriber(log, provider.as_ref())
         .try_init()
         .map_err(TelemetryError::Subscriber)?;
     crate::propagation::set_traces_on(provider.is_some());
-    Ok(Installed { provider })
+    Ok(Installed {
+        provider,
+        meters,
+        _transport: transport,
+    })
+}
+
+/// The process's metrics with a periodic OTLP export besides `/metrics` (O7): the same
+/// instruments feed both.
+fn meter_provider(
+    settings: &MetricSettings,
+    transport: &mut Transport,
+) -> Result<SdkMeterProvider, TelemetryError> {
+    let exporter = export::metrics(settings, transport)?;
+    let mut reader = PeriodicReader::builder(exporter);
+    if let Some(interval) = settings.interval {
+        reader = reader.with_interval(interval);
+    }
+    let builder = SdkMeterProvider::builder()
+        .with_reader(reader.build())
+        .with_resource(export::resource(settings.service_name.as_deref()));
+    Ok(Metrics::install_global(builder))
 }
 
 /// The subscriber [`install`] sets up, with spans going to `provider` when there is one: for
@@ -125,24 +170,14 @@ pub fn subscriber(
     tracing_subscriber::registry().with(logs).with(spans)
 }
 
-/// The tracer provider: spans batched and posted as OTLP/HTTP protobuf.
-fn provider(settings: &TraceSettings) -> Result<SdkTracerProvider, TelemetryError> {
-    let mut exporter = SpanExporter::builder().with_http();
-    if let Some(endpoint) = &settings.endpoint {
-        exporter = exporter.with_endpoint(endpoint.clone());
-    }
-    let exporter = exporter
-        .build()
-        .map_err(|source| TelemetryError::Exporter {
-            endpoint: settings.endpoint_text(),
-            source,
-        })?;
-    let mut resource = Resource::builder();
-    if let Some(name) = &settings.service_name {
-        resource = resource.with_service_name(name.clone());
-    }
+/// The tracer provider: spans batched and sent over OTLP (HTTP/protobuf or gRPC).
+fn provider(
+    settings: &TraceSettings,
+    transport: &mut Transport,
+) -> Result<SdkTracerProvider, TelemetryError> {
+    let exporter = export::spans(settings, transport)?;
     Ok(SdkTracerProvider::builder()
         .with_batch_exporter(exporter)
-        .with_resource(resource.build())
+        .with_resource(export::resource(settings.service_name.as_deref()))
         .build())
 }

@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -446,6 +447,116 @@ async def the_console_is_off_by_default(opts: argparse.Namespace) -> None:
         check(status == 200 and [r["tool"] for r in rows] == ["echo"] and rows[0]["principal"] == "local", f"the call after the reload: {status} {rows}")
 
 
+# The server's bound on how far a stream may fall behind (BROADCAST in mcp/src/serve/console/hub.rs).
+BACKLOG = 256
+
+
+def sse_events(text: str) -> list[tuple[str, str]]:
+    """The (event, data) pairs of server-sent-event text, comments left out."""
+    events = []
+    for block in text.split("\n\n"):
+        name, data = "message", []
+        for line in block.split("\n"):
+            if line.startswith("event: "):
+                name = line[len("event: "):]
+            elif line.startswith("data: "):
+                data.append(line[len("data: "):])
+        if data:
+            events.append((name, "\n".join(data)))
+    return events
+
+
+async def a_slow_stream_loses_rows_and_is_told(opts: argparse.Namespace) -> None:
+    """A console stream whose reader stops reading (a slow browser) while many calls run: the
+    calls all end, a stream that reads keeps up and loses nothing, and the slow one, when it
+    reads again, finds a `dropped` event saying how many rows it lost (what it got and what it
+    lost add up to every row sent), then at most the server's backlog of rows: the server kept
+    no more than that for it."""
+    calls = 800
+    async with console(opts, browser=False) as (serve, _):
+        host, port = serve.base.split("//", 1)[1].split(":")
+        # The slow reader: a small receive buffer, HTTP/1.0 so the body is the bare event text.
+        slow = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        slow.settimeout(10)
+        slow.connect((host, int(port)))
+        slow.sendall(
+            f"GET /ui/api/events HTTP/1.0\r\nHost: {host}:{port}\r\nAuthorization: Bearer {TOKEN}\r\n\r\n".encode()
+        )
+        received = b""
+        while b"event: snapshot" not in received or not received.endswith(b"\n\n"):
+            chunk = slow.recv(65536)
+            check(bool(chunk), f"the slow stream closed before its snapshot: {received!r}")
+            received += chunk
+        head, _, body = received.partition(b"\r\n\r\n")
+        check(head.startswith(b"HTTP/1.0 200") or head.startswith(b"HTTP/1.1 200"), f"the slow stream: {head!r}")
+        slow_text = body.decode()
+        # From here on the slow reader reads nothing until every call has ended.
+
+        fast_rows: list[dict[str, Any]] = []
+        fast_dropped: list[int] = []
+        fast_ready = asyncio.Event()
+        headers = {"authorization": f"Bearer {TOKEN}"}
+
+        async def read_fast() -> None:
+            async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
+                async with http.stream("GET", serve.base + "/ui/api/events") as response:
+                    check(response.status_code == 200, f"the fast stream got {response.status_code}")
+                    name = ""
+                    async for line in response.aiter_lines():
+                        if line.startswith("event: "):
+                            name = line[len("event: "):]
+                        elif line.startswith("data: "):
+                            data = json.loads(line[len("data: "):])
+                            if name == "snapshot":
+                                fast_ready.set()
+                            elif name == "call":
+                                fast_rows.append(data)
+                            elif name == "dropped":
+                                fast_dropped.append(data["dropped"])
+                            if len(fast_rows) + sum(fast_dropped) >= 2 * calls:
+                                return
+
+        fast = asyncio.create_task(read_fast())
+        await asyncio.wait_for(fast_ready.wait(), 30)
+        http, client = serve.client()
+        started = time.monotonic()
+        async with http, client:
+            for first in range(0, calls, 20):
+                batch = [client.call_tool("echo", {"text": f"call {i} " + "x" * 200}) for i in range(first, first + 20)]
+                results = await asyncio.gather(*batch)
+                check(all(not r.is_error for r in results), f"a call failed: {[r for r in results if r.is_error][:1]}")
+        took = time.monotonic() - started
+        await asyncio.wait_for(fast, 60)
+        check(fast_dropped == [], f"the stream that reads lost rows: {fast_dropped}")
+        check(len(fast_rows) == 2 * calls, f"the stream that reads got {len(fast_rows)} rows, want {2 * calls}")
+
+        # Now the slow reader reads what the server has for it.
+        slow.settimeout(2)
+        deadline = time.monotonic() + 60
+        while True:
+            events = sse_events(slow_text)
+            rows = sum(1 for name, _ in events if name == "call")
+            lost = sum(json.loads(data)["dropped"] for name, data in events if name == "dropped")
+            if rows + lost >= 2 * calls:
+                break
+            check(time.monotonic() < deadline, f"the slow stream has {rows} rows and {lost} lost of {2 * calls} after 60 s")
+            try:
+                chunk = slow.recv(65536)
+            except socket.timeout:
+                continue
+            check(bool(chunk), "the slow stream was closed")
+            slow_text += chunk.decode()
+        slow.close()
+    check(lost > 0, f"the slow stream lost nothing ({rows} rows): the test did not fill its buffers")
+    check(rows + lost == 2 * calls, f"rows {rows} + lost {lost} != {2 * calls} rows sent")
+    names = [name for name, _ in events]
+    last_drop = len(names) - 1 - names[::-1].index("dropped")
+    after = sum(1 for name in names[last_drop + 1:] if name == "call")
+    check(after <= BACKLOG, f"{after} rows after the last dropped event: the server kept more than {BACKLOG} for the slow stream")
+    print(f"{calls} calls in {took:.1f} s; the slow stream got {rows} rows and was told it lost {lost}; {after} after the gap")
+
+
 SCENARIOS = {f.__name__: f for f in [
     calls_appear_live,
     the_filters_narrow_the_list,
@@ -453,6 +564,7 @@ SCENARIOS = {f.__name__: f for f in [
     tools_upstreams_and_search,
     the_api_asks_for_the_token_and_bounds_streams,
     the_console_is_off_by_default,
+    a_slow_stream_loses_rows_and_is_told,
 ]}
 
 

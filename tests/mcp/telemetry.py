@@ -40,7 +40,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from otlp_receiver import Receiver, Span  # noqa: E402
+from otlp_receiver import GrpcReceiver, Point, Receiver, Span  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 UPSTREAM = REPO / "tests" / "mcp" / "traced_server.py"
@@ -409,6 +409,163 @@ async def admin_address_over_stdio(opts: argparse.Namespace) -> None:
           f"in flight: {metric_lines(text, 'toolgate_calls_in_flight')}")
 
 
+# ---------------------------------------------------------------------------------------------
+# metrics over OTLP (O7) and gRPC (O8)
+
+
+def latest(points: list[Point], name: str) -> list[Point]:
+    """The points of `name` in the last export that carried it (cumulative values: the last
+    export holds the totals)."""
+    mine = [p for p in points if p.name == name]
+    if not mine:
+        return []
+    last = max(p.export for p in mine)
+    return [p for p in mine if p.export == last]
+
+
+def value_of(points: list[Point], name: str, **attributes: Any) -> float | None:
+    """The value (a histogram's count) of the series of `name` with exactly `attributes`, in
+    the last export that carried `name`; None when there is no such series."""
+    found = [p for p in latest(points, name) if p.attributes == attributes]
+    check(len(found) <= 1, f"{name} {attributes}: {len(found)} series in one export")
+    return found[0].value if found else None
+
+
+def wait_for_points(receiver: Any, want: Callable[[list[Point]], bool], what: str, seconds: float = 30) -> list[Point]:
+    deadline = time.monotonic() + seconds
+    while True:
+        points = receiver.points()
+        if want(points):
+            return points
+        if time.monotonic() > deadline:
+            last = {p.name: [] for p in points}
+            for p in points:
+                last[p.name] = [q for q in latest(points, p.name)]
+            listing = "\n".join(f"  {q.name} {q.kind} {q.attributes} = {q.value}" for qs in last.values() for q in qs)
+            raise AssertionError(f"timed out waiting for {what}; last points received:\n{listing}")
+        time.sleep(0.05)
+
+
+TOOL = {"kind": "tool", "tool": "up.echo"}
+
+
+async def five_calls(client: Client) -> None:
+    """3 allowed calls of up.echo, 1 the rules refuse, 1 of a tool no one has."""
+    for text in ["a", "b", "c"]:
+        result = await client.call_tool("up.echo", {"text": text})
+        check(text_of(result) == text, f"echo said {text_of(result)!r}")
+    denied = await client.call_tool("up.echo", {"text": "forbidden"})
+    check(denied.is_error is True, f"the forbidden call was not refused: {denied}")
+    unknown = await client.call_tool("no_such_tool", {})
+    check(unknown.is_error is True, f"an unknown tool answered: {unknown}")
+
+
+def check_five_calls(points: list[Point], serving: bool = True) -> None:
+    """What five_calls must have left in the exported metrics; `serving`: exported while serve
+    ran (in the last export, at stop, the upstream server is already going down)."""
+    calls = {
+        (p.attributes.get("tool"), p.attributes.get("outcome")): p.value
+        for p in latest(points, "toolgate.calls")
+    }
+    check(calls == {("up.echo", "ok"): 3, ("up.echo", "denied"): 1, ("unknown", "error"): 1},
+          f"toolgate.calls by tool and outcome: {calls}")
+    sums = latest(points, "toolgate.calls")
+    check(all(p.kind == "sum" and p.monotonic and p.temporality == 2 for p in sums),
+          f"toolgate.calls is not a cumulative monotonic sum: {sums}")
+    check(value_of(points, "toolgate.call.denials", **TOOL, by="rule") == 1, "denials by rule")
+    check(value_of(points, "toolgate.call.errors", **TOOL, error_kind="denied") == 1, "errors of kind denied")
+    check(value_of(points, "toolgate.call.errors", kind="tool", tool="unknown", error_kind="unknown_tool") == 1,
+          "errors of kind unknown_tool")
+    durations = [p for p in latest(points, "toolgate.call.duration") if p.attributes == TOOL]
+    check(len(durations) == 1 and durations[0].value == 4 and durations[0].kind == "histogram",
+          f"toolgate.call.duration of up.echo: want one histogram of 4 calls, got {durations}")
+    hist = durations[0]
+    check(hist.unit == "s" and len(hist.bounds) == 16 and abs(hist.bounds[0] - 0.0005) < 1e-12,
+          f"latency buckets: unit {hist.unit!r}, bounds {hist.bounds}")
+    check(sum(hist.counts) == 4 and hist.total > 0, f"bucket counts {hist.counts}, sum {hist.total}")
+    check(value_of(points, "toolgate.calls.in_flight", kind="tool") == 0, "calls in flight after the calls")
+    if serving:
+        check(value_of(points, "toolgate.upstream.up", server="up", state="up") == 1,
+              f"the upstream server's state: {latest(points, 'toolgate.upstream.up')}")
+    check({p.service for p in points} == {"toolgate"}, f"service.name: {({p.service for p in points})}")
+
+
+async def otlp_metrics_match_the_calls(opts: argparse.Namespace) -> None:
+    """O7: with telemetry.otlp_metrics, the metrics go to the receiver's /v1/metrics every
+    metrics_interval, and count the calls made (tool, outcome, kind of error, histogram); the
+    same numbers are at /metrics (one set of instruments)."""
+    receiver = Receiver.start()
+    telemetry = f"""  metrics: true
+  otlp_metrics: true
+  otlp_endpoint: {receiver.endpoint}
+  metrics_interval: 200ms"""
+    with serving(opts, None, telemetry) as serve:
+        async with serve.http_client() as client:
+            await five_calls(client)
+        points = wait_for_points(
+            receiver,
+            lambda ps: sum(p.value for p in latest(ps, "toolgate.calls")) >= 5,
+            "five calls in toolgate.calls",
+        )
+        check(receiver.exports() >= 1, "no export")
+        check_five_calls(points)
+        assert serve.url is not None
+        text = scrape(serve.url.rsplit("/", 1)[0] + "/metrics")
+    for line in [
+        'toolgate_calls_total{kind="tool",tool="up.echo",outcome="ok"} 3',
+        'toolgate_calls_total{kind="tool",tool="up.echo",outcome="denied"} 1',
+        'toolgate_call_duration_seconds_count{kind="tool",tool="up.echo"} 4',
+    ]:
+        check(line in text, f"{line!r} not at /metrics:\n{text}")
+    receiver.stop()
+
+
+async def otlp_metrics_by_the_variables(opts: argparse.Namespace) -> None:
+    """O7: without the policy saying so, OTEL_METRICS_EXPORTER=otlp turns the export on, to
+    OTEL_EXPORTER_OTLP_METRICS_ENDPOINT; with the default interval (60 s) nothing is sent
+    during the test, and what was counted is sent when serve stops."""
+    receiver = Receiver.start()
+    env = {
+        "OTEL_METRICS_EXPORTER": "otlp",
+        "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": f"{receiver.endpoint}/v1/metrics",
+    }
+    with serving(opts, None, "  service_name: toolgate", env=env) as serve:
+        async with serve.http_client() as client:
+            await five_calls(client)
+        check(receiver.exports() == 0, f"{receiver.exports()} exports before the interval or the stop")
+    # serve stopped (SIGTERM): its last export has arrived.
+    points = receiver.points()
+    check(receiver.exports() >= 1, "serve stopped without exporting its metrics")
+    check_five_calls(points, serving=False)
+    receiver.stop()
+
+
+async def grpc_carries_traces_and_metrics(opts: argparse.Namespace) -> None:
+    """O8: OTEL_EXPORTER_OTLP_PROTOCOL=grpc sends spans and metrics over gRPC to the
+    collector's TraceService and MetricsService."""
+    receiver = GrpcReceiver.start()
+    telemetry = f"""  traces: true
+  otlp_metrics: true
+  otlp_endpoint: {receiver.endpoint}
+  metrics_interval: 200ms"""
+    env = {"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_BSP_SCHEDULE_DELAY": "100"}
+    with serving(opts, None, telemetry, env=env) as serve:
+        async with serve.http_client() as client:
+            await five_calls(client)
+        wait_for_spans(
+            receiver,
+            lambda s: len([x for x in s if x.service == "toolgate" and x.name == "execute_tool up.echo"]) >= 4,
+            "toolgate's four execute_tool up.echo spans over gRPC",
+        )
+        points = wait_for_points(
+            receiver,
+            lambda ps: sum(p.value for p in latest(ps, "toolgate.calls")) >= 5,
+            "five calls in toolgate.calls over gRPC",
+        )
+    check_five_calls(points)
+    receiver.stop()
+
+
 SCENARIOS: dict[str, Callable[[argparse.Namespace], Any]] = {
     "call_span_attributes": call_span_attributes,
     "trace_goes_on": trace_goes_on,
@@ -416,6 +573,9 @@ SCENARIOS: dict[str, Callable[[argparse.Namespace], Any]] = {
     "json_logs": json_logs,
     "prometheus_scrapes_calls": prometheus_scrapes_calls,
     "admin_address_over_stdio": admin_address_over_stdio,
+    "otlp_metrics_match_the_calls": otlp_metrics_match_the_calls,
+    "otlp_metrics_by_the_variables": otlp_metrics_by_the_variables,
+    "grpc_carries_traces_and_metrics": grpc_carries_traces_and_metrics,
 }
 
 

@@ -114,3 +114,10 @@ fn v3_every_view_of_data_asks_for_the_token_and_streams_are_bounded() {
 fn v3_the_console_is_off_unless_the_policy_turns_it_on() {
     scenario("the_console_is_off_by_default");
 }
+
+#[test]
+fn v4_a_slow_stream_loses_rows_and_is_told_while_calls_and_other_streams_go_on() {
+    let said = scenario("a_slow_stream_loses_rows_and_is_told");
+    // The figures: how long the calls took, how many rows the slow stream got and lost.
+    eprintln!("{}", said.lines().next().unwrap_or(""));
+}

@@ -64,6 +64,17 @@ fn run_bounded(
 /// Runs one scenario of tests/mcp/serve_clients.py over `transport` and fails with its output
 /// when the scenario does not hold.
 fn scenario(transport: &str, name: &str) {
+    scenario_with(transport, name, Vec::new());
+}
+
+/// [`scenario`] with more environment variables for the script (a test server's settings).
+fn scenario_with(transport: &str, name: &str, servers: Vec<(String, String)>) {
+    // The upstream MCP servers of the mcp_servers: scenarios are found on PATH.
+    let mut env: Vec<(&str, String)> = servers
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.clone()))
+        .collect();
+    env.push(("PATH", test_tools_path().to_string_lossy().into_owned()));
     let toolgate = toolgate_exe().display().to_string();
     let script = repo_path("tests/mcp/serve_clients.py")
         .display()
@@ -78,8 +89,7 @@ fn scenario(transport: &str, name: &str) {
             transport,
             name,
         ],
-        // The upstream MCP servers of the mcp_servers: scenarios are found on PATH.
-        &[("PATH", test_tools_path().to_string_lossy().into_owned())],
+        &env,
         Duration::from_secs(300),
     );
     assert!(
@@ -88,17 +98,10 @@ fn scenario(transport: &str, name: &str) {
     );
 }
 
-/// Whether the S3 test server is there; without it the test is skipped, except on CI.
-fn s3_configured() -> bool {
-    if std::env::var_os("TOOLGATE_TEST_S3_ENDPOINT").is_some() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "S3 test server not configured: run `eval \"$(scripts/s3-server.sh start)\"` first"
-    );
-    eprintln!("SKIPPED: S3 test server not configured (scripts/s3-server.sh)");
-    false
+/// The settings of the S3 test server (`scripts/s3-server.sh`): the one scripts/test.sh
+/// started, or one the test starts through the script; never a silent skip.
+fn s3() -> Vec<(String, String)> {
+    toolgate_e2e::test_server("s3-server.sh", "TOOLGATE_TEST_S3_ENDPOINT")
 }
 
 macro_rules! both_transports {
@@ -155,16 +158,12 @@ mod http_safety {
 
 #[test]
 fn two_http_instances_on_one_s3_store_share_a_session() {
-    if s3_configured() {
-        scenario("http", "two_instances_share_a_session");
-    }
+    scenario_with("http", "two_instances_share_a_session", s3());
 }
 
 #[test]
 fn two_stdio_instances_on_one_s3_store_share_a_named_session() {
-    if s3_configured() {
-        scenario("stdio", "two_instances_share_a_session");
-    }
+    scenario_with("stdio", "two_instances_share_a_session", s3());
 }
 
 #[test]

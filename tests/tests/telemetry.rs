@@ -1,5 +1,6 @@
-//! What watches `toolgate serve` sees (issue 28, O1-O6), through real components: an OTLP/HTTP
-//! receiver decoding with the official `opentelemetry-proto` definitions, an upstream MCP server
+//! What watches `toolgate serve` sees (issue 28, O1-O8), through real components: an OTLP
+//! receiver (HTTP, and gRPC on `grpcio`) decoding with the official `opentelemetry-proto`
+//! definitions and service stubs, an upstream MCP server
 //! and an agent on the official Python SDK (both exporting their own spans), a real Prometheus
 //! (Debian's `prometheus`, started by `scripts/prometheus.sh`), and the JSON log lines. The
 //! scenarios are in tests/mcp/telemetry.py; each test runs one.
@@ -81,4 +82,19 @@ fn o5_the_admin_address_serves_metrics_while_serving_stdio() {
 #[test]
 fn o6_json_logs_are_one_object_a_line_with_the_trace_id() {
     scenario("json_logs");
+}
+
+#[test]
+fn o7_metrics_exported_over_otlp_count_the_calls_made_as_metrics_shows_them() {
+    scenario("otlp_metrics_match_the_calls");
+}
+
+#[test]
+fn o7_the_otel_variables_turn_the_metric_export_on_and_serve_sends_the_rest_when_it_stops() {
+    scenario("otlp_metrics_by_the_variables");
+}
+
+#[test]
+fn o8_traces_and_metrics_go_over_grpc_when_the_protocol_says_so() {
+    scenario("grpc_carries_traces_and_metrics");
 }

@@ -17,8 +17,9 @@ pub struct ExplainArgs {
     #[arg(value_name = "TOOL")]
     pub tool: String,
 
-    /// Explain the tool as this principal sees it (the policy's `clients:`); its groups are
-    /// those of its API keys in the policy, unless --group is given.
+    /// Explain the tool as this principal sees it (the policy's `clients:`) and as its calls
+    /// run (with the `tools:` overrides naming it or its groups); its groups are those of its
+    /// API keys in the policy, unless --group is given.
     #[arg(long = "as", value_name = "PRINCIPAL")]
     pub principal: Option<String>,
 

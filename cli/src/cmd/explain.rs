@@ -27,7 +27,15 @@ pub fn explain(args: ExplainArgs, out: &mut Out<'_>) -> Result<u8, CliError> {
         Some(r) if *r.name == args.tool => r.entry.model_name().to_string(),
         _ => args.tool.clone(),
     };
-    let e = engine.explain(&args.tool);
+    // `--as`: the caller whose calls are explained, with the overrides naming it (C8).
+    let caller = args
+        .principal
+        .as_deref()
+        .map(|name| caller_as(engine.policy(), name, &args.groups));
+    let e = match &caller {
+        Some(caller) => engine.explain_as(&args.tool, caller),
+        None => engine.explain(&args.tool),
+    };
     if resolved.is_none() {
         tracing::warn!(
             tool = %args.tool,
@@ -36,12 +44,11 @@ pub fn explain(args: ExplainArgs, out: &mut Out<'_>) -> Result<u8, CliError> {
         );
     }
     // `--as`: the tool as that principal sees it (C4).
-    let seen_as = args.principal.as_deref().map(|name| {
-        let caller = caller_as(engine.policy(), name, &args.groups);
+    let seen_as = caller.as_ref().map(|caller| {
         let builtin = resolved.as_ref().is_some_and(|r| r.entry.is_builtin());
         let tool = real.as_deref().unwrap_or(&args.tool);
-        let sees = builtin || engine.sees(&caller, CallKind::Tool, tool);
-        let entries = engine.client_entries(&caller);
+        let sees = builtin || engine.sees(caller, CallKind::Tool, tool);
+        let entries = engine.client_entries(caller);
         json!({
             "principal": caller.name(),
             "groups": caller.groups(),

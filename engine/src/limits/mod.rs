@@ -1,5 +1,6 @@
 //! The policy's `limits:` (L1-L4): rate limits and quotas kept as a generic cell rate algorithm
-//! (GCRA) in this process's memory or in Redis, and the concurrency gate with its fair queue.
+//! (GCRA) in this process's memory or in Redis, and the concurrency gate with its fair queue;
+//! and `limits.requests` (L8), the same GCRA over the HTTP requests of each principal.
 //!
 //! # GCRA
 //!
@@ -18,6 +19,10 @@
 pub(crate) mod fair;
 mod gcra;
 mod redis_store;
+mod requests;
+
+pub(crate) use requests::RequestLimits;
+pub use requests::RequestRefused;
 
 use std::time::Duration;
 

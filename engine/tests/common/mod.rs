@@ -206,3 +206,60 @@ pub fn target_dir() -> std::path::PathBuf {
     let deps = exe.parent().expect("deps dir");
     deps.parent().expect("profile dir").to_path_buf()
 }
+
+/// The settings (`TOOLGATE_TEST_S3_*`) of the S3 test server of `scripts/s3-server.sh`: the
+/// environment's when `scripts/test.sh` started it. Otherwise, under `scripts/test.sh`
+/// (`TOOLGATE_TEST_SUITE` set) or on CI, the test fails with the script to run, since a green
+/// run must not hide that the S3 backend went untested; run alone, the test starts the server
+/// through the script, which leaves it running (`bash scripts/s3-server.sh stop`).
+pub fn s3_server() -> std::collections::BTreeMap<String, String> {
+    static SETTINGS: std::sync::OnceLock<std::collections::BTreeMap<String, String>> =
+        std::sync::OnceLock::new();
+    SETTINGS
+        .get_or_init(|| {
+            if std::env::var_os("TOOLGATE_TEST_S3_ENDPOINT").is_some() {
+                return std::env::vars()
+                    .filter(|(name, _)| name.starts_with("TOOLGATE_TEST_S3_"))
+                    .collect();
+            }
+            assert!(
+                std::env::var_os("TOOLGATE_TEST_SUITE").is_none()
+                    && std::env::var_os("CI").is_none(),
+                "TOOLGATE_TEST_S3_ENDPOINT is unset: the S3 test server is not running. Start it \
+                 with `eval \"$(bash scripts/s3-server.sh start)\"` (scripts/test.sh does)"
+            );
+            let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .parent()
+                .expect("the crate is one level below the repository root");
+            let out = std::process::Command::new("bash")
+                .arg(root.join("scripts/s3-server.sh"))
+                .arg("start")
+                .current_dir(root)
+                .stderr(std::process::Stdio::inherit())
+                .output()
+                .expect("bash runs scripts/s3-server.sh");
+            assert!(
+                out.status.success(),
+                "`bash scripts/s3-server.sh start` failed ({}): see its messages above",
+                out.status
+            );
+            let settings: std::collections::BTreeMap<String, String> =
+                String::from_utf8_lossy(&out.stdout)
+                    .lines()
+                    .filter_map(|line| {
+                        let (name, value) = line.strip_prefix("export ")?.split_once('=')?;
+                        Some((name.to_owned(), value.to_owned()))
+                    })
+                    .collect();
+            assert!(
+                settings.contains_key("TOOLGATE_TEST_S3_ENDPOINT"),
+                "`bash scripts/s3-server.sh start` printed no settings: {settings:?}"
+            );
+            eprintln!(
+                "started the S3 test server of scripts/s3-server.sh; it keeps running \
+                 (`bash scripts/s3-server.sh stop`)"
+            );
+            settings
+        })
+        .clone()
+}

@@ -266,7 +266,8 @@ fn build(
         _ => UpstreamSet::start(&policy.mcp_servers, upstream_changed, downstream),
     };
     let needs_store = policy.reduction.as_ref().is_some_and(|r| r.store.is_none());
-    let policy_metrics = policy.telemetry.metrics_on();
+    // Counted for /metrics, or for the OTLP export (O5, O7).
+    let policy_metrics = toolgate_telemetry::metrics::Metrics::counting(&policy.telemetry);
     // Off, the console costs nothing: no listener, so no event is built for it. Over stdio
     // there is no page to show it on.
     let console_on = policy.serve.console && !stdio;

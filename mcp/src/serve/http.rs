@@ -11,7 +11,9 @@
 //!   the comparison takes the same time wherever the first difference is): the shared token,
 //!   or an API key or JWT the policy's `auth:` accepts (`http_auth`); an MCP session is used
 //!   by the principal that opened it only (403 otherwise);
-//! - a new session beyond `max_sessions` gets 503 with a JSON-RPC error.
+//! - a new session beyond `max_sessions` gets 503 with a JSON-RPC error;
+//! - a POST of a principal over the policy's `limits.requests` gets 429 with `Retry-After`
+//!   (`http_limits`).
 //!
 //! - a POST body larger than `max_request_bytes` gets 413, a body that is not JSON a JSON-RPC
 //!   parse error (-32700), and JSON that is not one JSON-RPC message an invalid-request error
@@ -44,6 +46,7 @@ use super::http_sessions::McpSessions;
 use super::options::{HttpOptions, TokenSource};
 use super::pre_init::before_initialize;
 use super::shared::Shared;
+use super::stateless::Principal;
 use super::telemetry::{METRICS_PATH, metrics_response};
 
 use super::http_auth::Body;
@@ -70,6 +73,9 @@ struct Front {
     admission: tokio::sync::Mutex<()>,
     /// The console at `/ui` (answers 404 while the policy has it off).
     console: Console,
+    /// Where sessions are kept for other instances, with their owners (C7), when the policy
+    /// keeps results in a store.
+    stored_sessions: Option<Arc<McpSessions>>,
 }
 
 /// Listens on `options.addr` and serves until `shutdown` fires.
@@ -161,10 +167,11 @@ fn front(
         .telemetry
         .metrics_on()
         .then(toolgate_telemetry::metrics::Metrics::global);
-    config.session_store = stored
+    let stored_sessions = stored
         .sessions
         .results()
-        .map(|results| Arc::new(McpSessions::beside(results, stored.sessions.ttl())) as _);
+        .map(|results| Arc::new(McpSessions::beside(results, stored.sessions.ttl())));
+    config.session_store = stored_sessions.clone().map(|s| s as _);
     let mut manager = LocalSessionManager::default();
     manager.session_config.keep_alive = options.idle_timeout;
     let sessions = Arc::new(manager);
@@ -191,6 +198,7 @@ fn front(
         metrics,
         admission: tokio::sync::Mutex::new(()),
         console,
+        stored_sessions,
     }
 }
 
@@ -226,9 +234,14 @@ impl Front {
             .get("mcp-session-id")
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        if let Some(id) = &session_id
-            && !self.gate.may_use(id, &admitted.principal)
-        {
+        let may_use = match &session_id {
+            Some(id) => match self.may_use(id, &admitted.principal).await {
+                Ok(may) => may,
+                Err(response) => return response,
+            },
+            None => true,
+        };
+        if !may_use {
             tracing::info!(
                 principal = admitted.principal.name(),
                 "a request for another principal's session was refused"
@@ -242,6 +255,13 @@ impl Front {
         }
         if let Some(metrics) = metrics {
             return metrics_response(metrics);
+        }
+        // L8: a principal over its request limit is answered before any MCP message is read.
+        if request.method() == http::Method::POST {
+            let current = self.shared.engines.current();
+            if let Err(refusal) = current.engine.admit_request(&admitted.caller).await {
+                return super::http_limits::refused(&refusal, self.metrics.as_deref());
+            }
         }
         let is_delete = request.method() == http::Method::DELETE;
         let (mut request, initialize) = match request.method() {
@@ -291,11 +311,58 @@ impl Front {
                 .and_then(|v| v.to_str().ok())
         {
             // C7: the session belongs to the principal that opened it.
-            let open = self.sessions.sessions.read().await;
-            self.gate
-                .opened(id, &admitted.principal, |id| open.contains_key(id));
+            {
+                let open = self.sessions.sessions.read().await;
+                self.gate
+                    .opened(id, &admitted.principal, |id| open.contains_key(id));
+            }
+            // Stored before the client learns the session's id: any instance it goes to next
+            // knows the owner.
+            if let Some(store) = &self.stored_sessions
+                && let Err(e) = store.set_owner(id, admitted.principal.name()).await
+            {
+                tracing::warn!(session = id, "cannot store the session's owner: {e}");
+                return json_rpc_error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    Value::Null,
+                    -32000,
+                    &format!(
+                        "the session store does not answer, so the session cannot be shared \
+                         with other instances: {e}; try again"
+                    ),
+                );
+            }
         }
         response
+    }
+
+    /// Whether `principal` may use the MCP session `id` (C7): against the owner this process
+    /// knows, else the owner stored with the session's record (a session another instance
+    /// opened), else it may (and owns it here from now on). A store that cannot be read is a
+    /// 503: the request is not let through on a guess.
+    async fn may_use(&self, id: &str, principal: &Principal) -> Result<bool, Response<Body>> {
+        if let Some(owns) = self.gate.owned_by(id, principal) {
+            return Ok(owns);
+        }
+        if let Some(store) = &self.stored_sessions {
+            match store.owner(id).await {
+                Ok(Some(owner)) => {
+                    self.gate.adopt(id, &owner);
+                    return Ok(owner == principal.name());
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(session = id, "cannot read the session's owner: {e}");
+                    return Err(json_rpc_error(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        Value::Null,
+                        -32000,
+                        &format!("the session store cannot be read: {e}; try again"),
+                    ));
+                }
+            }
+        }
+        Ok(self.gate.may_use(id, principal))
     }
 
     /// Whether rmcp may open a session for `request`: an `initialize` without a session id

@@ -16,8 +16,10 @@
 //! An MCP session (`Mcp-Session-Id`) belongs to the principal whose `initialize` opened it:
 //! another principal that presents its id gets 403 (C7), so it can neither call in it, nor
 //! read the results it offloaded, nor listen to its stream. The owners are kept per process,
-//! bounded like the sessions; a session this process brings back from the session store
-//! (opened by another instance) belongs to the first principal that presents it here.
+//! bounded like the sessions, and, with a session store, beside the session's record
+//! (`http_sessions`), so that an instance that brings back a session another one opened
+//! knows its owner too. A session with no owner anywhere (no store, or a record written
+//! before owners were stored) belongs to the first principal that presents it here.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -226,6 +228,20 @@ impl Gate {
             headers.insert(header::WWW_AUTHENTICATE, value);
         }
         response
+    }
+
+    /// Whether `principal` owns the MCP session `id`, when this process knows its owner.
+    pub(crate) fn owned_by(&self, id: &str, principal: &Principal) -> Option<bool> {
+        let owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
+        owners.get(id).map(|owner| **owner == *principal.name())
+    }
+
+    /// `owner` owns the session `id`, as the session store says (opened by another instance).
+    pub(crate) fn adopt(&self, id: &str, owner: &str) {
+        let mut owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
+        if owners.len() < self.max_owners {
+            owners.insert(id.to_owned(), Arc::from(owner));
+        }
     }
 
     /// Whether `principal` may use the MCP session `id` (C7): yes when it owns it, or when

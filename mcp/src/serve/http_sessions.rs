@@ -6,6 +6,11 @@
 //! hex-encoded, as for session state), one JSON object per session, deleted when the session
 //! closes. A record older than the policy's `sessions.ttl` is not brought back, and
 //! `results prune` and serve's hourly sweep delete it (see [`toolgate_store::MCP_SESSIONS`]).
+//!
+//! Beside it, `P/mcp-sessions/HEX.../owner` names the principal that opened the session
+//! (`{"principal": "alice"}`, C7), written before the `initialize` is answered: every instance
+//! refuses the session to another principal, whichever instance it was opened on. It expires
+//! and is deleted with the session's record.
 
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
@@ -34,19 +39,25 @@ impl McpSessions {
     }
 
     fn key(&self, session: &str) -> Result<Path, SessionStoreError> {
+        Ok(self.dir(session)?.join("init"))
+    }
+
+    fn owner_key(&self, session: &str) -> Result<Path, SessionStoreError> {
+        Ok(self.dir(session)?.join("owner"))
+    }
+
+    fn dir(&self, session: &str) -> Result<Path, SessionStoreError> {
         let id = SessionId::parse(session)?;
         let mut path = self.prefix.clone();
         for segment in id.key_segments() {
             path = path.join(segment);
         }
-        Ok(path.join("init"))
+        Ok(path)
     }
-}
 
-#[async_trait::async_trait]
-impl SessionStore for McpSessions {
-    async fn load(&self, session: &str) -> Result<Option<SessionState>, SessionStoreError> {
-        let raw = match self.backend.get(&self.key(session)?).await {
+    /// The record at `key`, unless it is missing or older than the time to live.
+    async fn fresh(&self, key: &Path) -> Result<Option<bytes::Bytes>, SessionStoreError> {
+        match self.backend.get(key).await {
             Ok(got) => {
                 let written: SystemTime = got.meta.last_modified.into();
                 if self
@@ -55,10 +66,55 @@ impl SessionStore for McpSessions {
                 {
                     return Ok(None);
                 }
-                got.bytes().await?
+                Ok(Some(got.bytes().await?))
             }
-            Err(object_store::Error::NotFound { .. }) => return Ok(None),
-            Err(e) => return Err(e.into()),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The principal that opened `session`, as [`McpSessions::set_owner`] stored it; `None`
+    /// when none is stored (no such session, one that expired, or one opened before owners
+    /// were stored).
+    pub(crate) async fn owner(&self, session: &str) -> Result<Option<String>, SessionStoreError> {
+        // An id no session can have (the store's rule, R7) has no owner: rmcp answers it.
+        let Ok(key) = self.owner_key(session) else {
+            return Ok(None);
+        };
+        let Some(raw) = self.fresh(&key).await? else {
+            return Ok(None);
+        };
+        let record: OwnerRecord = serde_json::from_slice(&raw)?;
+        Ok(Some(record.principal))
+    }
+
+    /// Stores that `principal` opened `session`.
+    pub(crate) async fn set_owner(
+        &self,
+        session: &str,
+        principal: &str,
+    ) -> Result<(), SessionStoreError> {
+        let json = serde_json::to_vec(&OwnerRecord {
+            principal: principal.to_owned(),
+        })?;
+        self.backend
+            .put(&self.owner_key(session)?, PutPayload::from(json))
+            .await?;
+        Ok(())
+    }
+}
+
+/// `P/mcp-sessions/HEX.../owner`.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct OwnerRecord {
+    principal: String,
+}
+
+#[async_trait::async_trait]
+impl SessionStore for McpSessions {
+    async fn load(&self, session: &str) -> Result<Option<SessionState>, SessionStoreError> {
+        let Some(raw) = self.fresh(&self.key(session)?).await? else {
+            return Ok(None);
         };
         Ok(Some(serde_json::from_slice(&raw)?))
     }
@@ -72,9 +128,12 @@ impl SessionStore for McpSessions {
     }
 
     async fn delete(&self, session: &str) -> Result<(), SessionStoreError> {
-        match self.backend.delete(&self.key(session)?).await {
-            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
-            Err(e) => Err(e.into()),
+        for key in [self.key(session)?, self.owner_key(session)?] {
+            match self.backend.delete(&key).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
         }
+        Ok(())
     }
 }

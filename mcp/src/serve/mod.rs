@@ -53,6 +53,7 @@ mod error;
 mod handler;
 mod http;
 mod http_auth;
+mod http_limits;
 mod http_sessions;
 mod jwt;
 mod listeners;

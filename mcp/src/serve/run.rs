@@ -108,14 +108,7 @@ async fn start(
         source: std::io::Error::other(e.to_string()),
     })??;
     let shared = Arc::new(Shared::new(engines, peers, links, progress, console));
-    if shared
-        .engines
-        .current()
-        .engine
-        .policy()
-        .telemetry
-        .metrics_on()
-    {
+    if Metrics::counting(&shared.engines.current().engine.policy().telemetry) {
         let weak = Arc::downgrade(&shared);
         Metrics::global().set_upstream_probe(Box::new(move || {
             weak.upgrade()

@@ -328,6 +328,19 @@ fn json_value(value: ValueRef<'_>) -> Value {
     }
 }
 
+/// The `fs_read` entries, comma-separated, or `nothing`.
+fn granted_list(grants: &Grants) -> String {
+    if grants.fs_read.is_empty() {
+        return "nothing".to_owned();
+    }
+    grants
+        .fs_read
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -369,17 +382,4 @@ mod tests {
             assert_eq!(chain(&error).matches(&cause).count(), 1, "{error}");
         }
     }
-}
-
-/// The `fs_read` entries, comma-separated, or `nothing`.
-fn granted_list(grants: &Grants) -> String {
-    if grants.fs_read.is_empty() {
-        return "nothing".to_owned();
-    }
-    grants
-        .fs_read
-        .iter()
-        .map(|p| p.display().to_string())
-        .collect::<Vec<_>>()
-        .join(", ")
 }

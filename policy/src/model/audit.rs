@@ -101,6 +101,17 @@ pub struct AuditSettings {
     /// many). Default 100000.
     #[schemars(with = "Count", range(min = 1, max = 100000000))]
     pub max_buffered_lines: usize,
+    /// Sink object_store: a local folder where each line is also written as its call ends,
+    /// and kept until its batch is in the store, so that the lines of a process that is
+    /// killed are shipped by the next one that starts with the same folder. Relative to the
+    /// policy file. Default audit-spool beside the policy (given up, with a warning, where that
+    /// folder cannot be made).
+    ///
+    /// Resolved against the policy's folder as it is read; `None` is `audit-spool` in that
+    /// folder, and no spool for a policy built in code.
+    #[serde(deserialize_with = "values::optional_path")]
+    #[schemars(with = "PathText")]
+    pub spool: Option<PathBuf>,
 }
 
 impl Default for AuditSettings {
@@ -120,6 +131,7 @@ impl Default for AuditSettings {
             batch_bytes: 1024 * 1024,
             batch_interval: Duration::from_secs(5),
             max_buffered_lines: 100_000,
+            spool: None,
         }
     }
 }

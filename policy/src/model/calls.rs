@@ -195,10 +195,31 @@ pub struct ToolOverride {
     #[serde(default)]
     #[schemars(with = "ToolRules")]
     pub rules: Rules,
+    /// Principal names or globs whose calls the override applies to (its settings and its
+    /// rules); for them it is more specific than every override that names no principals or
+    /// groups. Absent or empty = every caller.
+    ///
+    /// C8.
+    #[serde(default)]
+    #[schemars(with = "GlobList")]
+    pub principals: Vec<Glob>,
+    /// Groups whose members' calls the override applies to: the caller must belong to one of
+    /// them. Absent or empty = every caller.
+    ///
+    /// C8.
+    #[serde(default)]
+    pub groups: Vec<String>,
     /// Where the override's key is in the policy file.
     #[serde(skip_deserializing, default = "here")]
     #[schemars(skip)]
     pub position: Option<Position>,
+}
+
+impl ToolOverride {
+    /// Whether the override names principals or groups: it applies to some callers only (C8).
+    pub fn is_scoped(&self) -> bool {
+        !self.principals.is_empty() || !self.groups.is_empty()
+    }
 }
 
 /// The override's key, compiled; a bad glob is reported at the key.

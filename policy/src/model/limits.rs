@@ -19,13 +19,18 @@ use crate::shape::values::{self, Count, DurationText, GlobList, MAX_SAFE_INTEGER
 #[schemars(
     inline,
     deny_unknown_fields,
-    extend("x-expected" = "a mapping with rates, concurrency and redis")
+    extend("x-expected" = "a mapping with rates, requests, concurrency and redis")
 )]
 pub struct LimitsSettings {
     /// Rate limits and quotas, each a generic cell rate (GCRA) over the calls it matches: a
     /// call must pass every entry that matches it, and one that does not is answered
     /// rate_limited with the time after which it would pass.
     pub rates: Vec<RateLimit>,
+    /// Limits on the HTTP requests each principal sends to toolgate serve --http, each a
+    /// generic cell rate (GCRA) counted per principal: a POST to the MCP endpoint that an entry
+    /// refuses is answered 429 Too Many Requests, with Retry-After and the reason, before any
+    /// MCP message is read. Kept where the rates are (in Redis with limits.redis).
+    pub requests: Vec<RequestLimit>,
     /// How many calls run at once, per principal and for the whole gateway, and how the calls
     /// beyond wait: in a queue served in turn across principals, and across the sessions of a
     /// principal. Every key is optional.
@@ -107,6 +112,46 @@ pub struct RateLimit {
 }
 
 impl RateLimit {
+    /// The burst in force: the policy's, or the rate's count.
+    pub fn burst(&self) -> u64 {
+        self.burst.unwrap_or(self.rate.count).max(1)
+    }
+}
+
+/// One limit on the HTTP requests of each principal (`limits.requests[]`, L8).
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[schemars(inline, deny_unknown_fields)]
+pub struct RequestLimit {
+    /// Principal names or globs the entry applies to, each counted apart. Absent or empty =
+    /// every principal (requests no credential proved, on loopback without authentication,
+    /// are the principal local).
+    #[serde(default)]
+    #[schemars(with = "GlobList")]
+    pub principals: Vec<Glob>,
+    /// Groups the entry applies to: a principal in any of them. Absent or empty = every
+    /// principal.
+    #[serde(default)]
+    #[schemars(with = "Vec<values::Name>")]
+    pub groups: Vec<String>,
+    /// The sustained rate of each principal's requests, written N/s, N/m, N/h, N/d or
+    /// N/DURATION (10/s, 600/m).
+    #[schemars(with = "RateText")]
+    pub rate: Rate,
+    /// How many requests may come at once before the rate applies. Default: the rate's count.
+    #[serde(default)]
+    #[schemars(
+        with = "Count",
+        range(min = 1, max = MAX_SAFE_INTEGER),
+        extend("x-expected" = "a whole number from 1 to 9007199254740991")
+    )]
+    pub burst: Option<u64>,
+    /// Where the entry is in the policy file; `limits.requests[i]` names it in answers and keys.
+    #[serde(skip_deserializing, default = "here")]
+    #[schemars(skip)]
+    pub position: Option<Position>,
+}
+
+impl RequestLimit {
     /// The burst in force: the policy's, or the rate's count.
     pub fn burst(&self) -> u64 {
         self.burst.unwrap_or(self.rate.count).max(1)

@@ -50,7 +50,7 @@ impl Fixture {
             #[cfg(feature = "s3")]
             Kind::S3 => {
                 let options = s3_options()?;
-                let bucket = std::env::var("TOOLGATE_TEST_S3_BUCKET").unwrap();
+                let bucket = s3_bucket();
                 // Every test gets its own prefix, so tests never see each other's results.
                 let url = format!("s3://{bucket}/t/{}", ResultId::generate());
                 Some(Fixture {
@@ -80,41 +80,94 @@ impl Fixture {
     }
 }
 
-/// The options for the S3 test server started by `scripts/s3-server.sh`, from `TOOLGATE_TEST_S3_*`.
-///
-/// Without them the S3 tests are skipped with a message, except on CI (`CI` set), where a missing
-/// server is a failure: a green run must not hide that the S3 backend went untested.
+/// The options for the S3 test server of `scripts/s3-server.sh` ([`s3_server`]); always
+/// `Some`: a missing server fails the test or is started, never skipped.
 #[cfg(feature = "s3")]
 pub fn s3_options() -> Option<BTreeMap<String, String>> {
-    let Ok(endpoint) = std::env::var("TOOLGATE_TEST_S3_ENDPOINT") else {
-        if std::env::var_os("CI").is_some() {
-            panic!(
-                "S3 test server not configured: run `eval \"$(scripts/s3-server.sh start)\"` before the tests \
-                 (TOOLGATE_TEST_S3_ENDPOINT is unset)"
-            );
-        }
-        eprintln!(
-            "SKIPPED: S3 test server not configured; run `eval \"$(scripts/s3-server.sh start)\"` to test the S3 backend"
-        );
-        return None;
-    };
-    let var = |name: &str| {
-        std::env::var(name)
-            .unwrap_or_else(|_| panic!("{name} is unset while TOOLGATE_TEST_S3_ENDPOINT is set"))
-    };
+    let server = s3_server();
     Some(BTreeMap::from([
-        ("endpoint".to_owned(), endpoint),
+        (
+            "endpoint".to_owned(),
+            server["TOOLGATE_TEST_S3_ENDPOINT"].clone(),
+        ),
         (
             "access_key_id".to_owned(),
-            var("TOOLGATE_TEST_S3_ACCESS_KEY_ID"),
+            server["TOOLGATE_TEST_S3_ACCESS_KEY_ID"].clone(),
         ),
         (
             "secret_access_key".to_owned(),
-            var("TOOLGATE_TEST_S3_SECRET_ACCESS_KEY"),
+            server["TOOLGATE_TEST_S3_SECRET_ACCESS_KEY"].clone(),
         ),
-        ("region".to_owned(), var("TOOLGATE_TEST_S3_REGION")),
+        (
+            "region".to_owned(),
+            server["TOOLGATE_TEST_S3_REGION"].clone(),
+        ),
         ("allow_http".to_owned(), "true".to_owned()),
     ]))
+}
+
+/// The bucket of the S3 test server.
+#[cfg(feature = "s3")]
+pub fn s3_bucket() -> String {
+    s3_server()["TOOLGATE_TEST_S3_BUCKET"].clone()
+}
+
+/// The settings (`TOOLGATE_TEST_S3_*`) of the S3 test server of `scripts/s3-server.sh`: the
+/// environment's when `scripts/test.sh` started it. Otherwise, under `scripts/test.sh`
+/// (`TOOLGATE_TEST_SUITE` set) or on CI, the test fails with the script to run, since a green
+/// run must not hide that the S3 backend went untested; run alone, the test starts the server
+/// through the script, which leaves it running (`bash scripts/s3-server.sh stop`).
+#[cfg(feature = "s3")]
+pub fn s3_server() -> std::collections::BTreeMap<String, String> {
+    static SETTINGS: std::sync::OnceLock<std::collections::BTreeMap<String, String>> =
+        std::sync::OnceLock::new();
+    SETTINGS
+        .get_or_init(|| {
+            if std::env::var_os("TOOLGATE_TEST_S3_ENDPOINT").is_some() {
+                return std::env::vars()
+                    .filter(|(name, _)| name.starts_with("TOOLGATE_TEST_S3_"))
+                    .collect();
+            }
+            assert!(
+                std::env::var_os("TOOLGATE_TEST_SUITE").is_none()
+                    && std::env::var_os("CI").is_none(),
+                "TOOLGATE_TEST_S3_ENDPOINT is unset: the S3 test server is not running. Start it \
+                 with `eval \"$(bash scripts/s3-server.sh start)\"` (scripts/test.sh does)"
+            );
+            let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .parent()
+                .expect("the crate is one level below the repository root");
+            let out = std::process::Command::new("bash")
+                .arg(root.join("scripts/s3-server.sh"))
+                .arg("start")
+                .current_dir(root)
+                .stderr(std::process::Stdio::inherit())
+                .output()
+                .expect("bash runs scripts/s3-server.sh");
+            assert!(
+                out.status.success(),
+                "`bash scripts/s3-server.sh start` failed ({}): see its messages above",
+                out.status
+            );
+            let settings: std::collections::BTreeMap<String, String> =
+                String::from_utf8_lossy(&out.stdout)
+                    .lines()
+                    .filter_map(|line| {
+                        let (name, value) = line.strip_prefix("export ")?.split_once('=')?;
+                        Some((name.to_owned(), value.to_owned()))
+                    })
+                    .collect();
+            assert!(
+                settings.contains_key("TOOLGATE_TEST_S3_ENDPOINT"),
+                "`bash scripts/s3-server.sh start` printed no settings: {settings:?}"
+            );
+            eprintln!(
+                "started the S3 test server of scripts/s3-server.sh; it keeps running \
+                 (`bash scripts/s3-server.sh stop`)"
+            );
+            settings
+        })
+        .clone()
 }
 
 /// 1000 characters of ASCII, Latin, CJK and emoji (1 to 4 bytes each), repeated to build big texts.

@@ -13,7 +13,7 @@ use toolgate_store::{NewResult, ObjectResultStore, ResultId, ResultStore, Scope,
 
 use crate::common::big_text;
 #[cfg(feature = "s3")]
-use crate::common::s3_options;
+use crate::common::{s3_bucket, s3_options};
 
 /// Must match `PATTERN` in `examples/store_probe.rs`.
 const PROBE_PATTERN: &str = "probe Grüße 中文 😀\n";
@@ -48,6 +48,12 @@ fn probe_command(url: &str, args: &[&str]) -> Command {
         .args(&args[1..])
         .stdin(Stdio::null())
         .kill_on_drop(true);
+    // The probe reads the S3 server's settings from the environment: the test may have started
+    // the server itself (`s3_server`), so it passes them on.
+    #[cfg(feature = "s3")]
+    if url.starts_with("s3://") {
+        cmd.envs(crate::common::s3_server());
+    }
     cmd
 }
 
@@ -69,7 +75,7 @@ fn file_target() -> Target {
 #[cfg(feature = "s3")]
 fn s3_target() -> Option<Target> {
     let options = s3_options()?;
-    let bucket = std::env::var("TOOLGATE_TEST_S3_BUCKET").unwrap();
+    let bucket = s3_bucket();
     Some(Target {
         url: format!("s3://{bucket}/p/{}", ResultId::generate()),
         options,
