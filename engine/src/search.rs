@@ -300,8 +300,8 @@ pub fn attach_embeddings_counted(
     }
     #[cfg(feature = "semantic")]
     {
-        use toolgate_search_semantic::{Semantic, StaticModel, ToolVectors};
-        let model = StaticModel::load(&settings.model).map_err(|source| {
+        use toolgate_search_semantic::{EmbeddingModel, Semantic, ToolVectors};
+        let model = EmbeddingModel::load(&settings.model).map_err(|source| {
             crate::error::BuildError::EmbeddingModel {
                 path: settings.model.clone(),
                 source,

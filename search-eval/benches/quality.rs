@@ -12,11 +12,18 @@
 //! lexical / dense / hybrid with paired bootstrap 95% intervals against lexical. The model is
 //! `$TOOLGATE_SEMANTIC_MODEL` (default: the general model, which saw no data set); with
 //! `--fitted`, each X is ranked with `.tools/models/minilm-l6-without-X` instead
-//! (`scripts/model.sh --leave-out X`), fitted to the other sets' texts only.
+//! (`scripts/model.sh --leave-out X`), fitted to the other sets' texts only. The model may be a
+//! transformer (a sentence-transformers directory such as the PyPI package of
+//! all-MiniLM-L6-v2): each set is then embedded once, in batches, and the time it took printed.
+//!
+//! `--encode-time` prints instead how long the model takes to embed one query, one at a time
+//! as `tool_search` does (p50 and p99 over 2,000 MetaTool queries, after 50 to warm up), with
+//! the load average of the machine.
 
 use std::process::ExitCode;
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use toolgate_search::SearchIndex;
 use toolgate_search_eval::loo::{self, Ranked, System, TuneSet};
@@ -24,7 +31,7 @@ use toolgate_search_eval::{
     self as eval, ALL_DATASETS, Bm25Baseline, EvalQuery, Half, KeywordBaseline, Metrics, Ranker,
     TunePart,
 };
-use toolgate_search_semantic::{Semantic, SemanticIndex, StaticModel};
+use toolgate_search_semantic::{EmbeddingModel, Semantic, SemanticIndex};
 
 fn main() -> ExitCode {
     // `cargo bench` passes `--bench`; a filter argument selects data sets.
@@ -34,6 +41,9 @@ fn main() -> ExitCode {
         .collect();
     let dir = eval::datasets_dir();
     println!("data sets: {}", dir.display());
+    if std::env::args().any(|a| a == "--encode-time") {
+        return encode_time();
+    }
     if std::env::args().any(|a| a == "--leave-one-out") {
         let fitted = std::env::args().any(|a| a == "--fitted");
         return leave_one_out(fitted);
@@ -42,7 +52,7 @@ fn main() -> ExitCode {
         "{:<10} {:<8} {:<8} {:>6} {:>6} {:>6} {:>7} {:>7}",
         "dataset", "split", "system", "R@1", "R@5", "nDCG@5", "MRR@10", "queries"
     );
-    let model = StaticModel::load(&eval::semantic_model_dir())
+    let model = EmbeddingModel::load(&eval::semantic_model_dir())
         .map(Arc::new)
         .map_err(|e| eprintln!("no semantic rows: {e} (run scripts/model.sh)"))
         .ok();
@@ -148,10 +158,12 @@ struct SetRankings {
     holdout_labels: Vec<usize>,
 }
 
-fn rankings(name: &'static str, model: Arc<StaticModel>) -> Result<SetRankings, String> {
+fn rankings(name: &'static str, model: Arc<EmbeddingModel>) -> Result<SetRankings, String> {
     let data = eval::load_named(name).map_err(|e| e.to_string())?;
     let index = SearchIndex::build(data.catalog).map_err(|e| e.to_string())?;
+    let started = Instant::now();
     let (semantic, _) = Semantic::compute(model, &index, None);
+    let tools_took = started.elapsed();
     let half = |h: Half| -> Vec<&EvalQuery> {
         data.queries
             .iter()
@@ -159,13 +171,22 @@ fn rankings(name: &'static str, model: Arc<StaticModel>) -> Result<SetRankings, 
             .collect()
     };
     let (tune, holdout) = (half(Half::Tune), half(Half::Holdout));
-    Ok(SetRankings {
+    let started = Instant::now();
+    let rankings = SetRankings {
         name,
         tune: loo::rank_all(&index, &semantic, tune.iter().copied()),
         tune_labels: tune.iter().map(|q| q.relevant.len()).collect(),
         holdout: loo::rank_all(&index, &semantic, holdout.iter().copied()),
         holdout_labels: holdout.iter().map(|q| q.relevant.len()).collect(),
-    })
+    };
+    println!(
+        "{name}: {} tools embedded in {:.1} s, {} queries ranked in {:.1} s",
+        index.len(),
+        tools_took.as_secs_f64(),
+        tune.len() + holdout.len(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(rankings)
 }
 
 fn model_dir(fitted: bool, left_out: &str) -> std::path::PathBuf {
@@ -189,14 +210,14 @@ fn leave_one_out(fitted: bool) -> ExitCode {
     let mut shared: Vec<SetRankings> = Vec::new();
     if !fitted {
         let dir = model_dir(false, "");
-        let model = match StaticModel::load(&dir) {
+        let model = match EmbeddingModel::load(&dir) {
             Ok(m) => Arc::new(m),
             Err(e) => {
                 eprintln!("error: {e} (run scripts/model.sh)");
                 return ExitCode::FAILURE;
             }
         };
-        println!("model: {}", dir.display());
+        println!("model: {} ({})", dir.display(), model.kind());
         for name in ALL_DATASETS {
             match rankings(name, model.clone()) {
                 Ok(r) => shared.push(r),
@@ -229,7 +250,7 @@ fn leave_one_out(fitted: bool) -> ExitCode {
         let own: Vec<SetRankings>;
         let sets: &[SetRankings] = if fitted {
             let dir = model_dir(true, held_out);
-            let model = match StaticModel::load(&dir) {
+            let model = match EmbeddingModel::load(&dir) {
                 Ok(m) => Arc::new(m),
                 Err(e) => {
                     eprintln!("error: {e} (run scripts/model.sh --leave-out {held_out})");
@@ -327,5 +348,73 @@ fn leave_one_out(fitted: bool) -> ExitCode {
         };
         println!("{name}: {verdict}");
     }
+    ExitCode::SUCCESS
+}
+
+/// The time to embed one query, one at a time (see the crate documentation).
+fn encode_time() -> ExitCode {
+    let dir = eval::semantic_model_dir();
+    let started = Instant::now();
+    let model = match EmbeddingModel::load(&dir) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("error: {e} (run scripts/model.sh)");
+            return ExitCode::FAILURE;
+        }
+    };
+    println!(
+        "model: {} ({}, {} dimensions), loaded in {} ms",
+        dir.display(),
+        model.kind(),
+        model.dims(),
+        started.elapsed().as_millis()
+    );
+    let data = match eval::load_named("metatool") {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let load = || std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let texts: Vec<&str> = data.queries.iter().map(|q| q.query.as_str()).collect();
+    for t in texts.iter().take(50) {
+        std::hint::black_box(model.embed(t));
+    }
+    println!("load average before: {}", load().trim());
+    // Wall time, and the time this thread was on a core (the kernel's `schedstat`): on a
+    // loaded machine the first counts the waits for a core too, the second what a query costs
+    // where a core is free.
+    let on_cpu = || {
+        std::fs::read_to_string("/proc/thread-self/schedstat")
+            .ok()
+            .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+    };
+    let (mut times, mut cpu): (Vec<Duration>, Vec<Duration>) = texts
+        .iter()
+        .take(2000)
+        .map(|t| {
+            let cpu_before = on_cpu();
+            let started = Instant::now();
+            std::hint::black_box(model.embed(std::hint::black_box(t)));
+            let wall = started.elapsed();
+            let cpu = on_cpu().zip(cpu_before).map_or(Duration::ZERO, |(a, b)| {
+                Duration::from_nanos(a.saturating_sub(b))
+            });
+            (wall, cpu)
+        })
+        .unzip();
+    for (what, times) in [("wall time", &mut times), ("time on a core", &mut cpu)] {
+        times.sort_unstable();
+        let at = |p: f64| times[((times.len() as f64 - 1.0) * p).round() as usize];
+        println!(
+            "embed one query ({what}), {} MetaTool queries: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+            times.len(),
+            at(0.5).as_secs_f64() * 1e3,
+            at(0.99).as_secs_f64() * 1e3,
+            at(1.0).as_secs_f64() * 1e3
+        );
+    }
+    println!("load average after: {}", load().trim());
     ExitCode::SUCCESS
 }

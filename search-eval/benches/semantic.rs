@@ -21,7 +21,7 @@ mod bench {
     use toolgate_search::{Query, SearchIndex, ToolDoc};
     use toolgate_search_eval::{self as eval, DATASETS};
     use toolgate_search_semantic::{
-        FUSION_DEPTH, Semantic, SemanticIndex, StaticModel, ToolVectors,
+        EmbeddingModel, FUSION_DEPTH, Semantic, SemanticIndex, ToolVectors,
     };
 
     const TOOLS: usize = 100_000;
@@ -74,7 +74,7 @@ mod bench {
     pub(crate) fn main() {
         let dir = eval::semantic_model_dir();
         let started = Instant::now();
-        let model = match StaticModel::load(&dir) {
+        let model = match EmbeddingModel::load(&dir) {
             Ok(m) => Arc::new(m),
             Err(e) => {
                 println!("semantic bench skipped: {e} (run scripts/model.sh)");

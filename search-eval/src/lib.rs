@@ -129,11 +129,11 @@ pub fn datasets_dir() -> PathBuf {
     }
 }
 
-/// The environment variable that names the static embedding model the quality checks of the
-/// semantic stage use.
+/// The environment variable that names the embedding model (static or transformer) the
+/// quality checks of the semantic stage use.
 pub const SEMANTIC_MODEL_ENV: &str = "TOOLGATE_SEMANTIC_MODEL";
 
-/// The static embedding model for the semantic quality checks: `$TOOLGATE_SEMANTIC_MODEL` if
+/// The embedding model for the semantic quality checks: `$TOOLGATE_SEMANTIC_MODEL` if
 /// set, else `.tools/models/minilm-l6-general` in the workspace, where `scripts/model.sh`
 /// distils it (the general model: it saw no text of any data set).
 pub fn semantic_model_dir() -> PathBuf {

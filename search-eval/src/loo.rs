@@ -32,9 +32,13 @@ pub fn rank_all<'a>(
     queries: impl IntoIterator<Item = &'a EvalQuery>,
 ) -> Vec<Ranked> {
     let numbers: HashMap<&str, u32> = index.names().zip(0u32..).collect();
+    let queries: Vec<&EvalQuery> = queries.into_iter().collect();
+    let texts: Vec<&str> = queries.iter().map(|q| q.query.as_str()).collect();
+    let dense = semantic.nearest_many(&texts, FUSION_DEPTH);
     queries
         .into_iter()
-        .map(|q| {
+        .zip(dense)
+        .map(|(q, dense)| {
             let lexical = match Query::parse(&q.query) {
                 Ok(parsed) => index
                     .search(&parsed, FUSION_DEPTH)
@@ -46,7 +50,7 @@ pub fn rank_all<'a>(
             };
             Ranked {
                 lexical,
-                dense: semantic.nearest(&q.query, FUSION_DEPTH),
+                dense,
                 relevant: q
                     .relevant
                     .iter()

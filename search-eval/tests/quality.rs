@@ -63,16 +63,16 @@ mod never_worse {
     use toolgate_search::SearchIndex;
     use toolgate_search_eval::loo::{mean, paired_ci};
     use toolgate_search_eval::{self as eval, ALL_DATASETS, EvalQuery, Half, Ranker, ndcg_at};
-    use toolgate_search_semantic::{SemanticIndex, StaticModel};
+    use toolgate_search_semantic::{EmbeddingModel, SemanticIndex};
 
     use super::MAX_QUERIES;
 
     /// How far below lexical the hybrid's mean may be (nDCG@5 x100).
     const TOLERANCE: f64 = 0.2;
 
-    fn model() -> Arc<StaticModel> {
+    fn model() -> Arc<EmbeddingModel> {
         let dir = eval::semantic_model_dir();
-        match StaticModel::load(&dir) {
+        match EmbeddingModel::load(&dir) {
             Ok(m) => Arc::new(m),
             Err(e) => panic!(
                 "no embedding model: {e} (run scripts/model.sh, or set {})",

@@ -1,8 +1,9 @@
-//! The optional semantic stage of toolgate's tool search: a static embedding model
-//! ([`StaticModel`], read from a model2vec or sentence-transformers directory) gives every tool
-//! a vector at index build ([`ToolVectors`], stored beside the index) and the query one at
-//! search time; the tools nearest the query are fused with the lexical ranking ([`Fusion`]). It
-//! finds tools whose descriptions say what the query means in other words.
+//! The optional semantic stage of toolgate's tool search: an embedding model
+//! ([`EmbeddingModel`]: a static model read from a model2vec or sentence-transformers
+//! directory, or a BERT sentence encoder run in Rust, [`Transformer`]) gives every tool a
+//! vector at index build ([`ToolVectors`], stored beside the index) and the query one at search
+//! time; the tools nearest the query are fused with the lexical ranking ([`Fusion`]). It finds
+//! tools whose descriptions say what the query means in other words.
 //!
 //! Attach it with [`SemanticIndex::with_semantic`] (or [`Semantic::compute`] and
 //! [`SemanticIndex::with_semantic_stage`]); `toolgate-search` calls it through its
@@ -15,14 +16,17 @@
 //! the same takes its vector from there ([`ToolVectors::raw`]) and only the others are
 //! embedded; [`Computed`] counts both.
 //!
-//! # Why no transformer runs here
+//! # Static model or transformer
 //!
 //! A static model embeds a query in microseconds (a tokenization and a mean of rows), which
-//! keeps `tool_search` under a millisecond at 100,000 tools; a transformer query encoder
-//! (MiniLM-L6: about 0.2 GFLOP a 16-token query) costs tens of milliseconds on one core without
-//! a BLAS, and `candle`/`ort`/`tract` add large dependency trees (or a C++ runtime) to every
-//! build. The figures that decided it are in `docs/search.md`.
+//! keeps `tool_search` under a millisecond at 100,000 tools; a transformer (MiniLM-L6: about
+//! 20 MFLOP a token) costs milliseconds a query and far more at index build, and ranks by
+//! meaning better. Which to pick for which catalog, with figures: `docs/search.md`. The
+//! transformer's forward pass is written here on `matrixmultiply` (see [`Transformer`] for
+//! why not a tensor library).
 
+mod bert;
+mod encoder;
 mod error;
 mod fuse;
 mod model;
@@ -33,6 +37,8 @@ use std::any::Any;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+pub use bert::Transformer;
+pub use encoder::{EmbeddingModel, TRANSFORMER_FUSION};
 pub use error::SemanticError;
 pub use fuse::{Fusion, fuse};
 pub use model::{Layout, StaticModel};
@@ -47,7 +53,7 @@ pub const FUSION_DEPTH: usize = 50;
 /// A model and the vectors of an index's tools, computed with it.
 #[derive(Clone, Debug)]
 pub struct Semantic {
-    model: Arc<StaticModel>,
+    model: Arc<EmbeddingModel>,
     vectors: ToolVectors,
     fusion: Fusion,
 }
@@ -66,7 +72,7 @@ impl Semantic {
     /// `previous` (vectors of the same model, from an earlier build) takes its vector from
     /// there instead of being embedded again.
     pub fn compute(
-        model: Arc<StaticModel>,
+        model: Arc<EmbeddingModel>,
         index: &SearchIndex,
         previous: Option<&ToolVectors>,
     ) -> (Semantic, Computed) {
@@ -81,15 +87,17 @@ impl Semantic {
             _ => HashMap::new(),
         };
         let mut computed = Computed::default();
-        let mut data = Vec::with_capacity(index.len() * dims);
+        let mut data = vec![0.0f32; index.len() * dims];
         let mut hashes = Vec::with_capacity(index.len());
-        for tool in 0..index.len() as u32 {
-            let Some(doc) = index.doc(tool) else {
-                data.extend(std::iter::repeat_n(0.0, dims));
+        // Tools to embed: their number and text, embedded together below (a transformer
+        // encodes them in batches).
+        let mut todo: Vec<(usize, String)> = Vec::new();
+        for tool in 0..index.len() {
+            let Some(doc) = index.doc(tool as u32) else {
                 hashes.push(0);
                 continue;
             };
-            let text = tool_text(&doc);
+            let text = model.tool_text(&doc);
             let hash = xxhash_rust::xxh3::xxh3_64(text.as_bytes());
             hashes.push(hash);
             let old = reusable
@@ -97,29 +105,35 @@ impl Semantic {
                 .zip(previous)
                 .map(|(i, p)| (p.raw(*i), p.scales_is_zero(*i)));
             match old {
-                Some((Some(v), _)) => {
+                Some((Some(v), _)) if v.len() == dims => {
                     computed.reused += 1;
-                    data.extend_from_slice(&v);
+                    data[tool * dims..(tool + 1) * dims].copy_from_slice(&v);
                 }
                 Some((None, true)) => {
                     // It had no vector (no known word) and its text is the same.
                     computed.reused += 1;
-                    data.extend(std::iter::repeat_n(0.0, dims));
                 }
-                _ => {
-                    computed.embedded += 1;
-                    match model.embed(&text) {
-                        Some(v) => data.extend_from_slice(&v),
-                        None => data.extend(std::iter::repeat_n(0.0, dims)),
-                    }
-                }
+                _ => todo.push((tool, text)),
             }
         }
-        let vectors = ToolVectors::new(dims, model.id(), tools_id(index.names()), data, hashes);
+        computed.embedded = todo.len();
+        let texts: Vec<&str> = todo.iter().map(|(_, t)| t.as_str()).collect();
+        for ((tool, _), v) in todo.iter().zip(model.embed_many(&texts)) {
+            if let Some(v) = v.filter(|v| v.len() == dims) {
+                data[tool * dims..(tool + 1) * dims].copy_from_slice(&v);
+            }
+        }
+        let tools = tools_id(index.names());
+        let vectors = if model.centres() {
+            ToolVectors::new(dims, model.id(), tools, data, hashes)
+        } else {
+            ToolVectors::uncentred(dims, model.id(), tools, data, hashes)
+        };
+        let fusion = model.default_fusion();
         let semantic = Semantic {
             model,
             vectors,
-            fusion: Fusion::default(),
+            fusion,
         };
         (semantic, computed)
     }
@@ -129,7 +143,7 @@ impl Semantic {
     /// other tools. `path` names the vectors file in the error. [`Semantic::compute`] with the
     /// vectors as `previous` also checks each tool's text.
     pub fn with_vectors(
-        model: Arc<StaticModel>,
+        model: Arc<EmbeddingModel>,
         index: &SearchIndex,
         vectors: ToolVectors,
         path: &std::path::Path,
@@ -146,10 +160,11 @@ impl Semantic {
                 path: path.to_path_buf(),
             });
         }
+        let fusion = model.default_fusion();
         Ok(Semantic {
             model,
             vectors,
-            fusion: Fusion::default(),
+            fusion,
         })
     }
 
@@ -169,22 +184,35 @@ impl Semantic {
     }
 
     /// The model.
-    pub fn model(&self) -> &StaticModel {
+    pub fn model(&self) -> &EmbeddingModel {
         &self.model
     }
 
     /// The model, shared.
-    pub fn model_arc(&self) -> Arc<StaticModel> {
+    pub fn model_arc(&self) -> Arc<EmbeddingModel> {
         self.model.clone()
     }
 
-    /// The `k` tools nearest `query` as `(cosine, tool number)`; none if no word of the query is
-    /// in the model's vocabulary.
+    /// The `k` tools nearest `query` as `(cosine, tool number)`; none if the query has no
+    /// vector (for a static model, no word of it is in the vocabulary).
     pub fn nearest(&self, query: &str, k: usize) -> Vec<(f32, u32)> {
         match self.model.embed(query) {
             Some(q) => self.vectors.nearest(&q, k),
             None => Vec::new(),
         }
+    }
+
+    /// [`Semantic::nearest`] of each of `queries`, in order, the queries embedded together
+    /// (a transformer encodes them in batches).
+    pub fn nearest_many<S: AsRef<str>>(&self, queries: &[S], k: usize) -> Vec<Vec<(f32, u32)>> {
+        self.model
+            .embed_many(queries)
+            .into_iter()
+            .map(|q| match q {
+                Some(q) => self.vectors.nearest(&q, k),
+                None => Vec::new(),
+            })
+            .collect()
     }
 
     /// `lexical` fused with the `depth` tools nearest `query` by `fusion` (see
@@ -243,7 +271,7 @@ impl FusedStage for Semantic {
 pub trait SemanticIndex: Sized {
     /// The same index with a semantic stage: every tool's vector is computed with `model`.
     /// Free-text searches then fuse the lexical ranking with the tools nearest the query.
-    fn with_semantic(self, model: Arc<StaticModel>) -> SearchIndex;
+    fn with_semantic(self, model: Arc<EmbeddingModel>) -> SearchIndex;
 
     /// The same index with the stage `semantic` (from [`Semantic::compute`],
     /// [`Semantic::with_vectors`] or another index's [`SemanticIndex::semantic`]). If it was
@@ -259,7 +287,7 @@ pub trait SemanticIndex: Sized {
 }
 
 impl SemanticIndex for SearchIndex {
-    fn with_semantic(self, model: Arc<StaticModel>) -> SearchIndex {
+    fn with_semantic(self, model: Arc<EmbeddingModel>) -> SearchIndex {
         let (semantic, _) = Semantic::compute(model, &self, None);
         self.with_stage(Arc::new(semantic))
     }

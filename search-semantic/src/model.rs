@@ -12,8 +12,9 @@
 //! hundred additions per token: no neural network runs at query time. Weights may be float32,
 //! float16 or bfloat16 (widened to float32 at load). Nothing is ever downloaded: the model is a
 //! local path. A transformer model directory (a sentence-transformers `Transformer` module, a
-//! BERT `config.json` without static weights) is refused, saying so: this crate runs no
-//! transformer (see the crate documentation for why).
+//! BERT `config.json` without static weights) is not a static model: [`StaticModel::load`]
+//! refuses it, saying so, and [`crate::EmbeddingModel::load`] (what `search.embeddings.model`
+//! uses) reads it as a [`crate::Transformer`].
 //!
 //! The weights are read with the `safetensors` crate. The tokenizer is read here: only
 //! `tokenizer.json`'s WordPiece model and BERT normalizer are used (see [`crate::wordpiece`]
@@ -23,6 +24,7 @@ use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use safetensors::tensor::TensorView;
 use safetensors::{Dtype, SafeTensors};
 use serde::Deserialize;
 
@@ -111,7 +113,7 @@ struct Files {
     layout: Layout,
 }
 
-fn bad(path: &Path, reason: impl Into<String>) -> SemanticError {
+pub(crate) fn bad(path: &Path, reason: impl Into<String>) -> SemanticError {
     SemanticError::BadModel {
         path: path.to_path_buf(),
         reason: reason.into(),
@@ -136,8 +138,7 @@ fn files(dir: &Path) -> Result<Files, SemanticError> {
                 &modules,
                 format!(
                     "its first module is {}, not a StaticEmbedding: a transformer model, which \
-                     this build does not run (use a static model, e.g. one distilled from it \
-                     by scripts/model.sh)",
+                     EmbeddingModel::load reads as one (Transformer)",
                     first.kind
                 ),
             ));
@@ -158,47 +159,55 @@ fn files(dir: &Path) -> Result<Files, SemanticError> {
     })
 }
 
+/// Reads the BERT WordPiece tokenizer of `tokenizer.json` at `tok_path` (in a static model's
+/// reading; [`WordPiece::bert`] gives BERT's), with the xxh3 hash of the file.
+pub(crate) fn read_wordpiece(tok_path: &Path) -> Result<(WordPiece, u64), SemanticError> {
+    let tok_text = read(tok_path)?;
+    let json_error = |source| SemanticError::Json {
+        path: tok_path.to_path_buf(),
+        source,
+    };
+    let tok: serde_json::Value = serde_json::from_slice(&tok_text).map_err(json_error)?;
+    let kind = tok["model"]["type"].as_str().unwrap_or("missing");
+    if kind != "WordPiece" {
+        return Err(bad(
+            tok_path,
+            format!("tokenizer model {kind}, this build reads WordPiece (BERT) tokenizers"),
+        ));
+    }
+    let tok: TokenizerJson = serde_json::from_value(tok).map_err(json_error)?;
+    let (lowercase, strip_accents) = match &tok.normalizer {
+        Some(n) if n.kind == "BertNormalizer" => {
+            let lower = n.lowercase.unwrap_or(true);
+            (lower, n.strip_accents.unwrap_or(lower))
+        }
+        Some(n) => {
+            return Err(bad(
+                tok_path,
+                format!(
+                    "normalizer {}, this build reads BertNormalizer tokenizers",
+                    n.kind
+                ),
+            ));
+        }
+        None => (false, false),
+    };
+    let wordpiece = WordPiece::new(
+        tok.model.vocab,
+        tok.model.continuing_subword_prefix,
+        tok.model.max_input_chars_per_word,
+        lowercase,
+        strip_accents,
+    );
+    Ok((wordpiece, xxhash_rust::xxh3::xxh3_64(&tok_text)))
+}
+
 impl StaticModel {
     /// Loads the model in directory `dir` (see the module documentation).
     pub fn load(dir: &Path) -> Result<StaticModel, SemanticError> {
         let files = files(dir)?;
-        let tok_path = &files.tokenizer;
-        let tok_text = read(tok_path)?;
-        let json_error = |source| SemanticError::Json {
-            path: tok_path.clone(),
-            source,
-        };
-        let tok: serde_json::Value = serde_json::from_slice(&tok_text).map_err(json_error)?;
-        let kind = tok["model"]["type"].as_str().unwrap_or("missing");
-        if kind != "WordPiece" {
-            return Err(bad(
-                tok_path,
-                format!("tokenizer model {kind}, this build reads WordPiece (BERT) tokenizers"),
-            ));
-        }
-        let tok: TokenizerJson = serde_json::from_value(tok).map_err(json_error)?;
-        let (lowercase, strip_accents) = match &tok.normalizer {
-            Some(n) if n.kind == "BertNormalizer" => {
-                let lower = n.lowercase.unwrap_or(true);
-                (lower, n.strip_accents.unwrap_or(lower))
-            }
-            Some(n) => {
-                return Err(bad(
-                    tok_path,
-                    format!(
-                        "normalizer {}, this build reads BertNormalizer tokenizers",
-                        n.kind
-                    ),
-                ));
-            }
-            None => (false, false),
-        };
-        let vocab_len = tok
-            .model
-            .vocab
-            .values()
-            .max()
-            .map_or(0, |m| *m as usize + 1);
+        let (tokenizer, tok_hash) = read_wordpiece(&files.tokenizer)?;
+        let vocab_len = tokenizer.len();
 
         let st_path = &files.weights;
         let bytes = match read(st_path) {
@@ -230,18 +239,12 @@ impl StaticModel {
             &[
                 (dims as u64).to_le_bytes().as_slice(),
                 &weights_id.to_le_bytes(),
-                &xxhash_rust::xxh3::xxh3_64(&tok_text).to_le_bytes(),
+                &tok_hash.to_le_bytes(),
             ]
             .concat(),
         );
         Ok(StaticModel {
-            tokenizer: WordPiece::new(
-                tok.model.vocab,
-                tok.model.continuing_subword_prefix,
-                tok.model.max_input_chars_per_word,
-                lowercase,
-                strip_accents,
-            ),
+            tokenizer,
             rows,
             dims,
             id,
@@ -309,7 +312,7 @@ pub(crate) fn normalize(v: &mut [f32]) -> bool {
     }
 }
 
-fn read(path: &Path) -> Result<Vec<u8>, SemanticError> {
+pub(crate) fn read(path: &Path) -> Result<Vec<u8>, SemanticError> {
     fs::read(path).map_err(|source| SemanticError::Io {
         path: path.to_path_buf(),
         source,
@@ -337,6 +340,13 @@ fn embeddings_tensor(bytes: &[u8], names: &[&str]) -> Result<(Vec<f32>, usize, u
     if dims == 0 || rows == 0 {
         return Err(format!("tensor {name} is empty"));
     }
+    let floats = tensor_floats(&view, name)?;
+    Ok((floats, dims, xxhash_rust::xxh3::xxh3_64(view.data())))
+}
+
+/// The values of tensor `name` (`view`) widened to float32; refused if it is of another type
+/// than F32, F16 and BF16, if its data does not match its shape, or if a value is not finite.
+pub(crate) fn tensor_floats(view: &TensorView<'_>, name: &str) -> Result<Vec<f32>, String> {
     let data = view.data();
     let floats: Vec<f32> = match view.dtype() {
         Dtype::F32 => data
@@ -357,11 +367,11 @@ fn embeddings_tensor(bytes: &[u8], names: &[&str]) -> Result<(Vec<f32>, usize, u
             ));
         }
     };
-    if floats.len() != rows * dims {
+    if floats.len() != view.shape().iter().product::<usize>() {
         return Err(format!("tensor {name}: its data does not match its shape"));
     }
     if floats.iter().any(|x| !x.is_finite()) {
         return Err(format!("tensor {name} holds a non-finite value"));
     }
-    Ok((floats, dims, xxhash_rust::xxh3::xxh3_64(data)))
+    Ok(floats)
 }

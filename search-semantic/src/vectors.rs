@@ -3,9 +3,11 @@
 //!
 //! Similarity is the cosine after subtracting the mean tool vector from both sides: a static
 //! model's sentence vectors share a large common component (every text has common words),
-//! which would otherwise put every cosine near the same value. Each tool's centred unit vector
-//! is kept quantised to 8 bits (each component times `127 / its largest magnitude`), with that
-//! row's scale: a quarter of the floats' size, and cosines within about 0.01 of the exact ones.
+//! which would otherwise put every cosine near the same value. A transformer's vectors are
+//! stored with a zero mean ([`ToolVectors::uncentred`]): their cosines are the plain ones.
+//! Each tool's centred unit vector is kept quantised to 8 bits (each component times `127 /
+//! its largest magnitude`), with that row's scale: a quarter of the floats' size, and cosines
+//! within about 0.01 of the exact ones.
 //!
 //! # File format (version 4, little-endian)
 //!
@@ -20,7 +22,7 @@
 //! | 4 | dimensions `d` |
 //! | 4 | tools `n` |
 //! | 4 | zero |
-//! | 8 | model id ([`crate::StaticModel::id`]) |
+//! | 8 | model id ([`crate::EmbeddingModel::id`]) |
 //! | 8 | tools id: the xxh3 hash of the tool names in tool-number order |
 //! | 8 | checksum of every other byte (xxh3) |
 //! | `4 d` | the mean tool vector, float32 |
@@ -105,7 +107,8 @@ fn checksum(parts: &[&[u8]]) -> u64 {
 
 impl ToolVectors {
     /// Vectors from `data` (`n * dims` floats, each row unit length or zero) computed from
-    /// texts of hashes `hashes` (one a tool).
+    /// texts of hashes `hashes` (one a tool), compared by their cosines once centred on their
+    /// mean (a static model's).
     pub fn new(
         dims: usize,
         model_id: u64,
@@ -113,15 +116,40 @@ impl ToolVectors {
         data: Vec<f32>,
         hashes: Vec<u64>,
     ) -> ToolVectors {
+        ToolVectors::build(dims, model_id, tools_id, data, hashes, true)
+    }
+
+    /// [`ToolVectors::new`] without centring: the stored mean is zero, so cosines are the
+    /// plain ones (a transformer's; see `EmbeddingModel::centres`).
+    pub fn uncentred(
+        dims: usize,
+        model_id: u64,
+        tools_id: u64,
+        data: Vec<f32>,
+        hashes: Vec<u64>,
+    ) -> ToolVectors {
+        ToolVectors::build(dims, model_id, tools_id, data, hashes, false)
+    }
+
+    fn build(
+        dims: usize,
+        model_id: u64,
+        tools_id: u64,
+        data: Vec<f32>,
+        hashes: Vec<u64>,
+        centre: bool,
+    ) -> ToolVectors {
         let n = data.len() / dims.max(1);
         let mut mean = vec![0.0f32; dims];
-        for row in data.chunks_exact(dims.max(1)) {
-            for (m, x) in mean.iter_mut().zip(row) {
-                *m += x;
+        if centre {
+            for row in data.chunks_exact(dims.max(1)) {
+                for (m, x) in mean.iter_mut().zip(row) {
+                    *m += x;
+                }
             }
-        }
-        for m in &mut mean {
-            *m /= n.max(1) as f32;
+            for m in &mut mean {
+                *m /= n.max(1) as f32;
+            }
         }
         let mut scales = Vec::with_capacity(n);
         let mut norms = Vec::with_capacity(n);

@@ -2,7 +2,8 @@
 //! spaces around CJK characters, strip accents and lowercase, split at whitespace and
 //! punctuation, then cut each word into the longest vocabulary pieces from the left
 //! (`##`-prefixed after the first). For a static model's mean, punctuation and stop words are
-//! left out.
+//! left out; for a transformer ([`WordPiece::bert`]) they are kept, as BERT's own tokenizer
+//! keeps them.
 //!
 //! Why written here rather than taken from the `tokenizers` crate: a static model needs only
 //! the pre-tokenizer and WordPiece's greedy longest match (about 150 lines with tests), while
@@ -25,6 +26,10 @@ pub(crate) struct WordPiece {
     max_chars: usize,
     lowercase: bool,
     strip_accents: bool,
+    /// `None`: a static model's reading (stop words, punctuation and unknown words left out).
+    /// `Some(unk)`: BERT's own, for a transformer: every word and mark kept, a word the
+    /// vocabulary cannot cover becoming the `[UNK]` id `unk`.
+    unk: Option<u32>,
 }
 
 impl WordPiece {
@@ -41,11 +46,32 @@ impl WordPiece {
             max_chars,
             lowercase,
             strip_accents,
+            unk: None,
         }
     }
 
-    /// The vocabulary ids of `text`, without special tokens; unknown words are left out (their
-    /// `[UNK]` vector says nothing about them).
+    /// The same vocabulary read as BERT reads it (for a transformer): stop words and
+    /// punctuation kept, an uncovered word becoming `unk`.
+    pub(crate) fn bert(self, unk: u32) -> WordPiece {
+        WordPiece {
+            unk: Some(unk),
+            ..self
+        }
+    }
+
+    /// The id of `token` (e.g. `[CLS]`), if the vocabulary has it.
+    pub(crate) fn id(&self, token: &str) -> Option<u32> {
+        self.vocab.get(token).copied()
+    }
+
+    /// The largest id plus one.
+    pub(crate) fn len(&self) -> usize {
+        self.vocab.values().max().map_or(0, |m| *m as usize + 1)
+    }
+
+    /// The vocabulary ids of `text`, without special tokens. In a static model's reading
+    /// unknown words are left out (their `[UNK]` vector says nothing about them); in BERT's
+    /// ([`WordPiece::bert`]) each is one `[UNK]`.
     pub(crate) fn ids(&self, text: &str, out: &mut Vec<u32>) {
         let normal = self.normalize(text);
         let mut word = String::new();
@@ -54,9 +80,14 @@ impl WordPiece {
                 self.word_ids(&word, out);
                 word.clear();
             } else if is_punctuation(c) {
-                // A word boundary; the mark itself says nothing about meaning.
+                // A word boundary; for a static model the mark itself says nothing about
+                // meaning, for BERT it is a token of its own.
                 self.word_ids(&word, out);
                 word.clear();
+                if self.unk.is_some() {
+                    let mut mark = [0u8; 4];
+                    self.word_ids(c.encode_utf8(&mut mark), out);
+                }
             } else {
                 word.push(c);
             }
@@ -92,10 +123,14 @@ impl WordPiece {
     fn word_ids(&self, word: &str, out: &mut Vec<u32>) {
         // Stop words say little about what a text means, and in a static model (no context to
         // discount them) they pull every sentence towards the same vector.
-        if word.is_empty() || (word.is_ascii() && toolgate_search::is_stop_word(word)) {
+        if word.is_empty() {
+            return;
+        }
+        if self.unk.is_none() && word.is_ascii() && toolgate_search::is_stop_word(word) {
             return;
         }
         if word.chars().count() > self.max_chars {
+            out.extend(self.unk);
             return;
         }
         let start_len = out.len();
@@ -126,8 +161,9 @@ impl WordPiece {
                     start = end;
                 }
                 None => {
-                    // The whole word is unknown.
+                    // The whole word is unknown (BERT: one `[UNK]`).
                     out.truncate(start_len);
+                    out.extend(self.unk);
                     return;
                 }
             }
@@ -205,6 +241,12 @@ mod tests {
     fn a_word_with_no_full_cover_is_left_out() {
         let w = wp(&["[UNK]", "un", "weather"]);
         assert_eq!(ids(&w, "unxyz weather"), vec![2]);
+    }
+
+    #[test]
+    fn berts_reading_keeps_stop_words_and_marks_and_marks_unknown_words() {
+        let w = wp(&["[UNK]", "the", "weather", "?", "un"]).bert(0);
+        assert_eq!(ids(&w, "The weather, unxyz?"), vec![1, 2, 0, 0, 3]);
     }
 
     #[test]

@@ -8,14 +8,14 @@ use std::sync::Arc;
 use safetensors::{Dtype, serialize, tensor::TensorView};
 use serde_json::json;
 use toolgate_search::{Query, SearchIndex, ToolDoc};
-use toolgate_search_semantic::{Semantic, SemanticIndex, StaticModel, ToolVectors};
+use toolgate_search_semantic::{EmbeddingModel, Semantic, SemanticIndex, StaticModel, ToolVectors};
 
 const WORDS: [&str; 9] = [
     "[UNK]", "weather", "forecast", "email", "send", "city", "message", "file", "read",
 ];
 
 /// A model whose rows are fixed pseudo-random directions of 16 dimensions.
-fn model(dir: &Path) -> Arc<StaticModel> {
+fn model(dir: &Path) -> Arc<EmbeddingModel> {
     let vocab: serde_json::Map<String, serde_json::Value> = WORDS
         .iter()
         .enumerate()
@@ -33,7 +33,7 @@ fn model(dir: &Path) -> Arc<StaticModel> {
     let view = TensorView::new(Dtype::F32, vec![WORDS.len(), 16], &rows).expect("tensor");
     let data = serialize(HashMap::from([("embeddings".to_string(), view)]), None).expect("ok");
     fs::write(dir.join("model.safetensors"), data).expect("writes");
-    Arc::new(StaticModel::load(dir).expect("loads"))
+    Arc::new(StaticModel::load(dir).expect("loads").into())
 }
 
 fn catalog() -> Vec<ToolDoc> {
@@ -106,7 +106,9 @@ fn vectors_of_another_model_are_not_reused() {
         tok["model"]["max_input_chars_per_word"] = json!(50);
         fs::write(b.path().join("tokenizer.json"), tok.to_string()).expect("writes");
         drop(m);
-        Arc::new(StaticModel::load(b.path()).expect("loads"))
+        Arc::new(EmbeddingModel::from(
+            StaticModel::load(b.path()).expect("loads"),
+        ))
     };
     assert_ne!(one.id(), other.id());
     let index = SearchIndex::build(catalog()).expect("builds");

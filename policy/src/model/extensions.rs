@@ -307,8 +307,9 @@ pub struct SearchSettings {
     /// Models act on names and descriptions.
     #[schemars(with = "Flag")]
     pub explain: bool,
-    /// The optional semantic search stage: a local static embedding model whose tool vectors are
-    /// fused with the lexical ranking. Absent = lexical search only.
+    /// The optional semantic search stage: a local embedding model (static, or a BERT sentence
+    /// encoder) whose tool vectors are fused with the lexical ranking. Absent = lexical search
+    /// only.
     pub embeddings: Option<EmbeddingsSettings>,
 }
 
@@ -333,10 +334,13 @@ struct Keyword(String);
     extend("x-expected" = "a mapping with model (a model directory)")
 )]
 pub struct EmbeddingsSettings {
-    /// A static embedding model directory, in model2vec's layout (`model.safetensors` with an
-    /// `embeddings` tensor, `tokenizer.json`, `config.json`) or sentence-transformers' static
-    /// embedding layout (`modules.json` naming a `StaticEmbedding` module); its tokenizer a BERT
-    /// WordPiece one. Relative to the policy file's directory. Read from disk, never downloaded.
+    /// An embedding model directory: a static model, in model2vec's layout (`model.safetensors`
+    /// with an `embeddings` tensor, `tokenizer.json`, `config.json`) or sentence-transformers'
+    /// static embedding layout (`modules.json` naming a `StaticEmbedding` module), or a BERT
+    /// sentence encoder in sentence-transformers' layout (`modules.json` naming a `Transformer`
+    /// module, e.g. all-MiniLM-L6-v2: `config.json`, `model.safetensors`, `tokenizer.json`);
+    /// its tokenizer a BERT WordPiece one. Relative to the policy file's directory. Read from
+    /// disk, never downloaded.
     #[serde(deserialize_with = "values::path")]
     #[schemars(with = "PathText")]
     pub model: PathBuf,
