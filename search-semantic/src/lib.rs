@@ -29,6 +29,7 @@ mod bert;
 mod encoder;
 mod error;
 mod fuse;
+mod kernels;
 mod model;
 mod vectors;
 mod wordpiece;

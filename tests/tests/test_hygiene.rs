@@ -73,13 +73,6 @@ const ALLOWED: &[(&str, usize, &str)] = &[
         1,
         "a fake HTTP server that trickles its body: the plugin's own time bound is the subject",
     ),
-    // search
-    (
-        "search/src/worker.rs",
-        2,
-        "the other half still runs while the first panics; a poll for the worker thread to \
-         drop its reference, which has no event",
-    ),
     // store: creation times and crashes are on the system clock, which paused time does not move
     (
         "store/tests/store/behaviours.rs",
