@@ -120,6 +120,26 @@ pub(crate) enum Check {
     StoreFailed(StoreFailure),
 }
 
+/// Where the counts of `settings` live (Redis when it names one, else this process's memory),
+/// what a store failure means, and how long a check may wait: one choice for the rates and
+/// the request limits alike.
+pub(crate) fn store_for(
+    settings: &LimitsSettings,
+) -> Result<(Store, OnStoreError, Duration), BuildError> {
+    Ok(match &settings.redis {
+        Some(redis) => (
+            Store::Redis(Box::new(RedisGcra::new(redis)?)),
+            redis.on_store_error,
+            redis.timeout,
+        ),
+        None => (
+            Store::Local(LocalGcra::default()),
+            OnStoreError::Open,
+            Duration::from_secs(1),
+        ),
+    })
+}
+
 impl RateLimits {
     /// The rate limits of `settings`; `None` when it has no rates.
     pub(crate) fn new(settings: &LimitsSettings) -> Result<Option<Self>, BuildError> {
@@ -136,18 +156,7 @@ impl RateLimits {
                 spec: spec.clone(),
             })
             .collect();
-        let (store, on_store_error, store_timeout) = match &settings.redis {
-            Some(redis) => (
-                Store::Redis(Box::new(RedisGcra::new(redis)?)),
-                redis.on_store_error,
-                redis.timeout,
-            ),
-            None => (
-                Store::Local(LocalGcra::default()),
-                OnStoreError::Open,
-                Duration::from_secs(1),
-            ),
-        };
+        let (store, on_store_error, store_timeout) = store_for(settings)?;
         Ok(Some(RateLimits {
             rates,
             store,

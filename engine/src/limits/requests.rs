@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use toolgate_policy::{LimitsSettings, OnStoreError, RequestLimit};
 
-use super::gcra::{Cell, LocalGcra, Verdict};
-use super::redis_store::RedisGcra;
+use super::Store;
+use super::gcra::{Cell, Verdict};
 use crate::caller::Caller;
 use crate::error::{BuildError, seconds};
 
@@ -90,13 +90,6 @@ impl Entry {
     }
 }
 
-/// Where the TATs are kept: as for the rates, under keys of their own.
-enum Store {
-    Local(LocalGcra),
-    /// Boxed: its client is several times the size of the local table's handle.
-    Redis(Box<RedisGcra>),
-}
-
 /// The request limits of a policy.
 pub(crate) struct RequestLimits {
     entries: Vec<Entry>,
@@ -121,18 +114,7 @@ impl RequestLimits {
                 spec: spec.clone(),
             })
             .collect();
-        let (store, on_store_error, store_timeout) = match &settings.redis {
-            Some(redis) => (
-                Store::Redis(Box::new(RedisGcra::new(redis)?)),
-                redis.on_store_error,
-                redis.timeout,
-            ),
-            None => (
-                Store::Local(LocalGcra::default()),
-                OnStoreError::Open,
-                Duration::from_secs(1),
-            ),
-        };
+        let (store, on_store_error, store_timeout) = super::store_for(settings)?;
         Ok(Some(RequestLimits {
             entries,
             store,
