@@ -256,10 +256,12 @@ impl SharedLists {
     }
 }
 
-/// What the second stage reads of a hot record: the name, and a reader at the
-/// re-ranking words. `None` if the record does not fit.
-pub(crate) fn rerank_of(mut r: Reader<'_>) -> Option<(&str, RerankWords<'_>)> {
-    let name = r.short_str()?;
+/// What the second stage reads of a hot record: the name's bytes (UTF-8 but in a damaged
+/// file; not checked here, since the default ranking does not read the name), and a reader at
+/// the re-ranking words. `None` if the record does not fit.
+pub(crate) fn rerank_of(mut r: Reader<'_>) -> Option<(&[u8], RerankWords<'_>)> {
+    let n = r.varint()? as usize;
+    let name = r.take(n)?;
     Some((name, RerankWords { r, read: 0 }))
 }
 
@@ -285,10 +287,25 @@ impl RerankWords<'_> {
         let Some(n) = count else {
             return 0;
         };
+        // Numbers of one or two bytes (the vocabulary is numbered most used first, and a
+        // catalog's has a few thousand words) are read here, the others by `Reader::varint`,
+        // which reads them the same. This loop is most of the second stage.
+        let bytes = self.r.bytes;
         for k in 0..n as usize {
-            match self.r.varint() {
-                Some(v) => f(v),
-                None => return k,
+            let at = self.r.pos;
+            match bytes.get(at..at + 2) {
+                Some(&[b, _]) if b < 0x80 => {
+                    self.r.pos = at + 1;
+                    f(u32::from(b));
+                }
+                Some(&[b, c]) if c < 0x80 => {
+                    self.r.pos = at + 2;
+                    f(u32::from(b & 0x7f) | u32::from(c) << 7);
+                }
+                _ => match self.r.varint() {
+                    Some(v) => f(v),
+                    None => return k,
+                },
             }
         }
         n as usize
@@ -576,7 +593,7 @@ mod tests {
             let n = words.list(|v| list.push(v));
             assert_eq!(n, list.len());
         }
-        (name.to_string(), lists)
+        (String::from_utf8_lossy(name).into_owned(), lists)
     }
 
     #[test]
