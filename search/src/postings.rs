@@ -408,10 +408,10 @@ impl Blocks<'_> {
                 next = doc + 1;
             }
         }
-        if let Some((positions, _)) = exceptions {
-            for &p in positions {
-                out.extra[usize::from(p) % BLOCK] = 0;
-            }
+        if exceptions.is_some() {
+            // Cleared whole: 16 stores, where clearing each exception's entry took 3
+            // instructions an exception (about 20 a block).
+            out.extra[..n.div_ceil(8) * 8].fill(0);
         }
         if next - 1 > u64::from(u32::MAX) {
             return Err(BlockError::DocOverflow);
