@@ -5,8 +5,16 @@
 //! and prints one JSON object: the query count, the index size (in all, the
 //! search structures, the tool records with their offsets, and each section), and the median
 //! and 99th percentile in microseconds of each query's least time over the runs.
+//!
+//! Two more modes, for comparing two builds of the search (neither is timed):
+//!
+//! * `bench_queries INDEX QUERIES.jsonl --dump`: each query's top 50 (as the first stage and
+//!   the re-ranking produce them, and as the semantic stage's fusion reads them) as
+//!   `QUERY NAME SCORE-BITS` lines, for `cmp` between builds.
+//! * `bench_queries INDEX QUERIES.jsonl --once [FIRST [COUNT]]`: runs the queries once each,
+//!   top 5, and prints nothing: a run to count instructions of (`valgrind --tool=callgrind`).
 
-use std::io::BufRead;
+use std::io::{BufRead, Write};
 use std::time::{Duration, Instant};
 
 use toolgate_search::{Query, SearchIndex, Section};
@@ -15,9 +23,12 @@ const RUNS: usize = 3;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args_os().skip(1);
-    let usage = "usage: bench_queries INDEX QUERIES.jsonl";
+    let usage = "usage: bench_queries INDEX QUERIES.jsonl [--dump | --once [FIRST [COUNT]]]";
     let index_path = std::path::PathBuf::from(args.next().ok_or(usage)?);
     let queries_path = std::path::PathBuf::from(args.next().ok_or(usage)?);
+    let mode: Vec<String> = args
+        .map(|a| a.into_string().map_err(|_| usage))
+        .collect::<Result<_, _>>()?;
     // SAFETY: the bench script writes the index before this runs and does not touch it after.
     let index = unsafe { SearchIndex::open_mapped(&index_path) }?;
     let mut queries = Vec::new();
@@ -32,6 +43,31 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         {
             queries.push(q.to_owned());
         }
+    }
+    match mode.first().map(String::as_str) {
+        None => {}
+        Some("--dump") => {
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            for (i, q) in queries.iter().enumerate() {
+                let hits = Query::parse(q).map(|q| index.search(&q, 50).hits);
+                for h in hits.unwrap_or_default() {
+                    writeln!(out, "{i} {} {:08x}", h.name, h.score.to_bits())?;
+                }
+            }
+            return Ok(());
+        }
+        Some("--once") => {
+            let number = |i: usize, default: usize| -> Result<usize, Box<dyn std::error::Error>> {
+                Ok(mode.get(i).map_or(Ok(default), |s| s.parse())?)
+            };
+            let (first, count) = (number(1, 0)?, number(2, usize::MAX)?);
+            for q in queries.iter().skip(first).take(count) {
+                let q = Query::parse(std::hint::black_box(q));
+                std::hint::black_box(q.map(|q| index.search(&q, 5)).ok());
+            }
+            return Ok(());
+        }
+        Some(_) => return Err(usage.into()),
     }
     let mut least = vec![Duration::MAX; queries.len()];
     for _ in 0..RUNS {

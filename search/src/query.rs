@@ -127,11 +127,15 @@ impl Query {
 }
 
 /// Whether `text` has any terms ([`text::for_each_term`]), told without allocating them
-/// (collecting them took a third of parsing a long query: callgrind).
+/// (collecting them took a third of parsing a long query: callgrind), and token by token up to
+/// the first that has one (words never span whitespace): splitting the whole text here was 6.5%
+/// of a search at BFCL's 2,723 tools, the words found again by the search itself.
 fn has_terms(text: &str) -> bool {
-    let mut any = false;
-    text::for_each_term(text, |_| any = true);
-    any
+    text.split_whitespace().any(|token| {
+        let mut any = false;
+        text::for_each_term(token, |_| any = true);
+        any
+    })
 }
 
 fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
