@@ -358,10 +358,9 @@ impl Blocks<'_> {
         // `u32::MAX`: more would pass the largest tool number), which the unpacking adds to
         // the gaps; it is cleared again below.
         let exceptions = if doc_flags & EXCEPTIONS_FLAG != 0 {
-            let e = Exceptions::read(self.bytes, pos, n, doc_bits)?;
-            pos = e.end;
-            let added = e.fill(doc_bits, n, &mut out.extra)?;
-            Some((e.positions, added))
+            let (end, added) = Exceptions::read_into(self.bytes, pos, n, doc_bits, &mut out.extra)?;
+            pos = end;
+            Some(added)
         } else {
             None
         };
@@ -388,7 +387,7 @@ impl Blocks<'_> {
         let mut next = self.next_doc;
         let docs = &mut out.docs;
         let extra = &out.extra;
-        let patch = exceptions.map(|(_, added)| (extra, added));
+        let patch = exceptions.map(|added| (extra, added));
         if let Some(sum) = gaps.docs_simd(self.simd, doc_bits, n, next, patch, docs) {
             next += sum;
         } else if n == BLOCK {
@@ -487,9 +486,25 @@ struct Exceptions<'a> {
 }
 
 impl<'a> Exceptions<'a> {
+    /// Reads the exceptions at `pos` of `bytes` ([`Exceptions::read`]) into `extra`
+    /// ([`Exceptions::fill`]): gives where the block goes on after them, and what they add.
+    /// Not inlined, so that the decoder of a block without exceptions stays as small as
+    /// before.
+    #[inline(never)]
+    fn read_into(
+        bytes: &'a [u8],
+        pos: usize,
+        n: usize,
+        b: u8,
+        extra: &mut [u32; BLOCK],
+    ) -> Result<(usize, u64), BlockError> {
+        let e = Exceptions::read(bytes, pos, n, b)?;
+        Ok((e.end, e.fill(b, n, extra)?))
+    }
+
     /// The exceptions at `pos` of `bytes`, of a block of `n` entries whose gaps' low bits are
     /// `b` wide: `b` and the high bits' width may not pass 32 together.
-    #[inline]
+    #[inline(always)]
     fn read(bytes: &'a [u8], pos: usize, n: usize, b: u8) -> Result<Exceptions<'a>, BlockError> {
         let head = bytes.get(pos..pos + 2).ok_or(BlockError::Overrun)?;
         let (count, high_bits) = (usize::from(head[0]), head[1]);
@@ -522,7 +537,7 @@ impl<'a> Exceptions<'a> {
     ///
     /// The high bits are unpacked as the gaps are (by groups of 8, constant shifts) and
     /// checked without a branch an exception: about 10 instructions each.
-    #[inline]
+    #[inline(always)]
     fn fill(&self, b: u8, n: usize, extra: &mut [u32; BLOCK]) -> Result<u64, BlockError> {
         let (mut added, mut bad, mut least) = (0u64, false, 0usize);
         let positions = self.positions;

@@ -51,6 +51,7 @@ impl Avx2 {
     /// gap `i` is the unpacked value plus `extra[i]` when `extra` is given (a block's
     /// exceptions' high bits, shifted into place: see `postings.rs`). `None` (nothing written)
     /// if the width is above [`MAX_WIDTH`] or `bytes` is shorter than `groups * width + SLACK`.
+    #[inline(always)]
     pub(crate) fn docs(
         self,
         bytes: &[u8],
