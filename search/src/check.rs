@@ -148,12 +148,15 @@ pub(crate) fn postings<D: AsRef<[u8]>>(
                         tools,
                     });
                 }
-                Err(e @ (BlockError::Width | BlockError::ImpactOverflow)) => {
+                Err(
+                    e @ (BlockError::Width | BlockError::ImpactOverflow | BlockError::Exceptions),
+                ) => {
                     return Err(Damage::BadBlock {
                         term: term(),
                         block: index,
                         reason: match e {
                             BlockError::Width => "a width is out of range",
+                            BlockError::Exceptions => "its exceptions are out of order",
                             _ => "an impact is above 32767",
                         },
                     });

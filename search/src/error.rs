@@ -291,6 +291,13 @@ pub enum Damage {
         /// What is wrong with it.
         reason: &'static str,
     },
+    /// A tool's front-coded name does not decode (see `names.rs`).
+    BadName {
+        /// The tool number.
+        tool: usize,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
     /// The dictionary holds another number of terms than it says.
     TermCount {
         /// The terms found.
@@ -345,6 +352,9 @@ impl fmt::Display for Damage {
             ),
             Damage::RecordsHead { reason } => {
                 write!(f, "the head of the tool records is wrong: {reason}")
+            }
+            Damage::BadName { tool, reason } => {
+                write!(f, "the name of tool {tool} does not decode: {reason}")
             }
             Damage::TermCount { found, stated } => {
                 write!(f, "it holds {found} terms but says {stated}")

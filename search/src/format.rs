@@ -5,7 +5,7 @@
 //! ```text
 //! offset  size  field
 //!      0     8  magic  b"TGSEARCH"
-//!      8     4  format version (u32, currently 8)
+//!      8     4  format version (u32, currently 9)
 //!     12     4  number of tools (u32)
 //!     16    24  average length of each of the 6 fields, in terms (6 x f32)
 //!     40    52  the ranking parameters the impacts were computed with:
@@ -24,8 +24,9 @@
 //!   name is a term of its own) is its count, the tool number as a varint and the impact as
 //!   a `u16`: 5.8 bytes each instead of the 8.3 of a block (-0.25 MB).
 //! * A postings list is a varint count, then blocks of 128 entries (the last holds the rest):
-//!   tool numbers as bit-packed gaps, impacts bit-packed above the block's smallest, and the
-//!   name bits when any is set; `postings.rs` gives the exact layout. An impact is the term's
+//!   tool numbers as bit-packed gaps (patched: the few gaps wider than most keep their high
+//!   bits apart), impacts bit-packed above the block's smallest, and the name bits when any is
+//!   set; `postings.rs` gives the exact layout. An impact is the term's
 //!   saturated, field-weighted frequency in the tool, `tf / (k1 + tf)` (see `Ranking`), scaled
 //!   to `0..=32767` and rounded to a multiple of 128 (256 levels, at least the lowest non-zero
 //!   one for a term that occurs); its top bit says the term occurs in the tool's name. A
@@ -38,8 +39,10 @@
 //! * Tool offsets are a width byte `w` (1 to 4: the fewest bytes that hold the largest
 //!   offset), then one `w`-byte little-endian offset per tool into the tool records (a build
 //!   whose records pass 4 GiB is an error): 3 bytes a tool at 100,000 tools instead of the 4
-//!   of a `u32` in format 6 (-0.1 MB). Each is where the tool's hot record starts: its name, prefixed with its length as a
-//!   varint (one byte for a name under 128 bytes), then its re-ranking
+//!   of a `u32` in format 6 (-0.1 MB). Each is where the tool's hot record starts: its name,
+//!   front-coded against the previous tool's (a varint of the bytes they share at the start,
+//!   then the rest behind its varint length; `names.rs`: decoded once at open, so a search
+//!   borrows names from memory), then its re-ranking
 //!   words: three lists (the stems of the name's words and of the
 //!   description's terms in text order, the stems of the `enum` values' terms
 //!   ascending and each once), each a varint count and then varint numbers of
@@ -135,14 +138,15 @@
 //! zero) and stores tool offsets in the fewest bytes that hold them (12.43 MB = 11.85 MiB); 8
 //! stores a description's and its `enum` values' re-ranking words once for the tools that share
 //! them (the speed bench's 100,000 tools, 14 copies of 6,996: 11.24 MB = 10.72 MiB; BFCL's
-//! 2,723 tools, whose descriptions differ: 986,943 -> 986,311 bytes). None reads another's
+//! 2,723 tools, whose descriptions differ: 986,943 -> 986,311 bytes); 9 front-codes the names
+//! and packs the gaps of the postings with exceptions (FIGURES). None reads another's
 //! files.
 
 use crate::error::Section;
 use crate::field::FIELDS;
 
 pub(crate) const MAGIC: &[u8; 8] = b"TGSEARCH";
-pub(crate) const VERSION: u32 = 8;
+pub(crate) const VERSION: u32 = 9;
 pub(crate) const SECTIONS: usize = 6;
 /// The ranking parameters stored in the header: `k1`, `weight`, `b`.
 pub(crate) const RANKING_PARAMS: usize = 1 + 2 * FIELDS;
@@ -252,12 +256,6 @@ impl<'a> Reader<'a> {
 
     pub(crate) fn str(&mut self) -> Option<&'a str> {
         let n = self.u32()? as usize;
-        std::str::from_utf8(self.take(n)?).ok()
-    }
-
-    /// A string prefixed with its length as a varint (as [`put_short_str`] writes it).
-    pub(crate) fn short_str(&mut self) -> Option<&'a str> {
-        let n = self.varint()? as usize;
         std::str::from_utf8(self.take(n)?).ok()
     }
 

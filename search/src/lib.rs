@@ -78,6 +78,7 @@ mod file;
 
 mod check;
 mod lookup;
+mod names;
 mod ranking;
 mod record;
 

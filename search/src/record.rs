@@ -1,7 +1,8 @@
 //! A stored tool: how the builder writes its record and how a search reads it back.
 //!
 //! A tool is stored in two parts (see `format.rs`, tool records). Its hot record holds what a
-//! search reads of every tool it ranks: the name, then the stems of the name's words, of the
+//! search reads of every tool it ranks: the name (front-coded, read once at open: see
+//! `names.rs`), then the stems of the name's words, of the
 //! description's terms and of the schema's `enum` values, each as a number of the re-ranking
 //! vocabulary, which the second stage reads instead of splitting and stemming that text again
 //! on every query. Its text (description, parameter schema as compact JSON, aliases, keywords),
@@ -112,8 +113,9 @@ pub(crate) enum RecordError {
     },
 }
 
-/// Appends a tool's hot record's first part, its name. The re-ranking words
-/// ([`put_rerank`]) follow once the vocabulary is known.
+/// Appends a tool's name whole, behind its varint length, as a build worker keeps it until the
+/// hot records are written: there each name is front-coded against the previous tool's
+/// (`names::put_coded`), and the re-ranking words ([`put_rerank`]) follow it.
 pub(crate) fn put_name(out: &mut Vec<u8>, name: &str) {
     format::put_short_str(out, name);
 }
@@ -256,12 +258,18 @@ impl SharedLists {
     }
 }
 
-/// What the second stage reads of a hot record: the name's bytes (UTF-8 but in a damaged
-/// file; not checked here, since the default ranking does not read the name), and a reader at
-/// the re-ranking words. `None` if the record does not fit.
-pub(crate) fn rerank_of(mut r: Reader<'_>) -> Option<(&[u8], RerankWords<'_>)> {
-    let n = r.varint()? as usize;
-    let name = r.take(n)?;
+/// A tool's hot record as a search reads it: its name (decoded at open, see `names.rs`) and a
+/// reader at the record's start, its front-coded name.
+pub(crate) struct HotRecord<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) r: Reader<'a>,
+}
+
+/// What the second stage reads of a hot record: the name, and a reader at the
+/// re-ranking words (past the front-coded name). `None` if the record does not fit.
+pub(crate) fn rerank_of(hot: HotRecord<'_>) -> Option<(&str, RerankWords<'_>)> {
+    let HotRecord { name, mut r } = hot;
+    crate::names::skip_coded(&mut r)?;
     Some((name, RerankWords { r, read: 0 }))
 }
 
@@ -578,22 +586,29 @@ mod tests {
     fn hot_records(tools: &[Hot<'_>]) -> (Vec<u8>, Vec<usize>) {
         let (mut out, mut starts) = (vec![0xee; 3], Vec::new());
         let mut seen = SharedLists::default();
+        let mut previous = "";
         for (name, words, description, enums) in tools {
             starts.push(out.len());
-            put_name(&mut out, name);
+            crate::names::put_coded(&mut out, previous.as_bytes(), name.as_bytes());
             put_rerank(&mut out, words, description, enums, &mut seen);
+            previous = name;
         }
         (out, starts)
     }
 
-    fn read_back(out: &[u8], start: usize) -> (String, [Vec<u32>; 3]) {
-        let (name, mut words) = rerank_of(Reader::new(out, start)).unwrap();
+    /// The re-ranking words of the hot record at `start`, read past its front-coded name.
+    fn read_back(out: &[u8], start: usize) -> [Vec<u32>; 3] {
+        let hot = HotRecord {
+            name: "",
+            r: Reader::new(out, start),
+        };
+        let (_, mut words) = rerank_of(hot).unwrap();
         let mut lists: [Vec<u32>; 3] = Default::default();
         for list in &mut lists {
             let n = words.list(|v| list.push(v));
             assert_eq!(n, list.len());
         }
-        (String::from_utf8_lossy(name).into_owned(), lists)
+        lists
     }
 
     #[test]
@@ -607,9 +622,8 @@ mod tests {
             ("e", vec![6], description.clone(), vec![5, 900]),
         ];
         let (out, starts) = hot_records(&tools);
-        for ((name, words, description, enums), &start) in tools.iter().zip(&starts) {
-            let (got, lists) = read_back(&out, start);
-            assert_eq!(got, *name);
+        for ((_, words, description, enums), &start) in tools.iter().zip(&starts) {
+            let lists = read_back(&out, start);
             assert_eq!(lists, [words.clone(), description.clone(), enums.clone()]);
         }
         // "c" and "e" refer back to "a"'s pair: a few bytes each instead of "d"'s 40 numbers.
@@ -629,20 +643,21 @@ mod tests {
         ]);
         // A third record whose pair refers to "b"'s, itself a reference.
         let third = out.len();
-        put_name(&mut out, "c");
+        crate::names::put_coded(&mut out, b"b", b"c");
         format::put_varint(&mut out, 0);
-        let at_b = starts[1] + 2 + 2;
+        // "b"'s pair: after its name (shared 0, length 1, "b") and its name words (1, 1).
+        let at_b = starts[1] + 3 + 2;
         let back = out.len() - at_b - 1;
         format::put_varint(&mut out, ((back as u32) << 1) | 1);
-        let (_, lists) = read_back(&out, third);
+        let lists = read_back(&out, third);
         assert!(lists.iter().all(Vec::is_empty), "{lists:?}");
         // One that reaches back before the section's start.
         let fourth = out.len();
-        put_name(&mut out, "d");
+        crate::names::put_coded(&mut out, b"c", b"d");
         format::put_varint(&mut out, 0);
         let back = out.len() as u32 + 5;
         format::put_varint(&mut out, (back << 1) | 1);
-        let (_, lists) = read_back(&out, fourth);
+        let lists = read_back(&out, fourth);
         assert!(lists.iter().all(Vec::is_empty), "{lists:?}");
     }
 

@@ -68,12 +68,6 @@ pub(crate) fn rerank(
         let Some((name, mut words)) = file.record(*d as usize).and_then(record::rerank_of) else {
             continue;
         };
-        // A name that is not UTF-8 (only in a damaged file) leaves its tool as it is. Checked
-        // here, most names at the cost of `is_ascii`: checking every name as a `str` was 1.9%
-        // of a search at BFCL's 2,723 tools (callgrind), and the default ranking never reads it.
-        if !name.is_ascii() && std::str::from_utf8(name).is_err() {
-            continue;
-        }
         ids.clear();
         let mut name_mask = 0u64;
         let name_end = words.list(|w| {
@@ -122,10 +116,7 @@ pub(crate) fn rerank(
             let share = held.count_ones() as f32 / (ids.len() - name_end) as f32;
             factor *= 1.0 + r.desc_coverage * share;
         }
-        if r.name_substring != 0.0
-            && !long_words.is_empty()
-            && let Ok(name) = std::str::from_utf8(name)
-        {
+        if r.name_substring != 0.0 && !long_words.is_empty() {
             lower.clear();
             if name.is_ascii() {
                 lower.push_str(name);

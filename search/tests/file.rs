@@ -267,14 +267,15 @@ fn other_format_version_is_an_error_asking_for_a_rebuild() {
 /// it; version 4 stores the re-ranking words and added a section for their vocabulary; version
 /// 5 stores the postings in bit-packed blocks; version 6 quantises the impacts and keeps one
 /// name length a tool instead of six field lengths; version 7 has another checksum (XXH3);
-/// version 8 stores a description's re-ranking words once for the tools that share it. The
+/// version 8 stores a description's re-ranking words once for the tools that share it; version
+/// 9 front-codes the names (and packs the postings' exceptional gaps apart). The
 /// version is read before anything else of the layout, so an older header is refused as such,
 /// whatever follows it.
 #[test]
 fn an_older_index_is_refused_with_the_version_found_and_expected() {
     let (_dir, path) = written(&built());
     let bytes = std::fs::read(&path).unwrap();
-    for old in [2u32, 3, 4, 5, 6, 7] {
+    for old in [2u32, 3, 4, 5, 6, 7, 8] {
         let mut bytes = bytes.clone();
         bytes[8..12].copy_from_slice(&old.to_le_bytes());
         std::fs::write(&path, &bytes).unwrap();
@@ -283,7 +284,7 @@ fn an_older_index_is_refused_with_the_version_found_and_expected() {
             matches!(
                 err,
                 IndexError::UnsupportedVersion {
-                    expected: 8,
+                    expected: 9,
                     found,
                     ..
                 } if found == old

@@ -77,7 +77,7 @@ fn an_index_file_of_an_older_format_is_reported_and_the_index_built_in_memory() 
     run.assert_code(0);
     assert!(
         run.stderr.contains(&format!(
-            "index file {} is not a usable toolgate search index: format version 6, this build reads version 8: rebuild the index",
+            "index file {} is not a usable toolgate search index: format version 6, this build reads version 9: rebuild the index",
             index.display()
         )) && run.stderr.contains("building the index in memory"),
         "{}",

@@ -263,8 +263,8 @@ fn for_each_rerank_list(words: &[u32], mut f: impl FnMut(&[u32])) {
     }
 }
 
-/// Appends to `out` each tool's hot record: its name (from `names`, at `doc_offsets`) and its
-/// re-ranking words (as vocabulary numbers, see [`record::put_rerank`]); returns where each
+/// Appends to `out` each tool's hot record: its name (from `names`, at `doc_offsets`),
+/// front-coded against the previous tool's (`names::put_coded`), and its re-ranking words (as vocabulary numbers, see [`record::put_rerank`]); returns where each
 /// starts in `out`, as the tool offsets section holds them ([`format::put_offsets`]: a records
 /// section of 4 GiB or more is an error).
 fn with_rerank_words(
@@ -291,13 +291,18 @@ fn with_rerank_words(
     };
     let mut new_offsets = Vec::with_capacity(offsets.len());
     let mut shared = record::SharedLists::default();
+    let mut previous: &[u8] = &[];
     for (i, &start) in offsets.iter().enumerate() {
         let end = offsets.get(i + 1).copied().unwrap_or(names.len());
         let at = u32::try_from(out.len()).map_err(|_| IndexError::RecordsTooLarge {
             bytes: out.len() as u64,
         })?;
         new_offsets.push(at);
-        out.extend_from_slice(&names[start..end]);
+        // The worker wrote the name whole, behind its varint length (`record::put_name`).
+        let mut r = format::Reader::new(&names[..end], start);
+        let name = r.varint().and_then(|n| r.take(n as usize)).unwrap_or(&[]);
+        crate::names::put_coded(out, previous, name);
+        previous = name;
         let [name, description, enums] = &mut lists;
         next_list(name);
         next_list(description);
