@@ -28,10 +28,12 @@
 //! # Why a hand-written forward pass on `matrixmultiply`
 //!
 //! The encoder is six (MiniLM-L6) layers of four matrix products, a softmax attention, two
-//! layer norms and a GELU: about 150 lines here. Almost all of its time is in the matrix
-//! products, and those are `matrixmultiply`'s `sgemm` (pure Rust, one small dependency,
-//! `rawpointer`, SIMD kernels chosen at run time: AVX2/FMA or AVX-512 here). The alternatives
-//! measured or weighed, for the same forward pass:
+//! layer norms and a GELU: about 150 lines here. Almost all of its time is in the linear
+//! layers' products, run by [`crate::linear`] on weights packed once at load (an AVX-512
+//! kernel, or `matrixmultiply` where the CPU has none); attention's small per-head products are
+//! `matrixmultiply`'s `sgemm` (pure Rust, one small dependency, `rawpointer`, SIMD kernels
+//! chosen at run time). A query of 32 tokens or more runs on two threads (`query.rs`). The
+//! alternatives measured or weighed, for the same forward pass:
 //!
 //! * `candle-core` + `candle-nn` (without `candle-transformers`): the whole tensor library
 //!   (`gemm` with its `pulp`/`dyn-stack`/`gemm-*` crates, `rayon`, `zip`, `rand`,
@@ -394,7 +396,7 @@ impl Transformer {
     /// The unit-length vector of `text`; `None` for a text with no token at all (empty, or
     /// only characters the tokenizer drops).
     ///
-    /// A text of 8 tokens or more is encoded on two threads where the machine has two cores
+    /// A text of 32 tokens or more is encoded on two threads where the machine has two cores
     /// (see [`Transformer::with_query_threads`]).
     pub fn embed(&self, text: &str) -> Option<Vec<f32>> {
         let ids = self.token_ids(text);
