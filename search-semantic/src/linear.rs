@@ -194,7 +194,7 @@ mod x86 {
                 (1u32 << width) - 1
             };
             let masks = (mask as u16, (mask >> 16) as u16);
-            // SAFETY (for the block): the panel is `k * BLOCK` floats of `l.packed`, which holds
+            // SAFETY: (the whole block) the panel is `k * BLOCK` floats of `l.packed`, which holds
             // `blocks * k * BLOCK`; the bias loads and the stores are masked to the `width`
             // outputs of this block, which exist; rows `r..r + R` are below `n`.
             unsafe {
