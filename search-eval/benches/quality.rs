@@ -395,47 +395,69 @@ fn encode_time() -> ExitCode {
         std::hint::black_box(model.embed(t));
     }
     println!("load average before: {}", load().trim());
-    // Wall time, and the time this thread was on a core (the kernel's `schedstat`): on a
-    // loaded machine the first counts the waits for a core too, the second what a query costs
-    // where a core is free.
-    let on_cpu = || {
-        std::fs::read_to_string("/proc/thread-self/schedstat")
-            .ok()
-            .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-    };
+    // Wall time; the time this thread was on a core (`CLOCK_THREAD_CPUTIME_ID`, to the
+    // nanosecond: `/proc/thread-self/schedstat`, read before, lags by up to a scheduler tick
+    // while the thread runs); and the CPU time of all the process's threads (a query split
+    // across two threads uses both). On a loaded machine the first counts the waits for a core
+    // too, the others what a query costs where a core is free.
     let mut vectors: Vec<f32> = Vec::new();
-    let (mut times, mut cpu): (Vec<Duration>, Vec<Duration>) = texts
+    let mut samples: Vec<[Duration; 3]> = texts
         .iter()
         .take(2000)
         .map(|t| {
-            let cpu_before = on_cpu();
+            let (thread, process) = (cpu_ns(THREAD), cpu_ns(PROCESS));
             let started = Instant::now();
             let v = std::hint::black_box(model.embed(std::hint::black_box(t)));
             let wall = started.elapsed();
-            let cpu = on_cpu().zip(cpu_before).map_or(Duration::ZERO, |(a, b)| {
-                Duration::from_nanos(a.saturating_sub(b))
-            });
+            let thread = Duration::from_nanos(cpu_ns(THREAD).saturating_sub(thread));
+            let process = Duration::from_nanos(cpu_ns(PROCESS).saturating_sub(process));
             vectors.extend(v.unwrap_or_else(|| vec![0.0; model.dims()]));
-            (wall, cpu)
+            [wall, thread, process]
         })
-        .unzip();
+        .collect();
     if let EmbeddingModel::Transformer(t) = &model {
-        tokens_by_time(t, &texts, &cpu);
+        let thread: Vec<Duration> = samples.iter().map(|s| s[1]).collect();
+        tokens_by_time(t, &texts, &thread);
     }
     compare_vectors(&vectors, model.dims());
-    for (what, times) in [("wall time", &mut times), ("time on a core", &mut cpu)] {
-        times.sort_unstable();
-        let at = |p: f64| times[((times.len() as f64 - 1.0) * p).round() as usize];
+    for (i, what) in [
+        "wall time",
+        "time on a core, this thread",
+        "CPU time, all threads",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        samples.sort_unstable_by_key(|s| s[i]);
+        let at = |p: f64| samples[((samples.len() as f64 - 1.0) * p).round() as usize][i];
+        let mean = samples.iter().map(|s| s[i]).sum::<Duration>() / samples.len().max(1) as u32;
         println!(
-            "embed one query ({what}), {} MetaTool queries: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
-            times.len(),
+            "embed one query ({what}), {} MetaTool queries: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms, mean {:.2} ms",
+            samples.len(),
             at(0.5).as_secs_f64() * 1e3,
             at(0.99).as_secs_f64() * 1e3,
-            at(1.0).as_secs_f64() * 1e3
+            at(1.0).as_secs_f64() * 1e3,
+            mean.as_secs_f64() * 1e3
         );
     }
     println!("load average after: {}", load().trim());
     ExitCode::SUCCESS
+}
+
+const THREAD: libc::clockid_t = libc::CLOCK_THREAD_CPUTIME_ID;
+const PROCESS: libc::clockid_t = libc::CLOCK_PROCESS_CPUTIME_ID;
+
+/// The CPU time of `clock` (this thread's or this process's), in nanoseconds; 0 if unreadable.
+fn cpu_ns(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec for the call to write; the clock ids are the kernel's.
+    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// Which query lengths make the slow queries: the token counts of the queries by time on a
