@@ -18,13 +18,6 @@ use super::{Layer, Transformer, add_norm};
 use crate::kernels::{gemm, softmax};
 use crate::linear::Activation;
 
-/// From this many tokens a query is split across two threads. Each thread still reads every
-/// weight, so a short query, whose time is mostly that reading, gains little from a second
-/// thread and pays a thread start a layer; a long one is mostly arithmetic, which halves. (On
-/// two cores shared with other work, 2,000 MetaTool queries one at a time, split from 8
-/// tokens: time on a core p50 8.0 to 7.8 ms, p99 26.7-31.9 to 18.0-20.0 ms.)
-pub(super) const SPLIT_FROM: usize = 32;
-
 /// One thread's working memory for its rows.
 struct Scratch {
     context: Vec<f32>,
