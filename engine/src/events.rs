@@ -215,12 +215,12 @@ impl Events {
     }
 
     /// Delivers an event to every listener. A panicking listener is logged and skipped.
-    pub(crate) fn emit(&self, event: Event) {
+    pub(crate) fn emit(&self, event: &Event) {
         let Ok(listeners) = self.listeners.read() else {
             return;
         };
         for l in listeners.iter() {
-            if catch_unwind(AssertUnwindSafe(|| l(&event))).is_err() {
+            if catch_unwind(AssertUnwindSafe(|| l(event))).is_err() {
                 tracing::error!("an event listener panicked; the event was skipped for it");
             }
         }

@@ -164,6 +164,10 @@ pub fn subscriber(
             .with_location(false)
             .with_threads(false)
             .with_tracked_inactivity(false)
+            // Nothing reads `Context::current()`: the trace context goes out from the span
+            // itself (`propagation`), so entering a span (each poll of a call's future) need
+            // not attach its context.
+            .with_context_activation(false)
             .with_target(false)
             .with_filter(targets)
     });

@@ -59,7 +59,7 @@ impl Layer for AfterHookLayer {
                         message: e.to_string(),
                         kind: e.kind(),
                     };
-                    self.events.emit(ev);
+                    self.events.emit(&ev);
                 }
             }
             result

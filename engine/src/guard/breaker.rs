@@ -108,7 +108,7 @@ impl Watch<'_> {
                 state,
                 failures,
             };
-            self.layer.events.emit(e);
+            self.layer.events.emit(&e);
         }
     }
 }

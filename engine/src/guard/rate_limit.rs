@@ -55,7 +55,7 @@ impl Layer for RateLimitLayer {
                             },
                             if open { "open" } else { "closed" }
                         );
-                        self.events.emit(Event::new(
+                        self.events.emit(&Event::new(
                             EventKind::Error {
                                 message,
                                 kind: "limits_store_error",

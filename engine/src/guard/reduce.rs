@@ -230,7 +230,7 @@ impl ReduceLayer {
                 message: format!("could not save the full output of {}: {why}", inv.tool_name),
                 kind: "store_error",
             };
-            self.events.emit(ev);
+            self.events.emit(&ev);
         }
     }
 

@@ -108,7 +108,7 @@ impl Layer for RetryLayer {
                 }
                 tracing::info!(attempt, kind, ?backoff, "retrying an idempotent tool");
                 if self.events.active() {
-                    self.events.emit(Event::new(
+                    self.events.emit(&Event::new(
                         EventKind::Retry {
                             attempt,
                             error_kind: kind,

@@ -20,18 +20,20 @@ use crate::events::{Event, EventKind, Events, OutcomeSummary};
 /// one line a call (the audit log) loses none.
 struct EndIfDropped<'a> {
     events: &'a Events,
-    /// The call's `start` event; `None` once its `end` was emitted the usual way.
-    start: Option<Event>,
+    /// The call's `start` event, which becomes its `end` (one copy of the call's strings a
+    /// call, not one an event); `None` once the `end` was emitted the usual way.
+    start: Option<Arc<Event>>,
     started: Instant,
 }
 
 impl Drop for EndIfDropped<'_> {
     fn drop(&mut self) {
-        if let Some(mut event) = self.start.take() {
+        if let Some(start) = self.start.take() {
+            let mut event = Arc::unwrap_or_clone(start);
             event.kind = EventKind::End {
                 outcome: Arc::new(OutcomeSummary::abandoned(self.started.elapsed())),
             };
-            self.events.emit(event);
+            self.events.emit(&event);
         }
     }
 }
@@ -62,21 +64,22 @@ impl Guard {
         async move {
             let mut unended = None;
             if self.events.active() {
-                self.events.emit(Event::new(EventKind::Start, &inv));
+                let start = Arc::new(Event::new(EventKind::Start, &inv));
+                self.events.emit(&start);
+                let events = self.events.clone();
+                let base = Arc::clone(&start);
                 unended = Some(EndIfDropped {
                     events: &self.events,
-                    start: Some(Event::new(EventKind::Start, &inv)),
+                    start: Some(start),
                     started: Instant::now(),
                 });
-                let events = self.events.clone();
-                let base = Event::new(EventKind::Start, &inv);
                 let inner = inv.progress.take();
                 inv.progress = Some(Arc::new(move |msg: &str| {
-                    let mut e = base.clone();
+                    let mut e = (*base).clone();
                     e.kind = EventKind::Update {
                         message: msg.to_string(),
                     };
-                    events.emit(e);
+                    events.emit(&e);
                     if let Some(p) = &inner {
                         p(msg);
                     }
@@ -96,9 +99,15 @@ impl Guard {
             if let Some(err) = &outcome.error {
                 tracing::debug!(kind = err.kind(), "tool call failed: {err}");
             }
-            if let Some(mut unended) = unended {
-                unended.start = None;
-                self.events.emit(Event::end(&inv, &outcome));
+            if let Some(start) = unended.and_then(|mut unended| unended.start.take()) {
+                // The progress reporter shares the start event: dropped first, the event is
+                // reused as the end without a copy.
+                drop(inv.progress.take());
+                let mut end = Arc::unwrap_or_clone(start);
+                end.kind = EventKind::End {
+                    outcome: Arc::new(OutcomeSummary::from(&outcome)),
+                };
+                self.events.emit(&end);
             }
             outcome
         }
@@ -111,7 +120,7 @@ impl Guard {
     pub(crate) fn skip(&self, inv: Invocation, err: CallError) -> Outcome {
         let outcome = inv.outcome(Err(err));
         if self.events.active() {
-            self.events.emit(Event::end(&inv, &outcome));
+            self.events.emit(&Event::end(&inv, &outcome));
         }
         outcome
     }

@@ -16,7 +16,6 @@ use rmcp::service::{RequestContext, RoleServer};
 use toolgate_telemetry::metrics::Metrics;
 use toolgate_telemetry::propagation;
 use tracing::Span;
-use tracing::field::Empty;
 
 use super::stateless::Principal;
 
@@ -30,35 +29,29 @@ pub(crate) fn request_span(
     target: &str,
     context: &RequestContext<RoleServer>,
 ) -> Span {
+    // Everything is known now and costs no allocation to find: the span gets it when it is
+    // made (a `record` afterwards would look the span up once a field).
+    let parts = context.extensions.get::<http::request::Parts>();
+    let principal = parts
+        .and_then(|parts| parts.extensions.get::<Principal>())
+        .map_or("local", Principal::name);
+    let session = parts
+        .and_then(|p| p.headers.get("mcp-session-id"))
+        .and_then(|v| v.to_str().ok());
     let span = tracing::info_span!(
         target: "toolgate::serve",
         "mcp_request",
         otel.name = %format_args!("{method} {target}"),
         otel.kind = "server",
         mcp.method.name = method,
-        mcp.session.id = Empty,
+        mcp.session.id = session,
         jsonrpc.request.id = %context.id,
-        toolgate.principal = Empty,
-        network.transport = Empty,
+        toolgate.principal = principal,
+        network.transport = if parts.is_some() { "tcp" } else { "pipe" },
     );
     if span.is_disabled() {
         return span;
     }
-    let parts = context.extensions.get::<http::request::Parts>();
-    let principal = parts
-        .and_then(|parts| parts.extensions.get::<Principal>())
-        .map_or("local", Principal::name);
-    span.record("toolgate.principal", principal);
-    if let Some(id) = parts
-        .and_then(|p| p.headers.get("mcp-session-id"))
-        .and_then(|v| v.to_str().ok())
-    {
-        span.record("mcp.session.id", id);
-    }
-    span.record(
-        "network.transport",
-        if parts.is_some() { "tcp" } else { "pipe" },
-    );
     let meta = &context.meta;
     let header = |name: &str| {
         parts

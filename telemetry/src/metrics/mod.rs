@@ -185,19 +185,18 @@ impl Metrics {
     pub fn observe(&self, event: &Event) {
         let m = &self.instruments;
         let kind = event.call_kind.as_str();
-        let kind_label = KeyValue::new("kind", kind);
         match &event.kind {
             EventKind::Start => {
-                m.in_flight.add(1, std::slice::from_ref(&kind_label));
+                m.in_flight.add(event.call_kind, 1);
             }
             EventKind::End { outcome } => {
                 let error_kind = outcome.error_kind;
                 // A skipped call (D7) never started.
                 if error_kind != Some("skipped") {
-                    m.in_flight.add(-1, std::slice::from_ref(&kind_label));
+                    m.in_flight.add(event.call_kind, -1);
                 }
                 let tool = tool_value(self.tool_label(event, error_kind));
-                let labels = [kind_label, KeyValue::new("tool", tool)];
+                let labels = [KeyValue::new("kind", kind), KeyValue::new("tool", tool)];
                 let denied_by = match (outcome.decision.rules, outcome.decision.before_hook) {
                     (Some("deny"), _) => Some("rule"),
                     (_, Some("deny")) => Some("hook"),
@@ -242,7 +241,7 @@ impl Metrics {
                 m.retries.add(
                     1,
                     &[
-                        kind_label,
+                        KeyValue::new("kind", kind),
                         KeyValue::new("tool", tool),
                         KeyValue::new("error_kind", *error_kind),
                     ],
@@ -377,6 +376,46 @@ mod tests {
         ] {
             assert!(text.contains(line), "{line} missing from:\n{text}");
         }
+    }
+
+    #[test]
+    fn calls_in_flight_count_a_running_call_under_its_kind_only_once_one_started() {
+        let metrics = Metrics::new();
+        let in_flight = |text: &str| -> Vec<String> {
+            text.lines()
+                .filter(|l| l.starts_with("toolgate_calls_in_flight{"))
+                .map(str::to_owned)
+                .collect()
+        };
+        assert!(in_flight(&metrics.encode()).is_empty());
+        let start = event(EventKind::Start, "echo");
+        metrics.observe(&start);
+        assert_eq!(
+            in_flight(&metrics.encode()),
+            [r#"toolgate_calls_in_flight{kind="tool"} 1"#]
+        );
+        let mut end = start.clone();
+        end.kind = EventKind::End {
+            outcome: Arc::new(toolgate::events::OutcomeSummary {
+                content: toolgate::Content::Text("hi".to_owned()),
+                is_error: false,
+                error_kind: None,
+                error: None,
+                truncated: false,
+                output_chars: 2,
+                duration_ms: 1.0,
+                queued_ms: 0.0,
+                result_id: None,
+                redactions: 0,
+                decision: Default::default(),
+                offloaded_bytes: 0,
+            }),
+        };
+        metrics.observe(&end);
+        assert_eq!(
+            in_flight(&metrics.encode()),
+            [r#"toolgate_calls_in_flight{kind="tool"} 0"#]
+        );
     }
 
     #[test]

@@ -8,12 +8,14 @@
 //! name says it already, a counter gets `_total`; a unit in braces adds nothing). So a
 //! series has the same name whether Prometheus scrapes `/metrics` or receives it over OTLP.
 
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use opentelemetry::KeyValue;
 use opentelemetry::metrics::{
-    Counter, Gauge, Histogram, Meter, ObservableCounter, ObservableGauge, UpDownCounter,
+    Counter, Gauge, Histogram, Meter, ObservableCounter, ObservableGauge, ObservableUpDownCounter,
 };
+use toolgate::access::CallKind;
 
 /// One upstream server's state, as the metrics show it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -205,7 +207,10 @@ pub(crate) struct Instruments {
     pub(crate) errors: Counter<u64>,
     pub(crate) duration: Histogram<f64>,
     pub(crate) queue: Histogram<f64>,
-    pub(crate) in_flight: UpDownCounter<i64>,
+    /// The calls running now, by kind: plain atomics the SDK reads at each collection, so
+    /// that a call's start and end cost two atomic additions instead of two look-ups of a
+    /// label set.
+    pub(crate) in_flight: Arc<InFlight>,
     pub(crate) offloaded: Counter<u64>,
     pub(crate) offloaded_bytes: Counter<u64>,
     pub(crate) rate_limited: Counter<u64>,
@@ -216,6 +221,45 @@ pub(crate) struct Instruments {
     _plugin_restarts: ObservableCounter<u64>,
     /// Read at each collection: kept so that its callback stays registered.
     _upstream_up: ObservableGauge<i64>,
+    /// Read at each collection: kept so that its callback stays registered.
+    _in_flight: ObservableUpDownCounter<i64>,
+}
+
+/// The calls running now, one count a [`CallKind`]; a kind is shown once a call of it has
+/// started (as the SDK's own up-down counter showed a label set once it was used).
+#[derive(Debug, Default)]
+pub(crate) struct InFlight {
+    counts: [AtomicI64; 3],
+    seen: [AtomicBool; 3],
+}
+
+impl InFlight {
+    const KINDS: [CallKind; 3] = [CallKind::Tool, CallKind::Resource, CallKind::Prompt];
+
+    fn index(kind: CallKind) -> usize {
+        match kind {
+            CallKind::Tool => 0,
+            CallKind::Resource => 1,
+            CallKind::Prompt => 2,
+        }
+    }
+
+    /// A call of `kind` started (`1`) or ended (`-1`).
+    pub(crate) fn add(&self, kind: CallKind, delta: i64) {
+        let i = Self::index(kind);
+        if delta > 0 && !self.seen[i].load(Ordering::Relaxed) {
+            self.seen[i].store(true, Ordering::Relaxed);
+        }
+        self.counts[i].fetch_add(delta, Ordering::Relaxed);
+    }
+
+    /// The count of `kind`, once a call of it has started.
+    fn now(&self, kind: CallKind) -> Option<i64> {
+        let i = Self::index(kind);
+        self.seen[i]
+            .load(Ordering::Relaxed)
+            .then(|| self.counts[i].load(Ordering::Relaxed))
+    }
 }
 
 impl Instruments {
@@ -261,17 +305,27 @@ impl Instruments {
                 }
             })
             .build();
+        let in_flight = Arc::new(InFlight::default());
+        let counts = Arc::clone(&in_flight);
+        let in_flight_gauge = meter
+            .i64_observable_up_down_counter(IN_FLIGHT.name)
+            .with_unit(IN_FLIGHT.unit)
+            .with_description(IN_FLIGHT.help)
+            .with_callback(move |observer| {
+                for kind in InFlight::KINDS {
+                    if let Some(now) = counts.now(kind) {
+                        observer.observe(now, &[KeyValue::new("kind", kind.as_str())]);
+                    }
+                }
+            })
+            .build();
         Instruments {
             calls: counter(&CALLS),
             denials: counter(&DENIALS),
             errors: counter(&ERRORS),
             duration: histogram(&DURATION),
             queue: histogram(&QUEUE),
-            in_flight: meter
-                .i64_up_down_counter(IN_FLIGHT.name)
-                .with_unit(IN_FLIGHT.unit)
-                .with_description(IN_FLIGHT.help)
-                .build(),
+            in_flight: Arc::clone(&in_flight),
             offloaded: counter(&OFFLOADED),
             offloaded_bytes: counter(&OFFLOADED_BYTES),
             rate_limited: counter(&RATE_LIMITED),
@@ -284,6 +338,7 @@ impl Instruments {
             search: histogram(&SEARCH),
             _plugin_restarts: plugin_restarts,
             _upstream_up: upstream_up,
+            _in_flight: in_flight_gauge,
         }
     }
 }
