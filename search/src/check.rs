@@ -148,15 +148,12 @@ pub(crate) fn postings<D: AsRef<[u8]>>(
                         tools,
                     });
                 }
-                Err(
-                    e @ (BlockError::Width | BlockError::ImpactOverflow | BlockError::Exceptions),
-                ) => {
+                Err(e @ (BlockError::Width | BlockError::ImpactOverflow)) => {
                     return Err(Damage::BadBlock {
                         term: term(),
                         block: index,
                         reason: match e {
                             BlockError::Width => "a width is out of range",
-                            BlockError::Exceptions => "its exceptions are out of order",
                             _ => "an impact is above 32767",
                         },
                     });

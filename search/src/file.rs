@@ -366,6 +366,7 @@ impl IndexFile {
     }
 
     /// The hot record of tool `id`: its name, and a reader at the record.
+    #[inline]
     pub(crate) fn record(&self, id: usize) -> Option<HotRecord<'_>> {
         let offset = format::offset_at(self.section(&self.doc_offsets), id)?;
         Some(HotRecord {

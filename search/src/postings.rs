@@ -5,37 +5,19 @@
 //! list   := count (LEB128 varint) block*            ceil(count / 128) blocks
 //!         | 1 (varint) tool (varint) impact u16     a list of one tool: no block
 //!                                                   (the impact with its name bit)
-//! block  := doc_bits u8                             bits 0-5: width b of each tool-number gap's
-//!                                                   low bits, 0..=32; bit 7: set if the block
-//!                                                   has exceptions
+//! block  := doc_bits u8                             width of each tool-number gap, 0..=32
 //!           impact_bits u8                          bits 0-3: width of each packed impact, 0..=15;
 //!                                                   bits 4-6: shift s, 0..=7; bit 7: set if the
 //!                                                   block has name bits
 //!           impact_base u16                         the block's smallest impact (name bit off)
-//!           exceptions                              only with the exceptions flag:
-//!             count u8                              e, 1..=n
-//!             high_bits u8                          width of each exception's high bits, 1..=32
-//!                                                   less b
-//!             positions  e x u8                     the entries whose gap passes b bits, ascending
-//!             highs   e x high_bits, bit-packed     each one's gap >> b
-//!           gaps      n x b, bit-packed             the low b bits of tool number - previous tool
-//!                                                   number - 1 (the first of a list: the tool
-//!                                                   number)
+//!           gaps      n x doc_bits, bit-packed      tool number - previous tool number - 1
+//!                                                   (the first of a list: the tool number)
 //!           impacts   n x width, bit-packed         (impact - impact_base) >> s
 //!           names     ceil(n / 8) bytes             only with the 0x80 flag: bit i set if entry
 //!                                                   i's term occurs in the tool's name
 //! ```
 //!
-//! `n` is 128 for every block but a list's last, which holds the rest. The gaps are patched
-//! frame of reference ("PFor"): a block takes the width most of its gaps need, and the few
-//! wider ones (exceptions) keep their high bits apart, instead of every gap taking the width
-//! of the widest. Near-duplicate tools lie side by side in name order (a catalog's copies of
-//! one tool, its server's variants of one operation), so a term's list is runs of gaps of 0
-//! between a few long jumps; and a list's first gap is its first tool number. The builder
-//! picks, per block, the width that takes the fewest bytes with its exceptions (ties to the
-//! wider, with fewer exceptions); at 100,000 tools the gaps went from 2.62 MB to ... MB.
-//! Decoding unpacks the low bits as before (summed into tool numbers), then adds each
-//! exception's high bits, shifted, to its entry and every one after it. Packed values are
+//! `n` is 128 for every block but a list's last, which holds the rest. Packed values are
 //! little-endian bit streams (value `i` at bit `i * width`), each padded to a whole byte. An
 //! impact is a term's saturated, field-weighted frequency in the tool, `0..=32767` (see
 //! `format::IMPACT_MAX`), with [`crate::format`]'s name bit (`0x8000`) set when the term occurs
@@ -57,9 +39,6 @@ const IMPACT_MAX: u16 = 0x7fff;
 const NAME_BIT: u16 = 0x8000;
 /// The flag of `impact_bits` saying the block has name bits.
 const NAMES_FLAG: u8 = 0x80;
-/// The flag of `doc_bits` saying the block has exceptions, and the bits that are the width.
-const EXCEPTIONS_FLAG: u8 = 0x80;
-const DOC_WIDTH_MASK: u8 = 0x3f;
 /// Where in `impact_bits` the block's impact shift lies (3 bits), and its largest value.
 const SHIFT_AT: u8 = 4;
 const SHIFT_MAX: u8 = 7;
@@ -85,7 +64,7 @@ pub(crate) fn put_postings(out: &mut Vec<u8>, postings: &[(u32, u16)]) {
         let base = block.iter().map(|p| p.1 & IMPACT_MAX).min().unwrap_or(0);
         let top = block.iter().map(|p| p.1 & IMPACT_MAX).max().unwrap_or(0);
         let names = block.iter().any(|p| p.1 & NAME_BIT != 0);
-        let (doc_bits, exceptions) = patched_width(&gaps);
+        let doc_bits = bits(gaps.iter().copied().max().unwrap_or(0));
         // The low bits every impact above the base has zero (impacts are quantised: see
         // `format::IMPACT_STEP_BITS`) are left out.
         let above = |p: &(u32, u16)| (p.1 & IMPACT_MAX) - base;
@@ -95,30 +74,10 @@ pub(crate) fn put_postings(out: &mut Vec<u8>, postings: &[(u32, u16)]) {
             .min()
             .map_or(0, |z| z.min(u32::from(SHIFT_MAX))) as u8;
         let impact_bits = bits(u32::from(top - base) >> shift);
-        let flag = if exceptions.is_empty() {
-            0
-        } else {
-            EXCEPTIONS_FLAG
-        };
-        out.push(doc_bits | flag);
+        out.push(doc_bits);
         out.push(impact_bits | shift << SHIFT_AT | if names { NAMES_FLAG } else { 0 });
         out.extend_from_slice(&base.to_le_bytes());
-        if !exceptions.is_empty() {
-            let highs = || exceptions.iter().map(|&i| u64_shr(gaps[i], doc_bits));
-            let high_bits = bits(highs().max().unwrap_or(0));
-            out.push(exceptions.len() as u8);
-            out.push(high_bits);
-            out.extend(exceptions.iter().map(|&i| i as u8));
-            pack(out, highs(), high_bits);
-        }
-        let low = |g: u32| {
-            if doc_bits >= 32 {
-                g
-            } else {
-                g & ((1 << doc_bits) - 1)
-            }
-        };
-        pack(out, gaps.iter().map(|&g| low(g)), doc_bits);
+        pack(out, gaps.iter().copied(), doc_bits);
         pack(
             out,
             block.iter().map(|p| u32::from(above(p) >> shift)),
@@ -136,40 +95,6 @@ fn bits(v: u32) -> u8 {
     (32 - v.leading_zeros()) as u8
 }
 
-/// `v >> by` for a shift of up to 32 (0 for 32).
-fn u64_shr(v: u32, by: u8) -> u32 {
-    (u64::from(v) >> by) as u32
-}
-
-/// The width of a block's packed gaps that takes the fewest bytes, with the entries whose gap
-/// needs more (the exceptions, whose high bits are stored apart): of equal sizes, the widest.
-fn patched_width(gaps: &[u32]) -> (u8, Vec<usize>) {
-    let widest = bits(gaps.iter().copied().max().unwrap_or(0));
-    let n = gaps.len();
-    // How many gaps need each number of bits.
-    let mut need = [0usize; 33];
-    for &g in gaps {
-        need[usize::from(bits(g))] += 1;
-    }
-    let size = |b: u8| {
-        let over: usize = need[usize::from(b) + 1..].iter().sum();
-        let packed = (n * usize::from(b)).div_ceil(8);
-        if over == 0 {
-            packed
-        } else {
-            packed + 2 + over + (over * usize::from(widest - b)).div_ceil(8)
-        }
-    };
-    let mut best = widest;
-    for b in (0..widest).rev() {
-        if size(b) < size(best) {
-            best = b;
-        }
-    }
-    let exceptions = (0..n).filter(|&i| bits(gaps[i]) > best).collect();
-    (best, exceptions)
-}
-
 fn put_varint(out: &mut Vec<u8>, mut v: u32) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
@@ -178,7 +103,7 @@ fn put_varint(out: &mut Vec<u8>, mut v: u32) {
     out.push(v as u8);
 }
 
-/// Appends `values` packed at `width` bits each (at most 32), padded to a whole byte.
+/// Appends `values` packed at `width` bits each, padded to a whole byte.
 fn pack(out: &mut Vec<u8>, values: impl Iterator<Item = u32>, width: u8) {
     if width == 0 {
         return;
@@ -210,8 +135,6 @@ pub(crate) enum BlockError {
     DocOverflow,
     /// An impact would pass 32767.
     ImpactOverflow,
-    /// A block's exceptions are none, more than its entries, or out of order.
-    Exceptions,
 }
 
 /// One decoded block: its entries' tool numbers, impacts (without the name bit) and name bits.
@@ -225,9 +148,6 @@ pub(crate) struct Block {
     /// Whether any entry has its name bit set may be true (the block has name bits).
     pub(crate) has_names: bool,
     pub(crate) len: usize,
-    /// The decoder's own: per entry, the high bits of its gap when it is an exception
-    /// (shifted into place), else 0. All 0 between blocks.
-    extra: [u32; BLOCK],
 }
 
 impl Block {
@@ -238,7 +158,6 @@ impl Block {
             names: [0; BLOCK / 8],
             has_names: false,
             len: 0,
-            extra: [0; BLOCK],
         }
     }
 
@@ -345,25 +264,14 @@ impl Blocks<'_> {
             .bytes
             .get(self.pos..self.pos + 4)
             .ok_or(BlockError::Overrun)?;
-        let (doc_flags, flags) = (head[0], head[1]);
-        let doc_bits = doc_flags & DOC_WIDTH_MASK;
+        let (doc_bits, flags) = (head[0], head[1]);
         let impact_bits = flags & WIDTH_MASK;
         let shift = (flags >> SHIFT_AT) & SHIFT_MAX;
         let base = u16::from_le_bytes([head[2], head[3]]);
-        if doc_bits > 32 || doc_flags & !(DOC_WIDTH_MASK | EXCEPTIONS_FLAG) != 0 {
+        if doc_bits > 32 {
             return Err(BlockError::Width);
         }
         let mut pos = self.pos + 4;
-        // With exceptions, their high bits go into `out.extra` (what they add in all, at most
-        // `u32::MAX`: more would pass the largest tool number), which the unpacking adds to
-        // the gaps; it is cleared again below.
-        let exceptions = if doc_flags & EXCEPTIONS_FLAG != 0 {
-            let (end, added) = Exceptions::read_into(self.bytes, pos, n, doc_bits, &mut out.extra)?;
-            pos = end;
-            Some(added)
-        } else {
-            None
-        };
         // Each packed part, with what follows it in the section (an unpack may read past a
         // part's end, never past the section's).
         let mut take = |width: u8| -> Result<Packed<'_>, BlockError> {
@@ -386,14 +294,12 @@ impl Blocks<'_> {
         // Tool numbers ascend, so only the last can pass `u32::MAX`: summed in u64, it is seen.
         let mut next = self.next_doc;
         let docs = &mut out.docs;
-        let extra = &out.extra;
-        let patch = exceptions.map(|added| (extra, added));
-        if let Some(sum) = gaps.docs_simd(self.simd, doc_bits, n, next, patch, docs) {
-            next += sum;
+        if let Some(sum) = gaps.docs_simd(self.simd, doc_bits, n, next, docs) {
+            next += u64::from(sum);
         } else if n == BLOCK {
             // Every group is whole: the gaps are summed as they are unpacked.
             gaps.unpack(doc_bits, n, |i, v| {
-                let doc = next + u64::from(v) + u64::from(extra[i]);
+                let doc = next + u64::from(v);
                 docs[i] = doc as u32;
                 next = doc + 1;
             });
@@ -401,16 +307,11 @@ impl Blocks<'_> {
             // Unpacked over whole groups of 8 (the entries past `n` are overwritten by no
             // reader), then summed.
             gaps.unpack(doc_bits, n, |i, v| docs[i] = v);
-            for (d, &high) in docs[..n].iter_mut().zip(extra) {
-                let doc = next + u64::from(*d) + u64::from(high);
+            for d in docs[..n].iter_mut() {
+                let doc = next + u64::from(*d);
                 *d = doc as u32;
                 next = doc + 1;
             }
-        }
-        if exceptions.is_some() {
-            // Cleared whole: 16 stores, where clearing each exception's entry took 3
-            // instructions an exception (about 20 a block).
-            out.extra[..n.div_ceil(8) * 8].fill(0);
         }
         if next - 1 > u64::from(u32::MAX) {
             return Err(BlockError::DocOverflow);
@@ -476,97 +377,6 @@ impl Blocks<'_> {
     }
 }
 
-/// A block's exceptions (see the module's documentation): where their positions and high bits
-/// lie in the section, and where the block goes on after them.
-struct Exceptions<'a> {
-    positions: &'a [u8],
-    highs: Packed<'a>,
-    high_bits: u8,
-    end: usize,
-}
-
-impl<'a> Exceptions<'a> {
-    /// Reads the exceptions at `pos` of `bytes` ([`Exceptions::read`]) into `extra`
-    /// ([`Exceptions::fill`]): gives where the block goes on after them, and what they add.
-    /// Not inlined, so that the decoder of a block without exceptions stays as small as
-    /// before.
-    #[inline(never)]
-    fn read_into(
-        bytes: &'a [u8],
-        pos: usize,
-        n: usize,
-        b: u8,
-        extra: &mut [u32; BLOCK],
-    ) -> Result<(usize, u64), BlockError> {
-        let e = Exceptions::read(bytes, pos, n, b)?;
-        Ok((e.end, e.fill(b, n, extra)?))
-    }
-
-    /// The exceptions at `pos` of `bytes`, of a block of `n` entries whose gaps' low bits are
-    /// `b` wide: `b` and the high bits' width may not pass 32 together.
-    #[inline(always)]
-    fn read(bytes: &'a [u8], pos: usize, n: usize, b: u8) -> Result<Exceptions<'a>, BlockError> {
-        let head = bytes.get(pos..pos + 2).ok_or(BlockError::Overrun)?;
-        let (count, high_bits) = (usize::from(head[0]), head[1]);
-        if count == 0 || count > n {
-            return Err(BlockError::Exceptions);
-        }
-        if high_bits == 0 || u32::from(high_bits) + u32::from(b) > 32 {
-            return Err(BlockError::Width);
-        }
-        let at = pos + 2;
-        let positions = bytes.get(at..at + count).ok_or(BlockError::Overrun)?;
-        let at = at + count;
-        let len = (count * usize::from(high_bits)).div_ceil(8);
-        let rest = bytes.get(at..).ok_or(BlockError::Overrun)?;
-        if len > rest.len() {
-            return Err(BlockError::Overrun);
-        }
-        Ok(Exceptions {
-            positions,
-            highs: Packed { rest, len },
-            high_bits,
-            end: at + len,
-        })
-    }
-
-    /// Writes each exception's high bits, shifted left by the block's width `b`, into
-    /// `extra` at its entry (of `n`), and gives their sum. Positions must ascend below `n`;
-    /// exceptions that add more than `u32::MAX` in all pass the largest tool number, and are
-    /// refused as such. On an error, `extra` is left all 0.
-    ///
-    /// The high bits are unpacked as the gaps are (by groups of 8, constant shifts) and
-    /// checked without a branch an exception: about 10 instructions each.
-    #[inline(always)]
-    fn fill(&self, b: u8, n: usize, extra: &mut [u32; BLOCK]) -> Result<u64, BlockError> {
-        let (mut added, mut bad, mut least) = (0u64, false, 0usize);
-        let positions = self.positions;
-        self.highs
-            .unpack(self.high_bits, positions.len(), |i, high| {
-                if let Some(&p) = positions.get(i) {
-                    let at = usize::from(p);
-                    bad |= (at < least) | (at >= n);
-                    least = at + 1;
-                    // `b` and the high bits' width come to at most 32 (see `read`).
-                    let shifted = high << b;
-                    added += u64::from(shifted);
-                    extra[at % BLOCK] = shifted;
-                }
-            });
-        if bad || added > u64::from(u32::MAX) {
-            for &p in positions {
-                extra[usize::from(p) % BLOCK] = 0;
-            }
-            return Err(if bad {
-                BlockError::Exceptions
-            } else {
-                BlockError::DocOverflow
-            });
-        }
-        Ok(added)
-    }
-}
-
 /// A bit-packed part of a block: its `len` bytes at the start of `rest`, the section from there on.
 struct Packed<'a> {
     rest: &'a [u8],
@@ -574,11 +384,10 @@ struct Packed<'a> {
 }
 
 impl Packed<'_> {
-    /// Unpacks the `n` gaps (at most [`BLOCK`]) of `width` bits with the AVX2 kernel, the
-    /// exceptions' high bits added (`patch`: per entry, and their sum), summed into tool
-    /// numbers from `next` (the smallest the first can be) as the scalar path does; gives the
-    /// block's sum of gaps plus one (what `next` moves by), or `None` (nothing written) where
-    /// the kernel does not apply.
+    /// Unpacks the `n` gaps (at most [`BLOCK`]) of `width` bits with the AVX2 kernel, summed
+    /// into tool numbers from `next` (the smallest the first can be) as the scalar path does;
+    /// gives the block's sum of gaps plus one (what `next` moves by), or `None` (nothing
+    /// written) where the kernel does not apply.
     #[inline(always)]
     fn docs_simd(
         &self,
@@ -586,27 +395,20 @@ impl Packed<'_> {
         width: u8,
         n: usize,
         next: u64,
-        patch: Option<(&[u32; BLOCK], u64)>,
         docs: &mut [u32; BLOCK],
-    ) -> Option<u64> {
+    ) -> Option<u32> {
         let simd = simd?;
         #[cfg(target_arch = "x86_64")]
         {
             let groups = n.div_ceil(8).min(BLOCK / 8);
-            // Wrapping in u32 from `next - 1`: the block's sum of unpacked gaps (each plus
-            // one) is below 2^31 (see `avx2::MAX_WIDTH`), so the last tool number less the
-            // start, less what the exceptions add (known exactly, at most `u32::MAX`), gives
-            // it back exactly.
+            // Wrapping in u32 from `next - 1`: the block's sum is below 2^31 (see
+            // `avx2::MAX_WIDTH`), so the last tool number less the start gives it back exactly.
             let start = (next as u32).wrapping_sub(1);
-            let (extra, added) = match patch {
-                Some((extra, added)) => (Some(extra), added),
-                None => (None, 0),
-            };
             self.with_slack(groups * usize::from(width) + avx2::SLACK, |bytes| {
-                simd.docs(bytes, width, groups, start, extra, docs)
+                simd.docs(bytes, width, groups, start, docs)
             })?;
             docs.get(n.checked_sub(1)?)
-                .map(|&last| u64::from(last.wrapping_sub(start).wrapping_sub(added as u32)) + added)
+                .map(|&last| last.wrapping_sub(start))
         }
         #[cfg(not(target_arch = "x86_64"))]
         match simd {}

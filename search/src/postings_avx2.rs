@@ -47,18 +47,15 @@ pub(crate) const SLACK: usize = 16;
 
 impl Avx2 {
     /// Unpacks `groups` groups (at most `BLOCK / 8`) of `width`-bit gaps from `bytes` into
-    /// tool numbers: entry `i` is `start + (gap_0 + 1) + ... + (gap_i + 1)`, wrapping, where
-    /// gap `i` is the unpacked value plus `extra[i]` when `extra` is given (a block's
-    /// exceptions' high bits, shifted into place: see `postings.rs`). `None` (nothing written)
-    /// if the width is above [`MAX_WIDTH`] or `bytes` is shorter than `groups * width + SLACK`.
-    #[inline(always)]
+    /// tool numbers: entry `i` is `start + (gap_0 + 1) + ... + (gap_i + 1)`, wrapping. `None`
+    /// (nothing written) if the width is above [`MAX_WIDTH`] or `bytes` is shorter than
+    /// `groups * width + SLACK`.
     pub(crate) fn docs(
         self,
         bytes: &[u8],
         width: u8,
         groups: usize,
         start: u32,
-        extra: Option<&[u32; BLOCK]>,
         out: &mut [u32; BLOCK],
     ) -> Option<()> {
         let groups = groups.min(BLOCK / 8);
@@ -66,12 +63,7 @@ impl Avx2 {
             return None;
         }
         // SAFETY: `self` proves AVX2 was detected.
-        unsafe {
-            match extra {
-                None => docs_avx2::<false>(bytes, width, groups, start, &[0; BLOCK], out),
-                Some(extra) => docs_avx2::<true>(bytes, width, groups, start, extra, out),
-            }
-        }
+        unsafe { docs_avx2(bytes, width, groups, start, out) }
     }
 
     /// Unpacks the `n` impacts (at most [`BLOCK`]) of `width` bits from `bytes`, each shifted
@@ -209,16 +201,12 @@ impl Loaded {
     }
 }
 
-/// The gaps' kernel; with `PATCHED`, each group's 8 values of `extra` are added to its
-/// unpacked values (without, `extra` is not read: a block without exceptions decodes as
-/// before).
 #[target_feature(enable = "avx2")]
-fn docs_avx2<const PATCHED: bool>(
+fn docs_avx2(
     bytes: &[u8],
     width: u8,
     groups: usize,
     start: u32,
-    extra: &[u32; BLOCK],
     out: &mut [u32; BLOCK],
 ) -> Option<()> {
     let plan = Loaded::new(width)?;
@@ -227,12 +215,7 @@ fn docs_avx2<const PATCHED: bool>(
     let mut running = _mm256_set1_epi32(start as i32);
     for (g, to) in out.chunks_exact_mut(8).take(groups).enumerate() {
         // SAFETY: `bytes` holds `groups * width + SLACK` bytes (checked by `docs`).
-        let mut x = unsafe { plan.group(bytes, g) };
-        if PATCHED {
-            // SAFETY: group `g` is below `BLOCK / 8`: 8 u32 of `extra`, an unaligned load.
-            let high = unsafe { _mm256_loadu_si256(extra.as_ptr().add(g * 8).cast()) };
-            x = _mm256_add_epi32(x, high);
-        }
+        let x = unsafe { plan.group(bytes, g) };
         // Each gap plus one, summed within each 128-bit half, then the low half's total
         // added to the high half: the group's own prefix sums, which depend on no other
         // group. Only the running total carries from group to group, by one add: carried

@@ -117,10 +117,8 @@ fn a_shift_lifting_an_impact_past_the_largest_is_refused() {
 fn tool_numbers_past_u32_max_are_refused() {
     // Two entries: the first at u32::MAX, so the second cannot follow it.
     let mut buf = encode(&[(u32::MAX - 1, 1), (u32::MAX, 1)]);
-    // The gaps are 0 bits wide, the first an exception: raise it by one (bit 0 of its high
-    // bits, after the count, the 4 header bytes, the exceptions' count, width and position).
-    assert_eq!(buf[1], EXCEPTIONS_FLAG);
-    buf[8] |= 1;
+    // Raise the first gap by one (bit 0 of the packed gaps, after count and 4 header bytes).
+    buf[5] |= 1;
     assert_eq!(decode(&buf, 0), Err(BlockError::DocOverflow));
 }
 
@@ -148,10 +146,9 @@ fn a_whole_block_past_u32_max_is_refused() {
     let list: Vec<(u32, u16)> = (0..128).map(|i| (start + i, 1)).collect();
     let mut buf = encode(&list);
     assert_eq!(decode(&buf, 0).unwrap(), list);
-    // The gaps are 0 bits wide but the first, `start`, an exception: raise it by one (after
-    // the count's 2 bytes, the 4 header bytes, the exceptions' count, width and position).
-    assert_eq!(buf[2], EXCEPTIONS_FLAG);
-    buf[9] |= 1;
+    // The gaps are 32 bits wide (the first is `start`): raise the last gap by one.
+    let last_gap = 2 + 4 + 127 * 4;
+    buf[last_gap] |= 1;
     assert_eq!(decode(&buf, 0), Err(BlockError::DocOverflow));
 }
 
@@ -269,76 +266,5 @@ proptest::proptest! {
     ) {
         let bytes = two_blocks(width, n, flags, base, seed, tail);
         proptest::prop_assert_eq!(decode_with(&bytes, true), decode_with(&bytes, false));
-    }
-}
-
-/// Runs of near-duplicate tools side by side, a few long jumps between them: the gaps of a
-/// term of the copies' descriptions.
-fn runs(len: u32) -> Vec<(u32, u16)> {
-    (0..len)
-        .map(|i| ((i / 14) * 5_000 + i % 14 + 70_000, 128 * (1 + i as u16 % 9)))
-        .collect()
-}
-
-#[test]
-fn a_block_of_runs_packs_its_few_long_gaps_apart_and_round_trips() {
-    for len in [15, 128, 129, 300] {
-        let list = runs(len);
-        let buf = encode(&list);
-        let start = varint_len(len);
-        assert_ne!(buf[start] & EXCEPTIONS_FLAG, 0, "len {len}");
-        assert_eq!(decode_with(&buf, true).unwrap(), list, "len {len}");
-        assert_eq!(decode_with(&buf, false).unwrap(), list, "len {len}");
-    }
-    // 128 gaps of 17 bits (the first is the tool number 70,000) would take 272 bytes; 0 bits
-    // and 10 exceptions of 17 take 2 + 10 + 22. Then the count, the header and 128 impacts of
-    // 4 bits.
-    let buf = encode(&runs(128));
-    assert_eq!(buf.len(), 2 + 4 + 34 + 64);
-}
-
-/// The bytes of `v` as a varint.
-fn varint_len(v: u32) -> usize {
-    let mut out = Vec::new();
-    put_varint(&mut out, v);
-    out.len()
-}
-
-#[test]
-fn exceptions_out_of_order_past_the_block_or_none_are_refused() {
-    let list = runs(30);
-    let buf = encode(&list);
-    // After the count and the 4 header bytes: the exceptions' count, width, then positions.
-    let count = usize::from(buf[5]);
-    assert!(count >= 2, "{count}");
-    for (at, value) in [
-        (5, 0),
-        (5, 31),
-        (6, 0),
-        (6, 33),
-        (7, buf[8]),
-        (8, buf[7]),
-        (7 + count - 1, 30),
-    ] {
-        let mut bad = buf.clone();
-        bad[at] = value;
-        let got = decode_with(&bad, true);
-        assert!(
-            matches!(got, Err(BlockError::Exceptions | BlockError::Width)),
-            "byte {at} = {value}: {got:?}"
-        );
-        assert_eq!(got, decode_with(&bad, false), "byte {at} = {value}");
-    }
-}
-
-#[test]
-fn lists_with_exceptions_cut_short_fail_to_decode_without_panicking() {
-    let buf = encode(&runs(300));
-    for cut in 0..buf.len() {
-        let got = decode(&buf[..cut], 0);
-        assert!(
-            got.is_err() || PostingList::new(&buf[..cut], 0).len() == 0,
-            "cut at {cut}"
-        );
     }
 }

@@ -249,7 +249,7 @@ fn other_format_version_is_an_error_asking_for_a_rebuild() {
         matches!(
             err,
             IndexError::UnsupportedVersion {
-                expected: 8,
+                expected: 9,
                 found: 99,
                 ..
             }
@@ -268,7 +268,7 @@ fn other_format_version_is_an_error_asking_for_a_rebuild() {
 /// 5 stores the postings in bit-packed blocks; version 6 quantises the impacts and keeps one
 /// name length a tool instead of six field lengths; version 7 has another checksum (XXH3);
 /// version 8 stores a description's re-ranking words once for the tools that share it; version
-/// 9 front-codes the names (and packs the postings' exceptional gaps apart). The
+/// 9 front-codes the names. The
 /// version is read before anything else of the layout, so an older header is refused as such,
 /// whatever follows it.
 #[test]
