@@ -20,7 +20,7 @@
 //! `--also LABEL=PATH` (any number of times) measures other toolgate builds in the same run,
 //! for before/after figures on one machine under one load; `--also-policy LABEL=POLICY`
 //! measures this build serving another policy (`scripts/bench/echo-telemetry.yaml`: traces and
-//! metrics on).
+//! metrics on), and `--also-build-policy LABEL=PATH,POLICY` another build serving it.
 //!
 //! Authentication (issue 27): over HTTP, `toolgate serve, API key` and `toolgate serve, JWT`
 //! run the same policy with an `auth:` section, each client sending `Authorization: Bearer` with
@@ -732,6 +732,8 @@ fn main() -> Result<(), Error> {
 /// tree's, each row named `toolgate serve (LABEL)`.
 /// `--also-policy LABEL=POLICY`: this tree's toolgate serving POLICY (the telemetry figures:
 /// the same build with `telemetry:` on and off).
+/// `--also-build-policy LABEL=PATH,POLICY`: another build serving POLICY (the telemetry
+/// figures of a build before a change, beside this one's).
 fn also(toolgate: &Path) -> Vec<(String, PathBuf, Option<PathBuf>)> {
     let args: Vec<String> = std::env::args().collect();
     args.windows(2)
@@ -744,6 +746,14 @@ fn also(toolgate: &Path) -> Vec<(String, PathBuf, Option<PathBuf>)> {
                     toolgate.to_path_buf(),
                     Some(PathBuf::from(path)),
                 )),
+                "--also-build-policy" => {
+                    let (build, policy) = path.split_once(',')?;
+                    Some((
+                        label.to_owned(),
+                        PathBuf::from(build),
+                        Some(PathBuf::from(policy)),
+                    ))
+                }
                 _ => None,
             }
         })

@@ -18,7 +18,9 @@
 //!
 //! `--encode-time` prints instead how long the model takes to embed one query, one at a time
 //! as `tool_search` does (p50 and p99 over 2,000 MetaTool queries, after 50 to warm up), with
-//! the load average of the machine.
+//! the load average of the machine, the queries' token counts, and (`$TOOLGATE_VECTORS_OUT`,
+//! `$TOOLGATE_VECTORS_REF`) their vectors written or compared with another build's.
+//! `$TOOLGATE_QUERY_THREADS` sets the threads a transformer runs one query on.
 
 use std::process::ExitCode;
 
@@ -362,6 +364,17 @@ fn encode_time() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // `$TOOLGATE_QUERY_THREADS`: the threads a transformer runs one query on (1 or 2).
+    let threads = std::env::var("TOOLGATE_QUERY_THREADS")
+        .ok()
+        .and_then(|n| n.parse::<usize>().ok());
+    let model = match (model, threads) {
+        (EmbeddingModel::Transformer(t), Some(n)) => {
+            println!("query threads: {n}");
+            EmbeddingModel::Transformer(t.with_query_threads(n))
+        }
+        (m, _) => m,
+    };
     println!(
         "model: {} ({}, {} dimensions), loaded in {} ms",
         dir.display(),
@@ -382,39 +395,128 @@ fn encode_time() -> ExitCode {
         std::hint::black_box(model.embed(t));
     }
     println!("load average before: {}", load().trim());
-    // Wall time, and the time this thread was on a core (the kernel's `schedstat`): on a
-    // loaded machine the first counts the waits for a core too, the second what a query costs
-    // where a core is free.
-    let on_cpu = || {
-        std::fs::read_to_string("/proc/thread-self/schedstat")
-            .ok()
-            .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-    };
-    let (mut times, mut cpu): (Vec<Duration>, Vec<Duration>) = texts
+    // Wall time; the time this thread was on a core (`CLOCK_THREAD_CPUTIME_ID`, to the
+    // nanosecond: `/proc/thread-self/schedstat`, read before, lags by up to a scheduler tick
+    // while the thread runs); and the CPU time of all the process's threads (a query split
+    // across two threads uses both). On a loaded machine the first counts the waits for a core
+    // too, the others what a query costs where a core is free.
+    let mut vectors: Vec<f32> = Vec::new();
+    let mut samples: Vec<[Duration; 3]> = texts
         .iter()
         .take(2000)
         .map(|t| {
-            let cpu_before = on_cpu();
+            let (thread, process) = (cpu_ns(THREAD), cpu_ns(PROCESS));
             let started = Instant::now();
-            std::hint::black_box(model.embed(std::hint::black_box(t)));
+            let v = std::hint::black_box(model.embed(std::hint::black_box(t)));
             let wall = started.elapsed();
-            let cpu = on_cpu().zip(cpu_before).map_or(Duration::ZERO, |(a, b)| {
-                Duration::from_nanos(a.saturating_sub(b))
-            });
-            (wall, cpu)
+            let thread = Duration::from_nanos(cpu_ns(THREAD).saturating_sub(thread));
+            let process = Duration::from_nanos(cpu_ns(PROCESS).saturating_sub(process));
+            vectors.extend(v.unwrap_or_else(|| vec![0.0; model.dims()]));
+            [wall, thread, process]
         })
-        .unzip();
-    for (what, times) in [("wall time", &mut times), ("time on a core", &mut cpu)] {
-        times.sort_unstable();
-        let at = |p: f64| times[((times.len() as f64 - 1.0) * p).round() as usize];
+        .collect();
+    if let EmbeddingModel::Transformer(t) = &model {
+        let thread: Vec<Duration> = samples.iter().map(|s| s[1]).collect();
+        tokens_by_time(t, &texts, &thread);
+    }
+    compare_vectors(&vectors, model.dims());
+    for (i, what) in [
+        "wall time",
+        "time on a core, this thread",
+        "CPU time, all threads",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        samples.sort_unstable_by_key(|s| s[i]);
+        let at = |p: f64| samples[((samples.len() as f64 - 1.0) * p).round() as usize][i];
+        let mean = samples.iter().map(|s| s[i]).sum::<Duration>() / samples.len().max(1) as u32;
         println!(
-            "embed one query ({what}), {} MetaTool queries: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
-            times.len(),
+            "embed one query ({what}), {} MetaTool queries: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms, mean {:.2} ms",
+            samples.len(),
             at(0.5).as_secs_f64() * 1e3,
             at(0.99).as_secs_f64() * 1e3,
-            at(1.0).as_secs_f64() * 1e3
+            at(1.0).as_secs_f64() * 1e3,
+            mean.as_secs_f64() * 1e3
         );
     }
     println!("load average after: {}", load().trim());
     ExitCode::SUCCESS
+}
+
+const THREAD: libc::clockid_t = libc::CLOCK_THREAD_CPUTIME_ID;
+const PROCESS: libc::clockid_t = libc::CLOCK_PROCESS_CPUTIME_ID;
+
+/// The CPU time of `clock` (this thread's or this process's), in nanoseconds; 0 if unreadable.
+fn cpu_ns(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec for the call to write; the clock ids are the kernel's.
+    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Which query lengths make the slow queries: the token counts of the queries by time on a
+/// core (the median query's, and the slowest 1%'s).
+fn tokens_by_time(model: &toolgate_search_semantic::Transformer, texts: &[&str], cpu: &[Duration]) {
+    let mut by: Vec<(Duration, usize)> = cpu
+        .iter()
+        .zip(texts)
+        .map(|(c, t)| (*c, model.token_ids(t).len()))
+        .collect();
+    by.sort_unstable();
+    let mut tokens: Vec<usize> = by.iter().map(|b| b.1).collect();
+    tokens.sort_unstable();
+    let at = |v: &[usize], p: f64| v[((v.len() as f64 - 1.0) * p).round() as usize];
+    let slow: Vec<usize> = by[by.len() * 99 / 100..].iter().map(|b| b.1).collect();
+    println!(
+        "tokens a query: p50 {}, p99 {}, max {}; the median-time query has {}, the slowest 1% have {}..{} (mean {:.0})",
+        at(&tokens, 0.5),
+        at(&tokens, 0.99),
+        tokens.last().copied().unwrap_or(0),
+        by[by.len() / 2].1,
+        slow.iter().min().copied().unwrap_or(0),
+        slow.iter().max().copied().unwrap_or(0),
+        slow.iter().sum::<usize>() as f64 / slow.len().max(1) as f64
+    );
+}
+
+/// With `$TOOLGATE_VECTORS_OUT`, writes the queries' vectors there (float32, little-endian);
+/// with `$TOOLGATE_VECTORS_REF`, prints the smallest and mean cosine of each vector with the
+/// one of that file (another build's output on the same queries).
+fn compare_vectors(vectors: &[f32], dims: usize) {
+    if let Some(path) = std::env::var_os("TOOLGATE_VECTORS_OUT") {
+        let bytes: Vec<u8> = vectors.iter().flat_map(|v| v.to_le_bytes()).collect();
+        if let Err(e) = std::fs::write(&path, bytes) {
+            eprintln!("error: {}: {e}", path.to_string_lossy());
+        }
+    }
+    let Some(path) = std::env::var_os("TOOLGATE_VECTORS_REF") else {
+        return;
+    };
+    let Ok(bytes) = std::fs::read(&path) else {
+        eprintln!("error: cannot read {}", path.to_string_lossy());
+        return;
+    };
+    let reference: Vec<f32> = bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    let cosines: Vec<f32> = vectors
+        .chunks_exact(dims)
+        .zip(reference.chunks_exact(dims))
+        .filter(|(a, b)| a.iter().any(|x| *x != 0.0) || b.iter().any(|x| *x != 0.0))
+        .map(|(a, b)| a.iter().zip(b).map(|(x, y)| x * y).sum())
+        .collect();
+    let min = cosines.iter().copied().fold(f32::INFINITY, f32::min);
+    let mean = cosines.iter().sum::<f32>() / cosines.len().max(1) as f32;
+    println!(
+        "cosine with {}: min {min:.7}, mean {mean:.7} over {} queries",
+        path.to_string_lossy(),
+        cosines.len()
+    );
 }

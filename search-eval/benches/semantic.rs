@@ -7,6 +7,12 @@
 //! file size, and the median and p99 over all queries of the semantic query cost (embedding the
 //! query and finding the nearest tools) and of a whole hybrid search (lexical, semantic, fusion)
 //! against the lexical search alone.
+//!
+//! With a transformer (`TOOLGATE_SEMANTIC_MODEL` set to a sentence-transformers directory, e.g.
+//! the PyPI all-MiniLM-L6-v2 of `scripts/model.sh`), the tool vectors are kept in the target
+//! folder between runs (named by the model's id; tools whose text is there are not embedded
+//! again), 2,000 queries evenly spaced are timed (`TOOLGATE_BENCH_QUERIES` sets how many; all for
+//! a static model), and criterion takes 20 samples.
 
 fn main() {
     bench::main();
@@ -87,24 +93,56 @@ mod bench {
             model.dims(),
             started.elapsed().as_millis()
         );
-        let (docs, texts) = load();
+        let (docs, mut texts) = load();
+        let transformer = model.kind() == "transformer";
+        // A transformer costs milliseconds a query: time an even sample of the queries.
+        let sample = std::env::var("TOOLGATE_BENCH_QUERIES")
+            .ok()
+            .and_then(|n| n.parse::<usize>().ok())
+            .unwrap_or(if transformer { 2000 } else { texts.len() });
+        if sample < texts.len() {
+            let step = texts.len() as f64 / sample as f64;
+            texts = (0..sample)
+                .map(|i| texts[(i as f64 * step) as usize].clone())
+                .collect();
+        }
         println!(
             "resident memory with the catalog loaded: {:.0} MiB",
             rss_mib()
         );
         let queries: Vec<Query> = texts.iter().filter_map(|q| Query::parse(q).ok()).collect();
         let lexical = SearchIndex::build(&docs).expect("builds");
+        // A transformer's tool vectors are kept between runs (by model and content hash, as
+        // `toolgate index` keeps them beside the index): they take minutes to compute.
+        let cache = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("semantic-bench-{:016x}.vectors", model.id()));
+        let previous = if transformer {
+            ToolVectors::open(&cache).ok()
+        } else {
+            None
+        };
         let started = Instant::now();
-        let index = SearchIndex::build(&docs)
-            .expect("builds")
-            .with_semantic(model.clone());
+        let base = SearchIndex::build(&docs).expect("builds");
+        let (stage, computed) = Semantic::compute(model.clone(), &base, previous.as_ref());
+        let index = base.with_semantic_stage(stage);
         let Some(semantic) = index.semantic() else {
             return;
         };
         println!(
-            "{TOOLS} tools: index and tool vectors built in {} ms",
-            started.elapsed().as_millis()
+            "{TOOLS} tools: index and tool vectors built in {} ms ({} tools embedded, {} distinct texts, {} reused from {})",
+            started.elapsed().as_millis(),
+            computed.embedded,
+            computed.texts,
+            computed.reused,
+            if previous.is_some() {
+                cache.display().to_string()
+            } else {
+                "nothing".into()
+            }
         );
+        if transformer && computed.embedded > 0 {
+            semantic.vectors().write(&cache).expect("writes the cache");
+        }
         let file =
             std::env::temp_dir().join(format!("toolgate-bench-{}.vectors", std::process::id()));
         let started = Instant::now();
@@ -173,7 +211,14 @@ mod bench {
             p99.as_micros()
         );
 
-        let mut c = Criterion::default().configure_from_args();
+        let mut c = if transformer {
+            Criterion::default()
+                .sample_size(20)
+                .measurement_time(Duration::from_secs(10))
+        } else {
+            Criterion::default()
+        }
+        .configure_from_args();
         let mut i = 0;
         c.bench_function("semantic_query_100k", |b| {
             b.iter(|| {

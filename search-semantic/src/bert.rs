@@ -28,10 +28,12 @@
 //! # Why a hand-written forward pass on `matrixmultiply`
 //!
 //! The encoder is six (MiniLM-L6) layers of four matrix products, a softmax attention, two
-//! layer norms and a GELU: about 150 lines here. Almost all of its time is in the matrix
-//! products, and those are `matrixmultiply`'s `sgemm` (pure Rust, one small dependency,
-//! `rawpointer`, SIMD kernels chosen at run time: AVX2/FMA or AVX-512 here). The alternatives
-//! measured or weighed, for the same forward pass:
+//! layer norms and a GELU: about 150 lines here. Almost all of its time is in the linear
+//! layers' products, run by [`crate::linear`] on weights packed once at load (an AVX-512
+//! kernel, or `matrixmultiply` where the CPU has none); attention's small per-head products are
+//! `matrixmultiply`'s `sgemm` (pure Rust, one small dependency, `rawpointer`, SIMD kernels
+//! chosen at run time). A query of 32 tokens or more runs on two threads (`query.rs`). The
+//! alternatives measured or weighed, for the same forward pass:
 //!
 //! * `candle-core` + `candle-nn` (without `candle-transformers`): the whole tensor library
 //!   (`gemm` with its `pulp`/`dyn-stack`/`gemm-*` crates, `rayon`, `zip`, `rand`,
@@ -59,9 +61,12 @@ use safetensors::SafeTensors;
 use serde::Deserialize;
 
 use crate::error::SemanticError;
-use crate::kernels::{gelu, gemm, softmax};
+use crate::kernels::{gemm, softmax};
+use crate::linear::{Activation, Linear};
 use crate::model::{bad, read, read_wordpiece, tensor_floats};
 use crate::wordpiece::WordPiece;
+
+mod query;
 
 /// At most this many tokens (of all texts together) are encoded in one batch: it bounds the
 /// working memory (about 30 MB for MiniLM-L6: the feed-forward activations are 1,536 floats a
@@ -72,6 +77,13 @@ const BATCH_TOKENS: usize = 4096;
 /// pooling), so vectors files of the earlier meaning are refused as another model's.
 const ENCODING_VERSION: u64 = 1;
 
+/// From this many tokens a query is split across two threads. Each thread still reads every
+/// weight, so a short query, whose time is mostly that reading, gains little from a second
+/// thread and pays a thread start a layer; a long one is mostly arithmetic, which halves. (On
+/// two cores shared with other work, 2,000 MetaTool queries one at a time, split from 8
+/// tokens: time on a core p50 8.0 to 7.8 ms, p99 26.7-31.9 to 18.0-20.0 ms.)
+const SPLIT_FROM: usize = 32;
+
 /// How the token vectors become the text's vector.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Pooling {
@@ -79,14 +91,6 @@ enum Pooling {
     Mean,
     /// The `[CLS]` token's vector.
     Cls,
-}
-
-/// A linear layer: `y = x W^T + b`, `W` stored `[outputs, inputs]` row-major as in the file.
-struct Linear {
-    weight: Vec<f32>,
-    bias: Vec<f32>,
-    inputs: usize,
-    outputs: usize,
 }
 
 /// A layer norm's scale and shift.
@@ -125,6 +129,8 @@ pub struct Transformer {
     token_type: Vec<f32>,
     embedding_norm: Norm,
     layers: Vec<Layer>,
+    /// Threads one query's forward pass runs on ([`Transformer::with_query_threads`]).
+    query_threads: usize,
     id: u64,
     path: PathBuf,
 }
@@ -294,27 +300,29 @@ impl Transformer {
                 bias: get(&format!("{prefix}.bias"), &[h])?,
             })
         };
+        let tensors = |prefix: &str, outputs: usize, inputs: usize| {
+            Ok::<_, SemanticError>((
+                get(&format!("{prefix}.weight"), &[outputs, inputs])?,
+                get(&format!("{prefix}.bias"), &[outputs])?,
+            ))
+        };
         let dense = |prefix: &str, outputs: usize, inputs: usize| {
-            Ok::<_, SemanticError>(Linear {
-                weight: get(&format!("{prefix}.weight"), &[outputs, inputs])?,
-                bias: get(&format!("{prefix}.bias"), &[outputs])?,
-                inputs,
-                outputs,
-            })
+            let (w, b) = tensors(prefix, outputs, inputs)?;
+            Ok::<_, SemanticError>(Linear::new(&w, b, outputs, inputs))
         };
         let embedding_norm = norm("embeddings.LayerNorm")?;
         let mut layers = Vec::with_capacity(config.num_hidden_layers);
         for i in 0..config.num_hidden_layers {
             let p = format!("encoder.layer.{i}");
-            let q = dense(&format!("{p}.attention.self.query"), h, h)?;
-            let k = dense(&format!("{p}.attention.self.key"), h, h)?;
-            let v = dense(&format!("{p}.attention.self.value"), h, h)?;
-            let qkv = Linear {
-                weight: [q.weight, k.weight, v.weight].concat(),
-                bias: [q.bias, k.bias, v.bias].concat(),
-                inputs: h,
-                outputs: 3 * h,
-            };
+            let q = tensors(&format!("{p}.attention.self.query"), h, h)?;
+            let k = tensors(&format!("{p}.attention.self.key"), h, h)?;
+            let v = tensors(&format!("{p}.attention.self.value"), h, h)?;
+            let qkv = Linear::new(
+                &[q.0, k.0, v.0].concat(),
+                [q.1, k.1, v.1].concat(),
+                3 * h,
+                h,
+            );
             layers.push(Layer {
                 qkv,
                 attention_out: dense(&format!("{p}.attention.output.dense"), h, h)?,
@@ -350,6 +358,7 @@ impl Transformer {
             token_type,
             embedding_norm,
             layers,
+            query_threads: std::thread::available_parallelism().map_or(1, |n| n.get().min(2)),
             id,
             path: dir.to_path_buf(),
         })
@@ -393,8 +402,29 @@ impl Transformer {
 
     /// The unit-length vector of `text`; `None` for a text with no token at all (empty, or
     /// only characters the tokenizer drops).
+    ///
+    /// A text of 32 tokens or more is encoded on two threads where the machine has two cores
+    /// (see [`Transformer::with_query_threads`]).
     pub fn embed(&self, text: &str) -> Option<Vec<f32>> {
-        self.embed_many(&[text]).pop().flatten()
+        let ids = self.token_ids(text);
+        if ids.len() >= SPLIT_FROM && self.query_threads >= 2 {
+            let x = self.hidden_split(&ids);
+            return self.pool(&x);
+        }
+        self.forward(&[ids]).pop().flatten()
+    }
+
+    /// The same encoder with one query's forward pass ([`Transformer::embed`]) run on
+    /// `threads` threads: 1 runs it on the caller's thread alone, 2 or more splits its token
+    /// rows between the caller and one scoped thread (the default where the machine has two
+    /// cores or more; it halves a query's time on an idle machine, and adds the start of a
+    /// thread a layer where the cores are busy). Batches ([`Transformer::embed_many`]) are
+    /// shared among the cores as before.
+    pub fn with_query_threads(self, threads: usize) -> Transformer {
+        Transformer {
+            query_threads: threads.max(1),
+            ..self
+        }
     }
 
     /// The vectors of `texts`, in order ([`Transformer::embed`] of each), encoded in batches
@@ -450,21 +480,7 @@ impl Transformer {
     fn forward(&self, seqs: &[Vec<u32>]) -> Vec<Option<Vec<f32>>> {
         let h = self.hidden;
         let n: usize = seqs.iter().map(Vec::len).sum();
-        let mut x = vec![0.0f32; n * h];
-        let mut row = 0;
-        for seq in seqs {
-            for (pos, &id) in seq.iter().enumerate() {
-                let out = &mut x[row * h..(row + 1) * h];
-                let word = &self.word[id as usize * h..(id as usize + 1) * h];
-                let position = &self.position[pos * h..(pos + 1) * h];
-                for (((o, w), p), t) in out.iter_mut().zip(word).zip(position).zip(&self.token_type)
-                {
-                    *o = w + p + t;
-                }
-                layer_norm(out, &self.embedding_norm, self.eps);
-                row += 1;
-            }
-        }
+        let mut x = self.embeddings(seqs);
         let longest = seqs.iter().map(Vec::len).max().unwrap_or(0);
         let inter = self.layers.first().map_or(0, |l| l.up.outputs);
         let mut qkv = vec![0.0f32; n * 3 * h];
@@ -475,7 +491,7 @@ impl Transformer {
         let d = h / self.heads;
         let scale = 1.0 / (d as f32).sqrt();
         for layer in &self.layers {
-            linear(&x, n, &layer.qkv, &mut qkv);
+            layer.qkv.apply(&x, n, &mut qkv, Activation::None);
             let mut start = 0;
             for seq in seqs {
                 let t = seq.len();
@@ -507,38 +523,66 @@ impl Transformer {
                 }
                 start += t;
             }
-            linear(&context, n, &layer.attention_out, &mut tmp);
+            layer
+                .attention_out
+                .apply(&context, n, &mut tmp, Activation::None);
             add_norm(&mut x, &tmp, &layer.attention_norm, self.eps);
-            linear(&x, n, &layer.up, &mut up);
-            up.iter_mut().for_each(|v| *v = gelu(*v));
-            linear(&up, n, &layer.down, &mut tmp);
+            layer.up.apply(&x, n, &mut up, Activation::Gelu);
+            layer.down.apply(&up, n, &mut tmp, Activation::None);
             add_norm(&mut x, &tmp, &layer.output_norm, self.eps);
         }
-        let mut out = Vec::with_capacity(seqs.len());
         let mut start = 0;
+        seqs.iter()
+            .map(|seq| {
+                let rows = &x[start * h..(start + seq.len()) * h];
+                start += seq.len();
+                self.pool(rows)
+            })
+            .collect()
+    }
+
+    /// The token embeddings of `seqs`, stacked (`[tokens, hidden]`), each row normalised.
+    fn embeddings(&self, seqs: &[Vec<u32>]) -> Vec<f32> {
+        let h = self.hidden;
+        let n: usize = seqs.iter().map(Vec::len).sum();
+        let mut x = vec![0.0f32; n * h];
+        let mut row = 0;
         for seq in seqs {
-            let t = seq.len();
-            let rows = &x[start * h..(start + t) * h];
-            start += t;
-            if t <= 2 {
-                out.push(None);
-                continue;
-            }
-            let mut v = match self.pooling {
-                Pooling::Cls => rows[..h].to_vec(),
-                Pooling::Mean => {
-                    let mut v = vec![0.0f32; h];
-                    for r in rows.chunks_exact(h) {
-                        for (a, b) in v.iter_mut().zip(r) {
-                            *a += b;
-                        }
-                    }
-                    v
+            for (pos, &id) in seq.iter().enumerate() {
+                let out = &mut x[row * h..(row + 1) * h];
+                let word = &self.word[id as usize * h..(id as usize + 1) * h];
+                let position = &self.position[pos * h..(pos + 1) * h];
+                for (((o, w), p), t) in out.iter_mut().zip(word).zip(position).zip(&self.token_type)
+                {
+                    *o = w + p + t;
                 }
-            };
-            out.push(crate::model::normalize(&mut v).then_some(v));
+                layer_norm(out, &self.embedding_norm, self.eps);
+                row += 1;
+            }
         }
-        out
+        x
+    }
+
+    /// The text's vector from its tokens' last hidden states `rows` (`[tokens, hidden]`):
+    /// pooled and scaled to unit length; `None` for `[CLS]` and `[SEP]` alone.
+    fn pool(&self, rows: &[f32]) -> Option<Vec<f32>> {
+        let h = self.hidden;
+        if rows.len() <= 2 * h {
+            return None;
+        }
+        let mut v = match self.pooling {
+            Pooling::Cls => rows[..h].to_vec(),
+            Pooling::Mean => {
+                let mut v = vec![0.0f32; h];
+                for r in rows.chunks_exact(h) {
+                    for (a, b) in v.iter_mut().zip(r) {
+                        *a += b;
+                    }
+                }
+                v
+            }
+        };
+        crate::model::normalize(&mut v).then_some(v)
     }
 }
 
@@ -693,21 +737,6 @@ impl Weights<'_> {
         }
         tensor_floats(&view, &full)
     }
-}
-
-/// `out = x W^T + b` for the `n` rows of `x`.
-fn linear(x: &[f32], n: usize, l: &Linear, out: &mut [f32]) {
-    for r in out[..n * l.outputs].chunks_exact_mut(l.outputs) {
-        r.copy_from_slice(&l.bias);
-    }
-    gemm(
-        (n, l.inputs, l.outputs),
-        1.0,
-        (x, l.inputs, 1),
-        (&l.weight, 1, l.inputs),
-        1.0,
-        (out, l.outputs, 1),
-    );
 }
 
 fn layer_norm(x: &mut [f32], norm: &Norm, eps: f32) {

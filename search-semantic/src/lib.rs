@@ -30,6 +30,7 @@ mod encoder;
 mod error;
 mod fuse;
 mod kernels;
+mod linear;
 mod model;
 mod vectors;
 mod wordpiece;
@@ -64,6 +65,8 @@ pub struct Semantic {
 pub struct Computed {
     /// Tools whose vectors were computed with the model.
     pub embedded: usize,
+    /// Distinct texts among them: tools of the same text are embedded once.
+    pub texts: usize,
     /// Tools whose vectors were taken from the previous vectors (same text, same model).
     pub reused: usize,
 }
@@ -118,10 +121,23 @@ impl Semantic {
             }
         }
         computed.embedded = todo.len();
-        let texts: Vec<&str> = todo.iter().map(|(_, t)| t.as_str()).collect();
-        for ((tool, _), v) in todo.iter().zip(model.embed_many(&texts)) {
-            if let Some(v) = v.filter(|v| v.len() == dims) {
-                data[tool * dims..(tool + 1) * dims].copy_from_slice(&v);
+        // Tools of the same text (hash) are embedded once, and share the vector.
+        let mut unique: HashMap<u64, usize> = HashMap::new();
+        let mut texts: Vec<&str> = Vec::new();
+        let slots: Vec<usize> = todo
+            .iter()
+            .map(|(tool, text)| {
+                *unique.entry(hashes[*tool]).or_insert_with(|| {
+                    texts.push(text.as_str());
+                    texts.len() - 1
+                })
+            })
+            .collect();
+        computed.texts = texts.len();
+        let embedded = model.embed_many(&texts);
+        for ((tool, _), slot) in todo.iter().zip(slots) {
+            if let Some(v) = embedded[slot].as_ref().filter(|v| v.len() == dims) {
+                data[tool * dims..(tool + 1) * dims].copy_from_slice(v);
             }
         }
         let tools = tools_id(index.names());

@@ -127,3 +127,26 @@ fn an_attached_stage_finds_a_tool_by_a_word_of_its_description_only() {
     let found = index.search(&Query::parse("weather").expect("parses"), 3);
     assert!(!found.hits.is_empty());
 }
+
+#[test]
+fn tools_of_the_same_text_are_embedded_once_and_share_the_vector() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let model = model(dir.path());
+    // A static model's text is the name's words and the description: "send email. send email
+    // message" for both spellings of the name.
+    let docs = vec![
+        ToolDoc::new("send_email", "send email message"),
+        ToolDoc::new("sendEmail", "send email message"),
+        ToolDoc::new("read_file", "read file"),
+    ];
+    let index = SearchIndex::build(&docs).expect("builds");
+    let (stage, computed) = Semantic::compute(model, &index, None);
+    assert_eq!(
+        (computed.embedded, computed.texts, computed.reused),
+        (3, 2, 0)
+    );
+    let number = |name: &str| index.names().position(|n| n == name).expect("listed");
+    let vector = |name: &str| stage.vectors().raw(number(name)).expect("a vector");
+    assert_eq!(vector("send_email"), vector("sendEmail"));
+    assert_ne!(vector("send_email"), vector("read_file"));
+}

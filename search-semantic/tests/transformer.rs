@@ -296,3 +296,22 @@ fn a_module_this_build_does_not_run_is_refused_naming_it() {
     let (_, reason) = refusal(loaded);
     assert!(reason.contains("Dense"), "{reason}");
 }
+
+#[test]
+fn a_long_query_split_across_two_threads_gets_the_vector_of_one_thread() {
+    let text = "Find restaurants near me that are still open late tonight, book a table for four \
+                people, and send the confirmation with directions from the hotel to my email.";
+    let one = minilm().with_query_threads(1);
+    let two = minilm().with_query_threads(2);
+    assert!(one.token_ids(text).len() >= 32, "long enough to be split");
+    let alone = one.embed(text).expect("a vector");
+    let split = two.embed(text).expect("a vector");
+    let batch = one
+        .embed_many(&[text, "short"])
+        .remove(0)
+        .expect("a vector");
+    for (what, v) in [("two threads", &split), ("a batch", &batch)] {
+        let c = cosine(&alone, v);
+        assert!(c > 0.99999, "{what}: cosine {c} with one thread");
+    }
+}
