@@ -295,25 +295,10 @@ impl RerankWords<'_> {
         let Some(n) = count else {
             return 0;
         };
-        // Numbers of one or two bytes (the vocabulary is numbered most used first, and a
-        // catalog's has a few thousand words) are read here, the others by `Reader::varint`,
-        // which reads them the same. This loop is most of the second stage.
-        let bytes = self.r.bytes;
         for k in 0..n as usize {
-            let at = self.r.pos;
-            match bytes.get(at..at + 2) {
-                Some(&[b, _]) if b < 0x80 => {
-                    self.r.pos = at + 1;
-                    f(u32::from(b));
-                }
-                Some(&[b, c]) if c < 0x80 => {
-                    self.r.pos = at + 2;
-                    f(u32::from(b & 0x7f) | u32::from(c) << 7);
-                }
-                _ => match self.r.varint() {
-                    Some(v) => f(v),
-                    None => return k,
-                },
+            match self.r.varint() {
+                Some(v) => f(v),
+                None => return k,
             }
         }
         n as usize
