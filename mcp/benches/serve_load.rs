@@ -29,6 +29,12 @@
 //!
 //! `--clients 1,16` measures only those numbers of concurrent clients (default 1, 16, 256).
 //!
+//! Each row also gives the server's CPU time a call: the CPU time of the server process (all
+//! its threads; not processes it starts, such as the FastMCP proxy's upstream) over the
+//! measured window, read from `/proc/<pid>/stat`, divided by the calls answered in it. On a
+//! small shared machine this says what a change costs the server more steadily than latency,
+//! which also carries the scheduling of the client and the server on the same cores.
+//!
 //! Reload: the time from writing a new policy (an alias `say_N` for echo) to the first call of
 //! `say_N` that succeeds, and the failed calls of 16 clients calling echo while the policy is
 //! reloaded 1,000 times.
@@ -458,9 +464,41 @@ struct Figures {
     p99_us: f64,
     failed: u64,
     calls: usize,
+    /// The server process's CPU time (all its threads) in the measured window over the calls
+    /// answered in it: what a call costs the server, which latency on two shared cores hides
+    /// in scheduling noise. `None` when the server's `/proc` entry could not be read.
+    server_cpu_us: Option<f64>,
 }
 
-fn figures(mut tally: Tally, elapsed: Duration) -> Figures {
+/// CPU time the process `pid` has used so far, user and system, all its threads (those that
+/// ended too), from `/proc/<pid>/stat`, in clock ticks of 1/100 s (Linux reports `/proc` times
+/// in `USER_HZ`, 100 on every architecture it exposes to user space).
+fn cpu_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After "pid (comm) ": state is the first field, utime the 12th and stime the 13th.
+    let rest = stat.get(stat.rfind(')')? + 2..)?;
+    let mut fields = rest.split_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some(utime + stime)
+}
+
+/// The server's CPU ticks over `[start, end)`, read by a task that waits for both instants.
+fn watch_cpu(
+    pid: Option<u32>,
+    start: Instant,
+    end: Instant,
+) -> tokio::task::JoinHandle<Option<u64>> {
+    tokio::spawn(async move {
+        let pid = pid?;
+        tokio::time::sleep_until(start.into()).await;
+        let before = cpu_ticks(pid)?;
+        tokio::time::sleep_until(end.into()).await;
+        Some(cpu_ticks(pid)?.saturating_sub(before))
+    })
+}
+
+fn figures(mut tally: Tally, elapsed: Duration, cpu_ticks: Option<u64>) -> Figures {
     tally.latencies.sort_unstable();
     let at = |q: f64| {
         let n = tally.latencies.len();
@@ -475,6 +513,9 @@ fn figures(mut tally: Tally, elapsed: Duration) -> Figures {
         p99_us: at(0.99),
         failed: tally.failed,
         calls: tally.latencies.len(),
+        server_cpu_us: cpu_ticks
+            .filter(|_| !tally.latencies.is_empty())
+            .map(|ticks| ticks as f64 * 10_000.0 / tally.latencies.len() as f64),
     }
 }
 
@@ -486,6 +527,7 @@ async fn load_stdio(
 ) -> Figures {
     let start = Instant::now() + warmup;
     let end = start + measure;
+    let cpu = watch_cpu(conn._child.id(), start, end);
     let mut tasks = Vec::new();
     for _ in 0..clients {
         let conn = Arc::clone(&conn);
@@ -512,12 +554,13 @@ async fn load_stdio(
             tally
         }));
     }
-    gather(tasks, measure).await
+    gather(tasks, measure, cpu).await
 }
 
 async fn load_http(
     url: &str,
     bearer: Option<String>,
+    server: Option<u32>,
     clients: usize,
     warmup: Duration,
     measure: Duration,
@@ -528,6 +571,7 @@ async fn load_http(
     }
     let start = Instant::now() + warmup;
     let end = start + measure;
+    let cpu = watch_cpu(server, start, end);
     let mut tasks = Vec::new();
     for mut conn in conns {
         tasks.push(tokio::spawn(async move {
@@ -553,10 +597,14 @@ async fn load_http(
             tally
         }));
     }
-    Ok(gather(tasks, measure).await)
+    Ok(gather(tasks, measure, cpu).await)
 }
 
-async fn gather(tasks: Vec<tokio::task::JoinHandle<Tally>>, measure: Duration) -> Figures {
+async fn gather(
+    tasks: Vec<tokio::task::JoinHandle<Tally>>,
+    measure: Duration,
+    cpu: tokio::task::JoinHandle<Option<u64>>,
+) -> Figures {
     let mut all = Tally::default();
     for t in tasks {
         if let Ok(t) = t.await {
@@ -564,7 +612,7 @@ async fn gather(tasks: Vec<tokio::task::JoinHandle<Tally>>, measure: Duration) -
             all.failed += t.failed;
         }
     }
-    figures(all, measure)
+    figures(all, measure, cpu.await.ok().flatten())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -897,8 +945,10 @@ async fn run() -> Result<(), Error> {
         .filter(|counts: &Vec<usize>| !counts.is_empty())
         .unwrap_or_else(|| vec![1, 16, 256]);
     let mut rows: Vec<Value> = Vec::new();
-    println!("| server | transport | clients | calls/s | p50 µs | p99 µs | failed |");
-    println!("|---|---|---:|---:|---:|---:|---:|");
+    println!(
+        "| server | transport | clients | calls/s | p50 µs | p99 µs | failed | server CPU µs/call |"
+    );
+    println!("|---|---|---:|---:|---:|---:|---:|---:|");
     let targets: Vec<Target> = [
         Target::Toolgate,
         Target::ToolgateKey,
@@ -949,17 +999,20 @@ async fn run() -> Result<(), Error> {
                         }
                     }
                     _ => match start_http(target, &paths).await {
-                        Ok((_child, url)) => {
+                        Ok((child, url)) => {
                             let bearer = target.policy(&paths).1;
-                            load_http(&url, bearer, clients, warmup, measure).await
+                            load_http(&url, bearer, child.id(), clients, warmup, measure).await
                         }
                         Err(e) => Err(e),
                     },
                 };
                 match result {
                     Ok(f) => {
+                        let cpu = f
+                            .server_cpu_us
+                            .map_or_else(|| "-".to_owned(), |us| format!("{us:.1}"));
                         println!(
-                            "| {} | {transport} | {clients} | {:.0} | {:.0} | {:.0} | {} |",
+                            "| {} | {transport} | {clients} | {:.0} | {:.0} | {:.0} | {} | {cpu} |",
                             target.name(&paths),
                             f.calls_per_s,
                             f.p50_us,
@@ -968,10 +1021,11 @@ async fn run() -> Result<(), Error> {
                         );
                         rows.push(json!({"server": target.name(&paths), "transport": transport, "clients": clients,
                             "calls_per_s": f.calls_per_s, "p50_us": f.p50_us, "p99_us": f.p99_us,
-                            "failed": f.failed, "calls": f.calls}));
+                            "failed": f.failed, "calls": f.calls,
+                            "server_cpu_us_per_call": f.server_cpu_us}));
                     }
                     Err(e) => println!(
-                        "| {} | {transport} | {clients} | error: {e} | | | |",
+                        "| {} | {transport} | {clients} | error: {e} | | | | |",
                         target.name(&paths)
                     ),
                 }
