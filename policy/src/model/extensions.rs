@@ -289,8 +289,8 @@ pub struct SearchSettings {
     /// S5.
     #[schemars(with = "Flag")]
     pub use_model_native: bool,
-    /// A prebuilt index (`toolgate index build`), memory-mapped at start; relative to the policy
-    /// file's directory. Absent = built in memory at start.
+    /// A prebuilt index (`toolgate index build`), read into memory when the engine is built;
+    /// relative to the policy file's directory. Absent = built in memory at start.
     #[serde(deserialize_with = "values::optional_path")]
     #[schemars(with = "PathText")]
     pub index_file: Option<PathBuf>,
