@@ -20,7 +20,8 @@
 //! as `tool_search` does (p50 and p99 over 2,000 MetaTool queries, after 50 to warm up), with
 //! the load average of the machine, the queries' token counts, and (`$TOOLGATE_VECTORS_OUT`,
 //! `$TOOLGATE_VECTORS_REF`) their vectors written or compared with another build's.
-//! `$TOOLGATE_QUERY_THREADS` sets the threads a transformer runs one query on.
+//! `$TOOLGATE_QUERY_THREADS` sets the threads a transformer runs one query on;
+//! `$TOOLGATE_PRECISION=f32` keeps its linear layers in float32 (not bfloat16).
 
 use std::process::ExitCode;
 
@@ -33,7 +34,7 @@ use toolgate_search_eval::{
     self as eval, ALL_DATASETS, Bm25Baseline, EvalQuery, Half, KeywordBaseline, Metrics, Ranker,
     TunePart,
 };
-use toolgate_search_semantic::{EmbeddingModel, Semantic, SemanticIndex};
+use toolgate_search_semantic::{EmbeddingModel, Precision, Semantic, SemanticIndex, Transformer};
 
 fn main() -> ExitCode {
     // `cargo bench` passes `--bench`; a filter argument selects data sets.
@@ -357,7 +358,16 @@ fn leave_one_out(fitted: bool) -> ExitCode {
 fn encode_time() -> ExitCode {
     let dir = eval::semantic_model_dir();
     let started = Instant::now();
-    let model = match EmbeddingModel::load(&dir) {
+    // `$TOOLGATE_PRECISION=f32`: a transformer's linear layers in float32 (the default is
+    // bfloat16 where the CPU has AVX512_BF16).
+    let f32_only = std::env::var("TOOLGATE_PRECISION").is_ok_and(|p| p == "f32");
+    let loaded = if f32_only && dir.join("modules.json").is_file() {
+        println!("precision: f32");
+        Transformer::load_with(&dir, Precision::F32).map(EmbeddingModel::Transformer)
+    } else {
+        EmbeddingModel::load(&dir)
+    };
+    let model = match loaded {
         Ok(m) => m,
         Err(e) => {
             eprintln!("error: {e} (run scripts/model.sh)");
@@ -462,7 +472,7 @@ fn cpu_ns(clock: libc::clockid_t) -> u64 {
 
 /// Which query lengths make the slow queries: the token counts of the queries by time on a
 /// core (the median query's, and the slowest 1%'s).
-fn tokens_by_time(model: &toolgate_search_semantic::Transformer, texts: &[&str], cpu: &[Duration]) {
+fn tokens_by_time(model: &Transformer, texts: &[&str], cpu: &[Duration]) {
     let mut by: Vec<(Duration, usize)> = cpu
         .iter()
         .zip(texts)

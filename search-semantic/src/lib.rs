@@ -43,6 +43,7 @@ pub use bert::Transformer;
 pub use encoder::{EmbeddingModel, TRANSFORMER_FUSION};
 pub use error::SemanticError;
 pub use fuse::{Fusion, fuse};
+pub use linear::Precision;
 pub use model::{Layout, StaticModel};
 pub use vectors::{EXACT_UP_TO, RESCORE, ToolVectors};
 
