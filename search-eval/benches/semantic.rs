@@ -12,7 +12,8 @@
 //! the PyPI all-MiniLM-L6-v2 of `scripts/model.sh`), the tool vectors are kept in the target
 //! folder between runs (named by the model's id; tools whose text is there are not embedded
 //! again), 2,000 queries evenly spaced are timed (`TOOLGATE_BENCH_QUERIES` sets how many; all for
-//! a static model), and criterion takes 20 samples.
+//! a static model), and criterion takes 20 samples. `$TOOLGATE_PRECISION=f32` keeps a
+//! transformer's linear layers in float32.
 
 fn main() {
     bench::main();
@@ -27,7 +28,7 @@ mod bench {
     use toolgate_search::{Query, SearchIndex, ToolDoc};
     use toolgate_search_eval::{self as eval, DATASETS};
     use toolgate_search_semantic::{
-        EmbeddingModel, FUSION_DEPTH, Semantic, SemanticIndex, ToolVectors,
+        EmbeddingModel, FUSION_DEPTH, Precision, Semantic, SemanticIndex, ToolVectors, Transformer,
     };
 
     const TOOLS: usize = 100_000;
@@ -80,7 +81,16 @@ mod bench {
     pub(crate) fn main() {
         let dir = eval::semantic_model_dir();
         let started = Instant::now();
-        let model = match EmbeddingModel::load(&dir) {
+        // `$TOOLGATE_PRECISION=f32`: a transformer's linear layers in float32 (not int8).
+        let loaded = if std::env::var("TOOLGATE_PRECISION").is_ok_and(|p| p == "f32")
+            && dir.join("modules.json").is_file()
+        {
+            println!("precision: f32");
+            Transformer::load_with(&dir, Precision::F32).map(EmbeddingModel::Transformer)
+        } else {
+            EmbeddingModel::load(&dir)
+        };
+        let model = match loaded {
             Ok(m) => Arc::new(m),
             Err(e) => {
                 println!("semantic bench skipped: {e} (run scripts/model.sh)");
@@ -181,6 +191,16 @@ mod bench {
                 .collect();
             percentiles(times)
         };
+        // The query's embedding alone: the rest of the semantic query is the nearest-tool scan.
+        let (p50, p99) = time(&|i| {
+            black_box(model.embed(&texts[i]));
+        });
+        println!(
+            "query embedding alone, {} queries: p50 {} us, p99 {} us",
+            texts.len(),
+            p50.as_micros(),
+            p99.as_micros()
+        );
         let (p50, p99) = time(&|i| {
             black_box(semantic.nearest(&texts[i], FUSION_DEPTH));
         });

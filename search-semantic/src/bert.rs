@@ -753,12 +753,26 @@ impl Weights<'_> {
 
 fn layer_norm(x: &mut [f32], norm: &Norm, eps: f32) {
     let n = x.len() as f32;
-    let mean = x.iter().sum::<f32>() / n;
-    let var = x.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / n;
+    let mean = lane_sum(x, |v| v) / n;
+    let var = lane_sum(x, |v| (v - mean) * (v - mean)) / n;
     let inv = 1.0 / (var + eps).sqrt();
     for ((v, w), b) in x.iter_mut().zip(&norm.weight).zip(&norm.bias) {
         *v = (*v - mean) * inv * w + b;
     }
+}
+
+/// The sum of `f` of each value, in 16 running sums (so the compiler can keep them in one
+/// vector register; a single running sum has to be added in order, one value at a time).
+fn lane_sum(x: &[f32], f: impl Fn(f32) -> f32) -> f32 {
+    let mut lanes = [0.0f32; 16];
+    let chunks = x.chunks_exact(16);
+    let rest: f32 = chunks.remainder().iter().map(|v| f(*v)).sum();
+    for c in chunks {
+        for (l, v) in lanes.iter_mut().zip(c) {
+            *l += f(*v);
+        }
+    }
+    lanes.iter().sum::<f32>() + rest
 }
 
 /// `x = layer_norm(x + y)`, row by row.

@@ -327,12 +327,65 @@ impl Linear {
 /// True if the AVX-512 kernel runs (the CPU has AVX-512F, and no test asked for the portable
 /// one on this thread).
 #[cfg(target_arch = "x86_64")]
-fn avx512() -> bool {
+pub(crate) fn avx512() -> bool {
     #[cfg(test)]
     if PORTABLE_ONLY.with(std::cell::Cell::get) {
         return false;
     }
     std::arch::is_x86_feature_detected!("avx512f")
+}
+
+/// [`crate::kernels::softmax`] on 16 lanes at a time.
+///
+/// # Safety
+///
+/// The CPU has AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn softmax16(row: &mut [f32]) {
+    use std::arch::x86_64::{
+        _mm512_add_ps, _mm512_mask_loadu_ps, _mm512_mask_storeu_ps, _mm512_maskz_mov_ps,
+        _mm512_max_ps, _mm512_mul_ps, _mm512_reduce_add_ps, _mm512_reduce_max_ps, _mm512_set1_ps,
+        _mm512_sub_ps,
+    };
+    let n = row.len();
+    let p = row.as_mut_ptr();
+    let mask = |j: usize| {
+        if n - j >= 16 {
+            u16::MAX
+        } else {
+            (1u16 << (n - j)) - 1
+        }
+    };
+    // SAFETY: every load and store is masked to the row's `n` floats.
+    unsafe {
+        let low = _mm512_set1_ps(f32::NEG_INFINITY);
+        let mut m = low;
+        let mut j = 0;
+        while j < n {
+            m = _mm512_max_ps(m, _mm512_mask_loadu_ps(low, mask(j), p.add(j)));
+            j += 16;
+        }
+        let max = _mm512_set1_ps(_mm512_reduce_max_ps(m));
+        let mut sum = _mm512_set1_ps(0.0);
+        let mut j = 0;
+        while j < n {
+            let k = mask(j);
+            let v = _mm512_mask_loadu_ps(max, k, p.add(j));
+            let e = _mm512_maskz_mov_ps(k, x86::exp16(_mm512_sub_ps(v, max)));
+            sum = _mm512_add_ps(sum, e);
+            _mm512_mask_storeu_ps(p.add(j), k, e);
+            j += 16;
+        }
+        let inv = _mm512_set1_ps(1.0 / _mm512_reduce_add_ps(sum));
+        let mut j = 0;
+        while j < n {
+            let k = mask(j);
+            let v = _mm512_mask_loadu_ps(max, k, p.add(j));
+            _mm512_mask_storeu_ps(p.add(j), k, _mm512_mul_ps(v, inv));
+            j += 16;
+        }
+    }
 }
 
 /// True if the CPU has AVX512_VNNI and AVX-512BW (what the int8 kernel needs with AVX-512F).
@@ -975,6 +1028,24 @@ mod tests {
                     let ends = bytes[..k].iter().filter(|b| **b == 1 || **b == 255);
                     assert!(ends.count() >= 1, "row {r} reaches 127");
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn the_vector_softmax_matches_the_scalar_one() {
+        for n in [1, 5, 16, 37] {
+            let row: Vec<f32> = values(n, 10).iter().map(|v| v * 9.0).collect();
+            let mut got = Vec::new();
+            for portable in [true, false] {
+                PORTABLE_ONLY.with(|p| p.set(portable));
+                let mut r = row.clone();
+                crate::kernels::softmax(&mut r);
+                got.push(r);
+            }
+            PORTABLE_ONLY.with(|p| p.set(false));
+            for (i, (s, v)) in got[0].iter().zip(&got[1]).enumerate() {
+                assert!((s - v).abs() <= 1e-6 * (1.0 + s), "{n}: [{i}] {v} != {s}");
             }
         }
     }
