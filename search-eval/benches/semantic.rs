@@ -13,7 +13,8 @@
 //! folder between runs (named by the model's id; tools whose text is there are not embedded
 //! again), 2,000 queries evenly spaced are timed (`TOOLGATE_BENCH_QUERIES` sets how many; all for
 //! a static model), and criterion takes 20 samples. `$TOOLGATE_PRECISION=f32` keeps a
-//! transformer's linear layers in float32.
+//! transformer's linear layers in float32; `$TOOLGATE_QUERY_THREADS` sets the threads it runs
+//! one query on.
 
 fn main() {
     bench::main();
@@ -89,6 +90,17 @@ mod bench {
             Transformer::load_with(&dir, Precision::F32).map(EmbeddingModel::Transformer)
         } else {
             EmbeddingModel::load(&dir)
+        };
+        // `$TOOLGATE_QUERY_THREADS`: the threads a transformer runs one query on (1 or 2).
+        let threads = std::env::var("TOOLGATE_QUERY_THREADS")
+            .ok()
+            .and_then(|n| n.parse::<usize>().ok());
+        let loaded = match (loaded, threads) {
+            (Ok(EmbeddingModel::Transformer(t)), Some(n)) => {
+                println!("query threads: {n}");
+                Ok(EmbeddingModel::Transformer(t.with_query_threads(n)))
+            }
+            (other, _) => other,
         };
         let model = match loaded {
             Ok(m) => Arc::new(m),

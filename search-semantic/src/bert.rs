@@ -32,7 +32,8 @@
 //! layers' products, run by [`crate::linear`] on weights packed once at load (an AVX-512
 //! kernel, or `matrixmultiply` where the CPU has none); attention's small per-head products are
 //! `matrixmultiply`'s `sgemm` (pure Rust, one small dependency, `rawpointer`, SIMD kernels
-//! chosen at run time). A query of 32 tokens or more runs on two threads (`query.rs`). The
+//! chosen at run time). With float32 layers a query of 32 tokens or more runs on two threads
+//! (`query.rs`). The
 //! alternatives measured or weighed, for the same forward pass:
 //!
 //! * `candle-core` + `candle-nn` (without `candle-transformers`): the whole tensor library
@@ -370,7 +371,15 @@ impl Transformer {
             token_type,
             embedding_norm,
             layers,
-            query_threads: std::thread::available_parallelism().map_or(1, |n| n.get().min(2)),
+            // int8 layers run a query fast enough on one thread, and a split's two threads
+            // meet once a layer, each meeting waiting for a core where the cores are busy
+            // (at 100,000 tools under load 3.3: hybrid p99 12.3-12.7 ms on one thread, 35.2
+            // split); float32 layers need the second core for a long query.
+            query_threads: if kernel == Kernel::Int8 {
+                1
+            } else {
+                std::thread::available_parallelism().map_or(1, |n| n.get().min(2))
+            },
             id,
             path: dir.to_path_buf(),
         })
@@ -415,8 +424,8 @@ impl Transformer {
     /// The unit-length vector of `text`; `None` for a text with no token at all (empty, or
     /// only characters the tokenizer drops).
     ///
-    /// A text of 32 tokens or more is encoded on two threads where the machine has two cores
-    /// (see [`Transformer::with_query_threads`]).
+    /// With float32 layers, a text of 32 tokens or more is encoded on two threads where the
+    /// machine has two cores (see [`Transformer::with_query_threads`]).
     pub fn embed(&self, text: &str) -> Option<Vec<f32>> {
         let ids = self.token_ids(text);
         if ids.len() >= SPLIT_FROM && self.query_threads >= 2 {
@@ -428,10 +437,11 @@ impl Transformer {
 
     /// The same encoder with one query's forward pass ([`Transformer::embed`]) run on
     /// `threads` threads: 1 runs it on the caller's thread alone, 2 or more splits its token
-    /// rows between the caller and one scoped thread (the default where the machine has two
-    /// cores or more; it halves a query's time on an idle machine, and adds the start of a
-    /// thread a layer where the cores are busy). Batches ([`Transformer::embed_many`]) are
-    /// shared among the cores as before.
+    /// rows between the caller and one scoped thread from 32 tokens (the default with float32
+    /// layers where the machine has two cores or more; it nearly halves a long query's time
+    /// on an idle machine, and waits for a core at each layer where the cores are busy; with
+    /// int8 layers the default is 1). Batches ([`Transformer::embed_many`]) are shared among
+    /// the cores as before.
     pub fn with_query_threads(self, threads: usize) -> Transformer {
         Transformer {
             query_threads: threads.max(1),
