@@ -26,8 +26,9 @@
 //! unsigned `q + 128`, the form `VPDPBUSD` multiplies, the 128 taken back out by a per-output
 //! constant the sums start from), and the tile sums four products a lane an instruction in
 //! int32, exact, before scaling back to floats with the bias and GELU fused as above. A
-//! quarter of the bytes of float32 weights, and a quarter of the instructions: a query's
-//! encoder time fell by about 2.5x (figures and the quality check in `docs/search.md`).
+//! quarter of the bytes of float32 weights, and a quarter of the multiply instructions: a
+//! query's encoder time on one thread fell about threefold (figures and the quality check in
+//! `docs/search.md`).
 //!
 //! Why int8 and not bfloat16: `VDPBF16PS` (two bfloat16 products a lane) was measured on the
 //! machine this was written for at a quarter of `VFMADD`'s instruction rate (0.7-1.1 against
