@@ -176,8 +176,11 @@ pub(super) mod x86 {
     };
     use std::ops::Range;
 
-    use super::super::x86::{ROWS, gelu16, prefetch};
+    use super::super::x86::{gelu16, prefetch};
     use super::{Activation, BLOCK, Linear, Quantized};
+
+    /// Rows of an int8 tile: 12 rows x 32 outputs is 24 accumulator registers of the 32.
+    const ROWS: usize = 12;
 
     /// [`Linear::apply_blocks`] with AVX512_VNNI on int8 weights and activations: each tile
     /// multiplies four inputs by four weights in one `VPDPBUSD`, summing in int32, then scales
@@ -267,6 +270,10 @@ pub(super) mod x86 {
                     5 => tile_int8::<5, false>(x, p, s, panel, e, out, o, next),
                     6 => tile_int8::<6, false>(x, p, s, panel, e, out, o, next),
                     7 => tile_int8::<7, false>(x, p, s, panel, e, out, o, next),
+                    8 => tile_int8::<8, false>(x, p, s, panel, e, out, o, next),
+                    9 => tile_int8::<9, false>(x, p, s, panel, e, out, o, next),
+                    10 => tile_int8::<10, false>(x, p, s, panel, e, out, o, next),
+                    11 => tile_int8::<11, false>(x, p, s, panel, e, out, o, next),
                     _ => {}
                 }
             }
