@@ -102,10 +102,12 @@ impl Linear {
     }
 }
 
-/// True if the CPU has AVX512_VNNI and AVX-512BW (what the int8 kernel needs with AVX-512F).
+/// True if the CPU has AVX512_VNNI, AVX-512BW and AVX-512VL (what the int8 kernel needs with
+/// AVX-512F).
 #[cfg(target_arch = "x86_64")]
 pub(super) fn vnni_detected() -> bool {
     std::arch::is_x86_feature_detected!("avx512bw")
+        && std::arch::is_x86_feature_detected!("avx512vl")
         && std::arch::is_x86_feature_detected!("avx512vnni")
 }
 
@@ -137,7 +139,7 @@ pub(super) fn quantize(x: &[f32], n: usize, k: usize) -> (Vec<u32>, Vec<f32>) {
         let mut words = vec![0x8080_8080u32; n * quads];
         let mut scales = vec![0.0f32; n];
         assert!(x.len() >= n * k, "x shape");
-        // SAFETY: the CPU has AVX-512F and AVX-512BW (`vnni` checked them); `x` holds `n`
+        // SAFETY: the CPU has AVX-512F, BW and VL (`vnni` checked them); `x` holds `n`
         // rows of `k` floats (asserted), `words` `n` rows of `quads` words (`k` bytes or up
         // to three more), `scales` `n` floats.
         unsafe { x86::quantize(x, n, k, &mut words, &mut scales) };

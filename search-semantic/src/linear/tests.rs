@@ -186,6 +186,7 @@ fn int8_is_chosen_only_where_the_cpu_has_vnni_and_fast_precision_is_asked() {
         Kernel::detect(Precision::Fast) == Kernel::Int8,
         std::arch::is_x86_feature_detected!("avx512f")
             && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512vl")
             && std::arch::is_x86_feature_detected!("avx512vnni")
     );
 }
