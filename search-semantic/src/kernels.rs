@@ -57,9 +57,9 @@ pub(crate) fn gemm(
 /// AVX-512, 16 lanes at a time with the kernel's vector `exp` (the same to 5e-7 of each value).
 pub(crate) fn softmax(row: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
-    if crate::linear::avx512() {
+    if avx512() {
         // SAFETY: the CPU has AVX-512F, the feature the function is compiled for.
-        unsafe { crate::linear::softmax16(row) };
+        unsafe { softmax16(row) };
         return;
     }
     let max = row.iter().fold(f32::NEG_INFINITY, |a, b| a.max(*b));
@@ -89,6 +89,107 @@ pub(crate) fn erf(x: f32) -> f32 {
             * t
             * (-a * a).exp();
     y.copysign(x)
+}
+
+/// True if the AVX-512 kernels run (the CPU has AVX-512F, and no test asked for the portable
+/// ones on this thread).
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn avx512() -> bool {
+    #[cfg(test)]
+    if PORTABLE_ONLY.with(std::cell::Cell::get) {
+        return false;
+    }
+    std::arch::is_x86_feature_detected!("avx512f")
+}
+
+/// [`softmax`] on 16 lanes at a time.
+///
+/// # Safety
+///
+/// The CPU has AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn softmax16(row: &mut [f32]) {
+    use std::arch::x86_64::{
+        _mm512_add_ps, _mm512_mask_loadu_ps, _mm512_mask_storeu_ps, _mm512_maskz_mov_ps,
+        _mm512_max_ps, _mm512_mul_ps, _mm512_reduce_add_ps, _mm512_reduce_max_ps, _mm512_set1_ps,
+        _mm512_sub_ps,
+    };
+    let n = row.len();
+    let p = row.as_mut_ptr();
+    let mask = |j: usize| {
+        if n - j >= 16 {
+            u16::MAX
+        } else {
+            (1u16 << (n - j)) - 1
+        }
+    };
+    // SAFETY: every load and store is masked to the row's `n` floats.
+    unsafe {
+        let low = _mm512_set1_ps(f32::NEG_INFINITY);
+        let mut m = low;
+        let mut j = 0;
+        while j < n {
+            m = _mm512_max_ps(m, _mm512_mask_loadu_ps(low, mask(j), p.add(j)));
+            j += 16;
+        }
+        let max = _mm512_set1_ps(_mm512_reduce_max_ps(m));
+        let mut sum = _mm512_set1_ps(0.0);
+        let mut j = 0;
+        while j < n {
+            let k = mask(j);
+            let v = _mm512_mask_loadu_ps(max, k, p.add(j));
+            let e = _mm512_maskz_mov_ps(k, exp16(_mm512_sub_ps(v, max)));
+            sum = _mm512_add_ps(sum, e);
+            _mm512_mask_storeu_ps(p.add(j), k, e);
+            j += 16;
+        }
+        let inv = _mm512_set1_ps(1.0 / _mm512_reduce_add_ps(sum));
+        let mut j = 0;
+        while j < n {
+            let k = mask(j);
+            let v = _mm512_mask_loadu_ps(max, k, p.add(j));
+            _mm512_mask_storeu_ps(p.add(j), k, _mm512_mul_ps(v, inv));
+            j += 16;
+        }
+    }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Set by a test to run the portable paths on this thread.
+    pub(crate) static PORTABLE_ONLY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// `exp(v)` on 16 lanes for `v <= 0`: `v = n ln 2 + g` with `n` a whole number and `|g| <=
+/// ln 2 / 2`, `exp(g)` by its Taylor series to `g^7` (error below 1e-8), times `2^n`
+/// (`vscalefps`, which gives 0 where that underflows).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+pub(crate) fn exp16(v: std::arch::x86_64::__m512) -> std::arch::x86_64::__m512 {
+    use std::arch::x86_64::{
+        _mm512_fmadd_ps, _mm512_max_ps, _mm512_mul_ps, _mm512_roundscale_ps, _mm512_scalef_ps,
+        _mm512_set1_ps,
+    };
+    let v = _mm512_max_ps(v, _mm512_set1_ps(-104.0));
+    let n = _mm512_roundscale_ps::<0>(_mm512_mul_ps(v, _mm512_set1_ps(std::f32::consts::LOG2_E)));
+    // ln 2 in two parts, so that n * ln2_hi is exact.
+    let g = _mm512_fmadd_ps(n, _mm512_set1_ps(-0.693_145_75), v);
+    let g = _mm512_fmadd_ps(n, _mm512_set1_ps(-1.428_606_8e-6), g);
+    let mut p = _mm512_set1_ps(1.0 / 5040.0);
+    for c in [
+        1.0f32 / 720.0,
+        1.0 / 120.0,
+        1.0 / 24.0,
+        1.0 / 6.0,
+        0.5,
+        1.0,
+        1.0,
+    ] {
+        p = _mm512_fmadd_ps(p, g, _mm512_set1_ps(c));
+    }
+    _mm512_scalef_ps(p, n)
 }
 
 #[cfg(test)]

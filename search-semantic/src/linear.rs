@@ -38,6 +38,8 @@
 
 use std::ops::Range;
 
+#[cfg(target_arch = "x86_64")]
+use crate::kernels::avx512;
 use crate::kernels::{gelu, gemm};
 
 mod int8;
@@ -70,7 +72,7 @@ impl Kernel {
     pub(crate) fn detect(precision: Precision) -> Kernel {
         #[cfg(target_arch = "x86_64")]
         {
-            choose(precision, avx512(), int8::vnni_detected())
+            choose(precision, avx512(), vnni_detected())
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
@@ -150,7 +152,7 @@ impl Linear {
                 }
                 Packed::F32(packed)
             }
-            Kernel::Int8 => int8::pack(weight, outputs, inputs),
+            Kernel::Int8 => Packed::int8(weight, outputs, inputs),
         };
         Linear {
             packed,
@@ -249,73 +251,13 @@ impl Linear {
     }
 }
 
-/// True if the AVX-512 kernel runs (the CPU has AVX-512F, and no test asked for the portable
-/// one on this thread).
+/// True if the CPU has AVX512_VNNI, AVX-512BW and AVX-512VL (what the int8 kernel needs with
+/// AVX-512F).
 #[cfg(target_arch = "x86_64")]
-pub(crate) fn avx512() -> bool {
-    #[cfg(test)]
-    if PORTABLE_ONLY.with(std::cell::Cell::get) {
-        return false;
-    }
-    std::arch::is_x86_feature_detected!("avx512f")
-}
-
-/// [`crate::kernels::softmax`] on 16 lanes at a time.
-///
-/// # Safety
-///
-/// The CPU has AVX-512F.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-pub(crate) unsafe fn softmax16(row: &mut [f32]) {
-    use std::arch::x86_64::{
-        _mm512_add_ps, _mm512_mask_loadu_ps, _mm512_mask_storeu_ps, _mm512_maskz_mov_ps,
-        _mm512_max_ps, _mm512_mul_ps, _mm512_reduce_add_ps, _mm512_reduce_max_ps, _mm512_set1_ps,
-        _mm512_sub_ps,
-    };
-    let n = row.len();
-    let p = row.as_mut_ptr();
-    let mask = |j: usize| {
-        if n - j >= 16 {
-            u16::MAX
-        } else {
-            (1u16 << (n - j)) - 1
-        }
-    };
-    // SAFETY: every load and store is masked to the row's `n` floats.
-    unsafe {
-        let low = _mm512_set1_ps(f32::NEG_INFINITY);
-        let mut m = low;
-        let mut j = 0;
-        while j < n {
-            m = _mm512_max_ps(m, _mm512_mask_loadu_ps(low, mask(j), p.add(j)));
-            j += 16;
-        }
-        let max = _mm512_set1_ps(_mm512_reduce_max_ps(m));
-        let mut sum = _mm512_set1_ps(0.0);
-        let mut j = 0;
-        while j < n {
-            let k = mask(j);
-            let v = _mm512_mask_loadu_ps(max, k, p.add(j));
-            let e = _mm512_maskz_mov_ps(k, x86::exp16(_mm512_sub_ps(v, max)));
-            sum = _mm512_add_ps(sum, e);
-            _mm512_mask_storeu_ps(p.add(j), k, e);
-            j += 16;
-        }
-        let inv = _mm512_set1_ps(1.0 / _mm512_reduce_add_ps(sum));
-        let mut j = 0;
-        while j < n {
-            let k = mask(j);
-            let v = _mm512_mask_loadu_ps(max, k, p.add(j));
-            _mm512_mask_storeu_ps(p.add(j), k, _mm512_mul_ps(v, inv));
-            j += 16;
-        }
-    }
-}
-
-#[cfg(test)]
-thread_local! {
-    static PORTABLE_ONLY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+fn vnni_detected() -> bool {
+    std::arch::is_x86_feature_detected!("avx512bw")
+        && std::arch::is_x86_feature_detected!("avx512vl")
+        && std::arch::is_x86_feature_detected!("avx512vnni")
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -323,9 +265,8 @@ mod x86 {
     use std::arch::x86_64::{
         __m512, _MM_HINT_T1, _mm_prefetch, _mm512_abs_ps, _mm512_add_ps, _mm512_and_si512,
         _mm512_castps_si512, _mm512_castsi512_ps, _mm512_div_ps, _mm512_fmadd_ps, _mm512_loadu_ps,
-        _mm512_mask_storeu_ps, _mm512_maskz_loadu_ps, _mm512_max_ps, _mm512_mul_ps,
-        _mm512_or_si512, _mm512_roundscale_ps, _mm512_scalef_ps, _mm512_set1_epi32, _mm512_set1_ps,
-        _mm512_sub_ps,
+        _mm512_mask_storeu_ps, _mm512_maskz_loadu_ps, _mm512_mul_ps, _mm512_or_si512,
+        _mm512_set1_epi32, _mm512_set1_ps, _mm512_sub_ps,
     };
     use std::ops::Range;
 
@@ -469,7 +410,7 @@ mod x86 {
     }
 
     /// [`crate::kernels::gelu`] on 16 lanes: the same Abramowitz and Stegun `erf`, with
-    /// [`exp16`] for `exp`.
+    /// [`crate::kernels::exp16`] for `exp`.
     #[target_feature(enable = "avx512f")]
     #[inline]
     pub(super) fn gelu16(x: __m512) -> __m512 {
@@ -481,7 +422,7 @@ mod x86 {
         for c in [-1.453_152_1f32, 1.421_413_8, -0.284_496_72, 0.254_829_6] {
             p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(c));
         }
-        let e = exp16(_mm512_sub_ps(_mm512_set1_ps(0.0), _mm512_mul_ps(a, a)));
+        let e = crate::kernels::exp16(_mm512_sub_ps(_mm512_set1_ps(0.0), _mm512_mul_ps(a, a)));
         let y = _mm512_sub_ps(one, _mm512_mul_ps(_mm512_mul_ps(p, t), e));
         // erf = y with z's sign.
         let sign = _mm512_set1_epi32(i32::MIN);
@@ -493,33 +434,6 @@ mod x86 {
             _mm512_mul_ps(_mm512_set1_ps(0.5), x),
             _mm512_add_ps(one, erf),
         )
-    }
-
-    /// `exp(v)` on 16 lanes for `v <= 0`: `v = n ln 2 + g` with `n` a whole number and `|g| <=
-    /// ln 2 / 2`, `exp(g)` by its Taylor series to `g^7` (error below 1e-8), times `2^n`
-    /// (`vscalefps`, which gives 0 where that underflows).
-    #[target_feature(enable = "avx512f")]
-    #[inline]
-    pub(super) fn exp16(v: __m512) -> __m512 {
-        let v = _mm512_max_ps(v, _mm512_set1_ps(-104.0));
-        let n =
-            _mm512_roundscale_ps::<0>(_mm512_mul_ps(v, _mm512_set1_ps(std::f32::consts::LOG2_E)));
-        // ln 2 in two parts, so that n * ln2_hi is exact.
-        let g = _mm512_fmadd_ps(n, _mm512_set1_ps(-0.693_145_75), v);
-        let g = _mm512_fmadd_ps(n, _mm512_set1_ps(-1.428_606_8e-6), g);
-        let mut p = _mm512_set1_ps(1.0 / 5040.0);
-        for c in [
-            1.0f32 / 720.0,
-            1.0 / 120.0,
-            1.0 / 24.0,
-            1.0 / 6.0,
-            0.5,
-            1.0,
-            1.0,
-        ] {
-            p = _mm512_fmadd_ps(p, g, _mm512_set1_ps(c));
-        }
-        _mm512_scalef_ps(p, n)
     }
 }
 

@@ -6,35 +6,37 @@ use std::ops::Range;
 use super::{Activation, BLOCK, Linear, Packed};
 use crate::kernels::gelu;
 
-/// `weight` (`[outputs, inputs]`) packed for the int8 kernel ([`Packed::Int8`]).
-pub(super) fn pack(weight: &[f32], outputs: usize, inputs: usize) -> Packed {
-    let blocks = outputs.div_ceil(BLOCK);
-    let quads = inputs.div_ceil(4);
-    let mut weights = vec![0i8; blocks * quads * BLOCK * 4];
-    let mut scale = vec![0.0f32; blocks * BLOCK];
-    let mut offset = vec![0i32; blocks * BLOCK];
-    for (o, row) in weight.chunks_exact(inputs.max(1)).enumerate() {
-        let (b, j) = (o / BLOCK, o % BLOCK);
-        let block = &mut weights[b * quads * BLOCK * 4..(b + 1) * quads * BLOCK * 4];
-        let max = row.iter().fold(0.0f32, |m, w| m.max(w.abs()));
-        let s = if max > 0.0 && max.is_finite() {
-            max / 127.0
-        } else {
-            1.0
-        };
-        let mut sum = 0i32;
-        for (k, w) in row.iter().enumerate() {
-            let q = (w / s).round_ties_even().clamp(-127.0, 127.0) as i8;
-            block[(k / 4) * BLOCK * 4 + j * 4 + k % 4] = q;
-            sum += i32::from(q);
+impl Packed {
+    /// `weight` (`[outputs, inputs]`) packed for the int8 kernel ([`Packed::Int8`]).
+    pub(super) fn int8(weight: &[f32], outputs: usize, inputs: usize) -> Packed {
+        let blocks = outputs.div_ceil(BLOCK);
+        let quads = inputs.div_ceil(4);
+        let mut weights = vec![0i8; blocks * quads * BLOCK * 4];
+        let mut scale = vec![0.0f32; blocks * BLOCK];
+        let mut offset = vec![0i32; blocks * BLOCK];
+        for (o, row) in weight.chunks_exact(inputs.max(1)).enumerate() {
+            let (b, j) = (o / BLOCK, o % BLOCK);
+            let block = &mut weights[b * quads * BLOCK * 4..(b + 1) * quads * BLOCK * 4];
+            let max = row.iter().fold(0.0f32, |m, w| m.max(w.abs()));
+            let s = if max > 0.0 && max.is_finite() {
+                max / 127.0
+            } else {
+                1.0
+            };
+            let mut sum = 0i32;
+            for (k, w) in row.iter().enumerate() {
+                let q = (w / s).round_ties_even().clamp(-127.0, 127.0) as i8;
+                block[(k / 4) * BLOCK * 4 + j * 4 + k % 4] = q;
+                sum += i32::from(q);
+            }
+            scale[o] = s;
+            offset[o] = -128 * sum;
         }
-        scale[o] = s;
-        offset[o] = -128 * sum;
-    }
-    Packed::Int8 {
-        weights,
-        scale,
-        offset,
+        Packed::Int8 {
+            weights,
+            scale,
+            offset,
+        }
     }
 }
 
@@ -102,20 +104,11 @@ impl Linear {
     }
 }
 
-/// True if the CPU has AVX512_VNNI, AVX-512BW and AVX-512VL (what the int8 kernel needs with
-/// AVX-512F).
-#[cfg(target_arch = "x86_64")]
-pub(super) fn vnni_detected() -> bool {
-    std::arch::is_x86_feature_detected!("avx512bw")
-        && std::arch::is_x86_feature_detected!("avx512vl")
-        && std::arch::is_x86_feature_detected!("avx512vnni")
-}
-
 /// True if the int8 kernel runs (the CPU has what it needs, and no test asked for the portable
 /// one on this thread).
 #[cfg(target_arch = "x86_64")]
 pub(super) fn vnni() -> bool {
-    super::avx512() && vnni_detected()
+    crate::kernels::avx512() && super::vnni_detected()
 }
 
 /// An int8 layer's operands for one product.

@@ -36,7 +36,7 @@ fn check(n: usize, o: usize, k: usize, act: Activation) {
     let l = Linear::new(&w, b.clone(), o, k, Kernel::F32);
     let want = reference(&w, &b, &x, n, o, k, act);
     for portable in [false, true] {
-        PORTABLE_ONLY.with(|p| p.set(portable));
+        crate::kernels::PORTABLE_ONLY.with(|p| p.set(portable));
         let mut out = vec![f32::NAN; n * o];
         l.apply(&x, n, &mut out, act);
         for (i, (g, w)) in out.iter().zip(&want).enumerate() {
@@ -46,7 +46,7 @@ fn check(n: usize, o: usize, k: usize, act: Activation) {
             );
         }
     }
-    PORTABLE_ONLY.with(|p| p.set(false));
+    crate::kernels::PORTABLE_ONLY.with(|p| p.set(false));
 }
 
 /// The int8 kernel (VNNI where the CPU has it, and the portable loop): the same integer
@@ -59,7 +59,7 @@ fn check_int8(n: usize, o: usize, k: usize, act: Activation) {
     let exact = reference(&w, &b, &x, n, o, k, act);
     let mut outs = Vec::new();
     for portable in [true, false] {
-        PORTABLE_ONLY.with(|p| p.set(portable));
+        crate::kernels::PORTABLE_ONLY.with(|p| p.set(portable));
         let mut out = vec![f32::NAN; n * o];
         l.apply(&x, n, &mut out, act);
         for (i, (g, e)) in out.iter().zip(&exact).enumerate() {
@@ -79,7 +79,7 @@ fn check_int8(n: usize, o: usize, k: usize, act: Activation) {
             "int8 {n}x{k} -> {o} {act:?}: [{i}] vector {v} != portable {p}"
         );
     }
-    PORTABLE_ONLY.with(|p| p.set(false));
+    crate::kernels::PORTABLE_ONLY.with(|p| p.set(false));
 }
 
 #[test]
@@ -113,10 +113,10 @@ fn the_vector_quantizer_gives_the_scalar_ones_bytes_and_scales() {
         }
         let mut got = Vec::new();
         for portable in [true, false] {
-            PORTABLE_ONLY.with(|p| p.set(portable));
+            crate::kernels::PORTABLE_ONLY.with(|p| p.set(portable));
             got.push(quantize(&x, n, k));
         }
-        PORTABLE_ONLY.with(|p| p.set(false));
+        crate::kernels::PORTABLE_ONLY.with(|p| p.set(false));
         assert_eq!(got[0], got[1], "{n} rows of {k}");
         let quads = k.div_ceil(4);
         for r in 0..n {
@@ -146,12 +146,12 @@ fn the_vector_softmax_matches_the_scalar_one() {
         let row: Vec<f32> = values(n, 10).iter().map(|v| v * 9.0).collect();
         let mut got = Vec::new();
         for portable in [true, false] {
-            PORTABLE_ONLY.with(|p| p.set(portable));
+            crate::kernels::PORTABLE_ONLY.with(|p| p.set(portable));
             let mut r = row.clone();
             crate::kernels::softmax(&mut r);
             got.push(r);
         }
-        PORTABLE_ONLY.with(|p| p.set(false));
+        crate::kernels::PORTABLE_ONLY.with(|p| p.set(false));
         for (i, (s, v)) in got[0].iter().zip(&got[1]).enumerate() {
             assert!((s - v).abs() <= 1e-6 * (1.0 + s), "{n}: [{i}] {v} != {s}");
         }
@@ -229,7 +229,7 @@ fn the_vector_gelu_and_exp_match_the_scalar_ones() {
             _mm512_storeu_ps(g.as_mut_ptr(), x86::gelu16(v));
             _mm512_storeu_ps(
                 e.as_mut_ptr(),
-                x86::exp16(std::arch::x86_64::_mm512_min_ps(
+                crate::kernels::exp16(std::arch::x86_64::_mm512_min_ps(
                     v,
                     std::arch::x86_64::_mm512_set1_ps(0.0),
                 )),
