@@ -94,8 +94,11 @@ pub(crate) fn sketch_blocks(rows: &[i8], dims: usize) -> Vec<u64> {
 pub(crate) fn distances(k: Kernels, blocks: &[u64], q: &[u64], dist: &mut Vec<u16>) {
     let words = q.len().max(1);
     let count = blocks.len() / (words * LANES);
-    dist.clear();
-    dist.resize(count * LANES, 0);
+    if dist.len() != count * LANES {
+        // Every distance is written below: a buffer of the right length is not cleared.
+        dist.clear();
+        dist.resize(count * LANES, 0);
+    }
     let blocks = &blocks[..count * words * LANES];
     #[cfg(target_arch = "x86_64")]
     {
@@ -141,7 +144,7 @@ fn distances_portable(blocks: &[u64], q: &[u64], dist: &mut [u16]) {
 }
 
 /// Every how many distances one is sampled to guess the cut (see [`nearest`]).
-const SAMPLE_EVERY: usize = 16;
+const SAMPLE_EVERY: usize = 32;
 
 /// The `m` smallest of `dist` (the Hamming distances of the tools, in tool-number order) into
 /// `out`, in tool-number order: every tool closer than the cut, the largest distance `cut` such
