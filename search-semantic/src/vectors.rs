@@ -333,9 +333,10 @@ impl ToolVectors {
             return Vec::new();
         }
         let mut scored: Vec<(f32, u32)> = if self.sketches.is_empty() {
-            (0..self.len() as u32)
-                .map(|i| (self.cosine_centred(q, i), i))
-                .collect()
+            let all: Vec<u32> = (0..self.len() as u32).collect();
+            let mut scored = Vec::with_capacity(all.len());
+            scan::rescore(self.kernels, q, &self.rows, &self.scales, &all, &mut scored);
+            scored
         } else {
             SCRATCH.with(|s| {
                 let mut s = s.borrow_mut();
