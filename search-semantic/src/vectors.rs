@@ -84,8 +84,10 @@ pub struct ToolVectors {
 }
 
 /// What one search over the sketches works in, kept between the searches of a thread so that
-/// none allocates a distance for each tool: at 100,000 tools 200 kB a thread (the largest
-/// catalog it searched), plus the candidates.
+/// none allocates (and clears) a distance for each tool. Bounded by the largest catalog the
+/// thread searched: 2 bytes a tool for the distances (200 kB at 100,000 tools), usually a few
+/// thousand gathered tools and the candidates, at most 4 bytes a tool each (all tools at one
+/// distance).
 #[derive(Default)]
 struct Scratch {
     dist: Vec<u16>,
