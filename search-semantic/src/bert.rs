@@ -349,6 +349,7 @@ impl Transformer {
             &[
                 b"bert".as_slice(),
                 &ENCODING_VERSION.to_le_bytes(),
+                &crate::wordpiece::READING_VERSION.to_le_bytes(),
                 &xxhash_rust::xxh3::xxh3_64(&config_bytes).to_le_bytes(),
                 &xxhash_rust::xxh3::xxh3_64(&bytes).to_le_bytes(),
                 &tok_hash.to_le_bytes(),

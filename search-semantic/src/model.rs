@@ -240,6 +240,7 @@ impl StaticModel {
                 (dims as u64).to_le_bytes().as_slice(),
                 &weights_id.to_le_bytes(),
                 &tok_hash.to_le_bytes(),
+                &crate::wordpiece::READING_VERSION.to_le_bytes(),
             ]
             .concat(),
         );

@@ -18,6 +18,12 @@ use std::collections::HashMap;
 use unicode_normalization::UnicodeNormalization;
 use unicode_normalization::char::is_combining_mark;
 
+/// Bumped when the reading of a text changes (what splits words, what is dropped): it is part of
+/// every model's id, so vectors computed under another reading are refused as another model's
+/// and computed again. 2: non-ASCII symbols (`€`, `©`) stay inside their word, as BERT's
+/// tokenizer keeps them.
+pub(crate) const READING_VERSION: u64 = 2;
+
 /// A WordPiece vocabulary and its settings.
 #[derive(Debug, Clone)]
 pub(crate) struct WordPiece {
@@ -171,14 +177,24 @@ impl WordPiece {
     }
 }
 
-/// BERT's punctuation: ASCII non-alphanumeric printable characters, and (approximating the
-/// Unicode `P*` classes) any other character that is neither alphanumeric nor whitespace.
+/// BERT's punctuation, as its tokenizer has it: every ASCII printable character that is not a
+/// letter or digit (symbols such as `$`, `+` and `|` included), and every other character of a
+/// Unicode punctuation category (`P*`). Other symbols (`€`, `©`, `±`) are not punctuation: they
+/// stay inside their word, as BERT keeps them.
 fn is_punctuation(c: char) -> bool {
-    if c.is_ascii() {
-        c.is_ascii_punctuation()
-    } else {
-        !c.is_alphanumeric() && !c.is_whitespace() && !is_combining_mark(c)
-    }
+    use unicode_general_category::{GeneralCategory as G, get_general_category};
+    c.is_ascii_punctuation()
+        || (!c.is_ascii()
+            && matches!(
+                get_general_category(c),
+                G::ConnectorPunctuation
+                    | G::DashPunctuation
+                    | G::OpenPunctuation
+                    | G::ClosePunctuation
+                    | G::InitialPunctuation
+                    | G::FinalPunctuation
+                    | G::OtherPunctuation
+            ))
 }
 
 /// The CJK Unified Ideographs blocks BERT's tokenizer isolates.
@@ -247,6 +263,12 @@ mod tests {
     fn berts_reading_keeps_stop_words_and_marks_and_marks_unknown_words() {
         let w = wp(&["[UNK]", "the", "weather", "?", "un"]).bert(0);
         assert_eq!(ids(&w, "The weather, unxyz?"), vec![1, 2, 0, 0, 3]);
+    }
+
+    #[test]
+    fn a_symbol_stays_inside_its_word_and_unicode_punctuation_splits() {
+        let w = wp(&["[UNK]", "€", "##100", "—", "ok"]).bert(0);
+        assert_eq!(ids(&w, "€100—ok"), vec![1, 2, 3, 4]);
     }
 
     #[test]

@@ -169,6 +169,59 @@ print(json.dumps((h / np.linalg.norm(h)).tolist()))
     }
 }
 
+/// The tokenizer against Hugging Face's (PyPI `tokenizers`, reading the model directory's own
+/// `tokenizer.json`): the same ids, `[CLS]` and `[SEP]` included, for texts with punctuation,
+/// accents, symbols inside words (BERT keeps `€` and `©` in their word, and splits off Unicode
+/// punctuation such as `—` and `¿`), CJK, unknown characters and control characters.
+#[test]
+fn the_tokenizer_reads_texts_as_hugging_faces_tokenizer_does() {
+    let model = minilm();
+    let python = root().join(".tools/venv/bin/python");
+    let texts = [
+        "Find restaurants near me that are open late, and book a table for four.",
+        "get_weather(city='Paris') -> {temp: 21°C}",
+        "Price:€100,or £5—ok?",
+        "©2024 ±3°C «quote» ¿qué? x≤y→z™®…",
+        "naïve café résumé Ångström",
+        "日本語テキスト and 中文",
+        "emoji😀done tab\tnew\nline \u{7}bell",
+    ];
+    let script = r#"
+import json, sys
+from tokenizers import Tokenizer
+t = Tokenizer.from_file(sys.argv[1])
+t.no_padding()
+t.no_truncation()
+print(json.dumps([t.encode(s).ids for s in json.loads(sys.stdin.read())]))
+"#;
+    let mut child = Command::new(&python)
+        .arg("-c")
+        .arg(script)
+        .arg(minilm_dir().join("tokenizer.json"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{} runs: {e} (run scripts/venv.sh)", python.display()));
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("piped");
+        stdin
+            .write_all(json!(texts).to_string().as_bytes())
+            .expect("python reads the texts");
+    }
+    let out = child.wait_with_output().expect("python ends");
+    assert!(
+        out.status.success(),
+        "{} (run scripts/venv.sh)",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reference: Vec<Vec<u32>> = serde_json::from_slice(&out.stdout).expect("ids");
+    for (text, theirs) in texts.iter().zip(reference) {
+        assert_eq!(model.token_ids(text), theirs, "{text:?}");
+    }
+}
+
 #[test]
 fn a_text_longer_than_the_models_maximum_is_cut_there_and_still_embedded() {
     let model = minilm();
