@@ -21,7 +21,7 @@
 //! the load average of the machine, the queries' token counts, and (`$TOOLGATE_VECTORS_OUT`,
 //! `$TOOLGATE_VECTORS_REF`) their vectors written or compared with another build's.
 //! `$TOOLGATE_QUERY_THREADS` sets the threads a transformer runs one query on;
-//! `$TOOLGATE_PRECISION=f32` keeps its linear layers in float32 (not bfloat16).
+//! `$TOOLGATE_PRECISION=f32` keeps its linear layers in float32 (not int8).
 
 use std::process::ExitCode;
 
@@ -359,7 +359,7 @@ fn encode_time() -> ExitCode {
     let dir = eval::semantic_model_dir();
     let started = Instant::now();
     // `$TOOLGATE_PRECISION=f32`: a transformer's linear layers in float32 (the default is
-    // bfloat16 where the CPU has AVX512_BF16).
+    // int8 where the CPU has AVX-512 VNNI).
     let f32_only = std::env::var("TOOLGATE_PRECISION").is_ok_and(|p| p == "f32");
     let loaded = if f32_only && dir.join("modules.json").is_file() {
         println!("precision: f32");
