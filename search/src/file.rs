@@ -19,6 +19,7 @@ use crate::names::Names;
 use crate::postings::PostingList;
 use crate::ranking::ImpactParams;
 use crate::record::{Block, HotRecord, RecordError, ToolDocRef};
+use crate::typos::TypoTable;
 
 /// The bytes behind an index: a memory map, or a vector (a file read into memory, or a freshly
 /// built index).
@@ -68,6 +69,8 @@ pub(crate) struct IndexFile {
     stems: Map<Slice>,
     /// The re-ranking vocabulary: each stem of the tools' re-ranking words to its number.
     rerank_terms: Map<Slice>,
+    /// The single words of `stems`, for typo lookups (see `typos.rs`).
+    typos: TypoTable,
     postings: Range<usize>,
     doc_offsets: Range<usize>,
     docs: Range<usize>,
@@ -310,10 +313,13 @@ impl IndexFile {
                 .map_err(|panic| damaged(Damage::Panic(panic)))?
                 .map_err(damaged)?
         };
+        let typos = check::catch_quietly(|| TypoTable::new(&stems))
+            .map_err(|panic| damaged(Damage::Panic(panic)))?;
         Ok(IndexFile {
             storage,
             stems,
             rerank_terms,
+            typos,
             postings,
             doc_offsets,
             docs,
@@ -342,6 +348,11 @@ impl IndexFile {
     /// The term dictionary: each stem to the offset of its postings list.
     pub(crate) fn stems(&self) -> &Map<Slice> {
         &self.stems
+    }
+
+    /// The single words of the term dictionary, for typo lookups.
+    pub(crate) fn typos(&self) -> &TypoTable {
+        &self.typos
     }
 
     /// The length in bytes of each section, in file order (`format::SECTION_ORDER`).

@@ -7,6 +7,7 @@ use fst::raw::{Fst, Node, Output};
 use crate::automata::{Narrow, SingleWord, WordLevenshtein};
 use crate::hits::MatchKind;
 use crate::terms::QueryTerm;
+use crate::typos::TypoTable;
 
 /// The most terms one query word expands to by prefix and typo.
 const MAX_EXPANSIONS: usize = 32;
@@ -39,8 +40,14 @@ pub(crate) struct Expansion {
 /// The stem is walked down the dictionary once, for both: the node it leads to is the term if
 /// final (as [`Map::get`] finds it), and holds the terms it is a prefix of below it. (Walking
 /// it twice, `get` and then for the prefixes, took a tenth of the lookups at BFCL's 2,723
-/// tools, most of whose queries' words are not in its dictionary: callgrind.)
-pub(crate) fn lookup<D: AsRef<[u8]>>(stems: &Map<D>, term: &QueryTerm) -> Lookup {
+/// tools, most of whose queries' words are not in its dictionary: callgrind.) The typo matches
+/// come from `typos`, the single words of `stems` ([`TypoTable`]), in the order a walk of
+/// `stems` would find them.
+pub(crate) fn lookup<D: AsRef<[u8]>>(
+    stems: &Map<D>,
+    typos: &TypoTable,
+    term: &QueryTerm,
+) -> Lookup {
     let fst = stems.as_fst();
     let reached = descend(fst, term.stem.as_bytes());
     if let Some((node, out)) = reached
@@ -70,16 +77,16 @@ pub(crate) fn lookup<D: AsRef<[u8]>>(stems: &Map<D>, term: &QueryTerm) -> Lookup
             && term.typos
             && let Some(lev) = WordLevenshtein::new(&term.stem, distance)
         {
-            let mut key = Vec::new();
-            expand(
-                fst,
-                &lev,
-                fst.root(),
-                Output::zero(),
-                &mut key,
-                MatchKind::Typo,
-                &mut expansions,
-            );
+            typos.matches(&term.stem, distance, &lev, |key, offset| {
+                if !expansions.iter().any(|e| e.matched.as_bytes() == key) {
+                    expansions.push(Expansion {
+                        matched: String::from_utf8_lossy(key).into_owned(),
+                        offset,
+                        kind: MatchKind::Typo,
+                    });
+                }
+                expansions.len() < MAX_EXPANSIONS
+            });
         }
     }
     if expansions.is_empty() {
@@ -90,8 +97,12 @@ pub(crate) fn lookup<D: AsRef<[u8]>>(stems: &Map<D>, term: &QueryTerm) -> Lookup
 }
 
 /// Each of `terms` found as [`lookup`] finds it, in order.
-pub(crate) fn lookup_all<D: AsRef<[u8]>>(stems: &Map<D>, terms: &[QueryTerm]) -> Vec<Lookup> {
-    terms.iter().map(|t| lookup(stems, t)).collect()
+pub(crate) fn lookup_all<D: AsRef<[u8]>>(
+    stems: &Map<D>,
+    typos: &TypoTable,
+    terms: &[QueryTerm],
+) -> Vec<Lookup> {
+    terms.iter().map(|t| lookup(stems, typos, t)).collect()
 }
 
 /// The node `prefix` leads to from the root, and the output gathered on the way.
@@ -222,7 +233,7 @@ mod tests {
 
     fn expanded(term: &QueryTerm) -> Vec<(String, MatchKind)> {
         let stems = Map::from_iter([("forcasting", 1u64), ("forecast", 2)]).unwrap();
-        match lookup(&stems, term) {
+        match lookup(&stems, &TypoTable::new(&stems), term) {
             Lookup::Expanded(e) => e.into_iter().map(|e| (e.matched, e.kind)).collect(),
             _ => Vec::new(),
         }
@@ -265,7 +276,8 @@ mod tests {
             if let Ok(stems) = stems {
                 let term = QueryTerm { word, stem, required: false, quoted: false, typos: true };
                 let expected = streamed(&stems, &term);
-                let found: Vec<(String, u64, MatchKind)> = match lookup(&stems, &term) {
+                let typos = TypoTable::new(&stems);
+                let found: Vec<(String, u64, MatchKind)> = match lookup(&stems, &typos, &term) {
                     Lookup::Expanded(e) => e.into_iter().map(|e| (e.matched, e.offset, e.kind)).collect(),
                     Lookup::Missing => Vec::new(),
                     Lookup::Found(_) => vec![(String::new(), 0, MatchKind::Exact)],
