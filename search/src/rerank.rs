@@ -5,13 +5,12 @@
 //! [`Ranking`]). The query's words and sentences are those [`crate::terms::query_terms`] split
 //! the free text into ([`FreeWords`]), not split again here.
 
-use fst::Map;
-
 use crate::file::IndexFile;
 use crate::ranking::Ranking;
 use crate::record;
 use crate::terms::{FreeWords, MAX_QUERY_TERMS, QueryTerm};
 use crate::text;
+use crate::words::Words;
 
 /// Multiplies the first-stage scores of `ranked` by
 /// the phrase, enum-value and name-substring factors described on
@@ -46,7 +45,7 @@ pub(crate) fn rerank(
     let idf_total: f32 = term_idf.iter().sum::<f32>().max(f32::MIN_POSITIVE);
     // The query's stems by their number in the index's re-ranking vocabulary; a stem not
     // there is no word of any tool.
-    let by_number = numbered(terms, &free.extra, file.rerank_terms());
+    let by_number = numbered(terms, &free.extra, file.words());
     let of = |n: u32| by_number.get(n);
     // A tool's name and description words as vocabulary numbers
     // (`NONE` for words the query does not have).
@@ -227,7 +226,7 @@ const NONE: u32 = u32::MAX;
 /// The [`FreeWords`] number and query-term bit (`1 << index`, or 0) of each stem of the query
 /// terms and of the free text's other words (`extra`), keyed by its number in the index's
 /// re-ranking vocabulary `numbers` (stems not there are no word of any tool, and are left out).
-fn numbered<D: AsRef<[u8]>>(terms: &[QueryTerm], extra: &[String], numbers: &Map<D>) -> ByNumber {
+fn numbered(terms: &[QueryTerm], extra: &[String], numbers: &Words) -> ByNumber {
     let of_terms = terms
         .iter()
         .enumerate()
@@ -237,9 +236,9 @@ fn numbered<D: AsRef<[u8]>>(terms: &[QueryTerm], extra: &[String], numbers: &Map
         .enumerate()
         .map(|(k, s)| (s.as_str(), ((MAX_QUERY_TERMS + k) as u32, 0)));
     ByNumber::new(
-        of_terms
-            .chain(of_extra)
-            .filter_map(|(stem, v)| Some((u32::try_from(numbers.get(stem)?).ok()?, v))),
+        of_terms.chain(of_extra).filter_map(|(stem, v)| {
+            Some((u32::try_from(numbers.number(stem.as_bytes())?).ok()?, v))
+        }),
     )
 }
 
