@@ -49,7 +49,9 @@ pub(crate) fn rerank(
     let of = |n: u32| by_number.get(n);
     // A tool's name and description words as vocabulary numbers
     // (`NONE` for words the query does not have).
-    let mut ids: Vec<u32> = Vec::new();
+    // (Room for most tools' words: growing it a push at a time was most of the re-ranking's
+    // allocations.)
+    let mut ids: Vec<u32> = Vec::with_capacity(256);
     let mut found: Vec<usize> = Vec::new();
     // A tool's name, lowercased.
     let mut lower = String::new();
