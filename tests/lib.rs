@@ -14,6 +14,9 @@ use std::time::{Duration, Instant};
 
 pub use serde_json;
 
+mod stdio_serve;
+pub use stdio_serve::StdioServe;
+
 /// The repository root.
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -1,6 +1,7 @@
 //! SPEC E1, the tracing half: every call runs inside a `tracing` span with the tool name, call
-//! id and session id, and (O1) how it ended is recorded on that span. In a test binary of its own, because tracing caches callsite interest
-//! process-wide and other tests running at the same time would race with the subscriber.
+//! id and session id, and (O1) how it ended is recorded on that span. In a test binary of its
+//! own, because tracing caches callsite interest process-wide and other tests running at the same
+//! time would race with the subscriber.
 
 mod common;
 
@@ -63,9 +64,13 @@ impl tracing::field::Visit for V {
     }
 }
 
-/// The fields of the one `tool_call` span of `run`'s calls on an engine with `echo`, under
-/// `policy`.
-fn call_span_fields(policy: toolgate::Policy, name: &str) -> Vec<(String, String)> {
+/// The fields of the one `tool_call` span of a call `id-1` of tool `name`, in session `session`
+/// (`None`: a session without an id), on an engine with `echo`, under `policy`.
+fn call_span_fields(
+    policy: toolgate::Policy,
+    session: Option<&str>,
+    name: &str,
+) -> Vec<(String, String)> {
     let fields = SpanFields::default();
     let subscriber = tracing_subscriber::registry().with(fields.clone());
     let _guard = tracing::subscriber::set_default(subscriber);
@@ -75,7 +80,7 @@ fn call_span_fields(policy: toolgate::Policy, name: &str) -> Vec<(String, String
         .unwrap();
     rt.block_on(async {
         let engine = Engine::builder(policy).tool(echo("echo")).build().unwrap();
-        let s = engine.session(None).unwrap();
+        let s = engine.session(session).unwrap();
         engine
             .call(&s, &call("id-1", name, json!({"text": "hi"})))
             .await;
@@ -94,7 +99,7 @@ fn field<'a>(fields: &'a [(String, String)], name: &str) -> Option<&'a str> {
 
 #[test]
 fn o1_a_call_that_ends_well_records_its_decision_size_and_ok_status_on_its_span() {
-    let fields = call_span_fields(Default::default(), "echo");
+    let fields = call_span_fields(Default::default(), None, "echo");
     assert_eq!(field(&fields, "toolgate.decision"), Some("allow"));
     assert_eq!(field(&fields, "otel.status_code"), Some("ok"));
     assert_eq!(field(&fields, "toolgate.offloaded"), Some("false"));
@@ -123,7 +128,7 @@ fn o1_a_denied_call_records_the_rule_the_error_kind_and_an_error_status_on_its_s
         "version: 1\nrules:\n  deny:\n    - tools: [echo]\n      reason: not today\n",
         dir.path(),
     );
-    let fields = call_span_fields(policy, "echo");
+    let fields = call_span_fields(policy, None, "echo");
     assert_eq!(field(&fields, "toolgate.decision"), Some("deny"));
     assert!(
         field(&fields, "toolgate.rule").is_some_and(|r| r.ends_with("deny[0]")),
@@ -139,35 +144,13 @@ fn o1_a_denied_call_records_the_rule_the_error_kind_and_an_error_status_on_its_s
 
 #[test]
 fn e1_every_call_runs_in_a_tracing_span_with_tool_call_id_and_session() {
-    let fields = SpanFields::default();
-    let subscriber = tracing_subscriber::registry().with(fields.clone());
-    let _guard = tracing::subscriber::set_default(subscriber);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let engine = Engine::builder(Default::default())
-            .tool(echo("echo"))
-            .build()
-            .unwrap();
-        let s = engine.session(Some("sess-9")).unwrap();
-        engine.call(&s, &call("id-3", "echo", json!({}))).await;
-    });
-    let spans = fields.0.lock().unwrap();
-    assert_eq!(spans.len(), 1);
-    let get = |k: &str| {
-        spans[0]
-            .iter()
-            .find(|(n, _)| n == k)
-            .map(|(_, v)| v.clone())
-    };
+    let fields = call_span_fields(Default::default(), Some("sess-9"), "echo");
     // Named after the OpenTelemetry GenAI semantic conventions (O1).
-    assert_eq!(get("gen_ai.tool.name").as_deref(), Some("echo"));
-    assert_eq!(get("gen_ai.tool.call.id").as_deref(), Some("id-3"));
+    assert_eq!(field(&fields, "gen_ai.tool.name"), Some("echo"));
+    assert_eq!(field(&fields, "gen_ai.tool.call.id"), Some("id-1"));
     assert_eq!(
-        get("gen_ai.operation.name").as_deref(),
+        field(&fields, "gen_ai.operation.name"),
         Some("execute_tool")
     );
-    assert_eq!(get("toolgate.session").as_deref(), Some("sess-9"));
+    assert_eq!(field(&fields, "toolgate.session"), Some("sess-9"));
 }

@@ -1,13 +1,13 @@
 //! `search.index_file` that cannot be used, or that changes while the gateway runs: the
 //! file is reported and the index built in memory, and the gateway keeps answering.
 
-use std::io::{BufRead, BufReader, Write};
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
-use toolgate_e2e::serde_json::{self, Value, json};
-use toolgate_e2e::{Toolgate, repo_path, toolgate, toolgate_exe};
+use toolgate_e2e::serde_json::{Value, json};
+use toolgate_e2e::{StdioServe, Toolgate, repo_path, toolgate};
 
 /// A policy in `dir` that searches the example catalog, with `index_file` as given.
 fn search_policy(dir: &Path, index_file: &str) -> PathBuf {
@@ -87,79 +87,17 @@ fn an_index_file_of_an_older_format_is_reported_and_the_index_built_in_memory() 
     assert_eq!(found, "weather_lookup", "{}", run.stdout);
 }
 
-/// `toolgate serve` over stdio, spoken to line by line.
-struct Serve {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    next_id: u64,
+/// `toolgate serve --policy POLICY` over stdio.
+fn serve(policy: &Path) -> StdioServe {
+    StdioServe::start(
+        &[OsStr::new("--policy"), policy.as_os_str()],
+        &[] as &[(&str, &str)],
+    )
 }
 
-impl Serve {
-    fn start(policy: &Path) -> Serve {
-        let mut child = Command::new(toolgate_exe())
-            .args(["serve", "--policy", policy.to_str().unwrap()])
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("serve starts");
-        let stdin = child.stdin.take().expect("piped");
-        let stdout = BufReader::new(child.stdout.take().expect("piped"));
-        let mut serve = Serve {
-            child,
-            stdin,
-            stdout,
-            next_id: 1,
-        };
-        serve.request(
-            "initialize",
-            json!({
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "e2e", "version": "0"}
-            }),
-        );
-        serve.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        serve
-    }
-
-    fn send(&mut self, message: &Value) {
-        writeln!(self.stdin, "{message}").expect("serve reads its stdin");
-        self.stdin.flush().expect("serve reads its stdin");
-    }
-
-    /// Sends a request and returns its response; `None` when serve's output ended.
-    fn request(&mut self, method: &str, params: Value) -> Option<Value> {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        loop {
-            let mut line = String::new();
-            if self.stdout.read_line(&mut line).ok()? == 0 {
-                return None;
-            }
-            let message: Value = serde_json::from_str(&line).expect("serve writes JSON lines");
-            if message["id"] == id {
-                return Some(message);
-            }
-        }
-    }
-
-    fn search(&mut self, query: &str) -> Option<Value> {
-        self.request(
-            "tools/call",
-            json!({"name": "tool_search", "arguments": {"query": query}}),
-        )
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `tool_search` for `query`.
+fn search(serve: &mut StdioServe, query: &str) -> Option<Value> {
+    serve.call("tool_search", json!({"query": query}))
 }
 
 #[test]
@@ -168,8 +106,8 @@ fn an_index_file_truncated_in_place_while_serve_runs_does_not_stop_it() {
     let policy = search_policy(dir.path(), "tools.idx");
     toolgate(&["index", "build", "--policy", policy.to_str().unwrap()]).assert_code(0);
     let index = dir.path().join("tools.idx");
-    let mut serve = Serve::start(&policy);
-    let before = serve.search("weather").expect("serve answers");
+    let mut serve = serve(&policy);
+    let before = search(&mut serve, "weather").expect("serve answers");
     assert!(before["result"].is_object(), "{before}");
 
     // Truncated in place (not replaced by a rename): a map of it would fault past the new end.
@@ -179,8 +117,8 @@ fn an_index_file_truncated_in_place_while_serve_runs_does_not_stop_it() {
         .unwrap()
         .set_len(0)
         .unwrap();
-    let after = serve.search("weather").unwrap_or_else(|| {
-        let status = serve.child.wait().expect("serve can be waited for");
+    let after = search(&mut serve, "weather").unwrap_or_else(|| {
+        let status = serve.wait().expect("serve can be waited for");
         panic!("serve stopped after the index file was truncated: {status}")
     });
     assert_eq!(after["result"], before["result"]);

@@ -7,9 +7,10 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use toolgate_e2e::serde_json::{Value, json};
 use toolgate_e2e::{
-    Toolgate, repo_path, repo_root, test_tools_path, toolgate_exe, toolgate_with_results,
-    venv_python,
+    StdioServe, Toolgate, repo_path, repo_root, test_tools_path, toolgate_exe,
+    toolgate_with_results, venv_python,
 };
 
 /// Runs `program args` from the repository root; kills it and fails after `limit`.
@@ -590,6 +591,58 @@ fn serve_deletes_expired_session_state_when_it_starts() {
     let _ = serve.kill();
     let _ = serve.wait();
     assert!(walk(&sessions).is_empty(), "left: {:?}", walk(&sessions));
+}
+
+/// `toolgate serve --session s1` over stdio on `policy`, with results and sessions in `results`,
+/// after a `tool_search` for `select:echo`: its response, and the response of an `echo` call
+/// made next.
+fn serve_finds_echo(policy: &str, results: &std::path::Path) -> (Value, Value) {
+    let mut serve = StdioServe::start(
+        &["--no-watch", "--session", "s1", "--policy", policy],
+        &[("TOOLGATE_RESULTS_DIR", results)],
+    );
+    let found = serve
+        .call("tool_search", json!({"query": "select:echo"}))
+        .expect("serve answers the search");
+    let echoed = serve
+        .call("echo", json!({"text": "found"}))
+        .expect("serve answers the call");
+    (found, echoed)
+}
+
+#[test]
+fn a_search_whose_session_state_cannot_be_saved_still_finds_and_says_the_state_was_not_saved() {
+    let (_dir, policy, results) = searchable_testkit("");
+    // The store cannot write a session's state: where its folder should be is a file.
+    std::fs::create_dir_all(&results).expect("the results folder");
+    std::fs::write(results.join("sessions"), "not a folder").expect("a file in the way");
+
+    let (found, echoed) = serve_finds_echo(&policy, &results);
+    let result = &found["result"];
+    assert_ne!(result["isError"], true, "{found}");
+    assert!(
+        result["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("\"echo\"")),
+        "{found}"
+    );
+    let error = result["_meta"]["toolgate"]["session_state_error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no session_state_error: {found}"));
+    assert!(error.contains("sessions"), "{error}");
+    // What was found is callable through this process all the same.
+    assert_ne!(echoed["result"]["isError"], true, "{echoed}");
+    assert_eq!(echoed["result"]["content"][0]["text"], "found", "{echoed}");
+}
+
+#[test]
+fn a_search_whose_session_state_is_saved_carries_no_state_error() {
+    let (_dir, policy, results) = searchable_testkit("");
+    let (found, _) = serve_finds_echo(&policy, &results);
+    let toolgate = &found["result"]["_meta"]["toolgate"];
+    assert!(toolgate.is_object(), "{found}");
+    assert_eq!(toolgate.get("session_state_error"), None, "{found}");
+    assert!(!walk(&results.join("sessions")).is_empty(), "nothing saved");
 }
 
 /// A policy in a fresh folder: the testkit plugin's tools searchable behind `tool_search`, plus

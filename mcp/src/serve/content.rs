@@ -69,6 +69,21 @@ pub(crate) fn call_result(outcome: Outcome, engine: &Engine) -> CallToolResult {
     result
 }
 
+/// Marks `result` as one whose session state did not reach the store:
+/// `_meta.toolgate.session_state_error` says why.
+pub(crate) fn mark_state_not_saved(result: &mut CallToolResult, error: &str) {
+    let meta = result
+        .meta
+        .get_or_insert_with(|| MetaObject(JsonObject::new()));
+    let toolgate = meta
+        .0
+        .entry(META_KEY.to_owned())
+        .or_insert_with(|| json!({}));
+    if let Some(toolgate) = toolgate.as_object_mut() {
+        toolgate.insert("session_state_error".to_owned(), json!(error));
+    }
+}
+
 /// A failure that left no outcome (a turn aborted under `on_error: fail`), as an error result.
 pub(crate) fn error_result(kind: &str, message: String) -> CallToolResult {
     let mut result = CallToolResult::error(vec![ContentBlock::text(message)]);

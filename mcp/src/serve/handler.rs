@@ -26,7 +26,7 @@ use toolgate_store::SessionId;
 use tracing::Instrument;
 
 use super::clients::ClientLink;
-use super::content::{call_result, error_result, tool};
+use super::content::{call_result, error_result, mark_state_not_saved, tool};
 use super::downstream::CallLink;
 use super::engines::Loaded;
 use super::listeners::{self, Change};
@@ -423,7 +423,7 @@ impl Gateway {
             ended.cancel();
             let _ = task.await;
         }
-        let result = match outcome {
+        let mut result = match outcome {
             Ok(outcomes) => match outcomes.into_iter().next() {
                 Some(outcome) => call_result(outcome, &loaded.engine),
                 None => return Err(McpError::internal_error("the call had no outcome", None)),
@@ -433,11 +433,15 @@ impl Gateway {
 
         if session.state().revealed_count() > found_before {
             if let Err(e) = loaded.sessions.save(&session, &id).await {
+                let error = toolgate::error::Chain(&e).to_string();
                 tracing::warn!(
                     session = id.as_str(),
-                    error = %toolgate::error::Chain(&e),
+                    error = %error,
                     "cannot save the session state"
                 );
+                // The tools found stay callable through this process; the client is told that
+                // another instance, or this one after a restart, will not know them.
+                mark_state_not_saved(&mut result, &error);
             }
             if is_sessionless(&context) {
                 (self.shared.peers.listeners)
