@@ -1,6 +1,7 @@
-//! Automata that walk the term dictionary for a query word's expansions: [`SingleWord`] keeps
-//! a walk to single words (not whole names such as `get_weather`), [`WordLevenshtein`] finds
-//! the words within a small edit distance.
+//! Automata over the term dictionary's keys: [`SingleWord`] keeps to single words (not whole
+//! names such as `get_weather`), and picks them out of the dictionary when an index is opened
+//! ([`crate::words`]); [`WordLevenshtein`] tells the words within a small edit distance of a
+//! query word, run on the few candidates the word tables find.
 
 use fst::automaton::Automaton;
 

@@ -22,10 +22,11 @@
 //!   match. The few words that pass are run through the same automaton the walk ran, and the
 //!   matches sorted into key order: the expansions are the walk's, in the walk's order.
 //!
-//! Memory: per word, its bytes and 24 bytes, 28 more for a single word of the dictionary (its
-//! typo entry and hash slots), and a table of 256 × 48 group starts (48 KiB): 0.4 MB at BFCL's
-//! 2,723 tools, 0.9 MB at the speed bench's 100,000. Building them streams the two dictionaries
-//! once at open (see `docs/search.md` for the figures).
+//! Memory: per word, its bytes and 24 bytes, 36 more for a single word of the dictionary (its
+//! typo entry and mask, and hash slots), and a table of 256 × 48 group starts (48 KiB). The
+//! peak resident memory of an open grew 0.4 MiB at BFCL's 2,723 tools and 1.1 MiB at the speed
+//! bench's 100,000 (12,501 single words); building the tables streams the two dictionaries once
+//! (see `docs/search.md` for the open's cost).
 
 use std::hash::Hasher;
 
