@@ -138,12 +138,16 @@ pub(crate) fn rerank(
     };
     let mut order: Vec<(usize, (f32, u32))> = ranked.iter().copied().enumerate().collect();
     order.sort_unstable_by(by_rank);
-    if aspects.len() >= DIVERSIFY_MIN_SENTENCES && r.diversity != 0.0 {
+    let diversified = aspects.len() >= DIVERSIFY_MIN_SENTENCES && r.diversity != 0.0;
+    if diversified {
         diversify(r.diversity, &mut order, &masks, &aspects, term_idf);
     }
-    // The scores, best first, handed out in the final order.
+    // The scores, best first, handed out in the final order (`order` is by score unless
+    // diversified, so they are sorted already).
     let mut scores: Vec<f32> = order.iter().map(|o| o.1.0).collect();
-    scores.sort_unstable_by(|a, b| b.total_cmp(a));
+    if diversified {
+        scores.sort_unstable_by(|a, b| b.total_cmp(a));
+    }
     for ((slot, (_, (_, d))), score) in ranked.iter_mut().zip(&order).zip(scores) {
         *slot = (score, *d);
     }
