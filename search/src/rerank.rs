@@ -47,11 +47,6 @@ pub(crate) fn rerank(
     // there is no word of any tool.
     let by_number = numbered(terms, &free.extra, file.words());
     let of = |n: u32| by_number.get(n);
-    // A tool's name and description words as vocabulary numbers
-    // (`NONE` for words the query does not have).
-    // (Room for most tools' words: growing it a push at a time was most of the re-ranking's
-    // allocations.)
-    let mut ids: Vec<u32> = Vec::with_capacity(256);
     let mut found: Vec<usize> = Vec::new();
     // A tool's name, lowercased.
     let mut lower = String::new();
@@ -69,18 +64,34 @@ pub(crate) fn rerank(
         let Some((name, mut words)) = file.record(*d as usize).and_then(record::rerank_of) else {
             continue;
         };
-        ids.clear();
+        // The adjacent pairs of query words (as numbers) within the name and within the
+        // description are looked up as they are read (a list of the tool's words, walked again
+        // for its pairs, cost the re-ranking a fifth more: callgrind); a pair across the two
+        // is not one.
+        found.clear();
+        let mut pair = |prev: &mut u32, id: u32| {
+            if bigram
+                && *prev != NONE
+                && id != NONE
+                && let Ok(k) = pairs.binary_search(&(*prev, id))
+            {
+                found.push(k);
+            }
+            *prev = id;
+        };
         let mut name_mask = 0u64;
-        let name_end = words.list(|w| {
+        let mut prev = NONE;
+        words.list(|w| {
             let (id, bit) = of(w);
-            ids.push(id);
+            pair(&mut prev, id);
             name_mask |= bit;
         });
         // The query terms the description holds.
         let mut held = 0u64;
-        words.list(|w| {
+        let mut prev = NONE;
+        let description = words.list(|w| {
             let (id, bit) = of(w);
-            ids.push(id);
+            pair(&mut prev, id);
             held |= bit;
         });
         let mut enum_mask = 0u64;
@@ -98,23 +109,13 @@ pub(crate) fn rerank(
             *m = name_mask | held;
         }
         if bigram {
-            found.clear();
-            for (i, w) in ids.windows(2).enumerate() {
-                if i + 1 != name_end
-                    && w[0] != NONE
-                    && w[1] != NONE
-                    && let Ok(k) = pairs.binary_search(&(w[0], w[1]))
-                {
-                    found.push(k);
-                }
-            }
             found.sort_unstable();
             found.dedup();
             factor *= 1.0 + r.bigram * found.len() as f32 / pairs.len() as f32;
         }
-        if r.desc_coverage != 0.0 && ids.len() > name_end {
+        if r.desc_coverage != 0.0 && description > 0 {
             // Over the description's length.
-            let share = held.count_ones() as f32 / (ids.len() - name_end) as f32;
+            let share = held.count_ones() as f32 / description as f32;
             factor *= 1.0 + r.desc_coverage * share;
         }
         if r.name_substring != 0.0 && !long_words.is_empty() {
