@@ -32,6 +32,7 @@ mod fuse;
 mod kernels;
 mod linear;
 mod model;
+mod scan;
 mod vectors;
 mod wordpiece;
 

@@ -36,7 +36,9 @@
 //! Up to [`EXACT_UP_TO`] tools every cosine is computed. Beyond, each vector also has a sign
 //! sketch (one bit per dimension): the query's sketch picks the [`RESCORE`] tools at the
 //! smallest Hamming distance, and only those are scored exactly. At 100,000 tools of 256
-//! dimensions the sketches are 3.2 MB and the int8 rows 25.6 MB.
+//! dimensions the sketches are 3.2 MB and the int8 rows 25.6 MB. The kernels (AVX-512 distances,
+//! the sampled cut, AVX2 rescoring, each with a portable twin giving the same bits) are in
+//! `scan.rs`; reading the 3.2 MB of sketches from memory is about half of a search's time.
 
 use std::fs;
 use std::io::Write;
@@ -45,6 +47,7 @@ use std::path::Path;
 use crate::error::SemanticError;
 use crate::fuse::{by_rank, keep_best};
 use crate::model::normalize;
+use crate::scan::{self, Kernels};
 
 const MAGIC: &[u8; 8] = b"TGVECS\0\x01";
 const VERSION: u32 = 4;
@@ -73,8 +76,27 @@ pub struct ToolVectors {
     /// `n * dims`: each tool's vector minus `mean`, scaled to unit length, divided by its scale
     /// and rounded.
     rows: Vec<i8>,
-    /// `n * words` sign sketches of `rows` (empty when the catalog is searched exactly).
+    /// The sign sketches of `rows` in blocks of [`scan::LANES`] tools (empty when the catalog
+    /// is searched exactly).
     sketches: Vec<u64>,
+    /// The kernels this CPU runs.
+    kernels: Kernels,
+}
+
+/// What one search over the sketches works in, kept between the searches of a thread so that
+/// none allocates (and clears) a distance for each tool. Bounded by the largest catalog the
+/// thread searched: 2 bytes a tool for the distances (200 kB at 100,000 tools), usually a few
+/// thousand gathered tools and the candidates, at most 4 bytes a tool each (all tools at one
+/// distance).
+#[derive(Default)]
+struct Scratch {
+    dist: Vec<u16>,
+    work: Vec<u32>,
+    candidates: Vec<u32>,
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
 }
 
 impl std::fmt::Debug for ToolVectors {
@@ -236,14 +258,7 @@ impl ToolVectors {
         let n = scales.len();
         let mut sketches = Vec::new();
         if n > EXACT_UP_TO {
-            let words = dims.div_ceil(64);
-            sketches = vec![0u64; n * words];
-            for (row, out) in rows
-                .chunks_exact(dims)
-                .zip(sketches.chunks_exact_mut(words))
-            {
-                sign_bits(row.iter().map(|x| *x > 0), out);
-            }
+            sketches = scan::sketch_blocks(&rows, dims);
         }
         ToolVectors {
             dims,
@@ -255,6 +270,7 @@ impl ToolVectors {
             hashes,
             rows,
             sketches,
+            kernels: Kernels::detect(),
         }
     }
 
@@ -308,7 +324,9 @@ impl ToolVectors {
         let i = tool as usize;
         let start = i * self.dims;
         match (self.rows.get(start..start + self.dims), self.scales.get(i)) {
-            (Some(row), Some(scale)) if q.len() == self.dims => scale * dot_i8(q, row),
+            (Some(row), Some(scale)) if q.len() == self.dims => {
+                scale * scan::dot_i8(self.kernels, q, row)
+            }
             _ => 0.0,
         }
     }
@@ -319,14 +337,25 @@ impl ToolVectors {
             return Vec::new();
         }
         let mut scored: Vec<(f32, u32)> = if self.sketches.is_empty() {
-            (0..self.len() as u32)
-                .map(|i| (self.cosine_centred(q, i), i))
-                .collect()
+            let all: Vec<u32> = (0..self.len() as u32).collect();
+            let mut scored = Vec::with_capacity(all.len());
+            scan::rescore(self.kernels, q, &self.rows, &self.scales, &all, &mut scored);
+            scored
         } else {
-            self.candidates(q, RESCORE.max(k))
-                .into_iter()
-                .map(|i| (self.cosine_centred(q, i), i))
-                .collect()
+            SCRATCH.with(|s| {
+                let mut s = s.borrow_mut();
+                self.candidates(q, RESCORE.max(k), &mut s);
+                let mut scored = Vec::with_capacity(s.candidates.len());
+                scan::rescore(
+                    self.kernels,
+                    q,
+                    &self.rows,
+                    &self.scales,
+                    &s.candidates,
+                    &mut scored,
+                );
+                scored
+            })
         };
         keep_best(&mut scored, k);
         scored.sort_unstable_by(by_rank);
@@ -334,36 +363,23 @@ impl ToolVectors {
     }
 
     /// The `m` tools whose sketches are nearest the query's (all tools at the cut-off distance
-    /// included, so a tie never drops one arbitrarily... up to `m` of them, lowest numbers first).
-    fn candidates(&self, q: &[f32], m: usize) -> Vec<u32> {
+    /// included, so a tie never drops one arbitrarily... up to `m` of them, lowest numbers
+    /// first), into `scratch.candidates`, in tool-number order.
+    fn candidates(&self, q: &[f32], m: usize, scratch: &mut Scratch) {
         let words = self.dims.div_ceil(64);
         let mut qs = vec![0u64; words];
         sign_bits(q.iter().map(|x| *x > 0.0), &mut qs);
-        let mut dist = Vec::with_capacity(self.len());
-        let mut histogram = vec![0usize; words * 64 + 1];
-        hamming(&self.sketches, &qs, &mut dist, &mut histogram);
-        // The largest distance `cut` such that fewer than `m` tools are closer.
-        let mut below = 0;
-        let mut cut = 0;
-        for (d, count) in histogram.iter().enumerate() {
-            cut = d;
-            if below + count >= m {
-                break;
-            }
-            below += count;
-        }
-        let mut at_cut = m.saturating_sub(below);
-        let mut out = Vec::with_capacity(m);
-        for (i, &d) in dist.iter().enumerate() {
-            let d = d as usize;
-            if d < cut {
-                out.push(i as u32);
-            } else if d == cut && at_cut > 0 {
-                out.push(i as u32);
-                at_cut -= 1;
-            }
-        }
-        out
+        scan::distances(self.kernels, &self.sketches, &qs, &mut scratch.dist);
+        // The padding of the last block is not a tool.
+        let dist = &scratch.dist[..self.len().min(scratch.dist.len())];
+        scan::nearest(
+            self.kernels,
+            dist,
+            m,
+            words * 64 + 1,
+            &mut scratch.work,
+            &mut scratch.candidates,
+        );
     }
 
     /// The file's bytes after the header.
@@ -515,75 +531,12 @@ struct Header {
     tools_id: u64,
 }
 
-/// The Hamming distance of each sketch to `q` into `dist`, counted in `histogram`. With the
-/// `popcnt` instruction (checked at run time: the baseline x86-64 target lacks it, and
-/// `count_ones` without it is a dozen instructions per word) this is 3-4 times faster.
-fn hamming(sketches: &[u64], q: &[u64], dist: &mut Vec<u16>, histogram: &mut [usize]) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("popcnt") {
-        // SAFETY: the CPU has `popcnt`, the only feature the function is compiled for.
-        unsafe { hamming_popcnt(sketches, q, dist, histogram) };
-        return;
-    }
-    hamming_portable(sketches, q, dist, histogram);
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "popcnt")]
-unsafe fn hamming_popcnt(
-    sketches: &[u64],
-    q: &[u64],
-    dist: &mut Vec<u16>,
-    histogram: &mut [usize],
-) {
-    hamming_portable(sketches, q, dist, histogram);
-}
-
-#[inline(always)]
-fn hamming_portable(sketches: &[u64], q: &[u64], dist: &mut Vec<u16>, histogram: &mut [usize]) {
-    if let Ok(q4) = <[u64; 4]>::try_from(q) {
-        // 256 dimensions, the common case: four words, unrolled.
-        for s in sketches.chunks_exact(4) {
-            let d = (s[0] ^ q4[0]).count_ones()
-                + (s[1] ^ q4[1]).count_ones()
-                + (s[2] ^ q4[2]).count_ones()
-                + (s[3] ^ q4[3]).count_ones();
-            if let Some(h) = histogram.get_mut(d as usize) {
-                *h += 1;
-            }
-            dist.push(d as u16);
-        }
-        return;
-    }
-    for s in sketches.chunks_exact(q.len().max(1)) {
-        let d: u32 = s.iter().zip(q).map(|(a, b)| (a ^ b).count_ones()).sum();
-        if let Some(h) = histogram.get_mut(d as usize) {
-            *h += 1;
-        }
-        dist.push(d as u16);
-    }
-}
-
 fn sign_bits(positive: impl Iterator<Item = bool>, out: &mut [u64]) {
     for (i, p) in positive.enumerate() {
         if p {
             out[i / 64] |= 1 << (i % 64);
         }
     }
-}
-
-/// The dot product of floats and int8s, in eight lanes the compiler vectorises.
-fn dot_i8(a: &[f32], b: &[i8]) -> f32 {
-    let mut acc = [0.0f32; 8];
-    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
-    let (ra, rb) = (ca.remainder(), cb.remainder());
-    for (x, y) in ca.zip(cb) {
-        for l in 0..8 {
-            acc[l] += x[l] * f32::from(y[l]);
-        }
-    }
-    let tail: f32 = ra.iter().zip(rb).map(|(x, y)| x * f32::from(*y)).sum();
-    acc.iter().sum::<f32>() + tail
 }
 
 #[cfg(test)]
