@@ -8,9 +8,11 @@
 //!
 //! Two more modes, for comparing two builds of the search (neither is timed):
 //!
-//! * `bench_queries INDEX QUERIES.jsonl --dump`: each query's top 50 (as the first stage and
-//!   the re-ranking produce them, and as the semantic stage's fusion reads them) as
-//!   `QUERY NAME SCORE-BITS` lines, for `cmp` between builds.
+//! * `bench_queries INDEX QUERIES.jsonl --dump [K]`: each query's top K (default 50: as the
+//!   first stage and the re-ranking produce them, and as the semantic stage's fusion reads them;
+//!   5 is what the timed runs ask for) as `QUERY NAME SCORE-BITS` lines, for `cmp` between builds.
+//! * `bench_queries INDEX QUERIES.jsonl --each`: each query's least time over the runs, in
+//!   microseconds, as `{"id", "query", "us"}` lines: a query file of the slowest is a sort away.
 //! * `bench_queries INDEX QUERIES.jsonl --once [FIRST [COUNT]]`: runs the queries once each,
 //!   top 5, and prints nothing: a run to count instructions of (`valgrind --tool=callgrind`).
 
@@ -23,7 +25,8 @@ const RUNS: usize = 3;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args_os().skip(1);
-    let usage = "usage: bench_queries INDEX QUERIES.jsonl [--dump | --once [FIRST [COUNT]]]";
+    let usage =
+        "usage: bench_queries INDEX QUERIES.jsonl [--dump [K] | --each | --once [FIRST [COUNT]]]";
     let index_path = std::path::PathBuf::from(args.next().ok_or(usage)?);
     let queries_path = std::path::PathBuf::from(args.next().ok_or(usage)?);
     let mode: Vec<String> = args
@@ -47,9 +50,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     match mode.first().map(String::as_str) {
         None => {}
         Some("--dump") => {
+            let k: usize = mode.get(1).map_or(Ok(50), |s| s.parse())?;
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             for (i, q) in queries.iter().enumerate() {
-                let hits = Query::parse(q).map(|q| index.search(&q, 50).hits);
+                let hits = Query::parse(q).map(|q| index.search(&q, k).hits);
                 for h in hits.unwrap_or_default() {
                     writeln!(out, "{i} {} {:08x}", h.name, h.score.to_bits())?;
                 }
@@ -67,6 +71,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             return Ok(());
         }
+        Some("--each") => {}
         Some(_) => return Err(usage.into()),
     }
     let mut least = vec![Duration::MAX; queries.len()];
@@ -77,6 +82,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             std::hint::black_box(q.map(|q| index.search(&q, 5)).ok());
             *best = (*best).min(start.elapsed());
         }
+    }
+    if mode.first().map(String::as_str) == Some("--each") {
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        for (i, (q, d)) in queries.iter().zip(&least).enumerate() {
+            let line = serde_json::json!({"id": i, "query": q, "us": d.as_secs_f64() * 1e6});
+            writeln!(out, "{line}")?;
+        }
+        return Ok(());
     }
     least.sort_unstable();
     let at = |p: f64| {

@@ -1,6 +1,7 @@
-//! Automata that walk the term dictionary for a query word's expansions: [`SingleWord`] keeps
-//! a walk to single words (not whole names such as `get_weather`), [`WordLevenshtein`] finds
-//! the words within a small edit distance.
+//! Automata over the term dictionary's keys: [`SingleWord`] keeps to single words (not whole
+//! names such as `get_weather`), and picks them out of the dictionary when an index is opened
+//! ([`crate::words`]); [`WordLevenshtein`] tells the words within a small edit distance of a
+//! query word, run on the few candidates the word tables find.
 
 use fst::automaton::Automaton;
 
@@ -32,22 +33,6 @@ impl Automaton for SingleWord {
 
     fn accept(&self, state: &bool, byte: u8) -> bool {
         *state && !SingleWord::is_separator(byte)
-    }
-}
-
-/// An automaton that can tell, in some states, the only bytes that can lead on to a match:
-/// a dictionary walk then looks those transitions up in a node ([`fst::raw::Node::find_input`])
-/// instead of decoding every transition of it to offer its byte.
-pub(crate) trait Narrow: Automaton {
-    /// The ASCII bytes (bit `b` set for byte `b`) outside which no byte read in `state` leads
-    /// to a match; `None` when the automaton cannot tell (any byte may).
-    fn next_bytes(&self, state: &Self::State) -> Option<u128>;
-}
-
-impl Narrow for SingleWord {
-    #[inline(always)]
-    fn next_bytes(&self, _: &bool) -> Option<u128> {
-        None
     }
 }
 
@@ -194,40 +179,6 @@ impl WordLevenshtein {
     }
 }
 
-/// Most nodes a typo walk visits are reached with every edit spent: a key can then only go on
-/// with the word's next character at one of the few positions still within the distance. So
-/// are all at the root, where only the word's first character may come (see
-/// [`WordLevenshtein::step`]). Told there, the walk looks up those characters' bytes rather
-/// than decoding every transition of the node.
-impl Narrow for WordLevenshtein {
-    #[inline]
-    fn next_bytes(&self, state: &Option<LevState>) -> Option<u128> {
-        let s = state.as_ref()?;
-        if s.need > 0 {
-            return None;
-        }
-        let d = usize::from(self.distance);
-        let mut positions = if s.read == 0 {
-            1
-        } else if s.within[..d].iter().all(|&w| w == 0) {
-            // With every edit spent, the next state within the distance is the last one's
-            // positions that the character matches, moved on by one (`step_within`, whose
-            // other terms are then 0); the word's end matches no character.
-            s.within[d] & ((1u64 << self.len) - 1)
-        } else {
-            return None;
-        };
-        let mut bytes = 0u128;
-        while positions != 0 {
-            let c = *self.word.get(positions.trailing_zeros() as usize)? as u32;
-            positions &= positions - 1;
-            // A character of several bytes: not narrowed (rare in a query word).
-            bytes |= 1u128.checked_shl(c)?;
-        }
-        Some(bytes)
-    }
-}
-
 impl Automaton for WordLevenshtein {
     /// `None` once no key going on from here can match.
     type State = Option<LevState>;
@@ -337,27 +288,6 @@ mod tests {
     }
 
     proptest::proptest! {
-        #[test]
-        fn no_byte_outside_the_next_bytes_leads_to_a_match(
-            word in "[abcé]{1,9}",
-            key in "[abcé_]{0,11}",
-            d in 1u8..=2,
-        ) {
-            let lev = WordLevenshtein::new(&word, d);
-            proptest::prop_assert!(lev.is_some());
-            if let Some(lev) = lev
-                && accepts(&lev, &key)
-            {
-                let mut state = lev.start();
-                for &b in key.as_bytes() {
-                    if let Some(next) = lev.next_bytes(&state) {
-                        proptest::prop_assert!(b < 128 && next >> b & 1 == 1);
-                    }
-                    state = lev.accept(&state, b);
-                }
-            }
-        }
-
         #[test]
         fn matches_exactly_the_keys_within_the_distance(
             word in "[abcé]{1,9}",

@@ -19,6 +19,7 @@ use crate::names::Names;
 use crate::postings::PostingList;
 use crate::ranking::ImpactParams;
 use crate::record::{Block, HotRecord, RecordError, ToolDocRef};
+use crate::words::Words;
 
 /// The bytes behind an index: a memory map, or a vector (a file read into memory, or a freshly
 /// built index).
@@ -68,6 +69,8 @@ pub(crate) struct IndexFile {
     stems: Map<Slice>,
     /// The re-ranking vocabulary: each stem of the tools' re-ranking words to its number.
     rerank_terms: Map<Slice>,
+    /// The single words of `stems` and the words of `rerank_terms` in tables (see `words.rs`).
+    words: Words,
     postings: Range<usize>,
     doc_offsets: Range<usize>,
     docs: Range<usize>,
@@ -310,10 +313,13 @@ impl IndexFile {
                 .map_err(|panic| damaged(Damage::Panic(panic)))?
                 .map_err(damaged)?
         };
+        let words = check::catch_quietly(|| Words::new(&stems, &rerank_terms))
+            .map_err(|panic| damaged(Damage::Panic(panic)))?;
         Ok(IndexFile {
             storage,
             stems,
             rerank_terms,
+            words,
             postings,
             doc_offsets,
             docs,
@@ -344,6 +350,11 @@ impl IndexFile {
         &self.stems
     }
 
+    /// The single words of the term dictionary and the re-ranking vocabulary, in tables.
+    pub(crate) fn words(&self) -> &Words {
+        &self.words
+    }
+
     /// The length in bytes of each section, in file order (`format::SECTION_ORDER`).
     pub(crate) fn section_lens(&self) -> [usize; format::SECTIONS] {
         [
@@ -358,11 +369,6 @@ impl IndexFile {
 
     fn section(&self, range: &Range<usize>) -> &[u8] {
         self.bytes().get(range.clone()).unwrap_or(&[])
-    }
-
-    /// The re-ranking vocabulary: each stem of the tools' re-ranking words to its number.
-    pub(crate) fn rerank_terms(&self) -> &Map<Slice> {
-        &self.rerank_terms
     }
 
     /// The hot record of tool `id`: its name, and a reader at the record.

@@ -357,7 +357,7 @@ impl SearchIndex {
         }
         let r = &self.ranking;
         let (terms, words) = query_terms(free, required);
-        let lookups = lookup_all(self.file.stems(), &terms);
+        let lookups = lookup_all(self.file.stems(), self.file.words(), &terms);
         // A required word must match exactly or by stem.
         if (terms.iter().zip(&lookups)).any(|(t, l)| t.required && matches!(l, Lookup::Missing)) {
             return Vec::new();

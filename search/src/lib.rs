@@ -99,6 +99,7 @@ mod simd;
 mod stage;
 mod text;
 mod threads;
+mod words;
 
 pub use catalog::{Catalog, CatalogError, ToolDoc, read_catalog_jsonl, read_catalog_jsonl_from};
 pub use error::{Damage, IndexError, Section};

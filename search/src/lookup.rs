@@ -2,11 +2,11 @@
 //! a prefix of or within a small edit distance of.
 
 use fst::Map;
-use fst::raw::{Fst, Node, Output};
 
-use crate::automata::{Narrow, SingleWord, WordLevenshtein};
+use crate::automata::WordLevenshtein;
 use crate::hits::MatchKind;
 use crate::terms::QueryTerm;
+use crate::words::Words;
 
 /// The most terms one query word expands to by prefix and typo.
 const MAX_EXPANSIONS: usize = 32;
@@ -34,52 +34,38 @@ pub(crate) struct Expansion {
 /// Finds a query term in the dictionary `stems`: by its stem, or failing that by prefix (terms
 /// of 4+ characters) and by edit distance (1 for 4-7 characters, 2 for longer ones). Only words
 /// of letters are expanded: `1500` or `r2d2` are values, not misspellings; and only a term
-/// whose [`QueryTerm::typos`] allows it by typo.
+/// whose [`QueryTerm::typos`] allows it by typo. Whole names (`get_weather`) are terms too; a
+/// single word is never expanded into one.
 ///
-/// The stem is walked down the dictionary once, for both: the node it leads to is the term if
-/// final (as [`Map::get`] finds it), and holds the terms it is a prefix of below it. (Walking
-/// it twice, `get` and then for the prefixes, took a tenth of the lookups at BFCL's 2,723
-/// tools, most of whose queries' words are not in its dictionary: callgrind.)
-pub(crate) fn lookup<D: AsRef<[u8]>>(stems: &Map<D>, term: &QueryTerm) -> Lookup {
-    let fst = stems.as_fst();
-    let reached = descend(fst, term.stem.as_bytes());
-    if let Some((node, out)) = reached
-        && node.is_final()
-    {
-        return Lookup::Found(out.cat(node.final_output()).value());
+/// A stem without a name separator is looked up in `words`, the single words of `stems`, and
+/// expanded from them ([`Words`]: what walks of `stems` found, in the same order, without
+/// decoding its nodes); a stem with one, in `stems`.
+pub(crate) fn lookup<D: AsRef<[u8]>>(stems: &Map<D>, words: &Words, term: &QueryTerm) -> Lookup {
+    let stem = term.stem.as_bytes();
+    let single = !stem.iter().any(|&b| matches!(b, b'_' | b'.' | b'-'));
+    let found = if single {
+        words.postings(stem)
+    } else {
+        stems.get(stem)
+    };
+    if let Some(offset) = found {
+        return Lookup::Found(offset);
     }
     let mut expansions: Vec<Expansion> = Vec::new();
     let chars = term.word.chars().count();
-    if chars >= 4 && !term.required && term.word.chars().all(char::is_alphabetic) {
-        // Whole names (`get_weather`) are terms too; a single word is
-        // never expanded into one, which also keeps the walk short.
-        if let Some((node, out)) = reached {
-            let mut key = term.stem.as_bytes().to_vec();
-            expand(
-                fst,
-                &SingleWord,
-                node,
-                out,
-                &mut key,
-                MatchKind::Prefix,
-                &mut expansions,
-            );
-        }
+    // A word of letters has a stem of letters, so `single` holds.
+    if single && chars >= 4 && !term.required && term.word.chars().all(char::is_alphabetic) {
+        words.prefixed(stem, |key, offset| {
+            add(&mut expansions, key, offset, MatchKind::Prefix)
+        });
         let distance = if chars <= 7 { 1 } else { 2 };
         if expansions.len() < MAX_EXPANSIONS
             && term.typos
             && let Some(lev) = WordLevenshtein::new(&term.stem, distance)
         {
-            let mut key = Vec::new();
-            expand(
-                fst,
-                &lev,
-                fst.root(),
-                Output::zero(),
-                &mut key,
-                MatchKind::Typo,
-                &mut expansions,
-            );
+            words.typos(&term.stem, distance, &lev, |key, offset| {
+                add(&mut expansions, key, offset, MatchKind::Typo)
+            });
         }
     }
     if expansions.is_empty() {
@@ -89,102 +75,32 @@ pub(crate) fn lookup<D: AsRef<[u8]>>(stems: &Map<D>, term: &QueryTerm) -> Lookup
     }
 }
 
+/// Adds the term `key` (with the postings list at `offset`) to `expansions` unless it is there;
+/// false once there are [`MAX_EXPANSIONS`].
+fn add(expansions: &mut Vec<Expansion>, key: &[u8], offset: u64, kind: MatchKind) -> bool {
+    if !expansions.iter().any(|e| e.matched.as_bytes() == key) {
+        expansions.push(Expansion {
+            matched: String::from_utf8_lossy(key).into_owned(),
+            offset,
+            kind,
+        });
+    }
+    expansions.len() < MAX_EXPANSIONS
+}
+
 /// Each of `terms` found as [`lookup`] finds it, in order.
-pub(crate) fn lookup_all<D: AsRef<[u8]>>(stems: &Map<D>, terms: &[QueryTerm]) -> Vec<Lookup> {
-    terms.iter().map(|t| lookup(stems, t)).collect()
-}
-
-/// The node `prefix` leads to from the root, and the output gathered on the way.
-fn descend<'f, D: AsRef<[u8]>>(fst: &'f Fst<D>, prefix: &[u8]) -> Option<(Node<'f>, Output)> {
-    let mut node = fst.root();
-    let mut out = Output::zero();
-    for &b in prefix {
-        let t = node.transition(node.find_input(b)?);
-        out = out.cat(t.out);
-        node = fst.node(t.addr);
-    }
-    Some((node, out))
-}
-
-/// Adds the dictionary terms below `node` (reached by `key`, with output `out`) whose rest
-/// `automaton` accepts to `expansions`, in key order (up to [`MAX_EXPANSIONS`] in all), skipping
-/// terms already there.
-///
-/// The walk is fst's stream, depth first in key order, except that a transition the automaton
-/// rejects is passed over without decoding the node it leads to (the stream decodes every
-/// child of a node it visits): the typo walk rejects all but one of the root's transitions.
-/// Where the automaton names the only bytes that can lead on ([`Narrow::next_bytes`]), the
-/// node's transitions for those bytes are looked up and the others not decoded at all.
-/// `automaton` must not match in a state it says cannot match (true of this crate's automata).
-fn expand<D: AsRef<[u8]>, A: Narrow>(
-    fst: &Fst<D>,
-    automaton: &A,
-    node: Node<'_>,
-    out: Output,
-    key: &mut Vec<u8>,
-    kind: MatchKind,
-    expansions: &mut Vec<Expansion>,
-) {
-    let mut add = |key: &[u8], offset: Output| {
-        if !expansions.iter().any(|e| e.matched.as_bytes() == key) {
-            expansions.push(Expansion {
-                matched: String::from_utf8_lossy(key).into_owned(),
-                offset: offset.value(),
-                kind,
-            });
-        }
-        expansions.len() < MAX_EXPANSIONS
-    };
-    let start = automaton.start();
-    if node.is_final() && automaton.is_match(&start) && !add(key, out.cat(node.final_output())) {
-        return;
-    }
-    // Per node on the path: the node, its next transition, its output, the automaton's state
-    // and the only bytes (ASCII, as bits) that can lead on from it, of which those not yet
-    // tried.
-    let only = automaton.next_bytes(&start);
-    let mut stack = vec![(node, 0usize, out, start, only)];
-    while let Some((node, next, out, state, only)) = stack.last_mut() {
-        let i = match only {
-            None => (*next < node.len()).then_some(*next),
-            Some(0) => None,
-            Some(bytes) => {
-                let b = bytes.trailing_zeros() as u8;
-                *bytes &= *bytes - 1;
-                match node.find_input(b) {
-                    Some(i) => Some(i),
-                    // A byte the node has no transition for.
-                    None => continue,
-                }
-            }
-        };
-        let Some(i) = i else {
-            stack.pop();
-            if !stack.is_empty() {
-                key.pop();
-            }
-            continue;
-        };
-        *next += 1;
-        let t = node.transition(i);
-        let to = automaton.accept(state, t.inp);
-        if !automaton.can_match(&to) {
-            continue;
-        }
-        let out = out.cat(t.out);
-        let child = fst.node(t.addr);
-        key.push(t.inp);
-        if child.is_final() && automaton.is_match(&to) && !add(key, out.cat(child.final_output())) {
-            return;
-        }
-        let only = automaton.next_bytes(&to);
-        stack.push((child, 0, out, to, only));
-    }
+pub(crate) fn lookup_all<D: AsRef<[u8]>>(
+    stems: &Map<D>,
+    words: &Words,
+    terms: &[QueryTerm],
+) -> Vec<Lookup> {
+    terms.iter().map(|t| lookup(stems, words, t)).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::automata::SingleWord;
     use fst::automaton::{Automaton, Str};
     use fst::{IntoStreamer, Streamer};
 
@@ -222,7 +138,7 @@ mod tests {
 
     fn expanded(term: &QueryTerm) -> Vec<(String, MatchKind)> {
         let stems = Map::from_iter([("forcasting", 1u64), ("forecast", 2)]).unwrap();
-        match lookup(&stems, term) {
+        match lookup(&stems, &Words::new(&stems, &Map::default()), term) {
             Lookup::Expanded(e) => e.into_iter().map(|e| (e.matched, e.kind)).collect(),
             _ => Vec::new(),
         }
@@ -265,7 +181,8 @@ mod tests {
             if let Ok(stems) = stems {
                 let term = QueryTerm { word, stem, required: false, quoted: false, typos: true };
                 let expected = streamed(&stems, &term);
-                let found: Vec<(String, u64, MatchKind)> = match lookup(&stems, &term) {
+                let words = Words::new(&stems, &Map::default());
+                let found: Vec<(String, u64, MatchKind)> = match lookup(&stems, &words, &term) {
                     Lookup::Expanded(e) => e.into_iter().map(|e| (e.matched, e.offset, e.kind)).collect(),
                     Lookup::Missing => Vec::new(),
                     Lookup::Found(_) => vec![(String::new(), 0, MatchKind::Exact)],

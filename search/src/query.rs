@@ -105,6 +105,17 @@ impl Query {
         if let Some(rest) = strip_prefix_ignore_case(s, "select:") {
             return parse_select(rest);
         }
+        // Most queries have no `+word` and are already single-spaced: their free text is the
+        // query itself (splitting and joining it again was a tenth of parsing a long one).
+        if !s.contains('+') && single_spaced(s) {
+            if !has_terms(s) {
+                return Err(QueryError::NoSearchableWords);
+            }
+            return Ok(Query::Terms {
+                text: s.to_string(),
+                required: Vec::new(),
+            });
+        }
         let mut free = Vec::new();
         let mut required = Vec::new();
         for token in s.split_whitespace() {
@@ -136,6 +147,17 @@ fn has_terms(text: &str) -> bool {
         text::for_each_term(token, |_| any = true);
         any
     })
+}
+
+/// True if the whitespace of `s` (trimmed) is single ASCII spaces, so that its
+/// whitespace-separated tokens joined by a space are `s` again.
+fn single_spaced(s: &str) -> bool {
+    s.is_ascii()
+        && !s
+            .as_bytes()
+            .windows(2)
+            .any(|w| w[0] == b' ' && w[1] == b' ')
+        && !s.bytes().any(|b| matches!(b, b'\t'..=b'\r'))
 }
 
 fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
@@ -279,6 +301,25 @@ mod tests {
             Query::parse(&format!("select:{long}")),
             Err(QueryError::InvalidName(long))
         );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn free_text_is_the_tokens_joined_by_single_spaces(
+            s in "[a-z +\t\n\u{b}\u{c}\r\u{a0}\u{2003}é]{0,24}"
+        ) {
+            if let Ok(Query::Terms { text, required }) = Query::parse(&s) {
+                let free: Vec<&str> = s
+                    .split_whitespace()
+                    .filter(|t| !(t.starts_with('+') && t.len() > 1))
+                    .collect();
+                proptest::prop_assert_eq!(text, free.join(" "));
+                proptest::prop_assert_eq!(
+                    required.len(),
+                    s.split_whitespace().filter(|t| t.starts_with('+') && t.len() > 1).count()
+                );
+            }
+        }
     }
 
     #[test]

@@ -5,13 +5,12 @@
 //! [`Ranking`]). The query's words and sentences are those [`crate::terms::query_terms`] split
 //! the free text into ([`FreeWords`]), not split again here.
 
-use fst::Map;
-
 use crate::file::IndexFile;
 use crate::ranking::Ranking;
 use crate::record;
 use crate::terms::{FreeWords, MAX_QUERY_TERMS, QueryTerm};
 use crate::text;
+use crate::words::Words;
 
 /// Multiplies the first-stage scores of `ranked` by
 /// the phrase, enum-value and name-substring factors described on
@@ -46,11 +45,8 @@ pub(crate) fn rerank(
     let idf_total: f32 = term_idf.iter().sum::<f32>().max(f32::MIN_POSITIVE);
     // The query's stems by their number in the index's re-ranking vocabulary; a stem not
     // there is no word of any tool.
-    let by_number = numbered(terms, &free.extra, file.rerank_terms());
+    let by_number = numbered(terms, &free.extra, file.words());
     let of = |n: u32| by_number.get(n);
-    // A tool's name and description words as vocabulary numbers
-    // (`NONE` for words the query does not have).
-    let mut ids: Vec<u32> = Vec::new();
     let mut found: Vec<usize> = Vec::new();
     // A tool's name, lowercased.
     let mut lower = String::new();
@@ -68,18 +64,34 @@ pub(crate) fn rerank(
         let Some((name, mut words)) = file.record(*d as usize).and_then(record::rerank_of) else {
             continue;
         };
-        ids.clear();
+        // The adjacent pairs of query words (as numbers) within the name and within the
+        // description are looked up as they are read (a list of the tool's words, walked again
+        // for its pairs, cost the re-ranking a fifth more: callgrind); a pair across the two
+        // is not one.
+        found.clear();
+        let mut pair = |prev: &mut u32, id: u32| {
+            if bigram
+                && *prev != NONE
+                && id != NONE
+                && let Ok(k) = pairs.binary_search(&(*prev, id))
+            {
+                found.push(k);
+            }
+            *prev = id;
+        };
         let mut name_mask = 0u64;
-        let name_end = words.list(|w| {
+        let mut prev = NONE;
+        words.list(|w| {
             let (id, bit) = of(w);
-            ids.push(id);
+            pair(&mut prev, id);
             name_mask |= bit;
         });
         // The query terms the description holds.
         let mut held = 0u64;
-        words.list(|w| {
+        let mut prev = NONE;
+        let description = words.list(|w| {
             let (id, bit) = of(w);
-            ids.push(id);
+            pair(&mut prev, id);
             held |= bit;
         });
         let mut enum_mask = 0u64;
@@ -97,23 +109,13 @@ pub(crate) fn rerank(
             *m = name_mask | held;
         }
         if bigram {
-            found.clear();
-            for (i, w) in ids.windows(2).enumerate() {
-                if i + 1 != name_end
-                    && w[0] != NONE
-                    && w[1] != NONE
-                    && let Ok(k) = pairs.binary_search(&(w[0], w[1]))
-                {
-                    found.push(k);
-                }
-            }
             found.sort_unstable();
             found.dedup();
             factor *= 1.0 + r.bigram * found.len() as f32 / pairs.len() as f32;
         }
-        if r.desc_coverage != 0.0 && ids.len() > name_end {
+        if r.desc_coverage != 0.0 && description > 0 {
             // Over the description's length.
-            let share = held.count_ones() as f32 / (ids.len() - name_end) as f32;
+            let share = held.count_ones() as f32 / description as f32;
             factor *= 1.0 + r.desc_coverage * share;
         }
         if r.name_substring != 0.0 && !long_words.is_empty() {
@@ -137,12 +139,16 @@ pub(crate) fn rerank(
     };
     let mut order: Vec<(usize, (f32, u32))> = ranked.iter().copied().enumerate().collect();
     order.sort_unstable_by(by_rank);
-    if aspects.len() >= DIVERSIFY_MIN_SENTENCES && r.diversity != 0.0 {
+    let diversified = aspects.len() >= DIVERSIFY_MIN_SENTENCES && r.diversity != 0.0;
+    if diversified {
         diversify(r.diversity, &mut order, &masks, &aspects, term_idf);
     }
-    // The scores, best first, handed out in the final order.
+    // The scores, best first, handed out in the final order (`order` is by score unless
+    // diversified, so they are sorted already).
     let mut scores: Vec<f32> = order.iter().map(|o| o.1.0).collect();
-    scores.sort_unstable_by(|a, b| b.total_cmp(a));
+    if diversified {
+        scores.sort_unstable_by(|a, b| b.total_cmp(a));
+    }
     for ((slot, (_, (_, d))), score) in ranked.iter_mut().zip(&order).zip(scores) {
         *slot = (score, *d);
     }
@@ -227,7 +233,7 @@ const NONE: u32 = u32::MAX;
 /// The [`FreeWords`] number and query-term bit (`1 << index`, or 0) of each stem of the query
 /// terms and of the free text's other words (`extra`), keyed by its number in the index's
 /// re-ranking vocabulary `numbers` (stems not there are no word of any tool, and are left out).
-fn numbered<D: AsRef<[u8]>>(terms: &[QueryTerm], extra: &[String], numbers: &Map<D>) -> ByNumber {
+fn numbered(terms: &[QueryTerm], extra: &[String], numbers: &Words) -> ByNumber {
     let of_terms = terms
         .iter()
         .enumerate()
@@ -237,9 +243,9 @@ fn numbered<D: AsRef<[u8]>>(terms: &[QueryTerm], extra: &[String], numbers: &Map
         .enumerate()
         .map(|(k, s)| (s.as_str(), ((MAX_QUERY_TERMS + k) as u32, 0)));
     ByNumber::new(
-        of_terms
-            .chain(of_extra)
-            .filter_map(|(stem, v)| Some((u32::try_from(numbers.get(stem)?).ok()?, v))),
+        of_terms.chain(of_extra).filter_map(|(stem, v)| {
+            Some((u32::try_from(numbers.number(stem.as_bytes())?).ok()?, v))
+        }),
     )
 }
 

@@ -271,7 +271,7 @@ struct Best {
 }
 
 /// A [`Best`]'s buffer holds up to this many times its depth before it is cut down.
-const BUFFER_DEPTHS: usize = 4;
+const BUFFER_DEPTHS: usize = 2;
 
 impl Best {
     /// Keeps `(score, tool)`, whose score is not below the cut.

@@ -245,13 +245,21 @@ fn for_each_ascii_word(text: &str, f: &mut impl FnMut(&str)) {
     let mut lower = String::new();
     let mut emit = |start: usize, end: usize| {
         let part = &text[start..end];
-        if part.bytes().any(|b| b.is_ascii_uppercase()) {
+        if !part.bytes().any(|b| b.is_ascii_uppercase()) {
+            f(part);
+        } else if part.len() <= SHORT_WORD {
+            // Lowercased on the stack: a capitalised word of a query allocated a string, once
+            // per token, since each token of a query is split on its own.
+            let mut buf = [0u8; SHORT_WORD];
+            let buf = &mut buf[..part.len()];
+            buf.copy_from_slice(part.as_bytes());
+            buf.make_ascii_lowercase();
+            f(std::str::from_utf8(buf).unwrap_or_default());
+        } else {
             lower.clear();
             lower.push_str(part);
             lower.make_ascii_lowercase();
             f(&lower);
-        } else {
-            f(part);
         }
     };
     let mut i = 0;
@@ -278,6 +286,9 @@ fn for_each_ascii_word(text: &str, f: &mut impl FnMut(&str)) {
         emit(start, i);
     }
 }
+
+/// The longest word [`for_each_ascii_word`] lowercases on the stack, in bytes.
+const SHORT_WORD: usize = 32;
 
 /// [`for_each_word`] for any text, character by character.
 fn for_each_unicode_word(text: &str, f: &mut impl FnMut(&str)) {
