@@ -9,7 +9,9 @@
 //! looked up once more, in the re-ranking vocabulary.
 //!
 //! * **Exact, and the re-ranking number**: the single words of the term dictionary (keys
-//!   without a name separator) and every key of the re-ranking vocabulary, in one hash table.
+//!   without a name separator) and every key of the re-ranking vocabulary, in one hash table
+//!   (seeded at random when it is built: its keys come from the file, and a fixed hash would let
+//!   a crafted file make every key collide).
 //!   A stem with a separator (a whole name, `get_weather`) is still looked up in the fst.
 //! * **Prefix**: the same words in key order; the words a stem is a prefix of are a run of
 //!   them, found by binary search.
@@ -28,13 +30,10 @@
 //! bench's 100,000 (12,501 single words); building the tables streams the two dictionaries once
 //! (see `docs/search.md` for the open's cost).
 
-use std::hash::Hasher;
-
 use fst::automaton::Automaton;
 use fst::{IntoStreamer, Map, Streamer};
 
 use crate::automata::{SingleWord, WordLevenshtein};
-use crate::hash::FxHasher;
 use crate::simd::Avx2;
 
 /// Lengths (in characters) told apart; words of this many characters less one or more share
@@ -108,6 +107,8 @@ pub(crate) struct Words {
     /// An open-addressed hash table of `sorted`: per slot, an index into it plus one, or 0.
     /// At most half full.
     slots: Vec<u32>,
+    /// The seed of `slots`' hash, drawn at random when the table is built.
+    seed: foldhash::fast::RandomState,
     /// The single words of the term dictionary, grouped by first byte and length in
     /// characters, each group in key order.
     entries: Vec<Entry>,
@@ -203,8 +204,15 @@ fn close_masks_avx2(masks: &[u64], word: u64, d: usize) -> u64 {
     bits
 }
 
-fn hash_of(key: &[u8]) -> u64 {
-    let mut h = FxHasher::default();
+/// The hash of `key` in a table seeded with `seed`.
+///
+/// The keys come from the index file, so they could be crafted to collide under a fixed hash
+/// and turn every probe into a walk over the table: the seed is drawn at random for each table
+/// (foldhash's `RandomState`), which a file cannot know.
+#[inline]
+fn hash_of(seed: &foldhash::fast::RandomState, key: &[u8]) -> u64 {
+    use std::hash::{BuildHasher as _, Hasher as _};
+    let mut h = seed.build_hasher();
     h.write(key);
     h.finish()
 }
@@ -314,8 +322,9 @@ impl Words {
         }
         let n = (sorted.len() * 2).next_power_of_two().max(2);
         let mut slots = vec![0u32; n];
+        let seed = foldhash::fast::RandomState::default();
         for (i, w) in sorted.iter().enumerate() {
-            let mut at = hash_of(w.bytes(&keys)) as usize & (n - 1);
+            let mut at = hash_of(&seed, w.bytes(&keys)) as usize & (n - 1);
             while slots[at] != 0 {
                 at = (at + 1) & (n - 1);
             }
@@ -325,6 +334,7 @@ impl Words {
             keys,
             sorted,
             slots,
+            seed,
             masks: entries.iter().map(|e| e.mask).collect(),
             entries,
             starts,
@@ -345,7 +355,7 @@ impl Words {
     #[inline]
     fn get(&self, key: &[u8]) -> Option<&Word> {
         let mask = self.slots.len().wrapping_sub(1);
-        let mut at = hash_of(key) as usize & mask;
+        let mut at = hash_of(&self.seed, key) as usize & mask;
         loop {
             let i = *self.slots.get(at)?;
             let w = self.sorted.get(i.checked_sub(1)? as usize)?;
