@@ -260,6 +260,18 @@ fn vnni_detected() -> bool {
         && std::arch::is_x86_feature_detected!("avx512vnni")
 }
 
+/// The masks of a block's first `width` outputs (at most [`BLOCK`]) in its two 16-lane halves:
+/// what the AVX-512 kernels load and store of a block that may be cut short at the last output.
+#[cfg(target_arch = "x86_64")]
+fn lane_masks(width: usize) -> (u16, u16) {
+    let mask = if width >= BLOCK {
+        u32::MAX
+    } else {
+        (1u32 << width) - 1
+    };
+    (mask as u16, (mask >> 16) as u16)
+}
+
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::{
@@ -270,7 +282,7 @@ mod x86 {
     };
     use std::ops::Range;
 
-    use super::{Activation, BLOCK, Linear};
+    use super::{Activation, BLOCK, Linear, lane_masks};
 
     /// Rows of a tile: 8 rows x 32 outputs is 16 accumulator registers of the 32.
     pub(super) const ROWS: usize = 8;
@@ -297,12 +309,7 @@ mod x86 {
         for b in blocks {
             let col = b * BLOCK;
             let width = (o - col).min(BLOCK);
-            let mask = if width == BLOCK {
-                u32::MAX
-            } else {
-                (1u32 << width) - 1
-            };
-            let masks = (mask as u16, (mask >> 16) as u16);
+            let masks = lane_masks(width);
             // SAFETY: (the whole block) the panel is `k * BLOCK` floats of `packed`, which holds
             // `blocks * k * BLOCK`; the bias loads and the stores are masked to the `width`
             // outputs of this block, which exist; rows `r..r + R` are below `n`.

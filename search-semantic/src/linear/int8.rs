@@ -171,6 +171,7 @@ pub(super) mod x86 {
     };
     use std::ops::Range;
 
+    use super::super::lane_masks;
     use super::super::x86::{gelu16, prefetch};
     use super::{Activation, BLOCK, Linear, Quantized};
 
@@ -204,12 +205,7 @@ pub(super) mod x86 {
         for b in blocks {
             let col = b * BLOCK;
             let width = (o - col).min(BLOCK);
-            let mask = if width == BLOCK {
-                u32::MAX
-            } else {
-                (1u32 << width) - 1
-            };
-            let masks = (mask as u16, (mask >> 16) as u16);
+            let masks = lane_masks(width);
             // SAFETY: the panel is `panel_len` bytes of `q.weights`, which holds `blocks *
             // panel_len`; `scale` and `offset` hold `blocks * BLOCK` (every lane of a block
             // exists); bias loads and stores are masked to the block's `width` outputs; rows
