@@ -82,8 +82,8 @@ pub(crate) fn explain(
                     }
                     why.push(match e {
                         None => Match {
-                            term: term.word.clone(),
-                            matched: term.stem.clone(),
+                            term: term.word.to_string(),
+                            matched: term.stem.to_string(),
                             field,
                             kind: if s & 2 != 0 {
                                 MatchKind::Exact
@@ -92,7 +92,7 @@ pub(crate) fn explain(
                             },
                         },
                         Some(e) => Match {
-                            term: term.word.clone(),
+                            term: term.word.to_string(),
                             matched: e.matched.clone(),
                             field,
                             kind: e.kind,

@@ -179,7 +179,7 @@ mod tests {
             let stems = Map::from_iter(keys);
             proptest::prop_assert!(stems.is_ok());
             if let Ok(stems) = stems {
-                let term = QueryTerm { word, stem, required: false, quoted: false, typos: true };
+                let term = QueryTerm { word: word.into(), stem: stem.into(), required: false, quoted: false, typos: true };
                 let expected = streamed(&stems, &term);
                 let words = Words::new(&stems, &Map::default());
                 let found: Vec<(String, u64, MatchKind)> = match lookup(&stems, &words, &term) {

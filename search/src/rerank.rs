@@ -8,7 +8,7 @@
 use crate::file::IndexFile;
 use crate::ranking::Ranking;
 use crate::record;
-use crate::terms::{FreeWords, MAX_QUERY_TERMS, QueryTerm};
+use crate::terms::{FreeWords, MAX_QUERY_TERMS, QueryTerm, TermStr};
 use crate::text;
 use crate::words::Words;
 
@@ -233,7 +233,7 @@ const NONE: u32 = u32::MAX;
 /// The [`FreeWords`] number and query-term bit (`1 << index`, or 0) of each stem of the query
 /// terms and of the free text's other words (`extra`), keyed by its number in the index's
 /// re-ranking vocabulary `numbers` (stems not there are no word of any tool, and are left out).
-fn numbered(terms: &[QueryTerm], extra: &[String], numbers: &Words) -> ByNumber {
+fn numbered(terms: &[QueryTerm], extra: &[TermStr], numbers: &Words) -> ByNumber {
     let of_terms = terms
         .iter()
         .enumerate()
