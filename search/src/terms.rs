@@ -159,6 +159,16 @@ impl fmt::Display for TermStr {
 /// text's terms and any whole identifiers in it (`get_weather`), each stem
 /// once; and the free text's terms as [`FreeWords`].
 pub(crate) fn query_terms(free: &str, required: &[String]) -> (Vec<QueryTerm>, FreeWords) {
+    query_terms_split(free, required, true)
+}
+
+/// [`query_terms`], taking the tokens of an ASCII text that are [`one_word`] as such if
+/// `one_words` (the tests check that this changes nothing).
+fn query_terms_split(
+    free: &str,
+    required: &[String],
+    one_words: bool,
+) -> (Vec<QueryTerm>, FreeWords) {
     // Room for the terms and words a text of this length can have, at most what a query may
     // have (growing these vectors a push at a time was a tenth of the allocator's share of a
     // search at BFCL's 2,723 tools: callgrind).
@@ -179,16 +189,17 @@ pub(crate) fn query_terms(free: &str, required: &[String]) -> (Vec<QueryTerm>, F
     let mut identifiers: Vec<&str> = Vec::new();
     let mut words = FreeWords {
         seq: Vec::with_capacity(free.len() / 4 + 1),
+        sentences: Vec::with_capacity(free.len() / 64 + 1),
         ..FreeWords::default()
     };
     // `words.extra`'s stems by their index there.
     let mut extra_ids = ExtraIndex::default();
     let bytes = free.as_bytes();
+    let one_words = one_words && free.is_ascii();
     for_each_token(free, |start, token| {
         let end = start + token.len();
         let outside = quotes.outside(start..end);
-        let typos = !odd_token(token);
-        text::for_each_term(token, |w| {
+        let mut term = |w: &str, typos: bool| {
             let id = match q.add(w, false, typos) {
                 Ok(id) => id,
                 Err(stem) => extra_ids.id(&stem, &mut words.extra),
@@ -197,13 +208,21 @@ pub(crate) fn query_terms(free: &str, required: &[String]) -> (Vec<QueryTerm>, F
             if outside {
                 quotes.stem_outside(id);
             }
-        });
+        };
+        if let Some(word) = one_words.then(|| one_word(token)).flatten() {
+            if !text::is_stop_word(word.as_str()) {
+                term(word.as_str(), word.typos);
+            }
+        } else {
+            let typos = !odd_token(token);
+            text::for_each_term(token, |w| term(w, typos));
+            let trimmed = trim_to_alphanumeric(token);
+            if several_words(trimmed) {
+                identifiers.push(trimmed);
+            }
+        }
         if sentence_ends_after(token, bytes.get(end).copied()) {
             words.sentences.push(words.seq.len());
-        }
-        let trimmed = trim_to_alphanumeric(token);
-        if several_words(trimmed) {
-            identifiers.push(trimmed);
         }
     });
     // The last sentence, unless the text ends with one.
@@ -539,6 +558,56 @@ fn odd_token(token: &str) -> bool {
 /// Tokens longer than this many bytes are not words (a hash, a key, a pasted identifier).
 const ODD_TOKEN_CHARS: usize = 24;
 
+/// The word of a token that is one word (see [`one_word`]), lowercased.
+struct OneWord {
+    /// Its bytes: the first `len`.
+    bytes: [u8; ODD_TOKEN_CHARS],
+    len: usize,
+    /// The token may be expanded by typo (see [`odd_token`]).
+    typos: bool,
+}
+
+impl OneWord {
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or_default()
+    }
+}
+
+/// The word of `token`, a whitespace-separated token of an ASCII text, if the token is one
+/// word of letters, lowercase but perhaps the first, between characters that are not
+/// alphanumeric (`Book`, `flights,`, `(weather)`), and at most [`ODD_TOKEN_CHARS`] long: most
+/// tokens of a long query. Its words ([`text::for_each_word`]) are that word lowercased; it is
+/// no identifier ([`several_words`]); and it may be expanded by typo unless an `@` or a `/`
+/// stands around it ([`odd_token`]). All that is told in one pass over the token: splitting it
+/// with [`text::for_each_term`], then trimming it and telling its words apart for identifiers
+/// and its digits for typos, took seven, and half of `query_terms` (callgrind, the 195
+/// slowest queries at BFCL's 2,723 tools).
+fn one_word(token: &str) -> Option<OneWord> {
+    let bytes = token.as_bytes();
+    if bytes.len() > ODD_TOKEN_CHARS {
+        return None;
+    }
+    let lead = bytes.iter().position(u8::is_ascii_alphanumeric)?;
+    let (around, word) = bytes.split_at(lead);
+    let (&first, rest) = word.split_first()?;
+    if !first.is_ascii_alphabetic() {
+        return None;
+    }
+    let len = 1 + rest.iter().take_while(|b| b.is_ascii_lowercase()).count();
+    let after = &word[len..];
+    if after.iter().any(u8::is_ascii_alphanumeric) {
+        return None;
+    }
+    let mut out = OneWord {
+        bytes: [0; ODD_TOKEN_CHARS],
+        len,
+        typos: !around.iter().chain(after).any(|b| matches!(b, b'@' | b'/')),
+    };
+    out.bytes[..len].copy_from_slice(&word[..len]);
+    out.bytes[0].make_ascii_lowercase();
+    Some(out)
+}
+
 /// True if `token` holds more than one of the [`text::words`].
 ///
 /// A token of ASCII letters, lowercase but perhaps the first (most of a long query's), is one
@@ -747,6 +816,59 @@ mod tests {
             proptest::prop_assert_eq!(seq_stems(&free), expected);
             proptest::prop_assert_eq!(words.sentences, ends);
         }
+    }
+
+    /// Everything [`query_terms`] gives, as plain values.
+    fn split(
+        free: &str,
+        one_words: bool,
+    ) -> (
+        Vec<(String, String, bool, bool)>,
+        Vec<u32>,
+        Vec<usize>,
+        Vec<String>,
+    ) {
+        let (terms, words) = query_terms_split(free, &[], one_words);
+        (
+            terms
+                .into_iter()
+                .map(|t| (t.word.to_string(), t.stem.to_string(), t.quoted, t.typos))
+                .collect(),
+            words.seq,
+            words.sentences,
+            words.extra.iter().map(|s| s.to_string()).collect(),
+        )
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn tokens_of_one_word_give_what_splitting_them_gives(
+            free in "([a-zA-Z]{1,9}|[a-z0-9@/_.,;:!?()'\"-]{1,4}| |\t){0,40}"
+        ) {
+            proptest::prop_assert_eq!(split(&free, true), split(&free, false));
+        }
+    }
+
+    #[test]
+    fn a_token_of_one_word_is_told_with_its_typos() {
+        for (token, word) in [
+            ("Book", Some(("book", true))),
+            ("(flights),", Some(("flights", true))),
+            ("@home", Some(("home", false))),
+            ("mail/", Some(("mail", false))),
+            ("getWeather", None),
+            ("v2", None),
+            ("a.b", None),
+            ("...", None),
+        ] {
+            let found = one_word(token);
+            assert_eq!(
+                found.as_ref().map(|w| (w.as_str(), w.typos)),
+                word,
+                "{token}"
+            );
+        }
+        assert!(one_word(&"a".repeat(ODD_TOKEN_CHARS + 1)).is_none());
     }
 
     #[test]

@@ -389,6 +389,72 @@ pub fn name_terms(name: &str) -> Vec<String> {
 /// Every rule but the first `-ies` → `-y` only shortens the word, so the
 /// stem borrows from `word` unless that rule applied.
 pub fn stem(word: &str) -> Cow<'_, str> {
+    // Nearly every word is of ASCII letters: its characters are its bytes.
+    let bytes = word.as_bytes();
+    if bytes.iter().all(u8::is_ascii_alphabetic) {
+        return stem_ascii(word);
+    }
+    if word.is_ascii() {
+        // A character that is no letter.
+        return Cow::Borrowed(word);
+    }
+    stem_chars(word)
+}
+
+/// [`stem`] for a word of ASCII letters, byte by byte: the same rules, without decoding
+/// characters (deciding each rule character by character took 170 instructions a word of a
+/// query; callgrind, the 195 slowest queries at BFCL's 2,723 tools).
+fn stem_ascii(word: &str) -> Cow<'_, str> {
+    if word.len() <= 3 {
+        return Cow::Borrowed(word);
+    }
+    let mut w = word;
+    // 1. plurals
+    if let Some(base) = w.strip_suffix("ies") {
+        if base.len() >= 2 {
+            // None of the later rules applies to a word ending in `y`.
+            return Cow::Owned(format!("{base}y"));
+        }
+    } else if w.ends_with("sses") {
+        w = &w[..w.len() - 2];
+    } else if w.ends_with('s') && !w.ends_with("ss") && !w.ends_with("us") && !w.ends_with("is") {
+        w = &w[..w.len() - 1];
+    }
+    // 2. -ing, -ed
+    for suffix in ["ing", "ed"] {
+        if let Some(base) = w.strip_suffix(suffix)
+            && base.len() >= 3
+            && base.bytes().any(|b| is_vowel(char::from(b)))
+        {
+            w = undouble_ascii(base);
+            break;
+        }
+    }
+    // 3. -ation
+    if let Some(base) = w.strip_suffix("ation")
+        && base.len() >= 3
+    {
+        w = &w[..w.len() - "ion".len()];
+    }
+    // 4. final -e
+    if w.len() >= 4 && w.ends_with('e') {
+        w = &w[..w.len() - 1];
+    }
+    Cow::Borrowed(w)
+}
+
+/// [`undouble`] for ASCII letters.
+fn undouble_ascii(w: &str) -> &str {
+    match w.as_bytes() {
+        [.., a, b] if a == b && !is_vowel(char::from(*a)) && !matches!(a, b'l' | b's' | b'z') => {
+            &w[..w.len() - 1]
+        }
+        _ => w,
+    }
+}
+
+/// [`stem`] for any word, character by character.
+fn stem_chars(word: &str) -> Cow<'_, str> {
     let mut chars = word.chars();
     if chars.nth(3).is_none() || !word.chars().all(char::is_alphabetic) {
         return Cow::Borrowed(word);
@@ -510,6 +576,11 @@ mod tests {
         #[test]
         fn ascii_text_splits_as_the_unicode_path_splits_it(text in "[ -~]{0,40}") {
             proptest::prop_assert_eq!(words(&text), unicode_words(&text));
+        }
+
+        #[test]
+        fn ascii_words_stem_as_the_character_rules_stem_them(word in "[a-zA-Z]{0,12}(ing|ed|ation|ies|sses|s|e)?") {
+            proptest::prop_assert_eq!(stem(&word), stem_chars(&word));
         }
 
         #[test]
