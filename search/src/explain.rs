@@ -93,7 +93,7 @@ pub(crate) fn explain(
                         },
                         Some(e) => Match {
                             term: term.word.to_string(),
-                            matched: e.matched.clone(),
+                            matched: e.matched.to_string(),
                             field,
                             kind: e.kind,
                         },

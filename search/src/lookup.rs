@@ -5,7 +5,7 @@ use fst::Map;
 
 use crate::automata::WordLevenshtein;
 use crate::hits::MatchKind;
-use crate::terms::QueryTerm;
+use crate::terms::{QueryTerm, TermStr};
 use crate::words::Words;
 
 /// The most terms one query word expands to by prefix and typo.
@@ -24,7 +24,7 @@ pub(crate) enum Lookup {
 /// A dictionary term a query word expands to.
 pub(crate) struct Expansion {
     /// The term (a stem).
-    pub(crate) matched: String,
+    pub(crate) matched: TermStr,
     /// The offset of its postings list.
     pub(crate) offset: u64,
     /// [`MatchKind::Prefix`] or [`MatchKind::Typo`].
@@ -80,7 +80,10 @@ pub(crate) fn lookup<D: AsRef<[u8]>>(stems: &Map<D>, words: &Words, term: &Query
 fn add(expansions: &mut Vec<Expansion>, key: &[u8], offset: u64, kind: MatchKind) -> bool {
     if !expansions.iter().any(|e| e.matched.as_bytes() == key) {
         expansions.push(Expansion {
-            matched: String::from_utf8_lossy(key).into_owned(),
+            matched: match std::str::from_utf8(key) {
+                Ok(key) => TermStr::new(key),
+                Err(_) => String::from_utf8_lossy(key).into_owned().into(),
+            },
             offset,
             kind,
         });
@@ -139,7 +142,10 @@ mod tests {
     fn expanded(term: &QueryTerm) -> Vec<(String, MatchKind)> {
         let stems = Map::from_iter([("forcasting", 1u64), ("forecast", 2)]).unwrap();
         match lookup(&stems, &Words::new(&stems, &Map::default()), term) {
-            Lookup::Expanded(e) => e.into_iter().map(|e| (e.matched, e.kind)).collect(),
+            Lookup::Expanded(e) => e
+                .into_iter()
+                .map(|e| (e.matched.to_string(), e.kind))
+                .collect(),
             _ => Vec::new(),
         }
     }
@@ -183,7 +189,7 @@ mod tests {
                 let expected = streamed(&stems, &term);
                 let words = Words::new(&stems, &Map::default());
                 let found: Vec<(String, u64, MatchKind)> = match lookup(&stems, &words, &term) {
-                    Lookup::Expanded(e) => e.into_iter().map(|e| (e.matched, e.offset, e.kind)).collect(),
+                    Lookup::Expanded(e) => e.into_iter().map(|e| (e.matched.to_string(), e.offset, e.kind)).collect(),
                     Lookup::Missing => Vec::new(),
                     Lookup::Found(_) => vec![(String::new(), 0, MatchKind::Exact)],
                 };

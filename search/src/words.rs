@@ -30,7 +30,6 @@
 //! bench's 100,000 (12,501 single words); building the tables streams the two dictionaries once
 //! (see `docs/search.md` for the open's cost).
 
-use fst::automaton::Automaton;
 use fst::{IntoStreamer, Map, Streamer};
 
 use crate::automata::{SingleWord, WordLevenshtein};
@@ -414,16 +413,7 @@ impl Words {
             return;
         };
         let d = usize::from(distance);
-        let accepts = |key: &[u8]| {
-            let mut state = lev.start();
-            for &b in key {
-                state = lev.accept(&state, b);
-                if state.is_none() {
-                    return false;
-                }
-            }
-            lev.is_match(&state)
-        };
+        let accepts = |key: &[u8]| lev.accepts(key);
         let mut found: Vec<&Entry> = Vec::new();
         let group = usize::from(first) * LENGTHS;
         let lengths = chars.saturating_sub(d)..(chars + d + 1).min(LENGTHS - 1);
@@ -463,6 +453,7 @@ impl Words {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use fst::automaton::Automaton;
 
     /// The keys and values a walk of `stems` with `lev` finds, in key order.
     fn walked(stems: &Map<Vec<u8>>, lev: &WordLevenshtein) -> Vec<(Vec<u8>, u64)> {
