@@ -210,8 +210,10 @@ fn query_terms_split(
             }
         };
         if let Some(word) = one_words.then(|| one_word(token)).flatten() {
-            if !text::is_stop_word(word.as_str()) {
-                term(word.as_str(), word.typos);
+            let mut buf = [0u8; ODD_TOKEN_CHARS];
+            let w = word.lowercase(token, &mut buf);
+            if !text::is_stop_word(w) {
+                term(w, word.typos);
             }
         } else {
             let typos = !odd_token(token);
@@ -558,26 +560,34 @@ fn odd_token(token: &str) -> bool {
 /// Tokens longer than this many bytes are not words (a hash, a key, a pasted identifier).
 const ODD_TOKEN_CHARS: usize = 24;
 
-/// The word of a token that is one word (see [`one_word`]), lowercased.
+/// The word of a token that is one word (see [`one_word`]).
 struct OneWord {
-    /// Its bytes: the first `len`.
-    bytes: [u8; ODD_TOKEN_CHARS],
-    len: usize,
+    /// Where it is in the token.
+    at: Range<usize>,
     /// The token may be expanded by typo (see [`odd_token`]).
     typos: bool,
 }
 
 impl OneWord {
-    fn as_str(&self) -> &str {
-        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or_default()
+    /// The word, lowercased (in `buf` if it has capitals).
+    fn lowercase<'a>(&self, token: &'a str, buf: &'a mut [u8; ODD_TOKEN_CHARS]) -> &'a str {
+        let word = token.get(self.at.clone()).unwrap_or_default();
+        if !word.bytes().any(|b| b.is_ascii_uppercase()) {
+            return word;
+        }
+        let buf = &mut buf[..word.len()];
+        buf.copy_from_slice(word.as_bytes());
+        buf.make_ascii_lowercase();
+        std::str::from_utf8(buf).unwrap_or_default()
     }
 }
 
 /// The word of `token`, a whitespace-separated token of an ASCII text, if the token is one
-/// word of letters, lowercase but perhaps the first, between characters that are not
-/// alphanumeric (`Book`, `flights,`, `(weather)`), and at most [`ODD_TOKEN_CHARS`] long: most
-/// tokens of a long query. Its words ([`text::for_each_word`]) are that word lowercased; it is
-/// no identifier ([`several_words`]); and it may be expanded by typo unless an `@` or a `/`
+/// word between characters that are not alphanumeric (`Book`, `flights,`, `(USA)`, `2024.`)
+/// and at most [`ODD_TOKEN_CHARS`] long: most tokens of a long query. A word is letters,
+/// lowercase but perhaps the first; capitals; or digits. The token's words
+/// ([`text::for_each_word`]) are that word lowercased; it is no identifier
+/// ([`several_words`]); and it may be expanded by typo unless it is digits or an `@` or a `/`
 /// stands around it ([`odd_token`]). All that is told in one pass over the token: splitting it
 /// with [`text::for_each_term`], then trimming it and telling its words apart for identifiers
 /// and its digits for typos, took seven, and half of `query_terms` (callgrind, the 195
@@ -590,22 +600,23 @@ fn one_word(token: &str) -> Option<OneWord> {
     let lead = bytes.iter().position(u8::is_ascii_alphanumeric)?;
     let (around, word) = bytes.split_at(lead);
     let (&first, rest) = word.split_first()?;
-    if !first.is_ascii_alphabetic() {
-        return None;
-    }
-    let len = 1 + rest.iter().take_while(|b| b.is_ascii_lowercase()).count();
+    let same: fn(&u8) -> bool = if first.is_ascii_digit() {
+        u8::is_ascii_digit
+    } else if first.is_ascii_uppercase() && rest.first().is_some_and(u8::is_ascii_uppercase) {
+        u8::is_ascii_uppercase
+    } else {
+        u8::is_ascii_lowercase
+    };
+    let len = 1 + rest.iter().take_while(|b| same(b)).count();
     let after = &word[len..];
     if after.iter().any(u8::is_ascii_alphanumeric) {
         return None;
     }
-    let mut out = OneWord {
-        bytes: [0; ODD_TOKEN_CHARS],
-        len,
-        typos: !around.iter().chain(after).any(|b| matches!(b, b'@' | b'/')),
-    };
-    out.bytes[..len].copy_from_slice(&word[..len]);
-    out.bytes[0].make_ascii_lowercase();
-    Some(out)
+    Some(OneWord {
+        at: lead..lead + len,
+        typos: !first.is_ascii_digit()
+            && !around.iter().chain(after).any(|b| matches!(b, b'@' | b'/')),
+    })
 }
 
 /// True if `token` holds more than one of the [`text::words`].
@@ -843,7 +854,7 @@ mod tests {
     proptest::proptest! {
         #[test]
         fn tokens_of_one_word_give_what_splitting_them_gives(
-            free in "([a-zA-Z]{1,9}|[a-z0-9@/_.,;:!?()'\"-]{1,4}| |\t){0,40}"
+            free in "([a-zA-Z]{1,9}|[A-Z0-9]{1,3}|[a-z0-9@/_.,;:!?()'\"-]{1,4}| |\t){0,40}"
         ) {
             proptest::prop_assert_eq!(split(&free, true), split(&free, false));
         }
@@ -854,19 +865,19 @@ mod tests {
         for (token, word) in [
             ("Book", Some(("book", true))),
             ("(flights),", Some(("flights", true))),
+            ("USA.", Some(("usa", true))),
+            ("2024,", Some(("2024", false))),
             ("@home", Some(("home", false))),
             ("mail/", Some(("mail", false))),
             ("getWeather", None),
+            ("IDs", None),
             ("v2", None),
             ("a.b", None),
             ("...", None),
         ] {
-            let found = one_word(token);
-            assert_eq!(
-                found.as_ref().map(|w| (w.as_str(), w.typos)),
-                word,
-                "{token}"
-            );
+            let mut buf = [0; ODD_TOKEN_CHARS];
+            let found = one_word(token).map(|w| (w.lowercase(token, &mut buf), w.typos));
+            assert_eq!(found, word, "{token}");
         }
         assert!(one_word(&"a".repeat(ODD_TOKEN_CHARS + 1)).is_none());
     }
