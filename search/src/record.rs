@@ -284,7 +284,9 @@ pub(crate) struct RerankWords<'a> {
 impl RerankWords<'_> {
     /// Calls `f` with each number of the next list, and returns how many
     /// there were; stops early (returning what was read) at a list that
-    /// does not fit.
+    /// does not fit. Inlined, so that the caller's closure keeps what it gathers in registers
+    /// rather than in memory behind a reference, written again at every number.
+    #[inline(always)]
     pub(crate) fn list(&mut self, mut f: impl FnMut(u32)) -> usize {
         let count = if self.read == 1 {
             self.shared_count()
