@@ -372,3 +372,35 @@ fn sentence_masks(free: &FreeWords, terms: usize) -> Vec<u64> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn by_number_gives_each_query_number_its_word_and_every_other_number_none() {
+        let mut slots = Vec::new();
+        let table = ByNumber::new(&mut slots, [(7, 0), (3, 65), (1_000, 2)].into_iter());
+        assert_eq!([table.get(7), table.get(3), table.get(1_000)], [0, 65, 2]);
+        for other in [0, 4, 8, 999, 1_001, u32::MAX] {
+            assert_eq!(table.get(other), NONE);
+        }
+    }
+
+    #[test]
+    fn by_number_leaves_the_array_clear_for_the_next_search() {
+        let mut slots = Vec::new();
+        drop(ByNumber::new(&mut slots, [(9, 1), (2, 3)].into_iter()));
+        assert!(slots.len() >= 10 && slots.iter().all(|&v| v == 0));
+        let table = ByNumber::new(&mut slots, [(4, 0)].into_iter());
+        assert_eq!([table.get(9), table.get(2), table.get(4)], [NONE, NONE, 0]);
+    }
+
+    #[test]
+    fn term_bits_are_those_of_query_terms_only() {
+        assert_eq!(term_bit(0), 1);
+        assert_eq!(term_bit(63), 1 << 63);
+        assert_eq!(term_bit(MAX_QUERY_TERMS as u32), 0);
+        assert_eq!(term_bit(NONE), 0);
+    }
+}
