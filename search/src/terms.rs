@@ -351,7 +351,7 @@ fn blank(free: &str, spans: &[Range<usize>]) -> String {
 /// and where it starts. An ASCII text is split byte by byte (its whitespace is the ASCII
 /// whitespace and vertical tab), without decoding characters: splitting the text twice with
 /// `split_whitespace` took a tenth of `query_terms` on the 200 slowest queries (callgrind).
-fn for_each_token<'a>(free: &'a str, mut f: impl FnMut(usize, &'a str)) {
+pub(crate) fn for_each_token<'a>(free: &'a str, mut f: impl FnMut(usize, &'a str)) {
     if free.is_ascii() {
         let bytes = free.as_bytes();
         let mut start = 0;
@@ -558,19 +558,23 @@ fn odd_token(token: &str) -> bool {
 }
 
 /// Tokens longer than this many bytes are not words (a hash, a key, a pasted identifier).
-const ODD_TOKEN_CHARS: usize = 24;
+pub(crate) const ODD_TOKEN_CHARS: usize = 24;
 
 /// The word of a token that is one word (see [`one_word`]).
-struct OneWord {
+pub(crate) struct OneWord {
     /// Where it is in the token.
     at: Range<usize>,
     /// The token may be expanded by typo (see [`odd_token`]).
-    typos: bool,
+    pub(crate) typos: bool,
 }
 
 impl OneWord {
     /// The word, lowercased (in `buf` if it has capitals).
-    fn lowercase<'a>(&self, token: &'a str, buf: &'a mut [u8; ODD_TOKEN_CHARS]) -> &'a str {
+    pub(crate) fn lowercase<'a>(
+        &self,
+        token: &'a str,
+        buf: &'a mut [u8; ODD_TOKEN_CHARS],
+    ) -> &'a str {
         let word = token.get(self.at.clone()).unwrap_or_default();
         if !word.bytes().any(|b| b.is_ascii_uppercase()) {
             return word;
@@ -592,7 +596,7 @@ impl OneWord {
 /// with [`text::for_each_term`], then trimming it and telling its words apart for identifiers
 /// and its digits for typos, took seven, and half of `query_terms` (callgrind, the 195
 /// slowest queries at BFCL's 2,723 tools).
-fn one_word(token: &str) -> Option<OneWord> {
+pub(crate) fn one_word(token: &str) -> Option<OneWord> {
     let bytes = token.as_bytes();
     if bytes.len() > ODD_TOKEN_CHARS {
         return None;
