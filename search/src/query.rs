@@ -145,20 +145,23 @@ impl Query {
 /// few stop words (`I would like to`), and splitting each cost 770 instructions (callgrind,
 /// the 195 slowest queries at BFCL's 2,723 tools).
 fn has_terms(text: &str) -> bool {
-    let ascii = text.is_ascii();
-    let mut any = false;
-    terms::for_each_token(text, |_, token| {
-        if any {
-            return;
-        }
-        if let Some(word) = ascii.then(|| terms::one_word(token)).flatten() {
-            let mut buf = [0u8; terms::ODD_TOKEN_CHARS];
-            any = !text::is_stop_word(word.lowercase(token, &mut buf));
-        } else {
-            text::for_each_term(token, |_| any = true);
-        }
-    });
-    any
+    let has_term = |token: &str| {
+        let mut any = false;
+        text::for_each_term(token, |_| any = true);
+        any
+    };
+    if !text.is_ascii() {
+        return text.split_whitespace().any(has_term);
+    }
+    // The tokens `split_whitespace` gives an ASCII text, and empty ones.
+    text.split(|c: char| matches!(c, ' ' | '\t'..='\r'))
+        .any(|token| match terms::one_word(token) {
+            Some(word) => {
+                let mut buf = [0u8; terms::ODD_TOKEN_CHARS];
+                !text::is_stop_word(word.lowercase(token, &mut buf))
+            }
+            None => has_term(token),
+        })
 }
 
 /// True if the whitespace of `s` (trimmed) is single ASCII spaces, so that its

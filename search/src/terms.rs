@@ -351,7 +351,7 @@ fn blank(free: &str, spans: &[Range<usize>]) -> String {
 /// and where it starts. An ASCII text is split byte by byte (its whitespace is the ASCII
 /// whitespace and vertical tab), without decoding characters: splitting the text twice with
 /// `split_whitespace` took a tenth of `query_terms` on the 200 slowest queries (callgrind).
-pub(crate) fn for_each_token<'a>(free: &'a str, mut f: impl FnMut(usize, &'a str)) {
+fn for_each_token<'a>(free: &'a str, mut f: impl FnMut(usize, &'a str)) {
     if free.is_ascii() {
         let bytes = free.as_bytes();
         let mut start = 0;
@@ -564,6 +564,8 @@ pub(crate) const ODD_TOKEN_CHARS: usize = 24;
 pub(crate) struct OneWord {
     /// Where it is in the token.
     at: Range<usize>,
+    /// It has capitals.
+    capitals: bool,
     /// The token may be expanded by typo (see [`odd_token`]).
     pub(crate) typos: bool,
 }
@@ -576,7 +578,7 @@ impl OneWord {
         buf: &'a mut [u8; ODD_TOKEN_CHARS],
     ) -> &'a str {
         let word = token.get(self.at.clone()).unwrap_or_default();
-        if !word.bytes().any(|b| b.is_ascii_uppercase()) {
+        if !self.capitals {
             return word;
         }
         let buf = &mut buf[..word.len()];
@@ -604,20 +606,25 @@ pub(crate) fn one_word(token: &str) -> Option<OneWord> {
     let lead = bytes.iter().position(u8::is_ascii_alphanumeric)?;
     let (around, word) = bytes.split_at(lead);
     let (&first, rest) = word.split_first()?;
-    let same: fn(&u8) -> bool = if first.is_ascii_digit() {
-        u8::is_ascii_digit
+    // The range of the bytes after the first.
+    let (low, high) = if first.is_ascii_digit() {
+        (b'0', b'9')
     } else if first.is_ascii_uppercase() && rest.first().is_some_and(u8::is_ascii_uppercase) {
-        u8::is_ascii_uppercase
+        (b'A', b'Z')
     } else {
-        u8::is_ascii_lowercase
+        (b'a', b'z')
     };
-    let len = 1 + rest.iter().take_while(|b| same(b)).count();
+    let len = 1 + rest
+        .iter()
+        .take_while(|&&b| (low..=high).contains(&b))
+        .count();
     let after = &word[len..];
     if after.iter().any(u8::is_ascii_alphanumeric) {
         return None;
     }
     Some(OneWord {
         at: lead..lead + len,
+        capitals: first.is_ascii_uppercase(),
         typos: !first.is_ascii_digit()
             && !around.iter().chain(after).any(|b| matches!(b, b'@' | b'/')),
     })
