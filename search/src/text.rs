@@ -409,29 +409,36 @@ fn stem_ascii(word: &str) -> Cow<'_, str> {
         return Cow::Borrowed(word);
     }
     let mut w = word;
+    // Each rule is tried only if the word ends with its suffix's last letter.
     // 1. plurals
-    if let Some(base) = w.strip_suffix("ies") {
-        if base.len() >= 2 {
-            // None of the later rules applies to a word ending in `y`.
-            return Cow::Owned(format!("{base}y"));
+    if w.ends_with('s') {
+        if let Some(base) = w.strip_suffix("ies") {
+            if base.len() >= 2 {
+                // None of the later rules applies to a word ending in `y`.
+                return Cow::Owned(format!("{base}y"));
+            }
+        } else if w.ends_with("sses") {
+            w = &w[..w.len() - 2];
+        } else if !w.ends_with("ss") && !w.ends_with("us") && !w.ends_with("is") {
+            w = &w[..w.len() - 1];
         }
-    } else if w.ends_with("sses") {
-        w = &w[..w.len() - 2];
-    } else if w.ends_with('s') && !w.ends_with("ss") && !w.ends_with("us") && !w.ends_with("is") {
-        w = &w[..w.len() - 1];
     }
     // 2. -ing, -ed
-    for suffix in ["ing", "ed"] {
-        if let Some(base) = w.strip_suffix(suffix)
-            && base.len() >= 3
-            && base.bytes().any(|b| is_vowel(char::from(b)))
-        {
-            w = undouble_ascii(base);
-            break;
-        }
+    let suffix = match w.as_bytes().last() {
+        Some(b'g') => "ing",
+        Some(b'd') => "ed",
+        _ => "",
+    };
+    if !suffix.is_empty()
+        && let Some(base) = w.strip_suffix(suffix)
+        && base.len() >= 3
+        && base.bytes().any(|b| is_vowel(char::from(b)))
+    {
+        w = undouble_ascii(base);
     }
     // 3. -ation
-    if let Some(base) = w.strip_suffix("ation")
+    if w.ends_with('n')
+        && let Some(base) = w.strip_suffix("ation")
         && base.len() >= 3
     {
         w = &w[..w.len() - "ion".len()];
