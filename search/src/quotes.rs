@@ -25,7 +25,7 @@ pub(crate) fn quoted_spans(free: &str) -> Vec<Range<usize>> {
     let mut from = 0;
     while let Some(i) = bytes
         .get(from..)
-        .and_then(|rest| rest.iter().position(|&b| matches!(b, b'\'' | b'"' | 0xE2)))
+        .and_then(next_quote_byte)
         .map(|at| from + at)
     {
         let Some(c) = free.get(i..).and_then(|rest| rest.chars().next()) else {
@@ -83,12 +83,60 @@ pub(crate) fn quoted_spans(free: &str) -> Vec<Range<usize>> {
     out
 }
 
+/// Whether `b` may start a quote: `'`, `"`, or the first byte of a typographic quote (0xE2).
+fn quote_byte(b: u8) -> bool {
+    matches!(b, b'\'' | b'"' | 0xE2)
+}
+
+/// Where the first byte of `hay` is that may start a quote ([`quote_byte`]), found eight
+/// bytes at a time in a `u64`: testing the bytes of a long request one by one was four fifths
+/// of finding its quotes (callgrind, the 195 slowest queries at BFCL's 2,723 tools).
+fn next_quote_byte(hay: &[u8]) -> Option<usize> {
+    const ONES: u64 = u64::from_ne_bytes([1; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    // The high bit of each byte of `v` that is `b`, and perhaps of bytes after such a byte
+    // (a borrow carries on from a zero byte), so the lowest bit set is the first byte that is.
+    let bytes_of = |v: u64, b: u8| {
+        let x = v ^ (ONES * u64::from(b));
+        x.wrapping_sub(ONES) & !x & HIGHS
+    };
+    let (words, rest) = hay.as_chunks::<8>();
+    for (k, word) in words.iter().enumerate() {
+        let v = u64::from_le_bytes(*word);
+        let found = bytes_of(v, b'\'') | bytes_of(v, b'"') | bytes_of(v, 0xE2);
+        if found != 0 {
+            return Some(k * 8 + found.trailing_zeros() as usize / 8);
+        }
+    }
+    rest.iter()
+        .position(|&b| quote_byte(b))
+        .map(|i| words.len() * 8 + i)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::strategy::Just;
 
     fn quoted(free: &str) -> Vec<&str> {
         quoted_spans(free).into_iter().map(|r| &free[r]).collect()
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_next_quote_byte_is_the_first_one(hay in proptest::collection::vec(
+            proptest::prop_oneof![
+                20 => proptest::num::u8::ANY,
+                1 => Just(b'\''),
+                1 => Just(b'"'),
+                1 => Just(0xE2u8),
+                1 => Just(0xE3u8),
+                1 => Just(0u8),
+            ],
+            0..100,
+        )) {
+            proptest::prop_assert_eq!(next_quote_byte(&hay), hay.iter().position(|&b| quote_byte(b)));
+        }
     }
 
     #[test]
