@@ -199,8 +199,8 @@ fn query_terms_split(
     for_each_token(free, |start, token| {
         let end = start + token.len();
         let outside = quotes.outside(start..end);
-        let mut term = |w: &str, typos: bool| {
-            let id = match q.add(w, false, typos) {
+        let mut term = |w: &str, stem: Cow<'_, str>, typos: bool| {
+            let id = match q.add_stemmed(w, stem, false, typos) {
                 Ok(id) => id,
                 Err(stem) => extra_ids.id(&stem, &mut words.extra),
             };
@@ -213,11 +213,17 @@ fn query_terms_split(
             let mut buf = [0u8; ODD_TOKEN_CHARS];
             let w = word.lowercase(token, &mut buf);
             if !text::is_stop_word(w) {
-                term(w, word.typos);
+                // A word of letters is stemmed as such; digits are their own stem.
+                let stem = if word.letters {
+                    text::stem_ascii(w)
+                } else {
+                    Cow::Borrowed(w)
+                };
+                term(w, stem, word.typos);
             }
         } else {
             let typos = !odd_token(token);
-            text::for_each_term(token, |w| term(w, typos));
+            text::for_each_term(token, |w| term(w, text::stem(w), typos));
             let trimmed = trim_to_alphanumeric(token);
             if several_words(trimmed) {
                 identifiers.push(trimmed);
@@ -437,7 +443,17 @@ impl Terms {
     /// [`Terms::push`], giving back the stem of `word` when no term has it and there is no
     /// room for another.
     fn add<'w>(&mut self, word: &'w str, required: bool, typos: bool) -> Result<u32, Cow<'w, str>> {
-        let stem = text::stem(word);
+        self.add_stemmed(word, text::stem(word), required, typos)
+    }
+
+    /// [`Terms::add`] for `word` with its `stem` ([`text::stem`]) known.
+    fn add_stemmed<'s>(
+        &mut self,
+        word: &str,
+        stem: Cow<'s, str>,
+        required: bool,
+        typos: bool,
+    ) -> Result<u32, Cow<'s, str>> {
         let out = &self.out;
         let found = self.stems.find(&stem, |id| out[id as usize].stem.as_str());
         match found {
@@ -583,6 +599,8 @@ pub(crate) struct OneWord {
     at: Range<usize>,
     /// It has capitals.
     capitals: bool,
+    /// It is letters (else digits).
+    letters: bool,
     /// The token may be expanded by typo (see [`odd_token`]).
     pub(crate) typos: bool,
 }
@@ -656,6 +674,7 @@ pub(crate) fn one_word(token: &str) -> Option<OneWord> {
     Some(OneWord {
         at: lead..end,
         capitals: first.is_ascii_uppercase(),
+        letters: !first.is_ascii_digit(),
         typos: !first.is_ascii_digit() && !odd,
     })
 }
