@@ -881,16 +881,12 @@ mod tests {
         }
     }
 
-    /// Everything [`query_terms`] gives, as plain values.
-    fn split(
-        free: &str,
-        one_words: bool,
-    ) -> (
-        Vec<(String, String, bool, bool)>,
-        Vec<u32>,
-        Vec<usize>,
-        Vec<String>,
-    ) {
+    /// A query term as plain values: its word, stem, and whether it is quoted and has typos.
+    type Plain = (String, String, bool, bool);
+
+    /// Everything [`query_terms`] gives, as plain values: the terms, and the free words'
+    /// numbers, sentence ends and extra stems.
+    fn split(free: &str, one_words: bool) -> (Vec<Plain>, Vec<u32>, Vec<usize>, Vec<String>) {
         let (terms, words) = query_terms_split(free, &[], one_words);
         (
             terms
