@@ -161,15 +161,11 @@ fn rescore(
     };
     let mut order: Vec<(usize, (f32, u32))> = ranked.iter().copied().enumerate().collect();
     order.sort_unstable_by(by_rank);
-    let diversified = aspects.len() >= DIVERSIFY_MIN_SENTENCES && r.diversity != 0.0;
-    if diversified {
+    // The scores, best first, handed out in the final order: `order`'s, taken before it is
+    // diversified (sorting them again after took a tenth of diversifying).
+    let scores: Vec<f32> = order.iter().map(|o| o.1.0).collect();
+    if aspects.len() >= DIVERSIFY_MIN_SENTENCES && r.diversity != 0.0 {
         diversify(r.diversity, &mut order, &masks, &aspects, term_idf);
-    }
-    // The scores, best first, handed out in the final order (`order` is by score unless
-    // diversified, so they are sorted already).
-    let mut scores: Vec<f32> = order.iter().map(|o| o.1.0).collect();
-    if diversified {
-        scores.sort_unstable_by(|a, b| b.total_cmp(a));
     }
     for ((slot, (_, (_, d))), score) in ranked.iter_mut().zip(&order).zip(scores) {
         *slot = (score, *d);
