@@ -26,17 +26,18 @@ impl<'a> Cursor<'a> {
 
 /// The lists of one query term: one for a word found by stem, one per
 /// expansion for a word matched by prefix or typo (a tool gets the best of
-/// them, not their sum).
-pub(crate) struct Group<'a> {
-    pub(crate) cursors: Vec<Cursor<'a>>,
+/// them, not their sum). A view of the query's cursors, which are gathered in one vector
+/// (a vector per term cost an allocation and a free each).
+pub(crate) struct Group<'c, 'a> {
+    pub(crate) cursors: &'c [Cursor<'a>],
     /// The query term's index.
     pub(crate) term: usize,
     /// Found by exact or stem match (counts for the name bonus).
     exact: bool,
 }
 
-impl<'a> Group<'a> {
-    pub(crate) fn new(cursors: Vec<Cursor<'a>>, term: usize, exact: bool) -> Group<'a> {
+impl<'c, 'a> Group<'c, 'a> {
+    pub(crate) fn new(cursors: &'c [Cursor<'a>], term: usize, exact: bool) -> Group<'c, 'a> {
         Group {
             cursors,
             term,
@@ -168,11 +169,11 @@ impl Scratch {
     /// Tools touched for the first time are listed in `touched` if `LIST`.
     pub(crate) fn accumulate<const LIST: bool>(
         &mut self,
-        group: &Group<'_>,
+        group: &Group<'_, '_>,
         share: f32,
         required: bool,
     ) {
-        if let [c] = group.cursors.as_slice() {
+        if let [c] = group.cursors {
             self.name_set |= group.exact;
             self.required_set |= required;
             // The tests of a term's kind are taken out of the loop over its postings.
@@ -195,7 +196,7 @@ impl Scratch {
         } = self;
         let (acc, best) = (&mut acc[..], &mut best[..]);
         best_touched.clear();
-        for c in &group.cursors {
+        for c in group.cursors {
             let mut blocks = c.list.blocks();
             while let Ok(true) = blocks.next_into(block) {
                 let block = &**block;
@@ -348,6 +349,29 @@ pub(crate) struct Acc {
 }
 
 impl Acc {
+    /// [`Acc::floor_bucket`] is the bits of a positive `f32` shifted right by this much: its
+    /// exponent and top two mantissa bits.
+    pub(crate) const FLOOR_SHIFT: u32 = 21;
+
+    /// The buckets of [`Acc::floor_bucket`]: one per shifted positive `f32`.
+    pub(crate) const FLOOR_BUCKETS: usize = 1 << (31 - Acc::FLOOR_SHIFT);
+
+    /// The bucket of the selection's starting-cut histogram (`Select::floor` in `score.rs`)
+    /// this entry falls in: `score * coverage`'s bits shifted right by [`Acc::FLOOR_SHIFT`]
+    /// if the product is positive, which orders the buckets as the values (a higher bucket
+    /// holds only higher products), else 0. The scalar rule of the SIMD kernel
+    /// (`select_avx2.rs`), which must agree.
+    #[inline(always)]
+    pub(crate) fn floor_bucket(self) -> usize {
+        let x = self.score * self.coverage;
+        if x > 0.0 {
+            // A positive float's bits are below 2^31, so the bucket is in range already.
+            (x.to_bits() >> Acc::FLOOR_SHIFT) as usize & (Acc::FLOOR_BUCKETS - 1)
+        } else {
+            0
+        }
+    }
+
     /// The selection's stand-in for a tool number past the accumulator: it passes every test
     /// (the selection then passes over it).
     const PAST: Acc = Acc {
@@ -391,7 +415,8 @@ mod tests {
         let mut bytes = Vec::new();
         let name = format::NAME_BIT;
         put_postings(&mut bytes, &[(1, 7 | name), (5, 3), (9, 2 | name)]);
-        let group = Group::new(vec![Cursor::new(PostingList::new(&bytes, 0), 1.0)], 0, true);
+        let cursors = [Cursor::new(PostingList::new(&bytes, 0), 1.0)];
+        let group = Group::new(&cursors, 0, true);
         let mut sc = Scratch::default();
         sc.prepare(12);
         if listed {

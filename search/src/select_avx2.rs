@@ -14,9 +14,10 @@
 
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::{
-    _CMP_NLE_UQ, _CMP_NLT_UQ, _mm256_and_ps, _mm256_castpd_ps, _mm256_castps_pd, _mm256_cmp_ps,
-    _mm256_loadu_ps, _mm256_movemask_ps, _mm256_mul_ps, _mm256_permute4x64_pd, _mm256_set1_ps,
-    _mm256_setzero_ps, _mm256_shuffle_ps,
+    _CMP_GT_OQ, _CMP_NLE_UQ, _CMP_NLT_UQ, _mm256_and_ps, _mm256_and_si256, _mm256_castpd_ps,
+    _mm256_castps_pd, _mm256_castps_si256, _mm256_cmp_ps, _mm256_loadu_ps, _mm256_movemask_ps,
+    _mm256_mul_ps, _mm256_permute4x64_pd, _mm256_set1_ps, _mm256_setzero_ps, _mm256_shuffle_ps,
+    _mm256_srli_epi32, _mm256_storeu_si256,
 };
 
 use crate::accumulate::Acc;
@@ -63,6 +64,54 @@ impl Avx2 {
             factor,
             cut,
         )
+    }
+}
+
+impl Avx2 {
+    /// Counts each entry of `entries` in `hist` at its [`Acc::floor_bucket`]: the products
+    /// and tests 8 entries at a time, the counts one by one (two entries can share a bucket).
+    pub(crate) fn floor_histogram(self, entries: &[Acc], hist: &mut [u32; Acc::FLOOR_BUCKETS]) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            // SAFETY: `self` proves AVX2 was detected.
+            unsafe { floor_histogram_avx2(entries, hist) }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        match self {}
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn floor_histogram_avx2(entries: &[Acc], hist: &mut [u32; Acc::FLOOR_BUCKETS]) {
+    let zero = _mm256_setzero_ps();
+    let mut eights = entries.chunks_exact(8);
+    let mut out = [0u32; 8];
+    for eight in eights.by_ref() {
+        let p = eight.as_ptr().cast::<f32>();
+        // SAFETY: `eight` is 8 entries of two f32 each (`Acc` is `repr(C)`): 16 f32, read by
+        // two unaligned loads of 8.
+        let (a, b) = unsafe { (_mm256_loadu_ps(p), _mm256_loadu_ps(p.add(8))) };
+        // The entries' order is lost (scores 0 1 4 5 | 2 3 6 7), which a histogram does not
+        // mind.
+        let score = _mm256_shuffle_ps::<0b10_00_10_00>(a, b);
+        let coverage = _mm256_shuffle_ps::<0b11_01_11_01>(a, b);
+        let x = _mm256_mul_ps(score, coverage);
+        // `floor_bucket`: the shifted bits where the product is positive (an ordered
+        // comparison: NaN is not), else 0.
+        let positive = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_GT_OQ>(x, zero));
+        let shifted = _mm256_srli_epi32::<{ Acc::FLOOR_SHIFT as i32 }>(_mm256_castps_si256(x));
+        // SAFETY: `out` is 8 u32, 256 bits.
+        unsafe {
+            _mm256_storeu_si256(out.as_mut_ptr().cast(), _mm256_and_si256(shifted, positive));
+        };
+        for &i in &out {
+            // A positive float's bits are below 2^31, so the bucket is in range already.
+            hist[i as usize & (Acc::FLOOR_BUCKETS - 1)] += 1;
+        }
+    }
+    for &a in eights.remainder() {
+        hist[a.floor_bucket()] += 1;
     }
 }
 
@@ -151,6 +200,23 @@ mod tests {
                     "bound, {len} entries, cut {cut}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn the_simd_floor_histogram_counts_as_the_scalar_buckets_do() {
+        let Some(simd) = Avx2::detect() else {
+            return;
+        };
+        let all = entries(200);
+        for len in [0, 1, 7, 8, 9, 63, 200] {
+            let mut scalar = [0u32; Acc::FLOOR_BUCKETS];
+            for a in &all[..len] {
+                scalar[a.floor_bucket()] += 1;
+            }
+            let mut hist = [0u32; Acc::FLOOR_BUCKETS];
+            simd.floor_histogram(&all[..len], &mut hist);
+            assert_eq!(hist, scalar, "{len} entries");
         }
     }
 
