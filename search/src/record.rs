@@ -284,7 +284,9 @@ pub(crate) struct RerankWords<'a> {
 impl RerankWords<'_> {
     /// Calls `f` with each number of the next list, and returns how many
     /// there were; stops early (returning what was read) at a list that
-    /// does not fit.
+    /// does not fit. Inlined, so that the caller's closure keeps what it gathers in registers
+    /// rather than in memory behind a reference, written again at every number.
+    #[inline(always)]
     pub(crate) fn list(&mut self, mut f: impl FnMut(u32)) -> usize {
         let count = if self.read == 1 {
             self.shared_count()
@@ -295,12 +297,34 @@ impl RerankWords<'_> {
         let Some(n) = count else {
             return 0;
         };
+        // Numbers of one or two bytes (below 16,384: the vocabulary is numbered most frequent
+        // first, so nearly all of them) are read here, the rest by `varint`: reading every
+        // number through `varint`, a bounds check and a checked shift a byte, was half of
+        // reading a tool's words (callgrind, the 195 slowest queries at 2,723 tools).
+        let bytes = self.r.bytes;
+        let mut pos = self.r.pos;
         for k in 0..n as usize {
-            match self.r.varint() {
-                Some(v) => f(v),
-                None => return k,
-            }
+            let v = match bytes.get(pos..pos + 2) {
+                Some(&[b0, _]) if b0 < 0x80 => {
+                    pos += 1;
+                    u32::from(b0)
+                }
+                Some(&[b0, b1]) if b1 < 0x80 => {
+                    pos += 2;
+                    u32::from(b0 & 0x7f) | (u32::from(b1) << 7)
+                }
+                _ => {
+                    self.r.pos = pos;
+                    let Some(v) = self.r.varint() else {
+                        return k;
+                    };
+                    pos = self.r.pos;
+                    v
+                }
+            };
+            f(v);
         }
+        self.r.pos = pos;
         n as usize
     }
 

@@ -272,3 +272,42 @@ fn a_block_whose_text_stops_short_is_a_text_error() {
     assert!(block.text(0).is_ok());
     assert!(matches!(block.text(1), Err(RecordError::Text { tool: 1 })));
 }
+
+#[test]
+fn numbers_of_every_varint_width_read_back_as_written() {
+    // One, two, three, four and five bytes, at each width's edges.
+    let numbers = vec![
+        0,
+        127,
+        128,
+        16_383,
+        16_384,
+        2_097_151,
+        2_097_152,
+        268_435_455,
+        268_435_456,
+        u32::MAX,
+    ];
+    let tools = vec![("a", numbers.clone(), numbers.clone(), numbers.clone())];
+    let (out, starts) = hot_records(&tools);
+    assert_eq!(
+        read_back(&out, starts[0]),
+        [numbers.clone(), numbers.clone(), numbers]
+    );
+}
+
+#[test]
+fn a_list_cut_short_by_the_section_end_gives_the_numbers_before_the_cut() {
+    let tools = vec![("a", vec![5, 300, 7], vec![], vec![])];
+    let (out, starts) = hot_records(&tools);
+    // The record ends inside the two bytes of 300: only 5 is read, and the count says so.
+    let end = out.len() - 4;
+    let hot = HotRecord {
+        name: "",
+        r: Reader::new(&out[..end], starts[0]),
+    };
+    let (_, mut words) = rerank_of(hot).unwrap();
+    let mut got = Vec::new();
+    assert_eq!(words.list(|v| got.push(v)), 1);
+    assert_eq!(got, [5]);
+}

@@ -25,6 +25,24 @@ pub(crate) fn rerank(
     term_idf: &[f32],
     ranked: &mut [(f32, u32)],
 ) {
+    // The per-thread array of the query's stems by number, or (if this thread's is in use,
+    // which no caller does) one of this search's own.
+    SLOTS.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut slots) => rescore(file, r, free, terms, term_idf, ranked, &mut slots),
+        Err(_) => rescore(file, r, free, terms, term_idf, ranked, &mut Vec::new()),
+    });
+}
+
+/// [`rerank`], with `slots` the array of its [`ByNumber`].
+fn rescore(
+    file: &IndexFile,
+    r: &Ranking,
+    free: &FreeWords,
+    terms: &[QueryTerm],
+    term_idf: &[f32],
+    ranked: &mut [(f32, u32)],
+    slots: &mut Vec<u16>,
+) {
     // The free text's terms in order, numbered, so that a tool's words become numbers and its
     // phrases pairs of numbers.
     let mut pairs: Vec<(u32, u32)> = free
@@ -45,9 +63,10 @@ pub(crate) fn rerank(
     let idf_total: f32 = term_idf.iter().sum::<f32>().max(f32::MIN_POSITIVE);
     // The query's stems by their number in the index's re-ranking vocabulary; a stem not
     // there is no word of any tool.
-    let by_number = numbered(terms, &free.extra, file.words());
-    let of = |n: u32| by_number.get(n);
+    let by_number = numbered(terms, &free.extra, file.words(), slots);
     let mut found: Vec<usize> = Vec::new();
+    // The query's words in a list of a tool's (see [`scan`]).
+    let mut hits: Vec<(u32, u32)> = Vec::new();
     // A tool's name, lowercased.
     let mut lower = String::new();
     let aspects = if r.diversity != 0.0 {
@@ -64,38 +83,34 @@ pub(crate) fn rerank(
         let Some((name, mut words)) = file.record(*d as usize).and_then(record::rerank_of) else {
             continue;
         };
-        // The adjacent pairs of query words (as numbers) within the name and within the
-        // description are looked up as they are read (a list of the tool's words, walked again
-        // for its pairs, cost the re-ranking a fifth more: callgrind); a pair across the two
-        // is not one.
+        // Each list's words that are the query's, with their places in it (see [`scan`]),
+        // then what they hold: the query terms, and the adjacent pairs of query words (as
+        // numbers) within the name and within the description (a pair across the two is not
+        // one).
         found.clear();
-        let mut pair = |prev: &mut u32, id: u32| {
-            if bigram
-                && *prev != NONE
-                && id != NONE
-                && let Ok(k) = pairs.binary_search(&(*prev, id))
-            {
-                found.push(k);
+        let mut pairs_of = |hits: &[(u32, u32)]| {
+            if !bigram {
+                return;
             }
-            *prev = id;
+            for w in hits.windows(2) {
+                let ((at, prev), (next, id)) = (w[0], w[1]);
+                if at + 1 == next
+                    && let Ok(k) = pairs.binary_search(&(prev, id))
+                {
+                    found.push(k);
+                }
+            }
         };
-        let mut name_mask = 0u64;
-        let mut prev = NONE;
-        words.list(|w| {
-            let (id, bit) = of(w);
-            pair(&mut prev, id);
-            name_mask |= bit;
-        });
+        let mask_of = |hits: &[(u32, u32)]| hits.iter().fold(0u64, |m, &(_, id)| m | term_bit(id));
+        scan(&mut words, by_number.table(), &mut hits);
+        let name_mask = mask_of(&hits);
+        pairs_of(&hits);
         // The query terms the description holds.
-        let mut held = 0u64;
-        let mut prev = NONE;
-        let description = words.list(|w| {
-            let (id, bit) = of(w);
-            pair(&mut prev, id);
-            held |= bit;
-        });
-        let mut enum_mask = 0u64;
-        words.list(|w| enum_mask |= of(w).1);
+        let description = scan(&mut words, by_number.table(), &mut hits);
+        let held = mask_of(&hits);
+        pairs_of(&hits);
+        scan(&mut words, by_number.table(), &mut hits);
+        let enum_mask = mask_of(&hits);
         let mut factor = 1.0;
         if r.enum_match != 0.0 && enum_mask != 0 {
             let (mut bits, mut sum) = (enum_mask, 0.0);
@@ -230,80 +245,133 @@ fn is_word_of(name: &str, word: &str) -> bool {
 /// The number of a word no query term nor free-text word has.
 const NONE: u32 = u32::MAX;
 
-/// The [`FreeWords`] number and query-term bit (`1 << index`, or 0) of each stem of the query
-/// terms and of the free text's other words (`extra`), keyed by its number in the index's
-/// re-ranking vocabulary `numbers` (stems not there are no word of any tool, and are left out).
-fn numbered(terms: &[QueryTerm], extra: &[String], numbers: &Words) -> ByNumber {
+/// The [`FreeWords`] number of each stem of the query terms and of the free text's other words
+/// (`extra`), keyed by its number in the index's re-ranking vocabulary `numbers` (stems not
+/// there are no word of any tool, and are left out).
+fn numbered<'s>(
+    terms: &[QueryTerm],
+    extra: &[String],
+    numbers: &Words,
+    slots: &'s mut Vec<u16>,
+) -> ByNumber<'s> {
     let of_terms = terms
         .iter()
         .enumerate()
-        .map(|(i, t)| (t.stem.as_str(), (i as u32, 1u64 << i)));
+        .map(|(i, t)| (t.stem.as_str(), i as u32));
     let of_extra = extra
         .iter()
         .enumerate()
-        .map(|(k, s)| (s.as_str(), ((MAX_QUERY_TERMS + k) as u32, 0)));
+        .map(|(k, s)| (s.as_str(), (MAX_QUERY_TERMS + k) as u32));
     ByNumber::new(
-        of_terms.chain(of_extra).filter_map(|(stem, v)| {
-            Some((u32::try_from(numbers.number(stem.as_bytes())?).ok()?, v))
+        slots,
+        of_terms.chain(of_extra).filter_map(|(stem, id)| {
+            Some((u32::try_from(numbers.number(stem.as_bytes())?).ok()?, id))
         }),
     )
 }
 
-/// The query's stems by their number in the index's re-ranking vocabulary: a table
-/// open-addressed by number, at most a quarter full, looked up once per word of every re-ranked
-/// tool (most of them not the query's, so a miss should end at the first slot).
-struct ByNumber {
-    /// Per slot, the number held, or [`ByNumber::EMPTY`].
-    keys: Vec<u64>,
-    values: Vec<(u32, u64)>,
-    /// Slots less one (a power of two less one).
-    mask: usize,
-    /// How far right a hash is shifted to give a slot.
-    shift: u32,
+/// The query's stems by their number in the index's re-ranking vocabulary, looked up once per
+/// word of every re-ranked tool (most of them not the query's): a per-thread array indexed by
+/// number, as long as the largest of the query's numbers, holding each one's [`FreeWords`]
+/// number plus one (0 for a number no query stem has). A number past it is no query stem's.
+/// A hash table of the query's numbers cost a multiply, a probe and two tests a word; this is
+/// a bounds test and a load.
+///
+/// Its memory is two bytes per vocabulary number up to the largest a query has looked up on
+/// this thread (at most the vocabulary's size), kept for the next search; the entries a search
+/// set are cleared when it is dropped.
+struct ByNumber<'s> {
+    slots: &'s mut Vec<u16>,
+    /// The numbers set.
+    set: Vec<u32>,
 }
 
-impl ByNumber {
-    /// A slot that holds no number (every number fits in 32 bits).
-    const EMPTY: u64 = u64::MAX;
-
-    fn new(entries: impl Iterator<Item = (u32, (u32, u64))>) -> ByNumber {
-        let entries: Vec<(u32, (u32, u64))> = entries.collect();
-        let slots = (entries.len() * 4).next_power_of_two().max(64);
-        let mut table = ByNumber {
-            keys: vec![Self::EMPTY; slots],
-            values: vec![(NONE, 0); slots],
-            mask: slots - 1,
-            shift: 64 - slots.trailing_zeros(),
-        };
-        for (number, value) in entries {
-            let mut i = table.slot(number);
-            while table.keys[i] != Self::EMPTY && table.keys[i] != u64::from(number) {
-                i = (i + 1) & table.mask;
+impl<'s> ByNumber<'s> {
+    fn new(slots: &'s mut Vec<u16>, entries: impl Iterator<Item = (u32, u32)>) -> ByNumber<'s> {
+        let mut set = Vec::new();
+        for (number, id) in entries {
+            // `id` is below `MAX_QUERY_TERMS` plus the free text's words, which a query of at
+            // most `MAX_QUERY_BYTES` keeps far below `u16::MAX`; one that is not is left out.
+            let Ok(value) = u16::try_from(id + 1) else {
+                continue;
+            };
+            let at = number as usize;
+            if at >= slots.len() {
+                slots.resize(at + 1, 0);
             }
-            table.keys[i] = u64::from(number);
-            table.values[i] = value;
+            slots[at] = value;
+            set.push(number);
         }
-        table
+        ByNumber { slots, set }
     }
 
-    /// The first slot to look for `number` in.
-    #[inline]
-    fn slot(&self, number: u32) -> usize {
-        (u64::from(number).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
+    /// The array: by vocabulary number, the [`FreeWords`] number plus one, or 0.
+    fn table(&self) -> &[u16] {
+        self.slots
     }
 
-    /// The vocabulary number and query-term bit of the stem numbered `number`, or `(NONE, 0)`.
-    #[inline]
-    fn get(&self, number: u32) -> (u32, u64) {
-        let mut i = self.slot(number);
-        loop {
-            match self.keys.get(i) {
-                Some(&k) if k == u64::from(number) => return self.values[i],
-                Some(&k) if k != Self::EMPTY => i = (i + 1) & self.mask,
-                _ => return (NONE, 0),
+    /// The [`FreeWords`] number of the stem numbered `number` in the vocabulary, or [`NONE`].
+    #[cfg(test)]
+    fn get(&self, number: u32) -> u32 {
+        lookup(self.slots, number)
+    }
+}
+
+impl Drop for ByNumber<'_> {
+    fn drop(&mut self) {
+        for &n in &self.set {
+            if let Some(v) = self.slots.get_mut(n as usize) {
+                *v = 0;
             }
         }
     }
+}
+
+/// Reads the next list of `words` (see [`record::RerankWords::list`]), putting in `hits`
+/// (cleared first) each word the query has, as its place in the list and its [`FreeWords`]
+/// number (by `table`, see [`ByNumber`]), in order; returns the list's length.
+///
+/// A function of its own, not inlined: in the re-ranking's large body, the reader and the
+/// table were read from the stack at every word, and a word took twice the instructions
+/// (callgrind, 3,000 queries at 2,723 tools). Reading a tool's three lists in one call, with
+/// their hits told apart by place, took more.
+#[inline(never)]
+fn scan(words: &mut record::RerankWords<'_>, table: &[u16], hits: &mut Vec<(u32, u32)>) -> usize {
+    hits.clear();
+    let mut at = 0u32;
+    words.list(|w| {
+        let id = lookup(table, w);
+        if id != NONE {
+            hits.push((at, id));
+        }
+        at = at.wrapping_add(1);
+    })
+}
+
+/// The [`FreeWords`] number of the vocabulary number `number` in the array of a [`ByNumber`],
+/// or [`NONE`].
+#[inline(always)]
+fn lookup(table: &[u16], number: u32) -> u32 {
+    match table.get(number as usize) {
+        Some(&v) => u32::from(v).wrapping_sub(1),
+        None => NONE,
+    }
+}
+
+/// The query-term bit of a [`FreeWords`] number: `1 << id` for a query term, 0 for another
+/// word or [`NONE`].
+#[inline(always)]
+fn term_bit(id: u32) -> u64 {
+    if (id as usize) < MAX_QUERY_TERMS {
+        1u64 << id
+    } else {
+        0
+    }
+}
+
+thread_local! {
+    /// The array of [`ByNumber`], reused by every search on this thread.
+    static SLOTS: std::cell::RefCell<Vec<u16>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// How many of the first places [`diversify`] fills.
@@ -334,4 +402,36 @@ fn sentence_masks(free: &FreeWords, terms: usize) -> Vec<u64> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn by_number_gives_each_query_number_its_word_and_every_other_number_none() {
+        let mut slots = Vec::new();
+        let table = ByNumber::new(&mut slots, [(7, 0), (3, 65), (1_000, 2)].into_iter());
+        assert_eq!([table.get(7), table.get(3), table.get(1_000)], [0, 65, 2]);
+        for other in [0, 4, 8, 999, 1_001, u32::MAX] {
+            assert_eq!(table.get(other), NONE);
+        }
+    }
+
+    #[test]
+    fn by_number_leaves_the_array_clear_for_the_next_search() {
+        let mut slots = Vec::new();
+        drop(ByNumber::new(&mut slots, [(9, 1), (2, 3)].into_iter()));
+        assert!(slots.len() >= 10 && slots.iter().all(|&v| v == 0));
+        let table = ByNumber::new(&mut slots, [(4, 0)].into_iter());
+        assert_eq!([table.get(9), table.get(2), table.get(4)], [NONE, NONE, 0]);
+    }
+
+    #[test]
+    fn term_bits_are_those_of_query_terms_only() {
+        assert_eq!(term_bit(0), 1);
+        assert_eq!(term_bit(63), 1 << 63);
+        assert_eq!(term_bit(MAX_QUERY_TERMS as u32), 0);
+        assert_eq!(term_bit(NONE), 0);
+    }
 }
