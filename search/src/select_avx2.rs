@@ -15,12 +15,13 @@
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::{
     _CMP_GT_OQ, _CMP_NLE_UQ, _CMP_NLT_UQ, _mm256_and_ps, _mm256_and_si256, _mm256_castpd_ps,
-    _mm256_castps_pd, _mm256_castps_si256, _mm256_cmp_ps, _mm256_loadu_ps, _mm256_movemask_ps,
-    _mm256_mul_ps, _mm256_permute4x64_pd, _mm256_set1_ps, _mm256_setzero_ps, _mm256_shuffle_ps,
-    _mm256_srli_epi32, _mm256_storeu_si256,
+    _mm256_castps_pd, _mm256_castps_si256, _mm256_cmp_ps, _mm256_loadu_ps, _mm256_max_epi32,
+    _mm256_min_epi32, _mm256_movemask_ps, _mm256_mul_ps, _mm256_permute4x64_pd, _mm256_set1_epi32,
+    _mm256_set1_ps, _mm256_setzero_ps, _mm256_setzero_si256, _mm256_shuffle_ps, _mm256_srli_epi32,
+    _mm256_storeu_si256, _mm256_sub_epi32,
 };
 
-use crate::accumulate::Acc;
+use crate::accumulate::{Acc, FloorTables};
 use crate::simd::Avx2;
 
 /// The most entries tested at once: one bit each of the `u64` answer (the selection's own
@@ -68,13 +69,14 @@ impl Avx2 {
 }
 
 impl Avx2 {
-    /// Counts each entry of `entries` in `hist` at its [`Acc::floor_bucket`]: the products
-    /// and tests 8 entries at a time, the counts one by one (two entries can share a bucket).
-    pub(crate) fn floor_histogram(self, entries: &[Acc], hist: &mut [u32; Acc::FLOOR_BUCKETS]) {
+    /// Counts each entry of `entries` in `tables` at its [`Acc::floor_bucket`], as the scalar
+    /// selection does (but for which table counts which entry): the products and buckets 8
+    /// entries at a time, lane `i` counted in table `i`.
+    pub(crate) fn floor_histogram(self, entries: &[Acc], tables: &mut FloorTables) {
         #[cfg(target_arch = "x86_64")]
         {
             // SAFETY: `self` proves AVX2 was detected.
-            unsafe { floor_histogram_avx2(entries, hist) }
+            unsafe { floor_histogram_avx2(entries, tables) }
         }
         #[cfg(not(target_arch = "x86_64"))]
         match self {}
@@ -83,8 +85,12 @@ impl Avx2 {
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn floor_histogram_avx2(entries: &[Acc], hist: &mut [u32; Acc::FLOOR_BUCKETS]) {
+fn floor_histogram_avx2(entries: &[Acc], tables: &mut FloorTables) {
     let zero = _mm256_setzero_ps();
+    let (low, top) = (
+        _mm256_set1_epi32(Acc::FLOOR_LOW),
+        _mm256_set1_epi32(Acc::FLOOR_BUCKETS as i32 - 1),
+    );
     let mut eights = entries.chunks_exact(8);
     let mut out = [0u32; 8];
     for eight in eights.by_ref() {
@@ -97,21 +103,26 @@ fn floor_histogram_avx2(entries: &[Acc], hist: &mut [u32; Acc::FLOOR_BUCKETS]) {
         let score = _mm256_shuffle_ps::<0b10_00_10_00>(a, b);
         let coverage = _mm256_shuffle_ps::<0b11_01_11_01>(a, b);
         let x = _mm256_mul_ps(score, coverage);
-        // `floor_bucket`: the shifted bits where the product is positive (an ordered
-        // comparison: NaN is not), else 0.
+        // `floor_bucket`: the shifted bits less the low bucket's, clamped to the buckets,
+        // where the product is positive (an ordered comparison: NaN is not), else 0. Where it
+        // is positive the bits are below 2^31, so signed comparisons order them.
         let positive = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_GT_OQ>(x, zero));
         let shifted = _mm256_srli_epi32::<{ Acc::FLOOR_SHIFT as i32 }>(_mm256_castps_si256(x));
+        let bucket = _mm256_min_epi32(
+            _mm256_max_epi32(_mm256_sub_epi32(shifted, low), _mm256_setzero_si256()),
+            top,
+        );
         // SAFETY: `out` is 8 u32, 256 bits.
         unsafe {
-            _mm256_storeu_si256(out.as_mut_ptr().cast(), _mm256_and_si256(shifted, positive));
+            _mm256_storeu_si256(out.as_mut_ptr().cast(), _mm256_and_si256(bucket, positive));
         };
-        for &i in &out {
-            // A positive float's bits are below 2^31, so the bucket is in range already.
-            hist[i as usize & (Acc::FLOOR_BUCKETS - 1)] += 1;
+        for (table, &b) in tables.iter_mut().zip(&out) {
+            // In range already (clamped).
+            table[b as usize & (Acc::FLOOR_BUCKETS - 1)] += 1;
         }
     }
-    for &a in eights.remainder() {
-        hist[a.floor_bucket()] += 1;
+    for (table, &a) in tables.iter_mut().zip(eights.remainder()) {
+        table[a.floor_bucket()] += 1;
     }
 }
 
@@ -208,15 +219,25 @@ mod tests {
         let Some(simd) = Avx2::detect() else {
             return;
         };
-        let all = entries(200);
+        let mut all = entries(200);
+        // Products past both ends of the buckets.
+        all[5].score = 1e30;
+        all[6] = Acc {
+            score: 1e-20,
+            coverage: 1e-20,
+        };
         for len in [0, 1, 7, 8, 9, 63, 200] {
             let mut scalar = [0u32; Acc::FLOOR_BUCKETS];
             for a in &all[..len] {
                 scalar[a.floor_bucket()] += 1;
             }
-            let mut hist = [0u32; Acc::FLOOR_BUCKETS];
-            simd.floor_histogram(&all[..len], &mut hist);
-            assert_eq!(hist, scalar, "{len} entries");
+            let mut tables = [[0u16; Acc::FLOOR_BUCKETS]; 8];
+            simd.floor_histogram(&all[..len], &mut tables);
+            assert_eq!(
+                crate::accumulate::floor_counts(&tables),
+                scalar,
+                "{len} entries"
+            );
         }
     }
 
