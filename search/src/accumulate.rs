@@ -8,6 +8,14 @@
 //! of it as constant parameters, and the contributions multiplied out beforehand in a loop the
 //! compiler makes vector code of. A term expanded by prefix or typo keeps each tool's best
 //! expansion first, then adds those through the same [`add`].
+//!
+//! On a CPU with AVX-512 (F and VL, detected at run time), a block of a term found by stem is
+//! added 8 entries at a time instead ([`Avx512::add_block`]): a block's tool numbers are
+//! distinct, so the 8 entries gathered at once never overlap, and one scatter writes them back.
+//! Per-query least time, 200 slowest queries at 100,000 tools: 6% less than the scalar loop;
+//! at 2,723 tools no worse. Two variants measured slower and were dropped: gathering a whole
+//! block before any scatter (7% slower at 100,000 tools), and name counts of 4 bytes gathered
+//! and scattered beside the scores instead of the scalar loop over the name bits (2-3% slower).
 
 use crate::postings::{BLOCK, Block, PostingList};
 use crate::simd::Avx512;
