@@ -8,7 +8,7 @@ use crate::format;
 use crate::hits::MatchKind;
 use crate::lookup::Lookup;
 use crate::ranking::Ranking;
-use crate::simd::Avx2;
+use crate::simd::{Avx2, Avx512};
 use crate::terms::{MAX_QUERY_TERMS, QueryTerm};
 
 /// The first-stage order: the higher score first, then the lower tool number.
@@ -371,16 +371,18 @@ impl Select<'_> {
         // With the coverage factor the coverage itself (exponent 1, the default), the test
         // can be `consider`'s second one, exact per tool: far fewer tools get through.
         let exact = self.coverage.exponent == 1.0;
-        let simd = Avx2::detect();
+        let (simd, wide) = (Avx2::detect(), Avx512::detect());
         let mut from = 0;
         while from < self.acc.len() {
             let to = (from + CHUNK).min(self.acc.len());
             let chunk = &self.acc[from..to];
-            let mut live = match (simd, exact) {
-                (Some(k), true) => k.survivors::<true>(chunk, self.boost_max, best.cut),
-                (Some(k), false) => k.survivors::<false>(chunk, self.bound, best.cut),
-                (None, true) => survivors_exact(chunk, self.boost_max, best.cut),
-                (None, false) => survivors(chunk, self.bound, best.cut),
+            let mut live = match (wide, simd, exact) {
+                (Some(k), _, true) => k.survivors::<true>(chunk, self.boost_max, best.cut),
+                (Some(k), _, false) => k.survivors::<false>(chunk, self.bound, best.cut),
+                (None, Some(k), true) => k.survivors::<true>(chunk, self.boost_max, best.cut),
+                (None, Some(k), false) => k.survivors::<false>(chunk, self.bound, best.cut),
+                (None, None, true) => survivors_exact(chunk, self.boost_max, best.cut),
+                (None, None, false) => survivors(chunk, self.bound, best.cut),
             };
             while live != 0 {
                 let i = live.trailing_zeros() as usize;
