@@ -287,31 +287,47 @@ impl RerankWords<'_> {
     /// does not fit. Inlined, so that the caller's closure keeps what it gathers in registers
     /// rather than in memory behind a reference, written again at every number.
     #[inline(always)]
-    pub(crate) fn list(&mut self, mut f: impl FnMut(u32)) -> usize {
+    pub(crate) fn list(&mut self, f: impl FnMut(u32)) -> usize {
+        match self.begin() {
+            Some(n) => self.numbers(n, f),
+            None => 0,
+        }
+    }
+
+    /// The length of the next list, the reader left at its first number; `None` for a list
+    /// that does not fit (then [`RerankWords::numbers`] reads nothing more of this record as
+    /// the list).
+    #[inline(always)]
+    pub(crate) fn begin(&mut self) -> Option<usize> {
         let count = if self.read == 1 {
             self.shared_count()
         } else {
             self.r.varint()
         };
         self.read = self.read.saturating_add(1);
-        let Some(n) = count else {
-            return 0;
-        };
-        // Numbers of one or two bytes (below 16,384: the vocabulary is numbered most frequent
-        // first, so nearly all of them) are read here, the rest by `varint`: reading every
-        // number through `varint`, a bounds check and a checked shift a byte, was half of
-        // reading a tool's words (callgrind, the 195 slowest queries at 2,723 tools).
+        count.map(|n| n as usize)
+    }
+
+    /// Calls `f` with each of the `n` numbers of the list [`RerankWords::begin`] started, and
+    /// returns how many were read (fewer than `n` at a list that does not fit).
+    ///
+    /// Numbers of one or two bytes (below 16,384: the vocabulary is numbered most frequent
+    /// first, so nearly all of them) are read here without a branch on their length (about
+    /// half of them take one byte, half two, in no order a branch predictor could learn), the
+    /// rest by `varint`: reading every number through `varint`, a bounds check and a checked
+    /// shift a byte, was half of reading a tool's words (callgrind, the 195 slowest queries at
+    /// 2,723 tools).
+    #[inline(always)]
+    pub(crate) fn numbers(&mut self, n: usize, mut f: impl FnMut(u32)) -> usize {
         let bytes = self.r.bytes;
         let mut pos = self.r.pos;
-        for k in 0..n as usize {
+        for k in 0..n {
             let v = match bytes.get(pos..pos + 2) {
-                Some(&[b0, _]) if b0 < 0x80 => {
-                    pos += 1;
-                    u32::from(b0)
-                }
-                Some(&[b0, b1]) if b1 < 0x80 => {
-                    pos += 2;
-                    u32::from(b0 & 0x7f) | (u32::from(b1) << 7)
+                // Not both bytes continued: a number of one byte, or of two.
+                Some(&[b0, b1]) if (b0 & b1) < 0x80 => {
+                    let two = u32::from(b0 >> 7);
+                    pos += 1 + two as usize;
+                    u32::from(b0 & 0x7f) | ((u32::from(b1) << 7) & two.wrapping_neg())
                 }
                 _ => {
                     self.r.pos = pos;
@@ -325,7 +341,7 @@ impl RerankWords<'_> {
             f(v);
         }
         self.r.pos = pos;
-        n as usize
+        n
     }
 
     /// The description's count, following a reference to an earlier pair (see

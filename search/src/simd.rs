@@ -35,13 +35,47 @@ impl Avx2 {
     }
 }
 
+/// Proof that this CPU runs the AVX-512 instructions of the first stage's accumulation
+/// (AVX-512F and VL: 8-lane gathers, scatters and compressing stores): only
+/// [`Avx512::detect`] makes one.
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Avx512(());
+
+/// No AVX-512 off x86_64: a proof that can never be made.
+#[cfg(not(target_arch = "x86_64"))]
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Avx512 {}
+
+impl Avx512 {
+    /// The proof, if the CPU has AVX-512F and AVX-512VL (not under [`scalar_only`]).
+    #[cfg(target_arch = "x86_64")]
+    pub(crate) fn detect() -> Option<Avx512> {
+        #[cfg(test)]
+        if SCALAR_ONLY.with(std::cell::Cell::get) {
+            return None;
+        }
+        (std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512vl"))
+        .then_some(Avx512(()))
+    }
+
+    /// Never a proof off x86_64.
+    #[cfg(not(target_arch = "x86_64"))]
+    pub(crate) fn detect() -> Option<Avx512> {
+        None
+    }
+}
+
 #[cfg(test)]
 thread_local! {
-    /// Set while this thread runs [`scalar_only`]: [`Avx2::detect`] then makes no proof.
+    /// Set while this thread runs [`scalar_only`]: [`Avx2::detect`] and [`Avx512::detect`] then
+    /// make no proof.
     static SCALAR_ONLY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// Runs `f` on this thread as on a CPU without AVX2: every kernel takes its scalar path.
+/// Runs `f` on this thread as on a CPU without AVX2 or AVX-512: every kernel takes its scalar
+/// path.
 #[cfg(test)]
 pub(crate) fn scalar_only<R>(f: impl FnOnce() -> R) -> R {
     struct Reset(bool);
