@@ -249,27 +249,39 @@ mod tests {
         })
     }
 
-    #[test]
-    fn simd_survivors_are_the_scalar_ones_for_every_chunk_length() {
-        let Some(simd) = Avx2::detect() else {
-            return;
-        };
+    /// Checks that `kernel(chunk, factor, cut, exact)` gives the scalar survivors for every
+    /// chunk length up to [`MOST`] and a few cuts.
+    fn survivors_are_the_scalar_ones(kernel: impl Fn(&[Acc], f32, f32, bool) -> u64) {
         let all = entries(MOST);
         for len in 0..=MOST {
             for cut in [f32::NEG_INFINITY, 0.5, 2.0, 7.5] {
                 let chunk = &all[..len];
                 assert_eq!(
-                    simd.survivors::<true>(chunk, 1.3, cut),
+                    kernel(chunk, 1.3, cut, true),
                     scalar::<true>(chunk, 1.3, cut),
                     "exact, {len} entries, cut {cut}"
                 );
                 assert_eq!(
-                    simd.survivors::<false>(chunk, 1.3, cut),
+                    kernel(chunk, 1.3, cut, false),
                     scalar::<false>(chunk, 1.3, cut),
                     "bound, {len} entries, cut {cut}"
                 );
             }
         }
+    }
+
+    #[test]
+    fn simd_survivors_are_the_scalar_ones_for_every_chunk_length() {
+        let Some(simd) = Avx2::detect() else {
+            return;
+        };
+        survivors_are_the_scalar_ones(|chunk, factor, cut, exact| {
+            if exact {
+                simd.survivors::<true>(chunk, factor, cut)
+            } else {
+                simd.survivors::<false>(chunk, factor, cut)
+            }
+        });
     }
 
     #[test]
@@ -304,22 +316,13 @@ mod tests {
         let Some(simd) = Avx512::detect() else {
             return;
         };
-        let all = entries(MOST);
-        for len in 0..=MOST {
-            for cut in [f32::NEG_INFINITY, 0.5, 2.0, 7.5] {
-                let chunk = &all[..len];
-                assert_eq!(
-                    simd.survivors::<true>(chunk, 1.3, cut),
-                    scalar::<true>(chunk, 1.3, cut),
-                    "exact, {len} entries, cut {cut}"
-                );
-                assert_eq!(
-                    simd.survivors::<false>(chunk, 1.3, cut),
-                    scalar::<false>(chunk, 1.3, cut),
-                    "bound, {len} entries, cut {cut}"
-                );
+        survivors_are_the_scalar_ones(|chunk, factor, cut, exact| {
+            if exact {
+                simd.survivors::<true>(chunk, factor, cut)
+            } else {
+                simd.survivors::<false>(chunk, factor, cut)
             }
-        }
+        });
     }
 
     #[test]

@@ -290,6 +290,19 @@ fn for_each_ascii_word(text: &str, f: &mut impl FnMut(&str)) {
 /// The longest word [`for_each_ascii_word`] lowercases on the stack, in bytes.
 const SHORT_WORD: usize = 32;
 
+/// Calls `f` with `part` lowercased: an ASCII part in `lower` (reused, no allocation), any
+/// other by `str::to_lowercase`.
+fn emit_lowercase(part: &str, lower: &mut String, f: &mut impl FnMut(&str)) {
+    if part.is_ascii() {
+        lower.clear();
+        lower.push_str(part);
+        lower.make_ascii_lowercase();
+        f(lower);
+    } else {
+        f(&part.to_lowercase());
+    }
+}
+
 /// [`for_each_word`] for any text, character by character.
 ///
 /// Each character's classes are looked up once, as it is read: outside ASCII, telling whether
@@ -299,16 +312,7 @@ const SHORT_WORD: usize = 32;
 /// slowest queries at BFCL's 2,723 tools spent about a fifth of their search there).
 fn for_each_unicode_word(text: &str, f: &mut impl FnMut(&str)) {
     let mut lower = String::new();
-    let mut emit = |part: &str| {
-        if part.is_ascii() {
-            lower.clear();
-            lower.push_str(part);
-            lower.make_ascii_lowercase();
-            f(&lower);
-        } else {
-            f(&part.to_lowercase());
-        }
-    };
+    let mut emit = |part: &str| emit_lowercase(part, &mut lower, f);
     // The characters of the run of alphanumeric ones being read (a piece of the text between
     // characters that are neither): where each starts, and its classes.
     let mut chars: Vec<(usize, Classes)> = Vec::new();
@@ -626,16 +630,7 @@ mod tests {
             }
             chars.clear();
             chars.extend(piece.char_indices());
-            let mut emit = |part: &str| {
-                if part.is_ascii() {
-                    lower.clear();
-                    lower.push_str(part);
-                    lower.make_ascii_lowercase();
-                    f(&lower);
-                } else {
-                    f(&part.to_lowercase());
-                }
-            };
+            let mut emit = |part: &str| emit_lowercase(part, &mut lower, f);
             let mut start = 0;
             for i in 1..chars.len() {
                 let (prev, cur) = (chars[i - 1].1, chars[i].1);
