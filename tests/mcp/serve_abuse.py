@@ -48,8 +48,10 @@ def start_http(server: Server, nofile: int | None = None) -> None:
     )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        for line in server.log_text().splitlines():
-            if "listening on http://" in line:
+        # Whole lines only (`splitlines` would also give the one serve is still writing, and
+        # with it a cut URL).
+        for line in server.log_text().splitlines(keepends=True):
+            if "listening on http://" in line and line.endswith("\n"):
                 server.url = line.split("listening on ", 1)[1].strip()
                 return
         check(server.process.poll() is None, f"serve exited early:\n{server.log_text()}")

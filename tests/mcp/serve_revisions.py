@@ -75,7 +75,8 @@ class Server:
             )
             deadline = time.monotonic() + 60
             while self.url is None:
-                found = re.search(r"listening on (http://\S+)", self.log.read_text(errors="replace"))
+                # The whole line only: a line read while serve writes it would give a cut URL.
+                found = re.search(r"listening on (http://\S+)\r?\n", self.log.read_text(errors="replace"))
                 if found:
                     self.url = found.group(1)
                     break
