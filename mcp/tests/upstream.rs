@@ -282,6 +282,17 @@ async fn shutdown_returns_only_after_the_server_has_exited() {
     );
 }
 
+/// Fails, saying why, unless every server of `g` started: a shutdown test of a server that did
+/// not start would watch the supervisor's restart instead (a clean-clone run once failed with
+/// only `started` logged, the shutdown over at once).
+fn started(g: &Gate) {
+    let problems = g.upstreams.problems();
+    assert!(
+        problems.is_empty(),
+        "the server did not start, so its shutdown cannot be watched: {problems:?}"
+    );
+}
+
 /// The `_event` lines the fake server logged, and its pid.
 fn events_of(log: &Path) -> (Vec<String>, u64) {
     let received = std::fs::read_to_string(log).unwrap_or_default();
@@ -308,6 +319,7 @@ async fn a_server_that_stays_after_its_stdin_closes_is_sent_sigterm() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("received.jsonl");
     let g = fake("", &["--log", log.to_str().unwrap(), "--linger"]).await;
+    started(&g);
     g.shutdown().await;
     let (events, pid) = events_of(&log);
     assert_eq!(events, ["started", "stdin closed", "sigterm"], "{events:?}");
@@ -327,6 +339,7 @@ async fn a_server_that_ignores_sigterm_is_killed() {
         &["--log", log.to_str().unwrap(), "--linger", "ignore-term"],
     )
     .await;
+    started(&g);
     g.shutdown().await;
     let (events, pid) = events_of(&log);
     assert_eq!(
