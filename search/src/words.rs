@@ -235,7 +235,13 @@ impl Words {
         let mut vocabulary = Vec::new();
         let mut numbered: Vec<Word> = Vec::new();
         let mut stream = numbers.stream();
+        // A built vocabulary numbers its words from 0 up, so each number is below their count.
+        // One that is not (only a damaged or crafted file has it) is no number: the re-ranking
+        // sizes a per-thread table by the largest number a query looks up, and a crafted
+        // number near 2^32 would make that table gigabytes.
+        let count = numbers.len() as u64;
         while let Some((key, number)) = stream.next() {
+            let number = if number < count { number } else { NO_NUMBER };
             let Some(word) = Word::put(&mut vocabulary, key, NO_POSTINGS, number) else {
                 break;
             };
@@ -465,6 +471,18 @@ mod tests {
         out
     }
 
+    #[test]
+    fn a_vocabulary_number_at_or_past_the_word_count_is_no_number() {
+        let stems = Map::from_iter([("weather", 0u64)]).unwrap();
+        let numbers =
+            Map::from_iter([("city", 1u64), ("forecast", 4_000_000_000), ("weather", 2)]).unwrap();
+        let words = Words::new(&stems, &numbers);
+        assert_eq!(words.number(b"city"), Some(1));
+        assert_eq!(words.number(b"weather"), Some(2));
+        // Three words, so 3 and up cannot be one of their numbers.
+        assert_eq!(words.number(b"forecast"), None);
+    }
+
     proptest::proptest! {
         #[test]
         fn words_postings_numbers_and_prefixes_are_those_of_the_dictionaries(
@@ -473,7 +491,9 @@ mod tests {
             probes in proptest::collection::vec("[abé]{0,5}", 1..20),
         ) {
             let stems = Map::from_iter(stems.into_iter().zip(0u64..));
-            let numbers = Map::from_iter(numbers.into_iter().zip(1000u64..));
+            // Numbered as a build numbers them: 0 up to their count, here in reverse key order.
+            let count = numbers.len() as u64;
+            let numbers = Map::from_iter(numbers.into_iter().zip((0..count).rev()));
             proptest::prop_assert!(stems.is_ok() && numbers.is_ok());
             if let (Ok(stems), Ok(numbers)) = (stems, numbers) {
                 let words = Words::new(&stems, &numbers);
