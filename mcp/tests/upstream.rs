@@ -282,6 +282,29 @@ async fn shutdown_returns_only_after_the_server_has_exited() {
     );
 }
 
+// A server may still be writing when its stdin closes (the answer to a request that crossed the
+// shutdown, a last log message): its stdout is read until it exits, so the write does not fail
+// with EPIPE and kill it (Python ends on the BrokenPipeError) before it sees its input end.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_may_still_write_to_stdout_after_its_stdin_closes() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("received.jsonl");
+    let g = fake("", &["--log", log.to_str().unwrap(), "--goodbye"]).await;
+    started(&g);
+    g.shutdown().await;
+    let (events, pid) = events_of(&log);
+    assert_eq!(
+        events,
+        ["started", "goodbye sent", "stdin closed"],
+        "{events:?}"
+    );
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "the server (pid {pid}) still runs after shutdown returned"
+    );
+}
+
 /// Fails, saying why, unless every server of `g` started: a shutdown test of a server that did
 /// not start would watch the supervisor's restart instead (a clean-clone run once failed with
 /// only `started` logged, the shutdown over at once).

@@ -1,14 +1,18 @@
 //! A server run as a child process: spawned in a process group of its own (so it and anything
 //! it starts can be stopped together, and a terminal's Ctrl-C reaches toolgate, not it), with
 //! only the environment its entry declares (plus [`INHERITED`]), its stderr forwarded to the
-//! log with the last lines kept for the log's messages (never the model's), its exit watched.
+//! log with the last lines kept for the log's messages (never the model's), its exit watched,
+//! and its stdout read to the end even after the connection is done with it ([`Stdout`]).
 
 use std::collections::VecDeque;
+use std::io;
+use std::pin::Pin;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader, ReadBuf};
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
@@ -27,6 +31,13 @@ const TAIL_LINE_CHARS: usize = 300;
 const EXIT_GRACE: Duration = Duration::from_secs(2);
 /// [`EXIT_GRACE`] for a server that failed to start.
 pub(crate) const FAILED_START_GRACE: Duration = Duration::from_millis(500);
+/// How long a child's stdout is still read (and what comes dropped) once the connection no
+/// longer reads it: longer than stopping it takes (about three [`EXIT_GRACE`]s and the close's
+/// half second), after which its whole process group is dead and the pipe at its end; the bound
+/// is for a process that left the group and holds the pipe open.
+const DRAIN_LIMIT: Duration = Duration::from_secs(10);
+/// Bytes read from the pipe at a time while draining it.
+const DRAIN_CHUNK: usize = 8 * 1024;
 
 /// The variables of toolgate's own environment a server gets without its entry naming them:
 /// what a program needs to run at all, and nothing that is usually a secret. `PATH` finds the
@@ -52,7 +63,68 @@ pub(crate) struct Child {
 
 /// The child's pipes, for the MCP transport: its stdout bounded per message (see
 /// [`frame`](super::frame)).
-pub(crate) type Pipes = (Bounded<ChildStdout>, ChildStdin);
+pub(crate) type Pipes = (Bounded<Stdout>, ChildStdin);
+
+/// A child's stdout that is read to its end even once it is dropped.
+///
+/// The transport closes the child's stdin and drops its stdout together. A server may still
+/// be writing then: the answer to a request that crossed the shutdown, a last log line. With
+/// nobody reading, that write fails with `EPIPE` and usually kills the server (Python ends on
+/// the `BrokenPipeError`, Node on the `EPIPE` error, a program with default signal handling
+/// on `SIGPIPE`) before it sees its input end and exits as MCP's stdio shutdown asks. So
+/// dropping a `Stdout` hands the pipe to a task that reads and drops whatever still comes,
+/// until the pipe ends (the child and its process group exited) or [`DRAIN_LIMIT`] passes.
+/// Memory: [`DRAIN_CHUNK`] bytes.
+pub(crate) struct Stdout {
+    pipe: Option<ChildStdout>,
+    server: String,
+}
+
+impl AsyncRead for Stdout {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.pipe.as_mut() {
+            Some(pipe) => Pin::new(pipe).poll_read(cx, buf),
+            None => Poll::Ready(Ok(())),
+        }
+    }
+}
+
+impl Drop for Stdout {
+    fn drop(&mut self) {
+        let Some(mut pipe) = self.pipe.take() else {
+            return;
+        };
+        // Outside a runtime (nothing should drop one there) the pipe just closes.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let server = std::mem::take(&mut self.server);
+        runtime.spawn(async move {
+            let mut scratch = vec![0u8; DRAIN_CHUNK];
+            let mut drained = 0usize;
+            let ended = tokio::time::timeout(DRAIN_LIMIT, async {
+                while let Ok(n @ 1..) = pipe.read(&mut scratch).await {
+                    drained = drained.saturating_add(n);
+                }
+            })
+            .await
+            .is_ok();
+            if drained > 0 || !ended {
+                tracing::debug!(
+                    target: "toolgate_mcp::upstream",
+                    server = %server,
+                    bytes = drained,
+                    ended,
+                    "read and dropped the MCP server's output after its connection closed"
+                );
+            }
+        });
+    }
+}
 
 /// Starts the program. `server` names it in log lines.
 pub(crate) fn spawn(launch: &StdioLaunch, server: &str) -> Result<(Child, Pipes), UpstreamError> {
@@ -126,7 +198,16 @@ pub(crate) fn spawn(launch: &StdioLaunch, server: &str) -> Result<(Child, Pipes)
             tail,
             stderr_ended,
         },
-        (Bounded::new(stdout, server), stdin),
+        (
+            Bounded::new(
+                Stdout {
+                    pipe: Some(stdout),
+                    server: server.to_owned(),
+                },
+                server,
+            ),
+            stdin,
+        ),
     ))
 }
 
