@@ -25,6 +25,8 @@ use super::stdio::{self, Child, FAILED_START_GRACE};
 
 /// How long closing a connection waits for the client's own shutdown.
 const CLOSE_WAIT: Duration = Duration::from_millis(500);
+/// The longest [`Connection::close`] takes.
+pub(crate) const CLOSE_AT_MOST: Duration = CLOSE_WAIT.saturating_add(stdio::STOP_AT_MOST);
 /// How long a child whose pipe closed is given to report its exit status.
 const EXIT_STATUS_WAIT: Duration = Duration::from_millis(300);
 

@@ -325,8 +325,9 @@ impl Upstreams {
     }
 
     /// Stops every server: cancellation notices still being sent get a moment to go out, then
-    /// each connection is closed and each child process stopped (its stdin closed, killed with
-    /// its process group if it has not exited half a second later). Returns once every child
+    /// each connection is closed and each child process stopped as MCP's stdio shutdown says
+    /// (its stdin closed; SIGTERM if it has not exited two seconds later; its process group
+    /// killed two seconds after that). Returns once every child
     /// has exited or been killed, so a host may exit right after it without cutting a server
     /// off before it read what was sent last. Calls made after this fail with
     /// `upstream_unavailable`.

@@ -29,6 +29,9 @@ const TAIL_LINE_CHARS: usize = 300;
 /// wait, SIGKILL). Two seconds leave a Python or Node server on a loaded machine time to see
 /// its input end and exit by itself.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
+/// The longest [`Child::stop`] takes: three waits of [`EXIT_GRACE`] (for the exit, after
+/// SIGTERM, after SIGKILL).
+pub(crate) const STOP_AT_MOST: Duration = EXIT_GRACE.saturating_mul(3);
 /// [`EXIT_GRACE`] for a server that failed to start.
 pub(crate) const FAILED_START_GRACE: Duration = Duration::from_millis(500);
 /// How long a child's stdout is still read (and what comes dropped) once the connection no

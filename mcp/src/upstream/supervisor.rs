@@ -214,10 +214,10 @@ impl Server {
         let _ = tokio::time::timeout(grace, self.tasks.wait()).await;
         self.shutdown.cancel();
         let mut state = self.state.subscribe();
-        // Closing takes at most a second or two (see `Connection::close`); the bound only
-        // guards against a supervisor that is gone.
+        // Closing takes at most `CLOSE_AT_MOST` (a server that ignores SIGTERM takes about
+        // that); the bound, a second above it, only guards against a supervisor that is gone.
         let _ = tokio::time::timeout(
-            Duration::from_secs(5),
+            connection::CLOSE_AT_MOST.saturating_add(Duration::from_secs(1)),
             state.wait_for(|s| matches!(s, State::Stopped)),
         )
         .await;
