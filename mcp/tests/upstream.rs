@@ -257,29 +257,7 @@ async fn a_timeout_sends_notifications_cancelled_for_the_request() {
 #[cfg(target_os = "linux")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_returns_only_after_the_server_has_exited() {
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("received.jsonl");
-    let g = fake("", &["--log", log.to_str().unwrap()]).await;
-    g.shutdown().await;
-    let received = std::fs::read_to_string(&log).unwrap_or_default();
-    let pid = received
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find(|m| m["_event"] == "started")
-        .and_then(|m| m["pid"].as_u64())
-        .expect("the server logged its pid");
-    assert!(
-        received
-            .lines()
-            .last()
-            .is_some_and(|l| l.contains("stdin closed")),
-        "the server was stopped before it saw its stdin close: {received}"
-    );
-    // Exited and reaped: nothing is left for a host that exits now to kill.
-    assert!(
-        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
-        "the server (pid {pid}) still runs after shutdown returned"
-    );
+    shutdown_logs(&[], &["started", "stdin closed"]).await;
 }
 
 // A server may still be writing when its stdin closes (the answer to a request that crossed the
@@ -288,37 +266,45 @@ async fn shutdown_returns_only_after_the_server_has_exited() {
 #[cfg(target_os = "linux")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_may_still_write_to_stdout_after_its_stdin_closes() {
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("received.jsonl");
-    let g = fake("", &["--log", log.to_str().unwrap(), "--goodbye"]).await;
-    started(&g);
-    g.shutdown().await;
-    let (events, pid) = events_of(&log);
-    assert_eq!(
-        events,
-        ["started", "goodbye sent", "stdin closed"],
-        "{events:?}"
-    );
-    assert!(
-        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
-        "the server (pid {pid}) still runs after shutdown returned"
-    );
+    shutdown_logs(&["--goodbye"], &["started", "goodbye sent", "stdin closed"]).await;
 }
 
-/// Fails, saying why, unless every server of `g` started: a shutdown test of a server that did
-/// not start would watch the supervisor's restart instead (a clean-clone run once failed with
-/// only `started` logged, the shutdown over at once).
-fn started(g: &Gate) {
+// MCP's stdio shutdown: close the input, wait, SIGTERM, wait, SIGKILL.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_stays_after_its_stdin_closes_is_sent_sigterm() {
+    shutdown_logs(&["--linger"], &["started", "stdin closed", "sigterm"]).await;
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_ignores_sigterm_is_killed() {
+    shutdown_logs(
+        &["--linger", "ignore-term"],
+        &["started", "stdin closed", "sigterm ignored"],
+    )
+    .await;
+}
+
+/// Starts the fake server with `args` (and a log), shuts the gate down, and checks that the
+/// server logged the `_event`s `expected` (the whole log is printed when not) and has exited.
+///
+/// It first fails, saying why, unless the server started: a shutdown test of a server that did
+/// not start would watch the supervisor's restart instead.
+#[cfg(target_os = "linux")]
+async fn shutdown_logs(args: &[&str], expected: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("received.jsonl");
+    let mut all = vec!["--log", log.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let g = fake("", &all).await;
     let problems = g.upstreams.problems();
     assert!(
         problems.is_empty(),
         "the server did not start, so its shutdown cannot be watched: {problems:?}"
     );
-}
-
-/// The `_event` lines the fake server logged, and its pid.
-fn events_of(log: &Path) -> (Vec<String>, u64) {
-    let received = std::fs::read_to_string(log).unwrap_or_default();
+    g.shutdown().await;
+    let received = std::fs::read_to_string(&log).unwrap_or_default();
     let messages: Vec<Value> = received
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
@@ -327,51 +313,15 @@ fn events_of(log: &Path) -> (Vec<String>, u64) {
         .iter()
         .find(|m| m["_event"] == "started")
         .and_then(|m| m["pid"].as_u64())
-        .expect("the server logged its pid");
-    let events = messages
+        .unwrap_or_else(|| panic!("the server logged no pid: {received}"));
+    let events: Vec<&str> = messages
         .iter()
-        .filter_map(|m| m["_event"].as_str().map(str::to_owned))
+        .filter_map(|m| m["_event"].as_str())
         .collect();
-    (events, pid)
-}
-
-// MCP's stdio shutdown: close the input, wait, SIGTERM, wait, SIGKILL.
-#[cfg(target_os = "linux")]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_server_that_stays_after_its_stdin_closes_is_sent_sigterm() {
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("received.jsonl");
-    let g = fake("", &["--log", log.to_str().unwrap(), "--linger"]).await;
-    started(&g);
-    g.shutdown().await;
-    let (events, pid) = events_of(&log);
-    assert_eq!(events, ["started", "stdin closed", "sigterm"], "{events:?}");
+    assert_eq!(events, expected, "the server's log:\n{received}");
+    // Exited and reaped: nothing is left for a host that exits now to kill.
     assert!(
-        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
-        "the server (pid {pid}) still runs after shutdown returned"
-    );
-}
-
-#[cfg(target_os = "linux")]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_server_that_ignores_sigterm_is_killed() {
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("received.jsonl");
-    let g = fake(
-        "",
-        &["--log", log.to_str().unwrap(), "--linger", "ignore-term"],
-    )
-    .await;
-    started(&g);
-    g.shutdown().await;
-    let (events, pid) = events_of(&log);
-    assert_eq!(
-        events,
-        ["started", "stdin closed", "sigterm ignored"],
-        "{events:?}"
-    );
-    assert!(
-        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        !Path::new(&format!("/proc/{pid}")).exists(),
         "the server (pid {pid}) still runs after shutdown returned"
     );
 }
