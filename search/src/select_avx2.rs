@@ -249,20 +249,37 @@ mod tests {
         })
     }
 
-    /// Checks that `kernel(chunk, factor, cut, exact)` gives the scalar survivors for every
-    /// chunk length up to [`MOST`] and a few cuts.
-    fn survivors_are_the_scalar_ones(kernel: impl Fn(&[Acc], f32, f32, bool) -> u64) {
+    /// A survivors kernel under test, [`Avx2`] or [`Avx512`].
+    trait Survivors: Copy {
+        fn kernel<const EXACT: bool>(self, chunk: &[Acc], factor: f32, cut: f32) -> u64;
+    }
+
+    impl Survivors for Avx2 {
+        fn kernel<const EXACT: bool>(self, chunk: &[Acc], factor: f32, cut: f32) -> u64 {
+            self.survivors::<EXACT>(chunk, factor, cut)
+        }
+    }
+
+    impl Survivors for Avx512 {
+        fn kernel<const EXACT: bool>(self, chunk: &[Acc], factor: f32, cut: f32) -> u64 {
+            self.survivors::<EXACT>(chunk, factor, cut)
+        }
+    }
+
+    /// Checks that `simd` gives the scalar survivors for every chunk length up to [`MOST`] and
+    /// a few cuts, exact and bound.
+    fn survivors_are_the_scalar_ones(simd: impl Survivors) {
         let all = entries(MOST);
         for len in 0..=MOST {
             for cut in [f32::NEG_INFINITY, 0.5, 2.0, 7.5] {
                 let chunk = &all[..len];
                 assert_eq!(
-                    kernel(chunk, 1.3, cut, true),
+                    simd.kernel::<true>(chunk, 1.3, cut),
                     scalar::<true>(chunk, 1.3, cut),
                     "exact, {len} entries, cut {cut}"
                 );
                 assert_eq!(
-                    kernel(chunk, 1.3, cut, false),
+                    simd.kernel::<false>(chunk, 1.3, cut),
                     scalar::<false>(chunk, 1.3, cut),
                     "bound, {len} entries, cut {cut}"
                 );
@@ -275,13 +292,7 @@ mod tests {
         let Some(simd) = Avx2::detect() else {
             return;
         };
-        survivors_are_the_scalar_ones(|chunk, factor, cut, exact| {
-            if exact {
-                simd.survivors::<true>(chunk, factor, cut)
-            } else {
-                simd.survivors::<false>(chunk, factor, cut)
-            }
-        });
+        survivors_are_the_scalar_ones(simd);
     }
 
     #[test]
@@ -316,13 +327,7 @@ mod tests {
         let Some(simd) = Avx512::detect() else {
             return;
         };
-        survivors_are_the_scalar_ones(|chunk, factor, cut, exact| {
-            if exact {
-                simd.survivors::<true>(chunk, factor, cut)
-            } else {
-                simd.survivors::<false>(chunk, factor, cut)
-            }
-        });
+        survivors_are_the_scalar_ones(simd);
     }
 
     #[test]
